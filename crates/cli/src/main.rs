@@ -1,0 +1,41 @@
+//! `qstp`: run lab scenarios, send and receive files over QSTP.
+
+use clap::{Parser, Subcommand};
+
+mod recv;
+mod run;
+mod send;
+
+/// QSTP: QoS-aware transport, and the lab that proves it.
+#[derive(Parser)]
+#[command(name = "qstp", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a simulation scenario: every sweep point and run, then a summary, plots and a report.
+    Run(run::RunArgs),
+    /// Send a file (or stdin) to a `qstp recv`.
+    Send(send::SendArgs),
+    /// Receive files sent with `qstp send`.
+    Recv(recv::RecvArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::main(args),
+        Command::Send(args) => send::main(args),
+        Command::Recv(args) => recv::main(args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("qstp: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

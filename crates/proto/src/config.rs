@@ -1,0 +1,301 @@
+//! The composition of micro-protocols and the limits of one connection, validated in one place.
+//!
+//! QSTP is `gtfrc + sack-full + ordered` (QSTP paper §4); "TFRC/SACK" is `tfrc + sack-full +
+//! ordered`; plain `tfrc` is a DCCP-like `tfrc + none + unordered` message service.
+
+use crate::rate::Rate;
+use crate::time::Duration;
+use core::fmt;
+use core::str::FromStr;
+
+/// Which congestion control decides the allowed sending rate X.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CongestionControl {
+    /// Send at a fixed rate, whatever the network says (for tests and calibration only).
+    Fixed {
+        /// The constant sending rate.
+        rate: Rate,
+    },
+    /// TFRC, RFC 5348.
+    Tfrc,
+    /// gTFRC: TFRC whose rate never drops below `target` once out of slow start (gTFRC paper Fig. 1).
+    Gtfrc {
+        /// The negotiated rate g; zero makes it plain TFRC.
+        target: Rate,
+    },
+    /// A TCP-like additive-increase multiplicative-decrease rate controller, for comparison.
+    Aimd,
+}
+
+impl CongestionControl {
+    /// The target rate g this controller guarantees, zero if none.
+    pub fn target(&self) -> Rate {
+        match self {
+            CongestionControl::Gtfrc { target } => *target,
+            _ => Rate::ZERO,
+        }
+    }
+}
+
+/// Which error control repairs losses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorControl {
+    /// No repair: lost data stays lost (DCCP-like).
+    None,
+    /// Datagram SACK with full reliability (QSTP paper §4.2).
+    SackFull,
+    /// Datagram SACK with per-message partial reliability: data is abandoned once its deadline has
+    /// passed or it was retransmitted `max_retransmissions` times, and the receiver told to skip it.
+    SackPartial {
+        /// Give up on a message this long after it was first written; `None` for no deadline.
+        deadline: Option<Duration>,
+        /// Give up on a message after this many retransmissions; `None` for no limit.
+        max_retransmissions: Option<u32>,
+    },
+}
+
+impl ErrorControl {
+    /// Whether lost data is ever sent again.
+    pub fn retransmits(&self) -> bool {
+        !matches!(self, ErrorControl::None)
+    }
+}
+
+/// In which order the receiver hands data to the application.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// In the order it was written: an ordered byte stream, or messages in order.
+    Ordered,
+    /// Messages as soon as each is complete.
+    Unordered,
+}
+
+/// The named compositions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preset {
+    /// gTFRC + SACK (full reliability) + ordered: QSTP.
+    Qstp,
+    /// TFRC + SACK (full reliability) + ordered.
+    TfrcSack,
+    /// TFRC + no error control + unordered messages (DCCP-like).
+    Tfrc,
+}
+
+impl Preset {
+    /// Every preset, for help texts.
+    pub const ALL: [Preset; 3] = [Preset::Qstp, Preset::TfrcSack, Preset::Tfrc];
+
+    /// The preset's name as written in configs and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Qstp => "qstp",
+            Preset::TfrcSack => "tfrc-sack",
+            Preset::Tfrc => "tfrc",
+        }
+    }
+}
+
+impl FromStr for Preset {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| ConfigError::UnknownPreset(s.to_string()))
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything that shapes one connection. Build it with a preset, adjust fields, then
+/// [`Config::validate`] (the endpoint validates again before use).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Congestion control.
+    pub congestion: CongestionControl,
+    /// Error control.
+    pub error: ErrorControl,
+    /// Delivery order.
+    pub order: Order,
+    /// Largest datagram the connection emits, headers included (TFRC's segment size s is this).
+    pub max_datagram: usize,
+    /// Bytes the application may have written but not yet acknowledged by the peer.
+    pub send_buffer: usize,
+    /// Bytes received but not yet read by the application; advertised to the peer as its window.
+    pub recv_buffer: usize,
+    /// RTT assumed before the first measurement.
+    pub initial_rtt: Duration,
+    /// The connection closes after this long without hearing from the peer.
+    pub idle_timeout: Duration,
+    /// A connection attempt fails after this long without an answer.
+    pub handshake_timeout: Duration,
+    /// Most datagrams the pacer lets out back to back at high rates (a burst stays small at low
+    /// rates: see the pacing module).
+    pub max_burst: u32,
+}
+
+impl Config {
+    /// The configuration of a preset; `target` is the gTFRC floor g for [`Preset::Qstp`] and ignored
+    /// by the others.
+    pub fn preset(preset: Preset, target: Rate) -> Config {
+        let (congestion, error, order) = match preset {
+            Preset::Qstp => (CongestionControl::Gtfrc { target }, ErrorControl::SackFull, Order::Ordered),
+            Preset::TfrcSack => (CongestionControl::Tfrc, ErrorControl::SackFull, Order::Ordered),
+            Preset::Tfrc => (CongestionControl::Tfrc, ErrorControl::None, Order::Unordered),
+        };
+        Config { congestion, error, order, ..Config::default() }
+    }
+
+    /// QSTP with target rate `target`.
+    pub fn qstp(target: Rate) -> Config {
+        Config::preset(Preset::Qstp, target)
+    }
+
+    /// The TFRC segment size s in bytes (RFC 5348 §3.1): the largest datagram.
+    pub fn segment_size(&self) -> usize {
+        self.max_datagram
+    }
+
+    /// Whether the ordered byte-stream API (`write`/`read`) is available: it needs full
+    /// reliability and ordered delivery.
+    pub fn supports_stream(&self) -> bool {
+        self.error == ErrorControl::SackFull && self.order == Order::Ordered
+    }
+
+    /// Check every field; the first problem found is returned.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(MIN_DATAGRAM..=MAX_DATAGRAM).contains(&self.max_datagram) {
+            return Err(ConfigError::Invalid {
+                key: "max_datagram",
+                reason: format!("{} is outside {MIN_DATAGRAM}..={MAX_DATAGRAM} bytes", self.max_datagram),
+            });
+        }
+        if self.send_buffer < self.max_datagram {
+            return Err(ConfigError::Invalid {
+                key: "send_buffer",
+                reason: format!("{} bytes is less than one datagram ({})", self.send_buffer, self.max_datagram),
+            });
+        }
+        if self.recv_buffer < self.max_datagram {
+            return Err(ConfigError::Invalid {
+                key: "recv_buffer",
+                reason: format!("{} bytes is less than one datagram ({})", self.recv_buffer, self.max_datagram),
+            });
+        }
+        if self.send_buffer > MAX_BUFFER || self.recv_buffer > MAX_BUFFER {
+            return Err(ConfigError::Invalid {
+                key: "send_buffer/recv_buffer",
+                reason: format!("buffers are limited to {MAX_BUFFER} bytes"),
+            });
+        }
+        if self.initial_rtt.is_zero() {
+            return Err(ConfigError::Invalid { key: "initial_rtt", reason: "must be positive".into() });
+        }
+        if self.idle_timeout.is_zero() {
+            return Err(ConfigError::Invalid { key: "idle_timeout", reason: "must be positive".into() });
+        }
+        if self.handshake_timeout.is_zero() {
+            return Err(ConfigError::Invalid { key: "handshake_timeout", reason: "must be positive".into() });
+        }
+        if self.max_burst == 0 {
+            return Err(ConfigError::Invalid { key: "max_burst", reason: "must be at least 1".into() });
+        }
+        if let CongestionControl::Fixed { rate } = self.congestion {
+            if rate.is_zero() {
+                return Err(ConfigError::Invalid { key: "congestion.rate", reason: "a fixed rate must be positive".into() });
+            }
+        }
+        if let ErrorControl::SackPartial { deadline, max_retransmissions } = self.error {
+            if deadline.is_none() && max_retransmissions.is_none() {
+                return Err(ConfigError::Invalid {
+                    key: "error",
+                    reason: "partial reliability needs a deadline or a retransmission limit".into(),
+                });
+            }
+            if deadline == Some(Duration::ZERO) {
+                return Err(ConfigError::Invalid { key: "error.deadline", reason: "must be positive".into() });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Smallest datagram a connection may be configured to emit.
+pub const MIN_DATAGRAM: usize = 256;
+/// Largest datagram a connection may be configured to emit (fits a UDP payload).
+pub const MAX_DATAGRAM: usize = 65_000;
+/// Largest send or receive buffer, per connection.
+pub const MAX_BUFFER: usize = 1 << 30;
+
+impl Default for Config {
+    /// QSTP with no target (so plain TFRC + SACK + ordered) and 1500-byte datagrams.
+    fn default() -> Self {
+        Config {
+            congestion: CongestionControl::Gtfrc { target: Rate::ZERO },
+            error: ErrorControl::SackFull,
+            order: Order::Ordered,
+            max_datagram: 1500,
+            send_buffer: 4 << 20,
+            recv_buffer: 4 << 20,
+            // RFC 5348 §4.2 leaves the initial RTT to the implementation; 100 ms is a common choice.
+            initial_rtt: Duration::from_millis(100),
+            idle_timeout: Duration::from_secs(30),
+            handshake_timeout: Duration::from_secs(10),
+            max_burst: 16,
+        }
+    }
+}
+
+/// A configuration that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A preset name that does not exist.
+    #[error("unknown profile '{0}' (use qstp, tfrc-sack or tfrc)")]
+    UnknownPreset(String),
+    /// A field with a value that cannot work.
+    #[error("invalid {key}: {reason}")]
+    Invalid {
+        /// The field.
+        key: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_compose_as_the_design_says() {
+        let q = Config::qstp(Rate::from_kbps(500));
+        assert_eq!(q.congestion, CongestionControl::Gtfrc { target: Rate::from_kbps(500) });
+        assert_eq!(q.error, ErrorControl::SackFull);
+        assert!(q.supports_stream());
+        let t = Config::preset(Preset::Tfrc, Rate::ZERO);
+        assert_eq!((t.error, t.order), (ErrorControl::None, Order::Unordered));
+        assert!(!t.supports_stream());
+        for p in Preset::ALL {
+            assert_eq!(p.name().parse::<Preset>().unwrap(), p);
+            Config::preset(p, Rate::ZERO).validate().unwrap();
+        }
+        assert!(matches!("quic".parse::<Preset>(), Err(ConfigError::UnknownPreset(_))));
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let mut c = Config::default();
+        c.max_datagram = 10;
+        assert!(matches!(c.validate(), Err(ConfigError::Invalid { key: "max_datagram", .. })));
+        let mut c = Config::default();
+        c.error = ErrorControl::SackPartial { deadline: None, max_retransmissions: None };
+        assert!(matches!(c.validate(), Err(ConfigError::Invalid { key: "error", .. })));
+        let mut c = Config::default();
+        c.recv_buffer = 100;
+        assert!(matches!(c.validate(), Err(ConfigError::Invalid { key: "recv_buffer", .. })));
+    }
+}

@@ -1,0 +1,21 @@
+//! `qstp-proto`: the sans-IO core of QSTP, the QoS-aware transport protocol.
+//!
+//! Datagrams and the current time go in (`handle_*`); datagrams to send, delivered data, events
+//! and the next timer deadline come out (`poll_*`). This crate never reads a clock, opens a socket,
+//! spawns a thread or draws from a global random source, so the UDP endpoint (`qstp-net`), the
+//! simulator (`qstp-sim`) and the tests all drive the very same code. It depends on no other qstp
+//! crate.
+
+pub mod config;
+pub mod rate;
+pub mod time;
+
+pub use config::{Config, ConfigError, CongestionControl, ErrorControl, Order, Preset};
+pub use rate::{Rate, RateParseError};
+pub use time::{Duration, DurationParseError, Time};
+
+pub mod connection;
+pub mod endpoint;
+
+pub use connection::{CloseReason, Connection, Event, ReadError, Stats, WriteError};
+pub use endpoint::{ConnectError, ConnectionHandle, Endpoint, EndpointConfig, EndpointStats, Transmit};

@@ -1,0 +1,319 @@
+//! What one simulation run is asked to do, and what it hands back.
+//!
+//! This is the boundary between the simulator and the lab: `qstp-lab` turns a scenario file (with
+//! its sweep point and run number) into a [`SimSpec`]; [`crate::run`] turns a `SimSpec` into a
+//! [`RunOutput`]; the lab computes the papers' metrics from it. A run is a pure function of its
+//! `SimSpec` (which carries the seed).
+//!
+//! The topology is the papers' DiffServ dumbbell: each group's flows go from their own sources
+//! through an edge router (where the group's marker colours the aggregate) over one bottleneck link
+//! to their sinks; the group's `rtt` is the base round-trip time of that path.
+
+use qstp_proto::{Config, Duration, Rate};
+
+/// One simulation run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimSpec {
+    /// Simulated time to run.
+    pub duration: Duration,
+    /// Seed of this run; every random stream of the run derives from it.
+    pub seed: u64,
+    /// Size of data packets on the wire, bytes.
+    pub packet_size: usize,
+    /// The shared bottleneck link.
+    pub bottleneck: LinkSpec,
+    /// The flow groups.
+    pub groups: Vec<GroupSpec>,
+    /// Width of the bins of the recorded series.
+    pub bin: Duration,
+}
+
+/// A link: a serialisation rate, a propagation delay, a queue and an optional loss model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkSpec {
+    /// Serialisation rate.
+    pub rate: Rate,
+    /// One-way propagation delay (part of every group's rtt, not added to it).
+    pub delay: Duration,
+    /// Queue discipline at the link's input.
+    pub queue: QueueSpec,
+    /// Random losses on the link, after the queue.
+    pub loss: Option<LossSpec>,
+}
+
+/// A RED curve: below `min_th` no early drop, between the thresholds a drop probability rising
+/// linearly to `max_p`, above `max_th` every packet dropped (Floyd & Jacobson; RIO per RFC 2597's
+/// usual realisation). Thresholds are in packets of average queue.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RedParams {
+    /// Lower threshold, packets.
+    pub min_th: f64,
+    /// Upper threshold, packets.
+    pub max_th: f64,
+    /// Drop probability at `max_th`.
+    pub max_p: f64,
+}
+
+/// Which average a RIO queue compares each precedence against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RioMode {
+    /// RIO-C: in-profile packets against the average of in-profile packets; out-profile against
+    /// the average of all packets (the default).
+    Coupled,
+    /// RIO-D: each precedence against the average of its own packets.
+    Decoupled,
+}
+
+/// A queue discipline.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueueSpec {
+    /// Drop-tail FIFO holding at most `limit` packets.
+    DropTail {
+        /// Capacity, packets.
+        limit: usize,
+    },
+    /// RED on one FIFO.
+    Red {
+        /// Capacity, packets.
+        limit: usize,
+        /// The drop curve.
+        params: RedParams,
+        /// Weight of the average queue EWMA (0.002 by default).
+        weight: f64,
+    },
+    /// RIO: RED with In and Out (RFC 2597 drop precedences on one FIFO).
+    Rio {
+        /// Capacity, packets.
+        limit: usize,
+        /// Curve for in-profile (green) packets.
+        in_profile: RedParams,
+        /// Curve for out-of-profile packets (yellow and red both, unless `middle` is given).
+        out_profile: RedParams,
+        /// Optional curve for yellow packets of three-colour markers.
+        middle: Option<RedParams>,
+        /// Weight of the average queue EWMA (0.002 by default).
+        weight: f64,
+        /// RIO-C or RIO-D.
+        mode: RioMode,
+    },
+    /// Class-based queueing: each class a guaranteed rate, borrowing idle capacity when allowed
+    /// (QSTP paper §5.4).
+    Cbq {
+        /// The classes; a group not named in any class goes to the last class.
+        classes: Vec<CbqClass>,
+    },
+}
+
+/// One CBQ class.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CbqClass {
+    /// Name, for statistics.
+    pub name: String,
+    /// Guaranteed rate.
+    pub rate: Rate,
+    /// Whether the class may use capacity other classes leave idle.
+    pub borrow: bool,
+    /// Names of the groups whose packets this class carries.
+    pub groups: Vec<String>,
+    /// Capacity of the class's own FIFO, packets.
+    pub limit: usize,
+}
+
+/// A random loss model.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LossSpec {
+    /// Each packet lost independently with probability `p`.
+    Bernoulli {
+        /// Loss probability.
+        p: f64,
+    },
+    /// Two-state Gilbert-Elliott channel.
+    GilbertElliott {
+        /// Probability, per packet, of moving from the good to the bad state.
+        p_good_to_bad: f64,
+        /// Probability, per packet, of moving from the bad to the good state.
+        p_bad_to_good: f64,
+        /// Loss probability in the good state.
+        loss_good: f64,
+        /// Loss probability in the bad state.
+        loss_bad: f64,
+    },
+}
+
+/// An edge marker, colouring a group's aggregate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MarkerSpec {
+    /// Two-colour token bucket: in-profile while tokens last.
+    TokenBucket {
+        /// Token rate.
+        rate: Rate,
+        /// Bucket depth, bytes.
+        bucket: u64,
+    },
+    /// Single-rate three-colour marker, RFC 2697 (colour-blind).
+    Srtcm {
+        /// Committed information rate.
+        cir: Rate,
+        /// Committed burst size, bytes.
+        cbs: u64,
+        /// Excess burst size, bytes.
+        ebs: u64,
+    },
+    /// Two-rate three-colour marker, RFC 2698 (colour-blind).
+    Trtcm {
+        /// Committed information rate.
+        cir: Rate,
+        /// Committed burst size, bytes.
+        cbs: u64,
+        /// Peak information rate.
+        pir: Rate,
+        /// Peak burst size, bytes.
+        pbs: u64,
+    },
+    /// Time-sliding-window two-colour marker, RFC 2859.
+    Tsw2 {
+        /// Committed target rate.
+        cir: Rate,
+        /// Averaging window.
+        window: Duration,
+    },
+    /// Time-sliding-window three-colour marker, RFC 2859.
+    Tsw3 {
+        /// Committed target rate.
+        cir: Rate,
+        /// Peak target rate.
+        pir: Rate,
+        /// Averaging window.
+        window: Duration,
+    },
+}
+
+/// What a group's flows run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Protocol {
+    /// TCP with the named congestion control (`newreno` now; high-speed variants later).
+    Tcp {
+        /// Congestion-control name.
+        congestion: String,
+        /// Whether the receiver delays ACKs (RFC 1122: every second segment or 200 ms).
+        delayed_ack: bool,
+        /// Receiver window, bytes.
+        receive_window: u64,
+    },
+    /// A qstp-proto connection with this composition (`qstp`, `tfrc-sack`, `tfrc`, `gtfrc`, ...),
+    /// saturated by its application (always has data to send).
+    Qstp {
+        /// The name the scenario used, for reports.
+        name: String,
+        /// The composition and limits.
+        config: Config,
+    },
+    /// Constant-bit-rate UDP following a rate schedule.
+    Cbr {
+        /// `(from, rate)` steps, sorted by `from`; the first starts at zero.
+        schedule: Vec<(Duration, Rate)>,
+    },
+    /// On/off UDP: exponential on and off periods, sending at the scheduled rate while on.
+    OnOff {
+        /// `(from, rate)` steps as for [`Protocol::Cbr`].
+        schedule: Vec<(Duration, Rate)>,
+        /// Mean on period.
+        mean_on: Duration,
+        /// Mean off period.
+        mean_off: Duration,
+    },
+}
+
+/// Flows sharing a path, an edge marker and a profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupSpec {
+    /// Name, unique in the scenario.
+    pub name: String,
+    /// What each flow runs.
+    pub protocol: Protocol,
+    /// How many flows.
+    pub flows: u32,
+    /// Base round-trip time of the path (propagation only, no queueing).
+    pub rtt: Duration,
+    /// Negotiated rate of the group (reports, and the gTFRC floor of each flow is carried in the
+    /// protocol's config).
+    pub target: Option<Rate>,
+    /// The edge marker for the group's aggregate; `None` sends every packet best effort, which
+    /// queues treat as out-of-profile (red).
+    pub marker: Option<MarkerSpec>,
+    /// When the flows start (each flow adds a small seeded jitter of up to one RTT).
+    pub start: Duration,
+}
+
+/// Drop precedence of a packet, set by an edge marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Color {
+    /// In-profile (AFx1).
+    Green,
+    /// Between the committed and the peak profile (AFx2), three-colour markers only.
+    Yellow,
+    /// Out-of-profile (AFx3, or best effort when unmarked).
+    Red,
+}
+
+/// Per-colour packet counters of one queue.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CodePointCounters {
+    /// Packets that arrived at the queue.
+    pub packets: u64,
+    /// Packets dropped because the queue was full.
+    pub ldrops: u64,
+    /// Packets dropped early by RED/RIO.
+    pub edrops: u64,
+}
+
+/// Statistics of one queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueRecord {
+    /// Name (`bottleneck`, or `bottleneck/<class>` for CBQ classes).
+    pub name: String,
+    /// Green packets.
+    pub green: CodePointCounters,
+    /// Yellow packets.
+    pub yellow: CodePointCounters,
+    /// Red packets.
+    pub red: CodePointCounters,
+}
+
+/// What one flow did, recorded at fixed bins of width `SimSpec::bin`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowRecord {
+    /// Index of the group in `SimSpec::groups`.
+    pub group: usize,
+    /// Index of the flow in its group.
+    pub flow: u32,
+    /// Bytes of packets (headers included) that reached the receiver, per bin: the network-level
+    /// throughput, retransmissions and duplicates included.
+    pub received_bytes: Vec<u64>,
+    /// Bytes delivered in order to the receiving application, per bin: the goodput.
+    pub delivered_bytes: Vec<u64>,
+    /// One-way delay of each received packet minus that of the packet before it, absolute, summed
+    /// per bin, in nanoseconds (with `received_packets`, gives the mean jitter per bin).
+    pub jitter_ns: Vec<u64>,
+    /// Packets that reached the receiver, per bin.
+    pub received_packets: Vec<u64>,
+    /// Data packets the sender emitted (retransmissions included).
+    pub packets_sent: u64,
+    /// Data packets the sender sent again.
+    pub packets_retransmitted: u64,
+}
+
+/// Everything one run produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutput {
+    /// Events the engine processed.
+    pub events: u64,
+    /// Packets that crossed the bottleneck link.
+    pub bottleneck_packets: u64,
+    /// Simulated time covered.
+    pub simulated: Duration,
+    /// One per flow, groups in order, flows in order.
+    pub flows: Vec<FlowRecord>,
+    /// One per queue on the bottleneck.
+    pub queues: Vec<QueueRecord>,
+}
