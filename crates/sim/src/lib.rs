@@ -8,3 +8,7 @@
 pub mod spec;
 
 pub use spec::*;
+pub mod loss;
+pub mod marker;
+pub mod queue;
+pub mod tcp;

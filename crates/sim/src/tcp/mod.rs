@@ -1,0 +1,63 @@
+//! TCP for the simulator: a bulk sender and a receiver as sans-IO state machines (like
+//! `qstp-proto`), with congestion control behind a trait so that NewReno now and HighSpeed, BIC,
+//! CUBIC, Scalable, H-TCP, Illinois, YeAH and Compound TCP later plug in without touching the rest.
+//!
+//! Sequence numbers count bytes from 0; the sender always has data (a saturated bulk transfer).
+
+use qstp_proto::{Duration, Time};
+
+/// Most SACK blocks one ACK carries (RFC 2018 §3: at most 4 fit the option space with timestamps
+/// off; 3 with timestamps).
+pub const MAX_SACK_BLOCKS: usize = 4;
+
+/// A TCP segment, data or pure ACK, as the simulator carries it (no bytes, just sizes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    /// First byte carried (data segments).
+    pub seq: u64,
+    /// Payload bytes carried; 0 for a pure ACK.
+    pub len: u32,
+    /// Cumulative acknowledgement: next byte expected (ACK segments).
+    pub ack: u64,
+    /// SACK blocks `[start, end)`, most recent first, at most [`MAX_SACK_BLOCKS`].
+    pub sack: Vec<(u64, u64)>,
+    /// Advertised receive window, bytes.
+    pub window: u64,
+    /// Whether this is sent again (for statistics only; TCP itself cannot tell).
+    pub retransmission: bool,
+}
+
+/// What a congestion control sees on an ACK.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AckSample {
+    /// When the ACK arrived.
+    pub now: Time,
+    /// Bytes newly acknowledged (cumulatively or by SACK).
+    pub acked_bytes: u64,
+    /// RTT sample of this ACK, if it gave one (RFC 6298 §3: not from retransmitted segments).
+    pub rtt: Option<Duration>,
+    /// Smoothed RTT.
+    pub srtt: Duration,
+    /// Smallest RTT seen.
+    pub min_rtt: Duration,
+    /// Bytes in flight before this ACK.
+    pub in_flight: u64,
+}
+
+/// A TCP congestion control: the window, in bytes, and how it reacts.
+pub trait CongestionControl: std::fmt::Debug + Send {
+    /// The name used in scenario files (`newreno`, `cubic`, ...).
+    fn name(&self) -> &'static str;
+    /// Congestion window, bytes.
+    fn cwnd(&self) -> u64;
+    /// Slow-start threshold, bytes.
+    fn ssthresh(&self) -> u64;
+    /// New data was acknowledged outside recovery.
+    fn on_ack(&mut self, sample: &AckSample);
+    /// A loss was detected by duplicate ACKs or SACK: enter fast recovery (once per window).
+    fn on_congestion_event(&mut self, now: Time, in_flight: u64);
+    /// Fast recovery ended (the recovery point was acknowledged).
+    fn on_recovery_end(&mut self, now: Time);
+    /// The retransmission timer expired (RFC 5681 §3.1: cwnd to one segment).
+    fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64);
+}
