@@ -1,0 +1,28 @@
+//! The simulator's events: small values addressing components by id.
+
+use crate::ids::{AgentId, LinkId, PacketId};
+
+/// Something that happens at a point in simulated time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// A link finished serialising a packet (or a queue's wait ended): send the next one.
+    LinkReady(LinkId),
+    /// A packet reaches the far end of a link.
+    Arrive {
+        /// The link it crossed.
+        link: LinkId,
+        /// The packet.
+        packet: PacketId,
+    },
+    /// A packet is handed to an agent on the node it was sent from.
+    Deliver {
+        /// The receiving agent.
+        agent: AgentId,
+        /// The packet.
+        packet: PacketId,
+    },
+    /// An agent starts.
+    AgentStart(AgentId),
+    /// An agent's timer may be due.
+    AgentTimer(AgentId),
+}

@@ -1,0 +1,121 @@
+//! Builders of whole topologies from a [`SimSpec`].
+
+use crate::components;
+use crate::error::SimError;
+use crate::ids::{LinkId, NodeId};
+use crate::network::{Conditioner, Network, NodeKind};
+use crate::rng::{stream, StreamKind};
+use crate::spec::{QueueSpec, SimSpec};
+use qstp_proto::{Duration, Rate};
+
+/// Where one flow's two ends live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowEnds {
+    /// Index of the group in the spec.
+    pub group: usize,
+    /// Index of the flow in its group.
+    pub flow: u32,
+    /// The host of the sending agent.
+    pub source: NodeId,
+    /// The host of the receiving agent.
+    pub sink: NodeId,
+}
+
+/// A built topology: the network and where its flows attach.
+#[derive(Debug)]
+pub struct Built {
+    /// The network.
+    pub network: Network,
+    /// The link whose queue the run reports on.
+    pub bottleneck: LinkId,
+    /// Every flow, groups in order, flows in order.
+    pub flows: Vec<FlowEnds>,
+}
+
+impl std::fmt::Debug for Network {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Network").field("nodes", &self.node_count()).field("links", &self.links().len()).finish()
+    }
+}
+
+/// Capacity of the queues of the uncongested links (access, trunk, reverse path), packets.
+pub const FAST_QUEUE_LIMIT: usize = 1000;
+
+/// Rate of the uncongested links: ten times the bottleneck, at least 100 Mbit/s.
+pub fn fast_rate(bottleneck: Rate) -> Rate {
+    Rate::from_bps(bottleneck.bps().saturating_mul(10).max(100_000_000))
+}
+
+/// The papers' DiffServ dumbbell (QSTP paper Fig. 3).
+///
+/// Per flow a source host and a sink host; per group an edge router whose marker colours the
+/// group's aggregate on its way to the core; the core router feeds the bottleneck link to the
+/// egress router, which reaches every sink. Access links carry the group's share of the
+/// propagation delay so that the base RTT is the group's `rtt`; the reverse path has the same
+/// delays over uncongested links, so acknowledgements and feedback are never the bottleneck.
+///
+/// ```text
+/// source --access--> edge(group) --trunk--> core ==bottleneck==> egress --> sink
+/// ```
+pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
+    let bottleneck = &spec.bottleneck;
+    if bottleneck.rate.is_zero() {
+        return Err(SimError::Invalid { key: "bottleneck.rate".into(), reason: "must be positive".into() });
+    }
+    for group in &spec.groups {
+        if group.rtt < bottleneck.delay.saturating_mul(2) {
+            return Err(SimError::RttShorterThanBottleneck {
+                group: group.name.clone(),
+                rtt: group.rtt,
+                bottleneck_delay: bottleneck.delay,
+            });
+        }
+    }
+    let group_names: Vec<String> = spec.groups.iter().map(|g| g.name.clone()).collect();
+    let fast = fast_rate(bottleneck.rate);
+    let fast_queue = QueueSpec::DropTail { limit: FAST_QUEUE_LIMIT };
+    let mut net = Network::new();
+    let seed = spec.seed;
+    let link = |net: &mut Network, from, to, rate, delay, queue: &QueueSpec, component: &str| {
+        let index = net.links().len() as u64;
+        let queue = components::queue(queue, &group_names, component)?;
+        let rng = stream(seed, StreamKind::Link, index);
+        Ok::<_, SimError>(net.add_link(from, to, rate, delay, queue, None, rng))
+    };
+
+    let core = net.add_node(NodeKind::Router);
+    let egress = net.add_node(NodeKind::Router);
+    let bottleneck_link = {
+        let index = net.links().len() as u64;
+        let queue = components::queue(&bottleneck.queue, &group_names, "bottleneck.queue")?;
+        let loss = bottleneck.loss.as_ref().map(|l| components::loss(l, "bottleneck.loss")).transpose()?;
+        let rng = stream(seed, StreamKind::Link, index);
+        net.add_link(core, egress, bottleneck.rate, bottleneck.delay, queue, loss, rng)
+    };
+    link(&mut net, egress, core, fast, bottleneck.delay, &fast_queue, "reverse bottleneck")?;
+
+    let mut flows = Vec::new();
+    for (g, group) in spec.groups.iter().enumerate() {
+        let edge = net.add_node(NodeKind::Router);
+        let trunk = link(&mut net, edge, core, fast, Duration::ZERO, &fast_queue, "trunk")?;
+        link(&mut net, core, edge, fast, Duration::ZERO, &fast_queue, "reverse trunk")?;
+        if let Some(marker) = &group.marker {
+            let marker = components::marker(marker, &format!("groups[{}].marker", group.name))?;
+            let rng = stream(seed, StreamKind::Marker, g as u64);
+            net.node_mut(edge).add_conditioner(Conditioner { group: g as u32, out_link: trunk, marker, rng });
+        }
+        // The group's rtt is all propagation: the bottleneck both ways, the access links the rest.
+        let access_delay = (group.rtt - bottleneck.delay.saturating_mul(2)) / 2;
+        for flow in 0..group.flows {
+            let source = net.add_node(NodeKind::Host);
+            let sink = net.add_node(NodeKind::Host);
+            link(&mut net, source, edge, fast, access_delay, &fast_queue, "access")?;
+            link(&mut net, edge, source, fast, access_delay, &fast_queue, "reverse access")?;
+            link(&mut net, egress, sink, fast, Duration::ZERO, &fast_queue, "egress")?;
+            link(&mut net, sink, egress, fast, Duration::ZERO, &fast_queue, "reverse egress")?;
+            flows.push(FlowEnds { group: g, flow, source, sink });
+        }
+    }
+    net.compute_routes();
+    Ok(Built { network: net, bottleneck: bottleneck_link, flows })
+}
