@@ -119,3 +119,65 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
     net.compute_routes();
     Ok(Built { network: net, bottleneck: bottleneck_link, flows })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{GroupSpec, LinkSpec, Protocol};
+
+    fn spec() -> SimSpec {
+        let group = |name: &str, rtt_ms: u64, flows: u32| GroupSpec {
+            name: name.into(),
+            protocol: Protocol::Cbr { schedule: vec![(Duration::ZERO, Rate::from_kbps(100))] },
+            flows,
+            rtt: Duration::from_millis(rtt_ms),
+            target: None,
+            marker: None,
+            start: Duration::ZERO,
+        };
+        SimSpec {
+            duration: Duration::from_secs(1),
+            seed: 3,
+            packet_size: 1500,
+            bottleneck: LinkSpec {
+                rate: Rate::from_mbps(1),
+                delay: Duration::from_millis(10),
+                queue: QueueSpec::DropTail { limit: 50 },
+                loss: None,
+            },
+            groups: vec![group("near", 40, 2), group("far", 640, 3)],
+            bin: Duration::from_secs(1),
+        }
+    }
+
+    /// The links a packet takes from `from` to `to`.
+    fn path(net: &Network, from: NodeId, to: NodeId) -> Vec<LinkId> {
+        let mut at = from;
+        let mut links = Vec::new();
+        while at != to {
+            let l = net.node(at).next_hop(to).expect("a route");
+            links.push(l);
+            at = net.link(l).to;
+            assert!(links.len() < 16, "routing loop");
+        }
+        links
+    }
+
+    #[test]
+    fn every_flow_crosses_the_bottleneck_and_its_base_rtt_is_the_groups() {
+        let spec = spec();
+        let built = dumbbell(&spec).unwrap();
+        assert_eq!(built.flows.len(), 5);
+        for ends in &built.flows {
+            let forward = path(&built.network, ends.source, ends.sink);
+            let back = path(&built.network, ends.sink, ends.source);
+            assert!(forward.contains(&built.bottleneck));
+            assert!(!back.contains(&built.bottleneck), "the reverse path is not the bottleneck");
+            let delay: Duration = forward.iter().chain(&back).map(|&l| built.network.link(l).delay).fold(Duration::ZERO, |a, b| a + b);
+            assert_eq!(delay, spec.groups[ends.group].rtt);
+            for &l in forward.iter().chain(&back).filter(|&&l| l != built.bottleneck) {
+                assert_eq!(built.network.link(l).rate, fast_rate(spec.bottleneck.rate));
+            }
+        }
+    }
+}
