@@ -141,7 +141,7 @@ mod tests {
         assert_eq!(first, "a");
         s.schedule(now, "c");
         s.schedule(t(1), "past");
-        let rest: Vec<_> = std::iter::from_fn(|| s.pop_before(Time::MAX)).map(|(time, e)| (time, e)).collect();
+        let rest: Vec<_> = std::iter::from_fn(|| s.pop_before(Time::MAX)).collect();
         assert_eq!(rest, vec![(t(10), "b"), (t(10), "c"), (t(10), "past")]);
     }
 

@@ -117,9 +117,12 @@ impl World {
         let earliest = if from_timer { now + Duration::from_nanos(1) } else { now };
         let at = wanted.max(earliest);
         let armed = &mut self.armed[id.index()];
-        if armed.map_or(true, |pending| at < pending) {
-            *armed = Some(at);
-            self.events.schedule(at, Event::AgentTimer(id));
+        match *armed {
+            Some(pending) if pending <= at => {}
+            _ => {
+                *armed = Some(at);
+                self.events.schedule(at, Event::AgentTimer(id));
+            }
         }
     }
 
@@ -189,17 +192,17 @@ fn flow_agents(spec: &SimSpec, group: &GroupSpec, index: u32, ends: &FlowEnds) -
     let size = spec.packet_size as u32;
     let (sender, receiver) = match &group.protocol {
         Protocol::Cbr { schedule } => (
-            Agent::UdpSource(UdpSource::new(sender_binding, schedule.clone(), size, None, sender_rng)),
+            Agent::UdpSource(Box::new(UdpSource::new(sender_binding, schedule.clone(), size, None, sender_rng))),
             Agent::UdpSink(UdpSink { binding: receiver_binding }),
         ),
         Protocol::OnOff { schedule, mean_on, mean_off } => (
-            Agent::UdpSource(UdpSource::new(
+            Agent::UdpSource(Box::new(UdpSource::new(
                 sender_binding,
                 schedule.clone(),
                 size,
                 Some(OnOff::new(*mean_on, *mean_off)),
                 sender_rng,
-            )),
+            ))),
             Agent::UdpSink(UdpSink { binding: receiver_binding }),
         ),
         Protocol::Qstp { config, .. } => {

@@ -80,7 +80,7 @@ impl Binding {
 #[derive(Debug)]
 pub enum Agent {
     /// A UDP source (CBR or on/off).
-    UdpSource(udp::UdpSource),
+    UdpSource(Box<udp::UdpSource>),
     /// A UDP sink.
     UdpSink(udp::UdpSink),
     /// A qstp client, saturated by its application.
