@@ -7,13 +7,8 @@ use crate::ids::{AgentId, LinkId, PacketId};
 pub enum Event {
     /// A link finished serialising a packet (or a queue's wait ended): send the next one.
     LinkReady(LinkId),
-    /// A packet reaches the far end of a link.
-    Arrive {
-        /// The link it crossed.
-        link: LinkId,
-        /// The packet.
-        packet: PacketId,
-    },
+    /// The packet at the head of a link's propagation pipe reaches the far end.
+    Arrive(LinkId),
     /// A packet is handed to an agent on the node it was sent from.
     Deliver {
         /// The receiving agent.

@@ -78,8 +78,8 @@ impl World {
             }
             match event {
                 Event::LinkReady(link) => self.network.on_link_ready(now, link, &mut self.events),
-                Event::Arrive { link, packet } => {
-                    if let Some((agent, packet)) = self.network.on_arrive(now, link, packet, &mut self.events) {
+                Event::Arrive(link) => {
+                    if let Some((agent, packet)) = self.network.on_arrive(now, link, &mut self.events) {
                         self.deliver(now, agent, packet);
                     }
                 }

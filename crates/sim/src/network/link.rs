@@ -4,11 +4,12 @@
 use super::packet::{PacketStore, QueuedPacket};
 use crate::engine::Scheduler;
 use crate::event::Event;
-use crate::ids::{LinkId, NodeId};
+use crate::ids::{LinkId, NodeId, PacketId};
 use crate::loss::LossModel;
 use crate::queue::{Dequeue, DropKind, QueueDiscipline};
 use qstp_proto::{Duration, Rate, Time};
 use rand_chacha::ChaCha8Rng;
+use std::collections::VecDeque;
 
 /// What a link counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -47,6 +48,10 @@ pub struct Link {
     busy_until: Time,
     /// Whether a `LinkReady` event is pending.
     ready_pending: bool,
+    /// Packets propagating, with their arrival times. Arrivals keep sending order (one rate, one
+    /// delay), so only the head has an `Arrive` event in the scheduler, which keeps the event heap
+    /// as small as the number of links and agents rather than the number of packets in flight.
+    in_flight: VecDeque<(Time, PacketId)>,
     /// Counters.
     pub stats: LinkStats,
 }
@@ -89,6 +94,7 @@ impl Link {
             rng,
             busy_until: Time::ZERO,
             ready_pending: false,
+            in_flight: VecDeque::new(),
             stats: LinkStats::default(),
         }
     }
@@ -120,9 +126,14 @@ impl Link {
         self.send_next(now, store, events);
     }
 
-    /// A packet finished crossing the link.
-    pub fn on_delivered(&mut self) {
+    /// The `Arrive` event fired: the packet at the head of the pipe reached the far end.
+    pub fn on_arrive(&mut self, now: Time, events: &mut Scheduler<Event>) -> PacketId {
+        let (_, packet) = self.in_flight.pop_front().expect("an Arrive event has a packet in flight");
         self.stats.packets_delivered += 1;
+        if let Some(&(next, _)) = self.in_flight.front() {
+            events.schedule(next.max(now), Event::Arrive(self.id));
+        }
+        packet
     }
 
     /// Start serialising the next queued packet, if the queue lets one go.
@@ -140,7 +151,11 @@ impl Link {
                     self.stats.random_losses += 1;
                     store.discard(packet.id);
                 } else {
-                    events.schedule(self.busy_until + self.delay, Event::Arrive { link: self.id, packet: packet.id });
+                    let arrival = self.busy_until + self.delay;
+                    if self.in_flight.is_empty() {
+                        events.schedule(arrival, Event::Arrive(self.id));
+                    }
+                    self.in_flight.push_back((arrival, packet.id));
                 }
                 if !self.queue.is_empty() {
                     self.ready_pending = true;

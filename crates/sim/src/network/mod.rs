@@ -133,9 +133,9 @@ impl Network {
     }
 
     /// A packet crossed `link`; returns the agent it is for if it has arrived.
-    pub fn on_arrive(&mut self, now: Time, link: LinkId, packet: PacketId, events: &mut Scheduler<Event>) -> Option<(AgentId, PacketId)> {
+    pub fn on_arrive(&mut self, now: Time, link: LinkId, events: &mut Scheduler<Event>) -> Option<(AgentId, PacketId)> {
         let l = &mut self.links[link.index()];
-        l.on_delivered();
+        let packet = l.on_arrive(now, events);
         let at = l.to;
         self.forward(now, at, packet, events)
     }
