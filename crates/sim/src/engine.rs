@@ -7,16 +7,22 @@ use qstp_proto::Time;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// An event and when it is due.
+/// An event and when it is due: the key is the time in nanoseconds in the high 64 bits and the
+/// insertion sequence in the low 64, so one integer comparison orders by (time, sequence).
 struct Entry<E> {
-    time: Time,
-    sequence: u64,
+    key: u128,
     event: E,
+}
+
+impl<E> Entry<E> {
+    fn time(&self) -> Time {
+        Time::from_nanos((self.key >> 64) as u64)
+    }
 }
 
 impl<E> PartialEq for Entry<E> {
     fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.sequence == other.sequence
+        self.key == other.key
     }
 }
 
@@ -31,7 +37,7 @@ impl<E> PartialOrd for Entry<E> {
 impl<E> Ord for Entry<E> {
     /// Reversed, so that the max-heap pops the earliest (time, sequence) first.
     fn cmp(&self, other: &Self) -> Ordering {
-        (other.time, other.sequence).cmp(&(self.time, self.sequence))
+        other.key.cmp(&self.key)
     }
 }
 
@@ -80,23 +86,25 @@ impl<E> Scheduler<E> {
         let time = time.max(self.now);
         let sequence = self.next_sequence;
         self.next_sequence += 1;
-        self.heap.push(Entry { time, sequence, event });
+        let key = (u128::from(time.as_nanos()) << 64) | u128::from(sequence);
+        self.heap.push(Entry { key, event });
     }
 
     /// When the next event is due.
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| e.time)
+        self.heap.peek().map(Entry::time)
     }
 
     /// Take the next event if it is due before `end`, advancing the clock to it.
     pub fn pop_before(&mut self, end: Time) -> Option<(Time, E)> {
-        if self.heap.peek()?.time >= end {
+        if self.heap.peek()?.time() >= end {
             return None;
         }
         let entry = self.heap.pop()?;
-        self.now = entry.time;
+        let time = entry.time();
+        self.now = time;
         self.processed += 1;
-        Some((entry.time, entry.event))
+        Some((time, entry.event))
     }
 }
 

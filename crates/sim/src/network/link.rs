@@ -52,6 +52,8 @@ pub struct Link {
     /// delay), so only the head has an `Arrive` event in the scheduler, which keeps the event heap
     /// as small as the number of links and agents rather than the number of packets in flight.
     in_flight: VecDeque<(Time, PacketId)>,
+    /// The serialisation time of the last packet size seen (most packets share a size).
+    last_transmit: (u32, Duration),
     /// Counters.
     pub stats: LinkStats,
 }
@@ -95,6 +97,7 @@ impl Link {
             busy_until: Time::ZERO,
             ready_pending: false,
             in_flight: VecDeque::new(),
+            last_transmit: (0, Duration::ZERO),
             stats: LinkStats::default(),
         }
     }
@@ -140,7 +143,10 @@ impl Link {
     fn send_next(&mut self, now: Time, store: &mut PacketStore, events: &mut Scheduler<Event>) {
         match self.queue.dequeue(now, self.rate) {
             Dequeue::Packet(packet) => {
-                self.busy_until = now + self.rate.transmit_time(packet.size as usize);
+                if self.last_transmit.0 != packet.size {
+                    self.last_transmit = (packet.size, self.rate.transmit_time(packet.size as usize));
+                }
+                self.busy_until = now + self.last_transmit.1;
                 self.stats.packets_sent += 1;
                 self.stats.bytes_sent += u64::from(packet.size);
                 let lost = match self.loss.as_mut() {
