@@ -165,3 +165,138 @@ impl Network {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::FlowId;
+    use crate::marker::Marker;
+    use crate::queue::{Dequeue, DropKind, Queued};
+    use crate::spec::{CodePointCounters, Color};
+    use rand::{RngCore, SeedableRng};
+
+    /// A test FIFO.
+    struct Fifo(VecDeque<QueuedPacket>, usize);
+
+    impl QueueDiscipline<QueuedPacket> for Fifo {
+        fn enqueue(&mut self, _: Time, p: QueuedPacket, _: &mut dyn RngCore) -> Result<(), (QueuedPacket, DropKind)> {
+            if self.0.len() >= self.1 {
+                return Err((p, DropKind::Overflow));
+            }
+            self.0.push_back(p);
+            Ok(())
+        }
+        fn dequeue(&mut self, _: Time, _: Rate) -> Dequeue<QueuedPacket> {
+            self.0.pop_front().map_or(Dequeue::Empty, Dequeue::Packet)
+        }
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn counters(&self, _: Color) -> CodePointCounters {
+            CodePointCounters::default()
+        }
+    }
+
+    /// Marks everything green.
+    struct AllGreen;
+
+    impl Marker for AllGreen {
+        fn mark(&mut self, _: Time, _: usize, _: &mut dyn RngCore) -> Color {
+            Color::Green
+        }
+    }
+
+    fn link(net: &mut Network, from: NodeId, to: NodeId, delay_ms: u64, limit: usize) -> LinkId {
+        let rng = ChaCha8Rng::seed_from_u64(0);
+        let queue = Box::new(Fifo(VecDeque::new(), limit));
+        net.add_link(from, to, Rate::from_mbps(8), Duration::from_millis(delay_ms), queue, None, rng)
+    }
+
+    fn packet(group: u32, to: NodeId) -> Packet {
+        Packet {
+            size: 1000,
+            flow: FlowId(0),
+            group,
+            color: Color::Red,
+            sent: Time::ZERO,
+            source: AgentId(0),
+            destination: AgentId(1),
+            destination_node: to,
+            payload: Payload::Udp,
+        }
+    }
+
+    /// Run the network until no event is left; returns (arrival time, colour, group) per delivery.
+    fn drain(net: &mut Network, events: &mut Scheduler<Event>) -> Vec<(Time, Color, u32)> {
+        let mut delivered = Vec::new();
+        while let Some((now, event)) = events.pop_before(Time::MAX) {
+            let arrived = match event {
+                Event::Arrive(l) => net.on_arrive(now, l, events),
+                Event::LinkReady(l) => {
+                    net.on_link_ready(now, l, events);
+                    None
+                }
+                other => panic!("unexpected {other:?}"),
+            };
+            if let Some((_, id)) = arrived {
+                let p = net.packets.remove(id);
+                delivered.push((now, p.color, p.group));
+            }
+        }
+        delivered
+    }
+
+    #[test]
+    fn routes_take_the_fewest_hops_and_edge_markers_colour_only_their_group_and_direction() {
+        // a -> r1 -> r2 -> b (3 hops, 1 ms each) and a shortcut r1 -> b (10 ms); b -> r1 -> a back.
+        let mut net = Network::new();
+        let a = net.add_node(NodeKind::Host);
+        let r1 = net.add_node(NodeKind::Router);
+        let r2 = net.add_node(NodeKind::Router);
+        let b = net.add_node(NodeKind::Host);
+        link(&mut net, a, r1, 1, 10);
+        let r1_r2 = link(&mut net, r1, r2, 1, 10);
+        let r2_b = link(&mut net, r2, b, 1, 10);
+        let shortcut = link(&mut net, r1, b, 10, 10);
+        link(&mut net, b, r1, 1, 10);
+        let r1_a = link(&mut net, r1, a, 1, 10);
+        net.compute_routes();
+        assert_eq!(net.node(r1).next_hop(b), Some(shortcut));
+        assert_eq!(net.node(r1).next_hop(a), Some(r1_a));
+        assert_eq!(net.node(r2).next_hop(a), Some(r2_b), "a single link is the default route");
+        let rng = ChaCha8Rng::seed_from_u64(0);
+        net.node_mut(r1).add_conditioner(Conditioner { group: 7, out_link: shortcut, marker: Box::new(AllGreen), rng });
+        let rng = ChaCha8Rng::seed_from_u64(0);
+        net.node_mut(r1).add_conditioner(Conditioner { group: 7, out_link: r1_r2, marker: Box::new(AllGreen), rng });
+
+        let mut events = Scheduler::new();
+        assert!(net.send(Time::ZERO, a, packet(7, b), &mut events).is_none());
+        assert!(net.send(Time::ZERO, a, packet(3, b), &mut events).is_none());
+        assert!(net.send(Time::ZERO, b, packet(7, a), &mut events).is_none());
+        let delivered = drain(&mut net, &mut events);
+        // 1000 bytes at 8 Mbit/s take 1 ms per hop to serialise; the second packet waits 1 ms at a.
+        let ms = |m| Time::ZERO + Duration::from_millis(m);
+        assert_eq!(delivered, vec![(ms(4), Color::Red, 7), (ms(13), Color::Green, 7), (ms(14), Color::Red, 3)]);
+        assert_eq!(net.packets.live(), 0);
+    }
+
+    #[test]
+    fn a_full_queue_drops_and_the_link_serialises_back_to_back() {
+        let mut net = Network::new();
+        let a = net.add_node(NodeKind::Host);
+        let b = net.add_node(NodeKind::Host);
+        let l = link(&mut net, a, b, 5, 3);
+        net.compute_routes();
+        let mut events = Scheduler::new();
+        for _ in 0..6 {
+            net.send(Time::ZERO, a, packet(0, b), &mut events);
+        }
+        let delivered = drain(&mut net, &mut events);
+        // One goes onto the wire at once, three wait, two are refused.
+        let times: Vec<u64> = delivered.iter().map(|d| d.0.as_nanos() / 1_000_000).collect();
+        assert_eq!(times, vec![6, 7, 8, 9]);
+        assert_eq!(net.link(l).stats.overflow_drops, 2);
+        assert_eq!(net.link(l).stats.packets_delivered, 4);
+        assert_eq!(net.packets.live(), 0);
+    }
+}
