@@ -11,6 +11,10 @@ use std::collections::HashSet;
 /// Bytes of IPv4 and TCP headers (no options) on every segment.
 pub const TCP_IP_HEADER: u32 = 40;
 
+/// Fastest rate a UDP source may be scheduled at (a guard against schedules that would emit a
+/// packet every nanosecond).
+pub const MAX_SOURCE_RATE: Rate = Rate::from_mbps(100_000);
+
 /// Most series entries (bins times flows) a run may record: 32 bytes each, so 256 MiB.
 pub const MAX_SERIES_BINS: u64 = 8 << 20;
 
@@ -87,6 +91,9 @@ fn check_schedule(schedule: &[(Duration, Rate)], key: &str) -> Result<(), SimErr
     }
     if schedule.windows(2).any(|w| w[0].0 >= w[1].0) {
         return invalid("steps must be in increasing order of time");
+    }
+    if schedule.iter().any(|(_, rate)| *rate > MAX_SOURCE_RATE) {
+        return invalid(&format!("rates above {MAX_SOURCE_RATE} are not supported"));
     }
     Ok(())
 }
