@@ -1,0 +1,55 @@
+//! Congestion control: the rate controllers (fixed, TFRC, gTFRC, AIMD) behind one trait, the TFRC
+//! receiver that measures what the sender needs, and the pacer.
+
+use crate::rate::Rate;
+use crate::time::{Duration, Time};
+
+/// What the sender learns from one feedback packet (RFC 5348 §4.3).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FeedbackReport {
+    /// RTT sample: now minus the echoed timestamp minus t_delay.
+    pub rtt_sample: Duration,
+    /// The receive rate the receiver measured (X_recv).
+    pub x_recv: Rate,
+    /// The loss event rate p the receiver computed.
+    pub loss_event_rate: f64,
+}
+
+/// A snapshot of a rate controller, for statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RateState {
+    /// Allowed sending rate X.
+    pub rate: Rate,
+    /// Equation rate X_calc (zero before the first loss).
+    pub x_calc: Rate,
+    /// Last reported receive rate.
+    pub x_recv: Rate,
+    /// Last reported loss event rate.
+    pub loss_event_rate: f64,
+    /// Smoothed RTT R.
+    pub rtt: Duration,
+    /// Target g (zero if none).
+    pub target: Rate,
+    /// Whether in slow start.
+    pub slow_start: bool,
+}
+
+/// A sender-side rate controller: decides the allowed sending rate X.
+pub trait RateController: core::fmt::Debug + Send {
+    /// Feedback arrived.
+    fn on_feedback(&mut self, now: Time, report: &FeedbackReport);
+    /// A data packet of `size` bytes left.
+    fn on_packet_sent(&mut self, now: Time, size: usize);
+    /// The sender had a send opportunity but no data (RFC 5348 §8.2.1: data-limited).
+    fn on_data_limited(&mut self, now: Time);
+    /// The allowed sending rate X now.
+    fn allowed_rate(&self) -> Rate;
+    /// When the no-feedback timer (or another timer of the controller) expires.
+    fn poll_timeout(&self) -> Option<Time>;
+    /// Run the timers due at `now`.
+    fn handle_timeout(&mut self, now: Time);
+    /// Change the target g (no effect on controllers without one).
+    fn set_target(&mut self, _target: Rate) {}
+    /// A snapshot for statistics.
+    fn state(&self) -> RateState;
+}

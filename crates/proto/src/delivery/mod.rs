@@ -1,0 +1,1 @@
+//! Delivery: bounded send buffers and receive reassembly for the ordered byte stream and for messages.
