@@ -182,3 +182,92 @@ pub enum Packet<'a> {
     /// Close.
     Close(Close<'a>),
 }
+
+/// The kind of a packet, from its type byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PacketType {
+    /// Client hello.
+    Hello,
+    /// Stateless cookie challenge.
+    Retry,
+    /// Handshake completion.
+    Accept,
+    /// Data.
+    Data,
+    /// Receiver feedback.
+    Feedback,
+    /// Close.
+    Close,
+}
+
+/// Why a datagram could not be decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    /// The datagram ends before a field it announces.
+    #[error("datagram truncated")]
+    Truncated,
+    /// The version byte is not one this code speaks.
+    #[error("unknown wire version {0}")]
+    UnknownVersion(u8),
+    /// The type byte names no packet kind.
+    #[error("unknown packet type {0}")]
+    UnknownType(u8),
+    /// A field holds a value that is not allowed.
+    #[error("invalid field: {0}")]
+    InvalidField(&'static str),
+    /// A feedback packet carries more than `MAX_ACK_RANGES` ranges.
+    #[error("more than {MAX_ACK_RANGES} ack ranges")]
+    TooManyRanges,
+    /// A length field is larger than its bound (a close reason over `MAX_REASON_LEN`).
+    #[error("field over its size bound")]
+    Oversize,
+    /// Bytes follow the end of the packet.
+    #[error("trailing bytes after the packet")]
+    TrailingBytes,
+    /// A hello shorter than `MIN_HELLO_SIZE` (anti-amplification).
+    #[error("hello of {0} bytes is shorter than {MIN_HELLO_SIZE}")]
+    ShortHello(usize),
+}
+
+impl<'a> Packet<'a> {
+    /// Decode one datagram; every field validated.
+    pub fn decode(datagram: &'a [u8]) -> Result<Packet<'a>, WireError> {
+        let _ = datagram;
+        todo!()
+    }
+
+    /// Append the encoding to `buf` (a hello is padded to MIN_HELLO_SIZE).
+    pub fn encode(&self, buf: &mut Vec<u8>) {
+        let _ = buf;
+        todo!()
+    }
+
+    /// Bytes `encode` will append.
+    pub fn encoded_len(&self) -> usize {
+        todo!()
+    }
+
+    /// The destination connection id, for routing (None for a hello).
+    pub fn destination(&self) -> Option<ConnectionId> {
+        todo!()
+    }
+
+    /// The kind of this packet.
+    pub fn packet_type(&self) -> PacketType {
+        todo!()
+    }
+}
+
+impl Data<'_> {
+    /// Header bytes for this chunk kind (<= MAX_DATA_HEADER).
+    pub fn header_len(chunk: &Chunk, has_skip: bool) -> usize {
+        let _ = (chunk, has_skip);
+        todo!()
+    }
+}
+
+/// Peek at a datagram's version and type without full decoding (for cheap dispatch and counters).
+pub fn peek_type(datagram: &[u8]) -> Result<PacketType, WireError> {
+    let _ = datagram;
+    todo!()
+}
