@@ -213,6 +213,7 @@ impl<'a> Data<'a> {
 
     /// Write the packet into a zeroed buffer of `buffer_len` bytes.
     pub fn emit(&self, buf: &mut [u8]) {
+        debug_assert!(self.chunk != Chunk::Empty || self.payload.is_empty(), "payload on an empty chunk");
         emit_type(buf, PacketType::Data);
         emit_destination(buf, self.destination);
         let chunk = &mut buf[field::CHUNK..];
