@@ -53,3 +53,29 @@ pub trait RateController: core::fmt::Debug + Send {
     /// A snapshot for statistics.
     fn state(&self) -> RateState;
 }
+
+pub mod aimd;
+pub mod fixed;
+pub mod gtfrc;
+pub mod pacing;
+pub mod tfrc;
+
+pub use aimd::Aimd;
+pub use fixed::FixedRate;
+pub use gtfrc::Gtfrc;
+pub use pacing::Pacer;
+pub use tfrc::receiver::{ReceiverReport, TfrcReceiver};
+pub use tfrc::sender::TfrcSender;
+
+use crate::config::CongestionControl;
+
+/// Construct the rate controller a configuration names.
+pub fn build(
+    congestion: &CongestionControl,
+    segment_size: usize,
+    initial_rtt: Option<Duration>,
+    now: Time,
+) -> Box<dyn RateController> {
+    let _ = (congestion, segment_size, initial_rtt, now);
+    todo!()
+}

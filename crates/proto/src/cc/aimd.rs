@@ -1,0 +1,42 @@
+//! A TCP-like AIMD rate controller, for comparison.
+
+use crate::cc::{FeedbackReport, RateController, RateState};
+use crate::rate::Rate;
+#[allow(unused_imports)]
+use crate::time::{Duration, Time};
+
+/// A TCP-like AIMD rate controller, for comparison.
+#[derive(Debug, Clone)]
+pub struct Aimd {}
+
+impl Aimd {
+    /// Construct it.
+    #[allow(unused_variables)]
+    pub fn new(segment_size: usize, initial_rtt: Option<Duration>, now: Time) -> Self {
+        todo!()
+    }
+}
+
+impl RateController for Aimd {
+    fn on_feedback(&mut self, _now: Time, _report: &FeedbackReport) {
+        todo!()
+    }
+    fn on_packet_sent(&mut self, _now: Time, _size: usize) {
+        todo!()
+    }
+    fn on_data_limited(&mut self, _now: Time) {
+        todo!()
+    }
+    fn allowed_rate(&self) -> Rate {
+        todo!()
+    }
+    fn poll_timeout(&self) -> Option<Time> {
+        todo!()
+    }
+    fn handle_timeout(&mut self, _now: Time) {
+        todo!()
+    }
+    fn state(&self) -> RateState {
+        todo!()
+    }
+}
