@@ -115,7 +115,7 @@ impl SackSender {
     /// Remember a packet just sent; packet numbers must increase (never reused).
     pub fn on_sent(&mut self, packet: SentPacket) {
         debug_assert!(
-            self.largest_sent.map_or(true, |l| packet.packet_number > l),
+            self.largest_sent < Some(packet.packet_number),
             "packet numbers are never reused"
         );
         self.largest_sent = Some(self.largest_sent.map_or(packet.packet_number, |l| l.max(packet.packet_number)));
@@ -173,7 +173,7 @@ impl SackSender {
         if p.chunk != SentChunk::Empty {
             result.acked.push(p.chunk);
         }
-        if largest.map_or(true, |l| p.packet_number > l) {
+        if *largest < Some(p.packet_number) {
             *largest = Some(p.packet_number);
             result.largest_acked_sent = Some(p.sent);
         }
