@@ -66,7 +66,7 @@ impl Refill {
             Some(last) => now.saturating_since(last).as_nanos(),
             None => 0,
         };
-        if self.last.map_or(true, |last| now > last) {
+        if !self.last.is_some_and(|last| now <= last) {
             self.last = Some(now);
         }
         self.rate.bps() as u128 * elapsed as u128

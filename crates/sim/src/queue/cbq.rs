@@ -37,7 +37,7 @@ struct Class<P> {
 impl<P> Class<P> {
     fn refill(&mut self, now: Time) {
         let elapsed = self.refilled_at.map_or(0, |t| now.saturating_since(t).as_nanos());
-        if self.refilled_at.map_or(true, |t| now > t) {
+        if !self.refilled_at.is_some_and(|t| now <= t) {
             self.refilled_at = Some(now);
         }
         let earned = self.rate.bps() as i128 * elapsed as i128;
