@@ -47,9 +47,17 @@ impl GilbertElliott {
 
 impl LossModel for GilbertElliott {
     fn lose(&mut self, rng: &mut dyn RngCore) -> bool {
-        let loss = if self.bad { self.loss_bad } else { self.loss_good };
+        let loss = if self.bad {
+            self.loss_bad
+        } else {
+            self.loss_good
+        };
         let lost = uniform(rng) < loss;
-        let leave = if self.bad { self.p_bad_to_good } else { self.p_good_to_bad };
+        let leave = if self.bad {
+            self.p_bad_to_good
+        } else {
+            self.p_good_to_bad
+        };
         if uniform(rng) < leave {
             self.bad = !self.bad;
         }
@@ -72,7 +80,10 @@ mod tests {
         assert!((expected - (0.5 / 11.0 + 0.001 * 10.0 / 11.0)).abs() < 1e-12);
         let n = 500_000;
         let lost = (0..n).filter(|_| model.lose(&mut rng)).count() as f64 / n as f64;
-        assert!((lost - expected).abs() < 0.004, "expected {expected}, measured {lost}");
+        assert!(
+            (lost - expected).abs() < 0.004,
+            "expected {expected}, measured {lost}"
+        );
     }
 
     #[test]

@@ -32,7 +32,12 @@ pub enum LossSpecError {
 pub fn validate(spec: &LossSpec) -> Result<(), LossSpecError> {
     let fields: &[(&'static str, f64)] = match spec {
         LossSpec::Bernoulli { p } => &[("p", *p)],
-        LossSpec::GilbertElliott { p_good_to_bad, p_bad_to_good, loss_good, loss_bad } => &[
+        LossSpec::GilbertElliott {
+            p_good_to_bad,
+            p_bad_to_good,
+            loss_good,
+            loss_bad,
+        } => &[
             ("p_good_to_bad", *p_good_to_bad),
             ("p_bad_to_good", *p_bad_to_good),
             ("loss_good", *loss_good),
@@ -52,9 +57,17 @@ pub fn validate(spec: &LossSpec) -> Result<(), LossSpecError> {
 pub fn build(spec: &LossSpec) -> Box<dyn LossModel> {
     match *spec {
         LossSpec::Bernoulli { p } => Box::new(Bernoulli::new(p)),
-        LossSpec::GilbertElliott { p_good_to_bad, p_bad_to_good, loss_good, loss_bad } => {
-            Box::new(GilbertElliott::new(p_good_to_bad, p_bad_to_good, loss_good, loss_bad))
-        }
+        LossSpec::GilbertElliott {
+            p_good_to_bad,
+            p_bad_to_good,
+            loss_good,
+            loss_bad,
+        } => Box::new(GilbertElliott::new(
+            p_good_to_bad,
+            p_bad_to_good,
+            loss_good,
+            loss_bad,
+        )),
     }
 }
 
@@ -82,7 +95,10 @@ mod tests {
         assert!(validate(&LossSpec::Bernoulli { p: 0.1 }).is_ok());
         assert_eq!(
             validate(&LossSpec::Bernoulli { p: 1.5 }),
-            Err(LossSpecError::NotAProbability { name: "p", value: 1.5 })
+            Err(LossSpecError::NotAProbability {
+                name: "p",
+                value: 1.5
+            })
         );
         let ge = LossSpec::GilbertElliott {
             p_good_to_bad: 0.1,
@@ -92,7 +108,10 @@ mod tests {
         };
         assert!(matches!(
             validate(&ge),
-            Err(LossSpecError::NotAProbability { name: "p_bad_to_good", .. })
+            Err(LossSpecError::NotAProbability {
+                name: "p_bad_to_good",
+                ..
+            })
         ));
     }
 

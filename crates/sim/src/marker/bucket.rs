@@ -19,7 +19,10 @@ impl Bucket {
     /// A full bucket of `depth_bytes` (RFC 2697 §3.1, RFC 2698 §3.1: buckets start full).
     pub(crate) fn full(depth_bytes: u64) -> Self {
         let depth = depth_bytes as u128 * UNITS_PER_BYTE;
-        Bucket { depth, tokens: depth }
+        Bucket {
+            depth,
+            tokens: depth,
+        }
     }
 
     /// Add `units` of token; returns what did not fit.
@@ -66,7 +69,11 @@ impl Refill {
             Some(last) => now.saturating_since(last).as_nanos(),
             None => 0,
         };
-        if !self.last.is_some_and(|last| now <= last) {
+        let later = match self.last {
+            Some(last) => now > last,
+            None => true,
+        };
+        if later {
             self.last = Some(now);
         }
         self.rate.bps() as u128 * elapsed as u128
@@ -82,7 +89,10 @@ mod tests {
     fn refill_is_exact_over_many_small_steps() {
         // 1 bit/s for 10^9 steps of 1 ns... too many; use 1 ms steps over 1000 s at 333 bit/s.
         let mut refill = Refill::new(Rate::from_bps(333));
-        let mut bucket = Bucket { depth: u128::MAX, tokens: 0 };
+        let mut bucket = Bucket {
+            depth: u128::MAX,
+            tokens: 0,
+        };
         let mut now = Time::ZERO;
         refill.since_last(now);
         for _ in 0..1_000_000 {

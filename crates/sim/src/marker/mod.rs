@@ -119,21 +119,40 @@ mod tests {
     #[test]
     fn validate_refuses_nonsense() {
         let k = Rate::from_kbps;
-        assert!(validate(&MarkerSpec::TokenBucket { rate: k(500), bucket: 10_000 }).is_ok());
+        assert!(validate(&MarkerSpec::TokenBucket {
+            rate: k(500),
+            bucket: 10_000
+        })
+        .is_ok());
         assert_eq!(
-            validate(&MarkerSpec::TokenBucket { rate: Rate::ZERO, bucket: 10_000 }),
+            validate(&MarkerSpec::TokenBucket {
+                rate: Rate::ZERO,
+                bucket: 10_000
+            }),
             Err(MarkerSpecError::ZeroRate("rate"))
         );
         assert_eq!(
-            validate(&MarkerSpec::Srtcm { cir: k(100), cbs: 0, ebs: 0 }),
+            validate(&MarkerSpec::Srtcm {
+                cir: k(100),
+                cbs: 0,
+                ebs: 0
+            }),
             Err(MarkerSpecError::ZeroBurst("cbs or ebs"))
         );
         assert_eq!(
-            validate(&MarkerSpec::Trtcm { cir: k(200), cbs: 1, pir: k(100), pbs: 1 }),
+            validate(&MarkerSpec::Trtcm {
+                cir: k(200),
+                cbs: 1,
+                pir: k(100),
+                pbs: 1
+            }),
             Err(MarkerSpecError::PeakBelowCommitted)
         );
         assert_eq!(
-            validate(&MarkerSpec::Tsw2 { cir: k(100), window: Duration::ZERO }),
+            validate(&MarkerSpec::Tsw2 {
+                cir: k(100),
+                window: Duration::ZERO
+            }),
             Err(MarkerSpecError::ZeroWindow)
         );
     }
@@ -142,11 +161,30 @@ mod tests {
     fn invalid_specs_build_without_panicking() {
         let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(1);
         for spec in [
-            MarkerSpec::TokenBucket { rate: Rate::ZERO, bucket: 0 },
-            MarkerSpec::Srtcm { cir: Rate::ZERO, cbs: 0, ebs: 0 },
-            MarkerSpec::Trtcm { cir: Rate::MAX, cbs: 0, pir: Rate::ZERO, pbs: 0 },
-            MarkerSpec::Tsw2 { cir: Rate::ZERO, window: Duration::ZERO },
-            MarkerSpec::Tsw3 { cir: Rate::MAX, pir: Rate::ZERO, window: Duration::ZERO },
+            MarkerSpec::TokenBucket {
+                rate: Rate::ZERO,
+                bucket: 0,
+            },
+            MarkerSpec::Srtcm {
+                cir: Rate::ZERO,
+                cbs: 0,
+                ebs: 0,
+            },
+            MarkerSpec::Trtcm {
+                cir: Rate::MAX,
+                cbs: 0,
+                pir: Rate::ZERO,
+                pbs: 0,
+            },
+            MarkerSpec::Tsw2 {
+                cir: Rate::ZERO,
+                window: Duration::ZERO,
+            },
+            MarkerSpec::Tsw3 {
+                cir: Rate::MAX,
+                pir: Rate::ZERO,
+                window: Duration::ZERO,
+            },
         ] {
             let mut m = build(&spec);
             for i in 0..10 {

@@ -18,7 +18,11 @@ impl Srtcm {
     /// A marker with committed rate `cir` and burst sizes `cbs` and `ebs`, bytes.
     pub fn new(cir: Rate, cbs: u64, ebs: u64) -> Self {
         // RFC 2697 §3.1: both buckets are initially full.
-        Srtcm { refill: Refill::new(cir), committed: Bucket::full(cbs), excess: Bucket::full(ebs) }
+        Srtcm {
+            refill: Refill::new(cir),
+            committed: Bucket::full(cbs),
+            excess: Bucket::full(ebs),
+        }
     }
 }
 
@@ -59,13 +63,19 @@ mod tests {
         let mut m = Srtcm::new(Rate::from_bps(8_000), 1_000, 1_000);
         let mut mark = |ms| m.mark(at(ms), 500, &mut rng);
         // Full buckets: two green (C 1000 -> 0), two yellow (E 1000 -> 0), then red.
-        assert_eq!([mark(0), mark(0), mark(0), mark(0), mark(0)], [Green, Green, Yellow, Yellow, Red]);
+        assert_eq!(
+            [mark(0), mark(0), mark(0), mark(0), mark(0)],
+            [Green, Green, Yellow, Yellow, Red]
+        );
         // 250 ms later C holds 250 B: not enough, E empty: red.
         assert_eq!(mark(250), Red);
         // At 500 ms C holds 500 B: green.
         assert_eq!(mark(500), Green);
         // 1.5 s later 1500 B arrived: C fills to 1000, the 500 B overflow goes to E.
-        assert_eq!([mark(2000), mark(2000), mark(2000), mark(2000)], [Green, Green, Yellow, Red]);
+        assert_eq!(
+            [mark(2000), mark(2000), mark(2000), mark(2000)],
+            [Green, Green, Yellow, Red]
+        );
     }
 
     #[test]

@@ -16,7 +16,10 @@ pub struct TokenBucketMarker {
 impl TokenBucketMarker {
     /// A marker with token rate `rate` and a bucket of `bucket` bytes.
     pub fn new(rate: Rate, bucket: u64) -> Self {
-        TokenBucketMarker { refill: Refill::new(rate), bucket: Bucket::full(bucket) }
+        TokenBucketMarker {
+            refill: Refill::new(rate),
+            bucket: Bucket::full(bucket),
+        }
     }
 
     /// Tokens held, whole bytes.
@@ -59,7 +62,10 @@ mod tests {
         // Each packet drains 1000 B and brings back 500 B: the full 10 kB bucket gives 19 greens in
         // a row (the 19th sees 1000 B left), then one packet in two is green.
         let expected = 19 + (n - 19) / 2;
-        assert!(green.abs_diff(expected) <= 1, "green {green}, expected {expected}");
+        assert!(
+            green.abs_diff(expected) <= 1,
+            "green {green}, expected {expected}"
+        );
     }
 
     #[test]
@@ -67,7 +73,16 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(0);
         let mut m = TokenBucketMarker::new(Rate::from_kbps(100), 4_500);
         let colours: Vec<Color> = (0..5).map(|_| m.mark(Time::ZERO, 1500, &mut rng)).collect();
-        assert_eq!(colours, [Color::Green, Color::Green, Color::Green, Color::Red, Color::Red]);
+        assert_eq!(
+            colours,
+            [
+                Color::Green,
+                Color::Green,
+                Color::Green,
+                Color::Red,
+                Color::Red
+            ]
+        );
         // 1500 bytes at 100 kbit/s take 120 ms to come back.
         let t = Time::ZERO + Duration::from_millis(119);
         assert_eq!(m.mark(t, 1500, &mut rng), Color::Red);

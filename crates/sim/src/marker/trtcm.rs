@@ -66,7 +66,10 @@ mod tests {
         let mut m = Trtcm::new(Rate::from_bps(8_000), 1_000, Rate::from_bps(16_000), 2_000);
         let mut mark = |ms| m.mark(at(ms), 500, &mut rng);
         // Two green (C empties, P 2000 -> 1000), two yellow (P -> 0), then red.
-        assert_eq!([mark(0), mark(0), mark(0), mark(0), mark(0)], [Green, Green, Yellow, Yellow, Red]);
+        assert_eq!(
+            [mark(0), mark(0), mark(0), mark(0), mark(0)],
+            [Green, Green, Yellow, Yellow, Red]
+        );
         // At 250 ms: P holds 500, C 250: yellow, P back to 0.
         assert_eq!(mark(250), Yellow);
         // At 500 ms: P 500, C 500: green.

@@ -20,14 +20,20 @@ pub struct TswRateEstimator {
 impl TswRateEstimator {
     /// An estimator over `window` that starts at `initial` (RFC 2859 §2.1: AVG_RATE = CTR).
     pub fn new(initial: Rate, window: Duration) -> Self {
-        TswRateEstimator { avg_rate: initial.bytes_per_sec(), window: window.as_secs_f64(), t_front: None }
+        TswRateEstimator {
+            avg_rate: initial.bytes_per_sec(),
+            window: window.as_secs_f64(),
+            t_front: None,
+        }
     }
 
     /// Account a packet of `size` bytes arriving at `now`; returns the new estimate, bytes/s.
     pub fn update(&mut self, now: Time, size: usize) -> f64 {
         // The window starts at the first packet rather than at time zero, so a flow starting late
         // is not seen as having been silent since the epoch.
-        let since_front = self.t_front.map_or(0.0, |front| now.saturating_since(front).as_secs_f64());
+        let since_front = self
+            .t_front
+            .map_or(0.0, |front| now.saturating_since(front).as_secs_f64());
         // RFC 2859 §2.1: Bytes_in_win = AVG_RATE * AVG_INTERVAL; New_bytes = Bytes_in_win +
         // pkt_size; AVG_RATE = New_bytes / (now - T_FRONT + AVG_INTERVAL); T_FRONT = now.
         let span = since_front + self.window;
@@ -55,7 +61,10 @@ pub struct Tsw2 {
 impl Tsw2 {
     /// A marker with committed target rate `cir` averaged over `window`.
     pub fn new(cir: Rate, window: Duration) -> Self {
-        Tsw2 { estimator: TswRateEstimator::new(cir, window), ctr: cir.bytes_per_sec() }
+        Tsw2 {
+            estimator: TswRateEstimator::new(cir, window),
+            ctr: cir.bytes_per_sec(),
+        }
     }
 }
 
@@ -87,7 +96,11 @@ impl Tsw3 {
         let ctr = cir.bytes_per_sec();
         // A peak below the committed rate is refused by `validate`; here it acts as equal.
         let ptr = pir.bytes_per_sec().max(ctr);
-        Tsw3 { estimator: TswRateEstimator::new(cir, window), ctr, ptr }
+        Tsw3 {
+            estimator: TswRateEstimator::new(cir, window),
+            ctr,
+            ptr,
+        }
     }
 }
 
@@ -144,7 +157,11 @@ mod tests {
         for i in 0..2000u64 {
             e.update(Time::ZERO + gap * i, 1000);
         }
-        assert!((e.avg_rate() - 100_000.0).abs() < 1_000.0, "{}", e.avg_rate());
+        assert!(
+            (e.avg_rate() - 100_000.0).abs() < 1_000.0,
+            "{}",
+            e.avg_rate()
+        );
     }
 
     #[test]
@@ -153,7 +170,10 @@ mod tests {
         e.update(Time::ZERO, 1000);
         // After 9 s of silence the next packet sees ~1/10 of the rate.
         let avg = e.update(Time::ZERO + Duration::from_secs(9), 1000);
-        assert!((avg - (100_000.0 + 1000.0) / 10.0 - 100.0).abs() < 200.0, "{avg}");
+        assert!(
+            (avg - (100_000.0 + 1000.0) / 10.0 - 100.0).abs() < 200.0,
+            "{avg}"
+        );
     }
 
     #[test]
@@ -173,7 +193,11 @@ mod tests {
     #[test]
     fn three_colour_shares_above_peak() {
         // 1000k against CTR 300k, PTR 600k: red 0.4, yellow 0.3, green 0.3.
-        let mut m = Tsw3::new(Rate::from_kbps(300), Rate::from_kbps(600), Duration::from_secs(1));
+        let mut m = Tsw3::new(
+            Rate::from_kbps(300),
+            Rate::from_kbps(600),
+            Duration::from_secs(1),
+        );
         let s = shares(&mut m, 1000, 50_000);
         for (got, want) in s.iter().zip([0.3, 0.3, 0.4]) {
             assert!((got - want).abs() < 0.015, "{s:?}");
@@ -183,7 +207,11 @@ mod tests {
     #[test]
     fn three_colour_between_rates_has_no_red() {
         // 500k against CTR 300k, PTR 600k: yellow 0.4, green 0.6.
-        let mut m = Tsw3::new(Rate::from_kbps(300), Rate::from_kbps(600), Duration::from_secs(1));
+        let mut m = Tsw3::new(
+            Rate::from_kbps(300),
+            Rate::from_kbps(600),
+            Duration::from_secs(1),
+        );
         let s = shares(&mut m, 500, 50_000);
         assert!((s[1] - 0.4).abs() < 0.015, "{s:?}");
         assert_eq!(s[2], 0.0);

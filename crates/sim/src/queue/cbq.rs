@@ -36,8 +36,14 @@ struct Class<P> {
 
 impl<P> Class<P> {
     fn refill(&mut self, now: Time) {
-        let elapsed = self.refilled_at.map_or(0, |t| now.saturating_since(t).as_nanos());
-        if !self.refilled_at.is_some_and(|t| now <= t) {
+        let elapsed = self
+            .refilled_at
+            .map_or(0, |t| now.saturating_since(t).as_nanos());
+        let later = match self.refilled_at {
+            Some(t) => now > t,
+            None => true,
+        };
+        if later {
             self.refilled_at = Some(now);
         }
         let earned = self.rate.bps() as i128 * elapsed as i128;
@@ -106,14 +112,28 @@ impl<P> Cbq<P> {
         let last = built.len() - 1;
         let class_of_group = group_names
             .iter()
-            .map(|g| classes.iter().position(|c| c.groups.contains(g)).unwrap_or(last))
+            .map(|g| {
+                classes
+                    .iter()
+                    .position(|c| c.groups.contains(g))
+                    .unwrap_or(last)
+            })
             .collect();
-        Cbq { classes: built, class_of_group, next_under: 0, next_borrow: 0, len: 0 }
+        Cbq {
+            classes: built,
+            class_of_group,
+            next_under: 0,
+            next_borrow: 0,
+            len: 0,
+        }
     }
 
     /// The class index packets of group `group` go to.
     pub fn class_of(&self, group: usize) -> usize {
-        self.class_of_group.get(group).copied().unwrap_or(self.classes.len() - 1)
+        self.class_of_group
+            .get(group)
+            .copied()
+            .unwrap_or(self.classes.len() - 1)
     }
 
     /// Pop the head of class `index`.
@@ -133,12 +153,19 @@ impl<P> Cbq<P> {
     /// The first class, round robin from `start`, that is backlogged and satisfies `pick`.
     fn round_robin(&self, start: usize, pick: impl Fn(&Class<P>) -> bool) -> Option<usize> {
         let n = self.classes.len();
-        (0..n).map(|k| (start + k) % n).find(|&i| !self.classes[i].fifo.is_empty() && pick(&self.classes[i]))
+        (0..n)
+            .map(|k| (start + k) % n)
+            .find(|&i| !self.classes[i].fifo.is_empty() && pick(&self.classes[i]))
     }
 }
 
 impl<P: Queued> QueueDiscipline<P> for Cbq<P> {
-    fn enqueue(&mut self, _now: Time, packet: P, _rng: &mut dyn RngCore) -> Result<(), (P, DropKind)> {
+    fn enqueue(
+        &mut self,
+        _now: Time,
+        packet: P,
+        _rng: &mut dyn RngCore,
+    ) -> Result<(), (P, DropKind)> {
         let index = self.class_of(packet.group());
         let class = &mut self.classes[index];
         class.counters.arrived(packet.color());
@@ -189,20 +216,26 @@ impl<P: Queued> QueueDiscipline<P> for Cbq<P> {
     }
 
     fn counters(&self, color: Color) -> CodePointCounters {
-        self.classes.iter().fold(CodePointCounters::default(), |sum, class| {
-            let c = class.counters.get(color);
-            CodePointCounters {
-                packets: sum.packets + c.packets,
-                ldrops: sum.ldrops + c.ldrops,
-                edrops: sum.edrops + c.edrops,
-            }
-        })
+        self.classes
+            .iter()
+            .fold(CodePointCounters::default(), |sum, class| {
+                let c = class.counters.get(color);
+                CodePointCounters {
+                    packets: sum.packets + c.packets,
+                    ldrops: sum.ldrops + c.ldrops,
+                    edrops: sum.edrops + c.edrops,
+                }
+            })
     }
 
     fn class_counters(&self) -> Vec<(String, Color, CodePointCounters)> {
         self.classes
             .iter()
-            .flat_map(|class| COLORS.iter().map(move |&color| (class.name.clone(), color, class.counters.get(color))))
+            .flat_map(|class| {
+                COLORS
+                    .iter()
+                    .map(move |&color| (class.name.clone(), color, class.counters.get(color)))
+            })
             .collect()
     }
 }
@@ -241,7 +274,19 @@ mod tests {
         let mut id = 0;
         while now < end {
             for &g in backlogged {
-                while q.enqueue(now, Pkt { id, size: 1000, color: Color::Green, group: g }, &mut rng).is_ok() {
+                while q
+                    .enqueue(
+                        now,
+                        Pkt {
+                            id,
+                            size: 1000,
+                            color: Color::Green,
+                            group: g,
+                        },
+                        &mut rng,
+                    )
+                    .is_ok()
+                {
                     id += 1;
                 }
             }
@@ -266,15 +311,35 @@ mod tests {
 
     #[test]
     fn saturated_classes_get_their_guaranteed_rates() {
-        let mut q = Cbq::new(&[class("qstp", 300, false, &["a"]), class("be", 700, true, &["b"])], &names(&["a", "b"]));
+        let mut q = Cbq::new(
+            &[
+                class("qstp", 300, false, &["a"]),
+                class("be", 700, true, &["b"]),
+            ],
+            &names(&["a", "b"]),
+        );
         let sent = run(&mut q, &[0, 1], 2, 60);
-        assert!((kbps(sent[0], 60) - 300.0).abs() < 5.0, "{}", kbps(sent[0], 60));
-        assert!((kbps(sent[1], 60) - 700.0).abs() < 5.0, "{}", kbps(sent[1], 60));
+        assert!(
+            (kbps(sent[0], 60) - 300.0).abs() < 5.0,
+            "{}",
+            kbps(sent[0], 60)
+        );
+        assert!(
+            (kbps(sent[1], 60) - 700.0).abs() < 5.0,
+            "{}",
+            kbps(sent[1], 60)
+        );
     }
 
     #[test]
     fn a_borrowing_class_takes_the_idle_capacity() {
-        let mut q = Cbq::new(&[class("qstp", 300, false, &["a"]), class("be", 700, true, &["b"])], &names(&["a", "b"]));
+        let mut q = Cbq::new(
+            &[
+                class("qstp", 300, false, &["a"]),
+                class("be", 700, true, &["b"]),
+            ],
+            &names(&["a", "b"]),
+        );
         let sent = run(&mut q, &[1], 2, 30);
         assert_eq!(sent[0], 0);
         assert!(kbps(sent[1], 30) > 995.0, "{}", kbps(sent[1], 30));
@@ -282,7 +347,13 @@ mod tests {
 
     #[test]
     fn a_class_that_may_not_borrow_waits_at_its_rate() {
-        let mut q = Cbq::new(&[class("qstp", 300, false, &["a"]), class("be", 700, true, &["b"])], &names(&["a", "b"]));
+        let mut q = Cbq::new(
+            &[
+                class("qstp", 300, false, &["a"]),
+                class("be", 700, true, &["b"]),
+            ],
+            &names(&["a", "b"]),
+        );
         let sent = run(&mut q, &[0], 2, 30);
         // The initial burst allowance adds at most 3000 bytes.
         let rate = kbps(sent[0], 30);
@@ -291,20 +362,39 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(0);
         let mut q = Cbq::new(&[class("only", 8, false, &["a"])], &names(&["a"]));
         for id in 0..5 {
-            q.enqueue(Time::ZERO, Pkt { id, size: 1000, color: Color::Red, group: 0 }, &mut rng).unwrap();
+            q.enqueue(
+                Time::ZERO,
+                Pkt {
+                    id,
+                    size: 1000,
+                    color: Color::Red,
+                    group: 0,
+                },
+                &mut rng,
+            )
+            .unwrap();
         }
         // Balance 3000 B: packets at 3000 -> 2000 -> 1000 -> 0 -> -1000 go, then a 1000 B debt at
         // 1000 B/s takes exactly 1 s.
         for _ in 0..4 {
             assert!(matches!(q.dequeue(Time::ZERO, LINK), Dequeue::Packet(_)));
         }
-        assert_eq!(q.dequeue(Time::ZERO, LINK), Dequeue::Wait(Time::ZERO + Duration::from_secs(1)));
-        assert!(matches!(q.dequeue(Time::ZERO + Duration::from_secs(1), LINK), Dequeue::Packet(_)));
+        assert_eq!(
+            q.dequeue(Time::ZERO, LINK),
+            Dequeue::Wait(Time::ZERO + Duration::from_secs(1))
+        );
+        assert!(matches!(
+            q.dequeue(Time::ZERO + Duration::from_secs(1), LINK),
+            Dequeue::Packet(_)
+        ));
     }
 
     #[test]
     fn two_borrowing_classes_share_the_spare_capacity() {
-        let mut q = Cbq::new(&[class("a", 200, true, &["a"]), class("b", 200, true, &["b"])], &names(&["a", "b"]));
+        let mut q = Cbq::new(
+            &[class("a", 200, true, &["a"]), class("b", 200, true, &["b"])],
+            &names(&["a", "b"]),
+        );
         let sent = run(&mut q, &[0, 1], 2, 30);
         assert!((kbps(sent[0], 30) - 500.0).abs() < 10.0, "{sent:?}");
         assert!((kbps(sent[1], 30) - 500.0).abs() < 10.0, "{sent:?}");
@@ -313,14 +403,43 @@ mod tests {
     #[test]
     fn unlisted_groups_go_to_the_last_class_and_counters_are_per_class() {
         let mut rng = ChaCha8Rng::seed_from_u64(0);
-        let mut q = Cbq::new(&[class("gold", 300, false, &["a"]), class("be", 700, true, &[])], &names(&["a", "b", "c"]));
-        assert_eq!((q.class_of(0), q.class_of(1), q.class_of(2), q.class_of(99)), (0, 1, 1, 1));
-        for (id, (group, color)) in [(0, Color::Green), (1, Color::Red), (2, Color::Red)].into_iter().enumerate() {
-            q.enqueue(Time::ZERO, Pkt { id: id as u32, size: 1000, color, group }, &mut rng).unwrap();
+        let mut q = Cbq::new(
+            &[
+                class("gold", 300, false, &["a"]),
+                class("be", 700, true, &[]),
+            ],
+            &names(&["a", "b", "c"]),
+        );
+        assert_eq!(
+            (q.class_of(0), q.class_of(1), q.class_of(2), q.class_of(99)),
+            (0, 1, 1, 1)
+        );
+        for (id, (group, color)) in [(0, Color::Green), (1, Color::Red), (2, Color::Red)]
+            .into_iter()
+            .enumerate()
+        {
+            q.enqueue(
+                Time::ZERO,
+                Pkt {
+                    id: id as u32,
+                    size: 1000,
+                    color,
+                    group,
+                },
+                &mut rng,
+            )
+            .unwrap();
         }
         let counters = q.class_counters();
         assert_eq!(counters.len(), 6);
-        let find = |name: &str, color| counters.iter().find(|(n, c, _)| n == name && *c == color).unwrap().2.packets;
+        let find = |name: &str, color| {
+            counters
+                .iter()
+                .find(|(n, c, _)| n == name && *c == color)
+                .unwrap()
+                .2
+                .packets
+        };
         assert_eq!(find("gold", Color::Green), 1);
         assert_eq!(find("be", Color::Red), 2);
         assert_eq!(find("gold", Color::Red), 0);
@@ -335,9 +454,29 @@ mod tests {
         small.limit = 2;
         let mut q = Cbq::new(&[small, class("be", 700, true, &[])], &names(&["a", "b"]));
         for id in 0..4 {
-            let _ = q.enqueue(Time::ZERO, Pkt { id, size: 1000, color: Color::Green, group: 0 }, &mut rng);
+            let _ = q.enqueue(
+                Time::ZERO,
+                Pkt {
+                    id,
+                    size: 1000,
+                    color: Color::Green,
+                    group: 0,
+                },
+                &mut rng,
+            );
         }
-        assert!(q.enqueue(Time::ZERO, Pkt { id: 9, size: 1000, color: Color::Green, group: 1 }, &mut rng).is_ok());
+        assert!(q
+            .enqueue(
+                Time::ZERO,
+                Pkt {
+                    id: 9,
+                    size: 1000,
+                    color: Color::Green,
+                    group: 1
+                },
+                &mut rng
+            )
+            .is_ok());
         let small = q.class_counters()[0].2;
         assert_eq!((small.packets, small.ldrops), (4, 2));
     }

@@ -17,12 +17,21 @@ pub struct DropTail<P> {
 impl<P> DropTail<P> {
     /// An empty FIFO of `limit` packets.
     pub fn new(limit: usize) -> Self {
-        DropTail { limit, fifo: VecDeque::new(), counters: ColorCounters::default() }
+        DropTail {
+            limit,
+            fifo: VecDeque::new(),
+            counters: ColorCounters::default(),
+        }
     }
 }
 
 impl<P: Queued> QueueDiscipline<P> for DropTail<P> {
-    fn enqueue(&mut self, _now: Time, packet: P, _rng: &mut dyn RngCore) -> Result<(), (P, DropKind)> {
+    fn enqueue(
+        &mut self,
+        _now: Time,
+        packet: P,
+        _rng: &mut dyn RngCore,
+    ) -> Result<(), (P, DropKind)> {
         self.counters.arrived(packet.color());
         if self.fifo.len() >= self.limit {
             self.counters.dropped(packet.color(), DropKind::Overflow);
@@ -67,13 +76,28 @@ mod tests {
                 assert_eq!((p.id, kind), (i, DropKind::Overflow));
             }
         }
-        assert_eq!(q.counters(Color::Green), CodePointCounters { packets: 3, ldrops: 1, edrops: 0 });
-        assert_eq!(q.counters(Color::Red), CodePointCounters { packets: 2, ldrops: 1, edrops: 0 });
-        let ids: Vec<u32> = std::iter::from_fn(|| match q.dequeue(Time::ZERO, Rate::from_mbps(1)) {
-            Dequeue::Packet(p) => Some(p.id),
-            _ => None,
-        })
-        .collect();
+        assert_eq!(
+            q.counters(Color::Green),
+            CodePointCounters {
+                packets: 3,
+                ldrops: 1,
+                edrops: 0
+            }
+        );
+        assert_eq!(
+            q.counters(Color::Red),
+            CodePointCounters {
+                packets: 2,
+                ldrops: 1,
+                edrops: 0
+            }
+        );
+        let ids: Vec<u32> =
+            std::iter::from_fn(|| match q.dequeue(Time::ZERO, Rate::from_mbps(1)) {
+                Dequeue::Packet(p) => Some(p.id),
+                _ => None,
+            })
+            .collect();
         assert_eq!(ids, [0, 1, 2]);
         assert!(q.is_empty());
         assert_eq!(q.dequeue(Time::ZERO, Rate::from_mbps(1)), Dequeue::Empty);

@@ -53,7 +53,8 @@ pub enum Dequeue<P> {
 pub trait QueueDiscipline<P: Queued> {
     /// Offer a packet arriving at `now`; a refused packet is handed back with the reason.
     /// `rng` is this queue's own random stream (RED's early-drop coin).
-    fn enqueue(&mut self, now: Time, packet: P, rng: &mut dyn RngCore) -> Result<(), (P, DropKind)>;
+    fn enqueue(&mut self, now: Time, packet: P, rng: &mut dyn RngCore)
+        -> Result<(), (P, DropKind)>;
     /// Take the next packet for a link of rate `link_rate` that is idle at `now`.
     fn dequeue(&mut self, now: Time, link_rate: Rate) -> Dequeue<P>;
     /// Packets queued.
@@ -139,10 +140,17 @@ pub enum QueueSpecError {
 
 fn validate_curve(curve: &'static str, p: &RedParams) -> Result<(), QueueSpecError> {
     if !(p.min_th.is_finite() && p.max_th.is_finite() && 0.0 <= p.min_th && p.min_th <= p.max_th) {
-        return Err(QueueSpecError::BadThresholds { curve, min_th: p.min_th, max_th: p.max_th });
+        return Err(QueueSpecError::BadThresholds {
+            curve,
+            min_th: p.min_th,
+            max_th: p.max_th,
+        });
     }
     if !(0.0..=1.0).contains(&p.max_p) {
-        return Err(QueueSpecError::BadMaxP { curve, max_p: p.max_p });
+        return Err(QueueSpecError::BadMaxP {
+            curve,
+            max_p: p.max_p,
+        });
     }
     Ok(())
 }
@@ -158,15 +166,28 @@ fn validate_weight(weight: f64) -> Result<(), QueueSpecError> {
 /// Check a queue description before building it.
 pub fn validate(spec: &QueueSpec) -> Result<(), QueueSpecError> {
     match spec {
-        QueueSpec::DropTail { limit } => (*limit > 0).then_some(()).ok_or(QueueSpecError::ZeroLimit),
-        QueueSpec::Red { limit, params, weight } => {
+        QueueSpec::DropTail { limit } => {
+            (*limit > 0).then_some(()).ok_or(QueueSpecError::ZeroLimit)
+        }
+        QueueSpec::Red {
+            limit,
+            params,
+            weight,
+        } => {
             if *limit == 0 {
                 return Err(QueueSpecError::ZeroLimit);
             }
             validate_curve("red", params)?;
             validate_weight(*weight)
         }
-        QueueSpec::Rio { limit, in_profile, out_profile, middle, weight, .. } => {
+        QueueSpec::Rio {
+            limit,
+            in_profile,
+            out_profile,
+            middle,
+            weight,
+            ..
+        } => {
             if *limit == 0 {
                 return Err(QueueSpecError::ZeroLimit);
             }
@@ -207,13 +228,32 @@ pub fn validate(spec: &QueueSpec) -> Result<(), QueueSpecError> {
 /// Build the queue `spec` describes; `group_names[i]` names the group of index `i` (what
 /// [`Queued::group`] returns), for CBQ's classification. Call [`validate`] first: an invalid
 /// spec still builds without panicking, but behaves arbitrarily.
-pub fn build<P: Queued + 'static>(spec: &QueueSpec, group_names: &[String]) -> Box<dyn QueueDiscipline<P>> {
+pub fn build<P: Queued + 'static>(
+    spec: &QueueSpec,
+    group_names: &[String],
+) -> Box<dyn QueueDiscipline<P>> {
     match spec {
         QueueSpec::DropTail { limit } => Box::new(DropTail::new(*limit)),
-        QueueSpec::Red { limit, params, weight } => Box::new(Red::new(*limit, *params, *weight)),
-        QueueSpec::Rio { limit, in_profile, out_profile, middle, weight, mode } => {
-            Box::new(Rio::new(*limit, *in_profile, *middle, *out_profile, *weight, *mode))
-        }
+        QueueSpec::Red {
+            limit,
+            params,
+            weight,
+        } => Box::new(Red::new(*limit, *params, *weight)),
+        QueueSpec::Rio {
+            limit,
+            in_profile,
+            out_profile,
+            middle,
+            weight,
+            mode,
+        } => Box::new(Rio::new(
+            *limit,
+            *in_profile,
+            *middle,
+            *out_profile,
+            *weight,
+            *mode,
+        )),
         QueueSpec::Cbq { classes } => Box::new(Cbq::new(classes, group_names)),
     }
 }
@@ -246,7 +286,12 @@ pub(crate) mod test_packet {
 
     /// A 1000-byte packet of group 0.
     pub fn pkt(id: u32, color: Color) -> Pkt {
-        Pkt { id, size: 1000, color, group: 0 }
+        Pkt {
+            id,
+            size: 1000,
+            color,
+            group: 0,
+        }
     }
 }
 
@@ -258,18 +303,37 @@ mod tests {
     use rand::SeedableRng;
 
     fn curve(min_th: f64, max_th: f64, max_p: f64) -> RedParams {
-        RedParams { min_th, max_th, max_p }
+        RedParams {
+            min_th,
+            max_th,
+            max_p,
+        }
     }
 
     #[test]
     fn validate_explains_what_is_wrong() {
-        assert_eq!(validate(&QueueSpec::DropTail { limit: 0 }), Err(QueueSpecError::ZeroLimit));
         assert_eq!(
-            validate(&QueueSpec::Red { limit: 50, params: curve(20.0, 10.0, 0.1), weight: 0.002 }),
-            Err(QueueSpecError::BadThresholds { curve: "red", min_th: 20.0, max_th: 10.0 })
+            validate(&QueueSpec::DropTail { limit: 0 }),
+            Err(QueueSpecError::ZeroLimit)
         );
         assert_eq!(
-            validate(&QueueSpec::Red { limit: 50, params: curve(5.0, 15.0, 0.1), weight: 0.0 }),
+            validate(&QueueSpec::Red {
+                limit: 50,
+                params: curve(20.0, 10.0, 0.1),
+                weight: 0.002
+            }),
+            Err(QueueSpecError::BadThresholds {
+                curve: "red",
+                min_th: 20.0,
+                max_th: 10.0
+            })
+        );
+        assert_eq!(
+            validate(&QueueSpec::Red {
+                limit: 50,
+                params: curve(5.0, 15.0, 0.1),
+                weight: 0.0
+            }),
             Err(QueueSpecError::BadWeight(0.0))
         );
         let rio = QueueSpec::Rio {
@@ -280,7 +344,13 @@ mod tests {
             weight: 0.002,
             mode: RioMode::Coupled,
         };
-        assert_eq!(validate(&rio), Err(QueueSpecError::BadMaxP { curve: "out", max_p: 1.5 }));
+        assert_eq!(
+            validate(&rio),
+            Err(QueueSpecError::BadMaxP {
+                curve: "out",
+                max_p: 1.5
+            })
+        );
         let class = |name: &str, rate, borrow, groups: &[&str]| CbqClass {
             name: name.into(),
             rate: Rate::from_kbps(rate),
@@ -288,9 +358,14 @@ mod tests {
             groups: groups.iter().map(|g| g.to_string()).collect(),
             limit: 50,
         };
-        assert_eq!(validate(&QueueSpec::Cbq { classes: vec![] }), Err(QueueSpecError::NoClasses));
         assert_eq!(
-            validate(&QueueSpec::Cbq { classes: vec![class("a", 0, false, &["x"])] }),
+            validate(&QueueSpec::Cbq { classes: vec![] }),
+            Err(QueueSpecError::NoClasses)
+        );
+        assert_eq!(
+            validate(&QueueSpec::Cbq {
+                classes: vec![class("a", 0, false, &["x"])]
+            }),
             Err(QueueSpecError::StarvedClass("a".into()))
         );
         assert_eq!(
@@ -310,7 +385,11 @@ mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
         let specs = [
             QueueSpec::DropTail { limit: 2 },
-            QueueSpec::Red { limit: 2, params: curve(5.0, 15.0, 0.1), weight: 0.002 },
+            QueueSpec::Red {
+                limit: 2,
+                params: curve(5.0, 15.0, 0.1),
+                weight: 0.002,
+            },
             QueueSpec::Rio {
                 limit: 2,
                 in_profile: curve(20.0, 40.0, 0.02),
@@ -337,7 +416,9 @@ mod tests {
             assert_eq!(q.len(), 2, "{spec:?}");
             assert_eq!(q.counters(Color::Green).packets, 3);
             assert_eq!(q.counters(Color::Green).ldrops, 1);
-            assert!(matches!(q.dequeue(Time::ZERO, Rate::from_mbps(1)), Dequeue::Packet(p) if p.id == 0));
+            assert!(
+                matches!(q.dequeue(Time::ZERO, Rate::from_mbps(1)), Dequeue::Packet(p) if p.id == 0)
+            );
         }
     }
 
@@ -346,7 +427,11 @@ mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
         let specs = [
             QueueSpec::DropTail { limit: 0 },
-            QueueSpec::Red { limit: 0, params: curve(15.0, 5.0, 7.0), weight: f64::NAN },
+            QueueSpec::Red {
+                limit: 0,
+                params: curve(15.0, 5.0, 7.0),
+                weight: f64::NAN,
+            },
             QueueSpec::Cbq { classes: vec![] },
         ];
         for spec in &specs {

@@ -95,7 +95,11 @@ impl RedCurve {
 
     /// Decide whether an arriving packet is dropped early given the average queue `avg`.
     pub fn early_drop(&mut self, avg: f64, rng: &mut dyn RngCore) -> bool {
-        let RedParams { min_th, max_th, max_p } = self.params;
+        let RedParams {
+            min_th,
+            max_th,
+            max_p,
+        } = self.params;
         if avg < min_th {
             // Floyd & Jacobson §4: below min_th, count <- -1.
             self.count = -1;
@@ -110,7 +114,11 @@ impl RedCurve {
             // p_a = p_b / (1 - count p_b), spreading drops evenly.
             let pb = max_p * (avg - min_th) / (max_th - min_th);
             let denominator = 1.0 - self.count as f64 * pb;
-            let pa = if denominator <= 0.0 { 1.0 } else { pb / denominator };
+            let pa = if denominator <= 0.0 {
+                1.0
+            } else {
+                pb / denominator
+            };
             if uniform(rng) < pa {
                 self.count = 0;
                 true
@@ -152,7 +160,12 @@ impl<P> Red<P> {
 }
 
 impl<P: Queued> QueueDiscipline<P> for Red<P> {
-    fn enqueue(&mut self, now: Time, packet: P, rng: &mut dyn RngCore) -> Result<(), (P, DropKind)> {
+    fn enqueue(
+        &mut self,
+        now: Time,
+        packet: P,
+        rng: &mut dyn RngCore,
+    ) -> Result<(), (P, DropKind)> {
         let color = packet.color();
         self.counters.arrived(color);
         if self.fifo.is_empty() {
@@ -177,7 +190,8 @@ impl<P: Queued> QueueDiscipline<P> for Red<P> {
     fn dequeue(&mut self, now: Time, link_rate: Rate) -> Dequeue<P> {
         match self.fifo.pop_front() {
             Some(p) => {
-                self.idle.departed(now, link_rate.transmit_time(p.size()), self.fifo.len());
+                self.idle
+                    .departed(now, link_rate.transmit_time(p.size()), self.fifo.len());
                 Dequeue::Packet(p)
             }
             None => Dequeue::Empty,
@@ -200,7 +214,11 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
-    const CURVE: RedParams = RedParams { min_th: 5.0, max_th: 15.0, max_p: 0.1 };
+    const CURVE: RedParams = RedParams {
+        min_th: 5.0,
+        max_th: 15.0,
+        max_p: 0.1,
+    };
 
     #[test]
     fn average_follows_the_ewma() {
@@ -218,9 +236,15 @@ mod tests {
         assert_eq!(idle.idle_packets(Time::from_nanos(5)), 0.0);
         // The last packet leaves at 0 and takes 8 ms: the queue idles from 8 ms.
         idle.departed(Time::ZERO, Duration::from_millis(8), 0);
-        assert_eq!(idle.idle_packets(Time::ZERO + Duration::from_millis(88)), 10.0);
+        assert_eq!(
+            idle.idle_packets(Time::ZERO + Duration::from_millis(88)),
+            10.0
+        );
         // Consumed: a second arrival in the same busy period sees no idle time.
-        assert_eq!(idle.idle_packets(Time::ZERO + Duration::from_millis(100)), 0.0);
+        assert_eq!(
+            idle.idle_packets(Time::ZERO + Duration::from_millis(100)),
+            0.0
+        );
     }
 
     #[test]
@@ -254,7 +278,12 @@ mod tests {
     }
 
     /// Arrivals at `gap` intervals to a 1 Mbit/s link served at each arrival instant.
-    fn run(q: &mut Red<Pkt>, arrivals: u32, per_arrival_served: bool, rng: &mut ChaCha8Rng) -> (u32, u32) {
+    fn run(
+        q: &mut Red<Pkt>,
+        arrivals: u32,
+        per_arrival_served: bool,
+        rng: &mut ChaCha8Rng,
+    ) -> (u32, u32) {
         let (mut early, mut overflow) = (0, 0);
         for i in 0..arrivals {
             let now = Time::ZERO + Duration::from_millis(4) * i as u64;
@@ -279,7 +308,11 @@ mod tests {
         let (early, overflow) = run(&mut q, 20_000, true, &mut rng);
         assert!(early > 5_000, "early {early}");
         assert_eq!(overflow, 0);
-        assert!(q.average() > CURVE.min_th && q.average() < CURVE.max_th + 1.0, "{}", q.average());
+        assert!(
+            q.average() > CURVE.min_th && q.average() < CURVE.max_th + 1.0,
+            "{}",
+            q.average()
+        );
         let c = q.counters(Color::Red);
         assert_eq!((c.packets, c.edrops, c.ldrops), (20_000, early as u64, 0));
     }
@@ -292,9 +325,13 @@ mod tests {
         let mut q = Red::new(20, CURVE, 0.002);
         let (early, overflow) = run(&mut q, 0, false, &mut rng);
         assert_eq!((early, overflow), (0, 0));
-        let results: Vec<_> = (0..30).map(|i| q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng)).collect();
+        let results: Vec<_> = (0..30)
+            .map(|i| q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng))
+            .collect();
         assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 20);
-        assert!(results[20..].iter().all(|r| matches!(r, Err((_, DropKind::Overflow)))));
+        assert!(results[20..]
+            .iter()
+            .all(|r| matches!(r, Err((_, DropKind::Overflow)))));
         assert!(q.average() < 1.0);
     }
 
@@ -318,6 +355,10 @@ mod tests {
         let arrival = last_departure_end + Duration::from_millis(8) * 1000;
         let _ = q.enqueue(arrival, pkt(9999, Color::Green), &mut rng);
         let expected = before * 0.998f64.powi(1000) * 0.998;
-        assert!((q.average() - expected).abs() < 1e-9, "{} vs {expected}", q.average());
+        assert!(
+            (q.average() - expected).abs() < 1e-9,
+            "{} vs {expected}",
+            q.average()
+        );
     }
 }

@@ -85,11 +85,20 @@ impl<P> Rio<P> {
 }
 
 impl<P: Queued> QueueDiscipline<P> for Rio<P> {
-    fn enqueue(&mut self, now: Time, packet: P, rng: &mut dyn RngCore) -> Result<(), (P, DropKind)> {
+    fn enqueue(
+        &mut self,
+        now: Time,
+        packet: P,
+        rng: &mut dyn RngCore,
+    ) -> Result<(), (P, DropKind)> {
         let color = packet.color();
         let level = self.level(color);
         self.counters.arrived(color);
-        let idle = if self.fifo.is_empty() { self.idle.idle_packets(now) } else { 0.0 };
+        let idle = if self.fifo.is_empty() {
+            self.idle.idle_packets(now)
+        } else {
+            0.0
+        };
         for l in 0..LEVELS {
             let len = self.tracked_len(l);
             self.averages[l].decay(idle);
@@ -116,7 +125,8 @@ impl<P: Queued> QueueDiscipline<P> for Rio<P> {
             Some(p) => {
                 let level = self.level(p.color());
                 self.queued[level] = self.queued[level].saturating_sub(1);
-                self.idle.departed(now, link_rate.transmit_time(p.size()), self.fifo.len());
+                self.idle
+                    .departed(now, link_rate.transmit_time(p.size()), self.fifo.len());
                 Dequeue::Packet(p)
             }
             None => Dequeue::Empty,
@@ -141,8 +151,16 @@ mod tests {
 
     /// The QSTP paper's RIO parameters: (min_out, max_out, p_out, min_in, max_in, p_in) =
     /// (10, 20, 0.1, 20, 40, 0.02), queue of 50 packets.
-    const IN: RedParams = RedParams { min_th: 20.0, max_th: 40.0, max_p: 0.02 };
-    const OUT: RedParams = RedParams { min_th: 10.0, max_th: 20.0, max_p: 0.1 };
+    const IN: RedParams = RedParams {
+        min_th: 20.0,
+        max_th: 40.0,
+        max_p: 0.02,
+    };
+    const OUT: RedParams = RedParams {
+        min_th: 10.0,
+        max_th: 20.0,
+        max_p: 0.1,
+    };
 
     fn paper_rio(mode: RioMode) -> Rio<Pkt> {
         Rio::new(50, IN, None, OUT, 0.002, mode)
@@ -159,7 +177,10 @@ mod tests {
             }
         }
         let ratio = |c: CodePointCounters| (c.edrops + c.ldrops) as f64 / c.packets as f64;
-        (ratio(q.counters(Color::Green)), ratio(q.counters(Color::Red)))
+        (
+            ratio(q.counters(Color::Green)),
+            ratio(q.counters(Color::Red)),
+        )
     }
 
     #[test]
@@ -168,7 +189,11 @@ mod tests {
         // the queue below where the in curve (20..40 on the in average) starts. Only the start-up
         // transient, while the slow average lags the queue, overflows the queue.
         let mut q = paper_rio(RioMode::Coupled);
-        let (green, red) = overload(&mut q, &[Color::Green, Color::Red, Color::Red, Color::Red], 40_000);
+        let (green, red) = overload(
+            &mut q,
+            &[Color::Green, Color::Red, Color::Red, Color::Red],
+            40_000,
+        );
         assert_eq!(q.counters(Color::Green).edrops, 0);
         assert!(green < 0.01, "green loss {green}");
         assert!(red > 0.5, "red loss {red}");
@@ -183,11 +208,15 @@ mod tests {
         let mut q = Rio::new(1000, IN, None, OUT, 0.5, RioMode::Coupled);
         // With w = 0.5 the averages follow the queue closely. 30 green then 1 red.
         for i in 0..30 {
-            q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng).unwrap();
+            q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng)
+                .unwrap();
         }
         // The red packet sees an average near 30 > max_out = 20: forced early drop.
         assert!(q.average(Color::Red) > 20.0);
-        assert!(matches!(q.enqueue(Time::ZERO, pkt(99, Color::Red), &mut rng), Err((_, DropKind::Early))));
+        assert!(matches!(
+            q.enqueue(Time::ZERO, pkt(99, Color::Red), &mut rng),
+            Err((_, DropKind::Early))
+        ));
         // Green is below its own max_in = 40 and is accepted (probability small at ~29).
         assert!(q.average(Color::Green) < 40.0);
     }
@@ -197,7 +226,8 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(9);
         let mut q = Rio::new(1000, IN, None, OUT, 0.5, RioMode::Decoupled);
         for i in 0..30 {
-            q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng).unwrap();
+            q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng)
+                .unwrap();
         }
         // No red packet queued: the red average is zero and a red packet passes.
         assert_eq!(q.average(Color::Red), 0.0);
@@ -208,11 +238,16 @@ mod tests {
 
     #[test]
     fn middle_curve_gives_yellow_its_own_precedence() {
-        let middle = RedParams { min_th: 15.0, max_th: 30.0, max_p: 0.05 };
+        let middle = RedParams {
+            min_th: 15.0,
+            max_th: 30.0,
+            max_p: 0.05,
+        };
         let mut rng = ChaCha8Rng::seed_from_u64(10);
         let mut q = Rio::new(1000, IN, Some(middle), OUT, 0.5, RioMode::Coupled);
         for i in 0..10 {
-            q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng).unwrap();
+            q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng)
+                .unwrap();
         }
         for i in 10..24 {
             q.enqueue(Time::ZERO, pkt(i, Color::Red), &mut rng).ok();
@@ -220,7 +255,9 @@ mod tests {
         // Yellow's average counts green and yellow only (about 10), under its min_th of 15.
         assert!(q.average(Color::Yellow) < 15.0 && q.average(Color::Yellow) > 9.0);
         assert!(q.average(Color::Red) > q.average(Color::Yellow));
-        assert!(q.enqueue(Time::ZERO, pkt(50, Color::Yellow), &mut rng).is_ok());
+        assert!(q
+            .enqueue(Time::ZERO, pkt(50, Color::Yellow), &mut rng)
+            .is_ok());
         assert_eq!(q.counters(Color::Yellow).packets, 1);
     }
 
@@ -232,7 +269,14 @@ mod tests {
         for i in 0..60 {
             let _ = q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng);
         }
-        assert_eq!(q.counters(Color::Green), CodePointCounters { packets: 60, ldrops: 10, edrops: 0 });
+        assert_eq!(
+            q.counters(Color::Green),
+            CodePointCounters {
+                packets: 60,
+                ldrops: 10,
+                edrops: 0
+            }
+        );
         assert_eq!(q.len(), 50);
     }
 }
