@@ -73,9 +73,15 @@ impl TcpConfig {
             return Err(TcpConfigError::ZeroInitialWindow);
         }
         if self.receive_window < self.mss as u64 {
-            return Err(TcpConfigError::WindowBelowMss { window: self.receive_window, mss: self.mss });
+            return Err(TcpConfigError::WindowBelowMss {
+                window: self.receive_window,
+                mss: self.mss,
+            });
         }
-        if self.min_rto.is_zero() || self.min_rto > self.initial_rto || self.initial_rto > self.max_rto {
+        if self.min_rto.is_zero()
+            || self.min_rto > self.initial_rto
+            || self.initial_rto > self.max_rto
+        {
             return Err(TcpConfigError::BadRtoBounds);
         }
         Ok(())
@@ -103,11 +109,20 @@ mod tests {
             c.validate()
         };
         assert_eq!(bad(|c| c.mss = 0), Err(TcpConfigError::ZeroMss));
-        assert_eq!(bad(|c| c.initial_window = 0), Err(TcpConfigError::ZeroInitialWindow));
+        assert_eq!(
+            bad(|c| c.initial_window = 0),
+            Err(TcpConfigError::ZeroInitialWindow)
+        );
         assert_eq!(
             bad(|c| c.receive_window = 100),
-            Err(TcpConfigError::WindowBelowMss { window: 100, mss: 1460 })
+            Err(TcpConfigError::WindowBelowMss {
+                window: 100,
+                mss: 1460
+            })
         );
-        assert_eq!(bad(|c| c.min_rto = Duration::from_secs(5)), Err(TcpConfigError::BadRtoBounds));
+        assert_eq!(
+            bad(|c| c.min_rto = Duration::from_secs(5)),
+            Err(TcpConfigError::BadRtoBounds)
+        );
     }
 }

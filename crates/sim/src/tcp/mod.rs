@@ -96,9 +96,14 @@ pub struct UnknownCongestionControl {
 pub const KNOWN_CONGESTION_CONTROLS: &[&str] = &["newreno"];
 
 /// The congestion control called `name` (case-insensitive), for segments of `mss` bytes.
-pub fn congestion_control(name: &str, mss: u32) -> Result<Box<dyn CongestionControl>, UnknownCongestionControl> {
+pub fn congestion_control(
+    name: &str,
+    mss: u32,
+) -> Result<Box<dyn CongestionControl>, UnknownCongestionControl> {
     match name.to_ascii_lowercase().as_str() {
         "newreno" | "reno" => Ok(Box::new(NewReno::new(mss))),
-        _ => Err(UnknownCongestionControl { name: name.to_string() }),
+        _ => Err(UnknownCongestionControl {
+            name: name.to_string(),
+        }),
     }
 }

@@ -20,7 +20,11 @@ impl NewReno {
     pub fn new(mss: u32) -> Self {
         let mss = u64::from(mss.max(1));
         // RFC 5681 §3.1: ssthresh starts arbitrarily high.
-        NewReno { mss, cwnd: 2 * mss, ssthresh: u64::MAX }
+        NewReno {
+            mss,
+            cwnd: 2 * mss,
+            ssthresh: u64::MAX,
+        }
     }
 
     /// RFC 5681 §3.1 eq. (4): ssthresh = max(FlightSize / 2, 2 * SMSS).
@@ -127,8 +131,16 @@ mod tests {
 
     #[test]
     fn names_resolve() {
-        assert_eq!(super::super::congestion_control("NewReno", 1460).unwrap().name(), "newreno");
+        assert_eq!(
+            super::super::congestion_control("NewReno", 1460)
+                .unwrap()
+                .name(),
+            "newreno"
+        );
         let err = super::super::congestion_control("warp", 1460).unwrap_err();
-        assert_eq!(err.to_string(), "unknown TCP congestion control 'warp' (known: newreno)");
+        assert_eq!(
+            err.to_string(),
+            "unknown TCP congestion control 'warp' (known: newreno)"
+        );
     }
 }

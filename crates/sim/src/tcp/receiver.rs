@@ -113,7 +113,10 @@ impl TcpReceiver {
     /// segment that triggered the ACK, then the most recently reported others).
     fn remember(&mut self, range: (u64, u64)) {
         let current = |&(s, _): &(u64, u64), map: &BTreeMap<u64, u64>| {
-            map.range(..=s).next_back().map(|(&a, &b)| (a, b)).filter(|&(_, b)| b > s)
+            map.range(..=s)
+                .next_back()
+                .map(|(&a, &b)| (a, b))
+                .filter(|&(_, b)| b > s)
         };
         let mut blocks = vec![range];
         for old in &self.recent {
@@ -183,11 +186,23 @@ mod tests {
     use super::*;
 
     fn data(seq: u64, len: u32) -> Segment {
-        Segment { seq, len, ack: 0, sack: vec![], window: 0, retransmission: false }
+        Segment {
+            seq,
+            len,
+            ack: 0,
+            sack: vec![],
+            window: 0,
+            retransmission: false,
+        }
     }
 
     fn config(delayed_ack: bool) -> TcpConfig {
-        TcpConfig { mss: 100, receive_window: 1000, delayed_ack, ..TcpConfig::default() }
+        TcpConfig {
+            mss: 100,
+            receive_window: 1000,
+            delayed_ack,
+            ..TcpConfig::default()
+        }
     }
 
     #[test]

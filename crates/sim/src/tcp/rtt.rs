@@ -21,7 +21,15 @@ pub struct RttEstimator {
 impl RttEstimator {
     /// An estimator before any sample, with RTO bounds.
     pub fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration) -> Self {
-        RttEstimator { srtt: None, rttvar: Duration::ZERO, min_rtt: None, rto: initial_rto, backoff: 0, min_rto, max_rto }
+        RttEstimator {
+            srtt: None,
+            rttvar: Duration::ZERO,
+            min_rtt: None,
+            rto: initial_rto,
+            backoff: 0,
+            min_rto,
+            max_rto,
+        }
     }
 
     /// Fold in an RTT measurement (the caller applies Karn's rule, RFC 6298 §3).
@@ -35,8 +43,11 @@ impl RttEstimator {
             Some(srtt) => {
                 // RFC 6298 §2.3: RTTVAR <- 3/4 RTTVAR + 1/4 |SRTT - R'|; SRTT <- 7/8 SRTT + 1/8 R'.
                 let delta = if srtt > r { srtt - r } else { r - srtt };
-                self.rttvar = Duration::from_nanos((3 * self.rttvar.as_nanos() + delta.as_nanos()) / 4);
-                self.srtt = Some(Duration::from_nanos((7 * srtt.as_nanos() + r.as_nanos()) / 8));
+                self.rttvar =
+                    Duration::from_nanos((3 * self.rttvar.as_nanos() + delta.as_nanos()) / 4);
+                self.srtt = Some(Duration::from_nanos(
+                    (7 * srtt.as_nanos() + r.as_nanos()) / 8,
+                ));
             }
         }
         self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));

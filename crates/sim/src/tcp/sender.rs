@@ -71,7 +71,10 @@ impl TcpSender {
     pub fn new(config: TcpConfig, mut cc: Box<dyn CongestionControl>) -> Self {
         let mss = u64::from(config.mss.max(1));
         // RFC 5681 §3.1: IW segments; ssthresh as high as the largest window the peer offers.
-        cc.init(u64::from(config.initial_window.max(1)) * mss, config.receive_window.max(2 * mss));
+        cc.init(
+            u64::from(config.initial_window.max(1)) * mss,
+            config.receive_window.max(2 * mss),
+        );
         TcpSender {
             rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto),
             peer_window: config.receive_window,
@@ -111,7 +114,14 @@ impl TcpSender {
     }
 
     fn data_segment(&self, seq: u64, len: u32, retransmission: bool) -> Segment {
-        Segment { seq, len, ack: 0, sack: Vec::new(), window: 0, retransmission }
+        Segment {
+            seq,
+            len,
+            ack: 0,
+            sack: Vec::new(),
+            window: 0,
+            retransmission,
+        }
     }
 
     /// Next data segment allowed now by cwnd, the peer's window and recovery; None if none.
@@ -175,9 +185,15 @@ impl TcpSender {
             acked_bytes += cumulative.newly_acked;
             self.snd_una = ack.ack;
             self.dupacks = 0;
-            self.departed_by_dupacks = 0;
+            // RFC 6582 §3.2 step 5: deflate the window by the data newly acknowledged (those
+            // bytes left the pipe with the cumulative ACK, so they no longer count as departed).
+            self.departed_by_dupacks = self
+                .departed_by_dupacks
+                .saturating_sub(cumulative.newly_acked);
             // RFC 6298 §3 (Karn): sample only segments sent once.
-            let rtt_sample = cumulative.rtt_sent_at.map(|sent| now.saturating_since(sent));
+            let rtt_sample = cumulative
+                .rtt_sent_at
+                .map(|sent| now.saturating_since(sent));
             if let Some(r) = rtt_sample {
                 self.rtt.sample(r);
             }
@@ -185,6 +201,7 @@ impl TcpSender {
                 if self.recover.is_some_and(|r| self.snd_una >= r) {
                     // RFC 6582 §3.2 step 3: a full ACK ends fast recovery.
                     self.in_recovery = false;
+                    self.departed_by_dupacks = 0;
                     ended_recovery = true;
                     self.cc.on_recovery_end(now);
                     self.restart_timer(now);
@@ -224,8 +241,14 @@ impl TcpSender {
         }
 
         let first_lost_by_sack = newly_sacked > 0 && self.board.mark_lost_by_sack();
-        let may_enter = self.recover.map_or(true, |r| self.snd_una >= r);
-        if !self.in_recovery && may_enter && (self.dupacks >= DUP_THRESH as u32 || first_lost_by_sack) {
+        let may_enter = match self.recover {
+            Some(r) => self.snd_una >= r,
+            None => true,
+        };
+        if !self.in_recovery
+            && may_enter
+            && (self.dupacks >= DUP_THRESH as u32 || first_lost_by_sack)
+        {
             self.enter_recovery(now);
         }
     }
@@ -238,7 +261,8 @@ impl TcpSender {
         // RFC 6582 §3.2 step 2: recover = highest sequence sent.
         self.recover = Some(self.snd_nxt);
         // RFC 5681 §3.1 eq. (4) uses FlightSize, the data outstanding.
-        self.cc.on_congestion_event(now, self.snd_nxt - self.snd_una);
+        self.cc
+            .on_congestion_event(now, self.snd_nxt - self.snd_una);
         self.board.mark_first_lost();
         self.board.mark_lost_by_sack();
         self.resend_now = true;
@@ -249,7 +273,11 @@ impl TcpSender {
     }
 
     fn restart_timer(&mut self, now: Time) {
-        self.rto_deadline = if self.board.is_empty() { None } else { Some(now + self.rtt.rto()) };
+        self.rto_deadline = if self.board.is_empty() {
+            None
+        } else {
+            Some(now + self.rtt.rto())
+        };
     }
 
     /// When the retransmission timer expires, if it runs.
@@ -259,8 +287,9 @@ impl TcpSender {
 
     /// Fire the retransmission timer if it is due at `now`.
     pub fn handle_timeout(&mut self, now: Time) {
-        if !self.rto_deadline.is_some_and(|d| d <= now) {
-            return;
+        match self.rto_deadline {
+            Some(deadline) if deadline <= now => {}
+            _ => return,
         }
         if self.board.is_empty() {
             self.rto_deadline = None;
@@ -268,7 +297,8 @@ impl TcpSender {
         }
         self.timeouts += 1;
         // RFC 5681 §3.1: ssthresh from FlightSize, cwnd to one segment.
-        self.cc.on_retransmission_timeout(now, self.snd_nxt - self.snd_una);
+        self.cc
+            .on_retransmission_timeout(now, self.snd_nxt - self.snd_una);
         // RFC 6582 §3.2 step 4 (and §4): no fast retransmit for data sent before the timeout.
         self.recover = Some(self.snd_nxt);
         self.in_recovery = false;
