@@ -76,6 +76,9 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn ssthresh(&self) -> u64;
     /// New data was acknowledged outside recovery.
     fn on_ack(&mut self, sample: &AckSample);
+    /// New data was acknowledged during fast recovery (the window is the sender's business then;
+    /// delay-based variants may still want the RTT sample). Does nothing by default.
+    fn on_ack_in_recovery(&mut self, _sample: &AckSample) {}
     /// A loss was detected by duplicate ACKs or SACK: enter fast recovery (once per window).
     fn on_congestion_event(&mut self, now: Time, in_flight: u64);
     /// Fast recovery ended (the recovery point was acknowledged).

@@ -220,15 +220,18 @@ impl TcpSender {
                 // RFC 6298 §5.2-5.3.
                 self.restart_timer(now);
             }
-            if !self.in_recovery && !ended_recovery && acked_bytes > 0 {
-                self.cc.on_ack(&AckSample {
-                    now,
-                    acked_bytes,
-                    rtt: rtt_sample,
-                    srtt: self.rtt.srtt(),
-                    min_rtt: self.rtt.min_rtt(),
-                    in_flight,
-                });
+            let sample = AckSample {
+                now,
+                acked_bytes,
+                rtt: rtt_sample,
+                srtt: self.rtt.srtt(),
+                min_rtt: self.rtt.min_rtt(),
+                in_flight,
+            };
+            if self.in_recovery || ended_recovery {
+                self.cc.on_ack_in_recovery(&sample);
+            } else if acked_bytes > 0 {
+                self.cc.on_ack(&sample);
             }
         } else if ack.len == 0 && self.snd_nxt > self.snd_una {
             // RFC 5681 §2: a duplicate ACK.
