@@ -5,7 +5,9 @@
 //! (level 2), yellow has its own level 1 when a `middle` curve is given and is out of profile
 //! otherwise. Each level has its own RED curve. RIO-C compares a level against the average of the
 //! packets of that level and all better ones (so green against green, red against everything);
-//! RIO-D compares each level against the average of its own packets.
+//! RIO-D compares each level against the average of its own packets. Every average samples its
+//! queue at each arrival, whatever the arriving colour, so all of them move on one clock (and all
+//! age together over idle periods, as in RED).
 
 use super::red::{AverageQueue, IdleClock, RedCurve};
 use super::{ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
