@@ -87,7 +87,7 @@ mod tests {
 
     #[test]
     fn refill_is_exact_over_many_small_steps() {
-        // 1 bit/s for 10^9 steps of 1 ns... too many; use 1 ms steps over 1000 s at 333 bit/s.
+        // A rate that is no whole number of bytes per step: 333 bit/s in 10^6 steps of 1 ms.
         let mut refill = Refill::new(Rate::from_bps(333));
         let mut bucket = Bucket {
             depth: u128::MAX,

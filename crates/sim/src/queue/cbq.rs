@@ -46,8 +46,11 @@ impl<P> Class<P> {
         if later {
             self.refilled_at = Some(now);
         }
-        let earned = self.rate.bps() as i128 * elapsed as i128;
-        self.balance = (self.balance + earned).min(CLASS_BURST_BYTES * UNITS_PER_BYTE);
+        let earned = (self.rate.bps() as i128).saturating_mul(elapsed as i128);
+        self.balance = self
+            .balance
+            .saturating_add(earned)
+            .min(CLASS_BURST_BYTES * UNITS_PER_BYTE);
     }
 
     fn under_rate(&self) -> bool {
@@ -445,6 +448,38 @@ mod tests {
         assert_eq!(find("gold", Color::Red), 0);
         assert_eq!(q.counters(Color::Red).packets, 2);
         assert_eq!(q.len(), 3);
+    }
+
+    #[test]
+    fn extreme_rates_and_times_do_not_overflow() {
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let mut fast = class("fast", 0, false, &["a"]);
+        fast.rate = Rate::MAX;
+        let mut q = Cbq::new(&[fast], &names(&["a"]));
+        q.enqueue(
+            Time::ZERO,
+            Pkt {
+                id: 0,
+                size: 1000,
+                color: Color::Green,
+                group: 0,
+            },
+            &mut rng,
+        )
+        .unwrap();
+        assert!(matches!(q.dequeue(Time::ZERO, LINK), Dequeue::Packet(_)));
+        q.enqueue(
+            Time::MAX,
+            Pkt {
+                id: 1,
+                size: 1000,
+                color: Color::Green,
+                group: 0,
+            },
+            &mut rng,
+        )
+        .unwrap();
+        assert!(matches!(q.dequeue(Time::MAX, LINK), Dequeue::Packet(_)));
     }
 
     #[test]

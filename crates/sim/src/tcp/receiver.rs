@@ -52,7 +52,10 @@ impl TcpReceiver {
         }
         let start = segment.seq;
         // Bytes beyond the advertised window are not kept (RFC 9293 §3.10.7.4 trims them).
-        let end = (segment.seq + u64::from(segment.len)).min(self.rcv_nxt + self.window);
+        let end = segment
+            .seq
+            .saturating_add(u64::from(segment.len))
+            .min(self.rcv_nxt.saturating_add(self.window));
         if end <= self.rcv_nxt || start >= end {
             // A duplicate, or nothing inside the window: acknowledge at once (RFC 5681 §4.2).
             self.ack_now = true;
@@ -254,6 +257,20 @@ mod tests {
         r.poll_ack(Time::ZERO);
         assert_eq!(r.on_segment(Time::ZERO, &data(0, 100)), 0);
         assert_eq!(r.poll_ack(Time::ZERO).unwrap().ack, 100);
+    }
+
+    #[test]
+    fn extreme_sequence_numbers_and_windows_do_not_overflow() {
+        let mut r = TcpReceiver::new(&TcpConfig {
+            receive_window: u64::MAX,
+            ..config(false)
+        });
+        assert_eq!(r.on_segment(Time::ZERO, &data(u64::MAX - 10, 100)), 0);
+        assert_eq!(r.out_of_order_bytes(), 10);
+        assert_eq!(
+            r.poll_ack(Time::ZERO).unwrap().sack,
+            [(u64::MAX - 10, u64::MAX)]
+        );
     }
 
     #[test]

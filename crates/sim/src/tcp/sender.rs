@@ -141,7 +141,7 @@ impl TcpSender {
         self.resend_now = false;
         // RFC 6675 §5 NextSeg rule 2 / RFC 5681: new data within cwnd and the peer's window.
         let mss = self.mss();
-        let in_peer_window = self.snd_nxt + mss <= self.snd_una + self.peer_window;
+        let in_peer_window = self.snd_nxt + mss <= self.snd_una.saturating_add(self.peer_window);
         let nothing_outstanding = self.snd_nxt == self.snd_una;
         if !(self.window_allows(mss) && (in_peer_window || nothing_outstanding)) {
             return None;
