@@ -86,7 +86,7 @@ impl RateController for Aimd {
             _ => sample,
         };
         self.rtt = Some(r);
-        let p = if report.loss_event_rate.is_finite() { report.loss_event_rate.clamp(0.0, 1.0) } else { 0.0 };
+        let p = crate::cc::sane_loss_event_rate(report.loss_event_rate);
         self.x_recv = report.x_recv.bytes_per_sec();
         let loss_indication = p > self.p;
         self.p = p;

@@ -35,7 +35,7 @@ impl RateController for FixedRate {
         RateState {
             rate: self.rate,
             x_recv: self.last_report.map(|r| r.x_recv).unwrap_or_default(),
-            loss_event_rate: self.last_report.map(|r| r.loss_event_rate).unwrap_or(0.0),
+            loss_event_rate: self.last_report.map_or(0.0, |r| crate::cc::sane_loss_event_rate(r.loss_event_rate)),
             rtt: self.last_report.map(|r| r.rtt_sample).unwrap_or_default(),
             ..RateState::default()
         }

@@ -69,6 +69,15 @@ pub use tfrc::sender::TfrcSender;
 
 use crate::config::CongestionControl;
 
+/// A reported loss event rate made usable: clamped to [0, 1], NaN taken as no loss.
+pub(crate) fn sane_loss_event_rate(p: f64) -> f64 {
+    if p.is_nan() {
+        0.0
+    } else {
+        p.clamp(0.0, 1.0)
+    }
+}
+
 /// Construct the rate controller a configuration names.
 pub fn build(
     congestion: &CongestionControl,
@@ -107,3 +116,6 @@ mod tests {
         assert_eq!(aimd.state().x_calc, Rate::ZERO);
     }
 }
+
+#[cfg(test)]
+mod proptests;

@@ -228,7 +228,7 @@ impl RateController for TfrcSender {
         // RFC 5348 §4.3 step 2: the timeout, from the rate before this update.
         let rto = Duration::from_secs_f64((4.0 * r).max(2.0 * self.segment_size / self.x));
 
-        let p = if report.loss_event_rate.is_finite() { report.loss_event_rate.clamp(0.0, 1.0) } else { 0.0 };
+        let p = crate::cc::sane_loss_event_rate(report.loss_event_rate);
         let mut x_recv = report.x_recv.bytes_per_sec();
         self.x_recv = x_recv;
 
