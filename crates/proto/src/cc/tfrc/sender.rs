@@ -294,7 +294,10 @@ impl RateController for TfrcSender {
         }
         // RFC 5348 §4.4, expiration of the nofeedback timer.
         let x_recv = self.recv_set_max();
-        let idle = self.last_sent.map_or(true, |t| t < self.no_feedback_set_at);
+        let idle = match self.last_sent {
+            Some(sent) => sent < self.no_feedback_set_at,
+            None => true,
+        };
         let recover_rate = self.initial_rate();
         let idle_at_low_rate = match recover_rate {
             Some(recover) => idle && ((self.p > 0.0 && x_recv < recover) || (self.p <= 0.0 && self.x < 2.0 * recover)),
