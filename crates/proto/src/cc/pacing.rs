@@ -27,7 +27,11 @@ pub struct Pacer {
 impl Pacer {
     /// A pacer letting at most `max_burst` packets out back to back at high rates.
     pub fn new(max_burst: u32) -> Self {
-        Pacer { max_burst: max_burst.max(1), credit: 0.0, updated: None }
+        Pacer {
+            max_burst: max_burst.max(1),
+            credit: 0.0,
+            updated: None,
+        }
     }
 
     /// The most credit the bucket holds at `rate` for packets of `size` bytes.
@@ -92,7 +96,11 @@ mod tests {
 
     /// The largest number of packets that left at one instant.
     fn largest_burst(times: &[Time]) -> usize {
-        times.chunk_by(|a, b| a == b).map(<[Time]>::len).max().unwrap_or(0)
+        times
+            .chunk_by(|a, b| a == b)
+            .map(<[Time]>::len)
+            .max()
+            .unwrap_or(0)
     }
 
     #[test]

@@ -8,11 +8,17 @@ const S: usize = 1460;
 /// One thing that can happen to a sender.
 #[derive(Debug, Clone)]
 enum Step {
-    Feedback { rtt_us: u64, x_recv_bps: u64, p: f64 },
+    Feedback {
+        rtt_us: u64,
+        x_recv_bps: u64,
+        p: f64,
+    },
     Sent,
     DataLimited,
     Timeout,
-    Wait { us: u64 },
+    Wait {
+        us: u64,
+    },
 }
 
 fn any_p() -> impl Strategy<Value = f64> {
@@ -30,8 +36,16 @@ fn any_p() -> impl Strategy<Value = f64> {
 
 fn any_step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        (0..5_000_000u64, prop_oneof![0..100_000_000u64, any::<u64>()], any_p())
-            .prop_map(|(rtt_us, x_recv_bps, p)| Step::Feedback { rtt_us, x_recv_bps, p }),
+        (
+            0..5_000_000u64,
+            prop_oneof![0..100_000_000u64, any::<u64>()],
+            any_p()
+        )
+            .prop_map(|(rtt_us, x_recv_bps, p)| Step::Feedback {
+                rtt_us,
+                x_recv_bps,
+                p
+            }),
         Just(Step::Sent),
         Just(Step::DataLimited),
         Just(Step::Timeout),
@@ -40,14 +54,22 @@ fn any_step() -> impl Strategy<Value = Step> {
 }
 
 /// Apply `steps`; after each, check the invariants every controller keeps. Returns the states.
-fn run(c: &mut dyn RateController, steps: &[Step], target: Rate) -> Result<Vec<RateState>, TestCaseError> {
+fn run(
+    c: &mut dyn RateController,
+    steps: &[Step],
+    target: Rate,
+) -> Result<Vec<RateState>, TestCaseError> {
     let floor = S as f64 / 64.0;
     let mut now = Time::ZERO;
     let mut states = vec![];
     for step in steps {
         let mut after_feedback = false;
         match *step {
-            Step::Feedback { rtt_us, x_recv_bps, p } => {
+            Step::Feedback {
+                rtt_us,
+                x_recv_bps,
+                p,
+            } => {
                 let report = FeedbackReport {
                     rtt_sample: Duration::from_micros(rtt_us),
                     x_recv: Rate::from_bps(x_recv_bps),
@@ -72,7 +94,11 @@ fn run(c: &mut dyn RateController, steps: &[Step], target: Rate) -> Result<Vec<R
         let rate = c.allowed_rate();
         prop_assert!(rate < Rate::MAX, "rate saturated");
         // RFC 5348 §4.3: never below s / t_mbi (one bit/s of rounding).
-        prop_assert!(rate.bytes_per_sec() >= floor - 0.125, "rate {} below s/t_mbi", rate);
+        prop_assert!(
+            rate.bytes_per_sec() >= floor - 0.125,
+            "rate {} below s/t_mbi",
+            rate
+        );
         prop_assert!(st.loss_event_rate.is_finite() && (0.0..=1.0).contains(&st.loss_event_rate));
         // gTFRC paper Fig. 1: out of slow start, a rate update from feedback never leaves X < g.
         if after_feedback && !st.slow_start {
