@@ -6,6 +6,9 @@
 //! untouched ("this maximum value is not applied during the TFRC slow-start period", gTFRC paper
 //! §3.2), and g = 0 is exactly TFRC. The floor belongs to the feedback path, as in Fig. 1: when the
 //! nofeedback timer fires (the path carries nothing back) the rate may still fall below g.
+//! One detail differs from Fig. 1: there the feedback that ends slow start sets the rate to the
+//! equation rate and the floor applies from the next feedback on; here it applies from that same
+//! feedback, so that X >= g holds after every rate update with p > 0.
 
 use crate::cc::tfrc::sender::TfrcSender;
 use crate::cc::{FeedbackReport, RateController, RateState};

@@ -133,3 +133,6 @@ mod tests {
 
 #[cfg(test)]
 mod proptests;
+
+#[cfg(test)]
+mod closed_loop_tests;
