@@ -103,7 +103,9 @@ impl TfrcReceiver {
             self.measure_x_recv(now).max(self.last_x_recv),
         );
         let new_loss_event = self.history.on_packet(packet_number, now, self.rtt, || {
-            1.0 / equation::loss_event_rate_for(s, r, x_recv)
+            // With no receive rate measured yet, RFC 5348 §6.3.1 takes X_target = s / (2R).
+            let x_target = if x_recv > 0.0 { x_recv } else { s / (2.0 * r) };
+            1.0 / equation::loss_event_rate_for(s, r, x_target)
         });
         let owed = std::mem::take(&mut self.feedback_owed);
         first || new_loss_event || owed
