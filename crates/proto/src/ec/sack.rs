@@ -231,6 +231,7 @@ impl SackSender {
 
     /// Next chunk to send again, ahead of new data (the caller checks the buffer still wants it).
     pub fn next_retransmission(&mut self) -> Option<SentChunk> {
+        // QSTP paper §4.4: packets to retransmit are placed on top of the transmission queue.
         while let Some((pn, chunk)) = self.retransmit.pop_front() {
             if self.queued.remove(&pn) {
                 return Some(chunk);
