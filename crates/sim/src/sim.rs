@@ -2,6 +2,7 @@
 //! the records.
 
 use crate::agent::qstp::{addresses, QstpClient, QstpServer};
+use crate::agent::tcp;
 use crate::agent::udp::{OnOff, UdpSink, UdpSource};
 use crate::agent::{Agent, Binding, Ctx, UDP_IP_HEADER};
 use crate::engine::Scheduler;
@@ -223,15 +224,11 @@ fn flow_agents(spec: &SimSpec, group: &GroupSpec, index: u32, ends: &FlowEnds) -
                 Agent::QstpServer(Box::new(QstpServer::new(receiver_binding, server, client_addr))),
             )
         }
-        Protocol::Tcp { congestion, delayed_ack, receive_window } => crate::agent::tcp_agents(
-            group,
-            sender_binding,
-            receiver_binding,
-            spec.packet_size,
-            congestion,
-            *delayed_ack,
-            *receive_window,
-        )?,
+        Protocol::Tcp { congestion, delayed_ack, receive_window } => {
+            let (source, sink) =
+                tcp::flow(group, sender_binding, receiver_binding, size, congestion, *delayed_ack, *receive_window)?;
+            (Agent::TcpSource(Box::new(source)), Agent::TcpSink(Box::new(sink)))
+        }
     };
     Ok((sender, receiver, start))
 }

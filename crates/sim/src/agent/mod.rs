@@ -6,6 +6,7 @@
 //! `on_timer`, and `poll_timeout` for the next wake-up.
 
 pub mod qstp;
+pub mod tcp;
 pub mod udp;
 
 use crate::engine::Scheduler;
@@ -83,6 +84,10 @@ pub enum Agent {
     UdpSource(Box<udp::UdpSource>),
     /// A UDP sink.
     UdpSink(udp::UdpSink),
+    /// A TCP bulk sender.
+    TcpSource(Box<tcp::TcpSource>),
+    /// A TCP receiver.
+    TcpSink(Box<tcp::TcpSink>),
     /// A qstp client, saturated by its application.
     QstpClient(Box<qstp::QstpClient>),
     /// A qstp server draining what it receives.
@@ -100,6 +105,8 @@ impl Agent {
         match self {
             Agent::UdpSource(a) => &a.binding,
             Agent::UdpSink(a) => &a.binding,
+            Agent::TcpSource(a) => &a.binding,
+            Agent::TcpSink(a) => &a.binding,
             Agent::QstpClient(a) => &a.binding,
             Agent::QstpServer(a) => &a.binding,
         }
@@ -110,6 +117,8 @@ impl Agent {
         match self {
             Agent::UdpSource(a) => a.start(ctx),
             Agent::UdpSink(_) => {}
+            Agent::TcpSource(a) => a.start(ctx),
+            Agent::TcpSink(_) => {}
             Agent::QstpClient(a) => a.start(ctx),
             Agent::QstpServer(_) => {}
         }
@@ -120,6 +129,8 @@ impl Agent {
         match self {
             Agent::UdpSource(_) => ctx.network.packets.recycle(packet.payload),
             Agent::UdpSink(a) => a.on_packet(ctx, packet),
+            Agent::TcpSource(a) => a.on_packet(ctx, packet),
+            Agent::TcpSink(a) => a.on_packet(ctx, packet),
             Agent::QstpClient(a) => a.on_packet(ctx, packet),
             Agent::QstpServer(a) => a.on_packet(ctx, packet),
         }
@@ -130,6 +141,8 @@ impl Agent {
         match self {
             Agent::UdpSource(a) => a.on_timer(ctx),
             Agent::UdpSink(_) => {}
+            Agent::TcpSource(a) => a.on_timer(ctx),
+            Agent::TcpSink(a) => a.on_timer(ctx),
             Agent::QstpClient(a) => a.on_timer(ctx),
             Agent::QstpServer(a) => a.on_timer(ctx),
         }
@@ -140,6 +153,8 @@ impl Agent {
         match self {
             Agent::UdpSource(a) => a.poll_timeout(),
             Agent::UdpSink(_) => None,
+            Agent::TcpSource(a) => a.poll_timeout(),
+            Agent::TcpSink(a) => a.poll_timeout(),
             Agent::QstpClient(a) => a.poll_timeout(),
             Agent::QstpServer(a) => a.poll_timeout(),
         }
@@ -153,15 +168,3 @@ impl Agent {
     }
 }
 
-/// The agents of a TCP flow (available once the TCP machines are in).
-pub(crate) fn tcp_agents(
-    group: &crate::spec::GroupSpec,
-    _sender: Binding,
-    _receiver: Binding,
-    _packet_size: usize,
-    congestion: &str,
-    _delayed_ack: bool,
-    _receive_window: u64,
-) -> Result<(Agent, Agent), crate::error::SimError> {
-    Err(crate::error::SimError::UnknownCongestionControl { group: group.name.clone(), name: congestion.to_string() })
-}

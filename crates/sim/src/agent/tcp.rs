@@ -2,8 +2,41 @@
 
 use super::{Binding, Ctx};
 use crate::network::{Packet, Payload};
-use crate::tcp::{Segment, TcpReceiver, TcpSender};
-use qstp_proto::Time;
+use crate::error::SimError;
+use crate::spec::GroupSpec;
+use crate::tcp::{self, Segment, TcpConfig, TcpReceiver, TcpSender};
+use qstp_proto::{Duration, Time};
+
+/// The two agents of one TCP flow of `group`, with `packet_size`-byte data packets on the wire.
+pub fn flow(
+    group: &GroupSpec,
+    sender: Binding,
+    receiver: Binding,
+    packet_size: u32,
+    congestion: &str,
+    delayed_ack: bool,
+    receive_window: u64,
+) -> Result<(TcpSource, TcpSink), SimError> {
+    let defaults = TcpConfig::default();
+    let config = TcpConfig {
+        mss: packet_size.saturating_sub(defaults.header_bytes),
+        delayed_ack,
+        receive_window,
+        // The papers' testbeds and simulations bound the RTO below at 200 ms, not RFC 6298's 1 s.
+        min_rto: Duration::from_millis(200),
+        ..defaults
+    };
+    config
+        .validate()
+        .map_err(|e| SimError::Component { component: format!("groups[{}].protocol", group.name), reason: e.to_string() })?;
+    let cc = tcp::congestion_control(congestion, config.mss).map_err(|e| SimError::UnknownCongestionControl {
+        group: group.name.clone(),
+        name: e.name,
+    })?;
+    let header = config.header_bytes;
+    let sink = TcpSink::new(receiver, TcpReceiver::new(&config), header);
+    Ok((TcpSource::new(sender, TcpSender::new(config, cc), header), sink))
+}
 
 /// Bytes a SACK option adds: kind and length, then 8 bytes per block (RFC 2018 §3).
 fn sack_option_bytes(segment: &Segment) -> u32 {

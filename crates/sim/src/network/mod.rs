@@ -171,7 +171,7 @@ mod tests {
     use super::*;
     use crate::ids::FlowId;
     use crate::marker::Marker;
-    use crate::queue::{Dequeue, DropKind, Queued};
+    use crate::queue::{Dequeue, DropKind};
     use crate::spec::{CodePointCounters, Color};
     use rand::{RngCore, SeedableRng};
 
