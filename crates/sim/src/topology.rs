@@ -32,12 +32,6 @@ pub struct Built {
     pub flows: Vec<FlowEnds>,
 }
 
-impl std::fmt::Debug for Network {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Network").field("nodes", &self.node_count()).field("links", &self.links().len()).finish()
-    }
-}
-
 /// Capacity of the queues of the uncongested links (access, trunk, reverse path), packets.
 pub const FAST_QUEUE_LIMIT: usize = 1000;
 

@@ -18,6 +18,12 @@ use qstp_proto::{Duration, Rate, Time};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 
+impl std::fmt::Debug for Network {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Network").field("nodes", &self.node_count()).field("links", &self.links().len()).finish()
+    }
+}
+
 /// Nodes, links and the packets in flight.
 #[derive(Default)]
 pub struct Network {
