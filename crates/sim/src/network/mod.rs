@@ -91,7 +91,8 @@ impl Network {
         self.nodes.len()
     }
 
-    /// Fill the routing tables: fewest hops to every host, ties broken by lowest link id.
+    /// Fill the routing tables: fewest hops to every host through routers, ties broken by lowest
+    /// link id.
     /// Nodes with a single outgoing link keep it as their default route and get no table.
     pub fn compute_routes(&mut self) {
         let n = self.nodes.len();
@@ -113,6 +114,10 @@ impl Network {
             seen[destination] = true;
             frontier.push_back(destination);
             while let Some(at) = frontier.pop_front() {
+                // Hosts end paths; they do not carry other hosts' traffic.
+                if at != destination && self.nodes[at].kind == NodeKind::Host {
+                    continue;
+                }
                 for &l in &in_links[at] {
                     let from = self.links[l.index()].from.index();
                     if !seen[from] {
