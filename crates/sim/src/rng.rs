@@ -22,7 +22,7 @@ pub enum StreamKind {
 /// The random stream of component `index` of `kind` in the run seeded with `seed`.
 pub fn stream(seed: u64, kind: StreamKind, index: u64) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(((kind as u64) << 48) | (index & ((1 << 48) - 1)));
+    rng.set_stream(((kind as u64) << 56) | (index & ((1 << 56) - 1)));
     rng
 }
 

@@ -185,8 +185,11 @@ fn flow_agents(spec: &SimSpec, group: &GroupSpec, index: u32, ends: &FlowEnds) -
         flow,
         group: ends.group as u32,
     };
-    let mut sender_rng = stream(spec.seed, StreamKind::Agent, u64::from(sender_id.0));
-    let mut receiver_rng = stream(spec.seed, StreamKind::Agent, u64::from(receiver_id.0));
+    // Streams named by (group, flow in group, side): adding flows to one group leaves every other
+    // group's randomness as it was.
+    let stream_id = |side: u64| ((ends.group as u64) << 33) | (u64::from(ends.flow) << 1) | side;
+    let mut sender_rng = stream(spec.seed, StreamKind::Agent, stream_id(0));
+    let mut receiver_rng = stream(spec.seed, StreamKind::Agent, stream_id(1));
     // Flows of a group start within one RTT of the group's start, at a seeded offset.
     let offset = Duration::from_nanos(sender_rng.next_u64() % group.rtt.as_nanos().max(1));
     let start = Time::ZERO + group.start + offset;
