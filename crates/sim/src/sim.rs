@@ -46,7 +46,7 @@ struct World {
 
 impl World {
     fn build(spec: &SimSpec) -> Result<World, SimError> {
-        let built = topology::dumbbell(spec)?;
+        let built = topology::build(spec)?;
         let mut events = Scheduler::new();
         let mut agents = Vec::with_capacity(built.flows.len() * 2);
         for (index, ends) in built.flows.iter().enumerate() {

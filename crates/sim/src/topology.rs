@@ -32,6 +32,11 @@ pub struct Built {
     pub flows: Vec<FlowEnds>,
 }
 
+/// The topology a spec describes (the papers' dumbbell is the only one so far).
+pub fn build(spec: &SimSpec) -> Result<Built, SimError> {
+    dumbbell(spec)
+}
+
 /// Capacity of the queues of the uncongested links (access, trunk, reverse path), packets.
 pub const FAST_QUEUE_LIMIT: usize = 1000;
 
