@@ -8,6 +8,7 @@
 use super::{Binding, Ctx, UDP_IP_HEADER};
 use crate::network::{Packet, Payload};
 use crate::record::Recorder;
+use qstp_proto::wire::MAX_DATA_HEADER;
 use qstp_proto::{Config, ConnectionHandle, Endpoint, Event, Time};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
@@ -62,8 +63,8 @@ pub struct QstpClient {
 impl QstpClient {
     /// A client that will connect to `remote` with `config`.
     pub fn new(binding: Binding, endpoint: Endpoint, config: Config, remote: SocketAddr) -> Self {
-        // One message per datagram, leaving room for the protocol's own headers.
-        let message_size = (config.max_datagram / 2).max(1);
+        // One message per datagram: the datagram less the largest data header.
+        let message_size = config.max_datagram.saturating_sub(MAX_DATA_HEADER).max(1);
         QstpClient { binding, endpoint, config, remote, handle: None, message_size }
     }
 
