@@ -63,8 +63,14 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
-    let tcp = Protocol::Tcp { congestion: "newreno".into(), delayed_ack: false, receive_window: 64 << 20 };
+    let tcp = Protocol::Tcp {
+        congestion: "newreno".into(),
+        delayed_ack: false,
+        receive_window: 64 << 20,
+    };
     measure("8 x TCP NewReno", &spec(tcp, seconds));
-    let cbr = Protocol::Cbr { schedule: vec![(Duration::ZERO, Rate::from_mbps(30))] };
+    let cbr = Protocol::Cbr {
+        schedule: vec![(Duration::ZERO, Rate::from_mbps(30))],
+    };
     measure("8 x CBR 30 Mbit/s", &spec(cbr, seconds));
 }

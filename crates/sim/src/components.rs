@@ -9,7 +9,10 @@ use crate::queue::{self, QueueDiscipline};
 use crate::spec::{LossSpec, MarkerSpec, QueueSpec};
 
 fn refused(component: &str, reason: impl std::fmt::Display) -> SimError {
-    SimError::Component { component: component.to_string(), reason: reason.to_string() }
+    SimError::Component {
+        component: component.to_string(),
+        reason: reason.to_string(),
+    }
 }
 
 /// The queue `spec` describes; `component` names it in errors.

@@ -51,7 +51,12 @@ pub struct Scheduler<E> {
 
 impl<E> Default for Scheduler<E> {
     fn default() -> Self {
-        Scheduler { heap: BinaryHeap::new(), next_sequence: 0, now: Time::ZERO, processed: 0 }
+        Scheduler {
+            heap: BinaryHeap::new(),
+            next_sequence: 0,
+            now: Time::ZERO,
+            processed: 0,
+        }
     }
 }
 
@@ -123,7 +128,10 @@ mod tests {
             s.schedule(t(time), name);
         }
         let order: Vec<_> = std::iter::from_fn(|| s.pop_before(Time::MAX)).collect();
-        assert_eq!(order, vec![(t(5), "first"), (t(10), "a"), (t(20), "b"), (t(30), "c")]);
+        assert_eq!(
+            order,
+            vec![(t(5), "first"), (t(10), "a"), (t(20), "b"), (t(30), "c")]
+        );
         assert_eq!(s.processed(), 4);
     }
 
@@ -134,7 +142,9 @@ mod tests {
             s.schedule(t(7), i);
         }
         s.schedule(t(3), 1000);
-        let order: Vec<u32> = std::iter::from_fn(|| s.pop_before(Time::MAX)).map(|(_, e)| e).collect();
+        let order: Vec<u32> = std::iter::from_fn(|| s.pop_before(Time::MAX))
+            .map(|(_, e)| e)
+            .collect();
         let mut expected = vec![1000];
         expected.extend(0..100);
         assert_eq!(order, expected);

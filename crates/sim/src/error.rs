@@ -14,7 +14,9 @@ pub enum SimError {
         reason: String,
     },
     /// A group's base RTT cannot hold the bottleneck's propagation delay both ways.
-    #[error("group '{group}': rtt {rtt} is shorter than twice the bottleneck delay {bottleneck_delay}")]
+    #[error(
+        "group '{group}': rtt {rtt} is shorter than twice the bottleneck delay {bottleneck_delay}"
+    )]
     RttShorterThanBottleneck {
         /// The group.
         group: String,

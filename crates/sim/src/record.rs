@@ -30,7 +30,12 @@ impl Recorder {
                 packets_retransmitted: 0,
             })
             .collect();
-        Recorder { bin, bins, flows: records, last_delay: vec![None; flows.len()] }
+        Recorder {
+            bin,
+            bins,
+            flows: records,
+            last_delay: vec![None; flows.len()],
+        }
     }
 
     #[inline]

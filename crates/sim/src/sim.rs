@@ -25,7 +25,10 @@ pub fn run(spec: &SimSpec) -> Result<RunOutput, SimError> {
 }
 
 /// Run `spec`, calling `progress` with the simulated time at every simulated second.
-pub fn run_with_progress(spec: &SimSpec, progress: &mut dyn FnMut(Time)) -> Result<RunOutput, SimError> {
+pub fn run_with_progress(
+    spec: &SimSpec,
+    progress: &mut dyn FnMut(Time),
+) -> Result<RunOutput, SimError> {
     validate(spec)?;
     let mut world = World::build(spec)?;
     world.run(Time::ZERO + spec.duration, progress);
@@ -80,12 +83,16 @@ impl World {
             match event {
                 Event::LinkReady(link) => self.network.on_link_ready(now, link, &mut self.events),
                 Event::Arrive(link) => {
-                    if let Some((agent, packet)) = self.network.on_arrive(now, link, &mut self.events) {
+                    if let Some((agent, packet)) =
+                        self.network.on_arrive(now, link, &mut self.events)
+                    {
                         self.deliver(now, agent, packet);
                     }
                 }
                 Event::Deliver { agent, packet } => self.deliver(now, agent, packet),
-                Event::AgentStart(agent) => self.with_agent(now, agent, false, |a, ctx| a.start(ctx)),
+                Event::AgentStart(agent) => {
+                    self.with_agent(now, agent, false, |a, ctx| a.start(ctx))
+                }
                 Event::AgentTimer(agent) => {
                     if self.armed[agent.index()] == Some(now) {
                         self.armed[agent.index()] = None;
@@ -103,7 +110,13 @@ impl World {
     }
 
     /// Let an agent run, then make sure its next wake-up is scheduled.
-    fn with_agent(&mut self, now: Time, id: AgentId, from_timer: bool, f: impl FnOnce(&mut Agent, &mut Ctx)) {
+    fn with_agent(
+        &mut self,
+        now: Time,
+        id: AgentId,
+        from_timer: bool,
+        f: impl FnOnce(&mut Agent, &mut Ctx),
+    ) {
         let agent = &mut self.agents[id.index()];
         let mut ctx = Ctx {
             now,
@@ -113,9 +126,15 @@ impl World {
             scratch: &mut self.scratch,
         };
         f(agent, &mut ctx);
-        let Some(wanted) = agent.poll_timeout() else { return };
+        let Some(wanted) = agent.poll_timeout() else {
+            return;
+        };
         // An agent just woken that still asks for `now` would spin; it gets the next nanosecond.
-        let earliest = if from_timer { now + Duration::from_nanos(1) } else { now };
+        let earliest = if from_timer {
+            now + Duration::from_nanos(1)
+        } else {
+            now
+        };
         let at = wanted.max(earliest);
         let armed = &mut self.armed[id.index()];
         match *armed {
@@ -144,7 +163,12 @@ impl World {
             let index = match queues.iter().position(|q| q.name == name) {
                 Some(i) => i,
                 None => {
-                    queues.push(QueueRecord { name, green: Default::default(), yellow: Default::default(), red: Default::default() });
+                    queues.push(QueueRecord {
+                        name,
+                        green: Default::default(),
+                        yellow: Default::default(),
+                        red: Default::default(),
+                    });
                     queues.len() - 1
                 }
             };
@@ -166,7 +190,12 @@ impl World {
 }
 
 /// The sender and receiver of flow number `index`, and when the sender starts.
-fn flow_agents(spec: &SimSpec, group: &GroupSpec, index: u32, ends: &FlowEnds) -> Result<(Agent, Agent, Time), SimError> {
+fn flow_agents(
+    spec: &SimSpec,
+    group: &GroupSpec,
+    index: u32,
+    ends: &FlowEnds,
+) -> Result<(Agent, Agent, Time), SimError> {
     let (sender_id, receiver_id) = (AgentId(2 * index), AgentId(2 * index + 1));
     let flow = FlowId(index);
     let sender_binding = Binding {
@@ -196,10 +225,22 @@ fn flow_agents(spec: &SimSpec, group: &GroupSpec, index: u32, ends: &FlowEnds) -
     let size = spec.packet_size as u32;
     let (sender, receiver) = match &group.protocol {
         Protocol::Cbr { schedule } => (
-            Agent::UdpSource(Box::new(UdpSource::new(sender_binding, schedule.clone(), size, None, sender_rng))),
-            Agent::UdpSink(UdpSink { binding: receiver_binding }),
+            Agent::UdpSource(Box::new(UdpSource::new(
+                sender_binding,
+                schedule.clone(),
+                size,
+                None,
+                sender_rng,
+            ))),
+            Agent::UdpSink(UdpSink {
+                binding: receiver_binding,
+            }),
         ),
-        Protocol::OnOff { schedule, mean_on, mean_off } => (
+        Protocol::OnOff {
+            schedule,
+            mean_on,
+            mean_off,
+        } => (
             Agent::UdpSource(Box::new(UdpSource::new(
                 sender_binding,
                 schedule.clone(),
@@ -207,30 +248,59 @@ fn flow_agents(spec: &SimSpec, group: &GroupSpec, index: u32, ends: &FlowEnds) -
                 Some(OnOff::new(*mean_on, *mean_off)),
                 sender_rng,
             ))),
-            Agent::UdpSink(UdpSink { binding: receiver_binding }),
+            Agent::UdpSink(UdpSink {
+                binding: receiver_binding,
+            }),
         ),
         Protocol::Qstp { config, .. } => {
             // Data packets are `packet_size` on the wire: the datagram is what IP and UDP leave.
             let mut config = config.clone();
             config.max_datagram = spec.packet_size - UDP_IP_HEADER as usize;
-            config
-                .validate()
-                .map_err(|source| SimError::QstpConfig { group: group.name.clone(), source })?;
+            config.validate().map_err(|source| SimError::QstpConfig {
+                group: group.name.clone(),
+                source,
+            })?;
             let (client_addr, server_addr) = addresses(index);
-            let client = Endpoint::new(EndpointConfig::client(key(&mut sender_rng)), sender_rng.next_u64());
+            let client = Endpoint::new(
+                EndpointConfig::client(key(&mut sender_rng)),
+                sender_rng.next_u64(),
+            );
             let server = Endpoint::new(
                 EndpointConfig::server(key(&mut receiver_rng), config.clone()),
                 receiver_rng.next_u64(),
             );
             (
-                Agent::QstpClient(Box::new(QstpClient::new(sender_binding, client, config, server_addr))),
-                Agent::QstpServer(Box::new(QstpServer::new(receiver_binding, server, client_addr))),
+                Agent::QstpClient(Box::new(QstpClient::new(
+                    sender_binding,
+                    client,
+                    config,
+                    server_addr,
+                ))),
+                Agent::QstpServer(Box::new(QstpServer::new(
+                    receiver_binding,
+                    server,
+                    client_addr,
+                ))),
             )
         }
-        Protocol::Tcp { congestion, delayed_ack, receive_window } => {
-            let (source, sink) =
-                tcp::flow(group, sender_binding, receiver_binding, size, congestion, *delayed_ack, *receive_window)?;
-            (Agent::TcpSource(Box::new(source)), Agent::TcpSink(Box::new(sink)))
+        Protocol::Tcp {
+            congestion,
+            delayed_ack,
+            receive_window,
+        } => {
+            let (source, sink) = tcp::flow(
+                group,
+                sender_binding,
+                receiver_binding,
+                size,
+                congestion,
+                *delayed_ack,
+                *receive_window,
+            )?;
+            (
+                Agent::TcpSource(Box::new(source)),
+                Agent::TcpSink(Box::new(sink)),
+            )
         }
     };
     Ok((sender, receiver, start))

@@ -59,7 +59,10 @@ pub fn fast_rate(bottleneck: Rate) -> Rate {
 pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
     let bottleneck = &spec.bottleneck;
     if bottleneck.rate.is_zero() {
-        return Err(SimError::Invalid { key: "bottleneck.rate".into(), reason: "must be positive".into() });
+        return Err(SimError::Invalid {
+            key: "bottleneck.rate".into(),
+            reason: "must be positive".into(),
+        });
     }
     for group in &spec.groups {
         if group.rtt < bottleneck.delay.saturating_mul(2) {
@@ -72,7 +75,9 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
     }
     let group_names: Vec<String> = spec.groups.iter().map(|g| g.name.clone()).collect();
     let fast = fast_rate(bottleneck.rate);
-    let fast_queue = QueueSpec::DropTail { limit: FAST_QUEUE_LIMIT };
+    let fast_queue = QueueSpec::DropTail {
+        limit: FAST_QUEUE_LIMIT,
+    };
     let mut net = Network::new();
     let seed = spec.seed;
     let link = |net: &mut Network, from, to, rate, delay, queue: &QueueSpec, component: &str| {
@@ -87,36 +92,118 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
     let bottleneck_link = {
         let index = net.links().len() as u64;
         let queue = components::queue(&bottleneck.queue, &group_names, "bottleneck.queue")?;
-        let loss = bottleneck.loss.as_ref().map(|l| components::loss(l, "bottleneck.loss")).transpose()?;
+        let loss = bottleneck
+            .loss
+            .as_ref()
+            .map(|l| components::loss(l, "bottleneck.loss"))
+            .transpose()?;
         let rng = stream(seed, StreamKind::Link, index);
-        net.add_link(core, egress, bottleneck.rate, bottleneck.delay, queue, loss, rng)
+        net.add_link(
+            core,
+            egress,
+            bottleneck.rate,
+            bottleneck.delay,
+            queue,
+            loss,
+            rng,
+        )
     };
-    link(&mut net, egress, core, fast, bottleneck.delay, &fast_queue, "reverse bottleneck")?;
+    link(
+        &mut net,
+        egress,
+        core,
+        fast,
+        bottleneck.delay,
+        &fast_queue,
+        "reverse bottleneck",
+    )?;
 
     let mut flows = Vec::new();
     for (g, group) in spec.groups.iter().enumerate() {
         let edge = net.add_node(NodeKind::Router);
-        let trunk = link(&mut net, edge, core, fast, Duration::ZERO, &fast_queue, "trunk")?;
-        link(&mut net, core, edge, fast, Duration::ZERO, &fast_queue, "reverse trunk")?;
+        let trunk = link(
+            &mut net,
+            edge,
+            core,
+            fast,
+            Duration::ZERO,
+            &fast_queue,
+            "trunk",
+        )?;
+        link(
+            &mut net,
+            core,
+            edge,
+            fast,
+            Duration::ZERO,
+            &fast_queue,
+            "reverse trunk",
+        )?;
         if let Some(marker) = &group.marker {
             let marker = components::marker(marker, &format!("groups[{}].marker", group.name))?;
             let rng = stream(seed, StreamKind::Marker, g as u64);
-            net.node_mut(edge).add_conditioner(Conditioner { group: g as u32, out_link: trunk, marker, rng });
+            net.node_mut(edge).add_conditioner(Conditioner {
+                group: g as u32,
+                out_link: trunk,
+                marker,
+                rng,
+            });
         }
         // The group's rtt is all propagation: the bottleneck both ways, the access links the rest.
         let access_delay = (group.rtt - bottleneck.delay.saturating_mul(2)) / 2;
         for flow in 0..group.flows {
             let source = net.add_node(NodeKind::Host);
             let sink = net.add_node(NodeKind::Host);
-            link(&mut net, source, edge, fast, access_delay, &fast_queue, "access")?;
-            link(&mut net, edge, source, fast, access_delay, &fast_queue, "reverse access")?;
-            link(&mut net, egress, sink, fast, Duration::ZERO, &fast_queue, "egress")?;
-            link(&mut net, sink, egress, fast, Duration::ZERO, &fast_queue, "reverse egress")?;
-            flows.push(FlowEnds { group: g, flow, source, sink });
+            link(
+                &mut net,
+                source,
+                edge,
+                fast,
+                access_delay,
+                &fast_queue,
+                "access",
+            )?;
+            link(
+                &mut net,
+                edge,
+                source,
+                fast,
+                access_delay,
+                &fast_queue,
+                "reverse access",
+            )?;
+            link(
+                &mut net,
+                egress,
+                sink,
+                fast,
+                Duration::ZERO,
+                &fast_queue,
+                "egress",
+            )?;
+            link(
+                &mut net,
+                sink,
+                egress,
+                fast,
+                Duration::ZERO,
+                &fast_queue,
+                "reverse egress",
+            )?;
+            flows.push(FlowEnds {
+                group: g,
+                flow,
+                source,
+                sink,
+            });
         }
     }
     net.compute_routes();
-    Ok(Built { network: net, bottleneck: bottleneck_link, flows })
+    Ok(Built {
+        network: net,
+        bottleneck: bottleneck_link,
+        flows,
+    })
 }
 
 #[cfg(test)]
@@ -127,7 +214,9 @@ mod tests {
     fn spec() -> SimSpec {
         let group = |name: &str, rtt_ms: u64, flows: u32| GroupSpec {
             name: name.into(),
-            protocol: Protocol::Cbr { schedule: vec![(Duration::ZERO, Rate::from_kbps(100))] },
+            protocol: Protocol::Cbr {
+                schedule: vec![(Duration::ZERO, Rate::from_kbps(100))],
+            },
             flows,
             rtt: Duration::from_millis(rtt_ms),
             target: None,
@@ -171,10 +260,21 @@ mod tests {
             let forward = path(&built.network, ends.source, ends.sink);
             let back = path(&built.network, ends.sink, ends.source);
             assert!(forward.contains(&built.bottleneck));
-            assert!(!back.contains(&built.bottleneck), "the reverse path is not the bottleneck");
-            let delay: Duration = forward.iter().chain(&back).map(|&l| built.network.link(l).delay).fold(Duration::ZERO, |a, b| a + b);
+            assert!(
+                !back.contains(&built.bottleneck),
+                "the reverse path is not the bottleneck"
+            );
+            let delay: Duration = forward
+                .iter()
+                .chain(&back)
+                .map(|&l| built.network.link(l).delay)
+                .fold(Duration::ZERO, |a, b| a + b);
             assert_eq!(delay, spec.groups[ends.group].rtt);
-            for &l in forward.iter().chain(&back).filter(|&&l| l != built.bottleneck) {
+            for &l in forward
+                .iter()
+                .chain(&back)
+                .filter(|&&l| l != built.bottleneck)
+            {
                 assert_eq!(built.network.link(l).rate, fast_rate(spec.bottleneck.rate));
             }
         }

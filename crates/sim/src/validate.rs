@@ -20,12 +20,19 @@ pub const MAX_SERIES_BINS: u64 = 8 << 20;
 
 /// The number of bins of the recorded series.
 pub fn bin_count(spec: &SimSpec) -> u64 {
-    spec.duration.as_nanos().div_ceil(spec.bin.as_nanos().max(1))
+    spec.duration
+        .as_nanos()
+        .div_ceil(spec.bin.as_nanos().max(1))
 }
 
 /// Check every field the simulator relies on.
 pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
-    let invalid = |key: &str, reason: String| Err(SimError::Invalid { key: key.to_string(), reason });
+    let invalid = |key: &str, reason: String| {
+        Err(SimError::Invalid {
+            key: key.to_string(),
+            reason,
+        })
+    };
     if spec.duration.is_zero() {
         return invalid("duration", "must be positive".into());
     }
@@ -33,15 +40,25 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
         return invalid("bin", "must be positive".into());
     }
     if spec.packet_size > MAX_DATAGRAM {
-        return invalid("packet_size", format!("{} bytes is more than {MAX_DATAGRAM}", spec.packet_size));
+        return invalid(
+            "packet_size",
+            format!("{} bytes is more than {MAX_DATAGRAM}", spec.packet_size),
+        );
     }
     let flows: u64 = spec.groups.iter().map(|g| u64::from(g.flows)).sum();
     if flows > MAX_FLOWS {
-        return Err(SimError::TooManyFlows { flows, limit: MAX_FLOWS });
+        return Err(SimError::TooManyFlows {
+            flows,
+            limit: MAX_FLOWS,
+        });
     }
     let bins = bin_count(spec);
     if bins.saturating_mul(flows.max(1)) > MAX_SERIES_BINS {
-        return Err(SimError::TooManyBins { bins, flows, limit: MAX_SERIES_BINS });
+        return Err(SimError::TooManyBins {
+            bins,
+            flows,
+            limit: MAX_SERIES_BINS,
+        });
     }
     let mut names = HashSet::new();
     for group in &spec.groups {
@@ -55,27 +72,45 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
         match &group.protocol {
             Protocol::Tcp { .. } => {
                 if spec.packet_size <= TCP_IP_HEADER as usize {
-                    return invalid("packet_size", format!("TCP needs more than {TCP_IP_HEADER} bytes of headers"));
+                    return invalid(
+                        "packet_size",
+                        format!("TCP needs more than {TCP_IP_HEADER} bytes of headers"),
+                    );
                 }
             }
             Protocol::Qstp { .. } => {
                 let least = MIN_DATAGRAM + UDP_IP_HEADER as usize;
                 if spec.packet_size < least {
-                    return invalid("packet_size", format!("qstp needs packets of at least {least} bytes"));
+                    return invalid(
+                        "packet_size",
+                        format!("qstp needs packets of at least {least} bytes"),
+                    );
                 }
             }
             Protocol::Cbr { schedule } => check_schedule(schedule, &key("schedule"))?,
-            Protocol::OnOff { schedule, mean_on, mean_off } => {
+            Protocol::OnOff {
+                schedule,
+                mean_on,
+                mean_off,
+            } => {
                 check_schedule(schedule, &key("schedule"))?;
                 if mean_on.is_zero() || mean_off.is_zero() {
-                    return invalid(&key("mean_on/mean_off"), "on and off periods must be positive".into());
+                    return invalid(
+                        &key("mean_on/mean_off"),
+                        "on and off periods must be positive".into(),
+                    );
                 }
             }
         }
-        if matches!(group.protocol, Protocol::Cbr { .. } | Protocol::OnOff { .. })
-            && spec.packet_size <= UDP_IP_HEADER as usize
+        if matches!(
+            group.protocol,
+            Protocol::Cbr { .. } | Protocol::OnOff { .. }
+        ) && spec.packet_size <= UDP_IP_HEADER as usize
         {
-            return invalid("packet_size", format!("UDP needs more than {UDP_IP_HEADER} bytes of headers"));
+            return invalid(
+                "packet_size",
+                format!("UDP needs more than {UDP_IP_HEADER} bytes of headers"),
+            );
         }
     }
     Ok(())
@@ -83,7 +118,12 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
 
 /// A rate schedule: not empty, starting at zero, strictly increasing step times.
 fn check_schedule(schedule: &[(Duration, Rate)], key: &str) -> Result<(), SimError> {
-    let invalid = |reason: &str| Err(SimError::Invalid { key: key.to_string(), reason: reason.to_string() });
+    let invalid = |reason: &str| {
+        Err(SimError::Invalid {
+            key: key.to_string(),
+            reason: reason.to_string(),
+        })
+    };
     match schedule.first() {
         None => return invalid("needs at least one (from, rate) step"),
         Some((from, _)) if !from.is_zero() => return invalid("the first step must start at 0"),

@@ -10,8 +10,16 @@ use qstp_sim::{run, CbqClass, LossSpec, MarkerSpec, QueueSpec, RedParams, RioMod
 fn paper_rio() -> QueueSpec {
     QueueSpec::Rio {
         limit: 50,
-        in_profile: RedParams { min_th: 20.0, max_th: 40.0, max_p: 0.02 },
-        out_profile: RedParams { min_th: 10.0, max_th: 20.0, max_p: 0.1 },
+        in_profile: RedParams {
+            min_th: 20.0,
+            max_th: 40.0,
+            max_p: 0.02,
+        },
+        out_profile: RedParams {
+            min_th: 10.0,
+            max_th: 20.0,
+            max_p: 0.1,
+        },
         middle: None,
         weight: 0.002,
         mode: RioMode::Coupled,
@@ -24,10 +32,23 @@ fn in_profile_traffic_is_green_and_protected_by_rio() {
     spec.packet_size = 1500;
     spec.bottleneck.queue = paper_rio();
     // A 400 kbit/s flow marked against a 500 kbit/s profile, and an unmarked 1 Mbit/s flow.
-    let mut assured = group("assured", cbr(Rate::from_kbps(400)), 1, Duration::from_millis(30));
-    assured.marker = Some(MarkerSpec::TokenBucket { rate: Rate::from_kbps(500), bucket: 10_000 });
+    let mut assured = group(
+        "assured",
+        cbr(Rate::from_kbps(400)),
+        1,
+        Duration::from_millis(30),
+    );
+    assured.marker = Some(MarkerSpec::TokenBucket {
+        rate: Rate::from_kbps(500),
+        bucket: 10_000,
+    });
     spec.groups.push(assured);
-    spec.groups.push(group("best-effort", cbr(Rate::from_kbps(1000)), 1, Duration::from_millis(30)));
+    spec.groups.push(group(
+        "best-effort",
+        cbr(Rate::from_kbps(1000)),
+        1,
+        Duration::from_millis(30),
+    ));
     let out = run(&spec).unwrap();
     let queue = &out.queues[0];
     assert!(queue.green.packets > 900, "{queue:?}");
@@ -48,15 +69,40 @@ fn cbq_reports_each_class_and_holds_the_guaranteed_rate() {
     spec.packet_size = 1500;
     spec.bottleneck.queue = QueueSpec::Cbq {
         classes: vec![
-            CbqClass { name: "pipe".into(), rate: Rate::from_kbps(300), borrow: true, groups: vec!["protected".into()], limit: 50 },
-            CbqClass { name: "rest".into(), rate: Rate::from_kbps(700), borrow: true, groups: vec![], limit: 50 },
+            CbqClass {
+                name: "pipe".into(),
+                rate: Rate::from_kbps(300),
+                borrow: true,
+                groups: vec!["protected".into()],
+                limit: 50,
+            },
+            CbqClass {
+                name: "rest".into(),
+                rate: Rate::from_kbps(700),
+                borrow: true,
+                groups: vec![],
+                limit: 50,
+            },
         ],
     };
-    spec.groups.push(group("protected", cbr(Rate::from_kbps(300)), 1, Duration::from_millis(30)));
-    spec.groups.push(group("udp", cbr(Rate::from_kbps(1500)), 1, Duration::from_millis(30)));
+    spec.groups.push(group(
+        "protected",
+        cbr(Rate::from_kbps(300)),
+        1,
+        Duration::from_millis(30),
+    ));
+    spec.groups.push(group(
+        "udp",
+        cbr(Rate::from_kbps(1500)),
+        1,
+        Duration::from_millis(30),
+    ));
     let out = run(&spec).unwrap();
     let names: Vec<&str> = out.queues.iter().map(|q| q.name.as_str()).collect();
-    assert_eq!(names, vec!["bottleneck", "bottleneck/pipe", "bottleneck/rest"]);
+    assert_eq!(
+        names,
+        vec!["bottleneck", "bottleneck/pipe", "bottleneck/rest"]
+    );
     let pipe = &out.queues[1];
     assert_eq!(pipe.red.ldrops, 0, "{pipe:?}");
     assert!(out.queues[2].red.ldrops > 0);
@@ -68,7 +114,12 @@ fn cbq_reports_each_class_and_holds_the_guaranteed_rate() {
 fn a_lossy_bottleneck_loses_its_share_of_packets() {
     let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
     spec.bottleneck.loss = Some(LossSpec::Bernoulli { p: 0.1 });
-    spec.groups.push(group("udp", cbr(Rate::from_mbps(1)), 1, Duration::from_millis(20)));
+    spec.groups.push(group(
+        "udp",
+        cbr(Rate::from_mbps(1)),
+        1,
+        Duration::from_millis(20),
+    ));
     let out = run(&spec).unwrap();
     let sent = out.flows[0].packets_sent as f64;
     let received: u64 = out.flows[0].received_packets.iter().sum();
@@ -80,9 +131,18 @@ fn a_lossy_bottleneck_loses_its_share_of_packets() {
 fn invalid_components_are_refused_with_their_name() {
     let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
     spec.bottleneck.loss = Some(LossSpec::Bernoulli { p: 1.5 });
-    spec.groups.push(group("udp", cbr(Rate::from_mbps(1)), 1, Duration::from_millis(20)));
-    assert!(matches!(run(&spec), Err(SimError::Component { component, .. }) if component == "bottleneck.loss"));
+    spec.groups.push(group(
+        "udp",
+        cbr(Rate::from_mbps(1)),
+        1,
+        Duration::from_millis(20),
+    ));
+    assert!(
+        matches!(run(&spec), Err(SimError::Component { component, .. }) if component == "bottleneck.loss")
+    );
     spec.bottleneck.loss = None;
     spec.bottleneck.queue = QueueSpec::DropTail { limit: 0 };
-    assert!(matches!(run(&spec), Err(SimError::Component { component, .. }) if component == "bottleneck.queue"));
+    assert!(
+        matches!(run(&spec), Err(SimError::Component { component, .. }) if component == "bottleneck.queue")
+    );
 }

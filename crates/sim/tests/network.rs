@@ -9,7 +9,12 @@ use qstp_sim::{run, run_with_progress, Protocol, SimError};
 #[test]
 fn a_cbr_flow_gets_exactly_its_rate() {
     let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(10), 50, 10);
-    spec.groups.push(group("udp", cbr(Rate::from_mbps(1)), 1, Duration::from_millis(40)));
+    spec.groups.push(group(
+        "udp",
+        cbr(Rate::from_mbps(1)),
+        1,
+        Duration::from_millis(40),
+    ));
     let out = run(&spec).unwrap();
     let flow = &out.flows[0];
     // 1 Mbit/s of 1000-byte packets is one every 8 ms: 125 per second, in every full second.
@@ -21,13 +26,22 @@ fn a_cbr_flow_gets_exactly_its_rate() {
     }
     assert_eq!(out.queues[0].name, "bottleneck");
     assert_eq!(out.queues[0].red.ldrops, 0);
-    assert!(out.bottleneck_packets >= 1240 && out.bottleneck_packets <= 1250, "{}", out.bottleneck_packets);
+    assert!(
+        out.bottleneck_packets >= 1240 && out.bottleneck_packets <= 1250,
+        "{}",
+        out.bottleneck_packets
+    );
 }
 
 #[test]
 fn an_overloaded_link_drops_at_its_queue_and_runs_at_capacity() {
     let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 10);
-    spec.groups.push(group("udp", cbr(Rate::from_mbps(2)), 1, Duration::from_millis(20)));
+    spec.groups.push(group(
+        "udp",
+        cbr(Rate::from_mbps(2)),
+        1,
+        Duration::from_millis(20),
+    ));
     let out = run(&spec).unwrap();
     let red = out.queues[0].red;
     assert!(red.ldrops > 0);
@@ -37,7 +51,10 @@ fn an_overloaded_link_drops_at_its_queue_and_runs_at_capacity() {
     // The receiver gets the link's capacity: 125 packets of 1000 bytes per second.
     for second in 2..10 {
         let bytes = out.flows[0].received_bytes[second];
-        assert!((124_000..=126_000).contains(&bytes), "second {second}: {bytes}");
+        assert!(
+            (124_000..=126_000).contains(&bytes),
+            "second {second}: {bytes}"
+        );
     }
 }
 
@@ -51,7 +68,12 @@ fn a_rate_schedule_is_followed() {
         (Duration::from_secs(3), Rate::from_kbps(1000)),
         (Duration::from_secs(6), Rate::from_kbps(300)),
     ];
-    spec.groups.push(group("udp", Protocol::Cbr { schedule }, 1, Duration::from_millis(10)));
+    spec.groups.push(group(
+        "udp",
+        Protocol::Cbr { schedule },
+        1,
+        Duration::from_millis(10),
+    ));
     spec.packet_size = 1250; // 10 kbit per packet: 30 per second, then 100
     let out = run(&spec).unwrap();
     let packets = &out.flows[0].received_packets;
@@ -68,7 +90,8 @@ fn on_off_sources_send_less_than_their_rate() {
         mean_on: Duration::from_millis(500),
         mean_off: Duration::from_millis(500),
     };
-    spec.groups.push(group("onoff", protocol, 4, Duration::from_millis(20)));
+    spec.groups
+        .push(group("onoff", protocol, 4, Duration::from_millis(20)));
     let out = run(&spec).unwrap();
     for flow in &out.flows {
         let total: u64 = flow.received_bytes.iter().sum();
@@ -85,8 +108,14 @@ fn same_spec_same_output_other_seed_other_output() {
         mean_on: Duration::from_millis(300),
         mean_off: Duration::from_millis(200),
     };
-    spec.groups.push(group("onoff", protocol, 3, Duration::from_millis(30)));
-    spec.groups.push(group("cbr", cbr(Rate::from_kbps(400)), 2, Duration::from_millis(60)));
+    spec.groups
+        .push(group("onoff", protocol, 3, Duration::from_millis(30)));
+    spec.groups.push(group(
+        "cbr",
+        cbr(Rate::from_kbps(400)),
+        2,
+        Duration::from_millis(60),
+    ));
     let a = run(&spec).unwrap();
     let b = run(&spec).unwrap();
     assert_eq!(a, b);
@@ -98,7 +127,12 @@ fn same_spec_same_output_other_seed_other_output() {
 #[test]
 fn progress_is_reported_every_simulated_second() {
     let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 3);
-    spec.groups.push(group("udp", cbr(Rate::from_kbps(100)), 1, Duration::from_millis(20)));
+    spec.groups.push(group(
+        "udp",
+        cbr(Rate::from_kbps(100)),
+        1,
+        Duration::from_millis(20),
+    ));
     let mut seen = Vec::new();
     run_with_progress(&spec, &mut |t| seen.push(t.as_nanos() / 1_000_000_000)).unwrap();
     assert_eq!(seen, vec![1, 2, 3]);
@@ -107,14 +141,27 @@ fn progress_is_reported_every_simulated_second() {
 #[test]
 fn an_rtt_shorter_than_the_bottleneck_both_ways_is_refused() {
     let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(20), 20, 3);
-    spec.groups.push(group("udp", cbr(Rate::from_kbps(100)), 1, Duration::from_millis(30)));
-    assert!(matches!(run(&spec), Err(SimError::RttShorterThanBottleneck { .. })));
+    spec.groups.push(group(
+        "udp",
+        cbr(Rate::from_kbps(100)),
+        1,
+        Duration::from_millis(30),
+    ));
+    assert!(matches!(
+        run(&spec),
+        Err(SimError::RttShorterThanBottleneck { .. })
+    ));
 }
 
 #[test]
 fn bad_specs_name_the_field() {
     let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 3);
-    spec.groups.push(group("udp", Protocol::Cbr { schedule: vec![] }, 1, Duration::from_millis(30)));
+    spec.groups.push(group(
+        "udp",
+        Protocol::Cbr { schedule: vec![] },
+        1,
+        Duration::from_millis(30),
+    ));
     match run(&spec) {
         Err(SimError::Invalid { key, .. }) => assert_eq!(key, "groups[udp].schedule"),
         other => panic!("{other:?}"),
@@ -123,11 +170,45 @@ fn bad_specs_name_the_field() {
     spec.bin = Duration::ZERO;
     assert!(matches!(run(&spec), Err(SimError::Invalid { key, .. }) if key == "bin"));
     let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 3);
-    spec.groups.push(group("a", cbr(Rate::from_kbps(1)), 1, Duration::from_millis(30)));
-    spec.groups.push(group("a", cbr(Rate::from_kbps(1)), 1, Duration::from_millis(30)));
+    spec.groups.push(group(
+        "a",
+        cbr(Rate::from_kbps(1)),
+        1,
+        Duration::from_millis(30),
+    ));
+    spec.groups.push(group(
+        "a",
+        cbr(Rate::from_kbps(1)),
+        1,
+        Duration::from_millis(30),
+    ));
     assert!(matches!(run(&spec), Err(SimError::Invalid { key, .. }) if key == "groups[a].name"));
     let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 3);
     spec.bin = Duration::from_nanos(1);
-    spec.groups.push(group("a", cbr(Rate::from_kbps(1)), 1, Duration::from_millis(30)));
+    spec.groups.push(group(
+        "a",
+        cbr(Rate::from_kbps(1)),
+        1,
+        Duration::from_millis(30),
+    ));
     assert!(matches!(run(&spec), Err(SimError::TooManyBins { .. })));
+}
+
+#[test]
+fn a_source_scheduled_at_zero_rate_waits_for_its_next_step() {
+    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 5);
+    let schedule = vec![
+        (Duration::ZERO, Rate::ZERO),
+        (Duration::from_secs(2), Rate::from_mbps(1)),
+        (Duration::from_secs(4), Rate::ZERO),
+    ];
+    spec.groups.push(group(
+        "udp",
+        Protocol::Cbr { schedule },
+        1,
+        Duration::from_millis(10),
+    ));
+    let out = run(&spec).unwrap();
+    assert_eq!(out.flows[0].received_packets, vec![0, 0, 125, 125, 0]);
+    assert_eq!(out.flows[0].packets_sent, 250);
 }

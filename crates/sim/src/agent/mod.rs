@@ -38,7 +38,8 @@ impl Ctx<'_> {
     /// Send a packet from the host `at`.
     pub fn send(&mut self, at: NodeId, packet: Packet) {
         if let Some((agent, id)) = self.network.send(self.now, at, packet, self.events) {
-            self.events.schedule(self.now, Event::Deliver { agent, packet: id });
+            self.events
+                .schedule(self.now, Event::Deliver { agent, packet: id });
         }
     }
 }
@@ -167,4 +168,3 @@ impl Agent {
         }
     }
 }
-

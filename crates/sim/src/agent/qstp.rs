@@ -26,7 +26,10 @@ pub fn addresses(flow: u32) -> (SocketAddr, SocketAddr) {
     let base = u32::from(Ipv4Addr::new(198, 18, 0, 0));
     let client = Ipv4Addr::from(base + 2 * flow);
     let server = Ipv4Addr::from(base + 2 * flow + 1);
-    (SocketAddr::V4(SocketAddrV4::new(client, 40_000)), SocketAddr::V4(SocketAddrV4::new(server, 4433)))
+    (
+        SocketAddr::V4(SocketAddrV4::new(client, 40_000)),
+        SocketAddr::V4(SocketAddrV4::new(server, 4433)),
+    )
 }
 
 /// Hand every datagram the endpoint lets out at `now` to the network.
@@ -37,7 +40,10 @@ fn transmit(endpoint: &mut Endpoint, binding: &Binding, ctx: &mut Ctx) {
             Some(t) => {
                 buffer.truncate(t.size);
                 let size = t.size as u32 + UDP_IP_HEADER;
-                ctx.send(binding.node, binding.packet(ctx.now, size, Payload::Datagram(buffer)));
+                ctx.send(
+                    binding.node,
+                    binding.packet(ctx.now, size, Payload::Datagram(buffer)),
+                );
             }
             None => {
                 ctx.network.packets.give_buffer(&mut buffer);
@@ -65,12 +71,22 @@ impl QstpClient {
     pub fn new(binding: Binding, endpoint: Endpoint, config: Config, remote: SocketAddr) -> Self {
         // One message per datagram: the datagram less the largest data header.
         let message_size = config.max_datagram.saturating_sub(MAX_DATA_HEADER).max(1);
-        QstpClient { binding, endpoint, config, remote, handle: None, message_size }
+        QstpClient {
+            binding,
+            endpoint,
+            config,
+            remote,
+            handle: None,
+            message_size,
+        }
     }
 
     pub(super) fn start(&mut self, ctx: &mut Ctx) {
         // The configuration was validated when the run was built; a refusal leaves the flow idle.
-        self.handle = self.endpoint.connect(ctx.now, self.remote, self.config.clone()).ok();
+        self.handle = self
+            .endpoint
+            .connect(ctx.now, self.remote, self.config.clone())
+            .ok();
         self.pump(ctx);
     }
 
@@ -102,7 +118,9 @@ impl QstpClient {
 
     /// The saturated application: write until the connection refuses.
     fn fill(&mut self, now: Time) {
-        let Some(connection) = self.handle.and_then(|h| self.endpoint.connection_mut(h)) else { return };
+        let Some(connection) = self.handle.and_then(|h| self.endpoint.connection_mut(h)) else {
+            return;
+        };
         if !connection.is_established() {
             return;
         }
@@ -113,7 +131,10 @@ impl QstpClient {
                 if room == 0 || !matches!(connection.write(&ZEROS[..room]), Ok(n) if n > 0) {
                     return;
                 }
-            } else if connection.send_message(now, &ZEROS[..self.message_size.min(ZEROS.len())]).is_err() {
+            } else if connection
+                .send_message(now, &ZEROS[..self.message_size.min(ZEROS.len())])
+                .is_err()
+            {
                 return;
             }
         }
@@ -122,7 +143,11 @@ impl QstpClient {
     pub(super) fn finish(&self, recorder: &mut Recorder) {
         if let Some(connection) = self.handle.and_then(|h| self.endpoint.connection(h)) {
             let stats = connection.stats();
-            recorder.set_sent(self.binding.flow, stats.packets_sent, stats.packets_retransmitted);
+            recorder.set_sent(
+                self.binding.flow,
+                stats.packets_sent,
+                stats.packets_retransmitted,
+            );
         }
     }
 }
@@ -140,11 +165,17 @@ pub struct QstpServer {
 impl QstpServer {
     /// A server expecting its client at `remote`.
     pub fn new(binding: Binding, endpoint: Endpoint, remote: SocketAddr) -> Self {
-        QstpServer { binding, endpoint, remote, connections: Vec::new() }
+        QstpServer {
+            binding,
+            endpoint,
+            remote,
+            connections: Vec::new(),
+        }
     }
 
     pub(super) fn on_packet(&mut self, ctx: &mut Ctx, packet: Packet) {
-        ctx.recorder.on_received(self.binding.flow, ctx.now, packet.size, packet.sent);
+        ctx.recorder
+            .on_received(self.binding.flow, ctx.now, packet.size, packet.sent);
         if let Payload::Datagram(bytes) = &packet.payload {
             self.endpoint.handle_datagram(ctx.now, self.remote, bytes);
         }
@@ -171,9 +202,12 @@ impl QstpServer {
             }
         }
         for &handle in &self.connections {
-            let Some(connection) = self.endpoint.connection_mut(handle) else { continue };
+            let Some(connection) = self.endpoint.connection_mut(handle) else {
+                continue;
+            };
             let delivered = drain(connection, ctx.scratch);
-            ctx.recorder.on_delivered(self.binding.flow, ctx.now, delivered);
+            ctx.recorder
+                .on_delivered(self.binding.flow, ctx.now, delivered);
         }
         transmit(&mut self.endpoint, &self.binding, ctx);
     }

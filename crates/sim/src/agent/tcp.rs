@@ -1,8 +1,8 @@
 //! TCP agents: a saturated bulk sender and its receiver, wrapping the sans-IO TCP machines.
 
 use super::{Binding, Ctx};
-use crate::network::{Packet, Payload};
 use crate::error::SimError;
+use crate::network::{Packet, Payload};
 use crate::spec::GroupSpec;
 use crate::tcp::{self, Segment, TcpConfig, TcpReceiver, TcpSender};
 use qstp_proto::{Duration, Time};
@@ -26,16 +26,22 @@ pub fn flow(
         min_rto: Duration::from_millis(200),
         ..defaults
     };
-    config
-        .validate()
-        .map_err(|e| SimError::Component { component: format!("groups[{}].protocol", group.name), reason: e.to_string() })?;
-    let cc = tcp::congestion_control(congestion, config.mss).map_err(|e| SimError::UnknownCongestionControl {
-        group: group.name.clone(),
-        name: e.name,
+    config.validate().map_err(|e| SimError::Component {
+        component: format!("groups[{}].protocol", group.name),
+        reason: e.to_string(),
+    })?;
+    let cc = tcp::congestion_control(congestion, config.mss).map_err(|e| {
+        SimError::UnknownCongestionControl {
+            group: group.name.clone(),
+            name: e.name,
+        }
     })?;
     let header = config.header_bytes;
     let sink = TcpSink::new(receiver, TcpReceiver::new(&config), header);
-    Ok((TcpSource::new(sender, TcpSender::new(config, cc), header), sink))
+    Ok((
+        TcpSource::new(sender, TcpSender::new(config, cc), header),
+        sink,
+    ))
 }
 
 /// Bytes a SACK option adds: kind and length, then 8 bytes per block (RFC 2018 §3).
@@ -60,7 +66,12 @@ pub struct TcpSource {
 impl TcpSource {
     /// A bulk sender adding `header_bytes` to every segment on the wire.
     pub fn new(binding: Binding, sender: TcpSender, header_bytes: u32) -> Self {
-        TcpSource { binding, sender, header_bytes, started: false }
+        TcpSource {
+            binding,
+            sender,
+            header_bytes,
+            started: false,
+        }
     }
 
     pub(super) fn start(&mut self, ctx: &mut Ctx) {
@@ -94,9 +105,13 @@ impl TcpSource {
     /// Send every segment the window allows.
     fn send(&mut self, ctx: &mut Ctx) {
         while let Some(segment) = self.sender.poll_segment(ctx.now) {
-            ctx.recorder.on_sent(self.binding.flow, segment.retransmission);
+            ctx.recorder
+                .on_sent(self.binding.flow, segment.retransmission);
             let size = segment.len + self.header_bytes + sack_option_bytes(&segment);
-            ctx.send(self.binding.node, self.binding.packet(ctx.now, size, Payload::Tcp(segment)));
+            ctx.send(
+                self.binding.node,
+                self.binding.packet(ctx.now, size, Payload::Tcp(segment)),
+            );
         }
     }
 }
@@ -113,12 +128,17 @@ pub struct TcpSink {
 impl TcpSink {
     /// A receiver whose ACKs carry `header_bytes` of headers.
     pub fn new(binding: Binding, receiver: TcpReceiver, header_bytes: u32) -> Self {
-        TcpSink { binding, receiver, header_bytes }
+        TcpSink {
+            binding,
+            receiver,
+            header_bytes,
+        }
     }
 
     pub(super) fn on_packet(&mut self, ctx: &mut Ctx, packet: Packet) {
         let flow = self.binding.flow;
-        ctx.recorder.on_received(flow, ctx.now, packet.size, packet.sent);
+        ctx.recorder
+            .on_received(flow, ctx.now, packet.size, packet.sent);
         if let Payload::Tcp(segment) = &packet.payload {
             let delivered = self.receiver.on_segment(ctx.now, segment);
             ctx.recorder.on_delivered(flow, ctx.now, delivered);
@@ -142,7 +162,10 @@ impl TcpSink {
     fn send(&mut self, ctx: &mut Ctx) {
         while let Some(ack) = self.receiver.poll_ack(ctx.now) {
             let size = self.header_bytes + sack_option_bytes(&ack);
-            ctx.send(self.binding.node, self.binding.packet(ctx.now, size, Payload::Tcp(ack)));
+            ctx.send(
+                self.binding.node,
+                self.binding.packet(ctx.now, size, Payload::Tcp(ack)),
+            );
         }
     }
 }

@@ -21,7 +21,12 @@ pub struct OnOff {
 impl OnOff {
     /// On/off periods with these means.
     pub fn new(mean_on: Duration, mean_off: Duration) -> Self {
-        OnOff { mean_on, mean_off, on: true, switch_at: Time::ZERO }
+        OnOff {
+            mean_on,
+            mean_off,
+            on: true,
+            switch_at: Time::ZERO,
+        }
     }
 }
 
@@ -42,26 +47,47 @@ pub struct UdpSource {
 
 impl UdpSource {
     /// A source; `on_off` makes it an on/off source, `rng` is its own stream.
-    pub fn new(binding: Binding, schedule: Vec<(Duration, Rate)>, size: u32, on_off: Option<OnOff>, rng: ChaCha8Rng) -> Self {
-        UdpSource { binding, schedule, size, next_send: None, on_off, rng }
+    pub fn new(
+        binding: Binding,
+        schedule: Vec<(Duration, Rate)>,
+        size: u32,
+        on_off: Option<OnOff>,
+        rng: ChaCha8Rng,
+    ) -> Self {
+        UdpSource {
+            binding,
+            schedule,
+            size,
+            next_send: None,
+            on_off,
+            rng,
+        }
     }
 
     /// The scheduled rate at `t`.
     fn rate_at(&self, t: Time) -> Rate {
         let since = t.saturating_since(Time::ZERO);
-        self.schedule.iter().take_while(|(from, _)| *from <= since).last().map_or(Rate::ZERO, |(_, r)| *r)
+        self.schedule
+            .iter()
+            .take_while(|(from, _)| *from <= since)
+            .last()
+            .map_or(Rate::ZERO, |(_, r)| *r)
     }
 
     /// The first schedule step after `t`.
     fn next_step_after(&self, t: Time) -> Option<Time> {
         let since = t.saturating_since(Time::ZERO);
-        self.schedule.iter().find(|(from, _)| *from > since).map(|(from, _)| Time::ZERO + *from)
+        self.schedule
+            .iter()
+            .find(|(from, _)| *from > since)
+            .map(|(from, _)| Time::ZERO + *from)
     }
 
     /// An exponential period of mean `mean` (at least one nanosecond).
     fn exponential(&mut self, mean: Duration) -> Duration {
         let uniform = (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        mean.mul_f64(-(1.0 - uniform).ln()).max(Duration::from_nanos(1))
+        mean.mul_f64(-(1.0 - uniform).ln())
+            .max(Duration::from_nanos(1))
     }
 
     pub(super) fn start(&mut self, ctx: &mut Ctx) {
@@ -92,7 +118,10 @@ impl UdpSource {
             return;
         }
         ctx.recorder.on_sent(self.binding.flow, false);
-        ctx.send(self.binding.node, self.binding.packet(now, self.size, Payload::Udp));
+        ctx.send(
+            self.binding.node,
+            self.binding.packet(now, self.size, Payload::Udp),
+        );
         let next = now + rate.transmit_time(self.size as usize);
         // A new schedule step takes effect at its start, not one old interval later.
         self.next_send = Some(step.map_or(next, |s| next.min(s)));
@@ -104,7 +133,11 @@ impl UdpSource {
             if at > now {
                 break;
             }
-            let mean = self.on_off.as_ref().map(|o| if on { o.mean_off } else { o.mean_on }).expect("checked");
+            let mean = self
+                .on_off
+                .as_ref()
+                .map(|o| if on { o.mean_off } else { o.mean_on })
+                .expect("checked");
             let period = self.exponential(mean);
             let on_off = self.on_off.as_mut().expect("checked");
             on_off.on = !on;
@@ -134,8 +167,13 @@ pub struct UdpSink {
 impl UdpSink {
     pub(super) fn on_packet(&mut self, ctx: &mut Ctx, packet: Packet) {
         let flow = self.binding.flow;
-        ctx.recorder.on_received(flow, ctx.now, packet.size, packet.sent);
-        ctx.recorder.on_delivered(flow, ctx.now, u64::from(packet.size.saturating_sub(UDP_IP_HEADER)));
+        ctx.recorder
+            .on_received(flow, ctx.now, packet.size, packet.sent);
+        ctx.recorder.on_delivered(
+            flow,
+            ctx.now,
+            u64::from(packet.size.saturating_sub(UDP_IP_HEADER)),
+        );
         ctx.network.packets.recycle(packet.payload);
     }
 }

@@ -103,7 +103,13 @@ impl Link {
     }
 
     /// Offer a packet to the link's queue at `now`; a refused packet is discarded from `store`.
-    pub fn offer(&mut self, now: Time, packet: QueuedPacket, store: &mut PacketStore, events: &mut Scheduler<Event>) {
+    pub fn offer(
+        &mut self,
+        now: Time,
+        packet: QueuedPacket,
+        store: &mut PacketStore,
+        events: &mut Scheduler<Event>,
+    ) {
         if let Err((refused, kind)) = self.queue.enqueue(now, packet, &mut self.rng) {
             match kind {
                 DropKind::Overflow => self.stats.overflow_drops += 1,
@@ -131,7 +137,10 @@ impl Link {
 
     /// The `Arrive` event fired: the packet at the head of the pipe reached the far end.
     pub fn on_arrive(&mut self, now: Time, events: &mut Scheduler<Event>) -> PacketId {
-        let (_, packet) = self.in_flight.pop_front().expect("an Arrive event has a packet in flight");
+        let (_, packet) = self
+            .in_flight
+            .pop_front()
+            .expect("an Arrive event has a packet in flight");
         self.stats.packets_delivered += 1;
         if let Some(&(next, _)) = self.in_flight.front() {
             events.schedule(next.max(now), Event::Arrive(self.id));
@@ -144,7 +153,8 @@ impl Link {
         match self.queue.dequeue(now, self.rate) {
             Dequeue::Packet(packet) => {
                 if self.last_transmit.0 != packet.size {
-                    self.last_transmit = (packet.size, self.rate.transmit_time(packet.size as usize));
+                    self.last_transmit =
+                        (packet.size, self.rate.transmit_time(packet.size as usize));
                 }
                 self.busy_until = now + self.last_transmit.1;
                 self.stats.packets_sent += 1;
@@ -171,7 +181,10 @@ impl Link {
             Dequeue::Wait(until) => {
                 // A wait that has already ended would spin; the next nanosecond is the soonest retry.
                 self.ready_pending = true;
-                events.schedule(until.max(now + Duration::from_nanos(1)), Event::LinkReady(self.id));
+                events.schedule(
+                    until.max(now + Duration::from_nanos(1)),
+                    Event::LinkReady(self.id),
+                );
             }
             Dequeue::Empty => {}
         }

@@ -20,7 +20,10 @@ use std::collections::VecDeque;
 
 impl std::fmt::Debug for Network {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Network").field("nodes", &self.node_count()).field("links", &self.links().len()).finish()
+        f.debug_struct("Network")
+            .field("nodes", &self.node_count())
+            .field("links", &self.links().len())
+            .finish()
     }
 }
 
@@ -61,7 +64,8 @@ impl Network {
         rng: ChaCha8Rng,
     ) -> LinkId {
         let id = LinkId(self.links.len() as u32);
-        self.links.push(Link::new(id, from, to, rate, delay, queue, loss, rng));
+        self.links
+            .push(Link::new(id, from, to, rate, delay, queue, loss, rng));
         self.nodes[from.index()].out_links.push(id);
         id
     }
@@ -100,7 +104,9 @@ impl Network {
         for link in &self.links {
             in_links[link.to.index()].push(link.id);
         }
-        let routers: Vec<usize> = (0..n).filter(|&i| self.nodes[i].out_links.len() > 1).collect();
+        let routers: Vec<usize> = (0..n)
+            .filter(|&i| self.nodes[i].out_links.len() > 1)
+            .collect();
         let mut tables: Vec<Vec<Option<LinkId>>> = vec![vec![None; n]; routers.len()];
         let mut next: Vec<Option<LinkId>> = vec![None; n];
         let mut seen = vec![false; n];
@@ -138,13 +144,24 @@ impl Network {
 
     /// An agent on node `at` sends `packet`; returns the local delivery if its destination is on
     /// the same node (the caller schedules it).
-    pub fn send(&mut self, now: Time, at: NodeId, packet: Packet, events: &mut Scheduler<Event>) -> Option<(AgentId, PacketId)> {
+    pub fn send(
+        &mut self,
+        now: Time,
+        at: NodeId,
+        packet: Packet,
+        events: &mut Scheduler<Event>,
+    ) -> Option<(AgentId, PacketId)> {
         let id = self.packets.insert(packet);
         self.forward(now, at, id, events)
     }
 
     /// A packet crossed `link`; returns the agent it is for if it has arrived.
-    pub fn on_arrive(&mut self, now: Time, link: LinkId, events: &mut Scheduler<Event>) -> Option<(AgentId, PacketId)> {
+    pub fn on_arrive(
+        &mut self,
+        now: Time,
+        link: LinkId,
+        events: &mut Scheduler<Event>,
+    ) -> Option<(AgentId, PacketId)> {
         let l = &mut self.links[link.index()];
         let packet = l.on_arrive(now, events);
         let at = l.to;
@@ -157,7 +174,13 @@ impl Network {
     }
 
     /// Pass a packet at node `at` on towards its destination, marking it at edge routers.
-    fn forward(&mut self, now: Time, at: NodeId, id: PacketId, events: &mut Scheduler<Event>) -> Option<(AgentId, PacketId)> {
+    fn forward(
+        &mut self,
+        now: Time,
+        at: NodeId,
+        id: PacketId,
+        events: &mut Scheduler<Event>,
+    ) -> Option<(AgentId, PacketId)> {
         let packet = self.packets.get_mut(id);
         if packet.destination_node == at {
             return Some((packet.destination, id));
@@ -171,7 +194,12 @@ impl Network {
         if let Some(color) = node.condition(now, packet.group, packet.size, out) {
             packet.color = color;
         }
-        let queued = QueuedPacket { id, size: packet.size, group: packet.group, color: packet.color };
+        let queued = QueuedPacket {
+            id,
+            size: packet.size,
+            group: packet.group,
+            color: packet.color,
+        };
         self.links[out.index()].offer(now, queued, &mut self.packets, events);
         None
     }
@@ -190,7 +218,12 @@ mod tests {
     struct Fifo(VecDeque<QueuedPacket>, usize);
 
     impl QueueDiscipline<QueuedPacket> for Fifo {
-        fn enqueue(&mut self, _: Time, p: QueuedPacket, _: &mut dyn RngCore) -> Result<(), (QueuedPacket, DropKind)> {
+        fn enqueue(
+            &mut self,
+            _: Time,
+            p: QueuedPacket,
+            _: &mut dyn RngCore,
+        ) -> Result<(), (QueuedPacket, DropKind)> {
             if self.0.len() >= self.1 {
                 return Err((p, DropKind::Overflow));
             }
@@ -220,7 +253,15 @@ mod tests {
     fn link(net: &mut Network, from: NodeId, to: NodeId, delay_ms: u64, limit: usize) -> LinkId {
         let rng = ChaCha8Rng::seed_from_u64(0);
         let queue = Box::new(Fifo(VecDeque::new(), limit));
-        net.add_link(from, to, Rate::from_mbps(8), Duration::from_millis(delay_ms), queue, None, rng)
+        net.add_link(
+            from,
+            to,
+            Rate::from_mbps(8),
+            Duration::from_millis(delay_ms),
+            queue,
+            None,
+            rng,
+        )
     }
 
     fn packet(group: u32, to: NodeId) -> Packet {
@@ -274,11 +315,25 @@ mod tests {
         net.compute_routes();
         assert_eq!(net.node(r1).next_hop(b), Some(shortcut));
         assert_eq!(net.node(r1).next_hop(a), Some(r1_a));
-        assert_eq!(net.node(r2).next_hop(a), Some(r2_b), "a single link is the default route");
+        assert_eq!(
+            net.node(r2).next_hop(a),
+            Some(r2_b),
+            "a single link is the default route"
+        );
         let rng = ChaCha8Rng::seed_from_u64(0);
-        net.node_mut(r1).add_conditioner(Conditioner { group: 7, out_link: shortcut, marker: Box::new(AllGreen), rng });
+        net.node_mut(r1).add_conditioner(Conditioner {
+            group: 7,
+            out_link: shortcut,
+            marker: Box::new(AllGreen),
+            rng,
+        });
         let rng = ChaCha8Rng::seed_from_u64(0);
-        net.node_mut(r1).add_conditioner(Conditioner { group: 7, out_link: r1_r2, marker: Box::new(AllGreen), rng });
+        net.node_mut(r1).add_conditioner(Conditioner {
+            group: 7,
+            out_link: r1_r2,
+            marker: Box::new(AllGreen),
+            rng,
+        });
 
         let mut events = Scheduler::new();
         assert!(net.send(Time::ZERO, a, packet(7, b), &mut events).is_none());
@@ -287,7 +342,14 @@ mod tests {
         let delivered = drain(&mut net, &mut events);
         // 1000 bytes at 8 Mbit/s take 1 ms per hop to serialise; the second packet waits 1 ms at a.
         let ms = |m| Time::ZERO + Duration::from_millis(m);
-        assert_eq!(delivered, vec![(ms(4), Color::Red, 7), (ms(13), Color::Green, 7), (ms(14), Color::Red, 3)]);
+        assert_eq!(
+            delivered,
+            vec![
+                (ms(4), Color::Red, 7),
+                (ms(13), Color::Green, 7),
+                (ms(14), Color::Red, 3)
+            ]
+        );
         assert_eq!(net.packets.live(), 0);
     }
 
@@ -304,7 +366,10 @@ mod tests {
         }
         let delivered = drain(&mut net, &mut events);
         // One goes onto the wire at once, three wait, two are refused.
-        let times: Vec<u64> = delivered.iter().map(|d| d.0.as_nanos() / 1_000_000).collect();
+        let times: Vec<u64> = delivered
+            .iter()
+            .map(|d| d.0.as_nanos() / 1_000_000)
+            .collect();
         assert_eq!(times, vec![6, 7, 8, 9]);
         assert_eq!(net.link(l).stats.overflow_drops, 2);
         assert_eq!(net.link(l).stats.packets_delivered, 4);

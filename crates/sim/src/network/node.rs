@@ -47,14 +47,24 @@ pub struct Node {
 impl Node {
     /// A node without links.
     pub fn new(id: NodeId, kind: NodeKind) -> Self {
-        Node { id, kind, out_links: Vec::new(), routes: Vec::new(), conditioners: Vec::new() }
+        Node {
+            id,
+            kind,
+            out_links: Vec::new(),
+            routes: Vec::new(),
+            conditioners: Vec::new(),
+        }
     }
 
     /// The link towards `destination`, if it can be reached.
     #[inline]
     pub fn next_hop(&self, destination: NodeId) -> Option<LinkId> {
         if self.routes.is_empty() {
-            return if self.out_links.len() == 1 { Some(self.out_links[0]) } else { None };
+            return if self.out_links.len() == 1 {
+                Some(self.out_links[0])
+            } else {
+                None
+            };
         }
         self.routes.get(destination.index()).copied().flatten()
     }
@@ -72,7 +82,13 @@ impl Node {
     /// The colour of a packet of `group` and `size` bytes leaving by `out_link` at `now`, if a
     /// conditioner meters it.
     #[inline]
-    pub fn condition(&mut self, now: Time, group: u32, size: u32, out_link: LinkId) -> Option<Color> {
+    pub fn condition(
+        &mut self,
+        now: Time,
+        group: u32,
+        size: u32,
+        out_link: LinkId,
+    ) -> Option<Color> {
         self.conditioners
             .iter_mut()
             .find(|c| c.group == group && c.out_link == out_link)

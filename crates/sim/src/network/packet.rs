@@ -95,7 +95,9 @@ impl PacketStore {
                 id
             }
             None => {
-                let id = PacketId(u32::try_from(self.slots.len()).expect("more than 2^32 packets in flight"));
+                let id = PacketId(
+                    u32::try_from(self.slots.len()).expect("more than 2^32 packets in flight"),
+                );
                 self.slots.push(Some(packet));
                 id
             }
@@ -107,17 +109,23 @@ impl PacketStore {
     /// # Panics
     /// If the slot is empty: ids are only held by events and queues while the packet lives.
     pub fn get(&self, id: PacketId) -> &Packet {
-        self.slots[id.index()].as_ref().expect("packet id of a live packet")
+        self.slots[id.index()]
+            .as_ref()
+            .expect("packet id of a live packet")
     }
 
     /// The packet in slot `id`, to change it.
     pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
-        self.slots[id.index()].as_mut().expect("packet id of a live packet")
+        self.slots[id.index()]
+            .as_mut()
+            .expect("packet id of a live packet")
     }
 
     /// Take the packet out of the store; its slot is reused.
     pub fn remove(&mut self, id: PacketId) -> Packet {
-        let packet = self.slots[id.index()].take().expect("packet id of a live packet");
+        let packet = self.slots[id.index()]
+            .take()
+            .expect("packet id of a live packet");
         self.free.push(id);
         packet
     }
@@ -190,7 +198,10 @@ mod tests {
         let mut buffer = store.take_buffer();
         buffer.extend_from_slice(&[1, 2, 3]);
         let capacity = buffer.capacity();
-        let id = store.insert(Packet { payload: Payload::Datagram(buffer), ..packet(31) });
+        let id = store.insert(Packet {
+            payload: Payload::Datagram(buffer),
+            ..packet(31)
+        });
         store.discard(id);
         let again = store.take_buffer();
         assert!(again.is_empty());
