@@ -35,7 +35,7 @@ fn handshake_goes_through_a_cookie_challenge() {
 
 #[test]
 fn lost_hellos_and_accepts_are_sent_again() {
-    let mut pair = Pair::new(Config::default(), PathModel { loss: 0.5, ..path() }, 7);
+    let mut pair = Pair::new(Config::default(), PathModel { loss: 0.3, ..path() }, 7);
     pair.connect_and_establish(Config::default());
     // Every hello that got through with a valid cookie either created the connection or was
     // answered by the existing one: never a second connection.
