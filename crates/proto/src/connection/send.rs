@@ -47,6 +47,9 @@ pub(crate) struct Sender {
     all_acked_reported: bool,
     /// Message bytes acknowledged (stream compositions count in the stream buffer).
     message_bytes_acked: u64,
+    /// Size of the latest data packet: pacing checks the next one against it, since the size of
+    /// a packet is only known once it is built.
+    last_data_size: usize,
     /// Scratch space for a packet's payload.
     payload: Vec<u8>,
 }
@@ -73,6 +76,7 @@ impl Sender {
             finished: false,
             all_acked_reported: false,
             message_bytes_acked: 0,
+            last_data_size: config.max_datagram,
             payload: Vec::with_capacity(config.max_datagram),
         }
     }
@@ -143,7 +147,7 @@ impl Connection {
         let rto = self.sender.rto(self.config.segment_size());
         next = min_time(next, self.sender.sack.poll_timeout(rto));
         if self.wants_to_send() {
-            let pace = self.sender.pacer.next_send_time(self.last_now, self.sender.rate.allowed_rate(), self.config.segment_size());
+            let pace = self.sender.pacer.next_send_time(self.last_now, self.sender.rate.allowed_rate(), self.sender.last_data_size);
             next = min_time(next, Some(pace));
         }
         next
@@ -172,9 +176,8 @@ impl Connection {
         if !self.wants_to_send() {
             return false;
         }
-        let segment = self.config.segment_size();
         let rate = self.sender.rate.allowed_rate();
-        if self.sender.pacer.next_send_time(now, rate, segment) > now {
+        if self.sender.pacer.next_send_time(now, rate, self.sender.last_data_size) > now {
             return false;
         }
         // QSTP paper §4, Fig. 2: packets to retransmit go ahead of new data.
@@ -222,6 +225,7 @@ impl Connection {
             self.release_unreliable(sent_chunk);
         }
         self.sender.pacer.on_sent(now, rate, size);
+        self.sender.last_data_size = size;
         self.sender.rate.on_packet_sent(now, size);
         self.sender.data_limited_signalled = false;
         true

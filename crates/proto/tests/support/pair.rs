@@ -191,18 +191,10 @@ impl Pair {
         assert!(established, "handshake did not complete");
     }
 
-    /// One round: send, deliver what is due, run due timers, then advance the clock to the next
-    /// arrival or wakeup. Returns false when nothing at all is left to happen.
+    /// One round: advance the clock to the next arrival or wakeup, then deliver what is due, run
+    /// due timers and send until quiet. Returns false when nothing at all is left to happen.
     pub fn step(&mut self) -> bool {
-        for _ in 0..10_000 {
-            self.run_due_timers();
-            let mut progress = self.transmit_all();
-            progress |= self.deliver_due();
-            self.collect_events();
-            if !progress {
-                break;
-            }
-        }
+        self.settle();
         let next = [
             self.in_flight.peek().map(|f| f.0.arrival),
             self.client.endpoint.poll_timeout(),
@@ -212,16 +204,27 @@ impl Pair {
         .flatten()
         .min();
         match next {
-            None => false,
-            Some(t) if t > self.time => {
-                self.time = t;
-                true
-            }
+            None => return false,
+            Some(t) if t > self.time => self.time = t,
             Some(_) => {
                 // A wakeup is due yet nothing happened: step the clock so the test still ends.
                 self.stalls += 1;
                 self.time += Duration::from_micros(1);
-                true
+            }
+        }
+        self.settle();
+        true
+    }
+
+    /// At the current time, run due timers, send and deliver until nothing more happens.
+    fn settle(&mut self) {
+        for _ in 0..10_000 {
+            self.run_due_timers();
+            let mut progress = self.transmit_all();
+            progress |= self.deliver_due();
+            self.collect_events();
+            if !progress {
+                break;
             }
         }
     }
