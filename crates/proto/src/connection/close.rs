@@ -3,11 +3,15 @@
 //! times to a peer that keeps talking, until the drain timer ends.
 
 use super::{CloseReason, Connection, Event, Role, State, Timer};
-use crate::time::Time;
+use crate::time::{Duration, Time};
 use crate::wire::{Close, Packet, MAX_REASON_LEN};
 
-/// How many times a closed connection answers the peer's packets with its close again.
+/// How many times a closed connection sends its close again, on its timer or to answer the
+/// peer's packets, until the peer's own close confirms it.
 const CLOSE_REPEATS: u32 = 8;
+
+/// The shortest wait between two repeats of the close.
+const MIN_CLOSE_REPEAT: Duration = Duration::from_millis(50);
 
 /// The close this side sends, and how often it may still repeat it.
 #[derive(Debug, Clone, Default)]
@@ -16,8 +20,10 @@ pub(crate) struct Closing {
     sent: Option<OutgoingClose>,
     /// The close packet should go out on the next transmit.
     due: bool,
-    /// Repeats left for a peer that keeps talking.
+    /// Repeats left.
     repeats_left: u32,
+    /// Time between two timer-driven repeats.
+    repeat_interval: Duration,
 }
 
 /// The fields of this side's close packet.
@@ -31,6 +37,7 @@ struct OutgoingClose {
 impl Closing {
     /// The drain period is over: stay silent from now on.
     pub(crate) fn stop_answering(&mut self) {
+        self.due = false;
         self.repeats_left = 0;
     }
 }
@@ -45,9 +52,24 @@ impl Connection {
             self.closing.repeats_left = CLOSE_REPEATS;
         }
         self.enter_closed(now, reason);
-        // Linger long enough to answer a peer whose packets cross our close.
-        let drain = self.sender.rate.state().rtt.saturating_mul(3).max(self.config.initial_rtt.saturating_mul(3));
-        self.timers.set(Timer::Drain, now + drain);
+        // Repeat the close until the peer's close confirms it, then linger long enough to
+        // answer a peer whose packets cross ours.
+        let interval = self.sender.rto(&self.config).max(MIN_CLOSE_REPEAT);
+        self.closing.repeat_interval = interval;
+        if self.closing.sent.is_some() {
+            self.timers.set(Timer::CloseRepeat, now + interval);
+        }
+        self.timers.set(Timer::Drain, now + interval.saturating_mul(u64::from(CLOSE_REPEATS) + 1));
+    }
+
+    /// The close-repeat timer fired: send the close again while repeats are left.
+    pub(super) fn on_close_repeat_timeout(&mut self, now: Time) {
+        self.timers.stop(Timer::CloseRepeat);
+        if self.closing.sent.is_some() && self.closing.repeats_left > 0 {
+            self.closing.repeats_left -= 1;
+            self.closing.due = true;
+            self.timers.set(Timer::CloseRepeat, now + self.closing.repeat_interval);
+        }
     }
 
     /// End the connection without telling the peer (it is gone or never answered).
@@ -81,9 +103,12 @@ impl Connection {
         true
     }
 
-    /// A packet reached a closed connection: repeat our close (bounded), since ours was lost.
+    /// A packet reached a closed connection: the peer's close confirms ours; anything else means
+    /// the peer missed our close, so repeat it (bounded).
     pub(super) fn on_packet_while_closed(&mut self, packet: &Packet<'_>) {
         if matches!(packet, Packet::Close(_)) {
+            self.timers.stop(Timer::CloseRepeat);
+            self.closing.repeats_left = 0;
             return;
         }
         if self.closing.sent.is_some() && self.closing.repeats_left > 0 {

@@ -284,7 +284,11 @@ impl Connection {
         self.last_now = self.last_now.max(now);
         if self.timers.is_expired(Timer::Drain, now) {
             self.timers.stop(Timer::Drain);
+            self.timers.stop(Timer::CloseRepeat);
             self.closing.stop_answering();
+        }
+        if self.timers.is_expired(Timer::CloseRepeat, now) {
+            self.on_close_repeat_timeout(now);
         }
         if self.is_closed() {
             return;

@@ -115,12 +115,21 @@ impl Sender {
         }
     }
 
-    /// The retransmission timeout: RFC 5348 §4.4 bounds feedback silence by max(4R, 2s/X); an
-    /// acknowledgement can wait up to one feedback interval, so allow one more RTT.
-    fn rto(&self, segment_size: usize) -> Duration {
-        let state = self.rate.state();
-        let by_rate = state.rate.transmit_time(2 * segment_size);
-        (state.rtt.saturating_mul(4).max(by_rate) + state.rtt).max(MIN_RTO)
+    /// The smoothed RTT, or the configured initial RTT before the first sample.
+    pub(crate) fn rtt(&self, config: &Config) -> Duration {
+        let rtt = self.rate.state().rtt;
+        if rtt.is_zero() {
+            config.initial_rtt
+        } else {
+            rtt
+        }
+    }
+
+    /// The retransmission timeout: feedback comes once per RTT (RFC 5348 §6.2), so an
+    /// acknowledgement can take up to two RTTs; four leave room for jitter, as RFC 5348 §4.4's
+    /// nofeedback timer does.
+    pub(crate) fn rto(&self, config: &Config) -> Duration {
+        self.rtt(config).saturating_mul(4).max(MIN_RTO)
     }
 }
 
@@ -130,7 +139,7 @@ impl Connection {
         if self.sender.rate.poll_timeout().is_some_and(|t| t <= now) {
             self.sender.rate.handle_timeout(now);
         }
-        let rto = self.sender.rto(self.config.segment_size());
+        let rto = self.sender.rto(&self.config);
         if self.sender.sack.poll_timeout(rto).is_some_and(|t| t <= now) {
             let lost = self.sender.sack.handle_timeout(now, rto);
             self.counters.packets_lost += lost;
@@ -144,7 +153,7 @@ impl Connection {
     /// The earliest deadline of the sending half.
     pub(super) fn sender_poll_timeout(&self) -> Option<Time> {
         let mut next = self.sender.rate.poll_timeout();
-        let rto = self.sender.rto(self.config.segment_size());
+        let rto = self.sender.rto(&self.config);
         next = min_time(next, self.sender.sack.poll_timeout(rto));
         if self.wants_to_send() {
             let pace = self.sender.pacer.next_send_time(self.last_now, self.sender.rate.allowed_rate(), self.sender.last_data_size);

@@ -17,12 +17,17 @@ pub(crate) enum Timer {
     HandshakeTimeout = 2,
     /// A closing connection stops answering the peer and is over.
     Drain = 3,
+    /// Send the close packet again: the peer has not confirmed it yet.
+    CloseRepeat = 4,
 }
+
+/// How many timers there are.
+const TIMERS: usize = 5;
 
 /// One optional deadline per [`Timer`].
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TimerTable {
-    deadlines: [Option<Time>; 4],
+    deadlines: [Option<Time>; TIMERS],
 }
 
 impl TimerTable {
@@ -53,7 +58,7 @@ impl TimerTable {
 
     /// Disarm every timer.
     pub(crate) fn stop_all(&mut self) {
-        self.deadlines = [None; 4];
+        self.deadlines = [None; TIMERS];
     }
 }
 

@@ -1,0 +1,72 @@
+//! Property: under any pattern of loss, duplication and reordering, full reliability delivers the
+//! byte stream complete and in order, and both sides close gracefully.
+
+mod support;
+
+use proptest::prelude::*;
+use qstp_proto::{CloseReason, Config, Duration, ReadError};
+use support::{pattern, Pair, PathModel};
+
+fn path(delay_ms: u64, loss: f64, duplicate: f64, reorder: f64) -> PathModel {
+    PathModel {
+        loss,
+        duplicate,
+        reorder,
+        reorder_delay: Duration::from_millis(delay_ms),
+        ..PathModel::with_delay(Duration::from_millis(delay_ms))
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn full_reliability_delivers_the_stream_whatever_the_path_does(
+        seed in any::<u64>(),
+        len in 1usize..60_000,
+        delay_ms in 1u64..60,
+        loss_up in 0.0f64..0.3,
+        loss_down in 0.0f64..0.3,
+        duplicate in 0.0f64..0.2,
+        reorder in 0.0f64..0.3,
+    ) {
+        let mut pair = Pair::new(Config::default(), path(delay_ms, loss_up, duplicate, reorder), seed);
+        pair.to_client = path(delay_ms, loss_down, duplicate, reorder);
+        pair.connect_and_establish(Config::default());
+        let data = pattern(len, seed as u8);
+        let mut written = 0;
+        let mut received = Vec::with_capacity(len);
+        let mut buf = [0u8; 8192];
+        let mut server_finished = false;
+        let done = pair.drive_until(Duration::from_secs(600), |p| {
+            let client = p.client.conn_mut();
+            if written < data.len() {
+                written += client.write(&data[written..]).unwrap_or(0);
+                if written == data.len() {
+                    client.finish().unwrap();
+                }
+            }
+            loop {
+                match p.server.conn_mut().read(&mut buf) {
+                    Ok(0) => {
+                        if !server_finished {
+                            p.server.conn_mut().finish().unwrap();
+                            server_finished = true;
+                        }
+                        break;
+                    }
+                    Ok(n) => received.extend_from_slice(&buf[..n]),
+                    Err(ReadError::Blocked) => break,
+                    Err(e) => panic!("read: {e:?}"),
+                }
+            }
+            p.client.conn().is_closed() && p.server.conn().is_closed()
+        });
+        prop_assert!(done, "not finished: {} of {} bytes", received.len(), len);
+        prop_assert_eq!(received.len(), len);
+        prop_assert!(received == data, "bytes out of order or corrupted");
+        prop_assert_eq!(pair.client.conn().close_reason(), Some(&CloseReason::Graceful));
+        prop_assert_eq!(pair.server.conn().close_reason(), Some(&CloseReason::Graceful));
+        prop_assert_eq!(pair.stalls, 0);
+    }
+}
