@@ -53,3 +53,57 @@ pub trait RateController: core::fmt::Debug + Send {
     /// A snapshot for statistics.
     fn state(&self) -> RateState;
 }
+
+pub mod aimd;
+pub mod fixed;
+pub mod gtfrc;
+pub mod pacing;
+pub mod tfrc;
+
+pub use aimd::Aimd;
+pub use fixed::FixedRate;
+pub use gtfrc::Gtfrc;
+pub use pacing::Pacer;
+pub use tfrc::receiver::{ReceiverReport, TfrcReceiver};
+pub use tfrc::sender::TfrcSender;
+
+use crate::config::CongestionControl;
+
+/// Construct the rate controller a configuration names.
+pub fn build(
+    congestion: &CongestionControl,
+    segment_size: usize,
+    initial_rtt: Option<Duration>,
+    now: Time,
+) -> Box<dyn RateController> {
+    match *congestion {
+        CongestionControl::Fixed { rate } => Box::new(FixedRate::new(rate)),
+        CongestionControl::Tfrc => Box::new(TfrcSender::new(segment_size, initial_rtt, now)),
+        CongestionControl::Gtfrc { target } => Box::new(Gtfrc::new(target, segment_size, initial_rtt, now)),
+        CongestionControl::Aimd => Box::new(Aimd::new(segment_size, initial_rtt, now)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_constructs_the_named_controller() {
+        let rtt = Some(Duration::from_millis(100));
+        let fixed = build(&CongestionControl::Fixed { rate: Rate::from_kbps(64) }, 1000, rtt, Time::ZERO);
+        assert_eq!(fixed.allowed_rate(), Rate::from_kbps(64));
+        assert_eq!(fixed.poll_timeout(), None);
+        let g = Rate::from_kbps(400);
+        let gtfrc = build(&CongestionControl::Gtfrc { target: g }, 1000, rtt, Time::ZERO);
+        assert_eq!(gtfrc.state().target, g);
+        let tfrc = build(&CongestionControl::Tfrc, 1000, rtt, Time::ZERO);
+        assert_eq!(tfrc.state().target, Rate::ZERO);
+        assert!(tfrc.state().slow_start);
+        // W_init / R = 4000 B / 100 ms.
+        assert_eq!(tfrc.allowed_rate(), Rate::from_bytes_per_sec(40_000.0));
+        let aimd = build(&CongestionControl::Aimd, 1000, rtt, Time::ZERO);
+        assert_eq!(aimd.allowed_rate(), Rate::from_bytes_per_sec(40_000.0));
+        assert_eq!(aimd.state().x_calc, Rate::ZERO);
+    }
+}

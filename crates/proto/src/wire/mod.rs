@@ -8,6 +8,28 @@
 
 use crate::config::{CongestionControl, ErrorControl, Order};
 
+mod accept;
+mod close;
+mod composition;
+mod data;
+mod error;
+mod feedback;
+mod header;
+mod hello;
+mod retry;
+mod varint;
+#[cfg(test)]
+mod tests;
+
+pub use accept::{AcceptPacket, ACCEPT_LEN};
+pub use close::ClosePacket;
+pub use data::DataPacket;
+pub use error::WireError;
+pub use feedback::{check_ack_ranges, FeedbackPacket, PPB_ONE};
+pub use header::{peek_type, PacketType};
+pub use hello::HelloPacket;
+pub use retry::{RetryPacket, RETRY_LEN};
+
 /// The wire version this code speaks.
 pub const VERSION: u8 = 1;
 
@@ -181,4 +203,69 @@ pub enum Packet<'a> {
     Feedback(Feedback),
     /// Close.
     Close(Close<'a>),
+}
+
+impl<'a> Packet<'a> {
+    /// Decode one datagram; every field validated.
+    pub fn decode(datagram: &'a [u8]) -> Result<Packet<'a>, WireError> {
+        Ok(match peek_type(datagram)? {
+            PacketType::Hello => Packet::Hello(Hello::parse(&HelloPacket::new_checked(datagram)?)?),
+            PacketType::Retry => Packet::Retry(Retry::parse(&RetryPacket::new_checked(datagram)?)?),
+            PacketType::Accept => Packet::Accept(Accept::parse(&AcceptPacket::new_checked(datagram)?)?),
+            PacketType::Data => Packet::Data(Data::parse(&DataPacket::new_checked(datagram)?)?),
+            PacketType::Feedback => Packet::Feedback(Feedback::parse(&FeedbackPacket::new_checked(datagram)?)?),
+            PacketType::Close => Packet::Close(Close::parse(&ClosePacket::new_checked(datagram)?)?),
+        })
+    }
+
+    /// Append the encoding to `buf` (a hello is padded to MIN_HELLO_SIZE).
+    pub fn encode(&self, buf: &mut Vec<u8>) {
+        let start = buf.len();
+        buf.resize(start + self.encoded_len(), 0);
+        let out = &mut buf[start..];
+        match self {
+            Packet::Hello(hello) => hello.emit(out),
+            Packet::Retry(retry) => retry.emit(out),
+            Packet::Accept(accept) => accept.emit(out),
+            Packet::Data(data) => data.emit(out),
+            Packet::Feedback(feedback) => feedback.emit(out),
+            Packet::Close(close) => close.emit(out),
+        }
+    }
+
+    /// Bytes `encode` will append.
+    pub fn encoded_len(&self) -> usize {
+        match self {
+            Packet::Hello(hello) => hello.buffer_len(),
+            Packet::Retry(retry) => retry.buffer_len(),
+            Packet::Accept(accept) => accept.buffer_len(),
+            Packet::Data(data) => data.buffer_len(),
+            Packet::Feedback(feedback) => feedback.buffer_len(),
+            Packet::Close(close) => close.buffer_len(),
+        }
+    }
+
+    /// The destination connection id, for routing (None for a hello).
+    pub fn destination(&self) -> Option<ConnectionId> {
+        match self {
+            Packet::Hello(_) => None,
+            Packet::Retry(retry) => Some(retry.destination),
+            Packet::Accept(accept) => Some(accept.destination),
+            Packet::Data(data) => Some(data.destination),
+            Packet::Feedback(feedback) => Some(feedback.destination),
+            Packet::Close(close) => Some(close.destination),
+        }
+    }
+
+    /// The kind of this packet.
+    pub fn packet_type(&self) -> PacketType {
+        match self {
+            Packet::Hello(_) => PacketType::Hello,
+            Packet::Retry(_) => PacketType::Retry,
+            Packet::Accept(_) => PacketType::Accept,
+            Packet::Data(_) => PacketType::Data,
+            Packet::Feedback(_) => PacketType::Feedback,
+            Packet::Close(_) => PacketType::Close,
+        }
+    }
 }
