@@ -3,8 +3,10 @@
 
 mod support;
 
+use qstp_proto::wire::{Chunk, Packet};
 use qstp_proto::{Config, CongestionControl, Duration, ErrorControl, Order, Preset, Rate, Time};
-use support::{Pair, PathModel};
+use std::collections::BTreeSet;
+use support::{Direction, Pair, PathModel};
 
 /// A message of `len` bytes that carries its id and write time in its first 16 bytes.
 fn message(id: u64, written: Time, len: usize) -> Vec<u8> {
@@ -118,4 +120,44 @@ fn ordered_partial_reliability_skips_abandoned_messages_and_keeps_order() {
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "in order, never twice");
     assert!(ids.len() < 400, "something was abandoned");
     assert!(ids.last().copied().unwrap_or(0) >= 390, "delivery did not stall behind a lost message");
+}
+
+/// After a burst, with no more data to carry it, the sender still tells the receiver to skip what
+/// it abandoned (an empty packet with the new skip point), so every message that reached the
+/// receiver is delivered, in order, and none waits forever behind an abandoned one.
+#[test]
+fn abandoned_messages_do_not_hold_back_the_rest_of_a_burst() {
+    let path = PathModel { loss: 0.3, ..PathModel::with_delay(Duration::from_millis(30)) };
+    let mut pair = Pair::new(Config::default(), path, 26);
+    pair.arrivals = Some(Vec::new());
+    let error = ErrorControl::SackPartial { deadline: Some(Duration::from_millis(80)), max_retransmissions: None };
+    pair.connect_and_establish(composition(error, Order::Ordered));
+    let now = pair.time;
+    for id in 0..30 {
+        pair.client.conn_mut().send_message(now, &message(id, now, 300)).unwrap();
+    }
+    let mut delivered = Vec::new();
+    pair.drive_until(Duration::from_secs(3), |p| {
+        while let Some(m) = p.server.conn_mut().recv_message() {
+            delivered.push(parse(&m).0);
+        }
+        false
+    });
+    let arrived: BTreeSet<u64> = pair
+        .arrivals
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|(_, d, _)| *d == Direction::ToServer)
+        .filter_map(|(_, _, b)| match Packet::decode(b) {
+            Ok(Packet::Data(data)) => match data.chunk {
+                Chunk::Message { id, .. } => Some(id),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert!(delivered.windows(2).all(|w| w[0] < w[1]), "in order: {delivered:?}");
+    assert_eq!(delivered.iter().copied().collect::<BTreeSet<_>>(), arrived, "everything that arrived was delivered");
+    assert!(arrived.len() < 30, "some messages were abandoned");
 }

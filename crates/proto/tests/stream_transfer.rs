@@ -129,3 +129,32 @@ fn a_slow_reader_makes_the_sender_wait() {
     assert!(pair.client.conn().stats().packets_sent > sent_while_blocked);
     assert_eq!(pair.stalls, 0);
 }
+
+#[test]
+fn a_lost_window_update_does_not_stall_the_transfer() {
+    let mut limits = Config::default();
+    limits.recv_buffer = 16 * 1024;
+    let mut pair = Pair::new(limits, PathModel::with_delay(Duration::from_millis(10)), 14);
+    pair.connect_and_establish(Config::default());
+    let data = pattern(200_000, 4);
+    let mut written = 0;
+    // The window fills while nobody reads.
+    pair.drive_until(Duration::from_secs(1), |p| {
+        write_some(p, &data, &mut written, true);
+        false
+    });
+    // Every window update the reader's reads trigger is lost for a while.
+    pair.to_client.loss = 1.0;
+    let mut received = Vec::new();
+    pair.drive_until(Duration::from_millis(300), |p| {
+        read_all(p, &mut received);
+        false
+    });
+    pair.to_client.loss = 0.0;
+    let done = pair.drive_until(Duration::from_secs(60), |p| {
+        write_some(p, &data, &mut written, true);
+        read_all(p, &mut received)
+    });
+    assert!(done, "stalled at {} of {} bytes", received.len(), data.len());
+    assert!(received == data);
+}

@@ -47,6 +47,8 @@ pub(crate) struct Sender {
     all_acked_reported: bool,
     /// Message bytes acknowledged (stream compositions count in the stream buffer).
     message_bytes_acked: u64,
+    /// When to probe a peer whose window is closed (nothing in flight, data waiting).
+    probe_at: Option<Time>,
     /// Size of the latest data packet: pacing checks the next one against it, since the size of
     /// a packet is only known once it is built.
     last_data_size: usize,
@@ -76,6 +78,7 @@ impl Sender {
             finished: false,
             all_acked_reported: false,
             message_bytes_acked: 0,
+            probe_at: None,
             last_data_size: config.max_datagram,
             payload: Vec::with_capacity(config.max_datagram),
         }
@@ -143,6 +146,7 @@ impl Connection {
         if self.sender.sack.poll_timeout(rto).is_some_and(|t| t <= now) {
             let lost = self.sender.sack.handle_timeout(now, rto);
             self.counters.packets_lost += lost;
+            self.give_up_unrepaired();
             if lost > 0 {
                 self.sender.has_work = true;
             }
@@ -155,6 +159,9 @@ impl Connection {
         let mut next = self.sender.rate.poll_timeout();
         let rto = self.sender.rto(&self.config);
         next = min_time(next, self.sender.sack.poll_timeout(rto));
+        if let Some(probe) = self.sender.probe_at.filter(|t| *t > self.last_now) {
+            next = min_time(next, Some(probe));
+        }
         if self.wants_to_send() {
             let pace = self.sender.pacer.next_send_time(self.last_now, self.sender.rate.allowed_rate(), self.sender.last_data_size);
             next = min_time(next, Some(pace));
@@ -166,7 +173,9 @@ impl Connection {
     fn wants_to_send(&self) -> bool {
         self.state == State::Established
             && self.remote_id.is_some()
-            && (self.sender.has_work || self.sender.sack.has_retransmissions())
+            && (self.sender.has_work
+                || self.sender.sack.has_retransmissions()
+                || self.sender.probe_at.is_some_and(|t| t <= self.last_now))
     }
 
     /// Partial reliability: give up on messages past their deadline or retransmission limit.
@@ -200,6 +209,13 @@ impl Connection {
             }
             None => self.next_new_data(&mut payload),
         };
+        let picked = match picked {
+            Some(chunk) => {
+                self.sender.probe_at = None;
+                Some(chunk)
+            }
+            None => self.empty_packet_needed(now).then_some((Chunk::Empty, SentChunk::Empty)),
+        };
         let Some((chunk, sent_chunk)) = picked else {
             self.sender.payload = payload;
             self.sender.has_work = false;
@@ -229,9 +245,8 @@ impl Connection {
         let size = buf.len();
         self.sender.payload = payload;
         self.sender.sack.on_sent(SentPacket { packet_number, sent: now, size, chunk: sent_chunk });
-        if self.config.error == ErrorControl::None {
-            // Nothing is ever sent again: the data is gone from the sender once it left.
-            self.release_unreliable(sent_chunk);
+        if let (Some(_), Some(queue)) = (skip_to, self.sender.messages.as_mut()) {
+            queue.on_packet_sent(packet_number);
         }
         self.sender.pacer.on_sent(now, rate, size);
         self.sender.last_data_size = size;
@@ -301,10 +316,47 @@ impl Connection {
         Some((Chunk::Message { id, offset, total_len }, SentChunk::Message { id, offset, len, total_len }))
     }
 
-    /// Without error control a fragment that left is done with, acknowledged or not.
-    fn release_unreliable(&mut self, chunk: SentChunk) {
-        if let (SentChunk::Message { id, offset, len, .. }, Some(queue)) = (chunk, self.sender.messages.as_mut()) {
-            queue.on_acked(id, offset, len);
+    /// With nothing to send, whether an empty data packet must go anyway: to tell the receiver a
+    /// new skip point (else it may wait for abandoned messages forever), or to probe a peer whose
+    /// window is closed (its window update may have been lost), at most once per RTO.
+    fn empty_packet_needed(&mut self, now: Time) -> bool {
+        if self.sender.sack.outstanding() > 0 {
+            // Packets in flight will bring feedback, and with it the window and skip confirmation.
+            self.sender.probe_at = None;
+            return false;
+        }
+        if self.advertised_skip().is_some() && self.sender.messages.as_ref().is_some_and(|q| q.skip_unconfirmed()) {
+            return true;
+        }
+        let has_unsent = match (&self.sender.stream, &self.sender.messages) {
+            (Some(stream), _) => stream.has_unsent(),
+            (None, Some(queue)) => queue.has_unsent(),
+            (None, None) => false,
+        };
+        if !has_unsent {
+            self.sender.probe_at = None;
+            return false;
+        }
+        let rto = self.sender.rto(&self.config);
+        match self.sender.probe_at {
+            Some(at) if at <= now => {
+                self.sender.probe_at = Some(now + rto);
+                true
+            }
+            Some(_) => false,
+            None => {
+                self.sender.probe_at = Some(now + rto);
+                false
+            }
+        }
+    }
+
+    /// Losses error control will not repair (no error control): delivery gives up on them.
+    fn give_up_unrepaired(&mut self) {
+        while let Some(chunk) = self.sender.sack.next_unrepaired() {
+            if let (SentChunk::Message { id, .. }, Some(queue)) = (chunk, self.sender.messages.as_mut()) {
+                queue.on_lost(id);
+            }
         }
     }
 
@@ -353,6 +405,10 @@ impl Connection {
                 SentChunk::Empty => {}
             }
         }
+        if let (Some(largest), Some(queue)) = (result.largest_acked, self.sender.messages.as_mut()) {
+            queue.on_packet_acked(largest);
+        }
+        self.give_up_unrepaired();
         if feedback.max_data > self.sender.peer_max_data {
             self.sender.peer_max_data = feedback.max_data;
         }

@@ -136,6 +136,8 @@ pub struct Pair {
     pub to_client_stats: PathStats,
     /// When set, every datagram handed to a path is recorded here (for replay tests).
     pub capture: Option<Vec<(Time, Direction, Vec<u8>)>>,
+    /// When set, every datagram that reached an endpoint is recorded here.
+    pub arrivals: Option<Vec<(Time, Direction, Vec<u8>)>>,
     in_flight: BinaryHeap<Reverse<InFlight>>,
     /// Departure times of datagrams waiting at each bottleneck.
     queues: [VecDeque<Time>; 2],
@@ -166,6 +168,7 @@ impl Pair {
             to_server_stats: PathStats::default(),
             to_client_stats: PathStats::default(),
             capture: None,
+            arrivals: None,
             in_flight: BinaryHeap::new(),
             queues: [VecDeque::new(), VecDeque::new()],
             sequence: 0,
@@ -318,6 +321,9 @@ impl Pair {
         while self.in_flight.peek().is_some_and(|f| f.0.arrival <= self.time) {
             let Reverse(flight) = self.in_flight.pop().expect("peeked");
             progress = true;
+            if let Some(log) = self.arrivals.as_mut() {
+                log.push((self.time, flight.direction, flight.datagram.clone()));
+            }
             match flight.direction {
                 Direction::ToServer => {
                     self.to_server_stats.delivered += 1;
