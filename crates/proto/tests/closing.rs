@@ -8,11 +8,9 @@ use support::{Pair, PathModel};
 
 #[test]
 fn a_vanished_peer_is_declared_gone_on_both_sides_after_the_idle_timeout() {
-    let mut limits = Config::default();
-    limits.idle_timeout = Duration::from_secs(5);
+    let limits = Config { idle_timeout: Duration::from_secs(5), ..Config::default() };
     let mut pair = Pair::new(limits, PathModel::with_delay(Duration::from_millis(10)), 41);
-    let mut config = Config::default();
-    config.idle_timeout = Duration::from_secs(5);
+    let config = Config { idle_timeout: Duration::from_secs(5), ..Config::default() };
     pair.connect_and_establish(config);
     pair.client.conn_mut().write(&[7u8; 10_000]).unwrap();
     pair.drive(Duration::from_millis(500));

@@ -46,8 +46,7 @@ fn lost_hellos_and_accepts_are_sent_again() {
 #[test]
 fn a_server_that_never_answers_times_the_handshake_out() {
     let mut pair = Pair::new(Config::default(), PathModel { loss: 1.0, ..path() }, 3);
-    let mut config = Config::default();
-    config.handshake_timeout = Duration::from_secs(3);
+    let config = Config { handshake_timeout: Duration::from_secs(3), ..Config::default() };
     let started = pair.time;
     pair.connect(config);
     let closed = pair.drive_until(Duration::from_secs(20), |p| p.client.conn().is_closed());
@@ -80,8 +79,7 @@ fn a_client_only_endpoint_accepts_nothing() {
     let client = Endpoint::new(EndpointConfig::client([8; 32]), 1);
     let not_a_server = Endpoint::new(EndpointConfig::client([9; 32]), 2);
     let mut pair = Pair::with_endpoints(client, not_a_server, path(), 5);
-    let mut config = Config::default();
-    config.handshake_timeout = Duration::from_secs(2);
+    let config = Config { handshake_timeout: Duration::from_secs(2), ..Config::default() };
     pair.connect(config);
     assert!(pair.drive_until(Duration::from_secs(5), |p| p.client.conn().is_closed()));
     assert!(pair.client.saw(&Event::Closed(CloseReason::HandshakeTimeout)));

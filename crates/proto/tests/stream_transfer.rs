@@ -93,8 +93,7 @@ fn a_stream_is_delivered_complete_through_ten_percent_loss() {
 
 #[test]
 fn a_slow_reader_makes_the_sender_wait() {
-    let mut limits = Config::default();
-    limits.recv_buffer = 64 * 1024;
+    let limits = Config { recv_buffer: 64 * 1024, ..Config::default() };
     let mut pair = Pair::new(limits, PathModel::with_delay(Duration::from_millis(10)), 13);
     let mut config = Config::qstp(Rate::from_mbps(50));
     config.send_buffer = 128 * 1024;
@@ -132,8 +131,7 @@ fn a_slow_reader_makes_the_sender_wait() {
 
 #[test]
 fn a_lost_window_update_does_not_stall_the_transfer() {
-    let mut limits = Config::default();
-    limits.recv_buffer = 16 * 1024;
+    let limits = Config { recv_buffer: 16 * 1024, ..Config::default() };
     let mut pair = Pair::new(limits, PathModel::with_delay(Duration::from_millis(10)), 14);
     pair.connect_and_establish(Config::default());
     let data = pattern(200_000, 4);
