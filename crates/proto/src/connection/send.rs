@@ -14,6 +14,9 @@ use crate::wire::{Chunk, Data, Feedback, Packet, MAX_DATA_HEADER};
 /// The retransmission timer never fires sooner than this after a packet left.
 const MIN_RTO: Duration = Duration::from_millis(10);
 
+/// The wait between two window probes grows to at most 2^this RTOs.
+const MAX_PROBE_BACKOFF: u32 = 6;
+
 /// Most packets outstanding at once, whatever the buffers allow.
 const MAX_OUTSTANDING_CAP: usize = 1 << 20;
 
@@ -49,6 +52,8 @@ pub(crate) struct Sender {
     message_bytes_acked: u64,
     /// When to probe a peer whose window is closed (nothing in flight, data waiting).
     probe_at: Option<Time>,
+    /// Probes sent since data last flowed (each doubles the wait before the next).
+    probes: u32,
     /// Size of the latest data packet: pacing checks the next one against it, since the size of
     /// a packet is only known once it is built.
     last_data_size: usize,
@@ -79,6 +84,7 @@ impl Sender {
             all_acked_reported: false,
             message_bytes_acked: 0,
             probe_at: None,
+            probes: 0,
             last_data_size: config.max_datagram,
             payload: Vec::with_capacity(config.max_datagram),
         }
@@ -212,6 +218,7 @@ impl Connection {
         let picked = match picked {
             Some(chunk) => {
                 self.sender.probe_at = None;
+                self.sender.probes = 0;
                 Some(chunk)
             }
             None => self.empty_packet_needed(now).then_some((Chunk::Empty, SentChunk::Empty)),
@@ -337,15 +344,18 @@ impl Connection {
             self.sender.probe_at = None;
             return false;
         }
+        // RFC 6298 §5.5-style backoff: the wait doubles with every unanswered probe.
         let rto = self.sender.rto(&self.config);
         match self.sender.probe_at {
             Some(at) if at <= now => {
-                self.sender.probe_at = Some(now + rto);
+                self.sender.probes = (self.sender.probes + 1).min(MAX_PROBE_BACKOFF);
+                // Re-armed once the probe was answered (or declared lost).
+                self.sender.probe_at = None;
                 true
             }
             Some(_) => false,
             None => {
-                self.sender.probe_at = Some(now + rto);
+                self.sender.probe_at = Some(now + rto.saturating_mul(1 << self.sender.probes));
                 false
             }
         }
