@@ -86,3 +86,17 @@ fn a_client_only_endpoint_accepts_nothing() {
     assert!(pair.server.endpoint.stats().refused >= 1);
     assert_eq!(pair.server.endpoint.connection_count(), 0);
 }
+
+#[test]
+fn the_negotiated_config_is_the_clients_composition_within_the_servers_limits() {
+    let limits = Config { max_datagram: 1200, recv_buffer: 256 * 1024, ..Config::default() };
+    let mut pair = Pair::new(limits, path(), 6);
+    let asked = Config { congestion: qstp_proto::CongestionControl::Tfrc, ..Config::default() };
+    pair.connect_and_establish(asked);
+    let server = pair.server.conn().config();
+    assert_eq!(server.congestion, qstp_proto::CongestionControl::Tfrc, "the client's composition");
+    assert_eq!(server.recv_buffer, 256 * 1024, "the server's limits");
+    assert_eq!(server.max_datagram, 1200, "the smaller datagram");
+    assert_eq!(pair.client.conn().config().max_datagram, 1200, "the client learned it from the accept");
+    assert!(pair.client.conn().stats().rtt > Duration::ZERO, "the accept gave the first RTT sample");
+}

@@ -114,3 +114,18 @@ fn gtfrc_holds_its_target_where_tfrc_falls_short() {
     assert!(achieved >= 0.95 * target.bps() as f64, "gTFRC sent {achieved:.0} bit/s for g = {target}");
     assert_eq!(gtfrc.end.target, target);
 }
+
+#[test]
+fn the_target_can_change_at_run_time() {
+    let mut pair = Pair::new(Config::default(), PathModel::default(), 53);
+    pair.connect_and_establish(Config::qstp(Rate::ZERO));
+    let g = Rate::from_kbps(800);
+    pair.client.conn_mut().set_target_rate(g);
+    assert_eq!(pair.client.conn().stats().target, g);
+    assert_eq!(pair.client.conn().config().congestion, CongestionControl::Gtfrc { target: g });
+    // Without gTFRC there is no target to change.
+    let mut tfrc = Pair::new(Config::default(), PathModel::default(), 54);
+    tfrc.connect_and_establish(Config { congestion: CongestionControl::Tfrc, ..Config::default() });
+    tfrc.client.conn_mut().set_target_rate(g);
+    assert_eq!(tfrc.client.conn().stats().target, Rate::ZERO);
+}
