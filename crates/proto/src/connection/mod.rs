@@ -161,6 +161,12 @@ enum State {
 }
 
 /// One QSTP connection.
+///
+/// Compositions with full reliability and ordered delivery carry one byte stream each way
+/// (`write`/`read`); the others carry messages (`send_message`/`recv_message`). A stream
+/// connection closes gracefully once both sides finished and every byte was read and
+/// acknowledged; a message connection once the side that finished had every message
+/// acknowledged or abandoned (messages carry no end marker, so that side decides).
 #[derive(Debug)]
 pub struct Connection {
     role: Role,
