@@ -197,9 +197,9 @@ impl Connection {
 
     /// The next data packet, if pacing at the allowed rate X lets one out at `now`.
     pub(super) fn poll_data(&mut self, now: Time, buf: &mut Vec<u8>) -> bool {
-        if !self.wants_to_send() {
+        let Some(destination) = self.remote_id.filter(|_| self.wants_to_send()) else {
             return false;
-        }
+        };
         let rate = self.sender.rate.allowed_rate();
         if self.sender.pacer.next_send_time(now, rate, self.sender.last_data_size) > now {
             return false;
@@ -237,7 +237,6 @@ impl Connection {
         self.sender.next_packet_number += 1;
         let skip_to = self.advertised_skip();
         let rtt_micros = u32::try_from(self.sender.rate.state().rtt.as_micros()).unwrap_or(u32::MAX);
-        let destination = self.remote_id.expect("checked by wants_to_send");
         let data = Data {
             destination,
             packet_number,
