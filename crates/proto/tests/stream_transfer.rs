@@ -156,3 +156,28 @@ fn a_lost_window_update_does_not_stall_the_transfer() {
     assert!(done, "stalled at {} of {} bytes", received.len(), data.len());
     assert!(received == data);
 }
+
+#[test]
+fn every_congestion_control_carries_the_stream_through_loss() {
+    use qstp_proto::CongestionControl;
+    let controllers = [
+        CongestionControl::Fixed { rate: Rate::from_kbps(2_000) },
+        CongestionControl::Tfrc,
+        CongestionControl::Gtfrc { target: Rate::from_kbps(500) },
+        CongestionControl::Aimd,
+    ];
+    for (i, congestion) in controllers.into_iter().enumerate() {
+        let path = PathModel { loss: 0.05, ..PathModel::with_delay(Duration::from_millis(20)) };
+        let mut pair = Pair::new(Config::default(), path, 60 + i as u64);
+        pair.connect_and_establish(Config { congestion, ..Config::default() });
+        let data = pattern(100_000, i as u8);
+        let mut written = 0;
+        let mut received = Vec::new();
+        let done = pair.drive_until(Duration::from_secs(120), |p| {
+            write_some(p, &data, &mut written, true);
+            read_all(p, &mut received)
+        });
+        assert!(done && received == data, "{congestion:?}: {} of {} bytes", received.len(), data.len());
+        assert_eq!(pair.stalls, 0, "{congestion:?}");
+    }
+}
