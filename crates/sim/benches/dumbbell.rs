@@ -2,7 +2,7 @@
 //!
 //! The reference scenario is the high-speed TCP paper's dumbbell: 8 TCP NewReno flows over a
 //! 200 Mbit/s bottleneck with a 100-packet drop-tail queue, 98 ms base RTT, 60 s simulated.
-//! A second scenario drives the same bottleneck with 8 constant-bit-rate UDP flows (network cost
+//! Two more scenarios put 8 QSTP flows (the real protocol core) there instead, and drive the same bottleneck with 8 constant-bit-rate UDP flows (network cost
 //! without transport logic).
 //!
 //! Run with `cargo bench -p qstp-sim --bench dumbbell` (add `-- --seconds 10` for a shorter run).
@@ -69,6 +69,11 @@ fn main() {
         receive_window: 64 << 20,
     };
     measure("8 x TCP NewReno", &spec(tcp, seconds));
+    let qstp = Protocol::Qstp {
+        name: "qstp".into(),
+        config: qstp_proto::Config::qstp(Rate::from_mbps(10)),
+    };
+    measure("8 x QSTP (gTFRC, target 10 Mbit/s)", &spec(qstp, seconds));
     let cbr = Protocol::Cbr {
         schedule: vec![(Duration::ZERO, Rate::from_mbps(30))],
     };
