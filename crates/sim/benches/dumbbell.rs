@@ -2,8 +2,8 @@
 //!
 //! The reference scenario is the high-speed TCP paper's dumbbell: 8 TCP NewReno flows over a
 //! 200 Mbit/s bottleneck with a 100-packet drop-tail queue, 98 ms base RTT, 60 s simulated.
-//! Two more scenarios put 8 QSTP flows (the real protocol core) there instead, and drive the same bottleneck with 8 constant-bit-rate UDP flows (network cost
-//! without transport logic).
+//! Two more scenarios put 8 QSTP flows (the real protocol core) there instead, and 8
+//! constant-bit-rate UDP flows (the network's own cost, without transport logic).
 //!
 //! Run with `cargo bench -p qstp-sim --bench dumbbell` (add `-- --seconds 10` for a shorter run).
 
