@@ -116,3 +116,57 @@ fn gtfrc_holds_its_target_against_a_tcp_aggregate() {
     let rate = received as f64 * 8.0 / 40.0;
     assert!(rate > 0.9 * 500_000.0, "qstp got {rate} bit/s");
 }
+
+#[test]
+fn qstp_keeps_its_cbq_pipe_while_udp_floods_and_borrows_the_rest_otherwise() {
+    // QSTP paper §5.4 / Fig. 7, time scaled down: a 300 kbit/s borrowing class for QSTP, the rest
+    // for a UDP flow at 300 kbit/s that floods at 1000 kbit/s for t in [20, 40) s.
+    let mut spec = dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 60);
+    spec.packet_size = 1500;
+    let class = |name: &str, kbps, groups: Vec<String>| qstp_sim::CbqClass {
+        name: name.into(),
+        rate: Rate::from_kbps(kbps),
+        borrow: true,
+        groups,
+        limit: 50,
+    };
+    spec.bottleneck.queue = QueueSpec::Cbq {
+        classes: vec![
+            class("pipe", 300, vec!["qstp".into()]),
+            class("rest", 700, vec![]),
+        ],
+    };
+    spec.groups.push(group(
+        "qstp",
+        qstp(Preset::Qstp, Rate::from_kbps(300)),
+        1,
+        Duration::from_millis(30),
+    ));
+    let schedule = vec![
+        (Duration::ZERO, Rate::from_kbps(300)),
+        (Duration::from_secs(20), Rate::from_kbps(1000)),
+        (Duration::from_secs(40), Rate::from_kbps(300)),
+    ];
+    spec.groups.push(group(
+        "udp",
+        Protocol::Cbr { schedule },
+        1,
+        Duration::from_millis(30),
+    ));
+    let out = run(&spec).unwrap();
+    let kbps = |from: usize, to: usize| {
+        out.flows[0].received_bytes[from..to].iter().sum::<u64>() as f64 * 8.0
+            / 1000.0
+            / (to - from) as f64
+    };
+    assert!(
+        kbps(10, 20) > 650.0,
+        "borrows the idle capacity: {}",
+        kbps(10, 20)
+    );
+    let flooded = kbps(25, 40);
+    assert!(
+        (285.0..330.0).contains(&flooded),
+        "holds its pipe: {flooded}"
+    );
+}
