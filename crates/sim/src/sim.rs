@@ -101,6 +101,10 @@ impl World {
                 }
             }
         }
+        while next_report < end {
+            progress(next_report);
+            next_report += second;
+        }
         progress(end);
     }
 

@@ -136,6 +136,11 @@ fn progress_is_reported_every_simulated_second() {
     let mut seen = Vec::new();
     run_with_progress(&spec, &mut |t| seen.push(t.as_nanos() / 1_000_000_000)).unwrap();
     assert_eq!(seen, vec![1, 2, 3]);
+    // Seconds without any event are reported too.
+    spec.groups.clear();
+    seen.clear();
+    run_with_progress(&spec, &mut |t| seen.push(t.as_nanos() / 1_000_000_000)).unwrap();
+    assert_eq!(seen, vec![1, 2, 3]);
 }
 
 #[test]
