@@ -9,7 +9,31 @@
 
 use qstp_proto::{Duration, Rate};
 use qstp_sim::{run, GroupSpec, LinkSpec, Protocol, QueueSpec, SimSpec};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
+
+/// The system allocator, counting allocations (to report allocations per bottleneck packet).
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 fn spec(protocol: Protocol, seconds: u64) -> SimSpec {
     SimSpec {
@@ -37,18 +61,21 @@ fn spec(protocol: Protocol, seconds: u64) -> SimSpec {
 
 fn measure(name: &str, spec: &SimSpec) {
     let started = Instant::now();
+    let allocations_before = ALLOCATIONS.load(Ordering::Relaxed);
     match run(spec) {
         Ok(out) => {
             let wall = started.elapsed().as_secs_f64();
+            let allocations = ALLOCATIONS.load(Ordering::Relaxed) - allocations_before;
             let utilisation = out.bottleneck_packets as f64 * spec.packet_size as f64 * 8.0
                 / (spec.bottleneck.rate.bps() as f64 * spec.duration.as_secs_f64());
             println!(
-                "{name}: {} bottleneck packets, {} events, {wall:.2} s wall: {:.0} bottleneck packets/s, {:.0} events/s, utilisation {:.1}%",
+                "{name}: {} bottleneck packets, {} events, {wall:.2} s wall: {:.0} bottleneck packets/s, {:.0} events/s, utilisation {:.1}%, {:.3} allocations per bottleneck packet",
                 out.bottleneck_packets,
                 out.events,
                 out.bottleneck_packets as f64 / wall,
                 out.events as f64 / wall,
-                utilisation * 100.0
+                utilisation * 100.0,
+                allocations as f64 / out.bottleneck_packets.max(1) as f64
             );
         }
         Err(e) => println!("{name}: cannot run: {e}"),
