@@ -146,3 +146,28 @@ fn invalid_components_are_refused_with_their_name() {
         matches!(run(&spec), Err(SimError::Component { component, .. }) if component == "bottleneck.queue")
     );
 }
+
+#[test]
+fn the_edge_marker_meters_the_group_aggregate_not_each_flow() {
+    // Two 300 kbit/s flows share one 300 kbit/s profile: about half their packets are in profile.
+    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
+    spec.packet_size = 1500;
+    let mut pair = group(
+        "pair",
+        cbr(Rate::from_kbps(300)),
+        2,
+        Duration::from_millis(30),
+    );
+    pair.marker = Some(MarkerSpec::TokenBucket {
+        rate: Rate::from_kbps(300),
+        bucket: 10_000,
+    });
+    spec.groups.push(pair);
+    let out = run(&spec).unwrap();
+    let queue = &out.queues[0];
+    let green = queue.green.packets as f64 / (queue.green.packets + queue.red.packets) as f64;
+    assert!(
+        (0.45..0.56).contains(&green),
+        "green share {green}: {queue:?}"
+    );
+}
