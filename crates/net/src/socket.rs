@@ -61,11 +61,6 @@ impl SendBatch {
         self.datagrams.len() - self.next
     }
 
-    /// Bytes held, sent or not.
-    pub(crate) fn byte_len(&self) -> usize {
-        self.bytes.len()
-    }
-
     fn clear(&mut self) {
         self.bytes.clear();
         self.datagrams.clear();
@@ -120,6 +115,7 @@ pub(crate) struct UdpIo {
     max_segments: usize,
     rx_buffers: Vec<Box<[u8]>>,
     rx_meta: Vec<quinn_udp::RecvMeta>,
+    rx_filled: usize,
     pub(crate) stats: SocketStats,
 }
 
@@ -136,6 +132,7 @@ impl UdpIo {
             max_segments,
             rx_buffers: (0..batch).map(|_| vec![0u8; MAX_UDP_PAYLOAD].into_boxed_slice()).collect(),
             rx_meta: vec![quinn_udp::RecvMeta::default(); batch],
+            rx_filled: 0,
             stats: SocketStats::default(),
         })
     }
@@ -155,28 +152,32 @@ impl UdpIo {
         self.socket.writable().await
     }
 
-    /// Read one batch of datagrams without blocking and hand each to `deliver`; returns how many
-    /// datagrams were read (`WouldBlock` when none were waiting).
-    pub(crate) fn try_recv(&mut self, mut deliver: impl FnMut(SocketAddr, &[u8])) -> io::Result<usize> {
-        let UdpIo { socket, state, rx_buffers, rx_meta, stats, .. } = self;
+    /// Read one batch of datagrams without blocking into the receive buffers; returns how many
+    /// buffers were filled (`WouldBlock` when nothing was waiting). [`UdpIo::received`] lists them.
+    pub(crate) fn try_recv(&mut self) -> io::Result<usize> {
+        let UdpIo { socket, state, rx_buffers, rx_meta, rx_filled, stats, .. } = self;
+        *rx_filled = 0;
         let mut slices: Vec<IoSliceMut<'_>> = rx_buffers.iter_mut().map(|b| IoSliceMut::new(b)).collect();
         let filled = socket.try_io(tokio::io::Interest::READABLE, || {
             state.recv(quinn_udp::UdpSockRef::from(&*socket), &mut slices, rx_meta)
         })?;
+        *rx_filled = filled;
         stats.recv_calls += 1;
-        let mut count = 0;
-        for (meta, buf) in rx_meta.iter().zip(slices.iter()).take(filled) {
+        drop(slices);
+        self.stats.datagrams_received += self.received().count() as u64;
+        Ok(filled)
+    }
+
+    /// The datagrams read by the last [`UdpIo::try_recv`], GRO batches split at their stride.
+    pub(crate) fn received(&self) -> impl Iterator<Item = (SocketAddr, &[u8])> {
+        self.rx_meta.iter().zip(self.rx_buffers.iter()).take(self.rx_filled).flat_map(|(meta, buf)| {
             let stride = if meta.stride == 0 { meta.len } else { meta.stride };
-            for datagram in buf[..meta.len].chunks(stride.max(1)) {
-                deliver(meta.addr, datagram);
-                count += 1;
-            }
-        }
-        stats.datagrams_received += count as u64;
-        Ok(count)
+            buf[..meta.len].chunks(stride.max(1)).map(move |datagram| (meta.addr, datagram))
+        })
     }
 
     /// Send all of `batch`, waiting for the socket as needed.
+    #[cfg(test)]
     pub(crate) async fn send(&mut self, batch: &mut SendBatch) -> io::Result<()> {
         loop {
             match self.try_send(batch) {
@@ -330,8 +331,8 @@ mod tests {
         let mut got: Vec<Vec<u8>> = Vec::new();
         while got.len() < sizes.len() {
             b.readable().await.unwrap();
-            match b.try_recv(|_, d| got.push(d.to_vec())) {
-                Ok(_) => {}
+            match b.try_recv() {
+                Ok(_) => got.extend(b.received().map(|(_, d)| d.to_vec())),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) => panic!("{e}"),
             }
