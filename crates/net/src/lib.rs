@@ -55,3 +55,5 @@ pub use error::Error;
 pub use socket::SocketStats;
 
 pub use qstp_proto::{CloseReason, Config, Preset, Rate, Stats};
+/// The protocol core, for its configuration and time types.
+pub use qstp_proto as proto;
