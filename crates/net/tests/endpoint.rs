@@ -1,0 +1,192 @@
+//! The async API on loopback: streams, many connections, messages, target rate, DSCP, errors.
+
+mod support;
+
+use qstp_net::proto::{Duration as ProtoDuration, ErrorControl, Order};
+use qstp_net::{Config, Dscp, Endpoint, EndpointOptions, Error, Preset, Rate};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_arrives_intact_and_stats_are_readable_meanwhile() {
+    bounded(async {
+        let server = server(Duration::from_secs(10));
+        let addr = server.local_addr();
+        let receiver = tokio::spawn(accept_and_drain(server));
+        let client = client();
+        let data = pattern(2 << 20);
+        let mut conn = client.connect(addr, Config::default()).await.unwrap();
+        let watcher = conn.clone();
+        let sampler = tokio::spawn(async move {
+            let mut samples = Vec::new();
+            for _ in 0..20 {
+                match watcher.stats() {
+                    Ok(stats) => samples.push(stats.bytes_sent),
+                    Err(_) => break,
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            samples
+        });
+        let hash = write_and_confirm(&mut conn, &data).await.unwrap();
+        assert_eq!(hash, *blake3::hash(&data).as_bytes());
+        assert!(receiver.await.unwrap().unwrap() == data);
+        let samples = sampler.await.unwrap();
+        assert!(!samples.is_empty());
+        assert!(samples.windows(2).all(|w| w[0] <= w[1]), "counters never go back: {samples:?}");
+        let stats = conn.stats().unwrap();
+        assert!(stats.bytes_acked >= data.len() as u64);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_endpoint_carries_several_connections_at_once() {
+    bounded(async {
+        let server = server(Duration::from_secs(10));
+        let addr = server.local_addr();
+        let acceptor = tokio::spawn(async move {
+            let mut tasks = Vec::new();
+            for _ in 0..3 {
+                let mut conn = server.accept().await.unwrap();
+                tasks.push(tokio::spawn(async move {
+                    let mut received = Vec::new();
+                    conn.read_to_end(&mut received).await.unwrap();
+                    conn.write_all(blake3::hash(&received).as_bytes()).await.unwrap();
+                    conn.finish().unwrap();
+                    let _ = conn.acknowledged().await;
+                }));
+            }
+            for task in tasks {
+                task.await.unwrap();
+            }
+            server.stats()
+        });
+        let client = client();
+        let mut senders = Vec::new();
+        for i in 0..3 {
+            let client = client.clone();
+            senders.push(tokio::spawn(async move {
+                let data = pattern(200_000 + i * 1000);
+                let mut conn = client.connect(addr, Config::default()).await.unwrap();
+                let hash = write_and_confirm(&mut conn, &data).await.unwrap();
+                assert_eq!(hash, *blake3::hash(&data).as_bytes(), "connection {i}");
+            }));
+        }
+        for sender in senders {
+            sender.await.unwrap();
+        }
+        let stats = acceptor.await.unwrap();
+        assert_eq!(stats.protocol.accepted, 3);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_flow_over_the_unordered_and_partially_reliable_compositions() {
+    bounded(async {
+        let partial = Config {
+            error: ErrorControl::SackPartial { deadline: Some(ProtoDuration::from_secs(5)), max_retransmissions: None },
+            order: Order::Ordered,
+            ..Config::preset(Preset::TfrcSack, Rate::ZERO)
+        };
+        for config in [Config::preset(Preset::Tfrc, Rate::ZERO), partial] {
+            let server = server(Duration::from_secs(10));
+            let addr = server.local_addr();
+            let receiver = tokio::spawn(async move {
+                let conn = server.accept().await.unwrap();
+                let mut got = Vec::new();
+                while got.len() < 40 {
+                    match conn.recv_message().await.unwrap() {
+                        Some(m) => got.push(m),
+                        None => break,
+                    }
+                }
+                got
+            });
+            let client = client();
+            let mut conn = client.connect(addr, config.clone()).await.unwrap();
+            for i in 0..40u32 {
+                let mut message = i.to_be_bytes().to_vec();
+                message.extend(pattern(800));
+                conn.send_message(&message).await.unwrap();
+            }
+            // There is no byte stream in a message composition.
+            let err = conn.write_all(b"bytes").await.unwrap_err();
+            assert!(matches!(Error::from_io(&err), Some(Error::Unsupported(_))), "{err}");
+            let got = receiver.await.unwrap();
+            let ids: BTreeSet<u32> = got.iter().map(|m| u32::from_be_bytes(m[..4].try_into().unwrap())).collect();
+            assert_eq!(ids, (0..40).collect(), "{:?}", config.error);
+            if config.order == Order::Ordered {
+                let in_order: Vec<u32> = got.iter().map(|m| u32::from_be_bytes(m[..4].try_into().unwrap())).collect();
+                assert_eq!(in_order, (0..40).collect::<Vec<_>>());
+            }
+            assert!(got.iter().all(|m| m[4..] == pattern(800)[..]));
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_target_rate_is_set_at_connect_and_changed_at_run_time() {
+    bounded(async {
+        let server = server(Duration::from_secs(10));
+        let addr = server.local_addr();
+        let _acceptor = tokio::spawn(async move {
+            let conn = server.accept().await.unwrap();
+            let target = conn.stats().unwrap().target;
+            let _ = conn.closed().await;
+            target
+        });
+        let client = client();
+        let conn = client.connect(addr, Config::qstp(Rate::from_mbps(1))).await.unwrap();
+        assert_eq!(conn.stats().unwrap().target, Rate::from_mbps(1));
+        conn.set_target_rate(Rate::from_mbps(5)).unwrap();
+        assert_eq!(conn.stats().unwrap().target, Rate::from_mbps(5));
+        assert_eq!(conn.dscp(), Dscp::AF11, "traffic with a target is marked AF11 by default");
+        let plain = client.connect(addr, Config::default()).await.unwrap();
+        assert_eq!(plain.dscp(), Dscp::CS0);
+        plain.set_dscp(Dscp::EF);
+        assert_eq!(plain.dscp(), Dscp::EF);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_wide_dscp_applies_to_every_connection() {
+    bounded(async {
+        let server = server(Duration::from_secs(10));
+        let addr = server.local_addr();
+        let _acceptor = tokio::spawn(async move {
+            let conn = server.accept().await.unwrap();
+            let _ = conn.closed().await;
+        });
+        let options = EndpointOptions { dscp: Some("AF41".parse().unwrap()), ..EndpointOptions::default() };
+        let client = Endpoint::bind_with("127.0.0.1:0".parse().unwrap(), options).unwrap();
+        let conn = client.connect(addr, Config::qstp(Rate::from_mbps(1))).await.unwrap();
+        assert_eq!(conn.dscp().to_string(), "AF41");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connecting_to_a_silent_address_times_out() {
+    bounded(async {
+        let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let client = client();
+        let config = Config { handshake_timeout: ProtoDuration::from_millis(500), ..Config::default() };
+        let err = client.connect(silent.local_addr().unwrap(), config).await.unwrap_err();
+        assert!(matches!(err, Error::ConnectTimeout), "{err}");
+        assert_eq!(err.io_kind(), std::io::ErrorKind::TimedOut);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_in_use_is_an_io_error() {
+    let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let err = Endpoint::bind(taken.local_addr().unwrap()).unwrap_err();
+    assert!(matches!(&err, Error::Io(e) if e.kind() == std::io::ErrorKind::AddrInUse), "{err}");
+}
