@@ -99,6 +99,8 @@ impl Driver {
                 return Ok(());
             }
             if turn.more_to_send && !blocked {
+                // Let the reactor look at the socket, or received feedback waits behind the burst.
+                tokio::task::yield_now().await;
                 continue;
             }
             self.wait(turn.deadline, blocked).await?;
@@ -167,12 +169,15 @@ impl Driver {
         let now = Instant::now();
         if let Some(deadline) = deadline {
             if deadline <= now {
+                tokio::task::yield_now().await;
                 return Ok(());
             }
             let remaining = deadline - now;
             if remaining < PRECISE_SLEEP && !blocked {
                 // Datagrams and nudges wait in the kernel buffer and the Notify permit meanwhile.
                 std::thread::sleep(remaining);
+                // The reactor only learns of socket readiness when the runtime gets control back.
+                tokio::task::yield_now().await;
                 return Ok(());
             }
         }
