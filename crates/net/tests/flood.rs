@@ -75,6 +75,10 @@ async fn a_flooded_listener_keeps_serving_and_keeps_no_state_for_strangers() {
         let stop = Arc::new(AtomicBool::new(false));
         let sent = Arc::new(AtomicU64::new(0));
         let flooder = tokio::spawn(flood(server_addr, samples, stop.clone(), sent.clone()));
+        // The transfer starts with the flood already under way.
+        while sent.load(Ordering::Relaxed) < 5_000 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
         let data = pattern(3 << 20);
         let mut most_connections = 0;
         let transfer = write_and_confirm(&mut conn, &data);
