@@ -71,7 +71,7 @@ TCP_CPU=$(echo "($(cpu_of "$WORK/iperf-tcp-s.cpu") + $(cpu_of "$WORK/iperf-tcp-c
 
 echo
 row "qstp send/recv" "$QSTP_GOODPUT" "$QSTP_CPU" "$QSTP_NOTE (verified, written to disk)"
-row "iperf3 -u -b 0 -l 1400" "$UDP_GOODPUT" "$UDP_CPU" "$(printf '%.1f' "$UDP_RATE") Mbit/s sent, ${UDP_LOST}% lost"
+row "iperf3 -u -b 0 -l 1400" "$UDP_GOODPUT" "$UDP_CPU" "$(printf '%.1f Mbit/s sent, %.1f%% lost' "$UDP_RATE" "$UDP_LOST")"
 row "iperf3 TCP" "$TCP_GOODPUT" "$TCP_CPU" "kernel TCP"
 echo
-echo "qstp reaches $(echo "100 * $QSTP_GOODPUT / $UDP_GOODPUT" | bc -l | xargs printf '%.0f')% of iperf3 UDP goodput"
+echo "qstp goodput is $(echo "100 * $QSTP_GOODPUT / $UDP_RATE" | bc -l | xargs printf '%.0f')% of iperf3 UDP's sending rate and $(echo "100 * $QSTP_GOODPUT / $UDP_GOODPUT" | bc -l | xargs printf '%.0f')% of its goodput"
