@@ -51,12 +51,12 @@ impl Dscp {
         if v == 46 {
             return Some("EF".into());
         }
-        if v % 8 == 0 {
+        if v & 7 == 0 {
             return Some(format!("CS{}", v / 8));
         }
         // RFC 2597 §6: AFxy = 8x + 2y for class x in 1..=4 and drop precedence y in 1..=3.
         let (class, precedence) = (v / 8, (v % 8) / 2);
-        if (1..=4).contains(&class) && (1..=3).contains(&precedence) && v % 2 == 0 {
+        if (1..=4).contains(&class) && (1..=3).contains(&precedence) && v & 1 == 0 {
             return Some(format!("AF{class}{precedence}"));
         }
         None
