@@ -51,7 +51,7 @@ async fn flood(target: SocketAddr, samples: Vec<Vec<u8>>, stop: Arc<AtomicBool>,
         let _ = socket.send_to(&buf, target).await;
         n += 1;
         sent.fetch_add(1, Ordering::Relaxed);
-        if n % 256 == 0 {
+        if n & 255 == 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
