@@ -42,7 +42,6 @@ pub(crate) fn spawn(shared: Arc<Shared>, socket: std::net::UdpSocket) -> io::Res
                 }
             };
             let _ = ready_tx.send(io.local_addr());
-            reduce_timer_slack();
             let outcome = Driver { shared: shared.clone(), io, batch: SendBatch::default() }.run().await;
             let why = match outcome {
                 Ok(()) => "endpoint closed".to_string(),
@@ -54,18 +53,6 @@ pub(crate) fn spawn(shared: Arc<Shared>, socket: std::net::UdpSocket) -> io::Res
     })?;
     ready_rx.recv().unwrap_or_else(|_| Err(io::Error::other("driver thread failed to start")))
 }
-
-/// Ask the OS for fine-grained wake-ups on this thread (Linux rounds sleeps up by 50 µs otherwise).
-#[cfg(target_os = "linux")]
-fn reduce_timer_slack() {
-    // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn reduce_timer_slack() {}
 
 struct Driver {
     shared: Arc<Shared>,
@@ -175,6 +162,8 @@ impl Driver {
             let remaining = deadline - now;
             if remaining < PRECISE_SLEEP && !blocked {
                 // Datagrams and nudges wait in the kernel buffer and the Notify permit meanwhile.
+                // The OS may add its timer slack (50 µs on Linux): the pacer's credit covers it,
+                // and the datagrams that accumulate meanwhile leave in one GSO batch.
                 std::thread::sleep(remaining);
                 // The reactor only learns of socket readiness when the runtime gets control back.
                 tokio::task::yield_now().await;
