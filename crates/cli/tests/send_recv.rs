@@ -131,3 +131,40 @@ fn bad_input_gives_one_line_and_a_non_zero_exit() {
     fails_with_one_line(&["recv", "--listen", &addr, "--once"], "cannot listen");
     fails_with_one_line(&["recv", "--listen", "127.0.0.1:0", "--out", "/nonexistent/qstp/x.bin"], "does not exist");
 }
+
+#[test]
+fn recv_serves_transfers_side_by_side_and_one_after_another_until_interrupted() {
+    let dir = scratch("serve");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let mut receiver = Command::new(QSTP)
+        .args(["recv", "--listen", "127.0.0.1:0", "--out"])
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(receiver.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line.trim().strip_prefix("listening on ").unwrap().to_string();
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    let send = |name: &str, len: usize| {
+        let path = dir.join(name);
+        std::fs::write(&path, pattern(len)).unwrap();
+        Command::new(QSTP).arg("send").arg(&path).args(["--to", &addr, "--quiet"]).spawn().unwrap()
+    };
+    // Two at once, then a third after them.
+    let mut first = send("one.bin", 900_000);
+    let mut second = send("two.bin", 1_100_000);
+    assert!(wait_bounded(&mut first, Duration::from_secs(30)).success());
+    assert!(wait_bounded(&mut second, Duration::from_secs(30)).success());
+    let mut third = send("three.bin", 300_000);
+    assert!(wait_bounded(&mut third, Duration::from_secs(30)).success());
+    for (name, len) in [("one.bin", 900_000), ("two.bin", 1_100_000), ("three.bin", 300_000)] {
+        assert!(std::fs::read(out.join(name)).unwrap() == pattern(len), "{name} differs");
+    }
+    // Ctrl-C ends it cleanly.
+    let status = Command::new("kill").args(["-INT", &receiver.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(10)).success());
+}
