@@ -96,7 +96,7 @@ pub fn main(args: SendArgs) -> anyhow::Result<()> {
 
 async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
     let (mut source, header): (Box<dyn AsyncRead + Unpin>, Header) = if args.file == "-" {
-        (Box::new(tokio::io::stdin()), Header { name: "stdin".into(), size: None })
+        (Box::new(tokio::io::BufReader::with_capacity(1 << 20, tokio::io::stdin())), Header { name: "stdin".into(), size: None })
     } else {
         let file = tokio::fs::File::open(&args.file).await.with_context(|| format!("cannot read '{}'", args.file))?;
         let meta = file.metadata().await.with_context(|| format!("cannot read '{}'", args.file))?;
