@@ -143,7 +143,7 @@ impl Driver {
             self.shared.incoming.notify_waiters();
         }
         let deadline = if state.retiring.is_empty() {
-            state.proto.poll_timeout().map(|t| state.instant(t))
+            state.proto.poll_timeout().and_then(|t| state.instant(t))
         } else {
             Some(Instant::now()) // another turn right away forgets them
         };
@@ -171,7 +171,7 @@ impl Driver {
             }
         }
         // Wake a little early for the deadline; the precise sleep above does the rest.
-        let coarse = deadline.map(|d| tokio::time::Instant::from_std(d - PRECISE_SLEEP / 2));
+        let coarse = deadline.and_then(|d| d.checked_sub(PRECISE_SLEEP / 2)).map(tokio::time::Instant::from_std);
         tokio::select! {
             ready = self.io.readable() => ready?,
             ready = self.io.writable(), if blocked => ready?,

@@ -108,9 +108,9 @@ impl State {
         Time::from_nanos(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
     }
 
-    /// The wall-clock instant of protocol time `t`.
-    pub(crate) fn instant(&self, t: Time) -> Instant {
-        self.epoch + std::time::Duration::from_nanos(t.as_nanos())
+    /// The wall-clock instant of protocol time `t`; `None` beyond what the clock can represent.
+    pub(crate) fn instant(&self, t: Time) -> Option<Instant> {
+        self.epoch.checked_add(std::time::Duration::from_nanos(t.as_nanos()))
     }
 
     /// The TOS byte for a connection's datagrams (and CS0 for stateless replies).
