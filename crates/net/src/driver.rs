@@ -33,25 +33,41 @@ pub(crate) fn spawn(shared: Arc<Shared>, socket: std::net::UdpSocket) -> io::Res
                 return;
             }
         };
-        runtime.block_on(async move {
-            let io = match UdpIo::new(socket) {
-                Ok(io) => io,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e));
-                    return;
-                }
-            };
-            let _ = ready_tx.send(io.local_addr());
-            let outcome = Driver { shared: shared.clone(), io, batch: SendBatch::default() }.run().await;
-            let why = match outcome {
-                Ok(()) => "endpoint closed".to_string(),
-                Err(e) => format!("socket failed: {e}"),
-            };
-            shared.lock().stop(why);
-            shared.incoming.notify_waiters();
-        });
+        let driven = shared.clone();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            runtime.block_on(async move {
+                let io = match UdpIo::new(socket) {
+                    Ok(io) => io,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return Ok(());
+                    }
+                };
+                let _ = ready_tx.send(io.local_addr());
+                Driver { shared: driven, io, batch: SendBatch::default() }.run().await
+            })
+        }));
+        let why = match outcome {
+            Ok(Ok(())) => "endpoint closed".to_string(),
+            Ok(Err(e)) => format!("socket failed: {e}"),
+            // A bug, but the handles get an error instead of waiting forever.
+            Err(panic) => format!("driver panicked: {}", panic_message(&panic)),
+        };
+        shared.lock().stop(why);
+        shared.incoming.notify_waiters();
     })?;
     ready_rx.recv().unwrap_or_else(|_| Err(io::Error::other("driver thread failed to start")))
+}
+
+/// The text of a panic payload.
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
 }
 
 struct Driver {
