@@ -240,8 +240,8 @@ async fn the_code_point_is_on_the_wire() {
             let options = EndpointOptions { dscp, ..EndpointOptions::default() };
             let client = Endpoint::bind_with("127.0.0.1:0".parse().unwrap(), options).unwrap();
             let attempt = tokio::spawn(async move { client.connect(to, quick(config)).await.map(|_| ()) });
-            let edge = edge.try_clone().unwrap();
-            let tos = tokio::task::spawn_blocking(move || next_tos(&edge)).await.unwrap();
+            let reader = edge.try_clone().unwrap();
+            let tos = tokio::task::spawn_blocking(move || next_tos(&reader)).await.unwrap();
             assert_eq!(tos >> 2, expected.value(), "hello marked {tos:#x}, expected {expected}");
             // Nobody answers: the attempt times out.
             assert!(matches!(attempt.await.unwrap(), Err(Error::ConnectTimeout)));
