@@ -88,10 +88,9 @@ struct Turn {
 
 impl Driver {
     async fn run(mut self) -> io::Result<()> {
-        let mut datagram = Vec::with_capacity(qstp_proto::config::MAX_DATAGRAM);
         loop {
             self.receive()?;
-            let turn = self.step(&mut datagram);
+            let turn = self.step();
             let blocked = match self.io.try_send(&mut self.batch) {
                 Ok(()) => false,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => true,
@@ -131,7 +130,7 @@ impl Driver {
     }
 
     /// Run timers, collect datagrams to send and dispatch events, all under one lock.
-    fn step(&mut self, datagram: &mut Vec<u8>) -> Turn {
+    fn step(&mut self) -> Turn {
         let mut state = self.shared.lock();
         let now = state.now();
         if state.proto.poll_timeout().is_some_and(|t| t <= now) {
@@ -139,9 +138,9 @@ impl Driver {
         }
         let mut more_to_send = false;
         if self.batch.pending() == 0 {
-            while let Some(transmit) = state.proto.poll_transmit(now, datagram) {
+            while let Some(transmit) = state.proto.poll_transmit(now, self.batch.next_buffer()) {
                 let tos = state.tos_for(transmit.connection);
-                self.batch.push(transmit.destination, &datagram[..transmit.size], tos);
+                self.batch.commit(transmit.destination, transmit.size, tos);
                 if self.batch.pending() >= MAX_BATCH_DATAGRAMS {
                     more_to_send = true;
                     break;

@@ -30,30 +30,48 @@ pub(crate) fn bind(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
     Ok(socket.into())
 }
 
-/// One datagram (or GSO batch) of a send batch.
+/// One datagram of a send batch.
 #[derive(Debug, Clone, Copy)]
 struct Outgoing {
     destination: SocketAddr,
-    start: usize,
     len: usize,
     tos: u8,
 }
 
-/// Datagrams waiting to be sent, stored back to back in one buffer; bounded by its owner.
+/// Datagrams waiting to be sent, each in its own reused buffer (the protocol writes straight into
+/// it, and a GSO send gathers them with one iovec each); bounded by its owner.
 #[derive(Debug, Default)]
 pub(crate) struct SendBatch {
-    bytes: Vec<u8>,
+    buffers: Vec<Vec<u8>>,
     datagrams: Vec<Outgoing>,
     /// Index of the first datagram not yet sent.
     next: usize,
 }
 
 impl SendBatch {
-    /// Append one datagram.
+    /// The buffer the next datagram should be written into.
+    pub(crate) fn next_buffer(&mut self) -> &mut Vec<u8> {
+        let index = self.datagrams.len();
+        if self.buffers.len() <= index {
+            self.buffers.push(Vec::with_capacity(MAX_DATAGRAM_GUESS));
+        }
+        &mut self.buffers[index]
+    }
+
+    /// Add the datagram just written into [`SendBatch::next_buffer`], its first `len` bytes.
+    pub(crate) fn commit(&mut self, destination: SocketAddr, len: usize, tos: u8) {
+        let index = self.datagrams.len();
+        let len = len.min(self.buffers[index].len());
+        self.datagrams.push(Outgoing { destination, len, tos });
+    }
+
+    /// Append a copy of one datagram.
+    #[cfg(test)]
     pub(crate) fn push(&mut self, destination: SocketAddr, datagram: &[u8], tos: u8) {
-        let start = self.bytes.len();
-        self.bytes.extend_from_slice(datagram);
-        self.datagrams.push(Outgoing { destination, start, len: datagram.len(), tos });
+        let buffer = self.next_buffer();
+        buffer.clear();
+        buffer.extend_from_slice(datagram);
+        self.commit(destination, datagram.len(), tos);
     }
 
     /// Datagrams not yet sent.
@@ -62,7 +80,6 @@ impl SendBatch {
     }
 
     fn clear(&mut self) {
-        self.bytes.clear();
         self.datagrams.clear();
         self.next = 0;
     }
@@ -90,7 +107,18 @@ impl SendBatch {
         }
         count
     }
+
+    /// The `count` datagrams starting at `next`, as slices.
+    fn slices(&self, count: usize) -> impl Iterator<Item = &[u8]> {
+        self.datagrams[self.next..self.next + count]
+            .iter()
+            .zip(&self.buffers[self.next..self.next + count])
+            .map(|(d, buffer)| &buffer[..d.len])
+    }
 }
+
+/// Capacity a fresh datagram buffer starts with (it grows if the protocol writes more).
+const MAX_DATAGRAM_GUESS: usize = 1500;
 
 /// Counters of the socket layer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -193,11 +221,9 @@ impl UdpIo {
         while batch.pending() > 0 {
             let run = batch.gso_run(self.max_segments);
             let first = batch.datagrams[batch.next];
-            let last = batch.datagrams[batch.next + run - 1];
-            let contents = &batch.bytes[first.start..last.start + last.len];
             let segment = (run > 1).then_some(first.len);
             let result = self.socket.try_io(tokio::io::Interest::WRITABLE, || {
-                send_datagrams(&self.socket, first.destination, contents, segment, first.tos)
+                send_datagrams(&self.socket, first.destination, batch.slices(run), segment, first.tos)
             });
             match result {
                 Ok(()) => {
@@ -232,12 +258,13 @@ fn is_gso_refusal(_code: i32) -> bool {
     false
 }
 
-/// One `sendmsg` with the TOS byte and, for several datagrams, the GSO segment size.
+/// One `sendmsg` of the `datagrams` (gathered, one iovec each) with the TOS byte and, for several
+/// datagrams, the GSO segment size.
 #[cfg(target_os = "linux")]
-fn send_datagrams(
+fn send_datagrams<'a>(
     socket: &tokio::net::UdpSocket,
     destination: SocketAddr,
-    contents: &[u8],
+    datagrams: impl Iterator<Item = &'a [u8]>,
     segment: Option<usize>,
     tos: u8,
 ) -> io::Result<()> {
@@ -248,14 +275,16 @@ fn send_datagrams(
     struct ControlBuffer([u8; 64]);
 
     let address = socket2::SockAddr::from(destination);
-    let mut iov = libc::iovec { iov_base: contents.as_ptr() as *mut libc::c_void, iov_len: contents.len() };
+    let mut iovecs: Vec<libc::iovec> = datagrams
+        .map(|d| libc::iovec { iov_base: d.as_ptr() as *mut libc::c_void, iov_len: d.len() })
+        .collect();
     let mut control = ControlBuffer([0; 64]);
     // SAFETY: an all-zero msghdr is a valid empty message.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_name = address.as_ptr() as *mut libc::c_void;
     msg.msg_namelen = address.len();
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
+    msg.msg_iov = iovecs.as_mut_ptr();
+    msg.msg_iovlen = iovecs.len() as _;
     msg.msg_control = control.0.as_mut_ptr() as *mut libc::c_void;
     msg.msg_controllen = control.0.len() as _;
     let is_v4 = match destination {
@@ -296,16 +325,16 @@ fn send_datagrams(
     }
 }
 
-/// One `send_to` per datagram; the TOS byte comes from the socket option set at bind time.
+/// One `send_to` per datagram (no GSO, no per-datagram TOS off Linux).
 #[cfg(not(target_os = "linux"))]
-fn send_datagrams(
+fn send_datagrams<'a>(
     socket: &tokio::net::UdpSocket,
     destination: SocketAddr,
-    contents: &[u8],
-    segment: Option<usize>,
+    datagrams: impl Iterator<Item = &'a [u8]>,
+    _segment: Option<usize>,
     _tos: u8,
 ) -> io::Result<()> {
-    for datagram in contents.chunks(segment.unwrap_or(contents.len()).max(1)) {
+    for datagram in datagrams {
         socket.try_send_to(datagram, destination)?;
     }
     Ok(())

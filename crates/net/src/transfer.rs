@@ -16,6 +16,8 @@ pub const VERSION: u8 = 1;
 pub const MAX_NAME: usize = 255;
 /// Largest chunk of file bytes.
 pub const MAX_CHUNK: usize = 64 * 1024;
+/// Size of the reads from the source and the writes to the sink.
+const IO_BLOCK: usize = 1 << 20;
 /// Longest verdict message, in bytes.
 pub const MAX_MESSAGE: usize = 1024;
 
@@ -171,19 +173,23 @@ where
 {
     stream.write_all(&header.encode()).await?;
     let mut hasher = blake3::Hasher::new();
-    let mut chunk = vec![0u8; 4 + MAX_CHUNK];
+    // Large reads from the source (few system calls), cut into chunks for the stream.
+    let mut block = vec![0u8; IO_BLOCK];
     let mut total = 0u64;
     loop {
-        let n = source.read(&mut chunk[4..]).await?;
-        chunk[..4].copy_from_slice(&(n as u32).to_be_bytes());
-        stream.write_all(&chunk[..4 + n]).await?;
+        let n = source.read(&mut block).await?;
         if n == 0 {
             break;
         }
-        hasher.update(&chunk[4..4 + n]);
+        for chunk in block[..n].chunks(MAX_CHUNK) {
+            stream.write_all(&(chunk.len() as u32).to_be_bytes()).await?;
+            stream.write_all(chunk).await?;
+        }
+        hasher.update(&block[..n]);
         total += n as u64;
         progress(total);
     }
+    stream.write_all(&0u32.to_be_bytes()).await?;
     let hash = *hasher.finalize().as_bytes();
     stream.write_all(&hash).await?;
     stream.flush().await?;
@@ -203,7 +209,9 @@ where
     W: AsyncWrite + Unpin,
 {
     let mut hasher = blake3::Hasher::new();
-    let mut chunk = vec![0u8; MAX_CHUNK];
+    // Chunks are read straight into a large block that goes to the sink whole.
+    let mut block = vec![0u8; IO_BLOCK];
+    let mut filled = 0usize;
     let mut total = 0u64;
     loop {
         let mut len = [0u8; 4];
@@ -215,18 +223,23 @@ where
         if len as usize > MAX_CHUNK {
             return Err(TransferError::ChunkTooLarge(len));
         }
-        let data = &mut chunk[..len as usize];
-        stream.read_exact(data).await?;
         total += u64::from(len);
         if let Some(announced) = header.size {
             if total > announced {
                 return Err(TransferError::SizeMismatch { announced, received: total });
             }
         }
-        hasher.update(data);
-        sink.write_all(data).await?;
+        if filled + len as usize > block.len() {
+            hasher.update(&block[..filled]);
+            sink.write_all(&block[..filled]).await?;
+            filled = 0;
+        }
+        stream.read_exact(&mut block[filled..filled + len as usize]).await?;
+        filled += len as usize;
         progress(total);
     }
+    hasher.update(&block[..filled]);
+    sink.write_all(&block[..filled]).await?;
     let mut sent_hash = [0u8; 32];
     stream.read_exact(&mut sent_hash).await?;
     sink.flush().await?;
