@@ -89,11 +89,17 @@ async fn run(args: RecvArgs, destination: Destination) -> anyhow::Result<()> {
     if !args.quiet {
         eprintln!("listening on {}", endpoint.local_addr());
     }
-    if args.once {
-        let conn = endpoint.accept().await.context("the endpoint stopped before a transfer arrived")?;
-        return serve(conn, &destination, args.quiet).await;
-    }
     let mut interrupted = std::pin::pin!(tokio::signal::ctrl_c());
+    if args.once {
+        // On Ctrl-C the transfer is dropped, and with it its temporary file.
+        return tokio::select! {
+            result = async {
+                let conn = endpoint.accept().await.context("the endpoint stopped before a transfer arrived")?;
+                serve(conn, &destination, args.quiet).await
+            } => result,
+            _ = &mut interrupted => bail!("interrupted"),
+        };
+    }
     loop {
         tokio::select! {
             conn = endpoint.accept() => {
