@@ -253,3 +253,26 @@ async fn the_code_point_is_on_the_wire() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abort_reaches_the_peer_with_its_code_and_reason() {
+    bounded(async {
+        let server = server(Duration::from_secs(10));
+        let addr = server.local_addr();
+        let receiver = tokio::spawn(async move {
+            let mut conn = server.accept().await.unwrap();
+            let mut sink = Vec::new();
+            let err = conn.read_to_end(&mut sink).await.unwrap_err();
+            to_net_error(&err)
+        });
+        let client = client();
+        let mut conn = client.connect(addr, Config::default()).await.unwrap();
+        conn.write_all(b"some bytes").await.unwrap();
+        conn.close(7, b"changed my mind");
+        let err = receiver.await.unwrap();
+        assert!(matches!(&err, Error::PeerClosed { code: 7, reason } if reason == "changed my mind"), "{err}");
+        let local = conn.write_all(b"more").await.unwrap_err();
+        assert!(matches!(Error::from_io(&local), Some(Error::LocallyClosed)), "{local}");
+    })
+    .await;
+}

@@ -104,7 +104,8 @@ async fn a_flooded_listener_keeps_serving_and_keeps_no_state_for_strangers() {
         let stats = watcher.stats();
         assert_eq!(stats.protocol.accepted, 1, "only the real client got a connection: {stats:?}");
         assert!(most_connections <= 1, "the listener held {most_connections} connections");
-        assert!(stats.protocol.malformed + stats.protocol.unknown_connection + stats.protocol.cookie_challenges > 0);
+        assert!(stats.protocol.malformed > 0, "random datagrams are counted as malformed: {stats:?}");
+        assert!(stats.protocol.cookie_challenges > 0, "replayed hellos were answered statelessly: {stats:?}");
         if let (Some(before), Some(after)) = (baseline, resident_bytes()) {
             let growth = after.saturating_sub(before);
             assert!(growth < 64 << 20, "memory grew by {} MiB under the flood", growth >> 20);
