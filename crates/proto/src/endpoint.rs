@@ -15,7 +15,7 @@ use crate::wire::{Close, ConnectionId, Hello, Packet, Retry};
 use cookie::CookieJar;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 /// Most stateless replies (retries, refusals) waiting to be sent; more are dropped.
@@ -98,10 +98,12 @@ pub struct Endpoint {
     cookies: CookieJar,
     rng: ChaCha20Rng,
     connections: BTreeMap<ConnectionHandle, Connection>,
-    /// Routing: the id the peer addresses a connection with.
-    by_id: HashMap<ConnectionId, ConnectionHandle>,
+    /// Routing: the id the peer addresses a connection with. Ordered maps, not hash maps: no
+    /// per-process random hash keys, so nothing here can make two runs of one seed differ, and
+    /// lookups stay O(log n) whatever ids or addresses a peer picks.
+    by_id: BTreeMap<ConnectionId, ConnectionHandle>,
     /// Accepted connections by client address and client id, to answer a repeated hello.
-    by_client: HashMap<(SocketAddr, ConnectionId), ConnectionHandle>,
+    by_client: BTreeMap<(SocketAddr, ConnectionId), ConnectionHandle>,
     /// Replies that need no connection: retries and refusals, bounded.
     stateless: VecDeque<(SocketAddr, Vec<u8>)>,
     next_handle: usize,
@@ -118,8 +120,8 @@ impl Endpoint {
             config,
             rng: ChaCha20Rng::seed_from_u64(seed),
             connections: BTreeMap::new(),
-            by_id: HashMap::new(),
-            by_client: HashMap::new(),
+            by_id: BTreeMap::new(),
+            by_client: BTreeMap::new(),
             stateless: VecDeque::new(),
             next_handle: 0,
             next_to_poll: ConnectionHandle(0),
