@@ -161,3 +161,65 @@ fn abandoned_messages_do_not_hold_back_the_rest_of_a_burst() {
     assert_eq!(delivered.iter().copied().collect::<BTreeSet<_>>(), arrived, "everything that arrived was delivered");
     assert!(arrived.len() < 30, "some messages were abandoned");
 }
+
+/// In order, with a deadline far off: the lowest undelivered message is larger than any before
+/// it, every transmission of it is lost for a while, and later messages fill the receiver's buffer
+/// meanwhile. Once the path lets it through it is still taken in (not refused until abandoned), and
+/// everything is delivered in order.
+#[test]
+fn a_large_lost_message_is_not_starved_by_the_messages_after_it() {
+    const BIG: u64 = 3;
+    /// Every fragment of the big message is lost during the first two seconds.
+    fn drop_big_early(now: Time, datagram: &[u8]) -> bool {
+        let early = now < Time::from_nanos(3_000_000_000);
+        early && matches!(Packet::decode(datagram), Ok(Packet::Data(d)) if matches!(d.chunk, Chunk::Message { id: BIG, .. }))
+    }
+    let limits = Config { recv_buffer: 24 * 1024, ..Config::default() };
+    let path = PathModel { drop_if: Some(drop_big_early), ..PathModel::with_delay(Duration::from_millis(10)) };
+    let mut pair = Pair::new(limits, path, 27);
+    let error = ErrorControl::SackPartial { deadline: Some(Duration::from_secs(10)), max_retransmissions: None };
+    // A fixed rate: the losses must not slow the sender before the buffer is full.
+    let congestion = CongestionControl::Fixed { rate: Rate::from_mbps(5) };
+    pair.connect_and_establish(Config { congestion, ..composition(error, Order::Ordered) });
+    let sizes: Vec<usize> = (0..30u64).map(|id| match id {
+        0..=2 => 500,
+        BIG => 12_000,
+        _ => 2_000,
+    }).collect();
+    let mut next = 0;
+    let mut delivered = Vec::new();
+    let done = pair.drive_until(Duration::from_secs(20), |p| {
+        while next < sizes.len() {
+            let now = p.time;
+            if p.client.conn_mut().send_message(now, &message(next as u64, now, sizes[next])).is_err() {
+                break;
+            }
+            next += 1;
+        }
+        while let Some(m) = p.server.conn_mut().recv_message() {
+            delivered.push(parse(&m).0);
+        }
+        delivered.len() == sizes.len()
+    });
+    assert!(pair.to_server_stats.lost >= 9, "the big message's first transmissions were lost");
+    assert!(done, "stalled after {delivered:?}");
+    assert_eq!(delivered, (0..30).collect::<Vec<_>>());
+}
+
+/// A message the peer could never hold whole is refused at once instead of being sent forever.
+#[test]
+fn a_message_larger_than_the_peers_buffer_is_refused() {
+    let limits = Config { recv_buffer: 16 * 1024, ..Config::default() };
+    let mut pair = Pair::new(limits, PathModel::default(), 28);
+    pair.connect_and_establish(composition(ErrorControl::SackFull, Order::Unordered));
+    let now = pair.time;
+    let conn = pair.client.conn_mut();
+    assert_eq!(conn.send_message(now, &[1; 16 * 1024 + 1]), Err(qstp_proto::WriteError::TooLarge(16 * 1024 + 1)));
+    conn.send_message(now, &[2; 16 * 1024]).unwrap();
+    let mut got = None;
+    pair.drive_until(Duration::from_secs(5), |p| {
+        got = got.take().or_else(|| p.server.conn_mut().recv_message());
+        got.is_some()
+    });
+    assert_eq!(got.map(|m| m.len()), Some(16 * 1024));
+}

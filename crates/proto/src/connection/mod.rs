@@ -65,8 +65,8 @@ pub enum WriteError {
     /// This composition has no byte stream (stream needs sack-full + ordered) or no such message.
     #[error("not supported by this composition: {0}")]
     Unsupported(&'static str),
-    /// A message larger than the send buffer.
-    #[error("message of {0} bytes exceeds the send buffer")]
+    /// A message larger than the send buffer or than the peer's receive buffer.
+    #[error("message of {0} bytes exceeds the send buffer or the peer's receive buffer")]
     TooLarge(usize),
 }
 
@@ -429,7 +429,9 @@ impl Connection {
         if self.sender.finished {
             return Err(WriteError::Finished);
         }
-        if data.len() > self.config.send_buffer || data.len() > u32::MAX as usize {
+        // The peer reassembles a message whole: one larger than its buffer could never arrive.
+        let peer_limit = self.sender.peer_recv_window.unwrap_or(u64::MAX);
+        if data.len() > self.config.send_buffer || data.len() > u32::MAX as usize || data.len() as u64 > peer_limit {
             return Err(WriteError::TooLarge(data.len()));
         }
         match queue.push(now, data, deadline) {

@@ -34,6 +34,8 @@ pub(crate) struct Sender {
     next_packet_number: u64,
     /// Flow control: stream bytes or message ids below this may be sent.
     peer_max_data: u64,
+    /// The peer's receive buffer from the handshake: no message larger can ever be delivered.
+    pub(crate) peer_recv_window: Option<u64>,
     /// Sequence of the newest feedback accepted (older or replayed feedback is dropped).
     last_feedback_sequence: Option<u64>,
     /// Most packets outstanding at once (bounds the scoreboard).
@@ -75,6 +77,7 @@ impl Sender {
             messages: (!stream_mode).then(|| MessageSendQueue::new(config.send_buffer)),
             next_packet_number: 0,
             peer_max_data: 0,
+            peer_recv_window: None,
             last_feedback_sequence: None,
             max_outstanding,
             has_work: false,
@@ -98,6 +101,7 @@ impl Sender {
 
     /// The peer's initial receive window, from the handshake.
     pub(crate) fn set_peer_window(&mut self, config: &Config, recv_window: u64) {
+        self.peer_recv_window = Some(recv_window);
         self.peer_max_data = if self.stream.is_some() {
             recv_window
         } else {

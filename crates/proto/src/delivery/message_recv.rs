@@ -1,8 +1,9 @@
 //! Reassembly of messages, delivered in order or as each completes.
 //!
-//! Memory is bounded by `capacity` bytes: a message is buffered whole (its `total_len` reserved on
-//! its first fragment), room for the lowest undelivered message is always kept free, and ids beyond
-//! the advertised [`MessageReassembler::max_data`] are refused.
+//! Memory is bounded: a message is buffered whole (its `total_len` reserved on its first
+//! fragment), messages other than the lowest undelivered one fill at most `capacity` bytes and
+//! leave room for it, the lowest is always taken in (so at most `2 * capacity` bytes are held),
+//! and ids beyond the advertised [`MessageReassembler::max_data`] are refused.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -67,9 +68,9 @@ impl MessageReassembler {
     /// An empty reassembler holding at most `capacity` bytes; `max_payload` sizes the id window.
     ///
     /// Room for the lowest undelivered message is kept free: as much as the largest message seen
-    /// so far, and at least `max_payload`. Ordered delivery can only stall if the lowest message
-    /// is larger than every message seen before it and all of its fragments were lost while later
-    /// messages filled the buffer; passing the largest message size as `max_payload` rules that out.
+    /// so far, and at least `max_payload`. That room is only a guess (a lost message's size is
+    /// unknown until a fragment arrives), so the lowest message is admitted even when later ones
+    /// took the room: ordered delivery never stalls on a buffer full of messages that wait for it.
     pub fn new(order: Order, capacity: usize, max_payload: usize) -> Self {
         let max_payload = max_payload.clamp(1, capacity.max(1));
         Self {
@@ -120,9 +121,14 @@ impl MessageReassembler {
             return Err(DeliveryError::Full);
         }
         self.reserve = self.reserve.max(total_len as usize);
-        let reserve = if id != floor && !self.pending.contains_key(&floor) { self.reserve } else { 0 };
-        if self.used + total_len as usize + reserve > self.capacity {
-            return Err(DeliveryError::Full);
+        // The lowest undelivered message is always taken in (it fits the capacity on its own):
+        // in order, nothing can be delivered without it, so refusing it could stall delivery for
+        // good. Memory stays below twice the capacity.
+        if id != floor {
+            let reserve = if self.pending.contains_key(&floor) { 0 } else { self.reserve };
+            if self.used + total_len as usize + reserve > self.capacity {
+                return Err(DeliveryError::Full);
+            }
         }
         self.used += total_len as usize;
         let mut message = InMessage::new(total_len);
@@ -302,6 +308,20 @@ mod tests {
         r.insert(3, 0, 100, b"x").unwrap();
         r.insert(0, 0, 300, b"x").unwrap();
         assert_eq!(r.buffered(), 1000);
+    }
+
+    #[test]
+    fn the_lowest_message_is_taken_in_even_when_later_ones_took_its_room() {
+        let mut r = MessageReassembler::new(Order::Ordered, 1000, 10);
+        r.insert(1, 0, 300, b"x").unwrap();
+        r.insert(2, 0, 300, b"x").unwrap();
+        r.insert(3, 0, 100, b"x").unwrap();
+        // Message 0 is larger than any seen: the 300 bytes kept for it are not enough.
+        r.insert(0, 0, 600, b"x").unwrap();
+        assert_eq!(r.buffered(), 1300, "over capacity by at most one message");
+        assert!(r.insert(4, 0, 1, b"x").is_err(), "later messages wait");
+        assert_eq!(r.insert(0, 0, 600, b"x"), Ok(()), "further fragments of it are welcome");
+        assert_eq!(r.max_data(), 1, "the window is closed but for the lowest message");
     }
 
     #[test]
