@@ -240,3 +240,79 @@ fn without_error_control_reordering_alone_loses_nothing() {
         assert_eq!(pair.client.conn().stats().packets_retransmitted, 0);
     }
 }
+
+/// Partial reliability, in order, and nothing else to send: the first message never gets through
+/// and is abandoned at its deadline; the sender must still tell the receiver to skip it (an empty
+/// packet, sent again when that one is lost too), or the second message waits forever.
+#[test]
+fn a_skip_notice_goes_out_alone_and_again_when_lost() {
+    /// Every fragment of message 0 is lost.
+    fn drop_first_message(_now: Time, datagram: &[u8]) -> bool {
+        matches!(Packet::decode(datagram), Ok(Packet::Data(d)) if matches!(d.chunk, Chunk::Message { id: 0, .. }))
+    }
+    let path = PathModel { drop_if: Some(drop_first_message), ..PathModel::with_delay(Duration::from_millis(10)) };
+    let mut pair = Pair::new(Config::default(), path, 30);
+    pair.capture = Some(Vec::new());
+    let error = ErrorControl::SackPartial { deadline: Some(Duration::from_millis(200)), max_retransmissions: None };
+    pair.connect_and_establish(composition(error, Order::Ordered));
+    let now = pair.time;
+    pair.client.conn_mut().send_message(now, &message(0, now, 2_000)).unwrap();
+    pair.client.conn_mut().send_message(now, &message(1, now, 300)).unwrap();
+    // Message 1 arrives but waits for message 0; the way to the server then fails for a while,
+    // taking the first skip notice with it.
+    pair.drive(Duration::from_millis(150));
+    assert_eq!(pair.server.conn_mut().recv_message(), None, "message 1 waits in order");
+    pair.to_server.loss = 1.0;
+    pair.drive(Duration::from_millis(300));
+    pair.to_server.loss = 0.0;
+    let mut got = None;
+    assert!(pair.drive_until(Duration::from_secs(5), |p| {
+        got = got.take().or_else(|| p.server.conn_mut().recv_message());
+        got.is_some()
+    }), "message 1 was never released");
+    assert_eq!(parse(&got.unwrap()).0, 1);
+    let notices = pair.capture.as_ref().unwrap().iter().filter(|(_, d, b)| {
+        *d == Direction::ToServer && matches!(Packet::decode(b), Ok(Packet::Data(data)) if data.chunk == Chunk::Empty && data.skip_to == Some(2))
+    });
+    assert!(notices.count() >= 2, "the lost skip notice was sent again");
+    // Once the skip is acknowledged the sender falls silent: no notice is repeated for nothing.
+    pair.drive(Duration::from_millis(500));
+    let sent = pair.to_server_stats.sent;
+    pair.drive(Duration::from_secs(3));
+    assert_eq!(pair.to_server_stats.sent, sent, "nothing more to say");
+}
+
+/// A skip point counts even when the packet carrying it brings a fragment the receiver cannot
+/// take yet: here message 0 never arrives and the receiver's window closes behind it, so messages
+/// 3 and 4 are refused. Message 3 expires with message 0 (same deadline); once the sender gives up
+/// on both, the next copy of message 4 carries the skip, which opens the window for message 4
+/// itself instead of leaving it to expire too.
+#[test]
+fn a_skip_point_counts_even_on_a_refused_fragment() {
+    fn drop_first_message(_now: Time, datagram: &[u8]) -> bool {
+        matches!(Packet::decode(datagram), Ok(Packet::Data(d)) if matches!(d.chunk, Chunk::Message { id: 0, .. }))
+    }
+    let limits = Config { recv_buffer: 8 * 1024, ..Config::default() };
+    let path = PathModel { drop_if: Some(drop_first_message), ..PathModel::with_delay(Duration::from_millis(10)) };
+    let mut pair = Pair::new(limits, path, 31);
+    let error = ErrorControl::SackPartial { deadline: Some(Duration::from_millis(300)), max_retransmissions: None };
+    pair.connect_and_establish(composition(error, Order::Ordered));
+    let start = pair.time;
+    for id in 0..4 {
+        pair.client.conn_mut().send_message(start, &message(id, start, 1_400)).unwrap();
+    }
+    let mut delivered = Vec::new();
+    let mut written = 4;
+    pair.drive_until(Duration::from_secs(3), |p| {
+        if written == 4 && p.time >= start + Duration::from_millis(250) {
+            let now = p.time;
+            p.client.conn_mut().send_message(now, &message(4, now, 1_400)).unwrap();
+            written += 1;
+        }
+        while let Some(m) = p.server.conn_mut().recv_message() {
+            delivered.push(parse(&m).0);
+        }
+        false
+    });
+    assert_eq!(delivered, vec![1, 2, 4]);
+}
