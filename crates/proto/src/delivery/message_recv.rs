@@ -62,6 +62,9 @@ pub struct MessageReassembler {
     delivered_above: BTreeSet<u64>,
     /// Bytes reserved by `pending` and `ready`.
     used: usize,
+    /// The highest id window computed so far: ids below it stay allowed, so a packet the sender
+    /// sent within an advertised window is never refused for a window that shrank since.
+    granted: u64,
 }
 
 impl MessageReassembler {
@@ -73,7 +76,7 @@ impl MessageReassembler {
     /// took the room: ordered delivery never stalls on a buffer full of messages that wait for it.
     pub fn new(order: Order, capacity: usize, max_payload: usize) -> Self {
         let max_payload = max_payload.clamp(1, capacity.max(1));
-        Self {
+        let mut reassembler = Self {
             order,
             capacity,
             max_payload,
@@ -84,7 +87,10 @@ impl MessageReassembler {
             ready: VecDeque::new(),
             delivered_above: BTreeSet::new(),
             used: 0,
-        }
+            granted: 0,
+        };
+        reassembler.granted = reassembler.window();
+        reassembler
     }
 
     /// Lowest id the reassembler still waits for.
@@ -137,6 +143,7 @@ impl MessageReassembler {
         }
         self.pending.insert(id, message);
         self.on_progress(id);
+        self.grant();
         Ok(())
     }
 
@@ -178,6 +185,7 @@ impl MessageReassembler {
         if self.order == Order::Unordered {
             self.advance_unordered();
         }
+        self.grant();
     }
 
     /// Next deliverable message.
@@ -201,14 +209,26 @@ impl MessageReassembler {
             }
         };
         self.used -= data.len();
+        self.grant();
         Some(data)
     }
 
     /// Flow control: the sender may send message ids below this (lowest undelivered id + free
-    /// buffer / max_payload, at least one).
+    /// buffer / max_payload, at least one), and never less than before.
     pub fn max_data(&self) -> u64 {
+        self.granted.max(self.window())
+    }
+
+    /// The window the buffer allows now: lowest undelivered id + free buffer / max_payload.
+    fn window(&self) -> u64 {
         let free = self.capacity.saturating_sub(self.used);
         self.floor().saturating_add(((free / self.max_payload) as u64).max(1))
+    }
+
+    /// Remember the window as granted (RFC 1122 §4.2.2.16: a receiver should not shrink its
+    /// window); the byte bound still holds, as every message must fit the buffer to be taken in.
+    fn grant(&mut self) {
+        self.granted = self.granted.max(self.window());
     }
 
     /// Bytes reserved by buffered messages.
@@ -321,7 +341,20 @@ mod tests {
         assert_eq!(r.buffered(), 1300, "over capacity by at most one message");
         assert!(r.insert(4, 0, 1, b"x").is_err(), "later messages wait");
         assert_eq!(r.insert(0, 0, 600, b"x"), Ok(()), "further fragments of it are welcome");
-        assert_eq!(r.max_data(), 1, "the window is closed but for the lowest message");
+        assert_eq!(r.max_data(), 100, "ids once allowed stay allowed; bytes still bound the buffer");
+    }
+
+    #[test]
+    fn the_window_never_shrinks_while_the_lowest_message_is_missing() {
+        let mut r = MessageReassembler::new(Order::Ordered, 8192, 1436);
+        assert_eq!(r.max_data(), 5);
+        r.insert(1, 0, 1400, b"x").unwrap();
+        r.insert(2, 0, 1400, b"x").unwrap();
+        // The free buffer alone would now allow ids below 3, but 3 and 4 were granted and fit.
+        assert_eq!(r.max_data(), 5);
+        r.insert(3, 0, 1400, b"x").unwrap();
+        r.insert(4, 0, 1400, b"x").unwrap();
+        assert_eq!(r.insert(5, 0, 10, b"x"), Err(DeliveryError::BeyondWindow));
     }
 
     #[test]
