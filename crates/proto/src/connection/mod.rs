@@ -126,6 +126,7 @@ pub struct Stats {
 mod close;
 mod events;
 mod handshake;
+mod idle;
 mod recv;
 mod send;
 mod stats;
@@ -135,6 +136,7 @@ use crate::wire::{ConnectionId, Packet};
 use close::Closing;
 use events::EventQueue;
 use handshake::Handshake;
+use idle::IdleClock;
 use recv::Receiver;
 use send::Sender;
 use stats::Counters;
@@ -184,6 +186,8 @@ pub struct Connection {
     sender: Sender,
     receiver: Receiver,
     closing: Closing,
+    /// When the peer was last heard, for idle detection.
+    idle: IdleClock,
     /// The latest time the driver passed in (for deadlines computed without a `now`).
     last_now: Time,
 }
@@ -232,6 +236,7 @@ impl Connection {
             sender: Sender::new(now, &config),
             receiver: Receiver::new(&config),
             closing: Closing::default(),
+            idle: IdleClock::default(),
             last_now: now,
             config,
         }
@@ -277,6 +282,7 @@ impl Connection {
             self.counters.packets_received += 1;
             self.counters.bytes_received += size as u64;
             if !self.is_closed() {
+                self.idle.on_heard(now);
                 self.timers.set(Timer::Idle, now + self.config.idle_timeout);
             }
         } else {
@@ -300,8 +306,20 @@ impl Connection {
             return;
         }
         if self.timers.is_expired(Timer::Idle, now) {
-            self.close_silently(CloseReason::IdleTimeout, now);
-            return;
+            // A peer that is slow rather than gone gets longer (see `idle`): look again then.
+            let rto = self.sender.rto(&self.config);
+            let peer_floor = match self.config.congestion {
+                // Both sides run the composition of the hello: the peer's rate is this one.
+                crate::config::CongestionControl::Fixed { rate } => Some(rate.transmit_time(self.config.segment_size())),
+                _ => None,
+            };
+            match self.idle.deadline(self.config.idle_timeout, peer_floor, self.own_packet_spacing(), rto) {
+                Some(deadline) if deadline > now => self.timers.set(Timer::Idle, deadline),
+                _ => {
+                    self.close_silently(CloseReason::IdleTimeout, now);
+                    return;
+                }
+            }
         }
         if self.timers.is_expired(Timer::HandshakeTimeout, now) {
             self.close_silently(CloseReason::HandshakeTimeout, now);

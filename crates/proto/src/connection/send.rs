@@ -179,6 +179,17 @@ impl Connection {
         next
     }
 
+    /// The spacing of this side's packets at the allowed rate, if it has data to send or in flight.
+    pub(super) fn own_packet_spacing(&self) -> Option<Duration> {
+        let has_unsent = match (&self.sender.stream, &self.sender.messages) {
+            (Some(stream), _) => stream.has_unsent(),
+            (None, Some(queue)) => queue.has_unsent(),
+            (None, None) => false,
+        };
+        let busy = has_unsent || self.sender.sack.outstanding() > 0 || self.sender.sack.has_retransmissions();
+        busy.then(|| self.sender.rate.allowed_rate().transmit_time(self.config.segment_size()))
+    }
+
     /// Whether a data packet might go out if pacing allowed it.
     fn wants_to_send(&self) -> bool {
         self.state == State::Established
