@@ -89,6 +89,8 @@ pub struct EndpointStats {
     pub refused: u64,
     /// Connections accepted.
     pub accepted: u64,
+    /// Stateless replies (retries, refusals) not sent: `MAX_STATELESS_REPLIES` were waiting.
+    pub stateless_dropped: u64,
 }
 
 /// Many connections behind one address.
@@ -221,6 +223,7 @@ impl Endpoint {
 
     fn queue_stateless(&mut self, remote: SocketAddr, packet: &Packet<'_>) {
         if self.stateless.len() >= MAX_STATELESS_REPLIES {
+            self.stats.stateless_dropped += 1;
             return;
         }
         let mut bytes = Vec::with_capacity(packet.encoded_len());

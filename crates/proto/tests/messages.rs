@@ -342,3 +342,28 @@ fn a_granted_message_window_is_honoured() {
     });
     assert_eq!(delivered, vec![1, 2, 3, 4]);
 }
+
+/// `Readable` means a whole message can be taken: not when its first fragment arrives.
+#[test]
+fn readable_is_announced_for_whole_messages_only() {
+    let mut pair = Pair::new(Config::default(), PathModel::with_delay(Duration::from_millis(10)), 33);
+    pair.arrivals = Some(Vec::new());
+    // 100 kbit/s: the fragments of a 5000-byte message arrive about 120 ms apart.
+    let congestion = CongestionControl::Fixed { rate: Rate::from_kbps(100) };
+    pair.connect_and_establish(Config { congestion, ..composition(ErrorControl::SackFull, Order::Unordered) });
+    let sent_at = pair.time;
+    pair.client.conn_mut().send_message(sent_at, &message(0, sent_at, 5_000)).unwrap();
+    pair.drive(Duration::from_secs(2));
+    let fragments: Vec<Time> = pair
+        .arrivals
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|(_, d, b)| *d == Direction::ToServer && matches!(Packet::decode(b), Ok(Packet::Data(data)) if matches!(data.chunk, Chunk::Message { .. })))
+        .map(|(t, _, _)| *t)
+        .collect();
+    assert!(fragments.len() >= 4, "the message came in several fragments");
+    let readable: Vec<Time> = pair.server.events.iter().filter(|(_, _, e)| *e == qstp_proto::Event::Readable).map(|(t, _, _)| *t).collect();
+    assert_eq!(readable, vec![*fragments.last().unwrap()], "one announcement, when the last fragment arrived");
+    assert_eq!(pair.server.conn_mut().recv_message().map(|m| parse(&m).0), Some(0));
+}

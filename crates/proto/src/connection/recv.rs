@@ -161,8 +161,8 @@ impl Connection {
                 self.receiver.finished_reported = true;
                 self.events.push(Event::Finished);
             }
-        } else {
-            // Message compositions: `Readable` whenever a fragment arrived; `recv_message` tells.
+        } else if self.receiver.messages.as_ref().is_some_and(|m| m.has_deliverable()) {
+            // Message compositions: only once a whole message can be taken.
             self.events.push(Event::Readable);
         }
     }

@@ -213,6 +213,23 @@ impl MessageReassembler {
         Some(data)
     }
 
+    /// Whether [`MessageReassembler::pop`] would return a message now.
+    pub fn has_deliverable(&self) -> bool {
+        match self.order {
+            Order::Unordered => !self.ready.is_empty(),
+            Order::Ordered => {
+                let Some((&first, message)) = self.pending.first_key_value() else { return false };
+                // As in `pop`: complete messages left below a skip go first, in order.
+                let expected = if self.next_deliver < self.skip_floor && first < self.skip_floor {
+                    first
+                } else {
+                    self.next_deliver.max(self.skip_floor)
+                };
+                first == expected && message.complete
+            }
+        }
+    }
+
     /// Flow control: the sender may send message ids below this (lowest undelivered id + free
     /// buffer / max_payload, at least one), and never less than before.
     pub fn max_data(&self) -> u64 {
@@ -249,8 +266,10 @@ mod tests {
     fn ordered_waits_for_the_earlier_message() {
         let mut r = MessageReassembler::new(Order::Ordered, 1000, 100);
         r.insert(1, 0, 3, b"two").unwrap();
+        assert!(!r.has_deliverable());
         assert_eq!(r.pop(), None);
         r.insert(0, 0, 3, b"one").unwrap();
+        assert!(r.has_deliverable());
         assert_eq!(drain(&mut r), vec![b"one".to_vec(), b"two".to_vec()]);
         assert_eq!(r.buffered(), 0);
     }
@@ -272,6 +291,7 @@ mod tests {
         let mut r = MessageReassembler::new(Order::Ordered, 1000, 100);
         r.insert(0, 6, 11, b"world").unwrap();
         r.insert(0, 6, 11, b"world").unwrap();
+        assert!(!r.has_deliverable(), "half a message is not deliverable");
         assert_eq!(r.pop(), None);
         r.insert(0, 0, 11, b"hello ").unwrap();
         assert_eq!(r.pop(), Some(b"hello world".to_vec()));
@@ -284,9 +304,11 @@ mod tests {
         r.insert(1, 0, 3, b"one").unwrap();
         r.insert(3, 0, 5, b"three").unwrap();
         r.skip_to(3);
+        assert!(r.has_deliverable(), "complete messages below the skip are still delivered");
         r.insert(0, 2, 4, b"ro").unwrap();
         r.insert(2, 0, 3, b"two").unwrap();
         assert_eq!(drain(&mut r), vec![b"one".to_vec(), b"three".to_vec()]);
+        assert!(!r.has_deliverable());
         assert_eq!(r.buffered(), 0);
     }
 
