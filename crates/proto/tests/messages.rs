@@ -367,3 +367,32 @@ fn readable_is_announced_for_whole_messages_only() {
     assert_eq!(readable, vec![*fragments.last().unwrap()], "one announcement, when the last fragment arrived");
     assert_eq!(pair.server.conn_mut().recv_message().map(|m| parse(&m).0), Some(0));
 }
+
+/// A message the path keeps losing is given up exactly at its deadline, not whenever another
+/// timer (here the retransmission timeout) next wakes the sender.
+#[test]
+fn a_message_is_abandoned_exactly_at_its_deadline() {
+    fn drop_message_1(_now: Time, datagram: &[u8]) -> bool {
+        matches!(Packet::decode(datagram), Ok(Packet::Data(d)) if matches!(d.chunk, Chunk::Message { id: 1, .. }))
+    }
+    let path = PathModel { drop_if: Some(drop_message_1), ..PathModel::with_delay(Duration::from_millis(10)) };
+    let mut pair = Pair::new(Config::default(), path, 34);
+    let deadline = Duration::from_millis(700);
+    let error = ErrorControl::SackPartial { deadline: Some(deadline), max_retransmissions: None };
+    pair.connect_and_establish(composition(error, Order::Ordered));
+    let start = pair.time;
+    pair.client.conn_mut().send_message(start, &message(0, start, 500)).unwrap();
+    pair.drive(Duration::from_millis(100));
+    let capacity = pair.client.conn().send_capacity();
+    let written = pair.time;
+    pair.client.conn_mut().send_message(written, &message(1, written, 500)).unwrap();
+    let mut freed_at = None;
+    pair.drive_until(Duration::from_secs(5), |p| {
+        if p.client.conn().send_capacity() == capacity {
+            freed_at = Some(p.time);
+        }
+        freed_at.is_some()
+    });
+    assert!(pair.to_server_stats.lost > 3, "message 1 was sent again and again");
+    assert_eq!(freed_at, Some(written + deadline), "abandoned (and its buffer freed) at the deadline");
+}

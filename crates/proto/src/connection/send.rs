@@ -169,6 +169,10 @@ impl Connection {
         let mut next = self.sender.rate.poll_timeout();
         let rto = self.sender.rto(&self.config);
         next = min_time(next, self.sender.sack.poll_timeout(rto));
+        if let (ErrorControl::SackPartial { deadline: Some(_), .. }, Some(queue)) = (self.config.error, &self.sender.messages) {
+            // Partial reliability: a message is given up at its deadline, not at the next packet.
+            next = min_time(next, queue.next_deadline());
+        }
         if let Some(probe) = self.sender.probe_at.filter(|t| *t > self.last_now) {
             next = min_time(next, Some(probe));
         }
