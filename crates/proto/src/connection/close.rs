@@ -94,7 +94,14 @@ impl Connection {
             return false;
         }
         if close.graceful {
-            // The peer read our whole stream and had its own acknowledged: confirm and end.
+            // The peer read our whole stream and had its own acknowledged: confirm and end. Its
+            // word also acknowledges our stream's tail, whose last acknowledgement may be lost.
+            let confirmed = self.sender.stream.as_mut().map_or(true, |stream| stream.on_all_delivered());
+            if !confirmed {
+                let reason = CloseReason::ProtocolViolation("graceful close before our stream was wholly sent".into());
+                self.close_with_packet(now, reason, false, 0, b"graceful close before the stream ended");
+                return true;
+            }
             self.close_with_packet(now, CloseReason::Graceful, true, 0, b"");
         } else {
             let reason = CloseReason::PeerClosed { code: close.code, reason: String::from_utf8_lossy(close.reason).into_owned() };

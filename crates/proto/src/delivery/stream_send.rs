@@ -158,6 +158,20 @@ impl StreamSendBuffer {
         }
     }
 
+    /// The peer confirmed it read the whole finished stream (its graceful close): count every byte
+    /// acknowledged, even if the last acknowledgements were lost. Returns false, changing nothing,
+    /// when the stream is not finished or not wholly sent, since then no peer can have read it all.
+    pub fn on_all_delivered(&mut self) -> bool {
+        if !self.finished || !self.fin_sent || self.next_unsent != self.write_end() {
+            return false;
+        }
+        self.acked_prefix = self.write_end();
+        self.data.clear();
+        self.acked_above.clear();
+        self.fin_acked = true;
+        true
+    }
+
     /// Finished and everything acknowledged.
     pub fn all_acked(&self) -> bool {
         self.finished && self.fin_acked && self.data.is_empty()
@@ -177,6 +191,22 @@ impl StreamSendBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_delivered_needs_the_whole_finished_stream_sent() {
+        let mut b = StreamSendBuffer::new(1000);
+        b.write(&[7u8; 300]);
+        let mut out = Vec::new();
+        assert!(!b.on_all_delivered(), "not finished");
+        b.finish();
+        assert!(b.next_unsent(100, u64::MAX, &mut out).is_some());
+        assert!(!b.on_all_delivered(), "not wholly sent");
+        while b.next_unsent(100, u64::MAX, &mut out).is_some() {}
+        b.on_acked(0, 100, false);
+        assert!(b.on_all_delivered());
+        assert!(b.all_acked());
+        assert_eq!(b.acked_bytes(), 300);
+    }
 
     #[test]
     fn write_is_bounded_by_capacity() {
