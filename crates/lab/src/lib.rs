@@ -7,3 +7,5 @@
 //! or the real network.
 
 pub mod scenario;
+pub mod metrics;
+pub mod runner;
