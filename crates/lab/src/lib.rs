@@ -9,3 +9,7 @@
 pub mod scenario;
 pub mod metrics;
 pub mod runner;
+pub mod summary;
+
+#[cfg(test)]
+mod testkit;
