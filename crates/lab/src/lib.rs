@@ -9,6 +9,10 @@
 pub mod scenario;
 pub mod metrics;
 pub mod runner;
+pub mod figures;
+pub mod output;
+pub mod plot;
+pub mod report;
 pub mod summary;
 
 #[cfg(test)]
