@@ -15,12 +15,12 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
     /// A file or folder could not be written.
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}: {error}")]
     Io {
         /// The path.
         path: PathBuf,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A chart could not be drawn.
     #[error(transparent)]
@@ -41,11 +41,11 @@ pub struct Written {
 }
 
 fn write(path: &Path, contents: &str) -> Result<(), OutputError> {
-    std::fs::write(path, contents).map_err(|source| OutputError::Io { path: path.to_path_buf(), source })
+    std::fs::write(path, contents).map_err(|error| OutputError::Io { path: path.to_path_buf(), error })
 }
 
 fn mkdir(path: &Path) -> Result<(), OutputError> {
-    std::fs::create_dir_all(path).map_err(|source| OutputError::Io { path: path.to_path_buf(), source })
+    std::fs::create_dir_all(path).map_err(|error| OutputError::Io { path: path.to_path_buf(), error })
 }
 
 /// Write every output of the plan under `dir`.

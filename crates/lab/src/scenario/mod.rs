@@ -30,12 +30,12 @@ const MAX_BINS: u64 = 10_000_000;
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
     /// The file could not be read.
-    #[error("{file}: cannot read: {source}")]
+    #[error("{file}: cannot read: {error}")]
     Read {
         /// The file.
         file: String,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The file is not TOML.
     #[error("{file}: not valid TOML: {message}")]
@@ -169,7 +169,7 @@ impl Plan {
 /// Read and resolve a scenario file.
 pub fn load(path: &Path, overrides: &Overrides) -> Result<Plan, ScenarioError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read { file: file.clone(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|error| ScenarioError::Read { file: file.clone(), error })?;
     parse(&text, &file, overrides)
 }
 
