@@ -21,7 +21,7 @@ pub(crate) fn axes(sweep: Table) -> Result<Vec<Axis>, FieldError> {
     let mut out = Vec::new();
     flatten("", sweep, &mut out)?;
     let points = out.iter().try_fold(1usize, |n, a| n.checked_mul(a.values.len()));
-    if points.map_or(true, |p| p > MAX_POINTS) {
+    if !points.is_some_and(|p| p <= MAX_POINTS) {
         return Err(FieldError::new("sweep", format!("more than {MAX_POINTS} points")));
     }
     Ok(out)
