@@ -21,10 +21,10 @@ pub(crate) fn axes(sweep: Table) -> Result<Vec<Axis>, FieldError> {
     let mut out = Vec::new();
     flatten("", sweep, &mut out)?;
     let points = out.iter().try_fold(1usize, |n, a| n.checked_mul(a.values.len()));
-    if !points.is_some_and(|p| p <= MAX_POINTS) {
-        return Err(FieldError::new("sweep", format!("more than {MAX_POINTS} points")));
+    match points {
+        Some(n) if n <= MAX_POINTS => Ok(out),
+        _ => Err(FieldError::new("sweep", format!("more than {MAX_POINTS} points"))),
     }
-    Ok(out)
 }
 
 fn flatten(prefix: &str, table: Table, out: &mut Vec<Axis>) -> Result<(), FieldError> {
