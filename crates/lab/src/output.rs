@@ -84,7 +84,7 @@ pub fn write_all(dir: &Path, plan: &Plan, results: &[PointResult], summary: &Sum
         .map(|(f, svg)| RenderedFigure { stem: &f.stem, title: &f.chart.title, svg })
         .collect();
     let report_path = dir.join("report.html");
-    write(&report_path, &html(summary, &rendered))?;
+    write(&report_path, &html(summary, &rendered, &plan.source))?;
     Ok(Written { summary: summary_path, report: report_path, series, plots })
 }
 

@@ -32,8 +32,8 @@ table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}figure{margin:1em 0}\
 figcaption{font-size:0.9em;color:#555}.short{color:#b00}";
 
-/// The whole page.
-pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>]) -> String {
+/// The whole page; `source` is the scenario file's text, shown folded at the end.
+pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], source: &str) -> String {
     let mut h = String::new();
     h.push_str(&format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{name}</title><style>{STYLE}</style></head><body>\n",
@@ -123,6 +123,11 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>]) -> String {
             title = esc(f.title)
         ));
     }
+    h.push_str(&format!(
+        "<details><summary>Scenario file <code>{}</code></summary><pre>{}</pre></details>\n",
+        esc(&summary.file),
+        esc(source)
+    ));
     h.push_str("</body></html>\n");
     h
 }

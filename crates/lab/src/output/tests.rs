@@ -32,6 +32,7 @@ fn every_output_is_written_and_the_report_gathers_them() {
     assert_eq!(report.matches("<svg").count(), 6, "every plot inline");
     assert_eq!(report.matches("<h2 id=\"p").count(), 2, "a section per point");
     assert!(report.contains("Point 1: B.flows=2"));
+    assert!(report.contains("&quot;group.B.flows&quot; = [1, 2]"), "the scenario file is shown");
     for cell in ["<td>B</td><td>tcp</td><td>2</td>", "<td>A</td><td>qstp</td><td>1</td><td>500.0</td>", "in-profile", "out-profile"] {
         assert!(report.contains(cell), "missing {cell}");
     }

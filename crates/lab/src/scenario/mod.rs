@@ -148,6 +148,8 @@ pub struct Point {
 pub struct Plan {
     /// Where it came from.
     pub file: String,
+    /// The file's text, as written.
+    pub source: String,
     /// The swept keys, in order (empty without a sweep).
     pub sweep_keys: Vec<String>,
     /// One per combination of swept values (one when nothing is swept).
@@ -203,7 +205,7 @@ pub fn parse(text: &str, file: &str, overrides: &Overrides) -> Result<Plan, Scen
         })?;
         points.push(Point { params: combination, scenario });
     }
-    Ok(Plan { file: file.to_string(), sweep_keys, points })
+    Ok(Plan { file: file.to_string(), source: text.to_string(), sweep_keys, points })
 }
 
 fn apply_overrides(doc: &mut Table, o: &Overrides) -> Result<(), FieldError> {

@@ -159,6 +159,12 @@ fn the_scenario_files_of_the_repository_load() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "toml") {
             let plan = load(&path, &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+            let expected_points = match plan.base().name.as_str() {
+                "qstp-fig5" => 60,
+                "qstp-fig4" => 3,
+                _ => 2,
+            };
+            assert_eq!(plan.points.len(), expected_points, "{}", path.display());
             assert_eq!(plan.base().name, path.file_stem().unwrap().to_str().unwrap(), "name matches the file");
             seen += 1;
         }
