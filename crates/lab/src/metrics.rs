@@ -126,8 +126,9 @@ fn flow_series(f: &FlowRecord, bin: Duration) -> FlowSeries {
     }
 }
 
-/// The time-sliding-window rate estimator of RFC 2859 §2.2, fed one bin at a time (each bin's bytes
-/// arriving at its end), in bit/s; the estimate starts at zero.
+/// The time-sliding-window rate estimator of RFC 2859 §2.1, fed one bin at a time (each bin's bytes
+/// arriving at its end), in bit/s; the estimate starts at zero (the RFC starts a marker's at its
+/// committed rate, which a measurement does not know).
 pub fn tsw(bytes: &[u64], bin: Duration, window: Duration) -> Vec<f64> {
     let win = window.as_secs_f64();
     let step = bin.as_secs_f64();
@@ -135,8 +136,8 @@ pub fn tsw(bytes: &[u64], bin: Duration, window: Duration) -> Vec<f64> {
     bytes
         .iter()
         .map(|&b| {
-            // RFC 2859 §2.2: Bytes_in_TSW = AVG_RATE * WIN_LENGTH; New_bytes = Bytes_in_TSW + pkt_size;
-            // AVG_RATE = New_bytes / (T_now - T_front + WIN_LENGTH); T_front = T_now.
+            // RFC 2859 §2.1: Bytes_in_win = AVG_RATE * AVG_INTERVAL; New_bytes = Bytes_in_win +
+            // pkt_size; AVG_RATE = New_bytes / (now - T_FRONT + AVG_INTERVAL); T_FRONT = now.
             let bytes_in_tsw = avg_rate * win;
             avg_rate = (bytes_in_tsw + b as f64) / (step + win);
             avg_rate * 8.0
