@@ -240,21 +240,28 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
-/// The end-of-run table: one line per point and group, then the queue's drops per point.
+/// The end-of-run table: one line per point and group (the group's total per run, and how much of
+/// its target that is), then the queues' code-point counts per point.
 pub fn text_table(s: &Summary) -> String {
     let mut out = String::new();
     let kbps = |v: f64| format!("{:.1}", v / 1e3);
     out.push_str(&format!(
-        "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9}\n",
-        "point", "group", "protocol", "flows", "target", "thr mean", "thr min", "thr max", "goodput"
+        "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "point", "group", "protocol", "flows", "target", "thr mean", "thr min", "thr max", "goodput", "of target"
     ));
-    out.push_str(&format!("{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9}\n", "", "", "", "", "kbit/s", "kbit/s", "kbit/s", "kbit/s", "kbit/s"));
+    out.push_str(&format!(
+        "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "", "", "", "", "kbit/s", "kbit/s", "kbit/s", "kbit/s", "kbit/s", ""
+    ));
     for p in &s.points {
         let label = params_label(&p.params);
         for g in &p.flows {
             // Per group, totals per run: the paper's "aggregate" (a single flow's own throughput).
+            let of_target = g.target_bps.filter(|&t| t > 0).map_or("-".to_string(), |t| {
+                format!("{:.0}%", 100.0 * g.aggregate_bps.mean / t as f64)
+            });
             out.push_str(&format!(
-                "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9}\n",
+                "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
                 truncate(&label, 28),
                 truncate(&g.group, 8),
                 g.protocol,
@@ -264,6 +271,7 @@ pub fn text_table(s: &Summary) -> String {
                 kbps(g.aggregate_bps.min),
                 kbps(g.aggregate_bps.max),
                 kbps(g.goodput_bps.mean * g.flows as f64),
+                of_target,
             ));
         }
         for q in &p.queues {

@@ -77,5 +77,8 @@ fn the_text_table_lists_every_point_and_group() {
     assert!(t.lines().next().unwrap().contains("thr mean"));
     assert_eq!(t.lines().filter(|l| l.contains(" qstp ")).count(), 2, "{t}");
     assert!(t.contains("B.flows=2"), "{t}");
+    // Group A, point 0: seeds 5..=7 give 5000, 6000, 7000 B/s: a mean of 48 kbit/s, 10% of 500k.
+    let a = t.lines().find(|l| l.contains(" qstp ")).unwrap();
+    assert!(a.contains("48.0") && a.trim_end().ends_with("10%"), "{a}");
     assert!(t.contains("queue bottleneck: in 106 pkts"), "{t}");
 }
