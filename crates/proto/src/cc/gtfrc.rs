@@ -1,0 +1,181 @@
+//! gTFRC (gTFRC paper Fig. 1; QSTP paper §4.1, eq. (2)): TFRC whose rate stays at or above a
+//! target g after slow start.
+//!
+//! A thin layer over [`TfrcSender`]: the TFRC rules run unchanged and the sender applies the floor
+//! g in its rate update (RFC 5348 §4.3 step 4) whenever it is out of slow start. Slow start is
+//! untouched ("this maximum value is not applied during the TFRC slow-start period", gTFRC paper
+//! §3.2), and g = 0 is exactly TFRC. The floor belongs to the feedback path, as in Fig. 1: when the
+//! nofeedback timer fires (the path carries nothing back) the rate may still fall below g.
+
+use crate::cc::tfrc::sender::TfrcSender;
+use crate::cc::{FeedbackReport, RateController, RateState};
+use crate::rate::Rate;
+use crate::time::{Duration, Time};
+
+/// A gTFRC sender: TFRC with the target floor g (gTFRC paper Fig. 1).
+#[derive(Debug, Clone)]
+pub struct Gtfrc {
+    tfrc: TfrcSender,
+}
+
+impl Gtfrc {
+    /// A gTFRC sender with target `target` (zero behaves as plain TFRC).
+    pub fn new(target: Rate, segment_size: usize, initial_rtt: Option<Duration>, now: Time) -> Self {
+        let mut tfrc = TfrcSender::new(segment_size, initial_rtt, now);
+        tfrc.set_floor(target);
+        Gtfrc { tfrc }
+    }
+
+    /// The target g.
+    pub fn target(&self) -> Rate {
+        self.tfrc.state().target
+    }
+}
+
+impl RateController for Gtfrc {
+    fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
+        self.tfrc.on_feedback(now, report);
+    }
+    fn on_packet_sent(&mut self, now: Time, size: usize) {
+        self.tfrc.on_packet_sent(now, size);
+    }
+    fn on_data_limited(&mut self, now: Time) {
+        self.tfrc.on_data_limited(now);
+    }
+    fn allowed_rate(&self) -> Rate {
+        self.tfrc.allowed_rate()
+    }
+    fn poll_timeout(&self) -> Option<Time> {
+        self.tfrc.poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: Time) {
+        self.tfrc.handle_timeout(now);
+    }
+    /// The new g takes effect at the next rate update (the next feedback).
+    fn set_target(&mut self, target: Rate) {
+        self.tfrc.set_floor(target);
+    }
+    fn state(&self) -> RateState {
+        self.tfrc.state()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: usize = 1460;
+
+    fn at(millis: u64) -> Time {
+        Time::ZERO + Duration::from_millis(millis)
+    }
+
+    fn report(x_recv_bytes: f64, p: f64) -> FeedbackReport {
+        FeedbackReport {
+            rtt_sample: Duration::from_millis(100),
+            x_recv: Rate::from_bytes_per_sec(x_recv_bytes),
+            loss_event_rate: p,
+        }
+    }
+
+    /// Drive a controller with one feedback per 100 ms RTT, sending every 10 ms in between.
+    fn drive(c: &mut dyn RateController, reports: &[FeedbackReport]) -> Vec<RateState> {
+        let mut now = 0;
+        let mut states = vec![];
+        for r in reports {
+            for t in (now..now + 100).step_by(10) {
+                c.on_packet_sent(at(t), S);
+            }
+            now += 100;
+            c.on_feedback(at(now), r);
+            states.push(c.state());
+        }
+        states
+    }
+
+    /// A slow start, then a heavy loss episode: p = 0.1 and X_recv collapsing to 10 kB/s.
+    fn heavy_loss_stream() -> Vec<FeedbackReport> {
+        let mut reports: Vec<_> = [20_000.0, 40_000.0, 80_000.0].iter().map(|&x| report(x, 0.0)).collect();
+        reports.extend((0..20).map(|_| report(10_000.0, 0.1)));
+        reports
+    }
+
+    #[test]
+    fn gtfrc_holds_target_where_tfrc_falls_short() {
+        let g = Rate::from_kbps(600); // 75000 B/s
+        let mut tfrc = TfrcSender::new(S, Some(Duration::from_millis(100)), Time::ZERO);
+        let mut gtfrc = Gtfrc::new(g, S, Some(Duration::from_millis(100)), Time::ZERO);
+        let stream = heavy_loss_stream();
+        let tfrc_states = drive(&mut tfrc, &stream);
+        let gtfrc_states = drive(&mut gtfrc, &stream);
+        // X_calc(p = 0.1, R = 100 ms) = 25843 B/s, and 2 * X_recv = 20000 B/s: both below g.
+        let last_tfrc = tfrc_states.last().unwrap();
+        assert!(last_tfrc.rate < g, "TFRC {}", last_tfrc.rate);
+        assert!(last_tfrc.x_calc < g);
+        for st in gtfrc_states.iter().filter(|s| !s.slow_start) {
+            assert!(st.rate >= g, "gTFRC {} < g", st.rate);
+            assert_eq!(st.target, g);
+        }
+        assert_eq!(gtfrc_states.last().unwrap().rate, g);
+    }
+
+    #[test]
+    fn gtfrc_above_target_is_tfrc() {
+        // When the equation gives more than g, gTFRC follows TFRC (gTFRC paper Fig. 1, first branch).
+        let g = Rate::from_kbps(100);
+        let mut tfrc = TfrcSender::new(S, Some(Duration::from_millis(100)), Time::ZERO);
+        let mut gtfrc = Gtfrc::new(g, S, Some(Duration::from_millis(100)), Time::ZERO);
+        let stream: Vec<_> = (0..10).map(|_| report(1e6, 0.01)).collect();
+        let a = drive(&mut tfrc, &stream);
+        let b = drive(&mut gtfrc, &stream);
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x.rate, y.rate);
+            assert!(x.rate > g);
+        }
+    }
+
+    #[test]
+    fn gtfrc_is_tfrc_without_target() {
+        let mut tfrc = TfrcSender::new(S, None, Time::ZERO);
+        let mut gtfrc = Gtfrc::new(Rate::ZERO, S, None, Time::ZERO);
+        let stream = heavy_loss_stream();
+        let a = drive(&mut tfrc, &stream);
+        let b = drive(&mut gtfrc, &stream);
+        assert_eq!(a, b);
+        for c in [&mut tfrc as &mut dyn RateController, &mut gtfrc] {
+            let t = c.poll_timeout().unwrap();
+            c.handle_timeout(t);
+        }
+        assert_eq!(tfrc.state(), gtfrc.state());
+    }
+
+    #[test]
+    fn gtfrc_does_not_apply_the_floor_in_slow_start() {
+        let g = Rate::from_mbps(10);
+        let mut gtfrc = Gtfrc::new(g, S, Some(Duration::from_millis(100)), Time::ZERO);
+        let mut tfrc = TfrcSender::new(S, Some(Duration::from_millis(100)), Time::ZERO);
+        assert!(gtfrc.allowed_rate() < g);
+        let stream: Vec<_> = [20_000.0, 40_000.0, 80_000.0].iter().map(|&x| report(x, 0.0)).collect();
+        let a = drive(&mut tfrc, &stream);
+        let b = drive(&mut gtfrc, &stream);
+        for (x, y) in a.iter().zip(&b) {
+            assert!(y.slow_start);
+            assert!(y.rate < g);
+            assert_eq!(x.rate, y.rate);
+        }
+        // The first loss ends slow start; from then on the floor holds.
+        let st = drive(&mut gtfrc, &[report(80_000.0, 0.05)]);
+        assert!(!st[0].slow_start);
+        assert_eq!(st[0].rate, g);
+    }
+
+    #[test]
+    fn target_can_change() {
+        let mut gtfrc = Gtfrc::new(Rate::from_kbps(600), S, Some(Duration::from_millis(100)), Time::ZERO);
+        drive(&mut gtfrc, &heavy_loss_stream());
+        gtfrc.set_target(Rate::from_kbps(300));
+        assert_eq!(gtfrc.target(), Rate::from_kbps(300));
+        let st = drive(&mut gtfrc, &[report(10_000.0, 0.1)]);
+        assert_eq!(st[0].rate, Rate::from_kbps(300));
+    }
+}

@@ -1,0 +1,340 @@
+//! The TFRC sender's rate rules (RFC 5348 §4).
+//!
+//! Rates are kept in bytes per second as `f64`, the unit of RFC 5348's equations, and converted to
+//! [`Rate`] at the trait boundary.
+
+use crate::cc::tfrc::equation;
+use crate::cc::{FeedbackReport, RateController, RateState};
+use crate::rate::Rate;
+use crate::time::{Duration, Time};
+
+/// Maximum back-off interval t_mbi, seconds (RFC 5348 §4.3 step 4).
+const T_MBI_SECS: f64 = 64.0;
+/// RTT filter constant q (RFC 5348 §4.3 step 1).
+const RTT_FILTER: f64 = 0.9;
+/// The nofeedback timer before any RTT is known (RFC 5348 §4.2).
+const INITIAL_NO_FEEDBACK: Duration = Duration::from_secs(2);
+/// Smallest RTT sample used, so the equation stays finite on a broken sample.
+const MIN_RTT_SECS: f64 = 1e-6;
+/// Most entries kept in X_recv_set (RFC 5348 §4.3 keeps two RTTs' worth, about three entries).
+const MAX_RECV_SET: usize = 16;
+
+/// The initial window W_init = min(4s, max(2s, 4380)) bytes (RFC 5348 §4.2).
+pub fn initial_window(segment_size: f64) -> f64 {
+    (4.0 * segment_size).min((2.0 * segment_size).max(4380.0))
+}
+
+/// One X_recv_set entry: a reported receive rate (bytes/s, possibly infinite) and when it came.
+#[derive(Debug, Clone, Copy)]
+struct RecvEntry {
+    rate: f64,
+    at: Time,
+}
+
+/// A TFRC sender (RFC 5348 §4).
+#[derive(Debug, Clone)]
+pub struct TfrcSender {
+    /// Segment size s, bytes.
+    segment_size: f64,
+    /// Allowed sending rate X, bytes/s.
+    x: f64,
+    /// Equation rate X_Bps, bytes/s (zero while p = 0).
+    x_calc: f64,
+    /// Last reported receive rate, bytes/s.
+    x_recv: f64,
+    /// Last reported loss event rate.
+    p: f64,
+    /// Smoothed RTT R, seconds, once known.
+    rtt: Option<f64>,
+    /// Whether any feedback arrived.
+    feedback_seen: bool,
+    /// Time last doubled during slow start, tld (RFC 5348 §4.2: initially -1, here `None`).
+    time_last_doubled: Option<Time>,
+    /// X_recv_set (RFC 5348 §4.3), bounded.
+    recv_set: Vec<RecvEntry>,
+    /// When the nofeedback timer expires.
+    no_feedback_deadline: Time,
+    /// When the nofeedback timer was last set.
+    no_feedback_set_at: Time,
+    /// When the last data packet left.
+    last_sent: Option<Time>,
+    /// The sender had nothing to send since the last packet left (RFC 5348 §8.2.1).
+    limited_since_last_send: bool,
+    /// RFC 5348 §8.2.1 bookkeeping: times the sender was seen not data-limited.
+    not_limited1: Option<Time>,
+    not_limited2: Option<Time>,
+    /// RFC 5348 §8.2.1: send time of the packet the last feedback covered, and that feedback's time.
+    t_new: Option<Time>,
+    t_next: Option<Time>,
+    /// The gTFRC floor g, bytes/s, applied outside slow start (zero: plain TFRC).
+    target: f64,
+}
+
+impl TfrcSender {
+    /// A sender of `segment_size`-byte packets, optionally knowing the handshake RTT.
+    pub fn new(segment_size: usize, initial_rtt: Option<Duration>, now: Time) -> Self {
+        let segment_size = segment_size.max(1) as f64;
+        let rtt = initial_rtt
+            .filter(|r| !r.is_zero())
+            .map(|r| r.as_secs_f64().max(MIN_RTT_SECS));
+        // RFC 5348 §4.2: one packet per second until an RTT is known, then W_init / R.
+        let x = match rtt {
+            Some(r) => initial_window(segment_size) / r,
+            None => segment_size,
+        };
+        TfrcSender {
+            segment_size,
+            x,
+            x_calc: 0.0,
+            x_recv: 0.0,
+            p: 0.0,
+            rtt,
+            feedback_seen: false,
+            time_last_doubled: None,
+            // RFC 5348 §4.2: X_recv_set starts with the single value Infinity.
+            recv_set: vec![RecvEntry { rate: f64::INFINITY, at: now }],
+            // RFC 5348 §4.2: the nofeedback timer is first set to two seconds.
+            no_feedback_deadline: now + INITIAL_NO_FEEDBACK,
+            no_feedback_set_at: now,
+            last_sent: None,
+            limited_since_last_send: false,
+            not_limited1: None,
+            not_limited2: None,
+            t_new: None,
+            t_next: None,
+            target: 0.0,
+        }
+    }
+
+    /// Set the gTFRC floor g (zero for plain TFRC); used by [`crate::cc::Gtfrc`].
+    pub(crate) fn set_floor(&mut self, target: Rate) {
+        self.target = target.bytes_per_sec();
+    }
+
+    /// Whether the sender is in slow start (no loss reported yet: RFC 5348 §4.3 step 4, p = 0).
+    pub fn in_slow_start(&self) -> bool {
+        self.p <= 0.0
+    }
+
+    /// The smallest rate ever allowed, s / t_mbi (RFC 5348 §4.3 step 4).
+    fn min_rate(&self) -> f64 {
+        self.segment_size / T_MBI_SECS
+    }
+
+    /// W_init / R, also the recover rate after idle periods (RFC 5348 §4.2, §4.4).
+    fn initial_rate(&self) -> Option<f64> {
+        self.rtt.map(|r| initial_window(self.segment_size) / r)
+    }
+
+    /// The nofeedback interval max(4R, 2s/X) (RFC 5348 §4.3 step 2, §4.4), or 2 s without R.
+    fn no_feedback_interval(&self) -> Duration {
+        match self.rtt {
+            Some(r) => Duration::from_secs_f64((4.0 * r).max(2.0 * self.segment_size / self.x)),
+            None => INITIAL_NO_FEEDBACK,
+        }
+    }
+
+    fn recv_set_max(&self) -> f64 {
+        self.recv_set.iter().map(|e| e.rate).fold(0.0, f64::max)
+    }
+
+    /// Maximize_X_recv_set (RFC 5348 §4.3): keep only the largest value, drop Infinity.
+    fn maximize_recv_set(&mut self, x_recv: f64, now: Time) {
+        let largest = self
+            .recv_set
+            .iter()
+            .map(|e| e.rate)
+            .filter(|r| r.is_finite())
+            .fold(x_recv, f64::max);
+        self.recv_set.clear();
+        self.recv_set.push(RecvEntry { rate: largest, at: now });
+    }
+
+    /// Update_X_recv_set (RFC 5348 §4.3): add X_recv, forget values older than two RTTs.
+    fn update_recv_set(&mut self, x_recv: f64, now: Time) {
+        let two_rtt = Duration::from_secs_f64(2.0 * self.rtt.unwrap_or(0.0));
+        self.recv_set.retain(|e| now.saturating_since(e.at) <= two_rtt);
+        if self.recv_set.len() >= MAX_RECV_SET {
+            self.recv_set.remove(0);
+        }
+        self.recv_set.push(RecvEntry { rate: x_recv, at: now });
+    }
+
+    /// Whether the interval this feedback covers was data-limited (RFC 5348 §8.2.1).
+    ///
+    /// The report carries no send time of the echoed packet, so it is taken as now - R_sample
+    /// (later than the truth by the receiver's t_delay, which is small while data flows).
+    fn covered_interval_was_data_limited(&mut self, now: Time, rtt_sample: Duration) -> bool {
+        let t_old = self.t_new;
+        let t_new = Some(now - rtt_sample);
+        self.t_new = t_new;
+        self.t_next = Some(now);
+        let covers = |t: Option<Time>| t.is_some() && t_old < t && t <= t_new;
+        let limited = !(covers(self.not_limited1) || covers(self.not_limited2));
+        if self.not_limited1 <= t_new && self.not_limited2 > t_new {
+            self.not_limited1 = self.not_limited2;
+        }
+        limited
+    }
+
+    /// RFC 5348 §4.3 step 4, with the gTFRC floor outside slow start.
+    fn update_rate(&mut self, now: Time, recv_limit: f64) {
+        if self.p > 0.0 {
+            self.x_calc = equation::throughput(self.segment_size, self.rtt.unwrap_or(MIN_RTT_SECS), self.p);
+            // RFC 5348 §4.3 step 4: X = max(min(X_Bps, recv_limit), s/t_mbi).
+            self.x = self.x_calc.min(recv_limit).max(self.min_rate());
+            // gTFRC paper Fig. 1 (else branch: rate_ = gtfrc_ whenever the equation rate is not
+            // above g, whatever X_recv) and §3.1 ("the maximum between the TFRC rate estimation
+            // and the target rate"): outside slow start X never drops below g. QSTP paper eq. (2)
+            // writes min(max(X_calc, g), 2*X_recv); the pseudo-code lets g override 2*X_recv, so a
+            // heavy loss that depresses X_recv cannot pull the rate under g.
+            self.x = self.x.max(self.target);
+        } else {
+            let r = self.rtt.unwrap_or(MIN_RTT_SECS);
+            let due = match self.time_last_doubled {
+                None => true,
+                Some(tld) => now.saturating_since(tld).as_secs_f64() >= r,
+            };
+            if due {
+                // RFC 5348 §4.3 step 4, slow start: X = max(min(2X, recv_limit), initial_rate).
+                let initial = self.initial_rate().unwrap_or(self.segment_size);
+                self.x = (2.0 * self.x).min(recv_limit).max(initial);
+                self.time_last_doubled = Some(now);
+            }
+        }
+    }
+
+    /// Update_Limits (RFC 5348 §4.4) after the nofeedback timer expired.
+    fn update_limits(&mut self, now: Time, timer_limit: f64) {
+        let timer_limit = timer_limit.max(self.min_rate());
+        self.recv_set.clear();
+        self.recv_set.push(RecvEntry { rate: timer_limit / 2.0, at: now });
+        // Recalculate X as in RFC 5348 §4.3 step 4 (p > 0 here). The gTFRC floor is a rule of the
+        // feedback path (gTFRC paper Fig. 1), so without feedback the rate may fall below g.
+        self.x_calc = equation::throughput(self.segment_size, self.rtt.unwrap_or(MIN_RTT_SECS), self.p);
+        self.x = self.x_calc.min(timer_limit).max(self.min_rate());
+    }
+}
+
+impl RateController for TfrcSender {
+    fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
+        // RFC 5348 §4.3 step 1: R = R_sample on the first feedback, else q*R + (1-q)*R_sample.
+        let sample = report.rtt_sample.as_secs_f64().max(MIN_RTT_SECS);
+        let r = match (self.feedback_seen, self.rtt) {
+            (true, Some(r)) => RTT_FILTER * r + (1.0 - RTT_FILTER) * sample,
+            _ => sample,
+        };
+        self.rtt = Some(r);
+        // RFC 5348 §4.3 step 2: the timeout, from the rate before this update.
+        let rto = Duration::from_secs_f64((4.0 * r).max(2.0 * self.segment_size / self.x));
+
+        let p = if report.loss_event_rate.is_finite() { report.loss_event_rate.clamp(0.0, 1.0) } else { 0.0 };
+        let mut x_recv = report.x_recv.bytes_per_sec();
+        self.x_recv = x_recv;
+
+        // RFC 5348 §4.3 step 4 (recv_limit) with the data-limited rules of §8.2.1.
+        let data_limited = self.covered_interval_was_data_limited(now, report.rtt_sample);
+        let recv_limit = if data_limited {
+            if p > self.p {
+                // A new loss event or a higher p during a data-limited interval.
+                for e in &mut self.recv_set {
+                    e.rate /= 2.0;
+                }
+                x_recv *= 0.85;
+                self.maximize_recv_set(x_recv, now);
+                self.recv_set_max()
+            } else {
+                self.maximize_recv_set(x_recv, now);
+                2.0 * self.recv_set_max()
+            }
+        } else {
+            self.update_recv_set(x_recv, now);
+            2.0 * self.recv_set_max()
+        };
+
+        self.p = p;
+        self.update_rate(now, recv_limit);
+        self.feedback_seen = true;
+
+        // RFC 5348 §4.3 step 5: restart the nofeedback timer.
+        self.no_feedback_deadline = now + rto;
+        self.no_feedback_set_at = now;
+    }
+
+    fn on_packet_sent(&mut self, now: Time, _size: usize) {
+        // RFC 5348 §8.2.1: a packet sent with no idle send opportunity since the previous one was
+        // sent while the sender was not data-limited.
+        if !self.limited_since_last_send {
+            let now = Some(now);
+            if self.not_limited1 <= self.t_new {
+                self.not_limited1 = now;
+            } else if self.not_limited2 <= self.t_next {
+                self.not_limited2 = now;
+            }
+        }
+        self.limited_since_last_send = false;
+        self.last_sent = Some(now);
+    }
+
+    fn on_data_limited(&mut self, _now: Time) {
+        self.limited_since_last_send = true;
+    }
+
+    fn allowed_rate(&self) -> Rate {
+        Rate::from_bytes_per_sec(self.x)
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        Some(self.no_feedback_deadline)
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        if now < self.no_feedback_deadline {
+            return;
+        }
+        // RFC 5348 §4.4, expiration of the nofeedback timer.
+        let x_recv = self.recv_set_max();
+        let idle = self.last_sent.map_or(true, |t| t < self.no_feedback_set_at);
+        let recover_rate = self.initial_rate();
+        let idle_at_low_rate = match recover_rate {
+            Some(recover) => idle && ((self.p > 0.0 && x_recv < recover) || (self.p <= 0.0 && self.x < 2.0 * recover)),
+            None => false,
+        };
+        if self.rtt.is_none() && !self.feedback_seen && !idle {
+            // No X_Bps and no recover rate yet: halve.
+            self.x = (self.x / 2.0).max(self.min_rate());
+        } else if idle_at_low_rate {
+            // An idle sender keeps at least the recover rate: do nothing.
+        } else if self.p <= 0.0 {
+            self.x = (self.x / 2.0).max(self.min_rate());
+        } else if self.x_calc > 2.0 * x_recv {
+            // 2*X_recv was already limiting the rate.
+            self.update_limits(now, x_recv);
+        } else {
+            // X_Bps was limiting the rate.
+            self.update_limits(now, self.x_calc / 2.0);
+        }
+        self.no_feedback_deadline = now + self.no_feedback_interval();
+        self.no_feedback_set_at = now;
+    }
+
+    fn set_target(&mut self, _target: Rate) {
+        // Plain TFRC has no target; gTFRC uses `set_floor`.
+    }
+
+    fn state(&self) -> RateState {
+        RateState {
+            rate: self.allowed_rate(),
+            x_calc: Rate::from_bytes_per_sec(self.x_calc),
+            x_recv: Rate::from_bytes_per_sec(self.x_recv),
+            loss_event_rate: self.p,
+            rtt: self.rtt.map(Duration::from_secs_f64).unwrap_or(Duration::ZERO),
+            target: Rate::from_bytes_per_sec(self.target),
+            slow_start: self.in_slow_start(),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "sender_tests.rs"]
+mod tests;

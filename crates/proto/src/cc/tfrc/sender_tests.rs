@@ -1,0 +1,266 @@
+use super::*;
+
+const S: usize = 1460;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn at(millis: u64) -> Time {
+    Time::ZERO + ms(millis)
+}
+
+fn report(rtt_ms: u64, x_recv_bytes: f64, p: f64) -> FeedbackReport {
+    FeedbackReport { rtt_sample: ms(rtt_ms), x_recv: Rate::from_bytes_per_sec(x_recv_bytes), loss_event_rate: p }
+}
+
+fn bytes_per_sec(c: &impl RateController) -> f64 {
+    c.allowed_rate().bytes_per_sec()
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    ((a - b) / b).abs() <= rel
+}
+
+/// Send one packet at `now` while the application has more data (not data-limited).
+fn send(c: &mut TfrcSender, now: Time) {
+    c.on_packet_sent(now, S);
+}
+
+/// Send a packet every 10 ms in `[from, to)` milliseconds, never data-limited.
+fn send_span(c: &mut TfrcSender, from: u64, to: u64) {
+    for t in (from..to).step_by(10) {
+        c.on_packet_sent(at(t), S);
+    }
+}
+
+#[test]
+fn starts_at_one_packet_per_second_without_an_rtt() {
+    let c = TfrcSender::new(S, None, Time::ZERO);
+    assert!(close(bytes_per_sec(&c), S as f64, 1e-3));
+    assert_eq!(c.poll_timeout(), Some(Time::ZERO + Duration::from_secs(2)));
+    assert!(c.state().slow_start);
+}
+
+#[test]
+fn starts_at_w_init_over_r_with_a_handshake_rtt() {
+    // RFC 5348 §4.2: W_init = min(4*1460, max(2*1460, 4380)) = 4380 bytes; / 100 ms = 43800 B/s.
+    assert_eq!(initial_window(1460.0), 4380.0);
+    assert_eq!(initial_window(500.0), 2000.0);
+    assert_eq!(initial_window(4000.0), 8000.0);
+    let c = TfrcSender::new(S, Some(ms(100)), Time::ZERO);
+    assert!(close(bytes_per_sec(&c), 43_800.0, 1e-3));
+}
+
+#[test]
+fn first_feedback_sets_the_initial_rate_from_the_rtt() {
+    let mut c = TfrcSender::new(S, None, Time::ZERO);
+    send(&mut c, at(0));
+    c.on_feedback(at(100), &report(100, 1460.0, 0.0));
+    assert_eq!(c.state().rtt, ms(100));
+    // max(min(2 * 1460, Infinity), 43800) = 43800.
+    assert!(close(bytes_per_sec(&c), 43_800.0, 1e-3));
+}
+
+#[test]
+fn rtt_is_an_ewma_with_q_0_9() {
+    let mut c = TfrcSender::new(S, None, Time::ZERO);
+    c.on_feedback(at(100), &report(100, 1e6, 0.0));
+    c.on_feedback(at(200), &report(200, 1e6, 0.0));
+    // 0.9 * 100 + 0.1 * 200 = 110 ms.
+    assert!(close(c.state().rtt.as_secs_f64(), 0.110, 1e-6));
+}
+
+#[test]
+fn slow_start_doubles_once_per_rtt_limited_by_twice_x_recv() {
+    let mut c = TfrcSender::new(S, Some(ms(100)), Time::ZERO);
+    let mut now = 0;
+    // Feedback every RTT, receiver sees everything the sender sends.
+    let mut rates = vec![];
+    for _ in 0..6 {
+        send(&mut c, at(now));
+        now += 100;
+        let x = bytes_per_sec(&c);
+        c.on_feedback(at(now), &report(100, x, 0.0));
+        rates.push(bytes_per_sec(&c));
+    }
+    for w in rates.windows(2) {
+        assert!(close(w[1], 2.0 * w[0], 1e-3), "{rates:?}");
+    }
+    // A second feedback within the same RTT does not double again.
+    let before = bytes_per_sec(&c);
+    c.on_feedback(at(now + 10), &report(100, before, 0.0));
+    assert!(close(bytes_per_sec(&c), before, 1e-9));
+    // Once Infinity has aged out of X_recv_set, a low X_recv caps the doubling at 2*X_recv.
+    now += 200;
+    send(&mut c, at(now - 1));
+    c.on_feedback(at(now), &report(100, 50_000.0, 0.0));
+    // The recent values (within 2 RTTs) are kept: the limit is twice the largest of them.
+    let largest_recent = rates[rates.len() - 1];
+    assert!(bytes_per_sec(&c) <= 2.0 * largest_recent + 1.0);
+    for _ in 0..3 {
+        now += 100;
+        send(&mut c, at(now - 1));
+        c.on_feedback(at(now), &report(100, 50_000.0, 0.0));
+    }
+    assert!(close(bytes_per_sec(&c), 100_000.0, 1e-3), "{}", bytes_per_sec(&c));
+}
+
+#[test]
+fn with_loss_the_rate_is_the_equation_limited_by_twice_x_recv() {
+    let mut c = TfrcSender::new(S, Some(ms(100)), Time::ZERO);
+    send(&mut c, at(0));
+    c.on_feedback(at(100), &report(100, 1e9, 0.01));
+    // X_calc(p = 0.01, R = 100 ms) = 164005 B/s; X_recv is huge.
+    assert!(close(bytes_per_sec(&c), 164_005.0, 1e-3));
+    assert!(!c.state().slow_start);
+    assert!(close(c.state().x_calc.bytes_per_sec(), 164_005.0, 1e-3));
+    // Later, the receiver sees only 20 kB/s for several RTTs: X = 2 * 20000.
+    let mut now = 100;
+    for _ in 0..4 {
+        now += 100;
+        send(&mut c, at(now - 1));
+        c.on_feedback(at(now), &report(100, 20_000.0, 0.01));
+    }
+    assert!(close(bytes_per_sec(&c), 40_000.0, 1e-3), "{}", bytes_per_sec(&c));
+}
+
+#[test]
+fn recv_limit_is_the_max_of_recent_x_recv_values() {
+    let mut c = TfrcSender::new(S, Some(ms(100)), Time::ZERO);
+    let mut now = 0;
+    for x_recv in [1e9, 30_000.0, 20_000.0] {
+        send_span(&mut c, now, now + 100);
+        now += 100;
+        c.on_feedback(at(now), &report(100, x_recv, 0.01));
+    }
+    send_span(&mut c, now, now + 50);
+    now += 50;
+    c.on_feedback(at(now), &report(100, 10_000.0, 0.01));
+    // 1e9 (at 100 ms) has aged out; 30000 (200 ms) is within two RTTs: limit 60000.
+    assert!(close(bytes_per_sec(&c), 60_000.0, 1e-3), "{}", bytes_per_sec(&c));
+}
+
+#[test]
+fn data_limited_interval_does_not_let_a_low_x_recv_cut_the_rate() {
+    let mut c = TfrcSender::new(S, Some(ms(100)), Time::ZERO);
+    let mut now = 0;
+    for _ in 0..3 {
+        now += 100;
+        send(&mut c, at(now - 50));
+        c.on_feedback(at(now), &report(100, 50_000.0, 0.01));
+    }
+    let limit_before = bytes_per_sec(&c);
+    assert!(close(limit_before, 100_000.0, 1e-3));
+    // The application goes quiet: every send opportunity finds no data, X_recv drops.
+    for _ in 0..5 {
+        c.on_data_limited(at(now + 10));
+        now += 100;
+        c.on_feedback(at(now), &report(100, 5_000.0, 0.01));
+    }
+    // RFC 5348 §4.3: a data-limited interval keeps the largest X_recv seen (Maximize_X_recv_set).
+    assert!(close(bytes_per_sec(&c), 100_000.0, 1e-3), "{}", bytes_per_sec(&c));
+    // A loss increase during a data-limited interval: entries halved, X_recv * 0.85, limit = max.
+    c.on_data_limited(at(now + 10));
+    now += 100;
+    c.on_feedback(at(now), &report(100, 5_000.0, 0.02));
+    // max(50000 / 2, 0.85 * 5000) = 25000.
+    assert!(close(bytes_per_sec(&c), 25_000.0, 1e-3), "{}", bytes_per_sec(&c));
+}
+
+#[test]
+fn not_data_limited_interval_follows_x_recv() {
+    let mut c = TfrcSender::new(S, Some(ms(100)), Time::ZERO);
+    let mut now = 0;
+    for _ in 0..6 {
+        now += 100;
+        send(&mut c, at(now - 60));
+        send(&mut c, at(now - 50));
+        c.on_feedback(at(now), &report(100, 5_000.0, 0.01));
+    }
+    assert!(close(bytes_per_sec(&c), 10_000.0, 1e-3), "{}", bytes_per_sec(&c));
+}
+
+#[test]
+fn no_feedback_timer_expires_after_max_4r_2s_over_x_and_halves() {
+    let mut c = TfrcSender::new(S, Some(ms(100)), Time::ZERO);
+    send(&mut c, at(0));
+    c.on_feedback(at(100), &report(100, 1e9, 0.01));
+    let x = bytes_per_sec(&c);
+    // 4R = 400 ms > 2s/X = 2*1460/164005 = 17.8 ms.
+    assert_eq!(c.poll_timeout(), Some(at(500)));
+    send(&mut c, at(200));
+    c.handle_timeout(at(499));
+    assert!(close(bytes_per_sec(&c), x, 1e-9), "not yet due");
+    c.handle_timeout(at(500));
+    // X_Bps limited the rate (X_recv huge): Update_Limits(X_Bps / 2) gives X = X_Bps / 2.
+    assert!(close(bytes_per_sec(&c), x / 2.0, 1e-3), "{} vs {}", bytes_per_sec(&c), x);
+    assert_eq!(c.poll_timeout(), Some(at(900)));
+    send(&mut c, at(600));
+    c.handle_timeout(at(900));
+    assert!(close(bytes_per_sec(&c), x / 4.0, 1e-3));
+}
+
+#[test]
+fn no_feedback_timer_uses_x_recv_when_that_was_the_limit() {
+    let mut c = TfrcSender::new(S, Some(ms(100)), Time::ZERO);
+    let mut now = 0;
+    for _ in 0..4 {
+        now += 100;
+        send(&mut c, at(now - 1));
+        c.on_feedback(at(now), &report(100, 10_000.0, 0.01));
+    }
+    assert!(close(bytes_per_sec(&c), 20_000.0, 1e-3));
+    send(&mut c, at(now + 1));
+    c.handle_timeout(c.poll_timeout().unwrap());
+    // Update_Limits(X_recv = 10000): X_recv_set = {5000}, X = min(X_Bps, 10000).
+    assert!(close(bytes_per_sec(&c), 10_000.0, 1e-3), "{}", bytes_per_sec(&c));
+}
+
+#[test]
+fn no_feedback_before_any_rtt_halves_every_two_seconds() {
+    let mut c = TfrcSender::new(S, None, Time::ZERO);
+    send(&mut c, at(0));
+    c.handle_timeout(at(2000));
+    assert!(close(bytes_per_sec(&c), S as f64 / 2.0, 1e-3));
+    assert_eq!(c.poll_timeout(), Some(at(4000)));
+}
+
+#[test]
+fn idle_sender_at_a_low_rate_is_not_halved() {
+    let mut c = TfrcSender::new(S, None, Time::ZERO);
+    send(&mut c, at(0));
+    c.on_feedback(at(100), &report(100, 20_000.0, 0.0));
+    let x = bytes_per_sec(&c);
+    assert!(close(x, 43_800.0, 1e-3));
+    // Nothing sent since the timer was set: RFC 5348 §4.4 keeps the rate.
+    c.handle_timeout(c.poll_timeout().unwrap());
+    assert!(close(bytes_per_sec(&c), x, 1e-9));
+}
+
+#[test]
+fn rate_never_drops_below_s_over_t_mbi() {
+    let mut c = TfrcSender::new(S, Some(ms(100)), Time::ZERO);
+    c.on_feedback(at(100), &report(100, 100.0, 1.0));
+    for _ in 0..200 {
+        let t = c.poll_timeout().unwrap();
+        send(&mut c, t);
+        c.handle_timeout(t);
+    }
+    assert!(bytes_per_sec(&c) >= S as f64 / 64.0 - 0.1, "{}", bytes_per_sec(&c));
+    assert!(bytes_per_sec(&c) <= S as f64 / 64.0 + 0.1, "{}", bytes_per_sec(&c));
+}
+
+#[test]
+fn state_reports_the_rate_variables() {
+    let mut c = TfrcSender::new(S, Some(ms(100)), Time::ZERO);
+    c.on_feedback(at(100), &report(80, 30_000.0, 0.05));
+    let st = c.state();
+    assert_eq!(st.rtt, ms(80));
+    assert_eq!(st.loss_event_rate, 0.05);
+    assert_eq!(st.x_recv, Rate::from_bytes_per_sec(30_000.0));
+    assert!(close(st.x_calc.bytes_per_sec(), 1460.0 / (0.08 * equation::loss_factor(0.05)), 1e-3));
+    assert_eq!(st.rate, c.allowed_rate());
+    assert_eq!(st.target, Rate::ZERO);
+    assert!(!st.slow_start);
+}

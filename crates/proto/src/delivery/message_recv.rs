@@ -1,0 +1,286 @@
+//! Reassembly of messages, delivered in order or as each completes.
+//!
+//! Memory is bounded by `capacity` bytes: a message is buffered whole (its `total_len` reserved on
+//! its first fragment), room for the lowest undelivered message is always kept free, and ids beyond
+//! the advertised [`MessageReassembler::max_data`] are refused.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use super::DeliveryError;
+use crate::config::Order;
+
+#[derive(Debug)]
+struct InMessage {
+    data: Vec<u8>,
+    /// Received byte ranges, sorted, disjoint, `(start, end)` exclusive.
+    ranges: Vec<(u32, u32)>,
+    complete: bool,
+}
+
+impl InMessage {
+    fn new(total_len: u32) -> Self {
+        Self { data: vec![0; total_len as usize], ranges: Vec::new(), complete: total_len == 0 }
+    }
+
+    fn add(&mut self, offset: u32, data: &[u8]) {
+        let end = offset + data.len() as u32;
+        self.data[offset as usize..end as usize].copy_from_slice(data);
+        let (mut start, mut end) = (offset, end);
+        self.ranges.retain(|&(s, e)| {
+            if e < start || s > end {
+                true
+            } else {
+                start = start.min(s);
+                end = end.max(e);
+                false
+            }
+        });
+        let at = self.ranges.partition_point(|&(s, _)| s < start);
+        self.ranges.insert(at, (start, end));
+        self.complete = self.ranges == [(0, self.data.len() as u32)];
+    }
+}
+
+/// Message fragments held until their messages can be delivered.
+#[derive(Debug)]
+pub struct MessageReassembler {
+    order: Order,
+    capacity: usize,
+    max_payload: usize,
+    /// Lowest id neither delivered nor given up on.
+    next_deliver: u64,
+    /// Messages below this id that were incomplete when the skip arrived are never delivered.
+    skip_floor: u64,
+    /// Messages being received (and, in order, complete ones waiting their turn).
+    pending: BTreeMap<u64, InMessage>,
+    /// Unordered: complete messages waiting for `pop`.
+    ready: VecDeque<Vec<u8>>,
+    /// Unordered: ids above `next_deliver` already completed.
+    delivered_above: BTreeSet<u64>,
+    /// Bytes reserved by `pending` and `ready`.
+    used: usize,
+}
+
+impl MessageReassembler {
+    /// An empty reassembler holding at most `capacity` bytes; `max_payload` is the largest message expected.
+    pub fn new(order: Order, capacity: usize, max_payload: usize) -> Self {
+        Self {
+            order,
+            capacity,
+            max_payload: max_payload.clamp(1, capacity.max(1)),
+            next_deliver: 0,
+            skip_floor: 0,
+            pending: BTreeMap::new(),
+            ready: VecDeque::new(),
+            delivered_above: BTreeSet::new(),
+            used: 0,
+        }
+    }
+
+    /// Lowest id the reassembler still waits for.
+    fn floor(&self) -> u64 {
+        self.next_deliver.max(self.skip_floor)
+    }
+
+    /// Buffer one fragment of message `id`; stale and duplicate fragments are ignored.
+    pub fn insert(&mut self, id: u64, offset: u32, total_len: u32, data: &[u8]) -> Result<(), DeliveryError> {
+        let len = u32::try_from(data.len()).map_err(|_| DeliveryError::Inconsistent("fragment too long"))?;
+        let end = offset.checked_add(len).ok_or(DeliveryError::Inconsistent("fragment beyond its message"))?;
+        if end > total_len {
+            return Err(DeliveryError::Inconsistent("fragment beyond its message"));
+        }
+        if id < self.floor() || self.delivered_above.contains(&id) {
+            return Ok(());
+        }
+        if let Some(message) = self.pending.get_mut(&id) {
+            if message.data.len() != total_len as usize {
+                return Err(DeliveryError::Inconsistent("message length changed between fragments"));
+            }
+            if !message.complete {
+                message.add(offset, data);
+                self.on_progress(id);
+            }
+            return Ok(());
+        }
+        if id >= self.max_data() {
+            return Err(DeliveryError::BeyondWindow);
+        }
+        // Keep room for the lowest undelivered message, so later ones cannot starve it.
+        let floor = self.floor();
+        let reserve = if id != floor && !self.pending.contains_key(&floor) { self.max_payload } else { 0 };
+        if total_len as usize > self.capacity || self.used + total_len as usize + reserve > self.capacity {
+            return Err(DeliveryError::Full);
+        }
+        self.used += total_len as usize;
+        let mut message = InMessage::new(total_len);
+        if len > 0 {
+            message.add(offset, data);
+        }
+        self.pending.insert(id, message);
+        self.on_progress(id);
+        Ok(())
+    }
+
+    /// Move a message completed out of order to the ready queue (unordered delivery).
+    fn on_progress(&mut self, id: u64) {
+        if self.order != Order::Unordered || !self.pending.get(&id).is_some_and(|m| m.complete) {
+            return;
+        }
+        if let Some(message) = self.pending.remove(&id) {
+            self.ready.push_back(message.data);
+            self.delivered_above.insert(id);
+            self.advance_unordered();
+        }
+    }
+
+    fn advance_unordered(&mut self) {
+        self.next_deliver = self.next_deliver.max(self.skip_floor);
+        while self.delivered_above.remove(&self.next_deliver) {
+            self.next_deliver += 1;
+        }
+        let floor = self.next_deliver;
+        self.delivered_above.retain(|&d| d > floor);
+    }
+
+    /// Stop waiting for messages below `id` (abandoned by the sender, or lost with no error control).
+    ///
+    /// Incomplete messages below `id` are dropped and never delivered; complete ones still are.
+    pub fn skip_to(&mut self, id: u64) {
+        if id <= self.skip_floor {
+            return;
+        }
+        self.skip_floor = id;
+        let dropped: Vec<u64> = self.pending.range(..id).filter(|(_, m)| !m.complete).map(|(&k, _)| k).collect();
+        for k in dropped {
+            if let Some(m) = self.pending.remove(&k) {
+                self.used -= m.data.len();
+            }
+        }
+        if self.order == Order::Unordered {
+            self.advance_unordered();
+        }
+    }
+
+    /// Next deliverable message.
+    pub fn pop(&mut self) -> Option<Vec<u8>> {
+        let data = match self.order {
+            Order::Unordered => self.ready.pop_front()?,
+            Order::Ordered => {
+                if self.next_deliver < self.skip_floor {
+                    // Only complete messages remain below the skip: deliver them in order.
+                    match self.pending.first_key_value() {
+                        Some((&k, _)) if k < self.skip_floor => self.next_deliver = k,
+                        _ => self.next_deliver = self.skip_floor,
+                    }
+                }
+                let mut entry = self.pending.first_entry()?;
+                if *entry.key() != self.next_deliver || !entry.get_mut().complete {
+                    return None;
+                }
+                self.next_deliver += 1;
+                entry.remove().data
+            }
+        };
+        self.used -= data.len();
+        Some(data)
+    }
+
+    /// Flow control: the sender may send message ids below this (lowest undelivered id + free
+    /// buffer / max_payload, at least one).
+    pub fn max_data(&self) -> u64 {
+        let free = self.capacity.saturating_sub(self.used);
+        self.floor().saturating_add(((free / self.max_payload) as u64).max(1))
+    }
+
+    /// Bytes reserved by buffered messages.
+    pub fn buffered(&self) -> usize {
+        self.used
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(r: &mut MessageReassembler) -> Vec<Vec<u8>> {
+        std::iter::from_fn(|| r.pop()).collect()
+    }
+
+    #[test]
+    fn ordered_waits_for_the_earlier_message() {
+        let mut r = MessageReassembler::new(Order::Ordered, 1000, 100);
+        r.insert(1, 0, 3, b"two").unwrap();
+        assert_eq!(r.pop(), None);
+        r.insert(0, 0, 3, b"one").unwrap();
+        assert_eq!(drain(&mut r), vec![b"one".to_vec(), b"two".to_vec()]);
+        assert_eq!(r.buffered(), 0);
+    }
+
+    #[test]
+    fn unordered_delivers_on_completion() {
+        let mut r = MessageReassembler::new(Order::Unordered, 1000, 100);
+        r.insert(1, 0, 3, b"two").unwrap();
+        assert_eq!(r.pop(), Some(b"two".to_vec()));
+        r.insert(1, 0, 3, b"two").unwrap();
+        assert_eq!(r.pop(), None, "a duplicate of a delivered message is ignored");
+        r.insert(0, 0, 3, b"one").unwrap();
+        assert_eq!(drain(&mut r), vec![b"one".to_vec()]);
+        assert_eq!(r.max_data(), 2 + 10);
+    }
+
+    #[test]
+    fn fragments_reassemble_in_any_order() {
+        let mut r = MessageReassembler::new(Order::Ordered, 1000, 100);
+        r.insert(0, 6, 11, b"world").unwrap();
+        r.insert(0, 6, 11, b"world").unwrap();
+        assert_eq!(r.pop(), None);
+        r.insert(0, 0, 11, b"hello ").unwrap();
+        assert_eq!(r.pop(), Some(b"hello world".to_vec()));
+    }
+
+    #[test]
+    fn skip_drops_incomplete_but_keeps_complete_messages() {
+        let mut r = MessageReassembler::new(Order::Ordered, 1000, 100);
+        r.insert(0, 0, 4, b"ze").unwrap();
+        r.insert(1, 0, 3, b"one").unwrap();
+        r.insert(3, 0, 5, b"three").unwrap();
+        r.skip_to(3);
+        r.insert(0, 2, 4, b"ro").unwrap();
+        r.insert(2, 0, 3, b"two").unwrap();
+        assert_eq!(drain(&mut r), vec![b"one".to_vec(), b"three".to_vec()]);
+        assert_eq!(r.buffered(), 0);
+    }
+
+    #[test]
+    fn unordered_skip_moves_the_window() {
+        let mut r = MessageReassembler::new(Order::Unordered, 1000, 100);
+        r.insert(0, 0, 4, b"ze").unwrap();
+        r.insert(2, 0, 3, b"two").unwrap();
+        r.skip_to(2);
+        assert_eq!(r.max_data(), 3 + 997 / 100, "2 was already delivered; its 3 bytes wait in the ready queue");
+        assert_eq!(drain(&mut r), vec![b"two".to_vec()]);
+        r.insert(0, 2, 4, b"ro").unwrap();
+        assert_eq!(r.pop(), None);
+    }
+
+    #[test]
+    fn bounds_are_enforced() {
+        let mut r = MessageReassembler::new(Order::Ordered, 100, 40);
+        assert_eq!(r.insert(0, 0, 101, b"x"), Err(DeliveryError::Full));
+        assert_eq!(r.max_data(), 2);
+        assert_eq!(r.insert(2, 0, 10, b"x"), Err(DeliveryError::BeyondWindow));
+        // Room for the lowest message is kept: message 1 may take at most 100 - 40 bytes.
+        assert_eq!(r.insert(1, 0, 61, b"x"), Err(DeliveryError::Full));
+        r.insert(1, 0, 60, b"x").unwrap();
+        r.insert(0, 0, 40, b"y").unwrap();
+        assert_eq!(r.insert(0, 0, 41, b"y"), Err(DeliveryError::Inconsistent("message length changed between fragments")));
+        assert_eq!(r.insert(0, 39, 40, b"yz"), Err(DeliveryError::Inconsistent("fragment beyond its message")));
+    }
+
+    #[test]
+    fn empty_messages_are_delivered() {
+        let mut r = MessageReassembler::new(Order::Ordered, 100, 40);
+        r.insert(0, 0, 0, b"").unwrap();
+        assert_eq!(r.pop(), Some(Vec::new()));
+    }
+}

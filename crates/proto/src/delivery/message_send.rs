@@ -1,0 +1,367 @@
+//! The bounded send queue of messages, with partial reliability.
+//!
+//! Messages get ids 0, 1, 2, ... in write order. Under partial reliability (QSTP paper §3.2: SACK
+//! makes a partially reliable service possible) a message is abandoned once its deadline passes or
+//! it needed more than the allowed retransmissions; the receiver is then told to skip it.
+
+use std::collections::VecDeque;
+
+use super::DeliveryError;
+use crate::time::Time;
+
+/// Where a queued message stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// Still to be delivered.
+    Pending,
+    /// Every byte acknowledged.
+    Acked,
+    /// Given up on (deadline, retransmission limit or loss without error control).
+    Abandoned,
+}
+
+#[derive(Debug)]
+struct OutMessage {
+    data: Vec<u8>,
+    deadline: Option<Time>,
+    /// Bytes below this offset were sent at least once.
+    sent_upto: u32,
+    /// Whether a fragment was ever sent (a zero-length message is one empty fragment).
+    any_sent: bool,
+    /// Acknowledged byte ranges, sorted, disjoint, `(start, end)` exclusive.
+    acked: Vec<(u32, u32)>,
+    any_acked: bool,
+    retransmissions: u32,
+    fate: Fate,
+}
+
+impl OutMessage {
+    fn total_len(&self) -> u32 {
+        self.data.len() as u32
+    }
+
+    fn fully_sent(&self) -> bool {
+        self.any_sent && self.sent_upto == self.total_len()
+    }
+
+    fn is_acked_range(&self, offset: u32, end: u32) -> bool {
+        self.acked.iter().any(|&(s, e)| s <= offset && end <= e)
+    }
+
+    fn add_acked(&mut self, offset: u32, end: u32) {
+        self.any_acked = true;
+        let (mut start, mut end) = (offset, end);
+        self.acked.retain(|&(s, e)| {
+            if e < start || s > end {
+                true
+            } else {
+                start = start.min(s);
+                end = end.max(e);
+                false
+            }
+        });
+        let at = self.acked.partition_point(|&(s, _)| s < start);
+        self.acked.insert(at, (start, end));
+        if self.acked == [(0, self.total_len())] || (self.total_len() == 0 && self.any_acked) {
+            self.fate = Fate::Acked;
+        }
+    }
+}
+
+/// Messages written and neither acknowledged nor abandoned.
+#[derive(Debug)]
+pub struct MessageSendQueue {
+    capacity: usize,
+    /// Messages from id `first_id` on; the front is always pending (settled ones are popped).
+    messages: VecDeque<OutMessage>,
+    first_id: u64,
+    /// Bytes held by `messages`.
+    used: usize,
+    /// Index into `messages` before which every message is fully sent or settled.
+    unsent_cursor: usize,
+}
+
+impl MessageSendQueue {
+    /// An empty queue holding at most `capacity` bytes of messages.
+    pub fn new(capacity: usize) -> Self {
+        Self { capacity, messages: VecDeque::new(), first_id: 0, used: 0, unsent_cursor: 0 }
+    }
+
+    /// Queue a message to be abandoned at `deadline` (if any); returns its id.
+    pub fn push(&mut self, _now: Time, data: &[u8], deadline: Option<Time>) -> Result<u64, DeliveryError> {
+        if data.len() > u32::MAX as usize || data.len() > self.capacity {
+            return Err(DeliveryError::Full);
+        }
+        if data.len() > self.free_space() {
+            return Err(DeliveryError::Full);
+        }
+        let id = self.first_id + self.messages.len() as u64;
+        self.used += data.len();
+        self.messages.push_back(OutMessage {
+            data: data.to_vec(),
+            deadline,
+            sent_upto: 0,
+            any_sent: false,
+            acked: Vec::new(),
+            any_acked: false,
+            retransmissions: 0,
+            fate: Fate::Pending,
+        });
+        Ok(id)
+    }
+
+    fn get(&self, id: u64) -> Option<&OutMessage> {
+        let index = usize::try_from(id.checked_sub(self.first_id)?).ok()?;
+        self.messages.get(index)
+    }
+
+    fn get_mut(&mut self, id: u64) -> Option<&mut OutMessage> {
+        let index = usize::try_from(id.checked_sub(self.first_id)?).ok()?;
+        self.messages.get_mut(index)
+    }
+
+    /// Next never-sent fragment, at most `max_len`, of a message id below `max_data`; appends it to `out`.
+    ///
+    /// Returns `(id, offset, total_len)`; the fragment length is what was appended. Call
+    /// [`MessageSendQueue::abandon`] first with the current time so no expired message leaves.
+    pub fn next_unsent(&mut self, max_len: usize, max_data: u64, out: &mut Vec<u8>) -> Option<(u64, u32, u32)> {
+        while let Some(m) = self.messages.get(self.unsent_cursor) {
+            if m.fate != Fate::Pending || m.fully_sent() {
+                self.unsent_cursor += 1;
+            } else {
+                break;
+            }
+        }
+        let id = self.first_id + self.unsent_cursor as u64;
+        if id >= max_data {
+            return None;
+        }
+        let m = self.messages.get_mut(self.unsent_cursor)?;
+        let offset = m.sent_upto;
+        let len = (m.total_len() - offset).min(u32::try_from(max_len).unwrap_or(u32::MAX));
+        if len == 0 && m.total_len() > 0 {
+            return None;
+        }
+        out.extend_from_slice(&m.data[offset as usize..(offset + len) as usize]);
+        m.sent_upto += len;
+        m.any_sent = true;
+        Some((id, offset, m.total_len()))
+    }
+
+    /// Copy a fragment for retransmission; false if acknowledged, abandoned or out of bounds.
+    pub fn copy_fragment(&self, id: u64, offset: u32, len: u32, out: &mut Vec<u8>) -> bool {
+        let Some(m) = self.get(id) else { return false };
+        let Some(end) = offset.checked_add(len) else { return false };
+        if m.fate != Fate::Pending || end > m.sent_upto || (len > 0 && m.is_acked_range(offset, end)) {
+            return false;
+        }
+        out.extend_from_slice(&m.data[offset as usize..end as usize]);
+        true
+    }
+
+    /// Record an acknowledged fragment.
+    pub fn on_acked(&mut self, id: u64, offset: u32, len: u32) {
+        let Some(m) = self.get_mut(id) else { return };
+        let Some(end) = offset.checked_add(len) else { return };
+        if m.fate != Fate::Pending || end > m.total_len() || (len == 0 && m.total_len() > 0) {
+            return;
+        }
+        m.add_acked(offset, end);
+        self.release_settled();
+    }
+
+    /// Give up on message `id` because a fragment was lost and will not be sent again (no error control).
+    pub fn on_lost(&mut self, id: u64) {
+        if let Some(m) = self.get_mut(id) {
+            if m.fate == Fate::Pending {
+                m.fate = Fate::Abandoned;
+            }
+        }
+        self.release_settled();
+    }
+
+    /// Count a retransmission of message `id`; returns the count so far.
+    ///
+    /// Call it when a lost fragment is taken for retransmission, then [`MessageSendQueue::abandon`]
+    /// and [`MessageSendQueue::copy_fragment`]: with a limit of n, the (n+1)-th loss abandons.
+    pub fn on_retransmitted(&mut self, id: u64) -> u32 {
+        match self.get_mut(id) {
+            Some(m) => {
+                m.retransmissions = m.retransmissions.saturating_add(1);
+                m.retransmissions
+            }
+            None => 0,
+        }
+    }
+
+    /// Abandon messages past their deadline or over `max_retransmissions`; returns how many.
+    pub fn abandon(&mut self, now: Time, max_retransmissions: Option<u32>) -> usize {
+        let mut count = 0;
+        for m in self.messages.iter_mut().filter(|m| m.fate == Fate::Pending) {
+            let expired = m.deadline.is_some_and(|d| now >= d);
+            let exhausted = max_retransmissions.is_some_and(|max| m.retransmissions > max);
+            if expired || exhausted {
+                m.fate = Fate::Abandoned;
+                count += 1;
+            }
+        }
+        self.release_settled();
+        count
+    }
+
+    /// Free settled messages at the front of the queue.
+    fn release_settled(&mut self) {
+        while self.messages.front().is_some_and(|m| m.fate != Fate::Pending) {
+            if let Some(m) = self.messages.pop_front() {
+                self.used -= m.data.len();
+                self.first_id += 1;
+                self.unsent_cursor = self.unsent_cursor.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Lowest message id neither acknowledged nor abandoned (the receiver may skip below it).
+    pub fn skip_to(&self) -> u64 {
+        self.first_id
+    }
+
+    /// Bytes `push` would accept now.
+    pub fn free_space(&self) -> usize {
+        self.capacity.saturating_sub(self.used)
+    }
+
+    /// Every message acknowledged or abandoned.
+    pub fn all_acked(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// Whether a never-sent fragment remains.
+    pub fn has_unsent(&self) -> bool {
+        self.messages.iter().skip(self.unsent_cursor).any(|m| m.fate == Fate::Pending && !m.fully_sent())
+    }
+
+    /// The id the next `push` will get.
+    pub fn next_id(&self) -> u64 {
+        self.first_id + self.messages.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(m: u64) -> Time {
+        Time::from_nanos(m * 1_000_000)
+    }
+
+    #[test]
+    fn ids_follow_write_order_and_fragments_cover_the_message() {
+        let mut q = MessageSendQueue::new(100);
+        assert_eq!(q.push(ms(0), b"hello world", None), Ok(0));
+        assert_eq!(q.push(ms(0), b"bye", None), Ok(1));
+        let mut out = Vec::new();
+        assert_eq!(q.next_unsent(5, 10, &mut out), Some((0, 0, 11)));
+        assert_eq!(q.next_unsent(5, 10, &mut out), Some((0, 5, 11)));
+        assert_eq!(q.next_unsent(5, 10, &mut out), Some((0, 10, 11)));
+        assert_eq!(q.next_unsent(5, 10, &mut out), Some((1, 0, 3)));
+        assert_eq!(out, b"hello worldbye");
+        assert_eq!(q.next_unsent(5, 10, &mut out), None);
+    }
+
+    #[test]
+    fn flow_control_limits_ids() {
+        let mut q = MessageSendQueue::new(100);
+        q.push(ms(0), b"a", None).unwrap();
+        q.push(ms(0), b"b", None).unwrap();
+        let mut out = Vec::new();
+        assert!(q.next_unsent(5, 1, &mut out).is_some());
+        assert_eq!(q.next_unsent(5, 1, &mut out), None);
+        assert!(q.has_unsent());
+    }
+
+    #[test]
+    fn capacity_bounds_the_queue() {
+        let mut q = MessageSendQueue::new(10);
+        assert_eq!(q.push(ms(0), &[0; 11], None), Err(DeliveryError::Full));
+        q.push(ms(0), &[0; 6], None).unwrap();
+        assert_eq!(q.free_space(), 4);
+        assert_eq!(q.push(ms(0), &[0; 5], None), Err(DeliveryError::Full));
+        let mut out = Vec::new();
+        q.next_unsent(100, 10, &mut out);
+        q.on_acked(0, 0, 6);
+        assert_eq!(q.free_space(), 10, "acknowledged messages free their bytes");
+        assert!(q.all_acked());
+    }
+
+    #[test]
+    fn acknowledgement_in_pieces_settles_the_message() {
+        let mut q = MessageSendQueue::new(100);
+        q.push(ms(0), b"0123456789", None).unwrap();
+        q.push(ms(0), b"x", None).unwrap();
+        let mut out = Vec::new();
+        while q.next_unsent(4, 10, &mut out).is_some() {}
+        q.on_acked(0, 4, 4);
+        q.on_acked(0, 8, 2);
+        assert_eq!(q.skip_to(), 0);
+        out.clear();
+        assert!(q.copy_fragment(0, 0, 4, &mut out));
+        assert_eq!(out, b"0123");
+        assert!(!q.copy_fragment(0, 4, 4, &mut out), "already acknowledged");
+        q.on_acked(0, 0, 4);
+        assert_eq!(q.skip_to(), 1);
+        assert!(!q.copy_fragment(0, 0, 4, &mut out));
+    }
+
+    #[test]
+    fn deadline_abandons_and_moves_skip_to() {
+        let mut q = MessageSendQueue::new(100);
+        q.push(ms(0), b"late", Some(ms(10))).unwrap();
+        q.push(ms(0), b"ok", None).unwrap();
+        assert_eq!(q.abandon(ms(9), None), 0);
+        assert_eq!(q.abandon(ms(10), None), 1);
+        assert_eq!(q.skip_to(), 1);
+        let mut out = Vec::new();
+        assert_eq!(q.next_unsent(10, 10, &mut out), Some((1, 0, 2)), "the expired message is never sent");
+        assert!(!q.copy_fragment(0, 0, 4, &mut out));
+    }
+
+    #[test]
+    fn retransmission_limit_abandons_on_the_next_loss() {
+        let mut q = MessageSendQueue::new(100);
+        q.push(ms(0), b"m", None).unwrap();
+        let mut out = Vec::new();
+        q.next_unsent(10, 10, &mut out);
+        assert_eq!(q.on_retransmitted(0), 1);
+        assert_eq!(q.abandon(ms(0), Some(1)), 0, "one retransmission allowed");
+        assert_eq!(q.on_retransmitted(0), 2);
+        assert_eq!(q.abandon(ms(0), Some(1)), 1);
+        assert!(q.all_acked());
+    }
+
+    #[test]
+    fn skip_to_waits_for_the_lowest_pending_message() {
+        let mut q = MessageSendQueue::new(100);
+        for _ in 0..3 {
+            q.push(ms(0), b"abc", None).unwrap();
+        }
+        let mut out = Vec::new();
+        while q.next_unsent(10, 10, &mut out).is_some() {}
+        q.on_acked(1, 0, 3);
+        q.on_acked(2, 0, 3);
+        assert_eq!(q.skip_to(), 0);
+        q.on_lost(0);
+        assert_eq!(q.skip_to(), 3);
+        assert!(q.all_acked());
+    }
+
+    #[test]
+    fn empty_messages_are_sent_and_acknowledged() {
+        let mut q = MessageSendQueue::new(10);
+        q.push(ms(0), b"", None).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(q.next_unsent(10, 10, &mut out), Some((0, 0, 0)));
+        assert_eq!(q.next_unsent(10, 10, &mut out), None);
+        q.on_acked(0, 0, 0);
+        assert!(q.all_acked());
+    }
+}

@@ -1,0 +1,164 @@
+//! The receiver's record of received packet numbers, kept as bounded disjoint ranges.
+//!
+//! Packet numbers are never reused (retransmissions travel in new packets, QSTP paper §4.2), so
+//! this record is both the duplicate filter and the source of the SACK ranges the receiver reports.
+
+use std::collections::BTreeMap;
+
+/// Ranges of received packet numbers, bounded by `max_ranges`.
+#[derive(Debug, Clone)]
+pub struct ReceivedPackets {
+    /// Inclusive ranges, keyed by their first packet number; disjoint and never adjacent.
+    ranges: BTreeMap<u64, u64>,
+    max_ranges: usize,
+    /// Every packet number below this is too old to tell (its range was forgotten).
+    forgotten_below: u64,
+}
+
+impl ReceivedPackets {
+    /// An empty record keeping at most `max_ranges` ranges (at least one).
+    pub fn new(max_ranges: usize) -> Self {
+        Self { ranges: BTreeMap::new(), max_ranges: max_ranges.max(1), forgotten_below: 0 }
+    }
+
+    /// Record a packet number; false if already received (duplicate) or too old to tell.
+    pub fn insert(&mut self, packet_number: u64) -> bool {
+        let pn = packet_number;
+        if pn < self.forgotten_below {
+            return false;
+        }
+        let below = self.ranges.range(..=pn).next_back().map(|(&s, &e)| (s, e));
+        if let Some((_, end)) = below {
+            if end >= pn {
+                return false;
+            }
+        }
+        let above = pn.checked_add(1).and_then(|next| self.ranges.get(&next).map(|&e| (next, e)));
+        let joins_below = matches!(below, Some((_, end)) if end + 1 == pn);
+        match (joins_below, above) {
+            (true, Some((above_start, above_end))) => {
+                self.ranges.remove(&above_start);
+                let (start, _) = below.expect("joins_below implies a range below");
+                self.ranges.insert(start, above_end);
+            }
+            (true, None) => {
+                let (start, _) = below.expect("joins_below implies a range below");
+                self.ranges.insert(start, pn);
+            }
+            (false, Some((above_start, above_end))) => {
+                self.ranges.remove(&above_start);
+                self.ranges.insert(pn, above_end);
+            }
+            (false, None) => {
+                self.ranges.insert(pn, pn);
+            }
+        }
+        while self.ranges.len() > self.max_ranges {
+            if let Some((_, end)) = self.ranges.pop_first() {
+                self.forgotten_below = end + 1;
+            }
+        }
+        true
+    }
+
+    /// Ranges to report, inclusive, highest first, disjoint, at most `limit`.
+    pub fn ranges(&self, limit: usize) -> Vec<(u64, u64)> {
+        self.ranges.iter().rev().take(limit).map(|(&s, &e)| (s, e)).collect()
+    }
+
+    /// The largest packet number received.
+    pub fn largest(&self) -> Option<u64> {
+        self.ranges.last_key_value().map(|(_, &e)| e)
+    }
+
+    /// Number of ranges remembered.
+    pub fn range_count(&self) -> usize {
+        self.ranges.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn duplicates_are_refused() {
+        let mut r = ReceivedPackets::new(8);
+        assert!(r.insert(5));
+        assert!(!r.insert(5));
+        assert!(r.insert(3));
+        assert!(r.insert(4));
+        assert!(!r.insert(4));
+        assert_eq!(r.ranges(8), vec![(3, 5)]);
+        assert_eq!(r.largest(), Some(5));
+    }
+
+    #[test]
+    fn ranges_are_highest_first_and_limited() {
+        let mut r = ReceivedPackets::new(8);
+        for pn in [0, 1, 2, 5, 6, 9] {
+            assert!(r.insert(pn));
+        }
+        assert_eq!(r.ranges(8), vec![(9, 9), (5, 6), (0, 2)]);
+        assert_eq!(r.ranges(2), vec![(9, 9), (5, 6)]);
+    }
+
+    #[test]
+    fn oldest_ranges_are_forgotten_and_become_too_old() {
+        let mut r = ReceivedPackets::new(2);
+        for pn in [0, 2, 4] {
+            assert!(r.insert(pn));
+        }
+        assert_eq!(r.range_count(), 2);
+        assert_eq!(r.ranges(8), vec![(4, 4), (2, 2)]);
+        assert!(!r.insert(0), "forgotten range reads as too old");
+        // Packet 1 lies in a gap that was known to be empty when range 0 was forgotten.
+        assert!(r.insert(1));
+        assert_eq!(r.ranges(8), vec![(4, 4), (1, 2)]);
+    }
+
+    #[test]
+    fn largest_packet_number_does_not_overflow() {
+        let mut r = ReceivedPackets::new(4);
+        assert!(r.insert(u64::MAX));
+        assert!(r.insert(u64::MAX - 1));
+        assert!(!r.insert(u64::MAX));
+        assert_eq!(r.ranges(4), vec![(u64::MAX - 1, u64::MAX)]);
+    }
+
+    proptest! {
+        /// With room for every range, the record equals the set of packet numbers inserted.
+        #[test]
+        fn matches_a_set(pns in proptest::collection::vec(0u64..200, 0..300)) {
+            let mut r = ReceivedPackets::new(1000);
+            let mut set = BTreeSet::new();
+            for pn in pns {
+                prop_assert_eq!(r.insert(pn), set.insert(pn));
+            }
+            let mut from_ranges = BTreeSet::new();
+            let ranges = r.ranges(usize::MAX);
+            for w in ranges.windows(2) {
+                prop_assert!(w[1].1 + 1 < w[0].0, "disjoint, not adjacent, highest first");
+            }
+            for (s, e) in ranges {
+                from_ranges.extend(s..=e);
+            }
+            prop_assert_eq!(from_ranges, set);
+        }
+
+        /// A bounded record never accepts a packet twice and never holds more than its bound.
+        #[test]
+        fn bounded_never_accepts_twice(pns in proptest::collection::vec(0u64..200, 0..300), max in 1usize..6) {
+            let mut r = ReceivedPackets::new(max);
+            let mut set = BTreeSet::new();
+            for pn in pns {
+                if r.insert(pn) {
+                    prop_assert!(set.insert(pn), "packet {} accepted twice", pn);
+                }
+                prop_assert!(r.range_count() <= max);
+            }
+        }
+    }
+}

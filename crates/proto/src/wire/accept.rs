@@ -1,0 +1,143 @@
+//! Accept: server to client, the connection exists.
+//!
+//! Layout (integers big-endian): version (1), type (1), destination id (8), source id (8),
+//! max datagram (2), receive window (8), timestamp echo (4); nothing may follow. Once
+//! `check_len` passed, no accessor panics.
+
+use super::header::{be_u16, be_u32, be_u64, destination, emit_destination, emit_type, Field};
+use super::{Accept, ConnectionId, PacketType, WireError};
+use crate::config::{MAX_DATAGRAM, MIN_DATAGRAM};
+
+/// Field offsets.
+mod field {
+    use super::Field;
+    pub const SOURCE: Field = 10..18;
+    pub const MAX_DATAGRAM: Field = 18..20;
+    pub const RECV_WINDOW: Field = 20..28;
+    pub const TIMESTAMP_ECHO: Field = 28..32;
+}
+
+/// Length of an accept, bytes.
+pub const ACCEPT_LEN: usize = field::TIMESTAMP_ECHO.end;
+
+/// A raw octet buffer viewed as an accept.
+#[derive(Debug, Clone, Copy)]
+pub struct AcceptPacket<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> AcceptPacket<T> {
+    /// Imbue a buffer with accept structure, without checking its length.
+    pub fn new_unchecked(buffer: T) -> Self {
+        AcceptPacket { buffer }
+    }
+
+    /// Imbue a buffer with accept structure, checking its length is exactly `ACCEPT_LEN`.
+    pub fn new_checked(buffer: T) -> Result<Self, WireError> {
+        let packet = Self::new_unchecked(buffer);
+        packet.check_len()?;
+        Ok(packet)
+    }
+
+    /// Refuse a buffer that is not exactly `ACCEPT_LEN` bytes.
+    pub fn check_len(&self) -> Result<(), WireError> {
+        match self.buffer.as_ref().len() {
+            len if len < ACCEPT_LEN => Err(WireError::Truncated),
+            len if len > ACCEPT_LEN => Err(WireError::TrailingBytes),
+            _ => Ok(()),
+        }
+    }
+
+    /// The client's connection id.
+    pub fn destination(&self) -> ConnectionId {
+        destination(self.buffer.as_ref())
+    }
+
+    /// The server's connection id.
+    pub fn source(&self) -> ConnectionId {
+        ConnectionId(be_u64(&self.buffer.as_ref()[field::SOURCE]))
+    }
+
+    /// The server's largest datagram.
+    pub fn max_datagram(&self) -> u16 {
+        be_u16(&self.buffer.as_ref()[field::MAX_DATAGRAM])
+    }
+
+    /// The server's receive window.
+    pub fn recv_window(&self) -> u64 {
+        be_u64(&self.buffer.as_ref()[field::RECV_WINDOW])
+    }
+
+    /// The hello's timestamp, echoed.
+    pub fn timestamp_echo(&self) -> u32 {
+        be_u32(&self.buffer.as_ref()[field::TIMESTAMP_ECHO])
+    }
+}
+
+impl Accept {
+    /// Parse and validate an accept whose length was checked.
+    pub fn parse<T: AsRef<[u8]>>(packet: &AcceptPacket<T>) -> Result<Accept, WireError> {
+        let max_datagram = packet.max_datagram();
+        if !(MIN_DATAGRAM..=MAX_DATAGRAM).contains(&usize::from(max_datagram)) {
+            return Err(WireError::InvalidField("max datagram out of range"));
+        }
+        Ok(Accept {
+            destination: packet.destination(),
+            source: packet.source(),
+            max_datagram,
+            recv_window: packet.recv_window(),
+            timestamp_echo: packet.timestamp_echo(),
+        })
+    }
+
+    /// Bytes `emit` writes.
+    pub fn buffer_len(&self) -> usize {
+        ACCEPT_LEN
+    }
+
+    /// Write the accept into a buffer of `buffer_len` bytes.
+    pub fn emit(&self, buf: &mut [u8]) {
+        emit_type(buf, PacketType::Accept);
+        emit_destination(buf, self.destination);
+        buf[field::SOURCE].copy_from_slice(&self.source.0.to_be_bytes());
+        buf[field::MAX_DATAGRAM].copy_from_slice(&self.max_datagram.to_be_bytes());
+        buf[field::RECV_WINDOW].copy_from_slice(&self.recv_window.to_be_bytes());
+        buf[field::TIMESTAMP_ECHO].copy_from_slice(&self.timestamp_echo.to_be_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Packet;
+
+    #[test]
+    fn golden_layout() {
+        let accept = Accept {
+            destination: ConnectionId(1),
+            source: ConnectionId(0xffee_ddcc_bbaa_9988),
+            max_datagram: 1200,
+            recv_window: 65_536,
+            timestamp_echo: 0x0102_0304,
+        };
+        let mut buf = Vec::new();
+        Packet::Accept(accept.clone()).encode(&mut buf);
+        #[rustfmt::skip]
+        let expected: &[u8] = &[
+            1, 3, // version, type
+            0, 0, 0, 0, 0, 0, 0, 1, // destination
+            0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99, 0x88, // source
+            0x04, 0xb0, // max datagram 1200
+            0, 0, 0, 0, 0, 1, 0, 0, // receive window
+            1, 2, 3, 4, // timestamp echo
+        ];
+        assert_eq!(buf, expected);
+        assert_eq!(Packet::decode(&buf), Ok(Packet::Accept(accept)));
+        assert_eq!(Packet::decode(&buf[..ACCEPT_LEN - 1]), Err(WireError::Truncated));
+        let mut long = buf.clone();
+        long.push(0);
+        assert_eq!(Packet::decode(&long), Err(WireError::TrailingBytes));
+        buf[field::MAX_DATAGRAM].copy_from_slice(&65_535u16.to_be_bytes());
+        assert_eq!(Packet::decode(&buf), Err(WireError::InvalidField("max datagram out of range")));
+    }
+}

@@ -1,0 +1,12 @@
+//! The hello view and parser alone: once `check_len` passed, no accessor panics.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use qstp_proto::wire::{HelloPacket, Hello};
+
+fuzz_target!(|datagram: &[u8]| {
+    let Ok(packet) = HelloPacket::new_checked(datagram) else { return };
+    let _ = (packet.flags(), packet.source(), packet.max_datagram(), packet.recv_window(), packet.timestamp());
+    let _ = (packet.composition(), packet.cookie(), packet.padding());
+    let _ = Hello::parse(&packet);
+});
