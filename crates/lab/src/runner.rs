@@ -51,7 +51,7 @@ pub enum RunError {
 /// Simulated time between two progress reports of one run, at most.
 const PROGRESS_STEP_NS: u64 = 1_000_000_000;
 
-/// Run `plan` on `jobs` threads with `simulate` (normally [`qstp_sim::run_with_progress`]); the
+/// Run `plan` on `jobs` threads with `simulate` (normally `qstp_sim::run_with_progress`); the
 /// first run of every point keeps its time series. On a failure, the error of the earliest failed
 /// run is returned.
 pub fn execute<F, E>(plan: &Plan, jobs: usize, simulate: F, progress: &(dyn Fn(Progress) + Sync)) -> Result<Vec<PointResult>, RunError>

@@ -4,6 +4,34 @@
 //! set into the document, and only then is it read into typed values and validated, so a swept or
 //! overridden value is checked exactly as a written one. Any problem is one [`ScenarioError`]
 //! naming the file, the key and the reason, and nothing runs.
+//!
+//! # Format
+//!
+//! Rates are strings parsed by `Rate::parse` (`"500k"`, `"1.5M"`, `"64kB/s"`), durations strings
+//! parsed by `Duration::parse` (`"30ms"`, `"180s"`); sizes are integers in bytes.
+//!
+//! - Top level: `name` (names the output folder), `description`, `duration`, `warmup` (left out of
+//!   the means, default 0s), `runs` (default 1), `seed` (default 1; run i uses seed + i),
+//!   `packet_size` (default 1500), `bin` (width of the recorded series, default 100ms).
+//! - `[bottleneck]`: `rate`, `delay` (one-way, part of every group's rtt, default 0s), `queue`,
+//!   optional `loss`.
+//! - `queue`: `{ kind = "droptail", limit }`, `{ kind = "red", limit, curve = [min, max, max_p],
+//!   weight }`, `{ kind = "rio", limit, in = [..], out = [..], middle = [..] (optional, yellow),
+//!   mode = "rio-c" | "rio-d", weight }` (weight defaults to 0.002), or `{ kind = "cbq", classes =
+//!   [{ name, rate, borrow, groups = ["NAME", ..], limit }, ..] }`.
+//! - `loss`: `{ kind = "bernoulli", p }` or `{ kind = "gilbert-elliott", p_good_to_bad,
+//!   p_bad_to_good, loss_good = 0, loss_bad = 1 }`.
+//! - `[[group]]`: `name`, `protocol` (tcp, tfrc, tfrc-sack, gtfrc, qstp, cbr, onoff), `flows`
+//!   (default 1), `rtt`, `target` (the group's negotiated rate; each flow's gTFRC floor is
+//!   target / flows), `marker`, `start` (default 0s). TCP: `congestion` (default newreno),
+//!   `delayed_ack` (default false), `window` (bytes, default 256 KiB). cbr and onoff: `rate` or
+//!   `schedule = [["0s", "300k"], ["60s", "1000k"]]`; onoff also `mean_on`, `mean_off` (1s).
+//! - `marker`: `{ kind = "token-bucket", rate, bucket }`, `{ kind = "srtcm", cir, cbs, ebs }`,
+//!   `{ kind = "trtcm", cir, cbs, pir, pbs }`, `{ kind = "tsw2", cir, window }`,
+//!   `{ kind = "tsw3", cir, pir, window }` (window defaults to 1s).
+//! - `[sweep]`: `"dotted.key" = [values]`; every combination is a point. In a key, a list of tables
+//!   is indexed by element `name` (`group.AB.protocol`) or number; keys joined with `+` move
+//!   together (`"group.A.protocol+group.B.protocol" = ["tfrc", "gtfrc"]`).
 
 mod fields;
 mod group;
