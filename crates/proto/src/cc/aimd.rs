@@ -47,7 +47,9 @@ impl Aimd {
     /// An AIMD controller for `segment_size`-byte packets, optionally knowing the handshake RTT.
     pub fn new(segment_size: usize, initial_rtt: Option<Duration>, now: Time) -> Self {
         let segment_size = segment_size.max(1) as f64;
-        let rtt = initial_rtt.filter(|r| !r.is_zero()).map(|r| r.as_secs_f64().max(MIN_RTT_SECS));
+        let rtt = initial_rtt
+            .filter(|r| !r.is_zero())
+            .map(|r| r.as_secs_f64().max(MIN_RTT_SECS));
         let x = match rtt {
             Some(r) => initial_window(segment_size) / r,
             None => segment_size,
@@ -86,13 +88,14 @@ impl RateController for Aimd {
             _ => sample,
         };
         self.rtt = Some(r);
-        let p = if report.loss_event_rate.is_finite() { report.loss_event_rate.clamp(0.0, 1.0) } else { 0.0 };
+        let p = crate::cc::sane_loss_event_rate(report.loss_event_rate);
         self.x_recv = report.x_recv.bytes_per_sec();
         let loss_indication = p > self.p;
         self.p = p;
         self.feedback_seen = true;
 
-        let since = |t: Option<Time>| t.map_or(f64::INFINITY, |t| now.saturating_since(t).as_secs_f64());
+        let since =
+            |t: Option<Time>| t.map_or(f64::INFINITY, |t| now.saturating_since(t).as_secs_f64());
         if loss_indication {
             self.slow_start = false;
             // At most one multiplicative decrease per RTT (RFC 5681 §3.1: one per window of data).
@@ -146,7 +149,10 @@ impl RateController for Aimd {
             x_calc: Rate::ZERO,
             x_recv: Rate::from_bytes_per_sec(self.x_recv),
             loss_event_rate: self.p,
-            rtt: self.rtt.map(Duration::from_secs_f64).unwrap_or(Duration::ZERO),
+            rtt: self
+                .rtt
+                .map(Duration::from_secs_f64)
+                .unwrap_or(Duration::ZERO),
             target: Rate::ZERO,
             slow_start: self.slow_start,
         }
@@ -164,7 +170,11 @@ mod tests {
     }
 
     fn report(x_recv: f64, p: f64) -> FeedbackReport {
-        FeedbackReport { rtt_sample: Duration::from_millis(100), x_recv: Rate::from_bytes_per_sec(x_recv), loss_event_rate: p }
+        FeedbackReport {
+            rtt_sample: Duration::from_millis(100),
+            x_recv: Rate::from_bytes_per_sec(x_recv),
+            loss_event_rate: p,
+        }
     }
 
     fn rate(c: &Aimd) -> f64 {

@@ -14,7 +14,10 @@ pub struct FixedRate {
 impl FixedRate {
     /// A controller that always allows `rate`.
     pub fn new(rate: Rate) -> Self {
-        FixedRate { rate, last_report: None }
+        FixedRate {
+            rate,
+            last_report: None,
+        }
     }
 }
 
@@ -35,7 +38,9 @@ impl RateController for FixedRate {
         RateState {
             rate: self.rate,
             x_recv: self.last_report.map(|r| r.x_recv).unwrap_or_default(),
-            loss_event_rate: self.last_report.map(|r| r.loss_event_rate).unwrap_or(0.0),
+            loss_event_rate: self
+                .last_report
+                .map_or(0.0, |r| crate::cc::sane_loss_event_rate(r.loss_event_rate)),
             rtt: self.last_report.map(|r| r.rtt_sample).unwrap_or_default(),
             ..RateState::default()
         }
@@ -50,7 +55,11 @@ mod tests {
     #[test]
     fn ignores_loss_and_timeouts() {
         let mut c = FixedRate::new(Rate::from_kbps(300));
-        let report = FeedbackReport { rtt_sample: Duration::from_millis(50), x_recv: Rate::from_kbps(10), loss_event_rate: 0.5 };
+        let report = FeedbackReport {
+            rtt_sample: Duration::from_millis(50),
+            x_recv: Rate::from_kbps(10),
+            loss_event_rate: 0.5,
+        };
         c.on_feedback(Time::ZERO, &report);
         c.handle_timeout(Time::ZERO + Duration::from_secs(100));
         assert_eq!(c.allowed_rate(), Rate::from_kbps(300));

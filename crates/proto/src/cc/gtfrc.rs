@@ -6,6 +6,9 @@
 //! untouched ("this maximum value is not applied during the TFRC slow-start period", gTFRC paper
 //! §3.2), and g = 0 is exactly TFRC. The floor belongs to the feedback path, as in Fig. 1: when the
 //! nofeedback timer fires (the path carries nothing back) the rate may still fall below g.
+//! One detail differs from Fig. 1: there the feedback that ends slow start sets the rate to the
+//! equation rate and the floor applies from the next feedback on; here it applies from that same
+//! feedback, so that X >= g holds after every rate update with p > 0.
 
 use crate::cc::tfrc::sender::TfrcSender;
 use crate::cc::{FeedbackReport, RateController, RateState};
@@ -20,7 +23,12 @@ pub struct Gtfrc {
 
 impl Gtfrc {
     /// A gTFRC sender with target `target` (zero behaves as plain TFRC).
-    pub fn new(target: Rate, segment_size: usize, initial_rtt: Option<Duration>, now: Time) -> Self {
+    pub fn new(
+        target: Rate,
+        segment_size: usize,
+        initial_rtt: Option<Duration>,
+        now: Time,
+    ) -> Self {
         let mut tfrc = TfrcSender::new(segment_size, initial_rtt, now);
         tfrc.set_floor(target);
         Gtfrc { tfrc }
@@ -95,7 +103,10 @@ mod tests {
 
     /// A slow start, then a heavy loss episode: p = 0.1 and X_recv collapsing to 10 kB/s.
     fn heavy_loss_stream() -> Vec<FeedbackReport> {
-        let mut reports: Vec<_> = [20_000.0, 40_000.0, 80_000.0].iter().map(|&x| report(x, 0.0)).collect();
+        let mut reports: Vec<_> = [20_000.0, 40_000.0, 80_000.0]
+            .iter()
+            .map(|&x| report(x, 0.0))
+            .collect();
         reports.extend((0..20).map(|_| report(10_000.0, 0.1)));
         reports
     }
@@ -155,7 +166,10 @@ mod tests {
         let mut gtfrc = Gtfrc::new(g, S, Some(Duration::from_millis(100)), Time::ZERO);
         let mut tfrc = TfrcSender::new(S, Some(Duration::from_millis(100)), Time::ZERO);
         assert!(gtfrc.allowed_rate() < g);
-        let stream: Vec<_> = [20_000.0, 40_000.0, 80_000.0].iter().map(|&x| report(x, 0.0)).collect();
+        let stream: Vec<_> = [20_000.0, 40_000.0, 80_000.0]
+            .iter()
+            .map(|&x| report(x, 0.0))
+            .collect();
         let a = drive(&mut tfrc, &stream);
         let b = drive(&mut gtfrc, &stream);
         for (x, y) in a.iter().zip(&b) {
@@ -171,7 +185,12 @@ mod tests {
 
     #[test]
     fn target_can_change() {
-        let mut gtfrc = Gtfrc::new(Rate::from_kbps(600), S, Some(Duration::from_millis(100)), Time::ZERO);
+        let mut gtfrc = Gtfrc::new(
+            Rate::from_kbps(600),
+            S,
+            Some(Duration::from_millis(100)),
+            Time::ZERO,
+        );
         drive(&mut gtfrc, &heavy_loss_stream());
         gtfrc.set_target(Rate::from_kbps(300));
         assert_eq!(gtfrc.target(), Rate::from_kbps(300));

@@ -69,6 +69,15 @@ pub use tfrc::sender::TfrcSender;
 
 use crate::config::CongestionControl;
 
+/// A reported loss event rate made usable: clamped to [0, 1], NaN taken as no loss.
+pub(crate) fn sane_loss_event_rate(p: f64) -> f64 {
+    if p.is_nan() {
+        0.0
+    } else {
+        p.clamp(0.0, 1.0)
+    }
+}
+
 /// Construct the rate controller a configuration names.
 pub fn build(
     congestion: &CongestionControl,
@@ -79,7 +88,9 @@ pub fn build(
     match *congestion {
         CongestionControl::Fixed { rate } => Box::new(FixedRate::new(rate)),
         CongestionControl::Tfrc => Box::new(TfrcSender::new(segment_size, initial_rtt, now)),
-        CongestionControl::Gtfrc { target } => Box::new(Gtfrc::new(target, segment_size, initial_rtt, now)),
+        CongestionControl::Gtfrc { target } => {
+            Box::new(Gtfrc::new(target, segment_size, initial_rtt, now))
+        }
         CongestionControl::Aimd => Box::new(Aimd::new(segment_size, initial_rtt, now)),
     }
 }
@@ -91,11 +102,23 @@ mod tests {
     #[test]
     fn build_constructs_the_named_controller() {
         let rtt = Some(Duration::from_millis(100));
-        let fixed = build(&CongestionControl::Fixed { rate: Rate::from_kbps(64) }, 1000, rtt, Time::ZERO);
+        let fixed = build(
+            &CongestionControl::Fixed {
+                rate: Rate::from_kbps(64),
+            },
+            1000,
+            rtt,
+            Time::ZERO,
+        );
         assert_eq!(fixed.allowed_rate(), Rate::from_kbps(64));
         assert_eq!(fixed.poll_timeout(), None);
         let g = Rate::from_kbps(400);
-        let gtfrc = build(&CongestionControl::Gtfrc { target: g }, 1000, rtt, Time::ZERO);
+        let gtfrc = build(
+            &CongestionControl::Gtfrc { target: g },
+            1000,
+            rtt,
+            Time::ZERO,
+        );
         assert_eq!(gtfrc.state().target, g);
         let tfrc = build(&CongestionControl::Tfrc, 1000, rtt, Time::ZERO);
         assert_eq!(tfrc.state().target, Rate::ZERO);
@@ -107,3 +130,9 @@ mod tests {
         assert_eq!(aimd.state().x_calc, Rate::ZERO);
     }
 }
+
+#[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
+mod closed_loop_tests;

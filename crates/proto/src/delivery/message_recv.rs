@@ -47,6 +47,8 @@ pub struct MessageReassembler {
     order: Order,
     capacity: usize,
     max_payload: usize,
+    /// Largest message length seen so far (at least `max_payload`): the room kept for the lowest message.
+    reserve: usize,
     /// Lowest id neither delivered nor given up on.
     next_deliver: u64,
     /// Messages below this id that were incomplete when the skip arrived are never delivered.
@@ -62,12 +64,19 @@ pub struct MessageReassembler {
 }
 
 impl MessageReassembler {
-    /// An empty reassembler holding at most `capacity` bytes; `max_payload` is the largest message expected.
+    /// An empty reassembler holding at most `capacity` bytes; `max_payload` sizes the id window.
+    ///
+    /// Room for the lowest undelivered message is kept free: as much as the largest message seen
+    /// so far, and at least `max_payload`. Ordered delivery can only stall if the lowest message
+    /// is larger than every message seen before it and all of its fragments were lost while later
+    /// messages filled the buffer; passing the largest message size as `max_payload` rules that out.
     pub fn new(order: Order, capacity: usize, max_payload: usize) -> Self {
+        let max_payload = max_payload.clamp(1, capacity.max(1));
         Self {
             order,
             capacity,
-            max_payload: max_payload.clamp(1, capacity.max(1)),
+            max_payload,
+            reserve: max_payload,
             next_deliver: 0,
             skip_floor: 0,
             pending: BTreeMap::new(),
@@ -107,8 +116,12 @@ impl MessageReassembler {
         }
         // Keep room for the lowest undelivered message, so later ones cannot starve it.
         let floor = self.floor();
-        let reserve = if id != floor && !self.pending.contains_key(&floor) { self.max_payload } else { 0 };
-        if total_len as usize > self.capacity || self.used + total_len as usize + reserve > self.capacity {
+        if total_len as usize > self.capacity {
+            return Err(DeliveryError::Full);
+        }
+        self.reserve = self.reserve.max(total_len as usize);
+        let reserve = if id != floor && !self.pending.contains_key(&floor) { self.reserve } else { 0 };
+        if self.used + total_len as usize + reserve > self.capacity {
             return Err(DeliveryError::Full);
         }
         self.used += total_len as usize;
@@ -269,12 +282,26 @@ mod tests {
         assert_eq!(r.insert(0, 0, 101, b"x"), Err(DeliveryError::Full));
         assert_eq!(r.max_data(), 2);
         assert_eq!(r.insert(2, 0, 10, b"x"), Err(DeliveryError::BeyondWindow));
-        // Room for the lowest message is kept: message 1 may take at most 100 - 40 bytes.
+        // Room for the lowest message is kept: message 1 may take at most 100 - 40 bytes...
         assert_eq!(r.insert(1, 0, 61, b"x"), Err(DeliveryError::Full));
-        r.insert(1, 0, 60, b"x").unwrap();
+        // ...and, messages of 61 bytes having been seen, now at most 100 - 61.
+        assert_eq!(r.insert(1, 0, 60, b"x"), Err(DeliveryError::Full));
+        r.insert(1, 0, 39, b"x").unwrap();
         r.insert(0, 0, 40, b"y").unwrap();
         assert_eq!(r.insert(0, 0, 41, b"y"), Err(DeliveryError::Inconsistent("message length changed between fragments")));
         assert_eq!(r.insert(0, 39, 40, b"yz"), Err(DeliveryError::Inconsistent("fragment beyond its message")));
+    }
+
+    #[test]
+    fn room_kept_for_the_lowest_message_grows_with_the_messages_seen() {
+        let mut r = MessageReassembler::new(Order::Ordered, 1000, 10);
+        r.insert(1, 0, 300, b"x").unwrap();
+        r.insert(2, 0, 300, b"x").unwrap();
+        // 400 bytes free, but 300 are kept for message 0, whose fragments were all lost.
+        assert_eq!(r.insert(3, 0, 200, b"x"), Err(DeliveryError::Full));
+        r.insert(3, 0, 100, b"x").unwrap();
+        r.insert(0, 0, 300, b"x").unwrap();
+        assert_eq!(r.buffered(), 1000);
     }
 
     #[test]

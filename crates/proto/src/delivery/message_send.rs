@@ -9,6 +9,9 @@ use std::collections::VecDeque;
 use super::DeliveryError;
 use crate::time::Time;
 
+/// Most skip_to values awaiting confirmation remembered (older ones are forgotten, which only delays confirmation).
+const MAX_SKIP_MARKS: usize = 1024;
+
 /// Where a queued message stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fate {
@@ -79,12 +82,24 @@ pub struct MessageSendQueue {
     used: usize,
     /// Index into `messages` before which every message is fully sent or settled.
     unsent_cursor: usize,
+    /// `(first packet number carrying it, skip_to)` for each skip_to value not yet confirmed.
+    skip_marks: VecDeque<(u64, u64)>,
+    /// Highest skip_to carried by a packet the receiver acknowledged.
+    skip_confirmed: u64,
 }
 
 impl MessageSendQueue {
     /// An empty queue holding at most `capacity` bytes of messages.
     pub fn new(capacity: usize) -> Self {
-        Self { capacity, messages: VecDeque::new(), first_id: 0, used: 0, unsent_cursor: 0 }
+        Self {
+            capacity,
+            messages: VecDeque::new(),
+            first_id: 0,
+            used: 0,
+            unsent_cursor: 0,
+            skip_marks: VecDeque::new(),
+            skip_confirmed: 0,
+        }
     }
 
     /// Queue a message to be abandoned at `deadline` (if any); returns its id.
@@ -159,15 +174,17 @@ impl MessageSendQueue {
         true
     }
 
-    /// Record an acknowledged fragment.
-    pub fn on_acked(&mut self, id: u64, offset: u32, len: u32) {
-        let Some(m) = self.get_mut(id) else { return };
-        let Some(end) = offset.checked_add(len) else { return };
+    /// Record an acknowledged fragment; true if it completes the message (not abandoned before).
+    pub fn on_acked(&mut self, id: u64, offset: u32, len: u32) -> bool {
+        let Some(m) = self.get_mut(id) else { return false };
+        let Some(end) = offset.checked_add(len) else { return false };
         if m.fate != Fate::Pending || end > m.total_len() || (len == 0 && m.total_len() > 0) {
-            return;
+            return false;
         }
         m.add_acked(offset, end);
+        let completed = m.fate == Fate::Acked;
         self.release_settled();
+        completed
     }
 
     /// Give up on message `id` because a fragment was lost and will not be sent again (no error control).
@@ -223,6 +240,36 @@ impl MessageSendQueue {
     /// Lowest message id neither acknowledged nor abandoned (the receiver may skip below it).
     pub fn skip_to(&self) -> u64 {
         self.first_id
+    }
+
+    /// Note that packet `packet_number` leaves carrying the current [`MessageSendQueue::skip_to`].
+    pub fn on_packet_sent(&mut self, packet_number: u64) {
+        let skip = self.skip_to();
+        let last = self.skip_marks.back().map_or(self.skip_confirmed, |&(_, s)| s);
+        if skip > last {
+            self.skip_marks.push_back((packet_number, skip));
+            if self.skip_marks.len() > MAX_SKIP_MARKS {
+                self.skip_marks.pop_front();
+            }
+        }
+    }
+
+    /// Note that the receiver acknowledged packet `packet_number` (the largest newly acknowledged
+    /// suffices: skip_to only grows with packet numbers).
+    pub fn on_packet_acked(&mut self, packet_number: u64) {
+        while let Some(&(pn, skip)) = self.skip_marks.front() {
+            if pn > packet_number {
+                break;
+            }
+            self.skip_confirmed = self.skip_confirmed.max(skip);
+            self.skip_marks.pop_front();
+        }
+    }
+
+    /// Whether the receiver may not know the current skip_to yet: with nothing else to send and
+    /// nothing in flight, send an empty packet carrying it, or the receiver may wait forever.
+    pub fn skip_unconfirmed(&self) -> bool {
+        self.skip_to() > self.skip_confirmed
     }
 
     /// Bytes `push` would accept now.
@@ -300,14 +347,15 @@ mod tests {
         q.push(ms(0), b"x", None).unwrap();
         let mut out = Vec::new();
         while q.next_unsent(4, 10, &mut out).is_some() {}
-        q.on_acked(0, 4, 4);
-        q.on_acked(0, 8, 2);
+        assert!(!q.on_acked(0, 4, 4));
+        assert!(!q.on_acked(0, 8, 2));
         assert_eq!(q.skip_to(), 0);
         out.clear();
         assert!(q.copy_fragment(0, 0, 4, &mut out));
         assert_eq!(out, b"0123");
         assert!(!q.copy_fragment(0, 4, 4, &mut out), "already acknowledged");
-        q.on_acked(0, 0, 4);
+        assert!(q.on_acked(0, 0, 4), "the last piece completes the message");
+        assert!(!q.on_acked(0, 0, 4));
         assert_eq!(q.skip_to(), 1);
         assert!(!q.copy_fragment(0, 0, 4, &mut out));
     }
@@ -352,6 +400,26 @@ mod tests {
         q.on_lost(0);
         assert_eq!(q.skip_to(), 3);
         assert!(q.all_acked());
+    }
+
+    #[test]
+    fn skip_is_confirmed_by_the_acknowledgement_of_a_packet_carrying_it() {
+        let mut q = MessageSendQueue::new(100);
+        q.push(ms(0), b"a", Some(ms(5))).unwrap();
+        q.push(ms(0), b"b", None).unwrap();
+        let mut out = Vec::new();
+        q.next_unsent(10, 10, &mut out);
+        q.on_packet_sent(0);
+        assert!(!q.skip_unconfirmed());
+        q.abandon(ms(5), None);
+        assert_eq!(q.skip_to(), 1);
+        assert!(q.skip_unconfirmed());
+        q.next_unsent(10, 10, &mut out);
+        q.on_packet_sent(1);
+        q.on_packet_acked(0);
+        assert!(q.skip_unconfirmed(), "packet 0 left before the skip");
+        q.on_packet_acked(1);
+        assert!(!q.skip_unconfirmed());
     }
 
     #[test]

@@ -11,3 +11,10 @@ pub use message_recv::MessageReassembler;
 pub use message_send::MessageSendQueue;
 pub use stream_recv::StreamReassembler;
 pub use stream_send::StreamSendBuffer;
+
+#[cfg(test)]
+pub(crate) mod test_channel;
+#[cfg(test)]
+mod reliable_stream_tests;
+#[cfg(test)]
+mod partial_reliability_tests;

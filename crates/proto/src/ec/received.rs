@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 /// Ranges of received packet numbers, bounded by `max_ranges`.
 #[derive(Debug, Clone)]
 pub struct ReceivedPackets {
-    /// Inclusive ranges, keyed by their first packet number; disjoint and never adjacent.
+    /// Inclusive ranges, keyed by their first packet number; disjoint and never adjacent
+    /// (QSTP paper §4.2: the edges of intervals of correctly received contiguous packets).
     ranges: BTreeMap<u64, u64>,
     max_ranges: usize,
     /// Every packet number below this is too old to tell (its range was forgotten).
@@ -63,6 +64,8 @@ impl ReceivedPackets {
 
     /// Ranges to report, inclusive, highest first, disjoint, at most `limit`.
     pub fn ranges(&self, limit: usize) -> Vec<(u64, u64)> {
+        // RFC 2018 §4: report the most recent blocks first; packet numbers grow with send time,
+        // so the highest range holds the packet that triggered this acknowledgement.
         self.ranges.iter().rev().take(limit).map(|(&s, &e)| (s, e)).collect()
     }
 

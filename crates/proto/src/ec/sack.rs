@@ -60,6 +60,8 @@ pub struct AckResult {
     pub lost_packets: u64,
     /// Send time of the largest newly acknowledged packet (for an RTT sample).
     pub largest_acked_sent: Option<Time>,
+    /// Packet number of the largest newly acknowledged packet.
+    pub largest_acked: Option<u64>,
 }
 
 /// Why an acknowledgement was refused.
@@ -176,6 +178,7 @@ impl SackSender {
         if *largest < Some(p.packet_number) {
             *largest = Some(p.packet_number);
             result.largest_acked_sent = Some(p.sent);
+            result.largest_acked = Some(p.packet_number);
         }
         let pn = p.packet_number;
         if self.top_acked.len() < DUP_THRESH || pn > self.top_acked[0] {
@@ -228,6 +231,7 @@ impl SackSender {
 
     /// Next chunk to send again, ahead of new data (the caller checks the buffer still wants it).
     pub fn next_retransmission(&mut self) -> Option<SentChunk> {
+        // QSTP paper §4.4: packets to retransmit are placed on top of the transmission queue.
         while let Some((pn, chunk)) = self.retransmit.pop_front() {
             if self.queued.remove(&pn) {
                 return Some(chunk);

@@ -5,6 +5,11 @@
 //! packets borrow their payload from the datagram. Fields follow the QSTP paper's Fig. 1 where they
 //! fit (packet number, timestamp, RTT estimate; feedback with timestamp echo, t_delay, X_recv, p
 //! and SACK ranges given as pairs of packet numbers).
+//!
+//! Each packet kind has its own file with a zero-copy view (`HelloPacket`, `DataPacket`, ...) whose
+//! `check_len` makes every accessor safe, and `parse`, `emit` and `buffer_len` on its
+//! representation. Integers are big-endian; a field a flag or code leaves unused must be zero, so
+//! every packet but a hello (whose zero padding may be longer) has exactly one encoding.
 
 use crate::config::{CongestionControl, ErrorControl, Order};
 

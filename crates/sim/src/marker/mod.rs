@@ -2,12 +2,194 @@
 //! three-colour (RFC 2859). Each colours the packets of one group's aggregate; a marker that draws
 //! random numbers is given its own random stream.
 
-use crate::spec::Color;
+use crate::spec::{Color, MarkerSpec};
 use qstp_proto::Time;
 use rand::RngCore;
+
+mod bucket;
+mod srtcm;
+mod token_bucket;
+mod trtcm;
+mod tsw;
+
+pub use srtcm::Srtcm;
+pub use token_bucket::TokenBucketMarker;
+pub use trtcm::Trtcm;
+pub use tsw::{Tsw2, Tsw3, TswRateEstimator};
 
 /// An edge marker.
 pub trait Marker {
     /// Colour a packet of `size` bytes arriving at `now`.
     fn mark(&mut self, now: Time, size: usize, rng: &mut dyn RngCore) -> Color;
+}
+
+/// Why a marker description was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MarkerSpecError {
+    /// A rate of zero would colour every packet out of profile.
+    #[error("marker: {0} must be a positive rate")]
+    ZeroRate(&'static str),
+    /// RFC 2697 §2 and RFC 2698 §2: at least one burst size must be positive.
+    #[error("marker: {0} must be positive")]
+    ZeroBurst(&'static str),
+    /// RFC 2698 §2: the peak rate must be at least the committed rate.
+    #[error("marker: pir must be at least cir")]
+    PeakBelowCommitted,
+    /// The TSW averaging window is zero.
+    #[error("marker: the averaging window must be positive")]
+    ZeroWindow,
+}
+
+/// Check a marker description before building it.
+pub fn validate(spec: &MarkerSpec) -> Result<(), MarkerSpecError> {
+    use MarkerSpecError::*;
+    match *spec {
+        MarkerSpec::TokenBucket { rate, bucket } => {
+            if rate.is_zero() {
+                return Err(ZeroRate("rate"));
+            }
+            if bucket == 0 {
+                return Err(ZeroBurst("bucket"));
+            }
+        }
+        MarkerSpec::Srtcm { cir, cbs, ebs } => {
+            if cir.is_zero() {
+                return Err(ZeroRate("cir"));
+            }
+            // RFC 2697 §2: one of CBS and EBS must be larger than zero.
+            if cbs == 0 && ebs == 0 {
+                return Err(ZeroBurst("cbs or ebs"));
+            }
+        }
+        MarkerSpec::Trtcm { cir, cbs, pir, pbs } => {
+            if cir.is_zero() {
+                return Err(ZeroRate("cir"));
+            }
+            // RFC 2698 §2: PIR must be equal to or greater than CIR.
+            if pir < cir {
+                return Err(PeakBelowCommitted);
+            }
+            if cbs == 0 {
+                return Err(ZeroBurst("cbs"));
+            }
+            if pbs == 0 {
+                return Err(ZeroBurst("pbs"));
+            }
+        }
+        MarkerSpec::Tsw2 { cir, window } => {
+            if cir.is_zero() {
+                return Err(ZeroRate("cir"));
+            }
+            if window.is_zero() {
+                return Err(ZeroWindow);
+            }
+        }
+        MarkerSpec::Tsw3 { cir, pir, window } => {
+            if cir.is_zero() {
+                return Err(ZeroRate("cir"));
+            }
+            if pir < cir {
+                return Err(PeakBelowCommitted);
+            }
+            if window.is_zero() {
+                return Err(ZeroWindow);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Build the marker `spec` describes (call [`validate`] first; an invalid spec still builds
+/// without panicking, it just colours most packets red).
+pub fn build(spec: &MarkerSpec) -> Box<dyn Marker> {
+    match *spec {
+        MarkerSpec::TokenBucket { rate, bucket } => Box::new(TokenBucketMarker::new(rate, bucket)),
+        MarkerSpec::Srtcm { cir, cbs, ebs } => Box::new(Srtcm::new(cir, cbs, ebs)),
+        MarkerSpec::Trtcm { cir, cbs, pir, pbs } => Box::new(Trtcm::new(cir, cbs, pir, pbs)),
+        MarkerSpec::Tsw2 { cir, window } => Box::new(Tsw2::new(cir, window)),
+        MarkerSpec::Tsw3 { cir, pir, window } => Box::new(Tsw3::new(cir, pir, window)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qstp_proto::{Duration, Rate};
+
+    #[test]
+    fn validate_refuses_nonsense() {
+        let k = Rate::from_kbps;
+        assert!(validate(&MarkerSpec::TokenBucket {
+            rate: k(500),
+            bucket: 10_000
+        })
+        .is_ok());
+        assert_eq!(
+            validate(&MarkerSpec::TokenBucket {
+                rate: Rate::ZERO,
+                bucket: 10_000
+            }),
+            Err(MarkerSpecError::ZeroRate("rate"))
+        );
+        assert_eq!(
+            validate(&MarkerSpec::Srtcm {
+                cir: k(100),
+                cbs: 0,
+                ebs: 0
+            }),
+            Err(MarkerSpecError::ZeroBurst("cbs or ebs"))
+        );
+        assert_eq!(
+            validate(&MarkerSpec::Trtcm {
+                cir: k(200),
+                cbs: 1,
+                pir: k(100),
+                pbs: 1
+            }),
+            Err(MarkerSpecError::PeakBelowCommitted)
+        );
+        assert_eq!(
+            validate(&MarkerSpec::Tsw2 {
+                cir: k(100),
+                window: Duration::ZERO
+            }),
+            Err(MarkerSpecError::ZeroWindow)
+        );
+    }
+
+    #[test]
+    fn invalid_specs_build_without_panicking() {
+        let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(1);
+        for spec in [
+            MarkerSpec::TokenBucket {
+                rate: Rate::ZERO,
+                bucket: 0,
+            },
+            MarkerSpec::Srtcm {
+                cir: Rate::ZERO,
+                cbs: 0,
+                ebs: 0,
+            },
+            MarkerSpec::Trtcm {
+                cir: Rate::MAX,
+                cbs: 0,
+                pir: Rate::ZERO,
+                pbs: 0,
+            },
+            MarkerSpec::Tsw2 {
+                cir: Rate::ZERO,
+                window: Duration::ZERO,
+            },
+            MarkerSpec::Tsw3 {
+                cir: Rate::MAX,
+                pir: Rate::ZERO,
+                window: Duration::ZERO,
+            },
+        ] {
+            let mut m = build(&spec);
+            for i in 0..10 {
+                m.mark(Time::from_nanos(i), 1500, &mut rng);
+            }
+        }
+    }
 }

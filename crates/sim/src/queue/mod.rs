@@ -4,9 +4,19 @@
 //! queue counts, per colour, the packets that arrived, those dropped on overflow (`ldrops`) and
 //! those dropped early (`edrops`).
 
-use crate::spec::{CodePointCounters, Color};
+use crate::spec::{CodePointCounters, Color, QueueSpec, RedParams};
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
+
+mod cbq;
+mod droptail;
+mod red;
+mod rio;
+
+pub use cbq::{Cbq, CLASS_BURST_BYTES};
+pub use droptail::DropTail;
+pub use red::{AverageQueue, IdleClock, Red, RedCurve};
+pub use rio::Rio;
 
 /// What a queue needs to know of a packet.
 pub trait Queued {
@@ -43,7 +53,8 @@ pub enum Dequeue<P> {
 pub trait QueueDiscipline<P: Queued> {
     /// Offer a packet arriving at `now`; a refused packet is handed back with the reason.
     /// `rng` is this queue's own random stream (RED's early-drop coin).
-    fn enqueue(&mut self, now: Time, packet: P, rng: &mut dyn RngCore) -> Result<(), (P, DropKind)>;
+    fn enqueue(&mut self, now: Time, packet: P, rng: &mut dyn RngCore)
+        -> Result<(), (P, DropKind)>;
     /// Take the next packet for a link of rate `link_rate` that is idle at `now`.
     fn dequeue(&mut self, now: Time, link_rate: Rate) -> Dequeue<P>;
     /// Packets queued.
@@ -57,5 +68,378 @@ pub trait QueueDiscipline<P: Queued> {
     /// Per-class counters as `(class name, colour, counters)`, empty for single-FIFO queues.
     fn class_counters(&self) -> Vec<(String, Color, CodePointCounters)> {
         Vec::new()
+    }
+}
+
+/// The three colours, in counter order.
+pub const COLORS: [Color; 3] = [Color::Green, Color::Yellow, Color::Red];
+
+/// Per-colour counters of one FIFO.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ColorCounters([CodePointCounters; 3]);
+
+impl ColorCounters {
+    /// Count an arrival of colour `color`.
+    pub(crate) fn arrived(&mut self, color: Color) {
+        self.0[color as usize].packets += 1;
+    }
+    /// Count a drop of colour `color`.
+    pub(crate) fn dropped(&mut self, color: Color, kind: DropKind) {
+        let c = &mut self.0[color as usize];
+        match kind {
+            DropKind::Overflow => c.ldrops += 1,
+            DropKind::Early => c.edrops += 1,
+        }
+    }
+    /// The counters of `color`.
+    pub(crate) fn get(&self, color: Color) -> CodePointCounters {
+        self.0[color as usize]
+    }
+}
+
+/// Why a queue description was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum QueueSpecError {
+    /// A queue or class that can hold no packet.
+    #[error("queue: limit must be at least 1 packet")]
+    ZeroLimit,
+    /// RED thresholds must satisfy 0 <= min_th <= max_th (finite).
+    #[error("queue: {curve} curve needs 0 <= min_th ({min_th}) <= max_th ({max_th})")]
+    BadThresholds {
+        /// Which curve (`red`, `in`, `out`, `middle`).
+        curve: &'static str,
+        /// Its lower threshold.
+        min_th: f64,
+        /// Its upper threshold.
+        max_th: f64,
+    },
+    /// max_p must be a probability.
+    #[error("queue: {curve} curve has max_p {max_p} outside [0, 1]")]
+    BadMaxP {
+        /// Which curve.
+        curve: &'static str,
+        /// Its max_p.
+        max_p: f64,
+    },
+    /// The EWMA weight must lie in (0, 1].
+    #[error("queue: weight {0} must lie in (0, 1]")]
+    BadWeight(f64),
+    /// CBQ needs at least one class.
+    #[error("queue: CBQ needs at least one class")]
+    NoClasses,
+    /// A CBQ class that may not borrow and has no rate would never send.
+    #[error("queue: CBQ class '{0}' has rate zero and may not borrow: it would never send")]
+    StarvedClass(String),
+    /// Two CBQ classes with one name.
+    #[error("queue: CBQ class name '{0}' is used twice")]
+    DuplicateClass(String),
+    /// A group listed by two CBQ classes.
+    #[error("queue: group '{0}' is listed by two CBQ classes")]
+    DuplicateGroup(String),
+}
+
+fn validate_curve(curve: &'static str, p: &RedParams) -> Result<(), QueueSpecError> {
+    if !(p.min_th.is_finite() && p.max_th.is_finite() && 0.0 <= p.min_th && p.min_th <= p.max_th) {
+        return Err(QueueSpecError::BadThresholds {
+            curve,
+            min_th: p.min_th,
+            max_th: p.max_th,
+        });
+    }
+    if !(0.0..=1.0).contains(&p.max_p) {
+        return Err(QueueSpecError::BadMaxP {
+            curve,
+            max_p: p.max_p,
+        });
+    }
+    Ok(())
+}
+
+fn validate_weight(weight: f64) -> Result<(), QueueSpecError> {
+    if weight > 0.0 && weight <= 1.0 {
+        Ok(())
+    } else {
+        Err(QueueSpecError::BadWeight(weight))
+    }
+}
+
+/// Check a queue description before building it.
+pub fn validate(spec: &QueueSpec) -> Result<(), QueueSpecError> {
+    match spec {
+        QueueSpec::DropTail { limit } => {
+            (*limit > 0).then_some(()).ok_or(QueueSpecError::ZeroLimit)
+        }
+        QueueSpec::Red {
+            limit,
+            params,
+            weight,
+        } => {
+            if *limit == 0 {
+                return Err(QueueSpecError::ZeroLimit);
+            }
+            validate_curve("red", params)?;
+            validate_weight(*weight)
+        }
+        QueueSpec::Rio {
+            limit,
+            in_profile,
+            out_profile,
+            middle,
+            weight,
+            ..
+        } => {
+            if *limit == 0 {
+                return Err(QueueSpecError::ZeroLimit);
+            }
+            validate_curve("in", in_profile)?;
+            validate_curve("out", out_profile)?;
+            if let Some(m) = middle {
+                validate_curve("middle", m)?;
+            }
+            validate_weight(*weight)
+        }
+        QueueSpec::Cbq { classes } => {
+            if classes.is_empty() {
+                return Err(QueueSpecError::NoClasses);
+            }
+            let mut names = std::collections::HashSet::new();
+            let mut groups = std::collections::HashSet::new();
+            for class in classes {
+                if class.limit == 0 {
+                    return Err(QueueSpecError::ZeroLimit);
+                }
+                if class.rate.is_zero() && !class.borrow {
+                    return Err(QueueSpecError::StarvedClass(class.name.clone()));
+                }
+                if !names.insert(&class.name) {
+                    return Err(QueueSpecError::DuplicateClass(class.name.clone()));
+                }
+                for g in &class.groups {
+                    if !groups.insert(g) {
+                        return Err(QueueSpecError::DuplicateGroup(g.clone()));
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Build the queue `spec` describes; `group_names[i]` names the group of index `i` (what
+/// [`Queued::group`] returns), for CBQ's classification. Call [`validate`] first: an invalid
+/// spec still builds without panicking, but behaves arbitrarily.
+pub fn build<P: Queued + 'static>(
+    spec: &QueueSpec,
+    group_names: &[String],
+) -> Box<dyn QueueDiscipline<P>> {
+    match spec {
+        QueueSpec::DropTail { limit } => Box::new(DropTail::new(*limit)),
+        QueueSpec::Red {
+            limit,
+            params,
+            weight,
+        } => Box::new(Red::new(*limit, *params, *weight)),
+        QueueSpec::Rio {
+            limit,
+            in_profile,
+            out_profile,
+            middle,
+            weight,
+            mode,
+        } => Box::new(Rio::new(
+            *limit,
+            *in_profile,
+            *middle,
+            *out_profile,
+            *weight,
+            *mode,
+        )),
+        QueueSpec::Cbq { classes } => Box::new(Cbq::new(classes, group_names)),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_packet {
+    use super::Queued;
+    use crate::spec::Color;
+
+    /// A packet for queue tests.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Pkt {
+        pub id: u32,
+        pub size: usize,
+        pub color: Color,
+        pub group: usize,
+    }
+
+    impl Queued for Pkt {
+        fn size(&self) -> usize {
+            self.size
+        }
+        fn color(&self) -> Color {
+            self.color
+        }
+        fn group(&self) -> usize {
+            self.group
+        }
+    }
+
+    /// A 1000-byte packet of group 0.
+    pub fn pkt(id: u32, color: Color) -> Pkt {
+        Pkt {
+            id,
+            size: 1000,
+            color,
+            group: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_packet::*;
+    use super::*;
+    use crate::spec::{CbqClass, RioMode};
+    use rand::SeedableRng;
+
+    fn curve(min_th: f64, max_th: f64, max_p: f64) -> RedParams {
+        RedParams {
+            min_th,
+            max_th,
+            max_p,
+        }
+    }
+
+    #[test]
+    fn validate_explains_what_is_wrong() {
+        assert_eq!(
+            validate(&QueueSpec::DropTail { limit: 0 }),
+            Err(QueueSpecError::ZeroLimit)
+        );
+        assert_eq!(
+            validate(&QueueSpec::Red {
+                limit: 50,
+                params: curve(20.0, 10.0, 0.1),
+                weight: 0.002
+            }),
+            Err(QueueSpecError::BadThresholds {
+                curve: "red",
+                min_th: 20.0,
+                max_th: 10.0
+            })
+        );
+        assert_eq!(
+            validate(&QueueSpec::Red {
+                limit: 50,
+                params: curve(5.0, 15.0, 0.1),
+                weight: 0.0
+            }),
+            Err(QueueSpecError::BadWeight(0.0))
+        );
+        let rio = QueueSpec::Rio {
+            limit: 50,
+            in_profile: curve(20.0, 40.0, 0.02),
+            out_profile: curve(10.0, 20.0, 1.5),
+            middle: None,
+            weight: 0.002,
+            mode: RioMode::Coupled,
+        };
+        assert_eq!(
+            validate(&rio),
+            Err(QueueSpecError::BadMaxP {
+                curve: "out",
+                max_p: 1.5
+            })
+        );
+        let class = |name: &str, rate, borrow, groups: &[&str]| CbqClass {
+            name: name.into(),
+            rate: Rate::from_kbps(rate),
+            borrow,
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            limit: 50,
+        };
+        assert_eq!(
+            validate(&QueueSpec::Cbq { classes: vec![] }),
+            Err(QueueSpecError::NoClasses)
+        );
+        assert_eq!(
+            validate(&QueueSpec::Cbq {
+                classes: vec![class("a", 0, false, &["x"])]
+            }),
+            Err(QueueSpecError::StarvedClass("a".into()))
+        );
+        assert_eq!(
+            validate(&QueueSpec::Cbq {
+                classes: vec![class("a", 300, true, &["x"]), class("b", 700, true, &["x"])]
+            }),
+            Err(QueueSpecError::DuplicateGroup("x".into()))
+        );
+        assert!(validate(&QueueSpec::Cbq {
+            classes: vec![class("a", 300, true, &["x"]), class("b", 700, true, &[])]
+        })
+        .is_ok());
+    }
+
+    #[test]
+    fn build_gives_each_discipline() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+        let specs = [
+            QueueSpec::DropTail { limit: 2 },
+            QueueSpec::Red {
+                limit: 2,
+                params: curve(5.0, 15.0, 0.1),
+                weight: 0.002,
+            },
+            QueueSpec::Rio {
+                limit: 2,
+                in_profile: curve(20.0, 40.0, 0.02),
+                out_profile: curve(10.0, 20.0, 0.1),
+                middle: None,
+                weight: 0.002,
+                mode: RioMode::Decoupled,
+            },
+            QueueSpec::Cbq {
+                classes: vec![CbqClass {
+                    name: "all".into(),
+                    rate: Rate::from_mbps(1),
+                    borrow: true,
+                    groups: vec![],
+                    limit: 2,
+                }],
+            },
+        ];
+        for spec in &specs {
+            let mut q = build::<Pkt>(spec, &["g".to_string()]);
+            for i in 0..3 {
+                let _ = q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng);
+            }
+            assert_eq!(q.len(), 2, "{spec:?}");
+            assert_eq!(q.counters(Color::Green).packets, 3);
+            assert_eq!(q.counters(Color::Green).ldrops, 1);
+            assert!(
+                matches!(q.dequeue(Time::ZERO, Rate::from_mbps(1)), Dequeue::Packet(p) if p.id == 0)
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_specs_build_without_panicking() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+        let specs = [
+            QueueSpec::DropTail { limit: 0 },
+            QueueSpec::Red {
+                limit: 0,
+                params: curve(15.0, 5.0, 7.0),
+                weight: f64::NAN,
+            },
+            QueueSpec::Cbq { classes: vec![] },
+        ];
+        for spec in &specs {
+            let mut q = build::<Pkt>(spec, &[]);
+            for i in 0..3 {
+                let _ = q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng);
+                let _ = q.dequeue(Time::ZERO, Rate::ZERO);
+            }
+        }
     }
 }

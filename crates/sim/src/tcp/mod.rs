@@ -6,6 +6,21 @@
 
 use qstp_proto::{Duration, Time};
 
+mod config;
+mod newreno;
+mod receiver;
+mod rtt;
+mod scoreboard;
+mod sender;
+#[cfg(test)]
+mod tests;
+
+pub use config::{TcpConfig, TcpConfigError};
+pub use newreno::NewReno;
+pub use receiver::TcpReceiver;
+pub use rtt::RttEstimator;
+pub use sender::{TcpSender, TcpSenderStats};
+
 /// Most SACK blocks one ACK carries (RFC 2018 §3: at most 4 fit the option space with timestamps
 /// off; 3 with timestamps).
 pub const MAX_SACK_BLOCKS: usize = 4;
@@ -48,16 +63,50 @@ pub struct AckSample {
 pub trait CongestionControl: std::fmt::Debug + Send {
     /// The name used in scenario files (`newreno`, `cubic`, ...).
     fn name(&self) -> &'static str;
+    /// Start with window `initial_cwnd` and threshold `initial_ssthresh`, bytes; the sender calls
+    /// this once, before its first segment.
+    fn init(&mut self, initial_cwnd: u64, initial_ssthresh: u64);
+    /// Whether the window is in slow start.
+    fn in_slow_start(&self) -> bool {
+        self.cwnd() < self.ssthresh()
+    }
     /// Congestion window, bytes.
     fn cwnd(&self) -> u64;
     /// Slow-start threshold, bytes.
     fn ssthresh(&self) -> u64;
     /// New data was acknowledged outside recovery.
     fn on_ack(&mut self, sample: &AckSample);
+    /// New data was acknowledged during fast recovery (the window is the sender's business then;
+    /// delay-based variants may still want the RTT sample). Does nothing by default.
+    fn on_ack_in_recovery(&mut self, _sample: &AckSample) {}
     /// A loss was detected by duplicate ACKs or SACK: enter fast recovery (once per window).
     fn on_congestion_event(&mut self, now: Time, in_flight: u64);
     /// Fast recovery ended (the recovery point was acknowledged).
     fn on_recovery_end(&mut self, now: Time);
     /// The retransmission timer expired (RFC 5681 §3.1: cwnd to one segment).
     fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64);
+}
+
+/// A congestion control name no variant answers to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown TCP congestion control '{name}' (known: {known})", known = KNOWN_CONGESTION_CONTROLS.join(", "))]
+pub struct UnknownCongestionControl {
+    /// The name asked for.
+    pub name: String,
+}
+
+/// Names [`congestion_control`] accepts.
+pub const KNOWN_CONGESTION_CONTROLS: &[&str] = &["newreno"];
+
+/// The congestion control called `name` (case-insensitive), for segments of `mss` bytes.
+pub fn congestion_control(
+    name: &str,
+    mss: u32,
+) -> Result<Box<dyn CongestionControl>, UnknownCongestionControl> {
+    match name.to_ascii_lowercase().as_str() {
+        "newreno" | "reno" => Ok(Box::new(NewReno::new(mss))),
+        _ => Err(UnknownCongestionControl {
+            name: name.to_string(),
+        }),
+    }
 }

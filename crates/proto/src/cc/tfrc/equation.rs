@@ -76,9 +76,21 @@ mod tests {
     #[test]
     fn loss_factor_matches_the_published_table() {
         // Values of the same normalisation f(p) from the Linux CCID3 lookup table.
-        assert!(close(loss_factor(0.0001), 8172e-6, 1e-4), "{}", loss_factor(0.0001));
-        assert!(close(loss_factor(0.05), 0.271305, 1e-5), "{}", loss_factor(0.05));
-        assert!(close(loss_factor(1.0), 243.315981, 1e-7), "{}", loss_factor(1.0));
+        assert!(
+            close(loss_factor(0.0001), 8172e-6, 1e-4),
+            "{}",
+            loss_factor(0.0001)
+        );
+        assert!(
+            close(loss_factor(0.05), 0.271305, 1e-5),
+            "{}",
+            loss_factor(0.05)
+        );
+        assert!(
+            close(loss_factor(1.0), 243.315981, 1e-7),
+            "{}",
+            loss_factor(1.0)
+        );
     }
 
     #[test]

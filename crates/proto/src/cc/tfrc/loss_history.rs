@@ -55,7 +55,13 @@ impl LossHistory {
     /// `first_interval` gives the synthetic first loss interval (RFC 5348 §6.3.1); it is called
     /// only when the first loss event is detected. Returns true if a new loss event began.
     /// Packets arriving after they were declared lost, and duplicates, change nothing.
-    pub fn on_packet(&mut self, number: u64, now: Time, rtt: Duration, first_interval: impl FnOnce() -> f64) -> bool {
+    pub fn on_packet(
+        &mut self,
+        number: u64,
+        now: Time,
+        rtt: Duration,
+        first_interval: impl FnOnce() -> f64,
+    ) -> bool {
         let arrival = Arrival { number, at: now };
         let Some(next) = self.next else {
             self.next = Some(number.saturating_add(1));
@@ -87,8 +93,17 @@ impl LossHistory {
                 break;
             }
             let after = self.pending[0];
-            let (Some(from), Some(before)) = (self.next, self.last_received) else { break };
-            new_event |= self.record_losses(from, after.number - 1, before, after, rtt, &mut first_interval);
+            let (Some(from), Some(before)) = (self.next, self.last_received) else {
+                break;
+            };
+            new_event |= self.record_losses(
+                from,
+                after.number - 1,
+                before,
+                after,
+                rtt,
+                &mut first_interval,
+            );
             self.next = Some(after.number);
         }
         new_event
@@ -123,7 +138,9 @@ impl LossHistory {
             }
             let Some(start) = self.event_start else { break };
             // Skip to the first lost packet whose interpolated time is past this event.
-            number = number.saturating_add(1).max(first_after(before, after, start.at + rtt));
+            number = number
+                .saturating_add(1)
+                .max(first_after(before, after, start.at + rtt));
             if number == u64::MAX {
                 break;
             }
@@ -134,11 +151,17 @@ impl LossHistory {
     fn begin_event(&mut self, start: Arrival, first_interval: &mut Option<impl FnOnce() -> f64>) {
         match self.event_start {
             // RFC 5348 §5.3: an interval runs from one event's first loss to the next one's.
-            Some(previous) => self.intervals.insert(0, (start.number - previous.number) as f64),
+            Some(previous) => self
+                .intervals
+                .insert(0, (start.number - previous.number) as f64),
             // RFC 5348 §6.3.1: the first interval is synthesised from the receive rate.
             None => {
                 let synthetic = first_interval.take().map_or(1.0, |f| f());
-                let synthetic = if synthetic.is_finite() { synthetic.max(1.0) } else { 1.0 };
+                let synthetic = if synthetic.is_finite() {
+                    synthetic.max(1.0)
+                } else {
+                    1.0
+                };
                 self.intervals.insert(0, synthetic);
             }
         }
@@ -169,7 +192,8 @@ impl LossHistory {
 
     /// The loss event rate p = 1 / I_mean (RFC 5348 §5.4), zero before the first loss event.
     pub fn loss_event_rate(&self) -> f64 {
-        self.mean_interval().map_or(0.0, |mean| (1.0 / mean).min(1.0))
+        self.mean_interval()
+            .map_or(0.0, |mean| (1.0 / mean).min(1.0))
     }
 
     /// Loss events recorded so far.
@@ -206,8 +230,13 @@ fn first_after(before: Arrival, after: Arrival, limit: Time) -> u64 {
     }
     // floor(D * (n - sb) / N) > L  <=>  n - sb >= ceil((L + 1) * N / D).
     let l = u128::from(limit.as_nanos() - tb);
-    let (d, n) = (u128::from(ta - tb), u128::from(after.number - before.number));
-    let Some(scaled) = (l + 1).checked_mul(n) else { return u64::MAX };
+    let (d, n) = (
+        u128::from(ta - tb),
+        u128::from(after.number - before.number),
+    );
+    let Some(scaled) = (l + 1).checked_mul(n) else {
+        return u64::MAX;
+    };
     u64::try_from(u128::from(before.number) + scaled.div_ceil(d)).unwrap_or(u64::MAX)
 }
 

@@ -117,7 +117,11 @@ fn weighted_average_uses_the_rfc_weights_and_the_open_interval_only_if_it_raises
     for n in 950..1300 {
         h.on_packet(n, Time::ZERO + ms(n * 2), ms(1), || 100.0);
     }
-    assert!((h.mean_interval().unwrap() - 900.0 / 6.0).abs() < 1e-9, "{:?}", h.mean_interval());
+    assert!(
+        (h.mean_interval().unwrap() - 900.0 / 6.0).abs() < 1e-9,
+        "{:?}",
+        h.mean_interval()
+    );
 }
 
 #[test]
@@ -131,7 +135,9 @@ fn bernoulli_loss_gives_p_close_to_the_loss_rate() {
         for n in 0..400_000u64 {
             let lost = (rng.next_u64() as f64 / u64::MAX as f64) < q;
             if !lost {
-                h.on_packet(n, Time::ZERO + ms(n), Duration::from_micros(500), || 1.0 / q);
+                h.on_packet(n, Time::ZERO + ms(n), Duration::from_micros(500), || {
+                    1.0 / q
+                });
             }
             if n > 10_000 && n % 97 == 0 {
                 sum += h.loss_event_rate();

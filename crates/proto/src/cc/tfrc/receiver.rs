@@ -75,7 +75,14 @@ impl TfrcReceiver {
     ///
     /// Feedback is due on the first packet (RFC 5348 §6.3), on a new loss event (§6.1), and on the
     /// first packet after a feedback timer expiry that found no data (§6.2).
-    pub fn on_data(&mut self, now: Time, packet_number: u64, sender_timestamp: u32, sender_rtt: Duration, size: usize) -> bool {
+    pub fn on_data(
+        &mut self,
+        now: Time,
+        packet_number: u64,
+        sender_timestamp: u32,
+        sender_rtt: Duration,
+        size: usize,
+    ) -> bool {
         if !sender_rtt.is_zero() {
             self.rtt = sender_rtt;
         }
@@ -84,12 +91,21 @@ impl TfrcReceiver {
             self.first_arrival = Some(now);
         }
         self.bytes_since_feedback = self.bytes_since_feedback.saturating_add(size as u64);
-        self.last_data = Some(LastData { arrived: now, timestamp: sender_timestamp });
+        self.last_data = Some(LastData {
+            arrived: now,
+            timestamp: sender_timestamp,
+        });
 
         // RFC 5348 §6.3.1: the first loss interval is the one for which the equation gives X_recv.
-        let (s, r, x_recv) = (self.segment_size, self.rtt.as_secs_f64(), self.measure_x_recv(now).max(self.last_x_recv));
+        let (s, r, x_recv) = (
+            self.segment_size,
+            self.rtt.as_secs_f64(),
+            self.measure_x_recv(now).max(self.last_x_recv),
+        );
         let new_loss_event = self.history.on_packet(packet_number, now, self.rtt, || {
-            1.0 / equation::loss_event_rate_for(s, r, x_recv)
+            // With no receive rate measured yet, RFC 5348 §6.3.1 takes X_target = s / (2R).
+            let x_target = if x_recv > 0.0 { x_recv } else { s / (2.0 * r) };
+            1.0 / equation::loss_event_rate_for(s, r, x_target)
         });
         let owed = std::mem::take(&mut self.feedback_owed);
         first || new_loss_event || owed
@@ -128,7 +144,11 @@ impl TfrcReceiver {
         self.last_x_recv = x_recv;
         self.feedback_owed = false;
         // RFC 5348 §6.2: the feedback timer runs for one RTT.
-        let interval = if self.rtt.is_zero() { DEFAULT_FEEDBACK_INTERVAL } else { self.rtt };
+        let interval = if self.rtt.is_zero() {
+            DEFAULT_FEEDBACK_INTERVAL
+        } else {
+            self.rtt
+        };
         self.feedback_deadline = Some(now + interval);
         let (timestamp_echo, t_delay) = match self.last_data {
             Some(d) => (d.timestamp, now.saturating_since(d.arrived)),
@@ -157,11 +177,19 @@ impl TfrcReceiver {
     /// Normally the bytes since the last feedback over the time since it; when that is shorter
     /// than an RTT (feedback sent early on a loss event) the previous period is included too.
     fn measure_x_recv(&self, now: Time) -> f64 {
-        let Some(since) = self.last_feedback.or(self.first_arrival) else { return 0.0 };
+        let Some(since) = self.last_feedback.or(self.first_arrival) else {
+            return 0.0;
+        };
         let span = now.saturating_since(since);
-        let rtt = if self.rtt.is_zero() { DEFAULT_FEEDBACK_INTERVAL } else { self.rtt };
+        let rtt = if self.rtt.is_zero() {
+            DEFAULT_FEEDBACK_INTERVAL
+        } else {
+            self.rtt
+        };
         let (bytes, span) = match self.previous_period {
-            Some((prev_bytes, prev_span)) if span < rtt => (self.bytes_since_feedback + prev_bytes, span + prev_span),
+            Some((prev_bytes, prev_span)) if span < rtt => {
+                (self.bytes_since_feedback + prev_bytes, span + prev_span)
+            }
             _ => (self.bytes_since_feedback, span),
         };
         // At least one RTT (RFC 5348 §6.2), also when there is no earlier period to add.

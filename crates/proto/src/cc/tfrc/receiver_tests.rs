@@ -84,7 +84,10 @@ fn first_loss_interval_matches_the_receive_rate() {
     deliver(&mut r, 100, (100..150).filter(|&n| n != 120));
     let p = r.loss_event_rate();
     let x_eq = equation::throughput(S as f64, 0.1, p);
-    assert!(((x_eq - x_recv) / x_recv).abs() < 0.05, "X(p = {p}) = {x_eq}, X_recv = {x_recv}");
+    assert!(
+        ((x_eq - x_recv) / x_recv).abs() < 0.05,
+        "X(p = {p}) = {x_eq}, X_recv = {x_recv}"
+    );
 }
 
 #[test]

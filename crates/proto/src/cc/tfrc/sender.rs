@@ -92,7 +92,10 @@ impl TfrcSender {
             feedback_seen: false,
             time_last_doubled: None,
             // RFC 5348 §4.2: X_recv_set starts with the single value Infinity.
-            recv_set: vec![RecvEntry { rate: f64::INFINITY, at: now }],
+            recv_set: vec![RecvEntry {
+                rate: f64::INFINITY,
+                at: now,
+            }],
             // RFC 5348 §4.2: the nofeedback timer is first set to two seconds.
             no_feedback_deadline: now + INITIAL_NO_FEEDBACK,
             no_feedback_set_at: now,
@@ -147,17 +150,24 @@ impl TfrcSender {
             .filter(|r| r.is_finite())
             .fold(x_recv, f64::max);
         self.recv_set.clear();
-        self.recv_set.push(RecvEntry { rate: largest, at: now });
+        self.recv_set.push(RecvEntry {
+            rate: largest,
+            at: now,
+        });
     }
 
     /// Update_X_recv_set (RFC 5348 §4.3): add X_recv, forget values older than two RTTs.
     fn update_recv_set(&mut self, x_recv: f64, now: Time) {
         let two_rtt = Duration::from_secs_f64(2.0 * self.rtt.unwrap_or(0.0));
-        self.recv_set.retain(|e| now.saturating_since(e.at) <= two_rtt);
+        self.recv_set
+            .retain(|e| now.saturating_since(e.at) <= two_rtt);
         if self.recv_set.len() >= MAX_RECV_SET {
             self.recv_set.remove(0);
         }
-        self.recv_set.push(RecvEntry { rate: x_recv, at: now });
+        self.recv_set.push(RecvEntry {
+            rate: x_recv,
+            at: now,
+        });
     }
 
     /// Whether the interval this feedback covers was data-limited (RFC 5348 §8.2.1).
@@ -180,7 +190,8 @@ impl TfrcSender {
     /// RFC 5348 §4.3 step 4, with the gTFRC floor outside slow start.
     fn update_rate(&mut self, now: Time, recv_limit: f64) {
         if self.p > 0.0 {
-            self.x_calc = equation::throughput(self.segment_size, self.rtt.unwrap_or(MIN_RTT_SECS), self.p);
+            self.x_calc =
+                equation::throughput(self.segment_size, self.rtt.unwrap_or(MIN_RTT_SECS), self.p);
             // RFC 5348 §4.3 step 4: X = max(min(X_Bps, recv_limit), s/t_mbi).
             self.x = self.x_calc.min(recv_limit).max(self.min_rate());
             // gTFRC paper Fig. 1 (else branch: rate_ = gtfrc_ whenever the equation rate is not
@@ -208,10 +219,14 @@ impl TfrcSender {
     fn update_limits(&mut self, now: Time, timer_limit: f64) {
         let timer_limit = timer_limit.max(self.min_rate());
         self.recv_set.clear();
-        self.recv_set.push(RecvEntry { rate: timer_limit / 2.0, at: now });
+        self.recv_set.push(RecvEntry {
+            rate: timer_limit / 2.0,
+            at: now,
+        });
         // Recalculate X as in RFC 5348 §4.3 step 4 (p > 0 here). The gTFRC floor is a rule of the
         // feedback path (gTFRC paper Fig. 1), so without feedback the rate may fall below g.
-        self.x_calc = equation::throughput(self.segment_size, self.rtt.unwrap_or(MIN_RTT_SECS), self.p);
+        self.x_calc =
+            equation::throughput(self.segment_size, self.rtt.unwrap_or(MIN_RTT_SECS), self.p);
         self.x = self.x_calc.min(timer_limit).max(self.min_rate());
     }
 }
@@ -228,7 +243,7 @@ impl RateController for TfrcSender {
         // RFC 5348 §4.3 step 2: the timeout, from the rate before this update.
         let rto = Duration::from_secs_f64((4.0 * r).max(2.0 * self.segment_size / self.x));
 
-        let p = if report.loss_event_rate.is_finite() { report.loss_event_rate.clamp(0.0, 1.0) } else { 0.0 };
+        let p = crate::cc::sane_loss_event_rate(report.loss_event_rate);
         let mut x_recv = report.x_recv.bytes_per_sec();
         self.x_recv = x_recv;
 
@@ -294,10 +309,16 @@ impl RateController for TfrcSender {
         }
         // RFC 5348 §4.4, expiration of the nofeedback timer.
         let x_recv = self.recv_set_max();
-        let idle = self.last_sent.map_or(true, |t| t < self.no_feedback_set_at);
+        let idle = match self.last_sent {
+            Some(sent) => sent < self.no_feedback_set_at,
+            None => true,
+        };
         let recover_rate = self.initial_rate();
         let idle_at_low_rate = match recover_rate {
-            Some(recover) => idle && ((self.p > 0.0 && x_recv < recover) || (self.p <= 0.0 && self.x < 2.0 * recover)),
+            Some(recover) => {
+                idle && ((self.p > 0.0 && x_recv < recover)
+                    || (self.p <= 0.0 && self.x < 2.0 * recover))
+            }
             None => false,
         };
         if self.rtt.is_none() && !self.feedback_seen && !idle {
@@ -328,7 +349,10 @@ impl RateController for TfrcSender {
             x_calc: Rate::from_bytes_per_sec(self.x_calc),
             x_recv: Rate::from_bytes_per_sec(self.x_recv),
             loss_event_rate: self.p,
-            rtt: self.rtt.map(Duration::from_secs_f64).unwrap_or(Duration::ZERO),
+            rtt: self
+                .rtt
+                .map(Duration::from_secs_f64)
+                .unwrap_or(Duration::ZERO),
             target: Rate::from_bytes_per_sec(self.target),
             slow_start: self.in_slow_start(),
         }

@@ -11,7 +11,11 @@ fn at(millis: u64) -> Time {
 }
 
 fn report(rtt_ms: u64, x_recv_bytes: f64, p: f64) -> FeedbackReport {
-    FeedbackReport { rtt_sample: ms(rtt_ms), x_recv: Rate::from_bytes_per_sec(x_recv_bytes), loss_event_rate: p }
+    FeedbackReport {
+        rtt_sample: ms(rtt_ms),
+        x_recv: Rate::from_bytes_per_sec(x_recv_bytes),
+        loss_event_rate: p,
+    }
 }
 
 fn bytes_per_sec(c: &impl RateController) -> f64 {
@@ -103,7 +107,11 @@ fn slow_start_doubles_once_per_rtt_limited_by_twice_x_recv() {
         send(&mut c, at(now - 1));
         c.on_feedback(at(now), &report(100, 50_000.0, 0.0));
     }
-    assert!(close(bytes_per_sec(&c), 100_000.0, 1e-3), "{}", bytes_per_sec(&c));
+    assert!(
+        close(bytes_per_sec(&c), 100_000.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
 }
 
 #[test]
@@ -122,7 +130,11 @@ fn with_loss_the_rate_is_the_equation_limited_by_twice_x_recv() {
         send(&mut c, at(now - 1));
         c.on_feedback(at(now), &report(100, 20_000.0, 0.01));
     }
-    assert!(close(bytes_per_sec(&c), 40_000.0, 1e-3), "{}", bytes_per_sec(&c));
+    assert!(
+        close(bytes_per_sec(&c), 40_000.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
 }
 
 #[test]
@@ -138,7 +150,11 @@ fn recv_limit_is_the_max_of_recent_x_recv_values() {
     now += 50;
     c.on_feedback(at(now), &report(100, 10_000.0, 0.01));
     // 1e9 (at 100 ms) has aged out; 30000 (200 ms) is within two RTTs: limit 60000.
-    assert!(close(bytes_per_sec(&c), 60_000.0, 1e-3), "{}", bytes_per_sec(&c));
+    assert!(
+        close(bytes_per_sec(&c), 60_000.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
 }
 
 #[test]
@@ -159,13 +175,21 @@ fn data_limited_interval_does_not_let_a_low_x_recv_cut_the_rate() {
         c.on_feedback(at(now), &report(100, 5_000.0, 0.01));
     }
     // RFC 5348 §4.3: a data-limited interval keeps the largest X_recv seen (Maximize_X_recv_set).
-    assert!(close(bytes_per_sec(&c), 100_000.0, 1e-3), "{}", bytes_per_sec(&c));
+    assert!(
+        close(bytes_per_sec(&c), 100_000.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
     // A loss increase during a data-limited interval: entries halved, X_recv * 0.85, limit = max.
     c.on_data_limited(at(now + 10));
     now += 100;
     c.on_feedback(at(now), &report(100, 5_000.0, 0.02));
     // max(50000 / 2, 0.85 * 5000) = 25000.
-    assert!(close(bytes_per_sec(&c), 25_000.0, 1e-3), "{}", bytes_per_sec(&c));
+    assert!(
+        close(bytes_per_sec(&c), 25_000.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
 }
 
 #[test]
@@ -178,7 +202,11 @@ fn not_data_limited_interval_follows_x_recv() {
         send(&mut c, at(now - 50));
         c.on_feedback(at(now), &report(100, 5_000.0, 0.01));
     }
-    assert!(close(bytes_per_sec(&c), 10_000.0, 1e-3), "{}", bytes_per_sec(&c));
+    assert!(
+        close(bytes_per_sec(&c), 10_000.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
 }
 
 #[test]
@@ -194,7 +222,12 @@ fn no_feedback_timer_expires_after_max_4r_2s_over_x_and_halves() {
     assert!(close(bytes_per_sec(&c), x, 1e-9), "not yet due");
     c.handle_timeout(at(500));
     // X_Bps limited the rate (X_recv huge): Update_Limits(X_Bps / 2) gives X = X_Bps / 2.
-    assert!(close(bytes_per_sec(&c), x / 2.0, 1e-3), "{} vs {}", bytes_per_sec(&c), x);
+    assert!(
+        close(bytes_per_sec(&c), x / 2.0, 1e-3),
+        "{} vs {}",
+        bytes_per_sec(&c),
+        x
+    );
     assert_eq!(c.poll_timeout(), Some(at(900)));
     send(&mut c, at(600));
     c.handle_timeout(at(900));
@@ -214,7 +247,11 @@ fn no_feedback_timer_uses_x_recv_when_that_was_the_limit() {
     send(&mut c, at(now + 1));
     c.handle_timeout(c.poll_timeout().unwrap());
     // Update_Limits(X_recv = 10000): X_recv_set = {5000}, X = min(X_Bps, 10000).
-    assert!(close(bytes_per_sec(&c), 10_000.0, 1e-3), "{}", bytes_per_sec(&c));
+    assert!(
+        close(bytes_per_sec(&c), 10_000.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
 }
 
 #[test]
@@ -247,8 +284,16 @@ fn rate_never_drops_below_s_over_t_mbi() {
         send(&mut c, t);
         c.handle_timeout(t);
     }
-    assert!(bytes_per_sec(&c) >= S as f64 / 64.0 - 0.1, "{}", bytes_per_sec(&c));
-    assert!(bytes_per_sec(&c) <= S as f64 / 64.0 + 0.1, "{}", bytes_per_sec(&c));
+    assert!(
+        bytes_per_sec(&c) >= S as f64 / 64.0 - 0.1,
+        "{}",
+        bytes_per_sec(&c)
+    );
+    assert!(
+        bytes_per_sec(&c) <= S as f64 / 64.0 + 0.1,
+        "{}",
+        bytes_per_sec(&c)
+    );
 }
 
 #[test]
@@ -259,7 +304,11 @@ fn state_reports_the_rate_variables() {
     assert_eq!(st.rtt, ms(80));
     assert_eq!(st.loss_event_rate, 0.05);
     assert_eq!(st.x_recv, Rate::from_bytes_per_sec(30_000.0));
-    assert!(close(st.x_calc.bytes_per_sec(), 1460.0 / (0.08 * equation::loss_factor(0.05)), 1e-3));
+    assert!(close(
+        st.x_calc.bytes_per_sec(),
+        1460.0 / (0.08 * equation::loss_factor(0.05)),
+        1e-3
+    ));
     assert_eq!(st.rate, c.allowed_rate());
     assert_eq!(st.target, Rate::ZERO);
     assert!(!st.slow_start);

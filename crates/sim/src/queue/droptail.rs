@@ -1,0 +1,105 @@
+//! Drop-tail: a FIFO that refuses packets once full.
+
+use super::{ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
+use crate::spec::{CodePointCounters, Color};
+use qstp_proto::{Rate, Time};
+use rand::RngCore;
+use std::collections::VecDeque;
+
+/// A FIFO holding at most `limit` packets.
+#[derive(Debug, Clone)]
+pub struct DropTail<P> {
+    limit: usize,
+    fifo: VecDeque<P>,
+    counters: ColorCounters,
+}
+
+impl<P> DropTail<P> {
+    /// An empty FIFO of `limit` packets.
+    pub fn new(limit: usize) -> Self {
+        DropTail {
+            limit,
+            fifo: VecDeque::new(),
+            counters: ColorCounters::default(),
+        }
+    }
+}
+
+impl<P: Queued> QueueDiscipline<P> for DropTail<P> {
+    fn enqueue(
+        &mut self,
+        _now: Time,
+        packet: P,
+        _rng: &mut dyn RngCore,
+    ) -> Result<(), (P, DropKind)> {
+        self.counters.arrived(packet.color());
+        if self.fifo.len() >= self.limit {
+            self.counters.dropped(packet.color(), DropKind::Overflow);
+            return Err((packet, DropKind::Overflow));
+        }
+        self.fifo.push_back(packet);
+        Ok(())
+    }
+
+    fn dequeue(&mut self, _now: Time, _link_rate: Rate) -> Dequeue<P> {
+        match self.fifo.pop_front() {
+            Some(p) => Dequeue::Packet(p),
+            None => Dequeue::Empty,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.fifo.len()
+    }
+
+    fn counters(&self, color: Color) -> CodePointCounters {
+        self.counters.get(color)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_packet::*;
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn fifo_order_and_tail_drop() {
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let mut q = DropTail::new(3);
+        for i in 0..5 {
+            let color = if i % 2 == 0 { Color::Green } else { Color::Red };
+            let r = q.enqueue(Time::ZERO, pkt(i, color), &mut rng);
+            assert_eq!(r.is_ok(), i < 3, "packet {i}");
+            if let Err((p, kind)) = r {
+                assert_eq!((p.id, kind), (i, DropKind::Overflow));
+            }
+        }
+        assert_eq!(
+            q.counters(Color::Green),
+            CodePointCounters {
+                packets: 3,
+                ldrops: 1,
+                edrops: 0
+            }
+        );
+        assert_eq!(
+            q.counters(Color::Red),
+            CodePointCounters {
+                packets: 2,
+                ldrops: 1,
+                edrops: 0
+            }
+        );
+        let ids: Vec<u32> =
+            std::iter::from_fn(|| match q.dequeue(Time::ZERO, Rate::from_mbps(1)) {
+                Dequeue::Packet(p) => Some(p.id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, [0, 1, 2]);
+        assert!(q.is_empty());
+        assert_eq!(q.dequeue(Time::ZERO, Rate::from_mbps(1)), Dequeue::Empty);
+    }
+}

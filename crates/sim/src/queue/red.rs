@@ -1,0 +1,364 @@
+//! RED (Floyd & Jacobson 1993): the average queue estimate, the drop curve, and the RED queue.
+//!
+//! [`AverageQueue`], [`IdleClock`] and [`RedCurve`] are the parts RIO reuses.
+
+use super::{ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
+use crate::loss::uniform;
+use crate::spec::{CodePointCounters, Color, RedParams};
+use qstp_proto::{Duration, Rate, Time};
+use rand::RngCore;
+use std::collections::VecDeque;
+
+/// The exponentially weighted moving average of a queue's length, in packets.
+#[derive(Debug, Clone, Copy)]
+pub struct AverageQueue {
+    avg: f64,
+    weight: f64,
+}
+
+impl AverageQueue {
+    /// An average of weight `weight` (w_q), starting at zero.
+    pub fn new(weight: f64) -> Self {
+        AverageQueue { avg: 0.0, weight }
+    }
+
+    /// Fold in the instantaneous length `queue_len` (Floyd & Jacobson §4: avg <- (1 - w_q) avg + w_q q).
+    pub fn update(&mut self, queue_len: usize) {
+        self.avg = (1.0 - self.weight) * self.avg + self.weight * queue_len as f64;
+    }
+
+    /// Age the average by `m` idle packet times (Floyd & Jacobson §4: avg <- (1 - w_q)^m avg).
+    pub fn decay(&mut self, m: f64) {
+        if m > 0.0 {
+            self.avg *= (1.0 - self.weight).powf(m);
+        }
+    }
+
+    /// The average, packets.
+    pub fn value(&self) -> f64 {
+        self.avg
+    }
+}
+
+/// When a queue went idle and how long a typical packet takes on the link, to age the average.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IdleClock {
+    idle_since: Option<Time>,
+    typical_transmission: Duration,
+}
+
+impl IdleClock {
+    /// Note that a packet taking `transmission` on the link left the queue at `now`, leaving
+    /// `remaining` packets; an empty queue is idle once that packet is on the wire.
+    pub fn departed(&mut self, now: Time, transmission: Duration, remaining: usize) {
+        self.typical_transmission = transmission;
+        if remaining == 0 {
+            self.idle_since = Some(now + transmission);
+        }
+    }
+
+    /// At an arrival to an empty queue: the idle time in typical packet times (Floyd & Jacobson
+    /// §4: m = f(time - q_time)), consuming the idle period.
+    pub fn idle_packets(&mut self, now: Time) -> f64 {
+        let Some(since) = self.idle_since.take() else {
+            return 0.0;
+        };
+        let idle = now.saturating_since(since);
+        if idle.is_zero() {
+            0.0
+        } else if self.typical_transmission.is_zero() {
+            f64::INFINITY
+        } else {
+            idle.as_nanos() as f64 / self.typical_transmission.as_nanos() as f64
+        }
+    }
+}
+
+/// A RED drop curve with its count of packets since the last drop.
+#[derive(Debug, Clone, Copy)]
+pub struct RedCurve {
+    params: RedParams,
+    /// Packets since the last early drop, -1 when below `min_th` (Floyd & Jacobson §4).
+    count: i64,
+}
+
+impl RedCurve {
+    /// A curve with these thresholds and `max_p`.
+    pub fn new(params: RedParams) -> Self {
+        RedCurve { params, count: -1 }
+    }
+
+    /// The curve's parameters.
+    pub fn params(&self) -> RedParams {
+        self.params
+    }
+
+    /// Decide whether an arriving packet is dropped early given the average queue `avg`.
+    pub fn early_drop(&mut self, avg: f64, rng: &mut dyn RngCore) -> bool {
+        let RedParams {
+            min_th,
+            max_th,
+            max_p,
+        } = self.params;
+        if avg < min_th {
+            // Floyd & Jacobson §4: below min_th, count <- -1.
+            self.count = -1;
+            false
+        } else if avg >= max_th {
+            // Floyd & Jacobson §4: above max_th every packet is dropped, count <- 0.
+            self.count = 0;
+            true
+        } else {
+            self.count += 1;
+            // Floyd & Jacobson §4: p_b = max_p (avg - min_th) / (max_th - min_th);
+            // p_a = p_b / (1 - count p_b), spreading drops evenly.
+            let pb = max_p * (avg - min_th) / (max_th - min_th);
+            let denominator = 1.0 - self.count as f64 * pb;
+            let pa = if denominator <= 0.0 {
+                1.0
+            } else {
+                pb / denominator
+            };
+            if uniform(rng) < pa {
+                self.count = 0;
+                true
+            } else {
+                false
+            }
+        }
+    }
+}
+
+/// RED on one FIFO: early drops from one curve against the average of all packets.
+#[derive(Debug, Clone)]
+pub struct Red<P> {
+    limit: usize,
+    fifo: VecDeque<P>,
+    average: AverageQueue,
+    idle: IdleClock,
+    curve: RedCurve,
+    counters: ColorCounters,
+}
+
+impl<P> Red<P> {
+    /// A RED queue of `limit` packets with drop curve `params` and EWMA weight `weight`.
+    pub fn new(limit: usize, params: RedParams, weight: f64) -> Self {
+        Red {
+            limit,
+            fifo: VecDeque::new(),
+            average: AverageQueue::new(weight),
+            idle: IdleClock::default(),
+            curve: RedCurve::new(params),
+            counters: ColorCounters::default(),
+        }
+    }
+
+    /// The average queue, packets.
+    pub fn average(&self) -> f64 {
+        self.average.value()
+    }
+}
+
+impl<P: Queued> QueueDiscipline<P> for Red<P> {
+    fn enqueue(
+        &mut self,
+        now: Time,
+        packet: P,
+        rng: &mut dyn RngCore,
+    ) -> Result<(), (P, DropKind)> {
+        let color = packet.color();
+        self.counters.arrived(color);
+        if self.fifo.is_empty() {
+            self.average.decay(self.idle.idle_packets(now));
+        }
+        self.average.update(self.fifo.len());
+        let refused = if self.curve.early_drop(self.average.value(), rng) {
+            Some(DropKind::Early)
+        } else if self.fifo.len() >= self.limit {
+            Some(DropKind::Overflow)
+        } else {
+            None
+        };
+        if let Some(kind) = refused {
+            self.counters.dropped(color, kind);
+            return Err((packet, kind));
+        }
+        self.fifo.push_back(packet);
+        Ok(())
+    }
+
+    fn dequeue(&mut self, now: Time, link_rate: Rate) -> Dequeue<P> {
+        match self.fifo.pop_front() {
+            Some(p) => {
+                self.idle
+                    .departed(now, link_rate.transmit_time(p.size()), self.fifo.len());
+                Dequeue::Packet(p)
+            }
+            None => Dequeue::Empty,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.fifo.len()
+    }
+
+    fn counters(&self, color: Color) -> CodePointCounters {
+        self.counters.get(color)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_packet::*;
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    const CURVE: RedParams = RedParams {
+        min_th: 5.0,
+        max_th: 15.0,
+        max_p: 0.1,
+    };
+
+    #[test]
+    fn average_follows_the_ewma() {
+        let mut a = AverageQueue::new(0.5);
+        a.update(10);
+        a.update(10);
+        assert_eq!(a.value(), 7.5);
+        a.decay(2.0);
+        assert_eq!(a.value(), 7.5 * 0.25);
+    }
+
+    #[test]
+    fn idle_time_counts_in_typical_packets_after_the_last_departure() {
+        let mut idle = IdleClock::default();
+        assert_eq!(idle.idle_packets(Time::from_nanos(5)), 0.0);
+        // The last packet leaves at 0 and takes 8 ms: the queue idles from 8 ms.
+        idle.departed(Time::ZERO, Duration::from_millis(8), 0);
+        assert_eq!(
+            idle.idle_packets(Time::ZERO + Duration::from_millis(88)),
+            10.0
+        );
+        // Consumed: a second arrival in the same busy period sees no idle time.
+        assert_eq!(
+            idle.idle_packets(Time::ZERO + Duration::from_millis(100)),
+            0.0
+        );
+    }
+
+    #[test]
+    fn curve_never_drops_below_min_and_always_above_max() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut c = RedCurve::new(CURVE);
+        assert!((0..1000).all(|_| !c.early_drop(4.99, &mut rng)));
+        assert!((0..1000).all(|_| c.early_drop(15.0, &mut rng)));
+    }
+
+    #[test]
+    fn count_spreads_drops_uniformly() {
+        // With p_b fixed, p_a = p_b / (1 - count p_b) (count incremented before use, reset to 0
+        // on a drop) makes the gap between drops uniform on 1..1/p_b - 1 (Floyd & Jacobson §7):
+        // with p_b = 0.05 the mean gap is (1 + 19) / 2 = 10 and never above 19.
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let mut c = RedCurve::new(CURVE);
+        let avg = 10.0; // p_b = 0.1 * 5 / 10 = 0.05
+        let (mut gaps, mut since, mut longest) = (Vec::new(), 0u32, 0u32);
+        for _ in 0..200_000 {
+            since += 1;
+            if c.early_drop(avg, &mut rng) {
+                gaps.push(since);
+                longest = longest.max(since);
+                since = 0;
+            }
+        }
+        let mean = gaps.iter().sum::<u32>() as f64 / gaps.len() as f64;
+        assert!((mean - 10.0).abs() < 0.2, "mean gap {mean}");
+        assert!(longest <= 19, "longest gap {longest}");
+    }
+
+    /// Arrivals at `gap` intervals to a 1 Mbit/s link served at each arrival instant.
+    fn run(
+        q: &mut Red<Pkt>,
+        arrivals: u32,
+        per_arrival_served: bool,
+        rng: &mut ChaCha8Rng,
+    ) -> (u32, u32) {
+        let (mut early, mut overflow) = (0, 0);
+        for i in 0..arrivals {
+            let now = Time::ZERO + Duration::from_millis(4) * i as u64;
+            match q.enqueue(now, pkt(i, Color::Red), rng) {
+                Err((_, DropKind::Early)) => early += 1,
+                Err((_, DropKind::Overflow)) => overflow += 1,
+                Ok(()) => {}
+            }
+            if per_arrival_served && i % 2 == 0 {
+                q.dequeue(now, Rate::from_mbps(1));
+            }
+        }
+        (early, overflow)
+    }
+
+    #[test]
+    fn persistent_overload_is_met_with_early_drops_before_overflow() {
+        // Twice the link rate arrives: the average climbs past min_th and RED drops early; the
+        // physical queue of 100 never fills because the average crosses max_th first.
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut q = Red::new(100, CURVE, 0.002);
+        let (early, overflow) = run(&mut q, 20_000, true, &mut rng);
+        assert!(early > 5_000, "early {early}");
+        assert_eq!(overflow, 0);
+        assert!(
+            q.average() > CURVE.min_th && q.average() < CURVE.max_th + 1.0,
+            "{}",
+            q.average()
+        );
+        let c = q.counters(Color::Red);
+        assert_eq!((c.packets, c.edrops, c.ldrops), (20_000, early as u64, 0));
+    }
+
+    #[test]
+    fn a_small_burst_passes_untouched_and_fills_the_queue() {
+        // The average moves slowly (w = 0.002): a burst of 30 sees avg < 1 and no early drop, so
+        // only the limit of 20 refuses packets.
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let mut q = Red::new(20, CURVE, 0.002);
+        let (early, overflow) = run(&mut q, 0, false, &mut rng);
+        assert_eq!((early, overflow), (0, 0));
+        let results: Vec<_> = (0..30)
+            .map(|i| q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng))
+            .collect();
+        assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 20);
+        assert!(results[20..]
+            .iter()
+            .all(|r| matches!(r, Err((_, DropKind::Overflow)))));
+        assert!(q.average() < 1.0);
+    }
+
+    #[test]
+    fn the_average_decays_while_the_queue_idles() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut q = Red::new(1000, CURVE, 0.002);
+        for i in 0..2000 {
+            let _ = q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng);
+        }
+        let before = q.average();
+        assert!(before > 5.0);
+        // Drain at 8 ms per 1000-byte packet on 1 Mbit/s.
+        let mut now = Time::ZERO;
+        while let Dequeue::Packet(_) = q.dequeue(now, Rate::from_mbps(1)) {
+            now += Duration::from_millis(8);
+        }
+        // Idle for 1000 packet times: avg is multiplied by 0.998^1000 (about 0.135) before the
+        // arrival is folded in.
+        let last_departure_end = now; // the last dequeue happened at now - 8 ms, ending at now
+        let arrival = last_departure_end + Duration::from_millis(8) * 1000;
+        let _ = q.enqueue(arrival, pkt(9999, Color::Green), &mut rng);
+        let expected = before * 0.998f64.powi(1000) * 0.998;
+        assert!(
+            (q.average() - expected).abs() < 1e-9,
+            "{} vs {expected}",
+            q.average()
+        );
+    }
+}

@@ -1,0 +1,284 @@
+//! RIO: RED with In and Out on one FIFO (the usual realisation of RFC 2597's drop precedences),
+//! coupled (RIO-C) or decoupled (RIO-D).
+//!
+//! Packets fall into precedence levels: green is in profile (level 0), red out of profile
+//! (level 2), yellow has its own level 1 when a `middle` curve is given and is out of profile
+//! otherwise. Each level has its own RED curve. RIO-C compares a level against the average of the
+//! packets of that level and all better ones (so green against green, red against everything);
+//! RIO-D compares each level against the average of its own packets. Every average samples its
+//! queue at each arrival, whatever the arriving colour, so all of them move on one clock (and all
+//! age together over idle periods, as in RED).
+
+use super::red::{AverageQueue, IdleClock, RedCurve};
+use super::{ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
+use crate::spec::{CodePointCounters, Color, RedParams, RioMode};
+use qstp_proto::{Rate, Time};
+use rand::RngCore;
+use std::collections::VecDeque;
+
+/// Number of precedence levels.
+const LEVELS: usize = 3;
+
+/// RIO on one FIFO.
+#[derive(Debug, Clone)]
+pub struct Rio<P> {
+    limit: usize,
+    mode: RioMode,
+    has_middle: bool,
+    fifo: VecDeque<P>,
+    /// Packets queued per level.
+    queued: [usize; LEVELS],
+    /// Per level: RIO-C, the average of that level and all better ones; RIO-D, of that level alone.
+    averages: [AverageQueue; LEVELS],
+    curves: [RedCurve; LEVELS],
+    idle: IdleClock,
+    counters: ColorCounters,
+}
+
+impl<P> Rio<P> {
+    /// A RIO queue of `limit` packets with curves for green, yellow (`None`: the red one) and red
+    /// packets.
+    pub fn new(
+        limit: usize,
+        in_profile: RedParams,
+        middle: Option<RedParams>,
+        out_profile: RedParams,
+        weight: f64,
+        mode: RioMode,
+    ) -> Self {
+        Rio {
+            limit,
+            mode,
+            has_middle: middle.is_some(),
+            fifo: VecDeque::new(),
+            queued: [0; LEVELS],
+            averages: [AverageQueue::new(weight); LEVELS],
+            curves: [
+                RedCurve::new(in_profile),
+                RedCurve::new(middle.unwrap_or(out_profile)),
+                RedCurve::new(out_profile),
+            ],
+            idle: IdleClock::default(),
+            counters: ColorCounters::default(),
+        }
+    }
+
+    /// The precedence level of `color`.
+    fn level(&self, color: Color) -> usize {
+        match color {
+            Color::Green => 0,
+            Color::Yellow if self.has_middle => 1,
+            Color::Yellow | Color::Red => 2,
+        }
+    }
+
+    /// The average the packets of `color` are compared against, packets.
+    pub fn average(&self, color: Color) -> f64 {
+        self.averages[self.level(color)].value()
+    }
+
+    /// Instantaneous length each level's average follows.
+    fn tracked_len(&self, level: usize) -> usize {
+        match self.mode {
+            RioMode::Coupled => self.queued[..=level].iter().sum(),
+            RioMode::Decoupled => self.queued[level],
+        }
+    }
+}
+
+impl<P: Queued> QueueDiscipline<P> for Rio<P> {
+    fn enqueue(
+        &mut self,
+        now: Time,
+        packet: P,
+        rng: &mut dyn RngCore,
+    ) -> Result<(), (P, DropKind)> {
+        let color = packet.color();
+        let level = self.level(color);
+        self.counters.arrived(color);
+        let idle = if self.fifo.is_empty() {
+            self.idle.idle_packets(now)
+        } else {
+            0.0
+        };
+        for l in 0..LEVELS {
+            let len = self.tracked_len(l);
+            self.averages[l].decay(idle);
+            self.averages[l].update(len);
+        }
+        let refused = if self.curves[level].early_drop(self.averages[level].value(), rng) {
+            Some(DropKind::Early)
+        } else if self.fifo.len() >= self.limit {
+            Some(DropKind::Overflow)
+        } else {
+            None
+        };
+        if let Some(kind) = refused {
+            self.counters.dropped(color, kind);
+            return Err((packet, kind));
+        }
+        self.queued[level] += 1;
+        self.fifo.push_back(packet);
+        Ok(())
+    }
+
+    fn dequeue(&mut self, now: Time, link_rate: Rate) -> Dequeue<P> {
+        match self.fifo.pop_front() {
+            Some(p) => {
+                let level = self.level(p.color());
+                self.queued[level] = self.queued[level].saturating_sub(1);
+                self.idle
+                    .departed(now, link_rate.transmit_time(p.size()), self.fifo.len());
+                Dequeue::Packet(p)
+            }
+            None => Dequeue::Empty,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.fifo.len()
+    }
+
+    fn counters(&self, color: Color) -> CodePointCounters {
+        self.counters.get(color)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_packet::*;
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    /// The QSTP paper's RIO parameters: (min_out, max_out, p_out, min_in, max_in, p_in) =
+    /// (10, 20, 0.1, 20, 40, 0.02), queue of 50 packets.
+    const IN: RedParams = RedParams {
+        min_th: 20.0,
+        max_th: 40.0,
+        max_p: 0.02,
+    };
+    const OUT: RedParams = RedParams {
+        min_th: 10.0,
+        max_th: 20.0,
+        max_p: 0.1,
+    };
+
+    fn paper_rio(mode: RioMode) -> Rio<Pkt> {
+        Rio::new(50, IN, None, OUT, 0.002, mode)
+    }
+
+    /// Offer `pattern` repeatedly at twice the service rate; returns (green, red) edrop ratios.
+    fn overload(q: &mut Rio<Pkt>, pattern: &[Color], arrivals: u32) -> (f64, f64) {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        for i in 0..arrivals {
+            let now = Time::ZERO + qstp_proto::Duration::from_millis(4) * i as u64;
+            let _ = q.enqueue(now, pkt(i, pattern[i as usize % pattern.len()]), &mut rng);
+            if i % 2 == 0 {
+                q.dequeue(now, Rate::from_mbps(1));
+            }
+        }
+        let ratio = |c: CodePointCounters| (c.edrops + c.ldrops) as f64 / c.packets as f64;
+        (
+            ratio(q.counters(Color::Green)),
+            ratio(q.counters(Color::Red)),
+        )
+    }
+
+    #[test]
+    fn out_packets_are_dropped_first() {
+        // A quarter of the traffic in profile: the out curve (10..20 on the total average) keeps
+        // the queue below where the in curve (20..40 on the in average) starts. Only the start-up
+        // transient, while the slow average lags the queue, overflows the queue.
+        let mut q = paper_rio(RioMode::Coupled);
+        let (green, red) = overload(
+            &mut q,
+            &[Color::Green, Color::Red, Color::Red, Color::Red],
+            40_000,
+        );
+        assert_eq!(q.counters(Color::Green).edrops, 0);
+        assert!(green < 0.01, "green loss {green}");
+        assert!(red > 0.5, "red loss {red}");
+        assert!(q.average(Color::Green) < IN.min_th);
+        assert!(q.average(Color::Red) > OUT.min_th);
+        assert_eq!(q.counters(Color::Green).packets, 10_000);
+    }
+
+    #[test]
+    fn coupled_compares_red_against_all_and_green_against_green() {
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        let mut q = Rio::new(1000, IN, None, OUT, 0.5, RioMode::Coupled);
+        // With w = 0.5 the averages follow the queue closely. 30 green then 1 red.
+        for i in 0..30 {
+            q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng)
+                .unwrap();
+        }
+        // The red packet sees an average near 30 > max_out = 20: forced early drop.
+        assert!(q.average(Color::Red) > 20.0);
+        assert!(matches!(
+            q.enqueue(Time::ZERO, pkt(99, Color::Red), &mut rng),
+            Err((_, DropKind::Early))
+        ));
+        // Green is below its own max_in = 40 and is accepted (probability small at ~29).
+        assert!(q.average(Color::Green) < 40.0);
+    }
+
+    #[test]
+    fn decoupled_compares_each_colour_against_its_own_packets() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let mut q = Rio::new(1000, IN, None, OUT, 0.5, RioMode::Decoupled);
+        for i in 0..30 {
+            q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng)
+                .unwrap();
+        }
+        // No red packet queued: the red average is zero and a red packet passes.
+        assert_eq!(q.average(Color::Red), 0.0);
+        assert!(q.enqueue(Time::ZERO, pkt(99, Color::Red), &mut rng).is_ok());
+        // Yellow without a middle curve is out of profile: same average and curve as red.
+        assert_eq!(q.average(Color::Yellow), q.average(Color::Red));
+    }
+
+    #[test]
+    fn middle_curve_gives_yellow_its_own_precedence() {
+        let middle = RedParams {
+            min_th: 15.0,
+            max_th: 30.0,
+            max_p: 0.05,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(10);
+        let mut q = Rio::new(1000, IN, Some(middle), OUT, 0.5, RioMode::Coupled);
+        for i in 0..10 {
+            q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng)
+                .unwrap();
+        }
+        for i in 10..24 {
+            q.enqueue(Time::ZERO, pkt(i, Color::Red), &mut rng).ok();
+        }
+        // Yellow's average counts green and yellow only (about 10), under its min_th of 15.
+        assert!(q.average(Color::Yellow) < 15.0 && q.average(Color::Yellow) > 9.0);
+        assert!(q.average(Color::Red) > q.average(Color::Yellow));
+        assert!(q
+            .enqueue(Time::ZERO, pkt(50, Color::Yellow), &mut rng)
+            .is_ok());
+        assert_eq!(q.counters(Color::Yellow).packets, 1);
+    }
+
+    #[test]
+    fn overflow_is_counted_apart_from_early_drops() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let mut q = paper_rio(RioMode::Coupled);
+        // A burst of 60 green at one instant: the slow average stays low, the limit of 50 bites.
+        for i in 0..60 {
+            let _ = q.enqueue(Time::ZERO, pkt(i, Color::Green), &mut rng);
+        }
+        assert_eq!(
+            q.counters(Color::Green),
+            CodePointCounters {
+                packets: 60,
+                ldrops: 10,
+                edrops: 0
+            }
+        );
+        assert_eq!(q.len(), 50);
+    }
+}

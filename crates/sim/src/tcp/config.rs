@@ -1,0 +1,128 @@
+//! TCP parameters shared by sender and receiver.
+
+use qstp_proto::Duration;
+
+/// Parameters of one TCP connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpConfig {
+    /// Maximum segment size: payload bytes per full segment.
+    pub mss: u32,
+    /// Header bytes added to every segment on the wire (IP and TCP, 40).
+    pub header_bytes: u32,
+    /// Initial window, segments (RFC 5681 §3.1 allows up to 4 for small segments).
+    pub initial_window: u32,
+    /// The receiver's buffer, bytes: the window it advertises.
+    pub receive_window: u64,
+    /// Whether the receiver delays ACKs (RFC 5681 §4.2).
+    pub delayed_ack: bool,
+    /// Longest an ACK is delayed (RFC 5681 §4.2: at most 500 ms; 200 ms is usual).
+    pub delayed_ack_timeout: Duration,
+    /// Lower bound of the retransmission timeout (RFC 6298 §2.4: 1 s; simulations often 200 ms).
+    pub min_rto: Duration,
+    /// Upper bound of the retransmission timeout (RFC 6298 §2.5: at least 60 s).
+    pub max_rto: Duration,
+    /// Retransmission timeout before any RTT sample (RFC 6298 §2.1: 1 s).
+    pub initial_rto: Duration,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss: 1460,
+            header_bytes: 40,
+            initial_window: 2,
+            receive_window: 1 << 20,
+            delayed_ack: false,
+            delayed_ack_timeout: Duration::from_millis(200),
+            min_rto: Duration::from_secs(1),
+            max_rto: Duration::from_secs(60),
+            initial_rto: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Why a TCP configuration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TcpConfigError {
+    /// A segment must carry at least one byte.
+    #[error("tcp: mss must be at least 1 byte")]
+    ZeroMss,
+    /// The initial window must hold at least one segment.
+    #[error("tcp: initial_window must be at least 1 segment")]
+    ZeroInitialWindow,
+    /// The receive window must hold at least one full segment.
+    #[error("tcp: receive_window ({window} bytes) is smaller than one segment ({mss} bytes)")]
+    WindowBelowMss {
+        /// The receive window.
+        window: u64,
+        /// The segment size.
+        mss: u32,
+    },
+    /// The RTO bounds are inverted or zero.
+    #[error("tcp: need 0 < min_rto <= initial_rto <= max_rto")]
+    BadRtoBounds,
+}
+
+impl TcpConfig {
+    /// Check the parameters make a working connection.
+    pub fn validate(&self) -> Result<(), TcpConfigError> {
+        if self.mss == 0 {
+            return Err(TcpConfigError::ZeroMss);
+        }
+        if self.initial_window == 0 {
+            return Err(TcpConfigError::ZeroInitialWindow);
+        }
+        if self.receive_window < self.mss as u64 {
+            return Err(TcpConfigError::WindowBelowMss {
+                window: self.receive_window,
+                mss: self.mss,
+            });
+        }
+        if self.min_rto.is_zero()
+            || self.min_rto > self.initial_rto
+            || self.initial_rto > self.max_rto
+        {
+            return Err(TcpConfigError::BadRtoBounds);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid_and_follows_the_rfcs() {
+        let c = TcpConfig::default();
+        assert_eq!(c.validate(), Ok(()));
+        assert_eq!(c.initial_rto, Duration::from_secs(1));
+        assert_eq!(c.min_rto, Duration::from_secs(1));
+        assert_eq!(c.initial_window, 2);
+    }
+
+    #[test]
+    fn refuses_unworkable_configurations() {
+        let bad = |f: fn(&mut TcpConfig)| {
+            let mut c = TcpConfig::default();
+            f(&mut c);
+            c.validate()
+        };
+        assert_eq!(bad(|c| c.mss = 0), Err(TcpConfigError::ZeroMss));
+        assert_eq!(
+            bad(|c| c.initial_window = 0),
+            Err(TcpConfigError::ZeroInitialWindow)
+        );
+        assert_eq!(
+            bad(|c| c.receive_window = 100),
+            Err(TcpConfigError::WindowBelowMss {
+                window: 100,
+                mss: 1460
+            })
+        );
+        assert_eq!(
+            bad(|c| c.min_rto = Duration::from_secs(5)),
+            Err(TcpConfigError::BadRtoBounds)
+        );
+    }
+}

@@ -1,0 +1,366 @@
+//! Stories of a TCP sender and receiver joined by a tiny network: a forward link of fixed rate
+//! and delay with an unbounded buffer, a return path of fixed delay, and chosen drops.
+
+use super::*;
+use qstp_proto::Rate;
+
+/// What the network carries.
+enum Packet {
+    Data(Segment),
+    Ack(Segment),
+}
+
+/// Decides whether a data segment sent at a time is dropped.
+type DropRule = Box<dyn FnMut(&Segment, Time) -> bool>;
+
+struct Net {
+    sender: TcpSender,
+    receiver: TcpReceiver,
+    now: Time,
+    delay: Duration,
+    rate: Rate,
+    header: u32,
+    link_free: Time,
+    in_flight: Vec<(Time, u64, Packet)>,
+    order: u64,
+    drop: DropRule,
+    drop_ack: DropRule,
+    strip_sack: bool,
+    delivered: u64,
+    acks: u64,
+    /// Stats just before each ACK that started a fast recovery.
+    before_recovery: Vec<TcpSenderStats>,
+    /// Stats just after each ACK that ended a fast recovery.
+    after_recovery: Vec<TcpSenderStats>,
+    /// `(time, rto before, stats after)` of each timeout.
+    timeouts: Vec<(Time, Duration, TcpSenderStats)>,
+}
+
+impl Net {
+    fn new(config: TcpConfig, rate: Rate, one_way: Duration, drop: DropRule) -> Self {
+        let cc = congestion_control("newreno", config.mss).unwrap();
+        Net {
+            receiver: TcpReceiver::new(&config),
+            header: config.header_bytes,
+            sender: TcpSender::new(config, cc),
+            now: Time::ZERO,
+            delay: one_way,
+            rate,
+            link_free: Time::ZERO,
+            in_flight: Vec::new(),
+            order: 0,
+            drop,
+            drop_ack: Box::new(|_, _| false),
+            strip_sack: false,
+            delivered: 0,
+            acks: 0,
+            before_recovery: Vec::new(),
+            after_recovery: Vec::new(),
+            timeouts: Vec::new(),
+        }
+    }
+
+    fn schedule(&mut self, at: Time, packet: Packet) {
+        self.order += 1;
+        self.in_flight.push((at, self.order, packet));
+    }
+
+    /// Run until `end` of simulated time.
+    fn run_until(&mut self, end: Time) {
+        while self.now < end {
+            while let Some(seg) = self.sender.poll_segment(self.now) {
+                let bytes = (seg.len + self.header) as usize;
+                let departs = self.now.max(self.link_free) + self.rate.transmit_time(bytes);
+                self.link_free = departs;
+                if !(self.drop)(&seg, self.now) {
+                    self.schedule(departs + self.delay, Packet::Data(seg));
+                }
+            }
+            while let Some(mut ack) = self.receiver.poll_ack(self.now) {
+                self.acks += 1;
+                if self.strip_sack {
+                    ack.sack.clear();
+                }
+                if !(self.drop_ack)(&ack, self.now) {
+                    self.schedule(self.now + self.delay, Packet::Ack(ack));
+                }
+            }
+            let next_packet = self.in_flight.iter().map(|(t, o, _)| (*t, *o)).min();
+            let next = [
+                next_packet.map(|(t, _)| t),
+                self.sender.poll_timeout(),
+                self.receiver.poll_timeout(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(next) = next else { break };
+            self.now = next.max(self.now);
+            if let Some((t, o)) = next_packet.filter(|(t, _)| *t <= self.now) {
+                let i = self
+                    .in_flight
+                    .iter()
+                    .position(|(pt, po, _)| (*pt, *po) == (t, o))
+                    .unwrap();
+                let (_, _, packet) = self.in_flight.swap_remove(i);
+                match packet {
+                    Packet::Data(seg) => self.delivered += self.receiver.on_segment(self.now, &seg),
+                    Packet::Ack(ack) => {
+                        let before = self.sender.stats();
+                        self.sender.on_ack(self.now, &ack);
+                        let after = self.sender.stats();
+                        if after.fast_retransmits > before.fast_retransmits {
+                            self.before_recovery.push(before);
+                        }
+                        if before.in_recovery && !after.in_recovery {
+                            self.after_recovery.push(after);
+                        }
+                    }
+                }
+            }
+            if self.sender.poll_timeout().is_some_and(|t| t <= self.now) {
+                let rto = self.sender.rto();
+                let before = self.sender.stats().timeouts;
+                self.sender.handle_timeout(self.now);
+                if self.sender.stats().timeouts > before {
+                    self.timeouts.push((self.now, rto, self.sender.stats()));
+                }
+            }
+            self.receiver.handle_timeout(self.now);
+        }
+    }
+}
+
+const MSS: u32 = 1000;
+
+fn config(receive_window: u64, delayed_ack: bool) -> TcpConfig {
+    TcpConfig {
+        mss: MSS,
+        receive_window,
+        delayed_ack,
+        ..TcpConfig::default()
+    }
+}
+
+fn secs(s: f64) -> Time {
+    Time::ZERO + Duration::from_secs_f64(s)
+}
+
+/// Drop the first transmission of the segments starting at these segment indexes.
+fn drop_first_sends(indexes: &[u64]) -> DropRule {
+    let seqs: Vec<u64> = indexes.iter().map(|i| i * MSS as u64).collect();
+    Box::new(move |seg, _| !seg.retransmission && seqs.contains(&seg.seq))
+}
+
+fn no_drops() -> DropRule {
+    Box::new(|_, _| false)
+}
+
+#[test]
+fn lossless_transfer_grows_cwnd_exponentially_then_linearly() {
+    // RTT 100 ms on a fast link; ssthresh starts at the 40-segment receive window.
+    let mut net = Net::new(
+        config(40_000, false),
+        Rate::from_mbps(100),
+        Duration::from_millis(50),
+        no_drops(),
+    );
+    let mut cwnd = Vec::new();
+    for k in 0..15 {
+        // Mid-round, when no ACK is arriving.
+        net.run_until(secs(0.05 + 0.1 * k as f64));
+        cwnd.push(net.sender.stats().cwnd);
+    }
+    // Slow start: 2, 4, 8, 16, 32 segments, doubling each round trip.
+    assert_eq!(
+        &cwnd[..5],
+        &[2_000, 4_000, 8_000, 16_000, 32_000],
+        "{cwnd:?}"
+    );
+    // Congestion avoidance: about one segment per round trip (40 ACKs of MSS²/cwnd each).
+    for pair in cwnd[7..].windows(2) {
+        let growth = pair[1] - pair[0];
+        assert!((700..=1_100).contains(&growth), "{cwnd:?}");
+    }
+    let stats = net.sender.stats();
+    assert_eq!(
+        (
+            stats.retransmissions,
+            stats.timeouts,
+            stats.fast_retransmits
+        ),
+        (0, 0, 0)
+    );
+    assert!(stats.srtt >= Duration::from_millis(100) && stats.srtt < Duration::from_millis(105));
+    assert_eq!(net.delivered, net.receiver.rcv_nxt());
+}
+
+#[test]
+fn one_drop_gives_one_fast_retransmit_and_halves_cwnd() {
+    let mut net = Net::new(
+        config(1 << 20, false),
+        Rate::from_mbps(10),
+        Duration::from_millis(20),
+        drop_first_sends(&[100]),
+    );
+    net.run_until(secs(3.0));
+    let stats = net.sender.stats();
+    assert_eq!(
+        (
+            stats.fast_retransmits,
+            stats.retransmissions,
+            stats.timeouts
+        ),
+        (1, 1, 0)
+    );
+    let before = net.before_recovery[0];
+    let after = net.after_recovery[0];
+    // RFC 5681 eq. (4): ssthresh = FlightSize / 2, and FlightSize is cwnd plus the three SACKed
+    // segments the sender could send past (limited transmit).
+    let half = before.cwnd / 2;
+    assert!(
+        after.ssthresh.abs_diff(half) <= 2 * MSS as u64,
+        "cwnd {} -> ssthresh {}",
+        before.cwnd,
+        after.ssthresh
+    );
+    assert_eq!(after.cwnd, after.ssthresh);
+    // Everything was delivered in order in the end.
+    assert!(stats.bytes_acked > 500_000);
+    assert_eq!(net.delivered, net.receiver.rcv_nxt());
+    assert!(net.delivered >= stats.bytes_acked);
+}
+
+#[test]
+fn several_drops_in_one_window_are_recovered_by_sack_without_timeout() {
+    let mut net = Net::new(
+        config(1 << 20, false),
+        Rate::from_mbps(10),
+        Duration::from_millis(20),
+        drop_first_sends(&[100, 103, 107, 110]),
+    );
+    net.run_until(secs(3.0));
+    let stats = net.sender.stats();
+    assert_eq!(
+        (
+            stats.fast_retransmits,
+            stats.retransmissions,
+            stats.timeouts
+        ),
+        (1, 4, 0)
+    );
+    assert_eq!(net.after_recovery.len(), 1);
+    assert!(net.delivered > 1_000_000);
+}
+
+#[test]
+fn several_drops_without_sack_are_recovered_by_partial_acks() {
+    let mut net = Net::new(
+        config(1 << 20, false),
+        Rate::from_mbps(10),
+        Duration::from_millis(20),
+        drop_first_sends(&[100, 103, 107, 110]),
+    );
+    net.strip_sack = true;
+    net.run_until(secs(3.0));
+    let stats = net.sender.stats();
+    // RFC 6582: one fast retransmit, then each partial ACK resends the next hole.
+    assert_eq!(
+        (
+            stats.fast_retransmits,
+            stats.retransmissions,
+            stats.timeouts
+        ),
+        (1, 4, 0)
+    );
+    assert!(net.delivered > 1_000_000);
+}
+
+#[test]
+fn losing_a_whole_window_times_out_with_backoff() {
+    // Everything sent between 0.5 s and 1.8 s is lost: the window in flight and the first
+    // retransmission after the timeout.
+    let drop: DropRule = Box::new(|_, t| t >= secs(0.5) && t < secs(1.8));
+    let mut net = Net::new(
+        config(64_000, false),
+        Rate::from_mbps(10),
+        Duration::from_millis(20),
+        drop,
+    );
+    net.run_until(secs(8.0));
+    assert_eq!(
+        net.timeouts.len(),
+        2,
+        "{:?}",
+        net.timeouts.iter().map(|t| t.0).collect::<Vec<_>>()
+    );
+    let (first, rto, after_first) = net.timeouts[0];
+    let (second, _, _) = net.timeouts[1];
+    // RFC 6298 §5.5: the second expiry comes after twice the first timeout.
+    assert_eq!(second - first, rto * 2);
+    assert!(rto >= Duration::from_secs(1));
+    // RFC 5681 §3.1: one segment after a timeout.
+    assert_eq!(after_first.cwnd, MSS as u64);
+    // Stale duplicate ACKs after the timeout do not start a fast retransmit (RFC 6582 §4).
+    let stats = net.sender.stats();
+    assert_eq!(stats.fast_retransmits, 0);
+    // The transfer resumed and delivered everything in order.
+    assert!(stats.bytes_acked > 2_000_000, "{stats:?}");
+    assert_eq!(net.delivered, net.receiver.rcv_nxt());
+}
+
+#[test]
+fn delayed_acks_halve_the_ack_count() {
+    let ack_ratio = |delayed| {
+        let mut net = Net::new(
+            config(64_000, delayed),
+            Rate::from_mbps(10),
+            Duration::from_millis(20),
+            no_drops(),
+        );
+        net.run_until(secs(5.0));
+        assert_eq!(net.sender.stats().retransmissions, 0);
+        net.acks as f64 / (net.delivered / MSS as u64) as f64
+    };
+    let immediate = ack_ratio(false);
+    let delayed = ack_ratio(true);
+    assert!((immediate - 1.0).abs() < 0.01, "{immediate}");
+    assert!((delayed - 0.5).abs() < 0.02, "{delayed}");
+}
+
+mod random_loss {
+    use super::*;
+    use proptest::prelude::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+
+        /// Whatever is lost for a while, data and ACKs alike, the transfer recovers once the
+        /// path is clean: everything sent is acknowledged and delivered in order.
+        #[test]
+        fn recovers_from_any_loss_pattern(seed in any::<u64>(), data_loss in 0.0..0.3f64, ack_loss in 0.0..0.3f64, sack in any::<bool>(), delayed in any::<bool>()) {
+            let rng = Rc::new(RefCell::new(ChaCha8Rng::seed_from_u64(seed)));
+            let lossy_until = secs(3.0);
+            let data_rng = rng.clone();
+            let drop: DropRule = Box::new(move |_, t| t < lossy_until && data_rng.borrow_mut().gen::<f64>() < data_loss);
+            let mut cfg = config(32_000, delayed);
+            cfg.min_rto = Duration::from_millis(200);
+            let mut net = Net::new(cfg, Rate::from_mbps(10), Duration::from_millis(20), drop);
+            net.drop_ack = Box::new(move |_, t| t < lossy_until && rng.borrow_mut().gen::<f64>() < ack_loss);
+            net.strip_sack = !sack;
+            net.run_until(secs(3.0));
+            let acked_at_3s = net.sender.stats().bytes_acked;
+            // At most six backoffs from 200 ms (12.6 s) before the clean path is used again.
+            net.run_until(secs(25.0));
+            let stats = net.sender.stats();
+            prop_assert!(stats.bytes_acked > acked_at_3s + 1_000_000, "{stats:?}");
+            prop_assert_eq!(net.delivered, net.receiver.rcv_nxt());
+            prop_assert!(stats.bytes_acked <= net.receiver.rcv_nxt());
+            prop_assert!(stats.pipe <= 32_000 + MSS as u64, "{stats:?}");
+        }
+    }
+}
