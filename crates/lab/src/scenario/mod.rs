@@ -249,11 +249,13 @@ fn apply_overrides(doc: &mut Table, o: &Overrides) -> Result<(), FieldError> {
         let warmup = doc.get("warmup").map(fields::duration).transpose().map_err(|r| FieldError::new("warmup", r))?;
         if let (Some(written), Some(warmup)) = (written, warmup) {
             if !written.is_zero() {
-                let scaled = warmup.mul_f64(d.as_secs_f64() / written.as_secs_f64());
-                doc.insert("warmup".into(), Value::String(format!("{}ns", scaled.as_nanos())));
+                // Whole milliseconds, so that the text parses back to exactly this span.
+                let scaled = warmup.as_secs_f64() * d.as_secs_f64() / written.as_secs_f64();
+                let scaled = Duration::from_millis((scaled * 1e3).round() as u64);
+                doc.insert("warmup".into(), Value::String(scaled.to_string()));
             }
         }
-        doc.insert("duration".into(), Value::String(format!("{}ns", d.as_nanos())));
+        doc.insert("duration".into(), Value::String(d.to_string()));
     }
     Ok(())
 }

@@ -78,6 +78,11 @@ fn overrides_replace_runs_seed_and_duration_and_scale_the_warmup() {
     let p = parse(FIG4, "f", &o).unwrap();
     let s = p.base();
     assert_eq!((s.runs, s.seed, s.duration, s.warmup), (2, 7, Duration::from_secs(18), Duration::from_secs(3)));
+    for (secs, warmup_ms) in [(90, 15_000), (60, 10_000), (100, 16_667), (7, 1_167)] {
+        let o = Overrides { duration: Some(Duration::from_secs(secs)), ..Default::default() };
+        let s = parse(FIG4, "f", &o).unwrap().points[0].scenario.clone();
+        assert_eq!((s.duration, s.warmup), (Duration::from_secs(secs), Duration::from_millis(warmup_ms)));
+    }
 }
 
 #[test]
