@@ -1,10 +1,254 @@
-//! `qstp send`.
+//! `qstp send`: send one file (or stdin) to a `qstp recv`, verified end to end.
+
+use anyhow::{bail, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+use qstp_net::transfer::{self, Header, Verdict};
+use qstp_net::{Config, Connection, Dscp, Endpoint, EndpointOptions, Preset, Rate};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Arguments of `qstp send`.
 #[derive(clap::Args)]
-pub struct SendArgs {}
+pub struct SendArgs {
+    /// The file to send, or `-` for standard input.
+    pub file: String,
+    /// The receiver's address, `HOST:PORT`.
+    #[arg(long)]
+    pub to: String,
+    /// The target rate g negotiated with the network, e.g. `500k`, `20M`, `2Mbit/s` (none by default).
+    #[arg(long, value_name = "RATE")]
+    pub target_rate: Option<String>,
+    /// The composition: `qstp` (gTFRC + SACK), `tfrc-sack`; `tfrc` has no reliable stream and is refused.
+    #[arg(long, default_value = "qstp")]
+    pub profile: String,
+    /// DiffServ code point of the datagrams: AF11..AF43, EF, CS0..CS7 or 0..63 (AF11 with a
+    /// target rate, CS0 without, by default).
+    #[arg(long)]
+    pub dscp: Option<String>,
+    /// Write final statistics as JSON to this file.
+    #[arg(long, value_name = "PATH")]
+    pub stats_json: Option<PathBuf>,
+    /// Hide the progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// What `--stats-json` holds.
+#[derive(serde::Serialize)]
+struct FinalStats {
+    bytes: u64,
+    duration_s: f64,
+    goodput_bps: f64,
+    retransmissions: u64,
+    packets_sent: u64,
+    packets_lost: u64,
+    mean_rate_bps: f64,
+    target_bps: u64,
+    rtt_ms: f64,
+    loss_event_rate: f64,
+    profile: String,
+    dscp: String,
+}
+
+/// Everything checked before the network is touched.
+struct Plan {
+    config: Config,
+    dscp: Option<Dscp>,
+    profile: Preset,
+}
+
+fn plan(args: &SendArgs) -> anyhow::Result<Plan> {
+    let profile: Preset = args.profile.parse().map_err(anyhow::Error::msg)?;
+    if profile == Preset::Tfrc {
+        // No error control means lost bytes stay lost: a verified file cannot be promised.
+        bail!("profile 'tfrc' has no reliable byte stream, so it cannot carry a verified file; use qstp or tfrc-sack");
+    }
+    let target = match &args.target_rate {
+        Some(text) => Rate::parse(text).with_context(|| "invalid --target-rate")?,
+        None => Rate::ZERO,
+    };
+    if profile == Preset::TfrcSack && !target.is_zero() {
+        bail!("--target-rate needs the qstp profile (tfrc-sack has no target rate)");
+    }
+    let dscp = match &args.dscp {
+        Some(text) => Some(text.parse::<Dscp>().with_context(|| "invalid --dscp")?),
+        None => None,
+    };
+    let config = Config::preset(profile, target);
+    config.validate().map_err(anyhow::Error::msg)?;
+    Ok(Plan { config, dscp, profile })
+}
+
+/// Resolve `HOST:PORT` to its first address.
+pub(crate) async fn resolve(text: &str) -> anyhow::Result<SocketAddr> {
+    let mut addresses = tokio::net::lookup_host(text).await.with_context(|| format!("cannot resolve address '{text}'"))?;
+    addresses.next().with_context(|| format!("cannot resolve address '{text}': no address found"))
+}
 
 /// Run `qstp send`.
-pub fn main(_args: SendArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`qstp send` is not built yet")
+pub fn main(args: SendArgs) -> anyhow::Result<()> {
+    let plan = plan(&args)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(run(args, plan))
+}
+
+async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
+    let (mut source, header): (Box<dyn AsyncRead + Unpin>, Header) = if args.file == "-" {
+        (Box::new(tokio::io::BufReader::with_capacity(1 << 20, tokio::io::stdin())), Header { name: "stdin".into(), size: None })
+    } else {
+        let file = tokio::fs::File::open(&args.file).await.with_context(|| format!("cannot read '{}'", args.file))?;
+        let meta = file.metadata().await.with_context(|| format!("cannot read '{}'", args.file))?;
+        if !meta.is_file() {
+            bail!("cannot read '{}': not a regular file", args.file);
+        }
+        let name = transfer::safe_file_name(&args.file);
+        (Box::new(tokio::io::BufReader::with_capacity(1 << 20, file)), Header { name, size: Some(meta.len()) })
+    };
+    let remote = resolve(&args.to).await?;
+    let local: SocketAddr = if remote.is_ipv4() { "0.0.0.0:0".parse()? } else { "[::]:0".parse()? };
+    let options = EndpointOptions { dscp: plan.dscp, ..EndpointOptions::default() };
+    let endpoint = Endpoint::bind_with(local, options).context("cannot open a UDP socket")?;
+    let mut conn = endpoint.connect(remote, plan.config.clone()).await.with_context(|| format!("cannot connect to {remote}"))?;
+
+    let bar = progress_bar(header.size, args.quiet);
+    let ticker = tokio::spawn(show_stats(conn.clone(), bar.clone()));
+    let started = Instant::now();
+    let outcome = transfer::send(&mut conn, &header, &mut source, |n| bar.set_position(n)).await;
+    let outcome = match outcome {
+        Ok(moved) => moved,
+        Err(e) => {
+            ticker.abort();
+            bar.abandon();
+            return Err(e).context("transfer failed");
+        }
+    };
+    conn.finish()?;
+    let verdict = Verdict::read_from(&mut conn).await.context("no verdict from the receiver");
+    let duration = started.elapsed();
+    ticker.abort();
+    let verdict = match verdict {
+        Ok(v) => v,
+        Err(e) => {
+            bar.abandon();
+            return Err(e);
+        }
+    };
+    let stats = conn.stats()?;
+    bar.finish_and_clear();
+    // Let the connection end gracefully so the receiver is not left waiting for acknowledgements.
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        let _ = (&mut conn).take(1 << 16).read_to_end(&mut rest).await;
+        let _ = conn.closed().await;
+    })
+    .await;
+
+    let secs = duration.as_secs_f64().max(1e-9);
+    let final_stats = FinalStats {
+        bytes: outcome.bytes,
+        duration_s: secs,
+        goodput_bps: outcome.bytes as f64 * 8.0 / secs,
+        retransmissions: stats.packets_retransmitted,
+        packets_sent: stats.packets_sent,
+        packets_lost: stats.packets_lost,
+        mean_rate_bps: stats.bytes_sent as f64 * 8.0 / secs,
+        target_bps: plan.config.congestion.target().bps(),
+        rtt_ms: stats.rtt.as_secs_f64() * 1e3,
+        loss_event_rate: stats.loss_event_rate,
+        profile: plan.profile.to_string(),
+        dscp: conn.dscp().to_string(),
+    };
+    if let Some(path) = &args.stats_json {
+        let json = serde_json::to_string_pretty(&final_stats)?;
+        std::fs::write(path, json + "\n").with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    if verdict != Verdict::Verified {
+        bail!("transfer not confirmed: {verdict}");
+    }
+    if !args.quiet {
+        eprintln!(
+            "sent {} ({} bytes) in {:.2} s: {} goodput, {} retransmissions, verified by the receiver",
+            header.name,
+            outcome.bytes,
+            secs,
+            Rate::from_bps(final_stats.goodput_bps as u64),
+            final_stats.retransmissions
+        );
+    }
+    Ok(())
+}
+
+fn progress_bar(size: Option<u64>, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let bar = match size {
+        Some(size) => ProgressBar::new(size).with_style(
+            ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta} {msg}")
+                .expect("valid template"),
+        ),
+        None => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec} {msg}").expect("valid template"),
+        ),
+    };
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// Refresh the bar's message with the connection's rate, target, RTT and loss.
+async fn show_stats(conn: Connection, bar: ProgressBar) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let Ok(stats) = conn.stats() else { return };
+        let target = if stats.target.is_zero() { "none".to_string() } else { stats.target.to_string() };
+        bar.set_message(format!(
+            "rate {} target {} rtt {:.1} ms loss {:.3}%",
+            stats.rate,
+            target,
+            stats.rtt.as_secs_f64() * 1e3,
+            stats.loss_event_rate * 100.0
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: SendArgs,
+    }
+
+    fn parse(extra: &[&str]) -> SendArgs {
+        let mut argv = vec!["send", "file.bin", "--to", "127.0.0.1:9"];
+        argv.extend_from_slice(extra);
+        Cli::try_parse_from(argv).unwrap().args
+    }
+
+    #[test]
+    fn the_plan_follows_the_flags() {
+        let p = plan(&parse(&["--target-rate", "20M", "--dscp", "af21"])).unwrap();
+        assert_eq!(p.config.congestion.target(), Rate::from_mbps(20));
+        assert_eq!(p.dscp, Some("AF21".parse().unwrap()));
+        let p = plan(&parse(&["--profile", "tfrc-sack"])).unwrap();
+        assert!(p.config.congestion.target().is_zero());
+        assert_eq!(p.dscp, None);
+    }
+
+    #[test]
+    fn bad_flags_are_refused_with_the_reason() {
+        let e = plan(&parse(&["--target-rate", "fast"])).err().unwrap();
+        assert!(format!("{e:#}").contains("not a rate"), "{e:#}");
+        let e = plan(&parse(&["--dscp", "AF55"])).err().unwrap();
+        assert!(format!("{e:#}").contains("unknown DSCP"), "{e:#}");
+        let e = plan(&parse(&["--profile", "tfrc"])).err().unwrap();
+        assert!(format!("{e:#}").contains("no reliable byte stream"), "{e:#}");
+        let e = plan(&parse(&["--profile", "quic"])).err().unwrap();
+        assert!(format!("{e:#}").contains("unknown profile"), "{e:#}");
+    }
 }

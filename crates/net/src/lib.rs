@@ -1,1 +1,59 @@
-//! placeholder
+//! `qstp-net`: QSTP over real UDP sockets, on tokio.
+//!
+//! An [`Endpoint`] owns one UDP socket and a driver thread that runs the sans-IO protocol core
+//! (`qstp-proto`): it reads datagrams in batches (GRO where Linux offers it), runs the protocol's
+//! timers, and sends every datagram the pacer allows in batches (GSO), each marked with its
+//! connection's DiffServ code point. A [`Connection`] is the application's side: the ordered
+//! byte stream as `AsyncRead`/`AsyncWrite` (a full send buffer makes writes wait: backpressure,
+//! no unbounded queue), messages for the unordered and partially reliable compositions, the
+//! target rate at connect time (in the [`Config`]) or at run time ([`Connection::set_target_rate`],
+//! the QSTP paper's `setsockopt()`, §4.3), and statistics at any time.
+//!
+//! This crate depends on `qstp-proto` only among the qstp crates; protocol rules live there.
+//!
+//! ```
+//! use qstp_net::{Config, Endpoint, Rate};
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Endpoint::server("127.0.0.1:0".parse()?, Config::default())?;
+//! let server_addr = server.local_addr();
+//! let receiver = tokio::spawn(async move {
+//!     let mut conn = server.accept().await.expect("a connection");
+//!     let mut received = Vec::new();
+//!     conn.read_to_end(&mut received).await?;
+//!     conn.finish()?;
+//!     Ok::<_, std::io::Error>(received)
+//! });
+//!
+//! let client = Endpoint::bind("127.0.0.1:0".parse()?)?;
+//! // QSTP with a 2 Mbit/s target rate, as negotiated with the network.
+//! let mut conn = client.connect(server_addr, Config::qstp(Rate::from_mbps(2))).await?;
+//! conn.write_all(b"hello over QSTP").await?;
+//! conn.shutdown().await?;
+//! conn.acknowledged().await?;
+//! assert_eq!(receiver.await??, b"hello over QSTP");
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod dscp;
+pub mod transfer;
+
+mod connection;
+mod driver;
+mod endpoint;
+mod error;
+mod socket;
+mod state;
+
+pub use connection::Connection;
+pub use dscp::{Dscp, DscpError};
+pub use endpoint::{Endpoint, EndpointOptions, EndpointSnapshot};
+pub use error::Error;
+pub use socket::SocketStats;
+
+pub use qstp_proto::{CloseReason, Config, Preset, Rate, Stats};
+/// The protocol core, for its configuration and time types.
+pub use qstp_proto as proto;

@@ -6,10 +6,23 @@
 //! [`Endpoint::handle_timeout`] when [`Endpoint::poll_timeout`] is due, drain
 //! [`Endpoint::poll_transmit`] and [`Endpoint::poll_event`].
 
+mod cookie;
+
 use crate::config::{Config, ConfigError};
 use crate::connection::{Connection, Event};
 use crate::time::{Duration, Time};
+use crate::wire::{Close, ConnectionId, Hello, Packet, Retry};
+use cookie::CookieJar;
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
+
+/// Most stateless replies (retries, refusals) waiting to be sent; more are dropped.
+pub const MAX_STATELESS_REPLIES: usize = 64;
+
+/// The application error code of a refused handshake.
+const REFUSED_CODE: u32 = 1;
 
 /// Identifies a connection inside its endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -81,64 +94,241 @@ pub struct EndpointStats {
 /// Many connections behind one address.
 #[derive(Debug)]
 pub struct Endpoint {
-    _private: (),
+    config: EndpointConfig,
+    cookies: CookieJar,
+    rng: ChaCha20Rng,
+    connections: BTreeMap<ConnectionHandle, Connection>,
+    /// Routing: the id the peer addresses a connection with.
+    by_id: HashMap<ConnectionId, ConnectionHandle>,
+    /// Accepted connections by client address and client id, to answer a repeated hello.
+    by_client: HashMap<(SocketAddr, ConnectionId), ConnectionHandle>,
+    /// Replies that need no connection: retries and refusals, bounded.
+    stateless: VecDeque<(SocketAddr, Vec<u8>)>,
+    next_handle: usize,
+    /// Round-robin position of `poll_transmit`.
+    next_to_poll: ConnectionHandle,
+    stats: EndpointStats,
 }
 
-#[allow(unused_variables)]
 impl Endpoint {
     /// A new endpoint; `seed` feeds its random generator (connection ids).
     pub fn new(config: EndpointConfig, seed: u64) -> Self {
-        todo!()
+        Endpoint {
+            cookies: CookieJar::new(config.cookie_key, config.cookie_lifetime),
+            config,
+            rng: ChaCha20Rng::seed_from_u64(seed),
+            connections: BTreeMap::new(),
+            by_id: HashMap::new(),
+            by_client: HashMap::new(),
+            stateless: VecDeque::new(),
+            next_handle: 0,
+            next_to_poll: ConnectionHandle(0),
+            stats: EndpointStats::default(),
+        }
     }
 
     /// Start a connection to `remote`; the hello goes out on the next `poll_transmit`.
     pub fn connect(&mut self, now: Time, remote: SocketAddr, config: Config) -> Result<ConnectionHandle, ConnectError> {
-        todo!()
+        config.validate()?;
+        if self.live_connections() >= self.config.max_connections {
+            return Err(ConnectError::TooManyConnections);
+        }
+        let id = self.fresh_id();
+        Ok(self.insert(Connection::new_client(now, remote, id, config), None))
     }
 
     /// Feed one received datagram.
     pub fn handle_datagram(&mut self, now: Time, remote: SocketAddr, datagram: &[u8]) {
-        todo!()
+        let packet = match Packet::decode(datagram) {
+            Ok(packet) => packet,
+            Err(_) => {
+                self.stats.malformed += 1;
+                return;
+            }
+        };
+        if let Packet::Hello(hello) = &packet {
+            self.handle_hello(now, remote, hello, &packet, datagram.len());
+            return;
+        }
+        let handle = packet.destination().and_then(|id| self.by_id.get(&id).copied());
+        match handle.and_then(|h| self.connections.get_mut(&h)) {
+            Some(conn) => conn.handle_packet(now, remote, &packet, datagram.len()),
+            None => self.stats.unknown_connection += 1,
+        }
+    }
+
+    /// A hello: answer a repeat, challenge without a valid cookie, else accept or refuse.
+    fn handle_hello(&mut self, now: Time, remote: SocketAddr, hello: &Hello, packet: &Packet<'_>, size: usize) {
+        let Some(limits) = self.config.server.as_ref() else {
+            self.stats.refused += 1;
+            return;
+        };
+        if let Some(conn) = self.by_client.get(&(remote, hello.source)).and_then(|h| self.connections.get_mut(h)) {
+            // Our accept was lost: the connection answers again.
+            conn.handle_packet(now, remote, packet, size);
+            return;
+        }
+        let cookie_ok = match &hello.cookie {
+            None => {
+                self.stats.cookie_challenges += 1;
+                false
+            }
+            Some(cookie) if !self.cookies.verify(now, remote, hello.source, cookie) => {
+                self.stats.refused += 1;
+                false
+            }
+            Some(_) => true,
+        };
+        if !cookie_ok {
+            // No state for an unproven address: a retry whose cookie proves it next time.
+            let retry = Retry {
+                destination: hello.source,
+                cookie: self.cookies.mint(now, remote, hello.source),
+                timestamp_echo: hello.timestamp,
+            };
+            self.queue_stateless(remote, &Packet::Retry(retry));
+            return;
+        }
+        // The composition is the client's; the limits are the server's (smaller datagram wins).
+        let mut config = limits.clone();
+        config.congestion = hello.composition.congestion;
+        config.error = hello.composition.error;
+        config.order = hello.composition.order;
+        config.max_datagram = config.max_datagram.min(usize::from(hello.max_datagram));
+        if let Err(error) = config.validate() {
+            self.refuse(remote, hello.source, error.to_string().as_bytes());
+            return;
+        }
+        if self.live_connections() >= self.config.max_connections {
+            self.refuse(remote, hello.source, b"too many connections");
+            return;
+        }
+        let id = self.fresh_id();
+        let conn = Connection::new_server(now, remote, id, hello, config);
+        self.insert(conn, Some((remote, hello.source)));
+        self.stats.accepted += 1;
+    }
+
+    /// Refuse a proven client statelessly with a close packet.
+    fn refuse(&mut self, remote: SocketAddr, client: ConnectionId, reason: &[u8]) {
+        self.stats.refused += 1;
+        let reason = &reason[..reason.len().min(crate::wire::MAX_REASON_LEN)];
+        let close = Close { destination: client, graceful: false, code: REFUSED_CODE, reason };
+        self.queue_stateless(remote, &Packet::Close(close));
+    }
+
+    fn queue_stateless(&mut self, remote: SocketAddr, packet: &Packet<'_>) {
+        if self.stateless.len() >= MAX_STATELESS_REPLIES {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(packet.encoded_len());
+        packet.encode(&mut bytes);
+        self.stateless.push_back((remote, bytes));
+    }
+
+    fn insert(&mut self, conn: Connection, client: Option<(SocketAddr, ConnectionId)>) -> ConnectionHandle {
+        let handle = ConnectionHandle(self.next_handle);
+        self.next_handle += 1;
+        self.by_id.insert(conn.local_id(), handle);
+        if let Some(key) = client {
+            self.by_client.insert(key, handle);
+        }
+        self.connections.insert(handle, conn);
+        handle
+    }
+
+    /// A random connection id no connection of this endpoint uses (zero is never used).
+    fn fresh_id(&mut self) -> ConnectionId {
+        loop {
+            let id = ConnectionId(self.rng.next_u64());
+            if id.0 != 0 && !self.by_id.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    fn live_connections(&self) -> usize {
+        self.connections.values().filter(|c| !c.is_closed()).count()
     }
 
     /// Run every timer that is due at `now`.
     pub fn handle_timeout(&mut self, now: Time) {
-        todo!()
+        for conn in self.connections.values_mut() {
+            if conn.poll_timeout().is_some_and(|t| t <= now) {
+                conn.handle_timeout(now);
+            }
+        }
     }
 
     /// The next datagram to send, if any is allowed at `now`; written into `buf` (cleared first).
     pub fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
-        todo!()
+        buf.clear();
+        if let Some((destination, bytes)) = self.stateless.pop_front() {
+            buf.extend_from_slice(&bytes);
+            return Some(Transmit { destination, size: buf.len(), connection: None });
+        }
+        // Round robin: start after the connection that sent last.
+        let start = self.next_to_poll;
+        let mut sent = None;
+        for (handle, conn) in self.connections.range_mut(start..) {
+            if conn.poll_transmit(now, buf) {
+                sent = Some((*handle, conn.remote()));
+                break;
+            }
+        }
+        if sent.is_none() {
+            for (handle, conn) in self.connections.range_mut(..start) {
+                if conn.poll_transmit(now, buf) {
+                    sent = Some((*handle, conn.remote()));
+                    break;
+                }
+            }
+        }
+        let (handle, destination) = sent?;
+        self.next_to_poll = ConnectionHandle(handle.0 + 1);
+        Some(Transmit { destination, size: buf.len(), connection: Some(handle) })
     }
 
     /// When `handle_timeout` (or `poll_transmit`, for pacing) should next be called.
     pub fn poll_timeout(&self) -> Option<Time> {
-        todo!()
+        self.connections.values().filter_map(|c| c.poll_timeout()).min()
     }
 
     /// The next event; `Event::Connected` on a handle not created by `connect` announces an
     /// accepted connection.
     pub fn poll_event(&mut self) -> Option<(ConnectionHandle, Event)> {
-        todo!()
+        self.connections.iter_mut().find_map(|(handle, conn)| conn.poll_event().map(|e| (*handle, e)))
     }
 
     /// A connection by handle.
     pub fn connection(&self, handle: ConnectionHandle) -> Option<&Connection> {
-        todo!()
+        self.connections.get(&handle)
     }
 
     /// A connection by handle, to write, read or close it.
     pub fn connection_mut(&mut self, handle: ConnectionHandle) -> Option<&mut Connection> {
-        todo!()
+        self.connections.get_mut(&handle)
     }
 
     /// Forget a closed connection (its handle becomes invalid).
     pub fn remove(&mut self, handle: ConnectionHandle) -> Option<Connection> {
-        todo!()
+        let conn = self.connections.remove(&handle)?;
+        self.by_id.remove(&conn.local_id());
+        if let Some(client) = conn.remote_id() {
+            if self.by_client.get(&(conn.remote(), client)) == Some(&handle) {
+                self.by_client.remove(&(conn.remote(), client));
+            }
+        }
+        Some(conn)
     }
 
     /// Datagrams dropped without a connection, and handshakes seen.
     pub fn stats(&self) -> EndpointStats {
-        todo!()
+        self.stats
+    }
+
+    /// How many connections the endpoint holds, closed ones not yet removed included.
+    pub fn connection_count(&self) -> usize {
+        self.connections.len()
     }
 }

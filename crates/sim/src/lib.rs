@@ -4,6 +4,10 @@
 //! queues (drop-tail, RED, RIO, CBQ), edge markers and loss models. A run is a pure function of its
 //! [`SimSpec`] (which carries the seed): same inputs, identical outputs. It depends on `qstp-proto`
 //! only; scenario files, metrics and reports live in `qstp-lab`.
+//!
+//! Inside: an event [`engine`] keyed by (time, insertion order); a [`network`] of nodes and links
+//! in arenas addressed by typed [`ids`]; [`agent`]s on hosts; [`topology`] builders; a recorder
+//! whose memory grows with duration / bin, never with packets.
 
 pub mod spec;
 
@@ -12,3 +16,19 @@ pub mod loss;
 pub mod marker;
 pub mod queue;
 pub mod tcp;
+
+pub mod agent;
+mod components;
+pub mod engine;
+pub mod error;
+pub mod event;
+pub mod ids;
+pub mod network;
+pub mod record;
+pub mod rng;
+mod sim;
+pub mod topology;
+pub mod validate;
+
+pub use error::SimError;
+pub use sim::{run, run_with_progress};

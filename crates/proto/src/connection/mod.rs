@@ -123,77 +123,408 @@ pub struct Stats {
     pub slow_start: bool,
 }
 
-/// One QSTP connection.
-#[derive(Debug)]
-pub struct Connection {
-    _private: (),
+mod close;
+mod events;
+mod handshake;
+mod recv;
+mod send;
+mod stats;
+mod timers;
+
+use crate::wire::{ConnectionId, Packet};
+use close::Closing;
+use events::EventQueue;
+use handshake::Handshake;
+use recv::Receiver;
+use send::Sender;
+use stats::Counters;
+use timers::{Timer, TimerTable};
+
+/// Which side opened the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// This side sent the hello.
+    Client,
+    /// This side accepted the hello.
+    Server,
 }
 
-#[allow(unused_variables)]
+/// Where the connection is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    /// The client waits for the server's accept.
+    Handshaking,
+    /// Data may flow both ways.
+    Established,
+    /// Over; a close packet may still be repeated to the peer until the drain timer ends.
+    Closed(CloseReason),
+}
+
+/// One QSTP connection.
+///
+/// Compositions with full reliability and ordered delivery carry one byte stream each way
+/// (`write`/`read`); the others carry messages (`send_message`/`recv_message`). A stream
+/// connection closes gracefully once both sides finished and every byte was read and
+/// acknowledged; a message connection once the side that finished had every message
+/// acknowledged or abandoned (messages carry no end marker, so that side decides).
+#[derive(Debug)]
+pub struct Connection {
+    role: Role,
+    state: State,
+    config: Config,
+    remote: SocketAddr,
+    /// The id the peer puts on packets to this side.
+    local_id: ConnectionId,
+    /// The id this side puts on packets to the peer (a client learns it from the accept).
+    remote_id: Option<ConnectionId>,
+    timers: TimerTable,
+    events: EventQueue,
+    counters: Counters,
+    handshake: Handshake,
+    sender: Sender,
+    receiver: Receiver,
+    closing: Closing,
+    /// The latest time the driver passed in (for deadlines computed without a `now`).
+    last_now: Time,
+}
+
 impl Connection {
+    /// A client connection whose hello goes out on the next transmit.
+    pub(crate) fn new_client(now: Time, remote: SocketAddr, local_id: ConnectionId, config: Config) -> Connection {
+        let mut conn = Connection::new(Role::Client, now, remote, local_id, None, config);
+        conn.start_handshake(now);
+        conn
+    }
+
+    /// A server connection for a hello whose cookie checked out; the accept goes out next.
+    pub(crate) fn new_server(
+        now: Time,
+        remote: SocketAddr,
+        local_id: ConnectionId,
+        hello: &crate::wire::Hello,
+        config: Config,
+    ) -> Connection {
+        let mut conn = Connection::new(Role::Server, now, remote, local_id, Some(hello.source), config);
+        conn.accept_hello(now, hello);
+        conn
+    }
+
+    fn new(
+        role: Role,
+        now: Time,
+        remote: SocketAddr,
+        local_id: ConnectionId,
+        remote_id: Option<ConnectionId>,
+        config: Config,
+    ) -> Connection {
+        let mut timers = TimerTable::default();
+        timers.set(Timer::Idle, now + config.idle_timeout);
+        Connection {
+            role,
+            state: State::Handshaking,
+            remote,
+            local_id,
+            remote_id,
+            timers,
+            events: EventQueue::default(),
+            counters: Counters::default(),
+            handshake: Handshake::new(now),
+            sender: Sender::new(now, &config),
+            receiver: Receiver::new(&config),
+            closing: Closing::default(),
+            last_now: now,
+            config,
+        }
+    }
+
+    /// The id the peer addresses this connection with.
+    pub(crate) fn local_id(&self) -> ConnectionId {
+        self.local_id
+    }
+
+    /// The peer's connection id, once known.
+    pub(crate) fn remote_id(&self) -> Option<ConnectionId> {
+        self.remote_id
+    }
+
+    /// A datagram routed here by its destination id; `size` is the datagram's length.
+    pub(crate) fn handle_packet(&mut self, now: Time, remote: SocketAddr, packet: &Packet<'_>, size: usize) {
+        self.last_now = self.last_now.max(now);
+        if remote != self.remote {
+            // No migration: a packet from another address is spoofed or misrouted.
+            self.counters.packets_dropped += 1;
+            return;
+        }
+        if let State::Closed(_) = self.state {
+            if matches!(packet, Packet::Close(_)) {
+                // The peer's confirmation of our close.
+                self.counters.packets_received += 1;
+            } else {
+                self.counters.packets_dropped += 1;
+            }
+            self.on_packet_while_closed(packet);
+            return;
+        }
+        let accepted = match packet {
+            Packet::Hello(hello) => self.on_duplicate_hello(hello),
+            Packet::Retry(retry) => self.on_retry(now, retry),
+            Packet::Accept(accept) => self.on_accept(now, accept),
+            Packet::Data(data) => self.on_data(now, data, size),
+            Packet::Feedback(feedback) => self.on_feedback(now, feedback),
+            Packet::Close(close) => self.on_close(now, close),
+        };
+        if accepted {
+            self.counters.packets_received += 1;
+            self.counters.bytes_received += size as u64;
+            if !self.is_closed() {
+                self.timers.set(Timer::Idle, now + self.config.idle_timeout);
+            }
+        } else {
+            self.counters.packets_dropped += 1;
+        }
+        self.check_graceful_close(now);
+    }
+
+    /// Run every timer due at `now`.
+    pub(crate) fn handle_timeout(&mut self, now: Time) {
+        self.last_now = self.last_now.max(now);
+        if self.timers.is_expired(Timer::Drain, now) {
+            self.timers.stop(Timer::Drain);
+            self.timers.stop(Timer::CloseRepeat);
+            self.closing.stop_answering();
+        }
+        if self.timers.is_expired(Timer::CloseRepeat, now) {
+            self.on_close_repeat_timeout(now);
+        }
+        if self.is_closed() {
+            return;
+        }
+        if self.timers.is_expired(Timer::Idle, now) {
+            self.close_silently(CloseReason::IdleTimeout, now);
+            return;
+        }
+        if self.timers.is_expired(Timer::HandshakeTimeout, now) {
+            self.close_silently(CloseReason::HandshakeTimeout, now);
+            return;
+        }
+        if self.timers.is_expired(Timer::HelloRetransmit, now) {
+            self.timers.stop(Timer::HelloRetransmit);
+            self.handshake.hello_due = true;
+        }
+        if self.state == State::Established {
+            self.sender_timeouts(now);
+            self.receiver_timeouts(now);
+        }
+    }
+
+    /// The next datagram this connection wants to send at `now`, written into `buf` (cleared first).
+    pub(crate) fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> bool {
+        self.last_now = self.last_now.max(now);
+        buf.clear();
+        let sent = self.poll_close_packet(buf)
+            || self.poll_handshake_packet(now, buf)
+            || self.poll_feedback(now, buf)
+            || self.poll_data(now, buf);
+        if sent {
+            self.counters.packets_sent += 1;
+            self.counters.bytes_sent += buf.len() as u64;
+        }
+        sent
+    }
+
+    /// When `handle_timeout` or `poll_transmit` should next run.
+    pub(crate) fn poll_timeout(&self) -> Option<Time> {
+        let mut next = self.timers.next();
+        if self.state == State::Established {
+            for t in [self.sender_poll_timeout(), self.receiver_poll_timeout()].into_iter().flatten() {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        }
+        next
+    }
+
+    /// The next event for the application.
+    pub(crate) fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop()
+    }
+
     /// Queue stream bytes; returns how many were accepted (less than `data.len()` when the send
     /// buffer fills, [`WriteError::Blocked`] when none fit).
     pub fn write(&mut self, data: &[u8]) -> Result<usize, WriteError> {
-        todo!()
+        self.check_writable()?;
+        let Some(stream) = self.sender.stream.as_mut() else {
+            return Err(WriteError::Unsupported("the byte stream needs sack-full + ordered"));
+        };
+        if stream.is_finished() {
+            return Err(WriteError::Finished);
+        }
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let written = stream.write(data);
+        if written == 0 {
+            self.sender.write_blocked = true;
+            return Err(WriteError::Blocked);
+        }
+        if written < data.len() {
+            self.sender.write_blocked = true;
+        }
+        self.sender.has_work = true;
+        Ok(written)
     }
 
     /// Mark the end of this side's stream.
     pub fn finish(&mut self) -> Result<(), WriteError> {
-        todo!()
+        self.check_writable()?;
+        if self.sender.finished {
+            return Err(WriteError::Finished);
+        }
+        self.sender.finished = true;
+        if let Some(stream) = self.sender.stream.as_mut() {
+            stream.finish();
+        }
+        self.sender.has_work = true;
+        let now = self.last_now;
+        self.check_graceful_close(now);
+        Ok(())
     }
 
     /// Read delivered stream bytes in order; `Ok(0)` means the peer finished and all was read.
     pub fn read(&mut self, buf: &mut [u8]) -> Result<usize, ReadError> {
-        todo!()
+        let Some(stream) = self.receiver.stream.as_mut() else {
+            return Err(ReadError::Unsupported("the byte stream needs sack-full + ordered"));
+        };
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let n = stream.read(buf);
+        if n > 0 {
+            self.receiver.bytes_read += n as u64;
+            self.counters.bytes_delivered += n as u64;
+            self.receiver.consider_window_update();
+            let now = self.last_now;
+            self.check_graceful_close(now);
+            return Ok(n);
+        }
+        if stream.is_finished() {
+            return Ok(0);
+        }
+        match &self.state {
+            State::Closed(reason) => Err(ReadError::Closed(reason.clone())),
+            _ => Err(ReadError::Blocked),
+        }
     }
 
     /// Queue one message (the unit of partial reliability and of unordered delivery).
     pub fn send_message(&mut self, now: Time, data: &[u8]) -> Result<(), WriteError> {
-        todo!()
+        self.last_now = self.last_now.max(now);
+        self.check_writable()?;
+        let deadline = match self.config.error {
+            crate::config::ErrorControl::SackPartial { deadline: Some(d), .. } => Some(now + d),
+            _ => None,
+        };
+        let Some(queue) = self.sender.messages.as_mut() else {
+            return Err(WriteError::Unsupported("this composition carries a byte stream, not messages"));
+        };
+        if self.sender.finished {
+            return Err(WriteError::Finished);
+        }
+        if data.len() > self.config.send_buffer || data.len() > u32::MAX as usize {
+            return Err(WriteError::TooLarge(data.len()));
+        }
+        match queue.push(now, data, deadline) {
+            Ok(_) => {
+                self.sender.has_work = true;
+                Ok(())
+            }
+            Err(_) => {
+                self.sender.write_blocked = true;
+                Err(WriteError::Blocked)
+            }
+        }
     }
 
     /// Take the next delivered message, if any.
     pub fn recv_message(&mut self) -> Option<Vec<u8>> {
-        todo!()
+        let message = self.receiver.messages.as_mut()?.pop()?;
+        self.counters.bytes_delivered += message.len() as u64;
+        self.receiver.consider_window_update();
+        Some(message)
     }
 
     /// Abort the connection, telling the peer `code` and `reason` (at most 128 bytes are sent).
     pub fn close(&mut self, now: Time, code: u32, reason: &[u8]) {
-        todo!()
+        self.last_now = self.last_now.max(now);
+        if self.is_closed() {
+            return;
+        }
+        self.close_with_packet(now, CloseReason::LocallyClosed, false, code, reason);
     }
 
     /// Change the target rate g at run time (the paper's setsockopt); ignored without gTFRC.
     pub fn set_target_rate(&mut self, target: Rate) {
-        todo!()
+        if let crate::config::CongestionControl::Gtfrc { target: t } = &mut self.config.congestion {
+            *t = target;
+            self.sender.rate.set_target(target);
+        }
     }
 
     /// Counters and rate-control state.
     pub fn stats(&self) -> Stats {
-        todo!()
+        self.counters.snapshot(self.sender.rate.state(), self.sender.acked_bytes())
     }
 
     /// The composition and limits in force (for an accepted connection, those negotiated).
     pub fn config(&self) -> &Config {
-        todo!()
+        &self.config
     }
 
     /// The peer's address.
     pub fn remote(&self) -> SocketAddr {
-        todo!()
+        self.remote
     }
 
     /// Whether the handshake completed and the connection is not closed.
     pub fn is_established(&self) -> bool {
-        todo!()
+        self.state == State::Established
     }
 
     /// Whether the connection has ended (see [`Event::Closed`]).
     pub fn is_closed(&self) -> bool {
-        todo!()
+        matches!(self.state, State::Closed(_))
+    }
+
+    /// Why the connection ended, once it has.
+    pub fn close_reason(&self) -> Option<&CloseReason> {
+        match &self.state {
+            State::Closed(reason) => Some(reason),
+            _ => None,
+        }
     }
 
     /// Bytes that `write` would accept now.
     pub fn send_capacity(&self) -> usize {
-        todo!()
+        if self.is_closed() || self.sender.finished {
+            return 0;
+        }
+        if let Some(stream) = &self.sender.stream {
+            stream.free_space()
+        } else if let Some(queue) = &self.sender.messages {
+            queue.free_space()
+        } else {
+            0
+        }
+    }
+
+    /// In-order stream bytes ready to read (zero for message compositions).
+    pub fn readable(&self) -> usize {
+        self.receiver.stream.as_ref().map_or(0, |s| s.readable())
+    }
+
+    fn check_writable(&self) -> Result<(), WriteError> {
+        match &self.state {
+            State::Closed(reason) => Err(WriteError::Closed(reason.clone())),
+            _ => Ok(()),
+        }
     }
 }

@@ -4,7 +4,8 @@
 //! makes a partially reliable service possible) a message is abandoned once its deadline passes or
 //! it needed more than the allowed retransmissions; the receiver is then told to skip it.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 
 use super::DeliveryError;
 use crate::time::Time;
@@ -86,6 +87,10 @@ pub struct MessageSendQueue {
     skip_marks: VecDeque<(u64, u64)>,
     /// Highest skip_to carried by a packet the receiver acknowledged.
     skip_confirmed: u64,
+    /// Deadlines of queued messages, earliest first (entries of settled messages linger until popped).
+    deadlines: BinaryHeap<Reverse<(Time, u64)>>,
+    /// Pending messages retransmitted at least once (candidates for the retransmission limit).
+    retransmitted: BTreeSet<u64>,
 }
 
 impl MessageSendQueue {
@@ -99,6 +104,8 @@ impl MessageSendQueue {
             unsent_cursor: 0,
             skip_marks: VecDeque::new(),
             skip_confirmed: 0,
+            deadlines: BinaryHeap::new(),
+            retransmitted: BTreeSet::new(),
         }
     }
 
@@ -112,6 +119,15 @@ impl MessageSendQueue {
         }
         let id = self.first_id + self.messages.len() as u64;
         self.used += data.len();
+        if let Some(deadline) = deadline {
+            if self.deadlines.len() >= 2 * self.messages.len() + 16 {
+                // Drop entries of settled messages so the heap stays proportional to the queue.
+                let first_id = self.first_id;
+                let live = |&Reverse((_, id)): &Reverse<(Time, u64)>| id >= first_id;
+                self.deadlines.retain(live);
+            }
+            self.deadlines.push(Reverse((deadline, id)));
+        }
         self.messages.push_back(OutMessage {
             data: data.to_vec(),
             deadline,
@@ -205,7 +221,9 @@ impl MessageSendQueue {
         match self.get_mut(id) {
             Some(m) => {
                 m.retransmissions = m.retransmissions.saturating_add(1);
-                m.retransmissions
+                let count = m.retransmissions;
+                self.retransmitted.insert(id);
+                count
             }
             None => 0,
         }
@@ -214,12 +232,33 @@ impl MessageSendQueue {
     /// Abandon messages past their deadline or over `max_retransmissions`; returns how many.
     pub fn abandon(&mut self, now: Time, max_retransmissions: Option<u32>) -> usize {
         let mut count = 0;
-        for m in self.messages.iter_mut().filter(|m| m.fate == Fate::Pending) {
-            let expired = m.deadline.is_some_and(|d| now >= d);
-            let exhausted = max_retransmissions.is_some_and(|max| m.retransmissions > max);
-            if expired || exhausted {
-                m.fate = Fate::Abandoned;
-                count += 1;
+        while let Some(&Reverse((deadline, id))) = self.deadlines.peek() {
+            if deadline > now {
+                break;
+            }
+            self.deadlines.pop();
+            if let Some(m) = self.get_mut(id) {
+                if m.fate == Fate::Pending && m.deadline.is_some_and(|d| now >= d) {
+                    m.fate = Fate::Abandoned;
+                    count += 1;
+                }
+            }
+        }
+        if let Some(max) = max_retransmissions {
+            let candidates: Vec<u64> = self.retransmitted.iter().copied().collect();
+            for id in candidates {
+                match self.get_mut(id) {
+                    Some(m) if m.fate == Fate::Pending => {
+                        if m.retransmissions > max {
+                            m.fate = Fate::Abandoned;
+                            count += 1;
+                            self.retransmitted.remove(&id);
+                        }
+                    }
+                    _ => {
+                        self.retransmitted.remove(&id);
+                    }
+                }
             }
         }
         self.release_settled();
@@ -234,6 +273,9 @@ impl MessageSendQueue {
                 self.first_id += 1;
                 self.unsent_cursor = self.unsent_cursor.saturating_sub(1);
             }
+        }
+        if self.retransmitted.first().is_some_and(|&id| id < self.first_id) {
+            self.retransmitted = self.retransmitted.split_off(&self.first_id);
         }
     }
 
@@ -420,6 +462,21 @@ mod tests {
         assert!(q.skip_unconfirmed(), "packet 0 left before the skip");
         q.on_packet_acked(1);
         assert!(!q.skip_unconfirmed());
+    }
+
+    #[test]
+    fn deadlines_out_of_push_order_are_all_honoured() {
+        let mut q = MessageSendQueue::new(100);
+        q.push(ms(0), b"a", Some(ms(30))).unwrap();
+        q.push(ms(0), b"b", Some(ms(10))).unwrap();
+        q.push(ms(0), b"c", None).unwrap();
+        q.push(ms(0), b"d", Some(ms(20))).unwrap();
+        assert_eq!(q.abandon(ms(15), None), 1);
+        assert_eq!(q.skip_to(), 0, "message 0 is still pending");
+        assert_eq!(q.abandon(ms(25), None), 1);
+        assert_eq!(q.abandon(ms(35), None), 1);
+        assert_eq!(q.skip_to(), 2);
+        assert_eq!(q.abandon(ms(1000), None), 0, "message 2 has no deadline");
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub struct StreamReassembler {
     read_offset: u64,
     /// Received bytes at or above `read_offset`, keyed by offset; disjoint.
     segments: BTreeMap<u64, Vec<u8>>,
+    /// End of the bytes received contiguously from the start of the stream.
+    contiguous_end: u64,
     /// Stream length, once a fin arrived.
     final_size: Option<u64>,
 }
@@ -22,7 +24,7 @@ pub struct StreamReassembler {
 impl StreamReassembler {
     /// An empty reassembler accepting bytes up to `window` beyond the read offset.
     pub fn new(window: usize) -> Self {
-        Self { window, read_offset: 0, segments: BTreeMap::new(), final_size: None }
+        Self { window, read_offset: 0, segments: BTreeMap::new(), contiguous_end: 0, final_size: None }
     }
 
     /// Buffer bytes at `offset`; beyond the advertised window -> Err; duplicates ignored.
@@ -66,6 +68,9 @@ impl StreamReassembler {
             added += slice.len();
             self.segments.insert(s, slice.to_vec());
         }
+        while let Some(seg) = self.segments.get(&self.contiguous_end) {
+            self.contiguous_end += seg.len() as u64;
+        }
         Ok(added)
     }
 
@@ -99,14 +104,7 @@ impl StreamReassembler {
 
     /// In-order bytes ready to read.
     pub fn readable(&self) -> usize {
-        let mut at = self.read_offset;
-        for (&s, seg) in &self.segments {
-            if s != at {
-                break;
-            }
-            at += seg.len() as u64;
-        }
-        (at - self.read_offset) as usize
+        (self.contiguous_end - self.read_offset) as usize
     }
 
     /// Fin received and everything read.

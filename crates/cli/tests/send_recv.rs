@@ -1,0 +1,170 @@
+//! `qstp send` and `qstp recv` as a user runs them: files arrive identical; bad input gives one
+//! line and a non-zero exit.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const QSTP: &str = env!("CARGO_BIN_EXE_qstp");
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("qstp-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| ((i * 31) ^ (i >> 9)) as u8).collect()
+}
+
+/// Start `qstp recv --once` on an ephemeral port and return it with the address it listens on.
+fn start_receiver(out: &Path) -> (Child, String) {
+    let mut child = Command::new(QSTP)
+        .args(["recv", "--listen", "127.0.0.1:0", "--once", "--out"])
+        .arg(out)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected: {line}")).to_string();
+    // Keep draining stderr so the receiver never blocks on a full pipe.
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    (child, addr)
+}
+
+/// Wait for `child` at most `limit`, killing it after.
+fn wait_bounded(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("process did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_file_sent_to_recv_once_arrives_identical() {
+    let dir = scratch("file");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let source = dir.join("payload.bin");
+    let data = pattern(3 << 20);
+    std::fs::write(&source, &data).unwrap();
+    let (mut receiver, addr) = start_receiver(&out);
+    let stats = dir.join("stats.json");
+    let sender = Command::new(QSTP)
+        .arg("send")
+        .arg(&source)
+        .args(["--to", &addr, "--target-rate", "50M", "--quiet", "--stats-json"])
+        .arg(&stats)
+        .output()
+        .unwrap();
+    assert!(sender.status.success(), "send failed: {}", String::from_utf8_lossy(&sender.stderr));
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    let arrived = std::fs::read(out.join("payload.bin")).unwrap();
+    assert!(arrived == data, "the received file differs");
+    let leftovers: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers.len(), 1, "no temporary file is left: {leftovers:?}");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(json["bytes"], data.len() as u64);
+    assert_eq!(json["target_bps"], 50_000_000u64);
+    assert!(json["goodput_bps"].as_f64().unwrap() > 0.0);
+    for key in ["duration_s", "retransmissions", "mean_rate_bps"] {
+        assert!(json.get(key).is_some(), "{key} missing");
+    }
+}
+
+#[test]
+fn stdin_sent_to_a_file_path_arrives_identical() {
+    let dir = scratch("stdin");
+    let target = dir.join("received.bin");
+    let (mut receiver, addr) = start_receiver(&target);
+    let data = pattern(700_000);
+    let mut sender = Command::new(QSTP)
+        .args(["send", "-", "--to", &addr, "--quiet", "--profile", "tfrc-sack"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    sender.stdin.take().unwrap().write_all(&data).unwrap();
+    let output = sender.wait_with_output().unwrap();
+    assert!(output.status.success(), "send failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    assert!(std::fs::read(&target).unwrap() == data);
+}
+
+/// Run `qstp` with `args`; it must fail with exactly one line on stderr containing `expect`.
+fn fails_with_one_line(args: &[&str], expect: &str) {
+    let output = Command::new(QSTP).args(args).stdout(Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{args:?} succeeded");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?} printed more than one line:\n{stderr}");
+    assert!(stderr.contains(expect), "{args:?}: expected '{expect}' in: {stderr}");
+}
+
+#[test]
+fn bad_input_gives_one_line_and_a_non_zero_exit() {
+    let dir = scratch("bad");
+    let file = dir.join("f.bin");
+    std::fs::write(&file, b"data").unwrap();
+    let file = file.to_str().unwrap();
+    fails_with_one_line(&["send", "/nonexistent/qstp/file", "--to", "127.0.0.1:9"], "cannot read");
+    fails_with_one_line(&["send", dir.to_str().unwrap(), "--to", "127.0.0.1:9"], "not a regular file");
+    fails_with_one_line(&["send", file, "--to", "no-such-host.invalid:9"], "cannot resolve");
+    fails_with_one_line(&["send", file, "--to", "missing-port"], "cannot resolve");
+    fails_with_one_line(&["send", file, "--to", "127.0.0.1:9", "--target-rate", "fast"], "not a rate");
+    fails_with_one_line(&["send", file, "--to", "127.0.0.1:9", "--dscp", "AF55"], "unknown DSCP");
+    fails_with_one_line(&["send", file, "--to", "127.0.0.1:9", "--profile", "tfrc"], "no reliable byte stream");
+    fails_with_one_line(&["send", file, "--to", "127.0.0.1:9", "--profile", "sctp"], "unknown profile");
+    let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    fails_with_one_line(&["recv", "--listen", &addr, "--once"], "cannot listen");
+    fails_with_one_line(&["recv", "--listen", "127.0.0.1:0", "--out", "/nonexistent/qstp/x.bin"], "does not exist");
+}
+
+#[test]
+fn recv_serves_transfers_side_by_side_and_one_after_another_until_interrupted() {
+    let dir = scratch("serve");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let mut receiver = Command::new(QSTP)
+        .args(["recv", "--listen", "127.0.0.1:0", "--out"])
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(receiver.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line.trim().strip_prefix("listening on ").unwrap().to_string();
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    let send = |name: &str, len: usize| {
+        let path = dir.join(name);
+        std::fs::write(&path, pattern(len)).unwrap();
+        Command::new(QSTP).arg("send").arg(&path).args(["--to", &addr, "--quiet"]).spawn().unwrap()
+    };
+    // Two at once, then a third after them.
+    let mut first = send("one.bin", 900_000);
+    let mut second = send("two.bin", 1_100_000);
+    assert!(wait_bounded(&mut first, Duration::from_secs(30)).success());
+    assert!(wait_bounded(&mut second, Duration::from_secs(30)).success());
+    let mut third = send("three.bin", 300_000);
+    assert!(wait_bounded(&mut third, Duration::from_secs(30)).success());
+    for (name, len) in [("one.bin", 900_000), ("two.bin", 1_100_000), ("three.bin", 300_000)] {
+        assert!(std::fs::read(out.join(name)).unwrap() == pattern(len), "{name} differs");
+    }
+    // Ctrl-C ends it cleanly.
+    let status = Command::new("kill").args(["-INT", &receiver.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(10)).success());
+}

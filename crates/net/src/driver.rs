@@ -1,0 +1,218 @@
+//! The driver: one thread per endpoint that owns the socket and runs the protocol endpoint.
+//!
+//! Each turn it reads every waiting datagram (in batches), runs due timers, drains every datagram
+//! `poll_transmit` allows into one batch and hands it to the kernel, dispatches events to the
+//! waiting handles, then sleeps until the earliest of socket readiness, a handle's nudge and the
+//! protocol deadline. The thread has its own single-threaded tokio runtime so that the last
+//! stretch before a pacing deadline can be slept precisely with the OS timer (tokio's timer
+//! counts whole milliseconds, too coarse for pacing at hundreds of megabits per second).
+
+use crate::socket::{SendBatch, UdpIo};
+use crate::state::Shared;
+use std::io;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Most datagrams collected per turn before they go to the kernel.
+const MAX_BATCH_DATAGRAMS: usize = 64;
+
+/// Most receive calls per turn, so that sending is never starved by a flood.
+const MAX_RECV_CALLS: usize = 16;
+
+/// Deadlines closer than this are slept with the OS timer instead of tokio's.
+const PRECISE_SLEEP: Duration = Duration::from_millis(2);
+
+/// Start the driver thread for `socket`; returns once the socket is registered (or failed to).
+pub(crate) fn spawn(shared: Arc<Shared>, socket: std::net::UdpSocket) -> io::Result<std::net::SocketAddr> {
+    let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new().name("qstp-driver".into()).spawn(move || {
+        let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                let _ = ready_tx.send(Err(e));
+                return;
+            }
+        };
+        let driven = shared.clone();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            runtime.block_on(async move {
+                let io = match UdpIo::new(socket) {
+                    Ok(io) => io,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return Ok(());
+                    }
+                };
+                let _ = ready_tx.send(io.local_addr());
+                Driver { shared: driven, io, batch: SendBatch::default() }.run().await
+            })
+        }));
+        let why = match outcome {
+            Ok(Ok(())) => "endpoint closed".to_string(),
+            Ok(Err(e)) => format!("socket failed: {e}"),
+            // A bug, but the handles get an error instead of waiting forever.
+            Err(panic) => format!("driver panicked: {}", panic_message(&panic)),
+        };
+        shared.lock().stop(why);
+        shared.incoming.notify_waiters();
+    })?;
+    ready_rx.recv().unwrap_or_else(|_| Err(io::Error::other("driver thread failed to start")))
+}
+
+/// The text of a panic payload.
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+struct Driver {
+    shared: Arc<Shared>,
+    io: UdpIo,
+    batch: SendBatch,
+}
+
+/// What one turn left to do.
+struct Turn {
+    /// The protocol's next deadline.
+    deadline: Option<Instant>,
+    /// The batch filled up: more datagrams may be ready at once.
+    more_to_send: bool,
+    /// Nothing is left to drive.
+    idle: bool,
+}
+
+impl Driver {
+    async fn run(mut self) -> io::Result<()> {
+        loop {
+            self.receive()?;
+            let turn = self.step();
+            let blocked = match self.io.try_send(&mut self.batch) {
+                Ok(()) => false,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => true,
+                Err(e) => return Err(e),
+            };
+            self.shared.lock().socket_stats = self.io.stats;
+            if turn.idle && self.batch.pending() == 0 {
+                return Ok(());
+            }
+            if turn.more_to_send && !blocked {
+                // Let the reactor look at the socket, or received feedback waits behind the burst.
+                tokio::task::yield_now().await;
+                continue;
+            }
+            self.wait(turn.deadline, blocked).await?;
+        }
+    }
+
+    /// Read and feed every datagram waiting, up to a bound per turn.
+    fn receive(&mut self) -> io::Result<()> {
+        for _ in 0..MAX_RECV_CALLS {
+            match self.io.try_recv() {
+                Ok(_) => {
+                    let mut state = self.shared.lock();
+                    let now = state.now();
+                    for (remote, datagram) in self.io.received() {
+                        state.proto.handle_datagram(now, remote, datagram);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                // ICMP errors and the like concern one datagram only; UDP carries on.
+                Err(e) if is_transient(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Run timers, collect datagrams to send and dispatch events, all under one lock.
+    fn step(&mut self) -> Turn {
+        let mut state = self.shared.lock();
+        let now = state.now();
+        if state.proto.poll_timeout().is_some_and(|t| t <= now) {
+            state.proto.handle_timeout(now);
+        }
+        let mut more_to_send = false;
+        if self.batch.pending() == 0 {
+            while let Some(transmit) = state.proto.poll_transmit(now, self.batch.next_buffer()) {
+                let tos = state.tos_for(transmit.connection);
+                self.batch.commit(transmit.destination, transmit.size, tos);
+                if self.batch.pending() >= MAX_BATCH_DATAGRAMS {
+                    more_to_send = true;
+                    break;
+                }
+            }
+        }
+        if !more_to_send {
+            state.retire();
+        }
+        let mut wake_acceptors = false;
+        while let Some((handle, event)) = state.proto.poll_event() {
+            wake_acceptors |= state.dispatch(handle, event);
+        }
+        if wake_acceptors {
+            self.shared.incoming.notify_waiters();
+        }
+        let deadline = if state.retiring.is_empty() {
+            state.proto.poll_timeout().and_then(|t| state.instant(t))
+        } else {
+            Some(Instant::now()) // another turn right away forgets them
+        };
+        Turn { deadline, more_to_send, idle: state.is_idle() }
+    }
+
+    /// Sleep until the socket is readable (or writable, when `blocked`), a handle nudges the
+    /// driver, or `deadline` comes.
+    async fn wait(&mut self, deadline: Option<Instant>, blocked: bool) -> io::Result<()> {
+        let now = Instant::now();
+        if let Some(deadline) = deadline {
+            if deadline <= now {
+                tokio::task::yield_now().await;
+                return Ok(());
+            }
+            let remaining = deadline - now;
+            if remaining < PRECISE_SLEEP && !blocked {
+                // Datagrams and nudges wait in the kernel buffer and the Notify permit meanwhile.
+                // The OS may add its timer slack (50 µs on Linux): the pacer's credit covers it,
+                // and the datagrams that accumulate meanwhile leave in one GSO batch.
+                std::thread::sleep(remaining);
+                // The reactor only learns of socket readiness when the runtime gets control back.
+                tokio::task::yield_now().await;
+                return Ok(());
+            }
+        }
+        // Wake a little early for the deadline; the precise sleep above does the rest.
+        let coarse = deadline.and_then(|d| d.checked_sub(PRECISE_SLEEP / 2)).map(tokio::time::Instant::from_std);
+        tokio::select! {
+            ready = self.io.readable() => ready?,
+            ready = self.io.writable(), if blocked => ready?,
+            () = self.shared.driver.notified() => {}
+            () = sleep_until(coarse) => {}
+        }
+        Ok(())
+    }
+}
+
+/// Sleep until `deadline`, or forever without one.
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Errors that concern a single datagram, not the socket.
+fn is_transient(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::Interrupted
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkUnreachable
+    )
+}

@@ -1,0 +1,138 @@
+//! What can go wrong on a QSTP connection over a real network.
+
+use qstp_proto::{CloseReason, ConnectError, ReadError, WriteError};
+use std::io;
+
+/// Why a connection or endpoint operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The peer did not answer the handshake in time.
+    #[error("connection attempt timed out: no answer from the peer")]
+    ConnectTimeout,
+    /// Nothing was heard from the peer for the idle timeout: it vanished or the path broke.
+    #[error("connection timed out: nothing heard from the peer for the idle timeout")]
+    IdleTimeout,
+    /// The peer refused the connection.
+    #[error("connection refused by the peer")]
+    Refused,
+    /// The peer aborted the connection.
+    #[error("connection closed by the peer (code {code}): {reason}")]
+    PeerClosed {
+        /// The peer's application error code.
+        code: u32,
+        /// The peer's reason.
+        reason: String,
+    },
+    /// This side aborted the connection.
+    #[error("connection closed locally")]
+    LocallyClosed,
+    /// The peer broke the protocol.
+    #[error("protocol violation by the peer: {0}")]
+    ProtocolViolation(String),
+    /// The connection ended normally; nothing more can be sent.
+    #[error("connection already finished")]
+    Finished,
+    /// The composition does not offer this service (for instance a byte stream over `tfrc`).
+    #[error("not supported by this composition: {0}")]
+    Unsupported(&'static str),
+    /// A message larger than the send buffer.
+    #[error("message of {0} bytes exceeds the send buffer")]
+    TooLarge(usize),
+    /// The connection could not be started (bad configuration, too many connections).
+    #[error("cannot connect: {0}")]
+    Connect(#[from] ConnectError),
+    /// The endpoint's driver stopped (its socket failed or the endpoint was shut down).
+    #[error("endpoint stopped: {0}")]
+    EndpointStopped(String),
+    /// The socket failed.
+    #[error("socket error: {0}")]
+    Io(#[from] io::Error),
+}
+
+impl Error {
+    /// The error for a connection that closed for `reason`; `None` for a graceful close.
+    pub(crate) fn from_close(reason: &CloseReason) -> Option<Error> {
+        Some(match reason {
+            CloseReason::Graceful => return None,
+            CloseReason::LocallyClosed => Error::LocallyClosed,
+            CloseReason::PeerClosed { code, reason } => Error::PeerClosed { code: *code, reason: reason.clone() },
+            CloseReason::IdleTimeout => Error::IdleTimeout,
+            CloseReason::HandshakeTimeout => Error::ConnectTimeout,
+            CloseReason::Refused => Error::Refused,
+            CloseReason::ProtocolViolation(why) => Error::ProtocolViolation(why.clone()),
+        })
+    }
+
+    /// The `io::ErrorKind` that best describes this error to byte-stream users.
+    pub fn io_kind(&self) -> io::ErrorKind {
+        match self {
+            Error::ConnectTimeout | Error::IdleTimeout => io::ErrorKind::TimedOut,
+            Error::Refused => io::ErrorKind::ConnectionRefused,
+            Error::PeerClosed { .. } | Error::ProtocolViolation(_) => io::ErrorKind::ConnectionReset,
+            Error::LocallyClosed | Error::EndpointStopped(_) => io::ErrorKind::ConnectionAborted,
+            Error::Finished => io::ErrorKind::BrokenPipe,
+            Error::Unsupported(_) => io::ErrorKind::Unsupported,
+            Error::TooLarge(_) | Error::Connect(_) => io::ErrorKind::InvalidInput,
+            Error::Io(e) => e.kind(),
+        }
+    }
+
+    /// Recover the `Error` carried inside an `io::Error` returned by the stream API, if any.
+    pub fn from_io(err: &io::Error) -> Option<&Error> {
+        err.get_ref().and_then(|inner| inner.downcast_ref::<Error>())
+    }
+}
+
+impl From<Error> for io::Error {
+    fn from(err: Error) -> io::Error {
+        match err {
+            Error::Io(e) => e,
+            other => io::Error::new(other.io_kind(), other),
+        }
+    }
+}
+
+impl From<WriteError> for Error {
+    fn from(err: WriteError) -> Error {
+        match err {
+            // Callers wait on `Blocked` instead of converting it; seen here it means closed.
+            WriteError::Blocked => Error::LocallyClosed,
+            WriteError::Finished => Error::Finished,
+            WriteError::Closed(reason) => Error::from_close(&reason).unwrap_or(Error::Finished),
+            WriteError::Unsupported(what) => Error::Unsupported(what),
+            WriteError::TooLarge(size) => Error::TooLarge(size),
+        }
+    }
+}
+
+impl From<ReadError> for Error {
+    fn from(err: ReadError) -> Error {
+        match err {
+            ReadError::Blocked => Error::LocallyClosed,
+            ReadError::Closed(reason) => Error::from_close(&reason).unwrap_or(Error::Finished),
+            ReadError::Unsupported(what) => Error::Unsupported(what),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn close_reasons_map_to_clear_errors() {
+        assert!(Error::from_close(&CloseReason::Graceful).is_none());
+        assert!(matches!(Error::from_close(&CloseReason::IdleTimeout), Some(Error::IdleTimeout)));
+        assert!(matches!(Error::from_close(&CloseReason::HandshakeTimeout), Some(Error::ConnectTimeout)));
+        assert!(matches!(Error::from_close(&CloseReason::Refused), Some(Error::Refused)));
+        let peer = CloseReason::PeerClosed { code: 7, reason: "bye".into() };
+        assert_eq!(Error::from_close(&peer).unwrap().to_string(), "connection closed by the peer (code 7): bye");
+    }
+
+    #[test]
+    fn errors_survive_the_trip_through_io_error() {
+        let io_err: io::Error = Error::IdleTimeout.into();
+        assert_eq!(io_err.kind(), io::ErrorKind::TimedOut);
+        assert!(matches!(Error::from_io(&io_err), Some(Error::IdleTimeout)));
+    }
+}

@@ -1,0 +1,280 @@
+//! The async API on loopback: streams, many connections, messages, target rate, DSCP, errors.
+
+mod support;
+
+use qstp_net::proto::{Duration as ProtoDuration, ErrorControl, Order};
+use qstp_net::{Config, Dscp, Endpoint, EndpointOptions, Error, Preset, Rate};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_arrives_intact_and_stats_are_readable_meanwhile() {
+    bounded(async {
+        let server = server(Duration::from_secs(10));
+        let addr = server.local_addr();
+        let receiver = tokio::spawn(accept_and_drain(server));
+        let client = client();
+        let data = pattern(2 << 20);
+        let mut conn = client.connect(addr, Config::default()).await.unwrap();
+        let watcher = conn.clone();
+        let sampler = tokio::spawn(async move {
+            let mut samples = Vec::new();
+            for _ in 0..20 {
+                match watcher.stats() {
+                    Ok(stats) => samples.push(stats.bytes_sent),
+                    Err(_) => break,
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            samples
+        });
+        let hash = write_and_confirm(&mut conn, &data).await.unwrap();
+        assert_eq!(hash, *blake3::hash(&data).as_bytes());
+        assert!(receiver.await.unwrap().unwrap() == data);
+        let samples = sampler.await.unwrap();
+        assert!(!samples.is_empty());
+        assert!(samples.windows(2).all(|w| w[0] <= w[1]), "counters never go back: {samples:?}");
+        conn.acknowledged().await.unwrap();
+        let stats = conn.stats().unwrap();
+        // The peer's graceful close also confirms every byte, even if its last ack was lost.
+        let closed_gracefully = conn.close_reason() == Some(qstp_net::CloseReason::Graceful);
+        assert!(stats.bytes_acked >= data.len() as u64 || closed_gracefully, "{stats:?}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_endpoint_carries_several_connections_at_once() {
+    bounded(async {
+        let server = server(Duration::from_secs(10));
+        let addr = server.local_addr();
+        let acceptor = tokio::spawn(async move {
+            let mut tasks = Vec::new();
+            for _ in 0..3 {
+                let mut conn = server.accept().await.unwrap();
+                tasks.push(tokio::spawn(async move {
+                    let mut received = Vec::new();
+                    conn.read_to_end(&mut received).await.unwrap();
+                    conn.write_all(blake3::hash(&received).as_bytes()).await.unwrap();
+                    conn.finish().unwrap();
+                    let _ = conn.acknowledged().await;
+                }));
+            }
+            for task in tasks {
+                task.await.unwrap();
+            }
+            server.stats()
+        });
+        let client = client();
+        let mut senders = Vec::new();
+        for i in 0..3 {
+            let client = client.clone();
+            senders.push(tokio::spawn(async move {
+                let data = pattern(200_000 + i * 1000);
+                let mut conn = client.connect(addr, Config::default()).await.unwrap();
+                let hash = write_and_confirm(&mut conn, &data).await.unwrap();
+                assert_eq!(hash, *blake3::hash(&data).as_bytes(), "connection {i}");
+            }));
+        }
+        for sender in senders {
+            sender.await.unwrap();
+        }
+        let stats = acceptor.await.unwrap();
+        assert_eq!(stats.protocol.accepted, 3);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_flow_over_the_unordered_and_partially_reliable_compositions() {
+    bounded(async {
+        let partial = Config {
+            error: ErrorControl::SackPartial { deadline: Some(ProtoDuration::from_secs(5)), max_retransmissions: None },
+            order: Order::Ordered,
+            ..Config::preset(Preset::TfrcSack, Rate::ZERO)
+        };
+        for config in [Config::preset(Preset::Tfrc, Rate::ZERO), partial] {
+            let server = server(Duration::from_secs(10));
+            let addr = server.local_addr();
+            let receiver = tokio::spawn(async move {
+                let conn = server.accept().await.unwrap();
+                let mut got = Vec::new();
+                while got.len() < 40 {
+                    match conn.recv_message().await.unwrap() {
+                        Some(m) => got.push(m),
+                        None => break,
+                    }
+                }
+                got
+            });
+            let client = client();
+            let mut conn = client.connect(addr, config.clone()).await.unwrap();
+            for i in 0..40u32 {
+                let mut message = i.to_be_bytes().to_vec();
+                message.extend(pattern(800));
+                conn.send_message(&message).await.unwrap();
+            }
+            // There is no byte stream in a message composition.
+            let err = conn.write_all(b"bytes").await.unwrap_err();
+            assert!(matches!(Error::from_io(&err), Some(Error::Unsupported(_))), "{err}");
+            let got = receiver.await.unwrap();
+            let ids: BTreeSet<u32> = got.iter().map(|m| u32::from_be_bytes(m[..4].try_into().unwrap())).collect();
+            assert_eq!(ids, (0..40).collect(), "{:?}", config.error);
+            if config.order == Order::Ordered {
+                let in_order: Vec<u32> = got.iter().map(|m| u32::from_be_bytes(m[..4].try_into().unwrap())).collect();
+                assert_eq!(in_order, (0..40).collect::<Vec<_>>());
+            }
+            assert!(got.iter().all(|m| m[4..] == pattern(800)[..]));
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_target_rate_is_set_at_connect_and_changed_at_run_time() {
+    bounded(async {
+        let server = server(Duration::from_secs(10));
+        let addr = server.local_addr();
+        let _acceptor = tokio::spawn(async move {
+            let conn = server.accept().await.unwrap();
+            let target = conn.stats().unwrap().target;
+            let _ = conn.closed().await;
+            target
+        });
+        let client = client();
+        let conn = client.connect(addr, Config::qstp(Rate::from_mbps(1))).await.unwrap();
+        assert_eq!(conn.stats().unwrap().target, Rate::from_mbps(1));
+        conn.set_target_rate(Rate::from_mbps(5)).unwrap();
+        assert_eq!(conn.stats().unwrap().target, Rate::from_mbps(5));
+        assert_eq!(conn.dscp(), Dscp::AF11, "traffic with a target is marked AF11 by default");
+        let plain = client.connect(addr, Config::default()).await.unwrap();
+        assert_eq!(plain.dscp(), Dscp::CS0);
+        plain.set_dscp(Dscp::EF);
+        assert_eq!(plain.dscp(), Dscp::EF);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_wide_dscp_applies_to_every_connection() {
+    bounded(async {
+        let server = server(Duration::from_secs(10));
+        let addr = server.local_addr();
+        let _acceptor = tokio::spawn(async move {
+            let conn = server.accept().await.unwrap();
+            let _ = conn.closed().await;
+        });
+        let options = EndpointOptions { dscp: Some("AF41".parse().unwrap()), ..EndpointOptions::default() };
+        let client = Endpoint::bind_with("127.0.0.1:0".parse().unwrap(), options).unwrap();
+        let conn = client.connect(addr, Config::qstp(Rate::from_mbps(1))).await.unwrap();
+        assert_eq!(conn.dscp().to_string(), "AF41");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connecting_to_a_silent_address_times_out() {
+    bounded(async {
+        let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let client = client();
+        let config = Config { handshake_timeout: ProtoDuration::from_millis(500), ..Config::default() };
+        let err = client.connect(silent.local_addr().unwrap(), config).await.unwrap_err();
+        assert!(matches!(err, Error::ConnectTimeout), "{err}");
+        assert_eq!(err.io_kind(), std::io::ErrorKind::TimedOut);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_in_use_is_an_io_error() {
+    let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let err = Endpoint::bind(taken.local_addr().unwrap()).unwrap_err();
+    assert!(matches!(&err, Error::Io(e) if e.kind() == std::io::ErrorKind::AddrInUse), "{err}");
+}
+
+/// The TOS byte of the next datagram arriving on `socket` (which has IP_RECVTOS set).
+#[cfg(target_os = "linux")]
+fn next_tos(socket: &std::net::UdpSocket) -> u8 {
+    use std::os::fd::AsRawFd;
+    #[repr(C, align(8))]
+    struct Control([u8; 128]);
+    let mut data = [0u8; 2048];
+    let mut control = Control([0; 128]);
+    let mut iov = libc::iovec { iov_base: data.as_mut_ptr() as *mut _, iov_len: data.len() };
+    // SAFETY: recvmsg into owned buffers, then walking the kernel's control messages.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.0.as_mut_ptr() as *mut _;
+        msg.msg_controllen = control.0.len() as _;
+        assert!(libc::recvmsg(socket.as_raw_fd(), &mut msg, 0) >= 0);
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::IPPROTO_IP && (*cmsg).cmsg_type == libc::IP_TOS {
+                return *libc::CMSG_DATA(cmsg);
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    panic!("no TOS control message");
+}
+
+/// A DiffServ edge sees AF11 on a connection with a target rate, CS0 without, EF when asked.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_code_point_is_on_the_wire() {
+    bounded(async {
+        let edge = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        edge.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let sock = socket2::SockRef::from(&edge);
+        sock.set_recv_tos(true).unwrap();
+        let to = edge.local_addr().unwrap();
+        let quick = |config: Config| Config { handshake_timeout: ProtoDuration::from_millis(300), ..config };
+        let cases = [
+            (None, Config::qstp(Rate::from_mbps(1)), Dscp::AF11),
+            (None, Config::default(), Dscp::CS0),
+            (Some(Dscp::EF), Config::qstp(Rate::from_mbps(1)), Dscp::EF),
+        ];
+        for (dscp, config, expected) in cases {
+            let options = EndpointOptions { dscp, ..EndpointOptions::default() };
+            let client = Endpoint::bind_with("127.0.0.1:0".parse().unwrap(), options).unwrap();
+            let attempt = tokio::spawn(async move { client.connect(to, quick(config)).await.map(|_| ()) });
+            let reader = edge.try_clone().unwrap();
+            let tos = tokio::task::spawn_blocking(move || next_tos(&reader)).await.unwrap();
+            assert_eq!(tos >> 2, expected.value(), "hello marked {tos:#x}, expected {expected}");
+            // Nobody answers: the attempt times out.
+            assert!(matches!(attempt.await.unwrap(), Err(Error::ConnectTimeout)));
+            // Retries of this hello must not be read as the next case's.
+            edge.set_nonblocking(true).unwrap();
+            while edge.recv_from(&mut [0u8; 2048]).is_ok() {}
+            edge.set_nonblocking(false).unwrap();
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abort_reaches_the_peer_with_its_code_and_reason() {
+    bounded(async {
+        let server = server(Duration::from_secs(10));
+        let addr = server.local_addr();
+        let receiver = tokio::spawn(async move {
+            let mut conn = server.accept().await.unwrap();
+            let mut sink = Vec::new();
+            let err = conn.read_to_end(&mut sink).await.unwrap_err();
+            to_net_error(&err)
+        });
+        let client = client();
+        let mut conn = client.connect(addr, Config::default()).await.unwrap();
+        conn.write_all(b"some bytes").await.unwrap();
+        conn.close(7, b"changed my mind");
+        let err = receiver.await.unwrap();
+        assert!(matches!(&err, Error::PeerClosed { code: 7, reason } if reason == "changed my mind"), "{err}");
+        let local = conn.write_all(b"more").await.unwrap_err();
+        assert!(matches!(Error::from_io(&local), Some(Error::LocallyClosed)), "{local}");
+    })
+    .await;
+}

@@ -1,0 +1,444 @@
+//! The sender path: paced data packets (retransmissions first, then new data within the peer's
+//! window), and what feedback from the peer's receiver changes.
+
+use super::handshake::wire_rtt_sample;
+use super::{Connection, Event, State};
+use crate::cc::{self, FeedbackReport, Pacer, RateController};
+use crate::config::{Config, ErrorControl};
+use crate::delivery::{MessageSendQueue, StreamSendBuffer};
+use crate::ec::{AckError, SackSender, SentChunk, SentPacket};
+use crate::rate::Rate;
+use crate::time::{Duration, Time};
+use crate::wire::{Chunk, Data, Feedback, Packet, MAX_DATA_HEADER};
+
+/// The retransmission timer never fires sooner than this after a packet left.
+const MIN_RTO: Duration = Duration::from_millis(10);
+
+/// The wait between two window probes grows to at most 2^this RTOs.
+const MAX_PROBE_BACKOFF: u32 = 6;
+
+/// Most packets outstanding at once, whatever the buffers allow.
+const MAX_OUTSTANDING_CAP: usize = 1 << 20;
+
+/// The sending half of a connection.
+#[derive(Debug)]
+pub(crate) struct Sender {
+    pub(crate) rate: Box<dyn RateController>,
+    pacer: Pacer,
+    sack: SackSender,
+    /// The byte stream's send buffer (stream compositions).
+    pub(crate) stream: Option<StreamSendBuffer>,
+    /// The message queue (message compositions).
+    pub(crate) messages: Option<MessageSendQueue>,
+    /// The next packet number; every packet takes a fresh one, retransmissions included.
+    next_packet_number: u64,
+    /// Flow control: stream bytes or message ids below this may be sent.
+    peer_max_data: u64,
+    /// Sequence of the newest feedback accepted (older or replayed feedback is dropped).
+    last_feedback_sequence: Option<u64>,
+    /// Most packets outstanding at once (bounds the scoreboard).
+    max_outstanding: usize,
+    /// Something may be sendable: data written, window opened, retransmission queued.
+    pub(crate) has_work: bool,
+    /// The rate controller was told the sender is data-limited since the last packet.
+    data_limited_signalled: bool,
+    /// A write was refused or cut short: announce `Writable` once space frees up.
+    pub(crate) write_blocked: bool,
+    /// The application finished its side.
+    pub(crate) finished: bool,
+    /// `AllAcknowledged` was announced.
+    all_acked_reported: bool,
+    /// Message bytes acknowledged (stream compositions count in the stream buffer).
+    message_bytes_acked: u64,
+    /// When to probe a peer whose window is closed (nothing in flight, data waiting).
+    probe_at: Option<Time>,
+    /// Probes sent since data last flowed (each doubles the wait before the next).
+    probes: u32,
+    /// Size of the latest data packet: pacing checks the next one against it, since the size of
+    /// a packet is only known once it is built.
+    last_data_size: usize,
+    /// Scratch space for a packet's payload.
+    payload: Vec<u8>,
+}
+
+impl Sender {
+    /// The sender of a connection with `config`.
+    pub(crate) fn new(now: Time, config: &Config) -> Self {
+        let stream_mode = config.supports_stream();
+        let per_packet = config.max_datagram.saturating_sub(MAX_DATA_HEADER).max(1);
+        let max_outstanding = (2 * config.send_buffer / per_packet).clamp(64, MAX_OUTSTANDING_CAP);
+        Sender {
+            rate: cc::build(&config.congestion, config.segment_size(), None, now),
+            pacer: Pacer::new(config.max_burst),
+            sack: SackSender::new(config.error, max_outstanding),
+            stream: stream_mode.then(|| StreamSendBuffer::new(config.send_buffer)),
+            messages: (!stream_mode).then(|| MessageSendQueue::new(config.send_buffer)),
+            next_packet_number: 0,
+            peer_max_data: 0,
+            last_feedback_sequence: None,
+            max_outstanding,
+            has_work: false,
+            data_limited_signalled: false,
+            write_blocked: false,
+            finished: false,
+            all_acked_reported: false,
+            message_bytes_acked: 0,
+            probe_at: None,
+            probes: 0,
+            last_data_size: config.max_datagram,
+            payload: Vec::with_capacity(config.max_datagram),
+        }
+    }
+
+    /// Start the rate controller afresh, with a first RTT sample if the handshake gave one.
+    pub(crate) fn rebuild_rate_controller(&mut self, now: Time, config: &Config, rtt: Option<Duration>) {
+        self.rate = cc::build(&config.congestion, config.segment_size(), rtt, now);
+        self.pacer = Pacer::new(config.max_burst);
+    }
+
+    /// The peer's initial receive window, from the handshake.
+    pub(crate) fn set_peer_window(&mut self, config: &Config, recv_window: u64) {
+        self.peer_max_data = if self.stream.is_some() {
+            recv_window
+        } else {
+            // Message windows count message ids: a window's worth of full-size packets.
+            let per_packet = config.max_datagram.saturating_sub(MAX_DATA_HEADER).max(1) as u64;
+            (recv_window / per_packet).max(1)
+        };
+    }
+
+    /// Application bytes the peer acknowledged.
+    pub(crate) fn acked_bytes(&self) -> u64 {
+        self.stream.as_ref().map_or(self.message_bytes_acked, |s| s.acked_bytes())
+    }
+
+    /// Everything written was acknowledged (or abandoned) and the application finished.
+    pub(crate) fn all_acked(&self) -> bool {
+        if !self.finished {
+            return false;
+        }
+        match (&self.stream, &self.messages) {
+            (Some(stream), _) => stream.all_acked(),
+            (None, Some(queue)) => queue.all_acked(),
+            (None, None) => true,
+        }
+    }
+
+    /// The smoothed RTT, or the configured initial RTT before the first sample.
+    pub(crate) fn rtt(&self, config: &Config) -> Duration {
+        let rtt = self.rate.state().rtt;
+        if rtt.is_zero() {
+            config.initial_rtt
+        } else {
+            rtt
+        }
+    }
+
+    /// The retransmission timeout: feedback comes once per RTT (RFC 5348 §6.2), so an
+    /// acknowledgement can take up to two RTTs; four leave room for jitter, as RFC 5348 §4.4's
+    /// nofeedback timer does.
+    pub(crate) fn rto(&self, config: &Config) -> Duration {
+        self.rtt(config).saturating_mul(4).max(MIN_RTO)
+    }
+}
+
+impl Connection {
+    /// Timers of the sending half: the rate controller's and the retransmission timer.
+    pub(super) fn sender_timeouts(&mut self, now: Time) {
+        if self.sender.rate.poll_timeout().is_some_and(|t| t <= now) {
+            self.sender.rate.handle_timeout(now);
+        }
+        let rto = self.sender.rto(&self.config);
+        if self.sender.sack.poll_timeout(rto).is_some_and(|t| t <= now) {
+            let lost = self.sender.sack.handle_timeout(now, rto);
+            self.counters.packets_lost += lost;
+            self.give_up_unrepaired();
+            if lost > 0 {
+                self.sender.has_work = true;
+            }
+        }
+        self.abandon_expired(now);
+    }
+
+    /// The earliest deadline of the sending half.
+    pub(super) fn sender_poll_timeout(&self) -> Option<Time> {
+        let mut next = self.sender.rate.poll_timeout();
+        let rto = self.sender.rto(&self.config);
+        next = min_time(next, self.sender.sack.poll_timeout(rto));
+        if let Some(probe) = self.sender.probe_at.filter(|t| *t > self.last_now) {
+            next = min_time(next, Some(probe));
+        }
+        if self.wants_to_send() {
+            let pace = self.sender.pacer.next_send_time(self.last_now, self.sender.rate.allowed_rate(), self.sender.last_data_size);
+            next = min_time(next, Some(pace));
+        }
+        next
+    }
+
+    /// Whether a data packet might go out if pacing allowed it.
+    fn wants_to_send(&self) -> bool {
+        self.state == State::Established
+            && self.remote_id.is_some()
+            && (self.sender.has_work
+                || self.sender.sack.has_retransmissions()
+                || self.sender.probe_at.is_some_and(|t| t <= self.last_now))
+    }
+
+    /// Partial reliability: give up on messages past their deadline or retransmission limit.
+    fn abandon_expired(&mut self, now: Time) {
+        if let ErrorControl::SackPartial { max_retransmissions, .. } = self.config.error {
+            if let Some(queue) = self.sender.messages.as_mut() {
+                if queue.abandon(now, max_retransmissions) > 0 {
+                    self.sender.has_work = true;
+                }
+            }
+        }
+    }
+
+    /// The next data packet, if pacing at the allowed rate X lets one out at `now`.
+    pub(super) fn poll_data(&mut self, now: Time, buf: &mut Vec<u8>) -> bool {
+        let Some(destination) = self.remote_id.filter(|_| self.wants_to_send()) else {
+            return false;
+        };
+        let rate = self.sender.rate.allowed_rate();
+        if self.sender.pacer.next_send_time(now, rate, self.sender.last_data_size) > now {
+            return false;
+        }
+        // QSTP paper §4, Fig. 2: packets to retransmit go ahead of new data.
+        self.abandon_expired(now);
+        let mut payload = std::mem::take(&mut self.sender.payload);
+        payload.clear();
+        let picked = match self.next_retransmission(now, &mut payload) {
+            Some(chunk) => {
+                self.counters.packets_retransmitted += 1;
+                Some(chunk)
+            }
+            None => self.next_new_data(&mut payload),
+        };
+        let picked = match picked {
+            Some(chunk) => {
+                self.sender.probe_at = None;
+                self.sender.probes = 0;
+                Some(chunk)
+            }
+            None => self.empty_packet_needed(now).then_some((Chunk::Empty, SentChunk::Empty)),
+        };
+        let Some((chunk, sent_chunk)) = picked else {
+            self.sender.payload = payload;
+            self.sender.has_work = false;
+            if !self.sender.data_limited_signalled {
+                // RFC 5348 §8.2.1: a send opportunity without data.
+                self.sender.rate.on_data_limited(now);
+                self.sender.data_limited_signalled = true;
+            }
+            return false;
+        };
+        let packet_number = self.sender.next_packet_number;
+        self.sender.next_packet_number += 1;
+        let skip_to = self.advertised_skip();
+        let rtt_micros = u32::try_from(self.sender.rate.state().rtt.as_micros()).unwrap_or(u32::MAX);
+        let data = Data {
+            destination,
+            packet_number,
+            // RFC 5348 §3.2.1: every data packet carries a timestamp and the sender's RTT estimate.
+            timestamp: now.wire_micros(),
+            rtt: rtt_micros,
+            chunk,
+            skip_to,
+            payload: &payload,
+        };
+        Packet::Data(data).encode(buf);
+        let size = buf.len();
+        self.sender.payload = payload;
+        self.sender.sack.on_sent(SentPacket { packet_number, sent: now, size, chunk: sent_chunk });
+        if let (Some(_), Some(queue)) = (skip_to, self.sender.messages.as_mut()) {
+            queue.on_packet_sent(packet_number);
+        }
+        self.sender.pacer.on_sent(now, rate, size);
+        self.sender.last_data_size = size;
+        self.sender.rate.on_packet_sent(now, size);
+        self.sender.data_limited_signalled = false;
+        true
+    }
+
+    /// The skip point advertised to the receiver (message compositions that give up on data).
+    fn advertised_skip(&self) -> Option<u64> {
+        match (self.config.error, &self.sender.messages) {
+            (ErrorControl::SackFull, _) | (_, None) => None,
+            (_, Some(queue)) => Some(queue.skip_to()),
+        }
+    }
+
+    /// A chunk from the retransmission queue the buffers still want delivered.
+    fn next_retransmission(&mut self, now: Time, payload: &mut Vec<u8>) -> Option<(Chunk, SentChunk)> {
+        while let Some(chunk) = self.sender.sack.next_retransmission() {
+            payload.clear();
+            match chunk {
+                SentChunk::Stream { offset, len, fin } => {
+                    let stream = self.sender.stream.as_ref()?;
+                    if stream.copy_range(offset, len, payload) {
+                        return Some((Chunk::Stream { offset, fin }, chunk));
+                    }
+                }
+                SentChunk::Message { id, offset, len, total_len } => {
+                    let queue = self.sender.messages.as_mut()?;
+                    if !queue.copy_fragment(id, offset, len, payload) {
+                        continue;
+                    }
+                    let count = queue.on_retransmitted(id);
+                    if let ErrorControl::SackPartial { max_retransmissions: Some(limit), .. } = self.config.error {
+                        if count > limit {
+                            queue.abandon(now, Some(limit));
+                            continue;
+                        }
+                    }
+                    return Some((Chunk::Message { id, offset, total_len }, chunk));
+                }
+                SentChunk::Empty => {}
+            }
+        }
+        None
+    }
+
+    /// Never-sent data within the peer's window and the outstanding limit.
+    fn next_new_data(&mut self, payload: &mut Vec<u8>) -> Option<(Chunk, SentChunk)> {
+        if self.sender.sack.outstanding() >= self.sender.max_outstanding {
+            return None;
+        }
+        let segment = self.config.segment_size();
+        let has_skip = self.advertised_skip().is_some();
+        let max_data = self.sender.peer_max_data;
+        payload.clear();
+        if let Some(stream) = self.sender.stream.as_mut() {
+            let header = Data::header_len(&Chunk::Stream { offset: u64::MAX, fin: true }, has_skip);
+            let (offset, fin) = stream.next_unsent(segment.saturating_sub(header), max_data, payload)?;
+            let len = payload.len() as u32;
+            return Some((Chunk::Stream { offset, fin }, SentChunk::Stream { offset, len, fin }));
+        }
+        let queue = self.sender.messages.as_mut()?;
+        let header = Data::header_len(&Chunk::Message { id: u64::MAX, offset: u32::MAX, total_len: u32::MAX }, has_skip);
+        let (id, offset, total_len) = queue.next_unsent(segment.saturating_sub(header), max_data, payload)?;
+        let len = payload.len() as u32;
+        Some((Chunk::Message { id, offset, total_len }, SentChunk::Message { id, offset, len, total_len }))
+    }
+
+    /// With nothing to send, whether an empty data packet must go anyway: to tell the receiver a
+    /// new skip point (else it may wait for abandoned messages forever), or to probe a peer whose
+    /// window is closed (its window update may have been lost), at most once per RTO.
+    fn empty_packet_needed(&mut self, now: Time) -> bool {
+        if self.sender.sack.outstanding() > 0 {
+            // Packets in flight will bring feedback, and with it the window and skip confirmation.
+            self.sender.probe_at = None;
+            return false;
+        }
+        if self.advertised_skip().is_some() && self.sender.messages.as_ref().is_some_and(|q| q.skip_unconfirmed()) {
+            return true;
+        }
+        let has_unsent = match (&self.sender.stream, &self.sender.messages) {
+            (Some(stream), _) => stream.has_unsent(),
+            (None, Some(queue)) => queue.has_unsent(),
+            (None, None) => false,
+        };
+        if !has_unsent {
+            self.sender.probe_at = None;
+            return false;
+        }
+        // RFC 6298 §5.5-style backoff: the wait doubles with every unanswered probe.
+        let rto = self.sender.rto(&self.config);
+        match self.sender.probe_at {
+            Some(at) if at <= now => {
+                self.sender.probes = (self.sender.probes + 1).min(MAX_PROBE_BACKOFF);
+                // Re-armed once the probe was answered (or declared lost).
+                self.sender.probe_at = None;
+                true
+            }
+            Some(_) => false,
+            None => {
+                self.sender.probe_at = Some(now + rto.saturating_mul(1 << self.sender.probes));
+                false
+            }
+        }
+    }
+
+    /// Losses error control will not repair (no error control): delivery gives up on them.
+    fn give_up_unrepaired(&mut self) {
+        while let Some(chunk) = self.sender.sack.next_unrepaired() {
+            if let (SentChunk::Message { id, .. }, Some(queue)) = (chunk, self.sender.messages.as_mut()) {
+                queue.on_lost(id);
+            }
+        }
+    }
+
+    /// Feedback from the peer's receiver (RFC 5348 §4.3 at the sender, and the SACK ranges).
+    pub(super) fn on_feedback(&mut self, now: Time, feedback: &Feedback) -> bool {
+        if self.state != State::Established {
+            return false;
+        }
+        if self.sender.last_feedback_sequence.is_some_and(|last| feedback.sequence <= last) {
+            // Stale, reordered or replayed feedback.
+            return false;
+        }
+        let result = match self.sender.sack.on_ack(now, &feedback.ack_ranges) {
+            Ok(result) => result,
+            Err(AckError::NeverSent) => {
+                // An optimistic acknowledgement: believing it would inflate the rate.
+                self.counters.bogus_acks += 1;
+                return false;
+            }
+            Err(AckError::Malformed) => return false,
+        };
+        self.sender.last_feedback_sequence = Some(feedback.sequence);
+        self.counters.packets_lost += result.lost_packets;
+        // RFC 5348 §4.3 step 2: R_sample = (t_now - t_recvdata) - t_delay.
+        let rtt_sample = wire_rtt_sample(now.wire_micros(), feedback.timestamp_echo, feedback.t_delay)
+            .unwrap_or_else(|| self.sender.rate.state().rtt);
+        let report = FeedbackReport {
+            rtt_sample,
+            x_recv: Rate::from_bps(feedback.x_recv),
+            loss_event_rate: f64::from(feedback.loss_event_rate_ppb.min(1_000_000_000)) / 1e9,
+        };
+        self.sender.rate.on_feedback(now, &report);
+        for chunk in &result.acked {
+            match *chunk {
+                SentChunk::Stream { offset, len, fin } => {
+                    if let Some(stream) = self.sender.stream.as_mut() {
+                        stream.on_acked(offset, len, fin);
+                    }
+                }
+                SentChunk::Message { id, offset, len, .. } => {
+                    if let Some(queue) = self.sender.messages.as_mut() {
+                        queue.on_acked(id, offset, len);
+                        self.sender.message_bytes_acked += u64::from(len);
+                    }
+                }
+                SentChunk::Empty => {}
+            }
+        }
+        if let (Some(largest), Some(queue)) = (result.largest_acked, self.sender.messages.as_mut()) {
+            queue.on_packet_acked(largest);
+        }
+        self.give_up_unrepaired();
+        if feedback.max_data > self.sender.peer_max_data {
+            self.sender.peer_max_data = feedback.max_data;
+        }
+        self.sender.has_work = true;
+        if self.sender.write_blocked && self.send_capacity() > 0 {
+            self.sender.write_blocked = false;
+            self.events.push(Event::Writable);
+        }
+        if !self.sender.all_acked_reported && self.sender.all_acked() {
+            self.sender.all_acked_reported = true;
+            self.events.push(Event::AllAcknowledged);
+        }
+        true
+    }
+}
+
+/// The earlier of two optional deadlines.
+pub(crate) fn min_time(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}

@@ -1,0 +1,108 @@
+//! Simulator speed: bottleneck packets simulated per wall-clock second.
+//!
+//! The reference scenario is the high-speed TCP paper's dumbbell: 8 TCP NewReno flows over a
+//! 200 Mbit/s bottleneck with a 100-packet drop-tail queue, 98 ms base RTT, 60 s simulated.
+//! Two more scenarios put 8 QSTP flows (the real protocol core) there instead, and 8
+//! constant-bit-rate UDP flows (the network's own cost, without transport logic).
+//!
+//! Run with `cargo bench -p qstp-sim --bench dumbbell` (add `-- --seconds 10` for a shorter run).
+
+use qstp_proto::{Duration, Rate};
+use qstp_sim::{run, GroupSpec, LinkSpec, Protocol, QueueSpec, SimSpec};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// The system allocator, counting allocations (to report allocations per bottleneck packet).
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn spec(protocol: Protocol, seconds: u64) -> SimSpec {
+    SimSpec {
+        duration: Duration::from_secs(seconds),
+        seed: 1,
+        packet_size: 1500,
+        bottleneck: LinkSpec {
+            rate: Rate::from_mbps(200),
+            delay: Duration::from_millis(45),
+            queue: QueueSpec::DropTail { limit: 100 },
+            loss: None,
+        },
+        groups: vec![GroupSpec {
+            name: "flows".into(),
+            protocol,
+            flows: 8,
+            rtt: Duration::from_millis(98),
+            target: None,
+            marker: None,
+            start: Duration::ZERO,
+        }],
+        bin: Duration::from_secs(1),
+    }
+}
+
+fn measure(name: &str, spec: &SimSpec) {
+    let started = Instant::now();
+    let allocations_before = ALLOCATIONS.load(Ordering::Relaxed);
+    match run(spec) {
+        Ok(out) => {
+            let wall = started.elapsed().as_secs_f64();
+            let allocations = ALLOCATIONS.load(Ordering::Relaxed) - allocations_before;
+            let utilisation = out.bottleneck_packets as f64 * spec.packet_size as f64 * 8.0
+                / (spec.bottleneck.rate.bps() as f64 * spec.duration.as_secs_f64());
+            println!(
+                "{name}: {} bottleneck packets, {} events, {wall:.2} s wall: {:.0} bottleneck packets/s, {:.0} events/s, utilisation {:.1}%, {:.3} allocations per bottleneck packet",
+                out.bottleneck_packets,
+                out.events,
+                out.bottleneck_packets as f64 / wall,
+                out.events as f64 / wall,
+                utilisation * 100.0,
+                allocations as f64 / out.bottleneck_packets.max(1) as f64
+            );
+        }
+        Err(e) => println!("{name}: cannot run: {e}"),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let seconds = args
+        .iter()
+        .position(|a| a == "--seconds")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let tcp = Protocol::Tcp {
+        congestion: "newreno".into(),
+        delayed_ack: false,
+        receive_window: 64 << 20,
+    };
+    measure("8 x TCP NewReno", &spec(tcp, seconds));
+    let qstp = Protocol::Qstp {
+        name: "qstp".into(),
+        config: qstp_proto::Config::qstp(Rate::from_mbps(10)),
+    };
+    measure("8 x QSTP (gTFRC, target 10 Mbit/s)", &spec(qstp, seconds));
+    let cbr = Protocol::Cbr {
+        schedule: vec![(Duration::ZERO, Rate::from_mbps(30))],
+    };
+    measure("8 x CBR 30 Mbit/s", &spec(cbr, seconds));
+}

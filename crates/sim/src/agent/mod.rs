@@ -1,0 +1,170 @@
+//! Agents: the traffic sources and sinks attached to hosts.
+//!
+//! A flow is a pair of agents (a sender on its source host, a receiver on its sink host). Agents
+//! are an enum rather than boxed trait objects: the set is closed and dispatch stays cheap. Every
+//! agent exposes the same sans-IO shape as the protocols it wraps: `start`, `on_packet`,
+//! `on_timer`, and `poll_timeout` for the next wake-up.
+
+pub mod qstp;
+pub mod tcp;
+pub mod udp;
+
+use crate::engine::Scheduler;
+use crate::event::Event;
+use crate::ids::{AgentId, FlowId, NodeId};
+use crate::network::{Network, Packet, Payload};
+use crate::record::Recorder;
+use crate::spec::Color;
+use qstp_proto::Time;
+
+/// Bytes of IPv4 and UDP headers around a datagram.
+pub const UDP_IP_HEADER: u32 = 28;
+
+/// What an agent may touch while it runs.
+pub struct Ctx<'a> {
+    /// The current time.
+    pub now: Time,
+    /// The network, to send packets and recycle their buffers.
+    pub network: &'a mut Network,
+    /// The scheduler, for local deliveries.
+    pub events: &'a mut Scheduler<Event>,
+    /// Where receivers record what they got.
+    pub recorder: &'a mut Recorder,
+    /// A scratch buffer for reading delivered data.
+    pub scratch: &'a mut Vec<u8>,
+}
+
+impl Ctx<'_> {
+    /// Send a packet from the host `at`.
+    pub fn send(&mut self, at: NodeId, packet: Packet) {
+        if let Some((agent, id)) = self.network.send(self.now, at, packet, self.events) {
+            self.events
+                .schedule(self.now, Event::Deliver { agent, packet: id });
+        }
+    }
+}
+
+/// The fixed facts of one side of a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Binding {
+    /// This agent.
+    pub me: AgentId,
+    /// The host it lives on.
+    pub node: NodeId,
+    /// The agent at the other end.
+    pub peer: AgentId,
+    /// The host of the other end.
+    pub peer_node: NodeId,
+    /// The flow.
+    pub flow: FlowId,
+    /// The flow's group.
+    pub group: u32,
+}
+
+impl Binding {
+    /// A packet from this agent to its peer.
+    pub fn packet(&self, now: Time, size: u32, payload: Payload) -> Packet {
+        Packet {
+            size,
+            flow: self.flow,
+            group: self.group,
+            color: Color::Red,
+            sent: now,
+            source: self.me,
+            destination: self.peer,
+            destination_node: self.peer_node,
+            payload,
+        }
+    }
+}
+
+/// Every kind of agent.
+#[derive(Debug)]
+pub enum Agent {
+    /// A UDP source (CBR or on/off).
+    UdpSource(Box<udp::UdpSource>),
+    /// A UDP sink.
+    UdpSink(udp::UdpSink),
+    /// A TCP bulk sender.
+    TcpSource(Box<tcp::TcpSource>),
+    /// A TCP receiver.
+    TcpSink(Box<tcp::TcpSink>),
+    /// A qstp client, saturated by its application.
+    QstpClient(Box<qstp::QstpClient>),
+    /// A qstp server draining what it receives.
+    QstpServer(Box<qstp::QstpServer>),
+}
+
+impl Agent {
+    /// The agent's host.
+    pub fn node(&self) -> NodeId {
+        self.binding().node
+    }
+
+    /// The agent's binding.
+    pub fn binding(&self) -> &Binding {
+        match self {
+            Agent::UdpSource(a) => &a.binding,
+            Agent::UdpSink(a) => &a.binding,
+            Agent::TcpSource(a) => &a.binding,
+            Agent::TcpSink(a) => &a.binding,
+            Agent::QstpClient(a) => &a.binding,
+            Agent::QstpServer(a) => &a.binding,
+        }
+    }
+
+    /// Begin (sources start sending).
+    pub fn start(&mut self, ctx: &mut Ctx) {
+        match self {
+            Agent::UdpSource(a) => a.start(ctx),
+            Agent::UdpSink(_) => {}
+            Agent::TcpSource(a) => a.start(ctx),
+            Agent::TcpSink(_) => {}
+            Agent::QstpClient(a) => a.start(ctx),
+            Agent::QstpServer(_) => {}
+        }
+    }
+
+    /// A packet for this agent arrived.
+    pub fn on_packet(&mut self, ctx: &mut Ctx, packet: Packet) {
+        match self {
+            Agent::UdpSource(_) => ctx.network.packets.recycle(packet.payload),
+            Agent::UdpSink(a) => a.on_packet(ctx, packet),
+            Agent::TcpSource(a) => a.on_packet(ctx, packet),
+            Agent::TcpSink(a) => a.on_packet(ctx, packet),
+            Agent::QstpClient(a) => a.on_packet(ctx, packet),
+            Agent::QstpServer(a) => a.on_packet(ctx, packet),
+        }
+    }
+
+    /// The agent's wake-up time may have come (it checks).
+    pub fn on_timer(&mut self, ctx: &mut Ctx) {
+        match self {
+            Agent::UdpSource(a) => a.on_timer(ctx),
+            Agent::UdpSink(_) => {}
+            Agent::TcpSource(a) => a.on_timer(ctx),
+            Agent::TcpSink(a) => a.on_timer(ctx),
+            Agent::QstpClient(a) => a.on_timer(ctx),
+            Agent::QstpServer(a) => a.on_timer(ctx),
+        }
+    }
+
+    /// When the agent next wants to be woken.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        match self {
+            Agent::UdpSource(a) => a.poll_timeout(),
+            Agent::UdpSink(_) => None,
+            Agent::TcpSource(a) => a.poll_timeout(),
+            Agent::TcpSink(a) => a.poll_timeout(),
+            Agent::QstpClient(a) => a.poll_timeout(),
+            Agent::QstpServer(a) => a.poll_timeout(),
+        }
+    }
+
+    /// Put the sender's totals into the record at the end of the run.
+    pub fn finish(&self, recorder: &mut Recorder) {
+        if let Agent::QstpClient(a) = self {
+            a.finish(recorder)
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! qstp agents: the real protocol core (`qstp-proto`, unchanged) on simulated hosts.
+//!
+//! Each side owns one `Endpoint` bound to a synthetic address (198.18.0.0/15, the benchmarking
+//! range of RFC 2544). The client connects with its group's `Config` and its application keeps
+//! the send buffer full; the server accepts with the same limits and its application reads
+//! everything as soon as it is readable.
+
+use super::{Binding, Ctx, UDP_IP_HEADER};
+use crate::network::{Packet, Payload};
+use crate::record::Recorder;
+use qstp_proto::wire::MAX_DATA_HEADER;
+use qstp_proto::{Config, ConnectionHandle, Endpoint, Event, Time};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+
+/// Most flows the synthetic address range holds (two addresses each).
+pub const MAX_FLOWS: u64 = 1 << 16;
+
+/// Bytes of zeros the saturated application writes.
+static ZEROS: [u8; 16 * 1024] = [0; 16 * 1024];
+
+/// Most datagrams or writes taken in one go, a guard against a core that never says "enough".
+const MAX_BATCH: usize = 1 << 16;
+
+/// The client and server addresses of flow number `flow` (counted across groups).
+pub fn addresses(flow: u32) -> (SocketAddr, SocketAddr) {
+    let base = u32::from(Ipv4Addr::new(198, 18, 0, 0));
+    let client = Ipv4Addr::from(base + 2 * flow);
+    let server = Ipv4Addr::from(base + 2 * flow + 1);
+    (
+        SocketAddr::V4(SocketAddrV4::new(client, 40_000)),
+        SocketAddr::V4(SocketAddrV4::new(server, 4433)),
+    )
+}
+
+/// Hand every datagram the endpoint lets out at `now` to the network.
+fn transmit(endpoint: &mut Endpoint, binding: &Binding, ctx: &mut Ctx) {
+    for _ in 0..MAX_BATCH {
+        let mut buffer = ctx.network.packets.take_buffer();
+        match endpoint.poll_transmit(ctx.now, &mut buffer) {
+            Some(t) => {
+                buffer.truncate(t.size);
+                let size = t.size as u32 + UDP_IP_HEADER;
+                ctx.send(
+                    binding.node,
+                    binding.packet(ctx.now, size, Payload::Datagram(buffer)),
+                );
+            }
+            None => {
+                ctx.network.packets.give_buffer(&mut buffer);
+                return;
+            }
+        }
+    }
+}
+
+/// The sending side of a qstp flow.
+#[derive(Debug)]
+pub struct QstpClient {
+    /// Its flow.
+    pub binding: Binding,
+    endpoint: Endpoint,
+    config: Config,
+    remote: SocketAddr,
+    handle: Option<ConnectionHandle>,
+    /// Size of each message, for compositions without a byte stream.
+    message_size: usize,
+}
+
+impl QstpClient {
+    /// A client that will connect to `remote` with `config`.
+    pub fn new(binding: Binding, endpoint: Endpoint, config: Config, remote: SocketAddr) -> Self {
+        // One message per datagram: the datagram less the largest data header.
+        let message_size = config.max_datagram.saturating_sub(MAX_DATA_HEADER).max(1);
+        QstpClient {
+            binding,
+            endpoint,
+            config,
+            remote,
+            handle: None,
+            message_size,
+        }
+    }
+
+    pub(super) fn start(&mut self, ctx: &mut Ctx) {
+        // The configuration was validated when the run was built; a refusal leaves the flow idle.
+        self.handle = self
+            .endpoint
+            .connect(ctx.now, self.remote, self.config.clone())
+            .ok();
+        self.pump(ctx);
+    }
+
+    pub(super) fn on_packet(&mut self, ctx: &mut Ctx, packet: Packet) {
+        if let Payload::Datagram(bytes) = &packet.payload {
+            self.endpoint.handle_datagram(ctx.now, self.remote, bytes);
+        }
+        ctx.network.packets.recycle(packet.payload);
+        self.pump(ctx);
+    }
+
+    pub(super) fn on_timer(&mut self, ctx: &mut Ctx) {
+        if self.endpoint.poll_timeout().is_some_and(|t| t <= ctx.now) {
+            self.endpoint.handle_timeout(ctx.now);
+        }
+        self.pump(ctx);
+    }
+
+    pub(super) fn poll_timeout(&self) -> Option<Time> {
+        self.endpoint.poll_timeout()
+    }
+
+    /// Drain events, refill the send buffer, send what may go.
+    fn pump(&mut self, ctx: &mut Ctx) {
+        while self.endpoint.poll_event().is_some() {}
+        self.fill(ctx.now);
+        transmit(&mut self.endpoint, &self.binding, ctx);
+    }
+
+    /// The saturated application: write until the connection refuses.
+    fn fill(&mut self, now: Time) {
+        let Some(connection) = self.handle.and_then(|h| self.endpoint.connection_mut(h)) else {
+            return;
+        };
+        if !connection.is_established() {
+            return;
+        }
+        let stream = connection.config().supports_stream();
+        for _ in 0..MAX_BATCH {
+            if stream {
+                let room = connection.send_capacity().min(ZEROS.len());
+                if room == 0 || !matches!(connection.write(&ZEROS[..room]), Ok(n) if n > 0) {
+                    return;
+                }
+            } else if connection
+                .send_message(now, &ZEROS[..self.message_size.min(ZEROS.len())])
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+
+    pub(super) fn finish(&self, recorder: &mut Recorder) {
+        if let Some(connection) = self.handle.and_then(|h| self.endpoint.connection(h)) {
+            let stats = connection.stats();
+            recorder.set_sent(
+                self.binding.flow,
+                stats.packets_sent,
+                stats.packets_retransmitted,
+            );
+        }
+    }
+}
+
+/// The receiving side of a qstp flow.
+#[derive(Debug)]
+pub struct QstpServer {
+    /// Its flow.
+    pub binding: Binding,
+    endpoint: Endpoint,
+    remote: SocketAddr,
+    connections: Vec<ConnectionHandle>,
+}
+
+impl QstpServer {
+    /// A server expecting its client at `remote`.
+    pub fn new(binding: Binding, endpoint: Endpoint, remote: SocketAddr) -> Self {
+        QstpServer {
+            binding,
+            endpoint,
+            remote,
+            connections: Vec::new(),
+        }
+    }
+
+    pub(super) fn on_packet(&mut self, ctx: &mut Ctx, packet: Packet) {
+        ctx.recorder
+            .on_received(self.binding.flow, ctx.now, packet.size, packet.sent);
+        if let Payload::Datagram(bytes) = &packet.payload {
+            self.endpoint.handle_datagram(ctx.now, self.remote, bytes);
+        }
+        ctx.network.packets.recycle(packet.payload);
+        self.pump(ctx);
+    }
+
+    pub(super) fn on_timer(&mut self, ctx: &mut Ctx) {
+        if self.endpoint.poll_timeout().is_some_and(|t| t <= ctx.now) {
+            self.endpoint.handle_timeout(ctx.now);
+        }
+        self.pump(ctx);
+    }
+
+    pub(super) fn poll_timeout(&self) -> Option<Time> {
+        self.endpoint.poll_timeout()
+    }
+
+    /// Note accepted connections, read everything delivered, send what may go.
+    fn pump(&mut self, ctx: &mut Ctx) {
+        while let Some((handle, event)) = self.endpoint.poll_event() {
+            if event == Event::Connected && !self.connections.contains(&handle) {
+                self.connections.push(handle);
+            }
+        }
+        for &handle in &self.connections {
+            let Some(connection) = self.endpoint.connection_mut(handle) else {
+                continue;
+            };
+            let delivered = drain(connection, ctx.scratch);
+            ctx.recorder
+                .on_delivered(self.binding.flow, ctx.now, delivered);
+        }
+        transmit(&mut self.endpoint, &self.binding, ctx);
+    }
+}
+
+/// The draining application: read every delivered byte or message; returns the bytes read.
+fn drain(connection: &mut qstp_proto::Connection, scratch: &mut Vec<u8>) -> u64 {
+    let mut total = 0u64;
+    if connection.config().supports_stream() {
+        scratch.resize(64 * 1024, 0);
+        for _ in 0..MAX_BATCH {
+            match connection.read(scratch) {
+                Ok(n) if n > 0 => total += n as u64,
+                _ => break,
+            }
+        }
+    } else {
+        for _ in 0..MAX_BATCH {
+            match connection.recv_message() {
+                Some(message) => total += message.len() as u64,
+                None => break,
+            }
+        }
+    }
+    total
+}

@@ -1,0 +1,70 @@
+//! Why a run could not be set up.
+
+use qstp_proto::{ConfigError, Duration};
+
+/// A [`crate::SimSpec`] the simulator cannot run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimError {
+    /// A field has a value that cannot work.
+    #[error("invalid {key}: {reason}")]
+    Invalid {
+        /// The field, as `groups[<name>].rtt` or `bottleneck.rate`.
+        key: String,
+        /// Why.
+        reason: String,
+    },
+    /// A group's base RTT cannot hold the bottleneck's propagation delay both ways.
+    #[error(
+        "group '{group}': rtt {rtt} is shorter than twice the bottleneck delay {bottleneck_delay}"
+    )]
+    RttShorterThanBottleneck {
+        /// The group.
+        group: String,
+        /// Its base RTT.
+        rtt: Duration,
+        /// The bottleneck's one-way delay.
+        bottleneck_delay: Duration,
+    },
+    /// A TCP group names a congestion control the simulator does not have.
+    #[error("group '{group}': unknown TCP congestion control '{name}'")]
+    UnknownCongestionControl {
+        /// The group.
+        group: String,
+        /// The name asked for.
+        name: String,
+    },
+    /// A qstp group's connection configuration is invalid.
+    #[error("group '{group}': {source}")]
+    QstpConfig {
+        /// The group.
+        group: String,
+        /// What the protocol core refused.
+        source: ConfigError,
+    },
+    /// A queue, marker or loss model could not be built from its spec.
+    #[error("{component}: {reason}")]
+    Component {
+        /// Which one (`bottleneck.queue`, `groups[<name>].marker`, ...).
+        component: String,
+        /// Why.
+        reason: String,
+    },
+    /// More flows than the simulator can address.
+    #[error("{flows} flows in total; at most {limit} are supported")]
+    TooManyFlows {
+        /// Flows asked for.
+        flows: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The recorded series would not fit the memory bound.
+    #[error("{bins} bins of series per flow times {flows} flows exceeds {limit}; use a wider bin")]
+    TooManyBins {
+        /// Bins per flow.
+        bins: u64,
+        /// Flows.
+        flows: u64,
+        /// Most bins in total.
+        limit: u64,
+    },
+}

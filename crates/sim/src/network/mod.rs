@@ -1,0 +1,378 @@
+//! The network: nodes and links in arenas, the packets travelling between them, and forwarding
+//! by per-node routing tables. Any topology can be built; [`crate::topology`] builds the papers'.
+
+pub mod link;
+pub mod node;
+pub mod packet;
+
+pub use link::{Link, LinkStats};
+pub use node::{Conditioner, Node, NodeKind};
+pub use packet::{Packet, PacketStore, Payload, QueuedPacket};
+
+use crate::engine::Scheduler;
+use crate::event::Event;
+use crate::ids::{AgentId, LinkId, NodeId, PacketId};
+use crate::loss::LossModel;
+use crate::queue::QueueDiscipline;
+use qstp_proto::{Duration, Rate, Time};
+use rand_chacha::ChaCha8Rng;
+use std::collections::VecDeque;
+
+impl std::fmt::Debug for Network {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Network")
+            .field("nodes", &self.node_count())
+            .field("links", &self.links().len())
+            .finish()
+    }
+}
+
+/// Nodes, links and the packets in flight.
+#[derive(Default)]
+pub struct Network {
+    nodes: Vec<Node>,
+    links: Vec<Link>,
+    /// Packets in flight.
+    pub packets: PacketStore,
+    /// Packets dropped because a node had no route to their destination.
+    pub unroutable: u64,
+}
+
+impl Network {
+    /// An empty network.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add a node.
+    pub fn add_node(&mut self, kind: NodeKind) -> NodeId {
+        let id = NodeId(self.nodes.len() as u32);
+        self.nodes.push(Node::new(id, kind));
+        id
+    }
+
+    /// Add a unidirectional link; `rng` is its random stream.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_link(
+        &mut self,
+        from: NodeId,
+        to: NodeId,
+        rate: Rate,
+        delay: Duration,
+        queue: Box<dyn QueueDiscipline<QueuedPacket>>,
+        loss: Option<Box<dyn LossModel>>,
+        rng: ChaCha8Rng,
+    ) -> LinkId {
+        let id = LinkId(self.links.len() as u32);
+        self.links
+            .push(Link::new(id, from, to, rate, delay, queue, loss, rng));
+        self.nodes[from.index()].out_links.push(id);
+        id
+    }
+
+    /// A node.
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.index()]
+    }
+
+    /// A node, to configure it.
+    pub fn node_mut(&mut self, id: NodeId) -> &mut Node {
+        &mut self.nodes[id.index()]
+    }
+
+    /// A link.
+    pub fn link(&self, id: LinkId) -> &Link {
+        &self.links[id.index()]
+    }
+
+    /// Every link.
+    pub fn links(&self) -> &[Link] {
+        &self.links
+    }
+
+    /// Number of nodes.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Fill the routing tables: fewest hops to every host through routers, ties broken by lowest
+    /// link id.
+    /// Nodes with a single outgoing link keep it as their default route and get no table.
+    pub fn compute_routes(&mut self) {
+        let n = self.nodes.len();
+        let mut in_links: Vec<Vec<LinkId>> = vec![Vec::new(); n];
+        for link in &self.links {
+            in_links[link.to.index()].push(link.id);
+        }
+        let routers: Vec<usize> = (0..n)
+            .filter(|&i| self.nodes[i].out_links.len() > 1)
+            .collect();
+        let mut tables: Vec<Vec<Option<LinkId>>> = vec![vec![None; n]; routers.len()];
+        let mut next: Vec<Option<LinkId>> = vec![None; n];
+        let mut seen = vec![false; n];
+        let mut frontier = VecDeque::new();
+        for destination in 0..n {
+            if self.nodes[destination].kind != NodeKind::Host {
+                continue;
+            }
+            next.iter_mut().for_each(|x| *x = None);
+            seen.iter_mut().for_each(|x| *x = false);
+            seen[destination] = true;
+            frontier.push_back(destination);
+            while let Some(at) = frontier.pop_front() {
+                // Hosts end paths; they do not carry other hosts' traffic.
+                if at != destination && self.nodes[at].kind == NodeKind::Host {
+                    continue;
+                }
+                for &l in &in_links[at] {
+                    let from = self.links[l.index()].from.index();
+                    if !seen[from] {
+                        seen[from] = true;
+                        next[from] = Some(l);
+                        frontier.push_back(from);
+                    }
+                }
+            }
+            for (table, &router) in tables.iter_mut().zip(&routers) {
+                table[destination] = next[router];
+            }
+        }
+        for (table, &router) in tables.into_iter().zip(&routers) {
+            self.nodes[router].set_routes(table);
+        }
+    }
+
+    /// An agent on node `at` sends `packet`; returns the local delivery if its destination is on
+    /// the same node (the caller schedules it).
+    pub fn send(
+        &mut self,
+        now: Time,
+        at: NodeId,
+        packet: Packet,
+        events: &mut Scheduler<Event>,
+    ) -> Option<(AgentId, PacketId)> {
+        let id = self.packets.insert(packet);
+        self.forward(now, at, id, events)
+    }
+
+    /// A packet crossed `link`; returns the agent it is for if it has arrived.
+    pub fn on_arrive(
+        &mut self,
+        now: Time,
+        link: LinkId,
+        events: &mut Scheduler<Event>,
+    ) -> Option<(AgentId, PacketId)> {
+        let l = &mut self.links[link.index()];
+        let packet = l.on_arrive(now, events);
+        let at = l.to;
+        self.forward(now, at, packet, events)
+    }
+
+    /// A link's `LinkReady` event fired.
+    pub fn on_link_ready(&mut self, now: Time, link: LinkId, events: &mut Scheduler<Event>) {
+        self.links[link.index()].on_ready(now, &mut self.packets, events);
+    }
+
+    /// Pass a packet at node `at` on towards its destination, marking it at edge routers.
+    fn forward(
+        &mut self,
+        now: Time,
+        at: NodeId,
+        id: PacketId,
+        events: &mut Scheduler<Event>,
+    ) -> Option<(AgentId, PacketId)> {
+        let packet = self.packets.get_mut(id);
+        if packet.destination_node == at {
+            return Some((packet.destination, id));
+        }
+        let node = &mut self.nodes[at.index()];
+        let Some(out) = node.next_hop(packet.destination_node) else {
+            self.unroutable += 1;
+            self.packets.discard(id);
+            return None;
+        };
+        if let Some(color) = node.condition(now, packet.group, packet.size, out) {
+            packet.color = color;
+        }
+        let queued = QueuedPacket {
+            id,
+            size: packet.size,
+            group: packet.group,
+            color: packet.color,
+        };
+        self.links[out.index()].offer(now, queued, &mut self.packets, events);
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::FlowId;
+    use crate::marker::Marker;
+    use crate::queue::{Dequeue, DropKind};
+    use crate::spec::{CodePointCounters, Color};
+    use rand::{RngCore, SeedableRng};
+
+    /// A test FIFO.
+    struct Fifo(VecDeque<QueuedPacket>, usize);
+
+    impl QueueDiscipline<QueuedPacket> for Fifo {
+        fn enqueue(
+            &mut self,
+            _: Time,
+            p: QueuedPacket,
+            _: &mut dyn RngCore,
+        ) -> Result<(), (QueuedPacket, DropKind)> {
+            if self.0.len() >= self.1 {
+                return Err((p, DropKind::Overflow));
+            }
+            self.0.push_back(p);
+            Ok(())
+        }
+        fn dequeue(&mut self, _: Time, _: Rate) -> Dequeue<QueuedPacket> {
+            self.0.pop_front().map_or(Dequeue::Empty, Dequeue::Packet)
+        }
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn counters(&self, _: Color) -> CodePointCounters {
+            CodePointCounters::default()
+        }
+    }
+
+    /// Marks everything green.
+    struct AllGreen;
+
+    impl Marker for AllGreen {
+        fn mark(&mut self, _: Time, _: usize, _: &mut dyn RngCore) -> Color {
+            Color::Green
+        }
+    }
+
+    fn link(net: &mut Network, from: NodeId, to: NodeId, delay_ms: u64, limit: usize) -> LinkId {
+        let rng = ChaCha8Rng::seed_from_u64(0);
+        let queue = Box::new(Fifo(VecDeque::new(), limit));
+        net.add_link(
+            from,
+            to,
+            Rate::from_mbps(8),
+            Duration::from_millis(delay_ms),
+            queue,
+            None,
+            rng,
+        )
+    }
+
+    fn packet(group: u32, to: NodeId) -> Packet {
+        Packet {
+            size: 1000,
+            flow: FlowId(0),
+            group,
+            color: Color::Red,
+            sent: Time::ZERO,
+            source: AgentId(0),
+            destination: AgentId(1),
+            destination_node: to,
+            payload: Payload::Udp,
+        }
+    }
+
+    /// Run the network until no event is left; returns (arrival time, colour, group) per delivery.
+    fn drain(net: &mut Network, events: &mut Scheduler<Event>) -> Vec<(Time, Color, u32)> {
+        let mut delivered = Vec::new();
+        while let Some((now, event)) = events.pop_before(Time::MAX) {
+            let arrived = match event {
+                Event::Arrive(l) => net.on_arrive(now, l, events),
+                Event::LinkReady(l) => {
+                    net.on_link_ready(now, l, events);
+                    None
+                }
+                other => panic!("unexpected {other:?}"),
+            };
+            if let Some((_, id)) = arrived {
+                let p = net.packets.remove(id);
+                delivered.push((now, p.color, p.group));
+            }
+        }
+        delivered
+    }
+
+    #[test]
+    fn routes_take_the_fewest_hops_and_edge_markers_colour_only_their_group_and_direction() {
+        // a -> r1 -> r2 -> b (3 hops, 1 ms each) and a shortcut r1 -> b (10 ms); b -> r1 -> a back.
+        let mut net = Network::new();
+        let a = net.add_node(NodeKind::Host);
+        let r1 = net.add_node(NodeKind::Router);
+        let r2 = net.add_node(NodeKind::Router);
+        let b = net.add_node(NodeKind::Host);
+        link(&mut net, a, r1, 1, 10);
+        let r1_r2 = link(&mut net, r1, r2, 1, 10);
+        let r2_b = link(&mut net, r2, b, 1, 10);
+        let shortcut = link(&mut net, r1, b, 10, 10);
+        link(&mut net, b, r1, 1, 10);
+        let r1_a = link(&mut net, r1, a, 1, 10);
+        net.compute_routes();
+        assert_eq!(net.node(r1).next_hop(b), Some(shortcut));
+        assert_eq!(net.node(r1).next_hop(a), Some(r1_a));
+        assert_eq!(
+            net.node(r2).next_hop(a),
+            Some(r2_b),
+            "a single link is the default route"
+        );
+        let rng = ChaCha8Rng::seed_from_u64(0);
+        net.node_mut(r1).add_conditioner(Conditioner {
+            group: 7,
+            out_link: shortcut,
+            marker: Box::new(AllGreen),
+            rng,
+        });
+        let rng = ChaCha8Rng::seed_from_u64(0);
+        net.node_mut(r1).add_conditioner(Conditioner {
+            group: 7,
+            out_link: r1_r2,
+            marker: Box::new(AllGreen),
+            rng,
+        });
+
+        let mut events = Scheduler::new();
+        assert!(net.send(Time::ZERO, a, packet(7, b), &mut events).is_none());
+        assert!(net.send(Time::ZERO, a, packet(3, b), &mut events).is_none());
+        assert!(net.send(Time::ZERO, b, packet(7, a), &mut events).is_none());
+        let delivered = drain(&mut net, &mut events);
+        // 1000 bytes at 8 Mbit/s take 1 ms per hop to serialise; the second packet waits 1 ms at a.
+        let ms = |m| Time::ZERO + Duration::from_millis(m);
+        assert_eq!(
+            delivered,
+            vec![
+                (ms(4), Color::Red, 7),
+                (ms(13), Color::Green, 7),
+                (ms(14), Color::Red, 3)
+            ]
+        );
+        assert_eq!(net.packets.live(), 0);
+    }
+
+    #[test]
+    fn a_full_queue_drops_and_the_link_serialises_back_to_back() {
+        let mut net = Network::new();
+        let a = net.add_node(NodeKind::Host);
+        let b = net.add_node(NodeKind::Host);
+        let l = link(&mut net, a, b, 5, 3);
+        net.compute_routes();
+        let mut events = Scheduler::new();
+        for _ in 0..6 {
+            net.send(Time::ZERO, a, packet(0, b), &mut events);
+        }
+        let delivered = drain(&mut net, &mut events);
+        // One goes onto the wire at once, three wait, two are refused.
+        let times: Vec<u64> = delivered
+            .iter()
+            .map(|d| d.0.as_nanos() / 1_000_000)
+            .collect();
+        assert_eq!(times, vec![6, 7, 8, 9]);
+        assert_eq!(net.link(l).stats.overflow_drops, 2);
+        assert_eq!(net.link(l).stats.packets_delivered, 4);
+        assert_eq!(net.packets.live(), 0);
+    }
+}

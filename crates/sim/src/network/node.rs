@@ -1,0 +1,97 @@
+//! Nodes: hosts where agents live and routers that forward, each with a routing table and,
+//! at edge routers, traffic conditioners that mark a group's aggregate.
+
+use crate::ids::{LinkId, NodeId};
+use crate::marker::Marker;
+use crate::spec::Color;
+use qstp_proto::Time;
+use rand_chacha::ChaCha8Rng;
+
+/// What a node is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    /// An end system; agents attach to it.
+    Host,
+    /// A router.
+    Router,
+}
+
+/// An edge marker colouring the packets of one group that leave a node over one link.
+pub struct Conditioner {
+    /// The group whose aggregate it meters.
+    pub group: u32,
+    /// The link the metered packets leave by (packets of the group going elsewhere, such as
+    /// acknowledgements on the way back, are not marked).
+    pub out_link: LinkId,
+    /// The marker.
+    pub marker: Box<dyn Marker>,
+    /// The marker's own random stream.
+    pub rng: ChaCha8Rng,
+}
+
+/// A host or router.
+pub struct Node {
+    /// Its id.
+    pub id: NodeId,
+    /// Host or router.
+    pub kind: NodeKind,
+    /// Links leaving this node.
+    pub out_links: Vec<LinkId>,
+    /// Next link by destination node index (`None`: unreachable); empty when the node has a
+    /// single outgoing link, which is then its default route.
+    routes: Vec<Option<LinkId>>,
+    /// Edge markers.
+    conditioners: Vec<Conditioner>,
+}
+
+impl Node {
+    /// A node without links.
+    pub fn new(id: NodeId, kind: NodeKind) -> Self {
+        Node {
+            id,
+            kind,
+            out_links: Vec::new(),
+            routes: Vec::new(),
+            conditioners: Vec::new(),
+        }
+    }
+
+    /// The link towards `destination`, if it can be reached.
+    #[inline]
+    pub fn next_hop(&self, destination: NodeId) -> Option<LinkId> {
+        if self.routes.is_empty() {
+            return if self.out_links.len() == 1 {
+                Some(self.out_links[0])
+            } else {
+                None
+            };
+        }
+        self.routes.get(destination.index()).copied().flatten()
+    }
+
+    /// Install the routing table (by destination node index).
+    pub(crate) fn set_routes(&mut self, routes: Vec<Option<LinkId>>) {
+        self.routes = routes;
+    }
+
+    /// Add an edge marker.
+    pub fn add_conditioner(&mut self, conditioner: Conditioner) {
+        self.conditioners.push(conditioner);
+    }
+
+    /// The colour of a packet of `group` and `size` bytes leaving by `out_link` at `now`, if a
+    /// conditioner meters it.
+    #[inline]
+    pub fn condition(
+        &mut self,
+        now: Time,
+        group: u32,
+        size: u32,
+        out_link: LinkId,
+    ) -> Option<Color> {
+        self.conditioners
+            .iter_mut()
+            .find(|c| c.group == group && c.out_link == out_link)
+            .map(|c| c.marker.mark(now, size as usize, &mut c.rng))
+    }
+}

@@ -1,0 +1,318 @@
+//! One run: build the topology and agents from the spec, process events until the end, collect
+//! the records.
+
+use crate::agent::qstp::{addresses, QstpClient, QstpServer};
+use crate::agent::tcp;
+use crate::agent::udp::{OnOff, UdpSink, UdpSource};
+use crate::agent::{Agent, Binding, Ctx, UDP_IP_HEADER};
+use crate::engine::Scheduler;
+use crate::error::SimError;
+use crate::event::Event;
+use crate::ids::{AgentId, FlowId, LinkId};
+use crate::network::Network;
+use crate::record::Recorder;
+use crate::rng::{stream, StreamKind};
+use crate::spec::{Color, GroupSpec, Protocol, QueueRecord, RunOutput, SimSpec};
+use crate::topology::{self, FlowEnds};
+use crate::validate::{bin_count, validate};
+use qstp_proto::{Duration, Endpoint, EndpointConfig, Time};
+use rand::RngCore;
+use rand_chacha::ChaCha8Rng;
+
+/// Run `spec` to the end.
+pub fn run(spec: &SimSpec) -> Result<RunOutput, SimError> {
+    run_with_progress(spec, &mut |_| {})
+}
+
+/// Run `spec`, calling `progress` with the simulated time at every simulated second.
+pub fn run_with_progress(
+    spec: &SimSpec,
+    progress: &mut dyn FnMut(Time),
+) -> Result<RunOutput, SimError> {
+    validate(spec)?;
+    let mut world = World::build(spec)?;
+    world.run(Time::ZERO + spec.duration, progress);
+    Ok(world.finish(spec))
+}
+
+/// Everything a run holds.
+struct World {
+    events: Scheduler<Event>,
+    network: Network,
+    bottleneck: LinkId,
+    agents: Vec<Agent>,
+    /// The time of each agent's pending timer event.
+    armed: Vec<Option<Time>>,
+    recorder: Recorder,
+    scratch: Vec<u8>,
+}
+
+impl World {
+    fn build(spec: &SimSpec) -> Result<World, SimError> {
+        let built = topology::build(spec)?;
+        let mut events = Scheduler::new();
+        let mut agents = Vec::with_capacity(built.flows.len() * 2);
+        for (index, ends) in built.flows.iter().enumerate() {
+            let group = &spec.groups[ends.group];
+            let (sender, receiver, start) = flow_agents(spec, group, index as u32, ends)?;
+            events.schedule(start, Event::AgentStart(sender.binding().me));
+            agents.push(sender);
+            agents.push(receiver);
+        }
+        let flows: Vec<(usize, u32)> = built.flows.iter().map(|f| (f.group, f.flow)).collect();
+        let recorder = Recorder::new(spec.bin, bin_count(spec) as usize, &flows);
+        Ok(World {
+            events,
+            network: built.network,
+            bottleneck: built.bottleneck,
+            armed: vec![None; agents.len()],
+            agents,
+            recorder,
+            scratch: Vec::new(),
+        })
+    }
+
+    fn run(&mut self, end: Time, progress: &mut dyn FnMut(Time)) {
+        let second = Duration::from_secs(1);
+        let mut next_report = Time::ZERO + second;
+        while let Some((now, event)) = self.events.pop_before(end) {
+            while now >= next_report {
+                progress(next_report);
+                next_report += second;
+            }
+            match event {
+                Event::LinkReady(link) => self.network.on_link_ready(now, link, &mut self.events),
+                Event::Arrive(link) => {
+                    if let Some((agent, packet)) =
+                        self.network.on_arrive(now, link, &mut self.events)
+                    {
+                        self.deliver(now, agent, packet);
+                    }
+                }
+                Event::Deliver { agent, packet } => self.deliver(now, agent, packet),
+                Event::AgentStart(agent) => {
+                    self.with_agent(now, agent, false, |a, ctx| a.start(ctx))
+                }
+                Event::AgentTimer(agent) => {
+                    if self.armed[agent.index()] == Some(now) {
+                        self.armed[agent.index()] = None;
+                        self.with_agent(now, agent, true, |a, ctx| a.on_timer(ctx));
+                    }
+                }
+            }
+        }
+        while next_report < end {
+            progress(next_report);
+            next_report += second;
+        }
+        progress(end);
+    }
+
+    fn deliver(&mut self, now: Time, agent: AgentId, packet: crate::ids::PacketId) {
+        let packet = self.network.packets.remove(packet);
+        self.with_agent(now, agent, false, |a, ctx| a.on_packet(ctx, packet));
+    }
+
+    /// Let an agent run, then make sure its next wake-up is scheduled.
+    fn with_agent(
+        &mut self,
+        now: Time,
+        id: AgentId,
+        from_timer: bool,
+        f: impl FnOnce(&mut Agent, &mut Ctx),
+    ) {
+        let agent = &mut self.agents[id.index()];
+        let mut ctx = Ctx {
+            now,
+            network: &mut self.network,
+            events: &mut self.events,
+            recorder: &mut self.recorder,
+            scratch: &mut self.scratch,
+        };
+        f(agent, &mut ctx);
+        let Some(wanted) = agent.poll_timeout() else {
+            return;
+        };
+        // An agent just woken that still asks for `now` would spin; it gets the next nanosecond.
+        let earliest = if from_timer {
+            now + Duration::from_nanos(1)
+        } else {
+            now
+        };
+        let at = wanted.max(earliest);
+        let armed = &mut self.armed[id.index()];
+        match *armed {
+            Some(pending) if pending <= at => {}
+            _ => {
+                *armed = Some(at);
+                self.events.schedule(at, Event::AgentTimer(id));
+            }
+        }
+    }
+
+    fn finish(mut self, spec: &SimSpec) -> RunOutput {
+        for agent in &self.agents {
+            agent.finish(&mut self.recorder);
+        }
+        let bottleneck = self.network.link(self.bottleneck);
+        let queue = &bottleneck.queue;
+        let mut queues = vec![QueueRecord {
+            name: "bottleneck".into(),
+            green: queue.counters(Color::Green),
+            yellow: queue.counters(Color::Yellow),
+            red: queue.counters(Color::Red),
+        }];
+        for (class, color, counters) in queue.class_counters() {
+            let name = format!("bottleneck/{class}");
+            let index = match queues.iter().position(|q| q.name == name) {
+                Some(i) => i,
+                None => {
+                    queues.push(QueueRecord {
+                        name,
+                        green: Default::default(),
+                        yellow: Default::default(),
+                        red: Default::default(),
+                    });
+                    queues.len() - 1
+                }
+            };
+            let record = &mut queues[index];
+            match color {
+                Color::Green => record.green = counters,
+                Color::Yellow => record.yellow = counters,
+                Color::Red => record.red = counters,
+            }
+        }
+        RunOutput {
+            events: self.events.processed(),
+            bottleneck_packets: bottleneck.stats.packets_delivered,
+            simulated: spec.duration,
+            flows: self.recorder.into_records(),
+            queues,
+        }
+    }
+}
+
+/// The sender and receiver of flow number `index`, and when the sender starts.
+fn flow_agents(
+    spec: &SimSpec,
+    group: &GroupSpec,
+    index: u32,
+    ends: &FlowEnds,
+) -> Result<(Agent, Agent, Time), SimError> {
+    let (sender_id, receiver_id) = (AgentId(2 * index), AgentId(2 * index + 1));
+    let flow = FlowId(index);
+    let sender_binding = Binding {
+        me: sender_id,
+        node: ends.source,
+        peer: receiver_id,
+        peer_node: ends.sink,
+        flow,
+        group: ends.group as u32,
+    };
+    let receiver_binding = Binding {
+        me: receiver_id,
+        node: ends.sink,
+        peer: sender_id,
+        peer_node: ends.source,
+        flow,
+        group: ends.group as u32,
+    };
+    // Streams named by (group, flow in group, side): adding flows to one group leaves every other
+    // group's randomness as it was.
+    let stream_id = |side: u64| ((ends.group as u64) << 33) | (u64::from(ends.flow) << 1) | side;
+    let mut sender_rng = stream(spec.seed, StreamKind::Agent, stream_id(0));
+    let mut receiver_rng = stream(spec.seed, StreamKind::Agent, stream_id(1));
+    // Flows of a group start within one RTT of the group's start, at a seeded offset.
+    let offset = Duration::from_nanos(sender_rng.next_u64() % group.rtt.as_nanos().max(1));
+    let start = Time::ZERO + group.start + offset;
+    let size = spec.packet_size as u32;
+    let (sender, receiver) = match &group.protocol {
+        Protocol::Cbr { schedule } => (
+            Agent::UdpSource(Box::new(UdpSource::new(
+                sender_binding,
+                schedule.clone(),
+                size,
+                None,
+                sender_rng,
+            ))),
+            Agent::UdpSink(UdpSink {
+                binding: receiver_binding,
+            }),
+        ),
+        Protocol::OnOff {
+            schedule,
+            mean_on,
+            mean_off,
+        } => (
+            Agent::UdpSource(Box::new(UdpSource::new(
+                sender_binding,
+                schedule.clone(),
+                size,
+                Some(OnOff::new(*mean_on, *mean_off)),
+                sender_rng,
+            ))),
+            Agent::UdpSink(UdpSink {
+                binding: receiver_binding,
+            }),
+        ),
+        Protocol::Qstp { config, .. } => {
+            // Data packets are `packet_size` on the wire: the datagram is what IP and UDP leave.
+            let mut config = config.clone();
+            config.max_datagram = spec.packet_size - UDP_IP_HEADER as usize;
+            config.validate().map_err(|source| SimError::QstpConfig {
+                group: group.name.clone(),
+                source,
+            })?;
+            let (client_addr, server_addr) = addresses(index);
+            let client = Endpoint::new(
+                EndpointConfig::client(key(&mut sender_rng)),
+                sender_rng.next_u64(),
+            );
+            let server = Endpoint::new(
+                EndpointConfig::server(key(&mut receiver_rng), config.clone()),
+                receiver_rng.next_u64(),
+            );
+            (
+                Agent::QstpClient(Box::new(QstpClient::new(
+                    sender_binding,
+                    client,
+                    config,
+                    server_addr,
+                ))),
+                Agent::QstpServer(Box::new(QstpServer::new(
+                    receiver_binding,
+                    server,
+                    client_addr,
+                ))),
+            )
+        }
+        Protocol::Tcp {
+            congestion,
+            delayed_ack,
+            receive_window,
+        } => {
+            let (source, sink) = tcp::flow(
+                group,
+                sender_binding,
+                receiver_binding,
+                size,
+                congestion,
+                *delayed_ack,
+                *receive_window,
+            )?;
+            (
+                Agent::TcpSource(Box::new(source)),
+                Agent::TcpSink(Box::new(sink)),
+            )
+        }
+    };
+    Ok((sender, receiver, start))
+}
+
+/// A cookie key drawn from a component's stream.
+fn key(rng: &mut ChaCha8Rng) -> [u8; 32] {
+    let mut key = [0u8; 32];
+    rng.fill_bytes(&mut key);
+    key
+}

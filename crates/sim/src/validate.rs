@@ -1,0 +1,139 @@
+//! Checks on a [`SimSpec`] before anything is built, each naming the field at fault.
+
+use crate::agent::qstp::MAX_FLOWS;
+use crate::agent::UDP_IP_HEADER;
+use crate::error::SimError;
+use crate::spec::{Protocol, SimSpec};
+use qstp_proto::config::{MAX_DATAGRAM, MIN_DATAGRAM};
+use qstp_proto::{Duration, Rate};
+use std::collections::HashSet;
+
+/// Bytes of IPv4 and TCP headers (no options) on every segment.
+pub const TCP_IP_HEADER: u32 = 40;
+
+/// Fastest rate a UDP source may be scheduled at (a guard against schedules that would emit a
+/// packet every nanosecond).
+pub const MAX_SOURCE_RATE: Rate = Rate::from_mbps(100_000);
+
+/// Most series entries (bins times flows) a run may record: 32 bytes each, so 256 MiB.
+pub const MAX_SERIES_BINS: u64 = 8 << 20;
+
+/// The number of bins of the recorded series.
+pub fn bin_count(spec: &SimSpec) -> u64 {
+    spec.duration
+        .as_nanos()
+        .div_ceil(spec.bin.as_nanos().max(1))
+}
+
+/// Check every field the simulator relies on.
+pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
+    let invalid = |key: &str, reason: String| {
+        Err(SimError::Invalid {
+            key: key.to_string(),
+            reason,
+        })
+    };
+    if spec.duration.is_zero() {
+        return invalid("duration", "must be positive".into());
+    }
+    if spec.bin.is_zero() {
+        return invalid("bin", "must be positive".into());
+    }
+    if spec.packet_size > MAX_DATAGRAM {
+        return invalid(
+            "packet_size",
+            format!("{} bytes is more than {MAX_DATAGRAM}", spec.packet_size),
+        );
+    }
+    let flows: u64 = spec.groups.iter().map(|g| u64::from(g.flows)).sum();
+    if flows > MAX_FLOWS {
+        return Err(SimError::TooManyFlows {
+            flows,
+            limit: MAX_FLOWS,
+        });
+    }
+    let bins = bin_count(spec);
+    if bins.saturating_mul(flows.max(1)) > MAX_SERIES_BINS {
+        return Err(SimError::TooManyBins {
+            bins,
+            flows,
+            limit: MAX_SERIES_BINS,
+        });
+    }
+    let mut names = HashSet::new();
+    for group in &spec.groups {
+        let key = |field: &str| format!("groups[{}].{field}", group.name);
+        if group.name.is_empty() {
+            return invalid("groups.name", "a group needs a name".into());
+        }
+        if !names.insert(group.name.as_str()) {
+            return invalid(&key("name"), "two groups have this name".into());
+        }
+        match &group.protocol {
+            Protocol::Tcp { .. } => {
+                if spec.packet_size <= TCP_IP_HEADER as usize {
+                    return invalid(
+                        "packet_size",
+                        format!("TCP needs more than {TCP_IP_HEADER} bytes of headers"),
+                    );
+                }
+            }
+            Protocol::Qstp { .. } => {
+                let least = MIN_DATAGRAM + UDP_IP_HEADER as usize;
+                if spec.packet_size < least {
+                    return invalid(
+                        "packet_size",
+                        format!("qstp needs packets of at least {least} bytes"),
+                    );
+                }
+            }
+            Protocol::Cbr { schedule } => check_schedule(schedule, &key("schedule"))?,
+            Protocol::OnOff {
+                schedule,
+                mean_on,
+                mean_off,
+            } => {
+                check_schedule(schedule, &key("schedule"))?;
+                if mean_on.is_zero() || mean_off.is_zero() {
+                    return invalid(
+                        &key("mean_on/mean_off"),
+                        "on and off periods must be positive".into(),
+                    );
+                }
+            }
+        }
+        if matches!(
+            group.protocol,
+            Protocol::Cbr { .. } | Protocol::OnOff { .. }
+        ) && spec.packet_size <= UDP_IP_HEADER as usize
+        {
+            return invalid(
+                "packet_size",
+                format!("UDP needs more than {UDP_IP_HEADER} bytes of headers"),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A rate schedule: not empty, starting at zero, strictly increasing step times.
+fn check_schedule(schedule: &[(Duration, Rate)], key: &str) -> Result<(), SimError> {
+    let invalid = |reason: &str| {
+        Err(SimError::Invalid {
+            key: key.to_string(),
+            reason: reason.to_string(),
+        })
+    };
+    match schedule.first() {
+        None => return invalid("needs at least one (from, rate) step"),
+        Some((from, _)) if !from.is_zero() => return invalid("the first step must start at 0"),
+        _ => {}
+    }
+    if schedule.windows(2).any(|w| w[0].0 >= w[1].0) {
+        return invalid("steps must be in increasing order of time");
+    }
+    if schedule.iter().any(|(_, rate)| *rate > MAX_SOURCE_RATE) {
+        return invalid(&format!("rates above {MAX_SOURCE_RATE} are not supported"));
+    }
+    Ok(())
+}

@@ -1,0 +1,51 @@
+//! Spec builders shared by the integration tests.
+#![allow(dead_code)]
+
+use qstp_proto::{Duration, Rate};
+use qstp_sim::{GroupSpec, LinkSpec, Protocol, QueueSpec, SimSpec};
+
+/// A dumbbell with no groups yet.
+pub fn dumbbell(rate: Rate, delay: Duration, limit: usize, seconds: u64) -> SimSpec {
+    SimSpec {
+        duration: Duration::from_secs(seconds),
+        seed: 1,
+        packet_size: 1000,
+        bottleneck: LinkSpec {
+            rate,
+            delay,
+            queue: QueueSpec::DropTail { limit },
+            loss: None,
+        },
+        groups: Vec::new(),
+        bin: Duration::from_secs(1),
+    }
+}
+
+/// A group of `flows` flows running `protocol` over base RTT `rtt`, unmarked, starting at 0.
+pub fn group(name: &str, protocol: Protocol, flows: u32, rtt: Duration) -> GroupSpec {
+    GroupSpec {
+        name: name.into(),
+        protocol,
+        flows,
+        rtt,
+        target: None,
+        marker: None,
+        start: Duration::ZERO,
+    }
+}
+
+/// A constant-bit-rate protocol at `rate`.
+pub fn cbr(rate: Rate) -> Protocol {
+    Protocol::Cbr {
+        schedule: vec![(Duration::ZERO, rate)],
+    }
+}
+
+/// TCP NewReno without delayed ACKs and a large window.
+pub fn newreno() -> Protocol {
+    Protocol::Tcp {
+        congestion: "newreno".into(),
+        delayed_ack: false,
+        receive_window: 64 << 20,
+    }
+}

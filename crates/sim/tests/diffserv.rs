@@ -1,0 +1,173 @@
+//! DiffServ through the dumbbell: edge markers, RIO, CBQ classes, random losses.
+
+mod common;
+
+use common::{cbr, dumbbell, group};
+use qstp_proto::{Duration, Rate};
+use qstp_sim::{run, CbqClass, LossSpec, MarkerSpec, QueueSpec, RedParams, RioMode, SimError};
+
+/// QSTP paper §5.1: RIO (min_out, max_out, p_out, min_in, max_in, p_in) = (10, 20, 0.1, 20, 40, 0.02).
+fn paper_rio() -> QueueSpec {
+    QueueSpec::Rio {
+        limit: 50,
+        in_profile: RedParams {
+            min_th: 20.0,
+            max_th: 40.0,
+            max_p: 0.02,
+        },
+        out_profile: RedParams {
+            min_th: 10.0,
+            max_th: 20.0,
+            max_p: 0.1,
+        },
+        middle: None,
+        weight: 0.002,
+        mode: RioMode::Coupled,
+    }
+}
+
+#[test]
+fn in_profile_traffic_is_green_and_protected_by_rio() {
+    let mut spec = dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 30);
+    spec.packet_size = 1500;
+    spec.bottleneck.queue = paper_rio();
+    // A 400 kbit/s flow marked against a 500 kbit/s profile, and an unmarked 1 Mbit/s flow.
+    let mut assured = group(
+        "assured",
+        cbr(Rate::from_kbps(400)),
+        1,
+        Duration::from_millis(30),
+    );
+    assured.marker = Some(MarkerSpec::TokenBucket {
+        rate: Rate::from_kbps(500),
+        bucket: 10_000,
+    });
+    spec.groups.push(assured);
+    spec.groups.push(group(
+        "best-effort",
+        cbr(Rate::from_kbps(1000)),
+        1,
+        Duration::from_millis(30),
+    ));
+    let out = run(&spec).unwrap();
+    let queue = &out.queues[0];
+    assert!(queue.green.packets > 900, "{queue:?}");
+    // Only the start-up transient, before RIO's slow average reacts, costs green packets; red
+    // packets take the losses.
+    let share = |c: qstp_sim::CodePointCounters| (c.ldrops + c.edrops) as f64 / c.packets as f64;
+    assert!(share(queue.green) < 0.05, "{queue:?}");
+    assert!(share(queue.red) > 0.3, "{queue:?}");
+    // The assured flow gets its 400 kbit/s (50 kB/s) once the queue has settled.
+    let assured: u64 = out.flows[0].received_bytes[10..].iter().sum();
+    assert!(assured >= 50_000 * 20 * 99 / 100, "{assured}");
+}
+
+#[test]
+fn cbq_reports_each_class_and_holds_the_guaranteed_rate() {
+    // QSTP paper §5.4: a 300 kbit/s pipe for the protected flow, the rest for UDP.
+    let mut spec = dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 20);
+    spec.packet_size = 1500;
+    spec.bottleneck.queue = QueueSpec::Cbq {
+        classes: vec![
+            CbqClass {
+                name: "pipe".into(),
+                rate: Rate::from_kbps(300),
+                borrow: true,
+                groups: vec!["protected".into()],
+                limit: 50,
+            },
+            CbqClass {
+                name: "rest".into(),
+                rate: Rate::from_kbps(700),
+                borrow: true,
+                groups: vec![],
+                limit: 50,
+            },
+        ],
+    };
+    spec.groups.push(group(
+        "protected",
+        cbr(Rate::from_kbps(300)),
+        1,
+        Duration::from_millis(30),
+    ));
+    spec.groups.push(group(
+        "udp",
+        cbr(Rate::from_kbps(1500)),
+        1,
+        Duration::from_millis(30),
+    ));
+    let out = run(&spec).unwrap();
+    let names: Vec<&str> = out.queues.iter().map(|q| q.name.as_str()).collect();
+    assert_eq!(
+        names,
+        vec!["bottleneck", "bottleneck/pipe", "bottleneck/rest"]
+    );
+    let pipe = &out.queues[1];
+    assert_eq!(pipe.red.ldrops, 0, "{pipe:?}");
+    assert!(out.queues[2].red.ldrops > 0);
+    let protected: u64 = out.flows[0].received_bytes[3..].iter().sum();
+    assert!(protected >= 37_500 * 17 * 98 / 100, "{protected}");
+}
+
+#[test]
+fn a_lossy_bottleneck_loses_its_share_of_packets() {
+    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
+    spec.bottleneck.loss = Some(LossSpec::Bernoulli { p: 0.1 });
+    spec.groups.push(group(
+        "udp",
+        cbr(Rate::from_mbps(1)),
+        1,
+        Duration::from_millis(20),
+    ));
+    let out = run(&spec).unwrap();
+    let sent = out.flows[0].packets_sent as f64;
+    let received: u64 = out.flows[0].received_packets.iter().sum();
+    let lost = 1.0 - received as f64 / sent;
+    assert!((0.08..0.12).contains(&lost), "lost {lost}");
+}
+
+#[test]
+fn invalid_components_are_refused_with_their_name() {
+    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
+    spec.bottleneck.loss = Some(LossSpec::Bernoulli { p: 1.5 });
+    spec.groups.push(group(
+        "udp",
+        cbr(Rate::from_mbps(1)),
+        1,
+        Duration::from_millis(20),
+    ));
+    assert!(
+        matches!(run(&spec), Err(SimError::Component { component, .. }) if component == "bottleneck.loss")
+    );
+    spec.bottleneck.loss = None;
+    spec.bottleneck.queue = QueueSpec::DropTail { limit: 0 };
+    assert!(
+        matches!(run(&spec), Err(SimError::Component { component, .. }) if component == "bottleneck.queue")
+    );
+}
+
+#[test]
+fn the_edge_marker_meters_the_group_aggregate_not_each_flow() {
+    // Two 300 kbit/s flows share one 300 kbit/s profile: about half their packets are in profile.
+    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
+    spec.packet_size = 1500;
+    let mut pair = group(
+        "pair",
+        cbr(Rate::from_kbps(300)),
+        2,
+        Duration::from_millis(30),
+    );
+    pair.marker = Some(MarkerSpec::TokenBucket {
+        rate: Rate::from_kbps(300),
+        bucket: 10_000,
+    });
+    spec.groups.push(pair);
+    let out = run(&spec).unwrap();
+    let queue = &out.queues[0];
+    let green = queue.green.packets as f64 / (queue.green.packets + queue.red.packets) as f64;
+    assert!(
+        (0.45..0.56).contains(&green),
+        "green share {green}: {queue:?}"
+    );
+}

@@ -1,0 +1,71 @@
+//! TCP over the simulated dumbbell.
+
+mod common;
+
+use common::{dumbbell, group, newreno};
+use qstp_proto::{Duration, Rate};
+use qstp_sim::{run, Protocol, SimError};
+
+#[test]
+fn tcp_flows_share_a_drop_tail_bottleneck_and_fill_it() {
+    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(10), 50, 30);
+    spec.packet_size = 1500;
+    spec.groups
+        .push(group("tcp", newreno(), 4, Duration::from_millis(40)));
+    let out = run(&spec).unwrap();
+    // After slow start, from 5 s on, the bottleneck carries more than 90% of its capacity.
+    let capacity_per_second = 10_000_000 / 8;
+    let carried: u64 = out
+        .flows
+        .iter()
+        .map(|f| f.received_bytes[5..].iter().sum::<u64>())
+        .sum();
+    let utilisation = carried as f64 / (capacity_per_second * 25) as f64;
+    assert!(utilisation > 0.9, "utilisation {utilisation}");
+    // Every flow gets a share, losses happened at the queue, and were repaired.
+    for flow in &out.flows {
+        let goodput: u64 = flow.delivered_bytes[5..].iter().sum();
+        assert!(
+            goodput > (capacity_per_second * 25 / 4) as u64 / 4,
+            "flow {}: {goodput}",
+            flow.flow
+        );
+        assert!(flow.packets_sent > 0);
+    }
+    assert!(out.queues[0].red.ldrops > 0);
+    assert!(out.flows.iter().any(|f| f.packets_retransmitted > 0));
+}
+
+#[test]
+fn tcp_with_delayed_acks_runs_and_is_deterministic() {
+    let mut spec = dumbbell(Rate::from_mbps(5), Duration::from_millis(10), 30, 10);
+    spec.groups.push(group(
+        "tcp",
+        Protocol::Tcp {
+            congestion: "newreno".into(),
+            delayed_ack: true,
+            receive_window: 1 << 20,
+        },
+        3,
+        Duration::from_millis(60),
+    ));
+    let a = run(&spec).unwrap();
+    assert_eq!(a, run(&spec).unwrap());
+    let delivered: u64 = a.flows.iter().flat_map(|f| f.delivered_bytes.iter()).sum();
+    assert!(delivered > 5_000_000 / 8 * 5, "{delivered}");
+}
+
+#[test]
+fn an_unknown_congestion_control_is_refused() {
+    let mut spec = dumbbell(Rate::from_mbps(5), Duration::from_millis(10), 30, 10);
+    let protocol = Protocol::Tcp {
+        congestion: "warp".into(),
+        delayed_ack: false,
+        receive_window: 1 << 20,
+    };
+    spec.groups
+        .push(group("tcp", protocol, 1, Duration::from_millis(60)));
+    assert!(
+        matches!(run(&spec), Err(SimError::UnknownCongestionControl { name, .. }) if name == "warp")
+    );
+}
