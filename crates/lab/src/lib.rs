@@ -9,6 +9,9 @@
 pub mod scenario;
 pub mod metrics;
 pub mod runner;
+
+/// The simulator's entry point, as the runner calls it.
+pub use qstp_sim::run_with_progress as simulate;
 pub mod figures;
 pub mod output;
 pub mod plot;

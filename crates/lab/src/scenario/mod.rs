@@ -231,9 +231,24 @@ pub fn parse(text: &str, file: &str, overrides: &Overrides) -> Result<Plan, Scen
                 field(e)
             }
         })?;
+        // The simulator's own checks, so that nothing runs unless every point can.
+        qstp_sim::validate::validate(&scenario.spec(0)).map_err(|e| ScenarioError::Invalid {
+            file: file.to_string(),
+            key: params_key(&combination),
+            reason: format!("the simulator refuses it: {e}"),
+        })?;
         points.push(Point { params: combination, scenario });
     }
     Ok(Plan { file: file.to_string(), source: text.to_string(), sweep_keys, points })
+}
+
+/// The swept keys of a point, to name in an error about the point as a whole.
+fn params_key(combination: &[(String, Value)]) -> String {
+    if combination.is_empty() {
+        "(scenario)".into()
+    } else {
+        combination.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
+    }
 }
 
 fn apply_overrides(doc: &mut Table, o: &Overrides) -> Result<(), FieldError> {
