@@ -14,6 +14,8 @@ use crate::summary::{params_label, Summary};
 pub struct Figure {
     /// File name without extension, unique in the plan.
     pub stem: String,
+    /// The sweep point it shows, for figures of one point.
+    pub point: Option<usize>,
     /// The chart.
     pub chart: Chart,
 }
@@ -72,6 +74,7 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
             .collect();
         out.push(Figure {
             stem: format!("throughput-{}", point_stem(summary, p)),
+            point: Some(p),
             chart: Chart {
                 title: format!("Throughput at the receiver (1 s TSW), {label}, seed {seed}"),
                 x_label: "time (s)".into(),
@@ -91,6 +94,7 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
             .collect();
         out.push(Figure {
             stem: format!("jitter-{}", point_stem(summary, p)),
+            point: Some(p),
             chart: Chart {
                 title: format!("Jitter, {label}, seed {seed}"),
                 x_label: "time (s)".into(),
@@ -164,6 +168,7 @@ fn flow_sweep_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
         }
         out.push(Figure {
             stem: format!("mean-vs-flows-{panel:02}"),
+            point: None,
             chart: Chart {
                 title: format!("Mean throughput per group, min/max of {} runs, {label}", summary.runs),
                 x_label: format!("{} (micro-flows)", axis_key),
@@ -175,6 +180,7 @@ fn flow_sweep_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
     }
     out.push(Figure {
         stem: "std-vs-flows".into(),
+        point: None,
         chart: Chart {
             title: "Standard deviation of the throughput across runs".into(),
             x_label: format!("{} (micro-flows)", axis_key),

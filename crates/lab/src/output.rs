@@ -81,7 +81,7 @@ pub fn write_all(dir: &Path, plan: &Plan, results: &[PointResult], summary: &Sum
     let rendered: Vec<RenderedFigure<'_>> = figs
         .iter()
         .zip(&svgs)
-        .map(|(f, svg)| RenderedFigure { stem: &f.stem, title: &f.chart.title, svg })
+        .map(|(f, svg)| RenderedFigure { stem: &f.stem, title: &f.chart.title, svg, per_point: f.point.is_some() })
         .collect();
     let report_path = dir.join("report.html");
     write(&report_path, &html(summary, &rendered, &plan.source))?;

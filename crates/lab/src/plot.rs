@@ -108,7 +108,13 @@ fn draw(chart: &Chart, svg: &mut String) -> Result<(), String> {
         .y_label_area_size(70)
         .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(|x| e(&x))?;
+    let x_decimals = decimals(x1 - x0);
+    let y_decimals = decimals(y1 - y0);
+    let x_fmt = move |x: &f64| format!("{x:.x_decimals$}");
+    let y_fmt = move |y: &f64| format!("{y:.y_decimals$}");
     ctx.configure_mesh()
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
         .x_desc(chart.x_label.as_str())
         .y_desc(chart.y_label.as_str())
         .light_line_style(WHITE.mix(0.0))
@@ -147,6 +153,17 @@ fn draw(chart: &Chart, svg: &mut String) -> Result<(), String> {
         .map_err(|x| e(&x))?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
+}
+
+/// Decimals for tick labels over an axis spanning `span`.
+fn decimals(span: f64) -> usize {
+    if span >= 10.0 {
+        0
+    } else if span >= 1.0 {
+        1
+    } else {
+        3
+    }
 }
 
 /// Segments of a dashed horizontal line at `y` from `x0` to `x1`.

@@ -12,7 +12,12 @@ pub struct RenderedFigure<'a> {
     pub title: &'a str,
     /// The SVG text.
     pub svg: &'a str,
+    /// Whether it shows one sweep point (a time series) rather than the whole sweep.
+    pub per_point: bool,
 }
+
+/// Beyond this many points, per-point figures are linked rather than inlined.
+pub const MAX_INLINE_POINTS: usize = 12;
 
 /// Escape text for HTML.
 fn esc(s: &str) -> String {
@@ -115,7 +120,17 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], source: &str) -> 
     if !figures.is_empty() {
         h.push_str("<h2>Figures</h2>\n");
     }
-    for f in figures {
+    // With many points, the per-point time series stay in their files, linked, to keep the page light.
+    let (inline, linked): (Vec<_>, Vec<_>) =
+        figures.iter().partition(|f| summary.points.len() <= MAX_INLINE_POINTS || !f.per_point);
+    if !linked.is_empty() {
+        h.push_str("<p>Time series of every point (one run each):</p><ul>\n");
+        for f in &linked {
+            h.push_str(&format!("<li><a href=\"plots/{stem}.svg\">{title}</a></li>\n", stem = esc(f.stem), title = esc(f.title)));
+        }
+        h.push_str("</ul>\n");
+    }
+    for f in inline {
         h.push_str(&format!(
             "<figure id=\"{stem}\">{svg}<figcaption>{title} (<code>plots/{stem}.svg</code>)</figcaption></figure>\n",
             stem = esc(f.stem),

@@ -64,3 +64,19 @@ fn series_have_one_row_per_bin_and_named_columns() {
     assert!((b - b0 - b1).abs() <= 1.0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn with_many_points_the_time_series_are_linked_not_inlined() {
+    let dir = temp_dir("many");
+    let text = PLAN.replace("\"group.B.flows\" = [1, 2]", "\"group.B.flows\" = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]");
+    let plan = parse(&text, "t.toml", &Overrides { runs: Some(1), ..Default::default() }).unwrap();
+    let results = execute(&plan, 2, fake, &|_| {}).unwrap();
+    let summary = build(&plan, &results, 0.0);
+    let w = write_all(&dir, &plan, &results, &summary).unwrap();
+    assert_eq!(w.plots.len(), 13 * 2 + 2, "every figure is still written");
+    let report = std::fs::read_to_string(&w.report).unwrap();
+    assert_eq!(report.matches("<svg").count(), 2, "only the mean and std figures inline");
+    assert_eq!(report.matches("<li><a href=\"plots/").count(), 26);
+    assert!(report.contains("href=\"plots/throughput-p12-B.flows=13.svg\""));
+    let _ = std::fs::remove_dir_all(&dir);
+}
