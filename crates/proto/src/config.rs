@@ -288,14 +288,11 @@ mod tests {
 
     #[test]
     fn validation_names_the_field() {
-        let mut c = Config::default();
-        c.max_datagram = 10;
+        let c = Config { max_datagram: 10, ..Config::default() };
         assert!(matches!(c.validate(), Err(ConfigError::Invalid { key: "max_datagram", .. })));
-        let mut c = Config::default();
-        c.error = ErrorControl::SackPartial { deadline: None, max_retransmissions: None };
+        let c = Config { error: ErrorControl::SackPartial { deadline: None, max_retransmissions: None }, ..Config::default() };
         assert!(matches!(c.validate(), Err(ConfigError::Invalid { key: "error", .. })));
-        let mut c = Config::default();
-        c.recv_buffer = 100;
+        let c = Config { recv_buffer: 100, ..Config::default() };
         assert!(matches!(c.validate(), Err(ConfigError::Invalid { key: "recv_buffer", .. })));
     }
 }

@@ -15,7 +15,7 @@ use crate::wire::{Close, ConnectionId, Hello, Packet, Retry};
 use cookie::CookieJar;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 /// Most stateless replies (retries, refusals) waiting to be sent; more are dropped.
@@ -89,6 +89,8 @@ pub struct EndpointStats {
     pub refused: u64,
     /// Connections accepted.
     pub accepted: u64,
+    /// Stateless replies (retries, refusals) not sent: `MAX_STATELESS_REPLIES` were waiting.
+    pub stateless_dropped: u64,
 }
 
 /// Many connections behind one address.
@@ -98,10 +100,12 @@ pub struct Endpoint {
     cookies: CookieJar,
     rng: ChaCha20Rng,
     connections: BTreeMap<ConnectionHandle, Connection>,
-    /// Routing: the id the peer addresses a connection with.
-    by_id: HashMap<ConnectionId, ConnectionHandle>,
+    /// Routing: the id the peer addresses a connection with. Ordered maps, not hash maps: no
+    /// per-process random hash keys, so nothing here can make two runs of one seed differ, and
+    /// lookups stay O(log n) whatever ids or addresses a peer picks.
+    by_id: BTreeMap<ConnectionId, ConnectionHandle>,
     /// Accepted connections by client address and client id, to answer a repeated hello.
-    by_client: HashMap<(SocketAddr, ConnectionId), ConnectionHandle>,
+    by_client: BTreeMap<(SocketAddr, ConnectionId), ConnectionHandle>,
     /// Replies that need no connection: retries and refusals, bounded.
     stateless: VecDeque<(SocketAddr, Vec<u8>)>,
     next_handle: usize,
@@ -118,8 +122,8 @@ impl Endpoint {
             config,
             rng: ChaCha20Rng::seed_from_u64(seed),
             connections: BTreeMap::new(),
-            by_id: HashMap::new(),
-            by_client: HashMap::new(),
+            by_id: BTreeMap::new(),
+            by_client: BTreeMap::new(),
             stateless: VecDeque::new(),
             next_handle: 0,
             next_to_poll: ConnectionHandle(0),
@@ -219,6 +223,7 @@ impl Endpoint {
 
     fn queue_stateless(&mut self, remote: SocketAddr, packet: &Packet<'_>) {
         if self.stateless.len() >= MAX_STATELESS_REPLIES {
+            self.stats.stateless_dropped += 1;
             return;
         }
         let mut bytes = Vec::with_capacity(packet.encoded_len());

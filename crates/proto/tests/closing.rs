@@ -3,7 +3,7 @@
 
 mod support;
 
-use qstp_proto::{CloseReason, Config, Duration, Event, WriteError};
+use qstp_proto::{CloseReason, Config, CongestionControl, Duration, Event, Rate, WriteError};
 use support::{Pair, PathModel};
 
 #[test]
@@ -58,4 +58,33 @@ fn a_lost_close_is_repeated_when_the_peer_keeps_talking() {
     pair.client.conn_mut().write(&[1u8; 5_000]).unwrap();
     assert!(pair.drive_until(Duration::from_secs(2), |p| p.client.conn().is_closed()));
     assert_eq!(pair.client.conn().close_reason(), Some(&CloseReason::PeerClosed { code: 3, reason: "bye".into() }));
+}
+
+/// A connection crawling at one packet per 40 s, slower than its 30 s idle timeout, stays open
+/// for as long as packets keep coming; once the network between the peers is gone, both sides
+/// still declare it dead, within three of those spacings.
+#[test]
+fn a_crawling_connection_survives_the_idle_timeout_and_a_vanished_peer_still_does_not() {
+    let congestion = CongestionControl::Fixed { rate: Rate::from_bps(300) };
+    let config = Config { congestion, ..Config::default() };
+    let mut pair = Pair::new(Config::default(), PathModel::with_delay(Duration::from_millis(10)), 44);
+    pair.connect_and_establish(config);
+    let spacing = Rate::from_bps(300).transmit_time(pair.client.conn().config().segment_size());
+    assert!(spacing > Config::default().idle_timeout, "packets are further apart than the idle timeout");
+    pair.client.conn_mut().write(&[5u8; 30_000]).unwrap();
+    pair.drive(Duration::from_secs(400));
+    assert!(!pair.client.conn().is_closed() && !pair.server.conn().is_closed(), "a live connection idled out");
+    let received = pair.server.conn().stats().bytes_received;
+    assert!(received > 8 * 1_000, "data kept flowing: {received} bytes");
+
+    pair.to_server.loss = 1.0;
+    pair.to_client.loss = 1.0;
+    let cut = pair.time;
+    let both = pair.drive_until(Duration::from_secs(600), |p| p.client.conn().is_closed() && p.server.conn().is_closed());
+    assert!(both, "a vanished peer must still be detected");
+    for side in [&pair.client, &pair.server] {
+        assert_eq!(side.conn().close_reason(), Some(&CloseReason::IdleTimeout));
+        let (at, _, _) = side.events.iter().find(|(_, _, e)| matches!(e, Event::Closed(_))).unwrap();
+        assert!(*at - cut <= spacing * 4, "closed {} after the cut", *at - cut);
+    }
 }

@@ -68,3 +68,31 @@ fn connections_share_the_endpoint_in_turn() {
         assert!(sink[..n].iter().all(|b| *b == sink[0]), "one connection's bytes only");
     }
 }
+
+/// Hellos beyond what the stateless reply queue holds are answered by nobody, and counted.
+#[test]
+fn stateless_replies_beyond_the_bound_are_counted_as_dropped() {
+    use qstp_proto::endpoint::MAX_STATELESS_REPLIES;
+    use qstp_proto::wire::{Composition, ConnectionId, Hello, Packet};
+    use qstp_proto::{ErrorControl, Order};
+    let mut server = Endpoint::new(EndpointConfig::server([3; 32], Config::default()), 9);
+    let composition = Composition { congestion: CongestionControl::Tfrc, error: ErrorControl::SackFull, order: Order::Ordered };
+    let now = Time::from_nanos(1_000_000_000);
+    let extra = 10;
+    for i in 0..(MAX_STATELESS_REPLIES + extra) as u64 {
+        let hello = Hello { source: ConnectionId(i + 1), composition, max_datagram: 1500, recv_window: 1 << 20, timestamp: 0, cookie: None };
+        let mut datagram = Vec::new();
+        Packet::Hello(hello).encode(&mut datagram);
+        let from: SocketAddr = format!("192.0.2.1:{}", 2000 + i).parse().unwrap();
+        server.handle_datagram(now, from, &datagram);
+    }
+    let stats = server.stats();
+    assert_eq!(stats.cookie_challenges, (MAX_STATELESS_REPLIES + extra) as u64);
+    assert_eq!(stats.stateless_dropped, extra as u64);
+    let mut buf = Vec::new();
+    let mut sent = 0;
+    while server.poll_transmit(now, &mut buf).is_some() {
+        sent += 1;
+    }
+    assert_eq!(sent, MAX_STATELESS_REPLIES);
+}

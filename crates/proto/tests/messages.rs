@@ -161,3 +161,238 @@ fn abandoned_messages_do_not_hold_back_the_rest_of_a_burst() {
     assert_eq!(delivered.iter().copied().collect::<BTreeSet<_>>(), arrived, "everything that arrived was delivered");
     assert!(arrived.len() < 30, "some messages were abandoned");
 }
+
+/// In order, with a deadline far off: the lowest undelivered message is larger than any before
+/// it, every transmission of it is lost for a while, and later messages fill the receiver's buffer
+/// meanwhile. Once the path lets it through it is still taken in (not refused until abandoned), and
+/// everything is delivered in order.
+#[test]
+fn a_large_lost_message_is_not_starved_by_the_messages_after_it() {
+    const BIG: u64 = 3;
+    /// Every fragment of the big message is lost during the first two seconds.
+    fn drop_big_early(now: Time, datagram: &[u8]) -> bool {
+        let early = now < Time::from_nanos(3_000_000_000);
+        early && matches!(Packet::decode(datagram), Ok(Packet::Data(d)) if matches!(d.chunk, Chunk::Message { id: BIG, .. }))
+    }
+    let limits = Config { recv_buffer: 24 * 1024, ..Config::default() };
+    let path = PathModel { drop_if: Some(drop_big_early), ..PathModel::with_delay(Duration::from_millis(10)) };
+    let mut pair = Pair::new(limits, path, 27);
+    let error = ErrorControl::SackPartial { deadline: Some(Duration::from_secs(10)), max_retransmissions: None };
+    // A fixed rate: the losses must not slow the sender before the buffer is full.
+    let congestion = CongestionControl::Fixed { rate: Rate::from_mbps(5) };
+    pair.connect_and_establish(Config { congestion, ..composition(error, Order::Ordered) });
+    let sizes: Vec<usize> = (0..30u64).map(|id| match id {
+        0..=2 => 500,
+        BIG => 12_000,
+        _ => 2_000,
+    }).collect();
+    let mut next = 0;
+    let mut delivered = Vec::new();
+    let done = pair.drive_until(Duration::from_secs(20), |p| {
+        while next < sizes.len() {
+            let now = p.time;
+            if p.client.conn_mut().send_message(now, &message(next as u64, now, sizes[next])).is_err() {
+                break;
+            }
+            next += 1;
+        }
+        while let Some(m) = p.server.conn_mut().recv_message() {
+            delivered.push(parse(&m).0);
+        }
+        delivered.len() == sizes.len()
+    });
+    assert!(pair.to_server_stats.lost >= 9, "the big message's first transmissions were lost");
+    assert!(done, "stalled after {delivered:?}");
+    assert_eq!(delivered, (0..30).collect::<Vec<_>>());
+}
+
+/// A message the peer could never hold whole is refused at once instead of being sent forever.
+#[test]
+fn a_message_larger_than_the_peers_buffer_is_refused() {
+    let limits = Config { recv_buffer: 16 * 1024, ..Config::default() };
+    let mut pair = Pair::new(limits, PathModel::default(), 28);
+    pair.connect_and_establish(composition(ErrorControl::SackFull, Order::Unordered));
+    let now = pair.time;
+    let conn = pair.client.conn_mut();
+    assert_eq!(conn.send_message(now, &[1; 16 * 1024 + 1]), Err(qstp_proto::WriteError::TooLarge(16 * 1024 + 1)));
+    conn.send_message(now, &[2; 16 * 1024]).unwrap();
+    let mut got = None;
+    pair.drive_until(Duration::from_secs(5), |p| {
+        got = got.take().or_else(|| p.server.conn_mut().recv_message());
+        got.is_some()
+    });
+    assert_eq!(got.map(|m| m.len()), Some(16 * 1024));
+}
+
+/// Without error control nothing is repaired, but nothing that arrives is thrown away either: a
+/// message is given up only once a fragment is known lost, so a reordered fragment still in flight
+/// is not overtaken by a packet telling the receiver to skip its message.
+#[test]
+fn without_error_control_reordering_alone_loses_nothing() {
+    for order in [Order::Unordered, Order::Ordered] {
+        let path = PathModel { reorder: 0.3, reorder_delay: Duration::from_millis(5), ..PathModel::with_delay(Duration::from_millis(10)) };
+        let mut pair = Pair::new(Config::default(), path, 29);
+        let config = composition(ErrorControl::None, order);
+        let delivered = exchange(&mut pair, config, 200, 3_000, Duration::from_millis(10), Duration::from_secs(10));
+        let mut ids: Vec<u64> = delivered.iter().map(|d| d.0).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..200).collect::<Vec<_>>(), "{order:?}: every message, each once");
+        assert_eq!(pair.client.conn().stats().packets_retransmitted, 0);
+    }
+}
+
+/// Partial reliability, in order, and nothing else to send: the first message never gets through
+/// and is abandoned at its deadline; the sender must still tell the receiver to skip it (an empty
+/// packet, sent again when that one is lost too), or the second message waits forever.
+#[test]
+fn a_skip_notice_goes_out_alone_and_again_when_lost() {
+    /// Every fragment of message 0 is lost.
+    fn drop_first_message(_now: Time, datagram: &[u8]) -> bool {
+        matches!(Packet::decode(datagram), Ok(Packet::Data(d)) if matches!(d.chunk, Chunk::Message { id: 0, .. }))
+    }
+    let path = PathModel { drop_if: Some(drop_first_message), ..PathModel::with_delay(Duration::from_millis(10)) };
+    let mut pair = Pair::new(Config::default(), path, 30);
+    pair.capture = Some(Vec::new());
+    let error = ErrorControl::SackPartial { deadline: Some(Duration::from_millis(200)), max_retransmissions: None };
+    pair.connect_and_establish(composition(error, Order::Ordered));
+    let now = pair.time;
+    pair.client.conn_mut().send_message(now, &message(0, now, 2_000)).unwrap();
+    pair.client.conn_mut().send_message(now, &message(1, now, 300)).unwrap();
+    // Message 1 arrives but waits for message 0; the way to the server then fails for a while,
+    // taking the first skip notice with it.
+    pair.drive(Duration::from_millis(150));
+    assert_eq!(pair.server.conn_mut().recv_message(), None, "message 1 waits in order");
+    pair.to_server.loss = 1.0;
+    pair.drive(Duration::from_millis(300));
+    pair.to_server.loss = 0.0;
+    let mut got = None;
+    assert!(pair.drive_until(Duration::from_secs(5), |p| {
+        got = got.take().or_else(|| p.server.conn_mut().recv_message());
+        got.is_some()
+    }), "message 1 was never released");
+    assert_eq!(parse(&got.unwrap()).0, 1);
+    let notices = pair.capture.as_ref().unwrap().iter().filter(|(_, d, b)| {
+        *d == Direction::ToServer && matches!(Packet::decode(b), Ok(Packet::Data(data)) if data.chunk == Chunk::Empty && data.skip_to == Some(2))
+    });
+    assert!(notices.count() >= 2, "the lost skip notice was sent again");
+    // Once the skip is acknowledged the sender falls silent: no notice is repeated for nothing.
+    pair.drive(Duration::from_millis(500));
+    let sent = pair.to_server_stats.sent;
+    pair.drive(Duration::from_secs(3));
+    assert_eq!(pair.to_server_stats.sent, sent, "nothing more to say");
+}
+
+/// A skip point counts even when the packet carrying it brings a fragment the receiver cannot
+/// take yet: message 0 never arrives, messages 1 to 3 wait behind it, and message 4 does not fit
+/// beside them. Once the sender gives up on message 0, the next copy of message 4 carries the
+/// skip, which makes message 4 the lowest one (always taken in) instead of leaving it to expire.
+#[test]
+fn a_skip_point_counts_even_on_a_refused_fragment() {
+    fn drop_first_message(_now: Time, datagram: &[u8]) -> bool {
+        matches!(Packet::decode(datagram), Ok(Packet::Data(d)) if matches!(d.chunk, Chunk::Message { id: 0, .. }))
+    }
+    let limits = Config { recv_buffer: 8 * 1024, ..Config::default() };
+    let path = PathModel { drop_if: Some(drop_first_message), ..PathModel::with_delay(Duration::from_millis(10)) };
+    let mut pair = Pair::new(limits, path, 31);
+    let error = ErrorControl::SackPartial { deadline: Some(Duration::from_millis(300)), max_retransmissions: None };
+    pair.connect_and_establish(composition(error, Order::Ordered));
+    let start = pair.time;
+    for id in 0..4 {
+        pair.client.conn_mut().send_message(start, &message(id, start, 2_000)).unwrap();
+    }
+    let mut delivered = Vec::new();
+    let mut written = 4;
+    pair.drive_until(Duration::from_secs(3), |p| {
+        if written == 4 && p.time >= start + Duration::from_millis(250) {
+            let now = p.time;
+            p.client.conn_mut().send_message(now, &message(4, now, 3_000)).unwrap();
+            written += 1;
+        }
+        while let Some(m) = p.server.conn_mut().recv_message() {
+            delivered.push(parse(&m).0);
+        }
+        false
+    });
+    assert_eq!(delivered, vec![1, 2, 3, 4], "only the message the path lost is missing");
+}
+
+/// Messages sent within the window the receiver advertised are taken in even though the window
+/// computed from its free buffer shrank meanwhile (message 0 never arrives, so nothing is
+/// delivered and the buffer only fills): nothing but the lost message is missing.
+#[test]
+fn a_granted_message_window_is_honoured() {
+    fn drop_first_message(_now: Time, datagram: &[u8]) -> bool {
+        matches!(Packet::decode(datagram), Ok(Packet::Data(d)) if matches!(d.chunk, Chunk::Message { id: 0, .. }))
+    }
+    let limits = Config { recv_buffer: 8 * 1024, ..Config::default() };
+    let path = PathModel { drop_if: Some(drop_first_message), ..PathModel::with_delay(Duration::from_millis(10)) };
+    let mut pair = Pair::new(limits, path, 32);
+    let error = ErrorControl::SackPartial { deadline: Some(Duration::from_millis(300)), max_retransmissions: None };
+    pair.connect_and_establish(composition(error, Order::Ordered));
+    let start = pair.time;
+    for id in 0..5 {
+        pair.client.conn_mut().send_message(start, &message(id, start, 1_400)).unwrap();
+    }
+    let mut delivered = Vec::new();
+    pair.drive_until(Duration::from_secs(3), |p| {
+        while let Some(m) = p.server.conn_mut().recv_message() {
+            delivered.push(parse(&m).0);
+        }
+        false
+    });
+    assert_eq!(delivered, vec![1, 2, 3, 4]);
+}
+
+/// `Readable` means a whole message can be taken: not when its first fragment arrives.
+#[test]
+fn readable_is_announced_for_whole_messages_only() {
+    let mut pair = Pair::new(Config::default(), PathModel::with_delay(Duration::from_millis(10)), 33);
+    pair.arrivals = Some(Vec::new());
+    // 100 kbit/s: the fragments of a 5000-byte message arrive about 120 ms apart.
+    let congestion = CongestionControl::Fixed { rate: Rate::from_kbps(100) };
+    pair.connect_and_establish(Config { congestion, ..composition(ErrorControl::SackFull, Order::Unordered) });
+    let sent_at = pair.time;
+    pair.client.conn_mut().send_message(sent_at, &message(0, sent_at, 5_000)).unwrap();
+    pair.drive(Duration::from_secs(2));
+    let fragments: Vec<Time> = pair
+        .arrivals
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|(_, d, b)| *d == Direction::ToServer && matches!(Packet::decode(b), Ok(Packet::Data(data)) if matches!(data.chunk, Chunk::Message { .. })))
+        .map(|(t, _, _)| *t)
+        .collect();
+    assert!(fragments.len() >= 4, "the message came in several fragments");
+    let readable: Vec<Time> = pair.server.events.iter().filter(|(_, _, e)| *e == qstp_proto::Event::Readable).map(|(t, _, _)| *t).collect();
+    assert_eq!(readable, vec![*fragments.last().unwrap()], "one announcement, when the last fragment arrived");
+    assert_eq!(pair.server.conn_mut().recv_message().map(|m| parse(&m).0), Some(0));
+}
+
+/// A message the path keeps losing is given up exactly at its deadline, not whenever another
+/// timer (here the retransmission timeout) next wakes the sender.
+#[test]
+fn a_message_is_abandoned_exactly_at_its_deadline() {
+    fn drop_message_1(_now: Time, datagram: &[u8]) -> bool {
+        matches!(Packet::decode(datagram), Ok(Packet::Data(d)) if matches!(d.chunk, Chunk::Message { id: 1, .. }))
+    }
+    let path = PathModel { drop_if: Some(drop_message_1), ..PathModel::with_delay(Duration::from_millis(10)) };
+    let mut pair = Pair::new(Config::default(), path, 34);
+    let deadline = Duration::from_millis(700);
+    let error = ErrorControl::SackPartial { deadline: Some(deadline), max_retransmissions: None };
+    pair.connect_and_establish(composition(error, Order::Ordered));
+    let start = pair.time;
+    pair.client.conn_mut().send_message(start, &message(0, start, 500)).unwrap();
+    pair.drive(Duration::from_millis(100));
+    let capacity = pair.client.conn().send_capacity();
+    let written = pair.time;
+    pair.client.conn_mut().send_message(written, &message(1, written, 500)).unwrap();
+    let mut freed_at = None;
+    pair.drive_until(Duration::from_secs(5), |p| {
+        if p.client.conn().send_capacity() == capacity {
+            freed_at = Some(p.time);
+        }
+        freed_at.is_some()
+    });
+    assert!(pair.to_server_stats.lost > 3, "message 1 was sent again and again");
+    assert_eq!(freed_at, Some(written + deadline), "abandoned (and its buffer freed) at the deadline");
+}

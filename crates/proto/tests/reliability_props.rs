@@ -33,8 +33,8 @@ proptest! {
         // The handshake has its own stories (and may time out on a path this bad); the property
         // is about the transfer, so the path turns bad once the connection exists. At 30% loss
         // both ways TFRC may fall to its floor of one packet per 64 s (RFC 5348 §4.3, t_mbi),
-        // slower than the default 30 s idle timeout: liveness is not what this property checks.
-        let config = Config { idle_timeout: Duration::from_secs(600), ..Config::default() };
+        // slower than the default 30 s idle timeout, which the idle rule must then stretch.
+        let config = Config::default();
         let mut pair = Pair::new(config.clone(), path(delay_ms, 0.0, 0.0, 0.0), seed);
         pair.connect_and_establish(config);
         pair.to_server = path(delay_ms, loss_up, duplicate, reorder);

@@ -181,3 +181,21 @@ fn every_congestion_control_carries_the_stream_through_loss() {
         assert_eq!(pair.stalls, 0, "{congestion:?}");
     }
 }
+
+/// At a rate where packets leave further apart than the RTT, the receiver's feedback still comes
+/// once per RTT from the first packets on, so nothing is taken for lost on a lossless path.
+#[test]
+fn a_slow_lossless_transfer_retransmits_nothing() {
+    use qstp_proto::CongestionControl;
+    let mut pair = Pair::new(Config::default(), PathModel::with_delay(Duration::from_millis(10)), 15);
+    pair.connect_and_establish(Config { congestion: CongestionControl::Fixed { rate: Rate::from_kbps(100) }, ..Config::default() });
+    let data = pattern(20_000, 5);
+    let mut written = 0;
+    let mut received = Vec::new();
+    let done = pair.drive_until(Duration::from_secs(30), |p| {
+        write_some(p, &data, &mut written, true);
+        read_all(p, &mut received)
+    });
+    assert!(done && received == data);
+    assert_eq!(pair.client.conn().stats().packets_retransmitted, 0);
+}

@@ -65,8 +65,8 @@ pub enum WriteError {
     /// This composition has no byte stream (stream needs sack-full + ordered) or no such message.
     #[error("not supported by this composition: {0}")]
     Unsupported(&'static str),
-    /// A message larger than the send buffer.
-    #[error("message of {0} bytes exceeds the send buffer")]
+    /// A message larger than the send buffer or than the peer's receive buffer.
+    #[error("message of {0} bytes exceeds the send buffer or the peer's receive buffer")]
     TooLarge(usize),
 }
 
@@ -126,6 +126,7 @@ pub struct Stats {
 mod close;
 mod events;
 mod handshake;
+mod idle;
 mod recv;
 mod send;
 mod stats;
@@ -135,6 +136,7 @@ use crate::wire::{ConnectionId, Packet};
 use close::Closing;
 use events::EventQueue;
 use handshake::Handshake;
+use idle::IdleClock;
 use recv::Receiver;
 use send::Sender;
 use stats::Counters;
@@ -184,6 +186,8 @@ pub struct Connection {
     sender: Sender,
     receiver: Receiver,
     closing: Closing,
+    /// When the peer was last heard, for idle detection.
+    idle: IdleClock,
     /// The latest time the driver passed in (for deadlines computed without a `now`).
     last_now: Time,
 }
@@ -232,6 +236,7 @@ impl Connection {
             sender: Sender::new(now, &config),
             receiver: Receiver::new(&config),
             closing: Closing::default(),
+            idle: IdleClock::default(),
             last_now: now,
             config,
         }
@@ -277,6 +282,7 @@ impl Connection {
             self.counters.packets_received += 1;
             self.counters.bytes_received += size as u64;
             if !self.is_closed() {
+                self.idle.on_heard(now);
                 self.timers.set(Timer::Idle, now + self.config.idle_timeout);
             }
         } else {
@@ -300,8 +306,20 @@ impl Connection {
             return;
         }
         if self.timers.is_expired(Timer::Idle, now) {
-            self.close_silently(CloseReason::IdleTimeout, now);
-            return;
+            // A peer that is slow rather than gone gets longer (see `idle`): look again then.
+            let rto = self.sender.rto(&self.config);
+            let peer_floor = match self.config.congestion {
+                // Both sides run the composition of the hello: the peer's rate is this one.
+                crate::config::CongestionControl::Fixed { rate } => Some(rate.transmit_time(self.config.segment_size())),
+                _ => None,
+            };
+            match self.idle.deadline(self.config.idle_timeout, peer_floor, self.own_packet_spacing(), rto) {
+                Some(deadline) if deadline > now => self.timers.set(Timer::Idle, deadline),
+                _ => {
+                    self.close_silently(CloseReason::IdleTimeout, now);
+                    return;
+                }
+            }
         }
         if self.timers.is_expired(Timer::HandshakeTimeout, now) {
             self.close_silently(CloseReason::HandshakeTimeout, now);
@@ -429,7 +447,9 @@ impl Connection {
         if self.sender.finished {
             return Err(WriteError::Finished);
         }
-        if data.len() > self.config.send_buffer || data.len() > u32::MAX as usize {
+        // The peer reassembles a message whole: one larger than its buffer could never arrive.
+        let peer_limit = self.sender.peer_recv_window.unwrap_or(u64::MAX);
+        if data.len() > self.config.send_buffer || data.len() > u32::MAX as usize || data.len() as u64 > peer_limit {
             return Err(WriteError::TooLarge(data.len()));
         }
         match queue.push(now, data, deadline) {

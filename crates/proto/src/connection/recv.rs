@@ -120,6 +120,12 @@ impl Connection {
 
     /// Put the payload where it belongs; false if the reassembly refused it.
     fn reassemble(&mut self, data: &Data<'_>) -> bool {
+        if let (Some(skip_to), Some(messages)) = (data.skip_to, self.receiver.messages.as_mut()) {
+            // The sender gave up on (or, without error control, no longer holds) messages below.
+            // Applied before the fragment: it may be what makes room for it, and a skip point is
+            // true whether or not this fragment can be taken (it only ever grows).
+            messages.skip_to(skip_to);
+        }
         match data.chunk {
             Chunk::Stream { offset, fin } => {
                 let Some(stream) = self.receiver.stream.as_mut() else { return false };
@@ -138,10 +144,6 @@ impl Connection {
             }
             Chunk::Empty => {}
         }
-        if let (Some(skip_to), Some(messages)) = (data.skip_to, self.receiver.messages.as_mut()) {
-            // The sender gave up on (or, without error control, no longer holds) messages below.
-            messages.skip_to(skip_to);
-        }
         true
     }
 
@@ -159,8 +161,8 @@ impl Connection {
                 self.receiver.finished_reported = true;
                 self.events.push(Event::Finished);
             }
-        } else {
-            // Message compositions: `Readable` whenever a fragment arrived; `recv_message` tells.
+        } else if self.receiver.messages.as_ref().is_some_and(|m| m.has_deliverable()) {
+            // Message compositions: only once a whole message can be taken.
             self.events.push(Event::Readable);
         }
     }

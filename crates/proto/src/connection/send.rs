@@ -34,6 +34,8 @@ pub(crate) struct Sender {
     next_packet_number: u64,
     /// Flow control: stream bytes or message ids below this may be sent.
     peer_max_data: u64,
+    /// The peer's receive buffer from the handshake: no message larger can ever be delivered.
+    pub(crate) peer_recv_window: Option<u64>,
     /// Sequence of the newest feedback accepted (older or replayed feedback is dropped).
     last_feedback_sequence: Option<u64>,
     /// Most packets outstanding at once (bounds the scoreboard).
@@ -75,6 +77,7 @@ impl Sender {
             messages: (!stream_mode).then(|| MessageSendQueue::new(config.send_buffer)),
             next_packet_number: 0,
             peer_max_data: 0,
+            peer_recv_window: None,
             last_feedback_sequence: None,
             max_outstanding,
             has_work: false,
@@ -98,6 +101,7 @@ impl Sender {
 
     /// The peer's initial receive window, from the handshake.
     pub(crate) fn set_peer_window(&mut self, config: &Config, recv_window: u64) {
+        self.peer_recv_window = Some(recv_window);
         self.peer_max_data = if self.stream.is_some() {
             recv_window
         } else {
@@ -165,6 +169,10 @@ impl Connection {
         let mut next = self.sender.rate.poll_timeout();
         let rto = self.sender.rto(&self.config);
         next = min_time(next, self.sender.sack.poll_timeout(rto));
+        if let (ErrorControl::SackPartial { deadline: Some(_), .. }, Some(queue)) = (self.config.error, &self.sender.messages) {
+            // Partial reliability: a message is given up at its deadline, not at the next packet.
+            next = min_time(next, queue.next_deadline());
+        }
         if let Some(probe) = self.sender.probe_at.filter(|t| *t > self.last_now) {
             next = min_time(next, Some(probe));
         }
@@ -173,6 +181,17 @@ impl Connection {
             next = min_time(next, Some(pace));
         }
         next
+    }
+
+    /// The spacing of this side's packets at the allowed rate, if it has data to send or in flight.
+    pub(super) fn own_packet_spacing(&self) -> Option<Duration> {
+        let has_unsent = match (&self.sender.stream, &self.sender.messages) {
+            (Some(stream), _) => stream.has_unsent(),
+            (None, Some(queue)) => queue.has_unsent(),
+            (None, None) => false,
+        };
+        let busy = has_unsent || self.sender.sack.outstanding() > 0 || self.sender.sack.has_retransmissions();
+        busy.then(|| self.sender.rate.allowed_rate().transmit_time(self.config.segment_size()))
     }
 
     /// Whether a data packet might go out if pacing allowed it.

@@ -1,8 +1,9 @@
 //! Reassembly of messages, delivered in order or as each completes.
 //!
-//! Memory is bounded by `capacity` bytes: a message is buffered whole (its `total_len` reserved on
-//! its first fragment), room for the lowest undelivered message is always kept free, and ids beyond
-//! the advertised [`MessageReassembler::max_data`] are refused.
+//! Memory is bounded: a message is buffered whole (its `total_len` reserved on its first
+//! fragment), messages other than the lowest undelivered one fill at most `capacity` bytes and
+//! leave room for it, the lowest is always taken in (so at most `2 * capacity` bytes are held),
+//! and ids beyond the advertised [`MessageReassembler::max_data`] are refused.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -61,18 +62,21 @@ pub struct MessageReassembler {
     delivered_above: BTreeSet<u64>,
     /// Bytes reserved by `pending` and `ready`.
     used: usize,
+    /// The highest id window computed so far: ids below it stay allowed, so a packet the sender
+    /// sent within an advertised window is never refused for a window that shrank since.
+    granted: u64,
 }
 
 impl MessageReassembler {
     /// An empty reassembler holding at most `capacity` bytes; `max_payload` sizes the id window.
     ///
     /// Room for the lowest undelivered message is kept free: as much as the largest message seen
-    /// so far, and at least `max_payload`. Ordered delivery can only stall if the lowest message
-    /// is larger than every message seen before it and all of its fragments were lost while later
-    /// messages filled the buffer; passing the largest message size as `max_payload` rules that out.
+    /// so far, and at least `max_payload`. That room is only a guess (a lost message's size is
+    /// unknown until a fragment arrives), so the lowest message is admitted even when later ones
+    /// took the room: ordered delivery never stalls on a buffer full of messages that wait for it.
     pub fn new(order: Order, capacity: usize, max_payload: usize) -> Self {
         let max_payload = max_payload.clamp(1, capacity.max(1));
-        Self {
+        let mut reassembler = Self {
             order,
             capacity,
             max_payload,
@@ -83,7 +87,10 @@ impl MessageReassembler {
             ready: VecDeque::new(),
             delivered_above: BTreeSet::new(),
             used: 0,
-        }
+            granted: 0,
+        };
+        reassembler.granted = reassembler.window();
+        reassembler
     }
 
     /// Lowest id the reassembler still waits for.
@@ -120,9 +127,14 @@ impl MessageReassembler {
             return Err(DeliveryError::Full);
         }
         self.reserve = self.reserve.max(total_len as usize);
-        let reserve = if id != floor && !self.pending.contains_key(&floor) { self.reserve } else { 0 };
-        if self.used + total_len as usize + reserve > self.capacity {
-            return Err(DeliveryError::Full);
+        // The lowest undelivered message is always taken in (it fits the capacity on its own):
+        // in order, nothing can be delivered without it, so refusing it could stall delivery for
+        // good. Memory stays below twice the capacity.
+        if id != floor {
+            let reserve = if self.pending.contains_key(&floor) { 0 } else { self.reserve };
+            if self.used + total_len as usize + reserve > self.capacity {
+                return Err(DeliveryError::Full);
+            }
         }
         self.used += total_len as usize;
         let mut message = InMessage::new(total_len);
@@ -131,6 +143,7 @@ impl MessageReassembler {
         }
         self.pending.insert(id, message);
         self.on_progress(id);
+        self.grant();
         Ok(())
     }
 
@@ -172,6 +185,7 @@ impl MessageReassembler {
         if self.order == Order::Unordered {
             self.advance_unordered();
         }
+        self.grant();
     }
 
     /// Next deliverable message.
@@ -195,14 +209,43 @@ impl MessageReassembler {
             }
         };
         self.used -= data.len();
+        self.grant();
         Some(data)
     }
 
+    /// Whether [`MessageReassembler::pop`] would return a message now.
+    pub fn has_deliverable(&self) -> bool {
+        match self.order {
+            Order::Unordered => !self.ready.is_empty(),
+            Order::Ordered => {
+                let Some((&first, message)) = self.pending.first_key_value() else { return false };
+                // As in `pop`: complete messages left below a skip go first, in order.
+                let expected = if self.next_deliver < self.skip_floor && first < self.skip_floor {
+                    first
+                } else {
+                    self.next_deliver.max(self.skip_floor)
+                };
+                first == expected && message.complete
+            }
+        }
+    }
+
     /// Flow control: the sender may send message ids below this (lowest undelivered id + free
-    /// buffer / max_payload, at least one).
+    /// buffer / max_payload, at least one), and never less than before.
     pub fn max_data(&self) -> u64 {
+        self.granted.max(self.window())
+    }
+
+    /// The window the buffer allows now: lowest undelivered id + free buffer / max_payload.
+    fn window(&self) -> u64 {
         let free = self.capacity.saturating_sub(self.used);
         self.floor().saturating_add(((free / self.max_payload) as u64).max(1))
+    }
+
+    /// Remember the window as granted (RFC 1122 §4.2.2.16: a receiver should not shrink its
+    /// window); the byte bound still holds, as every message must fit the buffer to be taken in.
+    fn grant(&mut self) {
+        self.granted = self.granted.max(self.window());
     }
 
     /// Bytes reserved by buffered messages.
@@ -223,8 +266,10 @@ mod tests {
     fn ordered_waits_for_the_earlier_message() {
         let mut r = MessageReassembler::new(Order::Ordered, 1000, 100);
         r.insert(1, 0, 3, b"two").unwrap();
+        assert!(!r.has_deliverable());
         assert_eq!(r.pop(), None);
         r.insert(0, 0, 3, b"one").unwrap();
+        assert!(r.has_deliverable());
         assert_eq!(drain(&mut r), vec![b"one".to_vec(), b"two".to_vec()]);
         assert_eq!(r.buffered(), 0);
     }
@@ -246,6 +291,7 @@ mod tests {
         let mut r = MessageReassembler::new(Order::Ordered, 1000, 100);
         r.insert(0, 6, 11, b"world").unwrap();
         r.insert(0, 6, 11, b"world").unwrap();
+        assert!(!r.has_deliverable(), "half a message is not deliverable");
         assert_eq!(r.pop(), None);
         r.insert(0, 0, 11, b"hello ").unwrap();
         assert_eq!(r.pop(), Some(b"hello world".to_vec()));
@@ -258,9 +304,11 @@ mod tests {
         r.insert(1, 0, 3, b"one").unwrap();
         r.insert(3, 0, 5, b"three").unwrap();
         r.skip_to(3);
+        assert!(r.has_deliverable(), "complete messages below the skip are still delivered");
         r.insert(0, 2, 4, b"ro").unwrap();
         r.insert(2, 0, 3, b"two").unwrap();
         assert_eq!(drain(&mut r), vec![b"one".to_vec(), b"three".to_vec()]);
+        assert!(!r.has_deliverable());
         assert_eq!(r.buffered(), 0);
     }
 
@@ -302,6 +350,33 @@ mod tests {
         r.insert(3, 0, 100, b"x").unwrap();
         r.insert(0, 0, 300, b"x").unwrap();
         assert_eq!(r.buffered(), 1000);
+    }
+
+    #[test]
+    fn the_lowest_message_is_taken_in_even_when_later_ones_took_its_room() {
+        let mut r = MessageReassembler::new(Order::Ordered, 1000, 10);
+        r.insert(1, 0, 300, b"x").unwrap();
+        r.insert(2, 0, 300, b"x").unwrap();
+        r.insert(3, 0, 100, b"x").unwrap();
+        // Message 0 is larger than any seen: the 300 bytes kept for it are not enough.
+        r.insert(0, 0, 600, b"x").unwrap();
+        assert_eq!(r.buffered(), 1300, "over capacity by at most one message");
+        assert!(r.insert(4, 0, 1, b"x").is_err(), "later messages wait");
+        assert_eq!(r.insert(0, 0, 600, b"x"), Ok(()), "further fragments of it are welcome");
+        assert_eq!(r.max_data(), 100, "ids once allowed stay allowed; bytes still bound the buffer");
+    }
+
+    #[test]
+    fn the_window_never_shrinks_while_the_lowest_message_is_missing() {
+        let mut r = MessageReassembler::new(Order::Ordered, 8192, 1436);
+        assert_eq!(r.max_data(), 5);
+        r.insert(1, 0, 1400, b"x").unwrap();
+        r.insert(2, 0, 1400, b"x").unwrap();
+        // The free buffer alone would now allow ids below 3, but 3 and 4 were granted and fit.
+        assert_eq!(r.max_data(), 5);
+        r.insert(3, 0, 1400, b"x").unwrap();
+        r.insert(4, 0, 1400, b"x").unwrap();
+        assert_eq!(r.insert(5, 0, 10, b"x"), Err(DeliveryError::BeyondWindow));
     }
 
     #[test]

@@ -279,6 +279,13 @@ impl MessageSendQueue {
         }
     }
 
+    /// The deadline of the oldest message still pending: when [`MessageSendQueue::abandon`] next
+    /// has work, as deadlines grow with ids when every message gets the same allowance (as the
+    /// connection gives them); otherwise a later message may expire first and wait for this one.
+    pub fn next_deadline(&self) -> Option<Time> {
+        self.messages.front().and_then(|m| m.deadline)
+    }
+
     /// Lowest message id neither acknowledged nor abandoned (the receiver may skip below it).
     pub fn skip_to(&self) -> u64 {
         self.first_id
@@ -341,6 +348,21 @@ mod tests {
 
     fn ms(m: u64) -> Time {
         Time::from_nanos(m * 1_000_000)
+    }
+
+    #[test]
+    fn the_next_deadline_is_the_oldest_pending_messages() {
+        let mut q = MessageSendQueue::new(100);
+        assert_eq!(q.next_deadline(), None);
+        q.push(ms(0), b"a", Some(ms(100))).unwrap();
+        q.push(ms(10), b"b", Some(ms(110))).unwrap();
+        assert_eq!(q.next_deadline(), Some(ms(100)));
+        let mut out = Vec::new();
+        q.next_unsent(10, 10, &mut out).unwrap();
+        q.on_acked(0, 0, 1);
+        assert_eq!(q.next_deadline(), Some(ms(110)), "an acknowledged message no longer counts");
+        assert_eq!(q.abandon(ms(110), None), 1);
+        assert_eq!(q.next_deadline(), None);
     }
 
     #[test]

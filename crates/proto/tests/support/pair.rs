@@ -41,6 +41,8 @@ pub struct PathModel {
     pub rate: Option<Rate>,
     /// Most datagrams waiting at the bottleneck; more are dropped (drop-tail).
     pub queue_limit: usize,
+    /// A targeted loss: datagrams for which this returns true (given the send time) are lost.
+    pub drop_if: Option<fn(Time, &[u8]) -> bool>,
 }
 
 impl Default for PathModel {
@@ -53,6 +55,7 @@ impl Default for PathModel {
             reorder_delay: Duration::from_millis(5),
             rate: None,
             queue_limit: 50,
+            drop_if: None,
         }
     }
 }
@@ -283,7 +286,7 @@ impl Pair {
         };
         stats.sent += 1;
         stats.bytes_sent += datagram.len() as u64;
-        if chance(&mut self.rng, model.loss) {
+        if model.drop_if.is_some_and(|drop| drop(self.time, &datagram)) || chance(&mut self.rng, model.loss) {
             stats.lost += 1;
             return;
         }

@@ -85,6 +85,12 @@ impl TfrcReceiver {
     ) -> bool {
         if !sender_rtt.is_zero() {
             self.rtt = sender_rtt;
+            // RFC 5348 §6.2: the feedback timer runs for the sender's RTT estimate R_m. A timer
+            // started before any estimate came (a 1 s default) is brought in to one RTT, or the
+            // sender, whose retransmission timer is a few RTTs, would take its packets for lost.
+            if let (Some(deadline), Some(last)) = (self.feedback_deadline, self.last_feedback) {
+                self.feedback_deadline = Some(deadline.min(last + sender_rtt));
+            }
         }
         let first = self.first_arrival.is_none();
         if first {

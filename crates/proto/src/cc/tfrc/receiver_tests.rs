@@ -105,3 +105,16 @@ fn early_feedback_measures_over_at_least_an_rtt() {
     // (10 + 99) packets over 110 ms, not 10 packets over 10 ms or over 100 ms.
     assert!((x - 109_000.0 / 0.110).abs() < 1.0, "{x}");
 }
+
+#[test]
+fn the_feedback_timer_follows_the_first_rtt_estimate() {
+    let mut r = TfrcReceiver::new(S);
+    // The sender had no RTT estimate yet: the timer starts with the default interval.
+    assert!(r.on_data(at(0), 0, 0, Duration::ZERO, S));
+    r.feedback(at(0));
+    assert_eq!(r.poll_timeout(), Some(at(1_000)));
+    // The next packet carries an estimate of 20 ms: feedback is due one RTT after the last.
+    assert!(!r.on_data(at(120), 1, 120_000, ms(20), S));
+    assert_eq!(r.poll_timeout(), Some(at(20)));
+    assert!(r.handle_timeout(at(120)), "the data that arrived is reported at once");
+}
