@@ -1,10 +1,84 @@
-//! `qstp run`.
+//! `qstp run`: run a scenario file's every point and run, show progress, write the results.
+
+use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressStyle};
+use qstp_lab::runner::{execute, Progress};
+use qstp_lab::scenario::{load, Overrides};
+use qstp_lab::{output, summary};
+use qstp_proto::Duration;
+use std::path::PathBuf;
+use std::time::Instant;
 
 /// Arguments of `qstp run`.
 #[derive(clap::Args)]
-pub struct RunArgs {}
+pub struct RunArgs {
+    /// The scenario file (TOML), e.g. scenarios/qstp-fig4.toml.
+    pub scenario: PathBuf,
+    /// Folder for summary.json, series/, plots/ and report.html [default: results/<scenario name>/].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Runs per sweep point, instead of the file's `runs`.
+    #[arg(long)]
+    pub runs: Option<u32>,
+    /// Seed of the first run, instead of the file's `seed` (run i uses seed + i).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Simulated time per run, e.g. 60s, instead of the file's; the warm-up is scaled alike.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Worker threads [default: the available cores].
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    Duration::parse(text).map_err(|e| e.to_string())
+}
 
 /// Run `qstp run`.
-pub fn main(_args: RunArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`qstp run` is not built yet")
+pub fn main(args: RunArgs) -> anyhow::Result<()> {
+    let overrides = Overrides { runs: args.runs, seed: args.seed, duration: args.duration };
+    let plan = load(&args.scenario, &overrides)?;
+    let base = plan.base();
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&base.name));
+    eprintln!(
+        "{}: {} point(s) x {} run(s) of {:.0} s simulated, on {jobs} thread(s)",
+        base.name,
+        plan.points.len(),
+        base.runs,
+        base.duration.as_secs_f64()
+    );
+
+    let bar = ProgressBar::new(1);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40.cyan/blue} {percent:>3}% simulated  {msg}  eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let on_progress = |p: Progress| {
+        bar.set_length(p.simulated_ns_total / 1_000_000);
+        bar.set_position(p.simulated_ns_done / 1_000_000);
+        bar.set_message(format!("runs {}/{}", p.runs_done, p.runs_total));
+    };
+    let started = Instant::now();
+    let results = execute(&plan, jobs, qstp_lab::simulate, &on_progress);
+    bar.finish_and_clear();
+    let results = results.context("simulation failed")?;
+    let wall_s = started.elapsed().as_secs_f64();
+
+    let summary = summary::build(&plan, &results, wall_s);
+    let written = output::write_all(&out, &plan, &results, &summary)?;
+    print!("{}", summary::text_table(&summary));
+    println!(
+        "\n{:.0} s simulated, {} events, in {:.1} s wall-clock ({:.0}x real time)",
+        summary.simulated_s,
+        summary.events,
+        wall_s,
+        summary.simulated_s / wall_s.max(1e-9)
+    );
+    println!("summary: {}", written.summary.display());
+    println!("report:  {}", written.report.display());
+    println!("series:  {} file(s) in {}", written.series.len(), out.join("series").display());
+    println!("plots:   {} file(s) in {}", written.plots.len(), out.join("plots").display());
+    Ok(())
 }

@@ -1,1 +1,22 @@
-//! placeholder
+//! `qstp-lab`: runs qstp simulation scenarios and measures what the papers measure.
+//!
+//! It reads scenario files (TOML, with sweeps), runs every point and run of the simulator in
+//! parallel, reduces each run to the papers' metrics (throughput at the receiver through a 1 s
+//! time-sliding window, goodput, jitter, per-colour queue statistics), and writes a summary, time
+//! series, plots and an HTML report. It depends on `qstp-sim` and `qstp-proto`, never on the CLI
+//! or the real network.
+
+pub mod scenario;
+pub mod metrics;
+pub mod runner;
+
+/// The simulator's entry point, as the runner calls it.
+pub use qstp_sim::run_with_progress as simulate;
+pub mod figures;
+pub mod output;
+pub mod plot;
+pub mod report;
+pub mod summary;
+
+#[cfg(test)]
+mod testkit;

@@ -1,0 +1,264 @@
+//! What the papers measure, computed from one run's records: throughput at the receiver, goodput,
+//! jitter, the 1 s time-sliding-window series, and the statistics across runs.
+
+use qstp_proto::Duration;
+use qstp_sim::{FlowRecord, QueueRecord, RunOutput};
+use serde::Serialize;
+
+/// Window of the throughput series: one second, as the QSTP paper's Fig. 4 (§5.2, after RFC 2859).
+pub const TSW_WINDOW: Duration = Duration::from_secs(1);
+
+/// One flow's means over a run, after the warm-up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowRun {
+    /// Index of the group.
+    pub group: usize,
+    /// Index of the flow in its group.
+    pub flow: u32,
+    /// Network-level throughput at the receiver, bit/s.
+    pub throughput_bps: f64,
+    /// Application-level goodput (in-order delivered bytes), bit/s.
+    pub goodput_bps: f64,
+    /// Mean absolute difference of consecutive one-way delays per packet, ms; `None` without packets.
+    pub jitter_ms: Option<f64>,
+    /// Data packets sent, retransmissions included.
+    pub packets_sent: u64,
+    /// Data packets sent again.
+    pub packets_retransmitted: u64,
+}
+
+/// One flow's series over a whole run, one value per bin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowSeries {
+    /// Index of the group.
+    pub group: usize,
+    /// Index of the flow in its group.
+    pub flow: u32,
+    /// Throughput at the receiver through the 1 s time-sliding window, bit/s.
+    pub throughput_bps: Vec<f64>,
+    /// Goodput through the same window, bit/s.
+    pub goodput_bps: Vec<f64>,
+    /// Mean jitter of the bin's packets, ms (`None` for a bin without packets).
+    pub jitter_ms: Vec<Option<f64>>,
+}
+
+/// The series of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSeries {
+    /// Width of a bin.
+    pub bin: Duration,
+    /// One per flow, groups in order.
+    pub flows: Vec<FlowSeries>,
+}
+
+/// One run reduced to what the reports need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunMetrics {
+    /// The run's seed.
+    pub seed: u64,
+    /// Events the simulator processed.
+    pub events: u64,
+    /// Simulated time covered.
+    pub simulated: Duration,
+    /// One per flow, groups in order.
+    pub flows: Vec<FlowRun>,
+    /// Per-colour statistics of each bottleneck queue.
+    pub queues: Vec<QueueRecord>,
+    /// The time series, kept for the first run of each point only.
+    pub series: Option<RunSeries>,
+}
+
+/// Reduce one run; `warmup` is left out of the means; `keep_series` keeps the time series.
+pub fn reduce(output: &RunOutput, seed: u64, bin: Duration, warmup: Duration, keep_series: bool) -> RunMetrics {
+    let flows = output.flows.iter().map(|f| flow_run(f, bin, warmup, output.simulated)).collect();
+    let series = keep_series.then(|| RunSeries { bin, flows: output.flows.iter().map(|f| flow_series(f, bin)).collect() });
+    RunMetrics { seed, events: output.events, simulated: output.simulated, flows, queues: output.queues.clone(), series }
+}
+
+/// Index of the first bin that starts at or after `warmup`.
+fn first_bin(bin: Duration, warmup: Duration) -> usize {
+    warmup.as_nanos().div_ceil(bin.as_nanos().max(1)) as usize
+}
+
+/// Mean rate in bit/s of `bytes` per bin from `first` on, over the time those bins cover (the last
+/// one cut at `end`).
+fn mean_rate(bytes: &[u64], first: usize, bin: Duration, end: Duration) -> f64 {
+    if first >= bytes.len() {
+        return 0.0;
+    }
+    let total: u64 = bytes[first..].iter().sum();
+    let start = bin.as_secs_f64() * first as f64;
+    let stop = (bin.as_secs_f64() * bytes.len() as f64).min(end.as_secs_f64().max(start));
+    if stop <= start {
+        return 0.0;
+    }
+    total as f64 * 8.0 / (stop - start)
+}
+
+fn flow_run(f: &FlowRecord, bin: Duration, warmup: Duration, end: Duration) -> FlowRun {
+    let first = first_bin(bin, warmup);
+    let jitter_sum: u64 = f.jitter_ns.iter().skip(first).sum();
+    let packets: u64 = f.received_packets.iter().skip(first).sum();
+    FlowRun {
+        group: f.group,
+        flow: f.flow,
+        throughput_bps: mean_rate(&f.received_bytes, first, bin, end),
+        goodput_bps: mean_rate(&f.delivered_bytes, first, bin, end),
+        // The recorder sums |d_i - d_{i-1}| per received packet.
+        jitter_ms: (packets > 0).then(|| jitter_sum as f64 / packets as f64 / 1e6),
+        packets_sent: f.packets_sent,
+        packets_retransmitted: f.packets_retransmitted,
+    }
+}
+
+fn flow_series(f: &FlowRecord, bin: Duration) -> FlowSeries {
+    FlowSeries {
+        group: f.group,
+        flow: f.flow,
+        throughput_bps: tsw(&f.received_bytes, bin, TSW_WINDOW),
+        goodput_bps: tsw(&f.delivered_bytes, bin, TSW_WINDOW),
+        jitter_ms: f
+            .jitter_ns
+            .iter()
+            .zip(&f.received_packets)
+            .map(|(&j, &n)| (n > 0).then(|| j as f64 / n as f64 / 1e6))
+            .collect(),
+    }
+}
+
+/// The time-sliding-window rate estimator of RFC 2859 §2.1, fed one bin at a time (each bin's bytes
+/// arriving at its end), in bit/s; the estimate starts at zero (the RFC starts a marker's at its
+/// committed rate, which a measurement does not know).
+pub fn tsw(bytes: &[u64], bin: Duration, window: Duration) -> Vec<f64> {
+    let win = window.as_secs_f64();
+    let step = bin.as_secs_f64();
+    let mut avg_rate = 0.0; // bytes per second
+    bytes
+        .iter()
+        .map(|&b| {
+            // RFC 2859 §2.1: Bytes_in_win = AVG_RATE * AVG_INTERVAL; New_bytes = Bytes_in_win +
+            // pkt_size; AVG_RATE = New_bytes / (now - T_FRONT + AVG_INTERVAL); T_FRONT = now.
+            let bytes_in_tsw = avg_rate * win;
+            avg_rate = (bytes_in_tsw + b as f64) / (step + win);
+            avg_rate * 8.0
+        })
+        .collect()
+}
+
+/// Mean, extremes and sample standard deviation of a set of measurements.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Stats {
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Sample standard deviation (n - 1 in the denominator; zero for one value).
+    pub std: f64,
+    /// Number of values.
+    pub n: usize,
+}
+
+impl Stats {
+    /// The statistics of `values`, `None` if there are none.
+    pub fn of(values: &[f64]) -> Option<Stats> {
+        if values.is_empty() {
+            return None;
+        }
+        let n = values.len();
+        let mean = values.iter().sum::<f64>() / n as f64;
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let std = if n > 1 {
+            (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        Some(Stats { mean, min, max, std, n })
+    }
+}
+
+/// Jain's fairness index (Σx)² / (n·Σx²): 1 when all are equal, 1/n when one takes everything;
+/// `None` for no values or all zero.
+pub fn jain(values: &[f64]) -> Option<f64> {
+    let sum: f64 = values.iter().sum();
+    let squares: f64 = values.iter().map(|v| v * v).sum();
+    (!values.is_empty() && squares > 0.0).then(|| sum * sum / (values.len() as f64 * squares))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qstp_sim::CodePointCounters;
+
+    fn record(group: usize, flow: u32, bytes_per_bin: u64, bins: usize) -> FlowRecord {
+        FlowRecord {
+            group,
+            flow,
+            received_bytes: vec![bytes_per_bin; bins],
+            delivered_bytes: vec![bytes_per_bin / 2; bins],
+            jitter_ns: vec![2_000_000; bins],
+            received_packets: vec![2; bins],
+            packets_sent: 2 * bins as u64,
+            packets_retransmitted: 1,
+        }
+    }
+
+    #[test]
+    fn throughput_is_bytes_per_second_after_the_warmup() {
+        // 10 bins of 100 ms; 6250 B per bin is 500 kbit/s; the first 3 bins carry nothing.
+        let mut f = record(0, 0, 6250, 10);
+        for b in &mut f.received_bytes[..3] {
+            *b = 0;
+        }
+        let out = RunOutput {
+            events: 7,
+            bottleneck_packets: 0,
+            simulated: Duration::from_secs(1),
+            flows: vec![f],
+            queues: vec![QueueRecord {
+                name: "bottleneck".into(),
+                green: CodePointCounters { packets: 5, ldrops: 0, edrops: 1 },
+                yellow: CodePointCounters::default(),
+                red: CodePointCounters::default(),
+            }],
+        };
+        let m = reduce(&out, 9, Duration::from_millis(100), Duration::from_millis(300), false);
+        assert!((m.flows[0].throughput_bps - 500_000.0).abs() < 1e-6);
+        assert!((m.flows[0].goodput_bps - 250_000.0).abs() < 1e-6);
+        // 7 bins of 2 packets whose differences sum to 2 ms each: 1 ms per packet.
+        assert!((m.flows[0].jitter_ms.unwrap() - 1.0).abs() < 1e-9);
+        assert_eq!((m.seed, m.events, m.queues.len()), (9, 7, 1));
+        assert!(m.series.is_none());
+        let with_warm = reduce(&out, 9, Duration::from_millis(100), Duration::ZERO, true);
+        assert!((with_warm.flows[0].throughput_bps - 350_000.0).abs() < 1e-6);
+        assert_eq!(with_warm.series.unwrap().flows[0].throughput_bps.len(), 10);
+    }
+
+    #[test]
+    fn tsw_converges_to_a_steady_rate() {
+        // A steady 1 Mbit/s (12500 B per 100 ms): after ten windows the estimate is within 0.1%.
+        let s = tsw(&[12_500; 200], Duration::from_millis(100), TSW_WINDOW);
+        assert!(s[0] < 200_000.0, "starts from zero: {}", s[0]);
+        assert!((s[199] - 1e6).abs() < 1e3, "{}", s[199]);
+        assert!(s.windows(2).all(|w| w[1] >= w[0]));
+        // And forgets: one window after the traffic stops, less than 40% is left.
+        let mut bytes = vec![12_500; 100];
+        bytes.extend([0; 10]);
+        let s = tsw(&bytes, Duration::from_millis(100), TSW_WINDOW);
+        assert!(s[109] < 0.4e6, "{}", s[109]);
+    }
+
+    #[test]
+    fn stats_and_fairness_follow_their_definitions() {
+        let s = Stats::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+        assert_eq!((s.mean, s.min, s.max, s.n), (5.0, 2.0, 9.0, 8));
+        assert!((s.std - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        assert_eq!(Stats::of(&[3.0]).unwrap().std, 0.0);
+        assert!(Stats::of(&[]).is_none());
+        assert_eq!(jain(&[1.0, 1.0, 1.0]), Some(1.0));
+        assert!((jain(&[1.0, 0.0, 0.0, 0.0]).unwrap() - 0.25).abs() < 1e-12);
+        assert_eq!(jain(&[0.0, 0.0]), None);
+    }
+}

@@ -1,0 +1,213 @@
+//! SVG line charts in the papers' style: lines over time or over a swept value, optional min/max
+//! bars, and horizontal reference lines for target rates.
+
+use plotters::prelude::*;
+
+/// One line of a chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    /// Legend label.
+    pub label: String,
+    /// `(x, y)` points, in x order.
+    pub points: Vec<(f64, f64)>,
+    /// `(x, min, max)` bars drawn over the points (Fig. 5's min/max of the runs).
+    pub bars: Vec<(f64, f64, f64)>,
+}
+
+/// A horizontal reference line, such as a target rate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    /// Legend label.
+    pub label: String,
+    /// Its height.
+    pub y: f64,
+}
+
+/// A whole chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    /// Title above the plot.
+    pub title: String,
+    /// Label of the x axis.
+    pub x_label: String,
+    /// Label of the y axis.
+    pub y_label: String,
+    /// The lines.
+    pub lines: Vec<Line>,
+    /// Dashed horizontal lines.
+    pub references: Vec<Reference>,
+}
+
+/// Why a chart could not be drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    /// The drawing backend failed.
+    #[error("cannot draw chart '{title}': {message}")]
+    Draw {
+        /// The chart's title.
+        title: String,
+        /// The backend's message.
+        message: String,
+    },
+}
+
+/// Width and height of every chart, pixels.
+const SIZE: (u32, u32) = (720, 420);
+
+/// Colours of the lines, in order, and the reference lines' colours after them.
+const COLOURS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
+fn colour(i: usize) -> RGBColor {
+    COLOURS[i % COLOURS.len()]
+}
+
+/// Draw `chart` and return the SVG text.
+pub fn render(chart: &Chart) -> Result<String, PlotError> {
+    let mut svg = String::new();
+    draw(chart, &mut svg).map_err(|message| PlotError::Draw { title: chart.title.clone(), message })?;
+    Ok(svg)
+}
+
+fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
+    let xs = chart.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+    let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    let ys = chart
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1).chain(l.bars.iter().map(|b| b.2)))
+        .chain(chart.references.iter().map(|r| r.y));
+    let y1 = ys.filter(|y| y.is_finite()).fold(0.0f64, f64::max);
+    // Start at zero as the papers do; leave headroom for the legend.
+    ((x0, x1), (0.0, if y1 > 0.0 { y1 * 1.15 } else { 1.0 }))
+}
+
+fn draw(chart: &Chart, svg: &mut String) -> Result<(), String> {
+    let e = |e: &dyn std::fmt::Display| e.to_string();
+    let root = SVGBackend::with_string(svg, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let ((x0, x1), (y0, y1)) = bounds(chart);
+    let mut ctx = ChartBuilder::on(&root)
+        .caption(&chart.title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(|x| e(&x))?;
+    let x_decimals = decimals(x1 - x0);
+    let y_decimals = decimals(y1 - y0);
+    let x_fmt = move |x: &f64| format!("{x:.x_decimals$}");
+    let y_fmt = move |y: &f64| format!("{y:.y_decimals$}");
+    ctx.configure_mesh()
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .x_desc(chart.x_label.as_str())
+        .y_desc(chart.y_label.as_str())
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(|x| e(&x))?;
+    for (i, line) in chart.lines.iter().enumerate() {
+        let c = colour(i);
+        ctx.draw_series(LineSeries::new(line.points.iter().copied(), c.stroke_width(2)))
+            .map_err(|x| e(&x))?
+            .label(line.label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        if !line.bars.is_empty() {
+            ctx.draw_series(line.points.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(|x| e(&x))?;
+            let half = (x1 - x0) / 200.0;
+            for &(x, lo, hi) in &line.bars {
+                let bar = vec![(x, lo), (x, hi)];
+                let caps = [vec![(x - half, lo), (x + half, lo)], vec![(x - half, hi), (x + half, hi)]];
+                ctx.draw_series(std::iter::once(PathElement::new(bar, c.stroke_width(1)))).map_err(|x| e(&x))?;
+                ctx.draw_series(caps.into_iter().map(|cap| PathElement::new(cap, c.stroke_width(1)))).map_err(|x| e(&x))?;
+            }
+        }
+    }
+    for (j, r) in chart.references.iter().enumerate() {
+        let c = colour(chart.lines.len() + j).mix(0.8);
+        let dashes = dashed(x0, x1, r.y);
+        ctx.draw_series(dashes.into_iter().map(|d| PathElement::new(d, c.stroke_width(1))))
+            .map_err(|x| e(&x))?
+            .label(r.label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 6, y), (x + 12, y)], c.stroke_width(1)));
+    }
+    ctx.configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))?;
+    Ok(())
+}
+
+/// Decimals for tick labels over an axis spanning `span`.
+fn decimals(span: f64) -> usize {
+    if span >= 10.0 {
+        0
+    } else if span >= 1.0 {
+        1
+    } else {
+        3
+    }
+}
+
+/// Segments of a dashed horizontal line at `y` from `x0` to `x1`.
+fn dashed(x0: f64, x1: f64, y: f64) -> Vec<Vec<(f64, f64)>> {
+    let step = (x1 - x0) / 60.0;
+    (0..60)
+        .step_by(2)
+        .map(|i| vec![(x0 + step * i as f64, y), (x0 + step * (i + 1) as f64, y)])
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chart_shows_its_title_axes_legend_and_lines() {
+        let chart = Chart {
+            title: "Throughput of AB".into(),
+            x_label: "time (s)".into(),
+            y_label: "kbit/s".into(),
+            lines: vec![
+                Line { label: "AB qstp".into(), points: vec![(0.0, 0.0), (1.0, 480.0), (2.0, 510.0)], bars: vec![] },
+                Line { label: "CD tcp".into(), points: vec![(0.0, 0.0), (2.0, 400.0)], bars: vec![(2.0, 300.0, 450.0)] },
+            ],
+            references: vec![Reference { label: "target 500".into(), y: 500.0 }],
+        };
+        let svg = render(&chart).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..50]);
+        for text in ["Throughput of AB", "time (s)", "kbit/s", "AB qstp", "CD tcp", "target 500"] {
+            assert!(svg.contains(text), "missing {text}");
+        }
+        assert!(svg.matches("<polyline").count() >= 3, "lines, bars and dashes are drawn");
+    }
+
+    #[test]
+    fn an_empty_chart_still_draws() {
+        let chart = Chart {
+            title: "nothing".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            lines: vec![],
+            references: vec![],
+        };
+        assert!(render(&chart).unwrap().contains("nothing"));
+    }
+}

@@ -1,0 +1,148 @@
+//! `report.html`: one self-contained page (inline SVG, inline CSS) with the settings, the tables of
+//! every point and the figures.
+
+use crate::metrics::Stats;
+use crate::summary::{params_label, Summary};
+
+/// A figure already drawn.
+pub struct RenderedFigure<'a> {
+    /// File stem (also the anchor).
+    pub stem: &'a str,
+    /// Title for the figure's caption.
+    pub title: &'a str,
+    /// The SVG text.
+    pub svg: &'a str,
+    /// Whether it shows one sweep point (a time series) rather than the whole sweep.
+    pub per_point: bool,
+}
+
+/// Beyond this many points, per-point figures are linked rather than inlined.
+pub const MAX_INLINE_POINTS: usize = 12;
+
+/// Escape text for HTML.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn kbps(v: f64) -> String {
+    format!("{:.1}", v / 1e3)
+}
+
+fn stats_cells(s: &Stats, scale: fn(f64) -> String) -> String {
+    format!("<td>{}</td><td>{}</td><td>{}</td><td>{}</td>", scale(s.mean), scale(s.min), scale(s.max), scale(s.std))
+}
+
+const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}\
+table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}figure{margin:1em 0}\
+figcaption{font-size:0.9em;color:#555}.short{color:#b00}";
+
+/// The whole page; `source` is the scenario file's text, shown folded at the end.
+pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], source: &str) -> String {
+    let mut h = String::new();
+    h.push_str(&format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{name}</title><style>{STYLE}</style></head><body>\n",
+        name = esc(&summary.scenario)
+    ));
+    h.push_str(&format!("<h1>{}</h1>\n<p>{}</p>\n", esc(&summary.scenario), esc(&summary.description)));
+    h.push_str(&format!(
+        "<p>Scenario file <code>{}</code>; {} run(s) per point with seeds {}..{}; {:.0} s simulated per run, the first {:.0} s left out of the means; \
+         {} point(s); {:.0} s simulated in all, {} events, {:.1} s wall-clock.</p>\n",
+        esc(&summary.file),
+        summary.runs,
+        summary.seed,
+        summary.seed + summary.runs as u64 - 1,
+        summary.duration_s,
+        summary.warmup_s,
+        summary.points.len(),
+        summary.simulated_s,
+        summary.events,
+        summary.wall_s
+    ));
+    h.push_str(
+        "<p>Throughput is measured at the receiver at the network level (retransmissions included); goodput is what \
+         reached the application in order. <em>Per flow</em> statistics take every flow of every run as a sample; \
+         <em>group</em> statistics the group's total in each run. Rates in kbit/s; a group total below its target \
+         is shown <span class=\"short\">in red</span>. Queue counts are means per run; in-profile is green, \
+         out-profile yellow and red.</p>\n",
+    );
+    for (p, point) in summary.points.iter().enumerate() {
+        h.push_str(&format!("<h2 id=\"p{p}\">Point {p}: {}</h2>\n", esc(&params_label(&point.params))));
+        h.push_str(
+            "<table><tr><th>group</th><th>protocol</th><th>flows</th><th>target</th>\
+             <th>group mean</th><th>group min</th><th>group max</th><th>group std</th>\
+             <th>per-flow mean</th><th>per-flow min</th><th>per-flow max</th><th>per-flow std</th>\
+             <th>goodput/flow</th><th>jitter (ms)</th><th>Jain</th><th>retransmitted</th></tr>\n",
+        );
+        for g in &point.flows {
+            let short = g.target_bps.is_some_and(|t| g.aggregate_bps.mean < t as f64);
+            let cls = if short { " class=\"short\"" } else { "" };
+            h.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}{}<td>{}</td><td>{}</td><td>{}</td><td>{:.2}%</td></tr>\n",
+                esc(&g.group),
+                esc(&g.protocol),
+                g.flows,
+                g.target_bps.map_or("-".into(), |t| kbps(t as f64)),
+                stats_cells(&g.aggregate_bps, kbps).replacen("<td>", &format!("<td{cls}>"), 1),
+                stats_cells(&g.throughput_bps, kbps),
+                kbps(g.goodput_bps.mean),
+                g.jitter_ms.map_or("-".into(), |j| format!("{:.2}", j.mean)),
+                g.fairness.map_or("-".into(), |f| format!("{f:.3}")),
+                g.retransmitted * 100.0
+            ));
+        }
+        h.push_str("</table>\n");
+        if let Some(f) = point.target_fairness {
+            h.push_str(&format!("<p>Jain's index of throughput over target share, all flows: {f:.3}</p>\n"));
+        }
+        if !point.queues.is_empty() {
+            h.push_str(
+                "<table><tr><th>queue</th><th>code point</th><th>packets</th><th>share</th><th>ldrops</th>\
+                 <th>ldrops %</th><th>edrops</th><th>edrops %</th></tr>\n",
+            );
+            for q in &point.queues {
+                for (cp, c) in [("in-profile", &q.in_profile), ("out-profile", &q.out_profile)] {
+                    h.push_str(&format!(
+                        "<tr><td>{}</td><td>{cp}</td><td>{:.0}</td><td>{:.2}%</td><td>{:.0}</td><td>{:.2}%</td><td>{:.0}</td><td>{:.2}%</td></tr>\n",
+                        esc(&q.name),
+                        c.packets,
+                        c.share * 100.0,
+                        c.ldrops,
+                        c.ldrop_rate * 100.0,
+                        c.edrops,
+                        c.edrop_rate * 100.0
+                    ));
+                }
+            }
+            h.push_str("</table>\n");
+        }
+    }
+    if !figures.is_empty() {
+        h.push_str("<h2>Figures</h2>\n");
+    }
+    // With many points, the per-point time series stay in their files, linked, to keep the page light.
+    let (inline, linked): (Vec<_>, Vec<_>) =
+        figures.iter().partition(|f| summary.points.len() <= MAX_INLINE_POINTS || !f.per_point);
+    if !linked.is_empty() {
+        h.push_str("<p>Time series of every point (one run each):</p><ul>\n");
+        for f in &linked {
+            h.push_str(&format!("<li><a href=\"plots/{stem}.svg\">{title}</a></li>\n", stem = esc(f.stem), title = esc(f.title)));
+        }
+        h.push_str("</ul>\n");
+    }
+    for f in inline {
+        h.push_str(&format!(
+            "<figure id=\"{stem}\">{svg}<figcaption>{title} (<code>plots/{stem}.svg</code>)</figcaption></figure>\n",
+            stem = esc(f.stem),
+            svg = f.svg,
+            title = esc(f.title)
+        ));
+    }
+    h.push_str(&format!(
+        "<details><summary>Scenario file <code>{}</code></summary><pre>{}</pre></details>\n",
+        esc(&summary.file),
+        esc(source)
+    ));
+    h.push_str("</body></html>\n");
+    h
+}

@@ -1,0 +1,53 @@
+use super::*;
+use crate::testkit::{fake, PLAN};
+use crate::scenario::{parse, Overrides};
+use qstp_proto::Duration;
+use std::sync::atomic::AtomicU64;
+
+#[test]
+fn results_do_not_depend_on_the_number_of_threads() {
+    let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
+    let one = execute(&plan, 1, fake, &|_| {}).unwrap();
+    let three = execute(&plan, 3, fake, &|_| {}).unwrap();
+    assert_eq!(one, three);
+    assert_eq!(one.len(), 2);
+    assert_eq!(one[1].runs.len(), 3);
+    let seeds: Vec<u64> = one[1].runs.iter().map(|r| r.seed).collect();
+    assert_eq!(seeds, [5, 6, 7]);
+    // Point 1 has two B flows; run 2 (seed 7), group B flow 1: 7101 B/s.
+    assert_eq!(one[1].runs[2].flows[2].throughput_bps, 7101.0 * 8.0);
+    assert!(one[0].runs[0].series.is_some() && one[0].runs[1].series.is_none());
+}
+
+#[test]
+fn progress_reaches_the_totals() {
+    let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
+    let last_runs = AtomicU64::new(0);
+    let last_sim = AtomicU64::new(0);
+    execute(&plan, 2, fake, &|p: Progress| {
+        assert_eq!(p.runs_total, 6);
+        assert_eq!(p.simulated_ns_total, 60 * 1_000_000_000);
+        assert!(p.simulated_ns_done <= p.simulated_ns_total);
+        last_runs.fetch_max(p.runs_done, Ordering::Relaxed);
+        last_sim.fetch_max(p.simulated_ns_done, Ordering::Relaxed);
+    })
+    .unwrap();
+    assert_eq!(last_runs.into_inner(), 6);
+    assert_eq!(last_sim.into_inner(), Duration::from_secs(60).as_nanos());
+}
+
+#[test]
+fn a_failed_run_is_reported_with_its_point_and_seed() {
+    let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
+    let failing = |spec: &SimSpec, p: &mut dyn FnMut(Time)| {
+        if spec.seed == 6 && spec.groups[1].flows == 2 {
+            Err("queue exploded".to_string())
+        } else {
+            fake(spec, p)
+        }
+    };
+    let err = execute(&plan, 2, failing, &|_| {}).unwrap_err();
+    let RunError::Simulation { point, run, seed, .. } = &err;
+    assert_eq!((*point, *run, *seed), (1, 1, 6));
+    assert_eq!(err.to_string(), "point 1 [group.B.flows=2], run 1 (seed 6): queue exploded");
+}

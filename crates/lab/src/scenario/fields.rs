@@ -1,0 +1,226 @@
+//! A reader over one TOML table that knows its dotted path, takes keys out as it reads them, and
+//! refuses the keys left over.
+
+use qstp_proto::{Duration, Rate};
+use toml::{Table, Value};
+
+/// A problem with one key of the document (the file name is added by the caller).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FieldError {
+    /// Dotted path of the key, groups and classes addressed by name (`group.AB.rtt`).
+    pub key: String,
+    /// Why the value was refused.
+    pub reason: String,
+    /// Whether the key is not one the scenario format knows.
+    pub unknown: bool,
+}
+
+impl FieldError {
+    pub(crate) fn new(key: impl Into<String>, reason: impl Into<String>) -> Self {
+        FieldError { key: key.into(), reason: reason.into(), unknown: false }
+    }
+}
+
+pub(crate) type FieldResult<T> = Result<T, FieldError>;
+
+/// The keys of one table still to be read.
+pub(crate) struct Fields {
+    path: String,
+    table: Table,
+}
+
+impl Fields {
+    /// A reader over `table`, which sits at `path` in the document (empty for the root).
+    pub(crate) fn new(path: impl Into<String>, table: Table) -> Self {
+        Fields { path: path.into(), table }
+    }
+
+    /// The dotted path of `key` in this table.
+    pub(crate) fn key(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    /// An error about `key` of this table.
+    pub(crate) fn error(&self, key: &str, reason: impl Into<String>) -> FieldError {
+        FieldError::new(self.key(key), reason)
+    }
+
+    /// Take a raw value out.
+    pub(crate) fn take(&mut self, key: &str) -> Option<Value> {
+        self.table.remove(key)
+    }
+
+    /// An optional string.
+    pub(crate) fn opt_str(&mut self, key: &str) -> FieldResult<Option<String>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(self.error(key, format!("expected a string, found {}", other.type_str()))),
+        }
+    }
+
+    /// A string that must be there.
+    pub(crate) fn str(&mut self, key: &str) -> FieldResult<String> {
+        self.opt_str(key)?.ok_or_else(|| self.error(key, "missing"))
+    }
+
+    /// An optional non-negative integer.
+    pub(crate) fn opt_u64(&mut self, key: &str) -> FieldResult<Option<u64>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Integer(i)) if i >= 0 => Ok(Some(i as u64)),
+            Some(Value::Integer(i)) => Err(self.error(key, format!("{i} is negative"))),
+            Some(other) => Err(self.error(key, format!("expected an integer, found {}", other.type_str()))),
+        }
+    }
+
+    /// An optional number (integer or float).
+    pub(crate) fn opt_f64(&mut self, key: &str) -> FieldResult<Option<f64>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(v) => number(&v).map(Some).map_err(|reason| self.error(key, reason)),
+        }
+    }
+
+    /// An optional boolean.
+    pub(crate) fn opt_bool(&mut self, key: &str) -> FieldResult<Option<bool>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Boolean(b)) => Ok(Some(b)),
+            Some(other) => Err(self.error(key, format!("expected true or false, found {}", other.type_str()))),
+        }
+    }
+
+    /// An optional rate written as a string (`"500k"`), parsed by [`Rate::parse`].
+    pub(crate) fn opt_rate(&mut self, key: &str) -> FieldResult<Option<Rate>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(v) => rate(&v).map(Some).map_err(|reason| self.error(key, reason)),
+        }
+    }
+
+    /// A rate that must be there.
+    pub(crate) fn rate(&mut self, key: &str) -> FieldResult<Rate> {
+        self.opt_rate(key)?.ok_or_else(|| self.error(key, "missing"))
+    }
+
+    /// An optional duration written as a string (`"30ms"`), parsed by [`Duration::parse`].
+    pub(crate) fn opt_duration(&mut self, key: &str) -> FieldResult<Option<Duration>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(v) => duration(&v).map(Some).map_err(|reason| self.error(key, reason)),
+        }
+    }
+
+    /// A duration that must be there.
+    pub(crate) fn duration(&mut self, key: &str) -> FieldResult<Duration> {
+        self.opt_duration(key)?.ok_or_else(|| self.error(key, "missing"))
+    }
+
+    /// An optional inline or standard table, as a reader of its own.
+    pub(crate) fn opt_table(&mut self, key: &str) -> FieldResult<Option<Fields>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Table(t)) => Ok(Some(Fields::new(self.key(key), t))),
+            Some(other) => Err(self.error(key, format!("expected a table, found {}", other.type_str()))),
+        }
+    }
+
+    /// A table that must be there.
+    pub(crate) fn table(&mut self, key: &str) -> FieldResult<Fields> {
+        self.opt_table(key)?.ok_or_else(|| self.error(key, "missing"))
+    }
+
+    /// An optional array.
+    pub(crate) fn opt_array(&mut self, key: &str) -> FieldResult<Option<Vec<Value>>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Array(a)) => Ok(Some(a)),
+            Some(other) => Err(self.error(key, format!("expected an array, found {}", other.type_str()))),
+        }
+    }
+
+    /// Refuse whatever was not read: every key left is unknown.
+    pub(crate) fn finish(self) -> FieldResult<()> {
+        match self.table.keys().next() {
+            None => Ok(()),
+            Some(key) => Err(FieldError {
+                key: if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) },
+                reason: "unknown key".into(),
+                unknown: true,
+            }),
+        }
+    }
+}
+
+/// A number from an integer or float value.
+pub(crate) fn number(v: &Value) -> Result<f64, String> {
+    match v {
+        Value::Integer(i) => Ok(*i as f64),
+        Value::Float(f) if f.is_finite() => Ok(*f),
+        Value::Float(f) => Err(format!("{f} is not a finite number")),
+        other => Err(format!("expected a number, found {}", other.type_str())),
+    }
+}
+
+/// A rate from a string value.
+pub(crate) fn rate(v: &Value) -> Result<Rate, String> {
+    match v {
+        Value::String(s) => Rate::parse(s).map_err(|e| e.to_string()),
+        other => Err(format!("expected a rate string such as \"500k\", found {}", other.type_str())),
+    }
+}
+
+/// A duration from a string value.
+pub(crate) fn duration(v: &Value) -> Result<Duration, String> {
+    match v {
+        Value::String(s) => Duration::parse(s).map_err(|e| e.to_string()),
+        other => Err(format!("expected a duration string such as \"30ms\", found {}", other.type_str())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(text: &str) -> Fields {
+        Fields::new("bottleneck", text.parse::<Table>().unwrap())
+    }
+
+    #[test]
+    fn reads_units_and_names_the_key_on_error() {
+        let mut f = fields("rate = \"1000k\"\ndelay = \"5ms\"\nlimit = 50");
+        assert_eq!(f.rate("rate").unwrap(), Rate::from_kbps(1000));
+        assert_eq!(f.duration("delay").unwrap(), Duration::from_millis(5));
+        assert_eq!(f.opt_u64("limit").unwrap(), Some(50));
+        f.finish().unwrap();
+
+        let mut f = fields("rate = \"1000 furlongs\"");
+        let err = f.rate("rate").unwrap_err();
+        assert_eq!(err.key, "bottleneck.rate");
+        assert!(err.reason.contains("unknown unit"), "{}", err.reason);
+
+        let mut f = fields("delay = \"30\"");
+        assert!(f.duration("delay").unwrap_err().reason.contains("no unit"));
+    }
+
+    #[test]
+    fn leftover_keys_are_unknown() {
+        let mut f = fields("rate = \"1M\"\nspeed = 3");
+        f.rate("rate").unwrap();
+        let err = f.finish().unwrap_err();
+        assert_eq!(err.key, "bottleneck.speed");
+        assert!(err.unknown);
+    }
+
+    #[test]
+    fn negative_integers_and_wrong_types_are_refused() {
+        let mut f = fields("limit = -3\nrate = 500");
+        assert!(f.opt_u64("limit").unwrap_err().reason.contains("negative"));
+        assert!(f.rate("rate").unwrap_err().reason.contains("expected a rate string"));
+    }
+}

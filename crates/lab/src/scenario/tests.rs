@@ -1,0 +1,194 @@
+use super::*;
+use qstp_proto::{CongestionControl, Rate};
+use qstp_sim::{MarkerSpec, Protocol};
+
+const FIG4: &str = r#"
+name = "qstp-fig4"
+description = "One flow vs a 15-flow TCP aggregate"
+duration = "180s"
+warmup = "30s"
+runs = 10
+seed = 1
+packet_size = 1500
+[bottleneck]
+rate = "1000k"
+queue = { kind = "rio", limit = 50, in = [20, 40, 0.02], out = [10, 20, 0.1] }
+[[group]]
+name = "AB"
+protocol = "qstp"
+flows = 1
+rtt = "30ms"
+target = "500k"
+marker = { kind = "token-bucket", rate = "500k", bucket = 10000 }
+[[group]]
+name = "CD"
+protocol = "tcp"
+flows = 15
+rtt = "30ms"
+marker = { kind = "token-bucket", rate = "300k", bucket = 10000 }
+[sweep]
+"group.AB.protocol" = ["tcp", "tfrc-sack", "qstp"]
+"#;
+
+fn plan(text: &str) -> Result<Plan, ScenarioError> {
+    parse(text, "test.toml", &Overrides::default())
+}
+
+/// The brief's example with one line replaced.
+fn fig4_with(old: &str, new: &str) -> String {
+    assert!(FIG4.contains(old), "{old}");
+    FIG4.replacen(old, new, 1)
+}
+
+fn expect_invalid(text: &str, key: &str, reason: &str) {
+    match plan(text) {
+        Err(e @ ScenarioError::Invalid { .. }) => {
+            assert_eq!(e.key(), Some(key), "{e}");
+            let shown = e.to_string();
+            assert!(shown.starts_with("test.toml: "), "{shown}");
+            assert!(shown.contains(reason), "{shown}");
+        }
+        other => panic!("expected an invalid {key}, got {other:?}"),
+    }
+}
+
+#[test]
+fn reads_the_fig4_scenario_into_three_points() {
+    let p = plan(FIG4).unwrap();
+    assert_eq!(p.sweep_keys, vec!["group.AB.protocol".to_string()]);
+    assert_eq!(p.points.len(), 3);
+    assert_eq!(p.total_runs(), 30);
+    let names: Vec<&str> = p.points.iter().map(|pt| protocol_name(&pt.scenario.groups[0].protocol)).collect();
+    assert_eq!(names, ["tcp", "tfrc-sack", "qstp"]);
+    let s = &p.points[2].scenario;
+    assert_eq!((s.duration, s.warmup, s.runs, s.seed), (Duration::from_secs(180), Duration::from_secs(30), 10, 1));
+    let Protocol::Qstp { config, .. } = &s.groups[0].protocol else { panic!() };
+    assert_eq!(config.congestion, CongestionControl::Gtfrc { target: Rate::from_kbps(500) });
+    assert_eq!(s.groups[1].flows, 15);
+    assert_eq!(s.groups[1].marker, Some(MarkerSpec::TokenBucket { rate: Rate::from_kbps(300), bucket: 10_000 }));
+    let spec = s.spec(3);
+    assert_eq!(spec.seed, 4);
+    assert_eq!(spec.bin, Duration::from_millis(100));
+    assert_eq!(spec.groups.len(), 2);
+}
+
+#[test]
+fn overrides_replace_runs_seed_and_duration_and_scale_the_warmup() {
+    let o = Overrides { runs: Some(2), seed: Some(7), duration: Some(Duration::from_secs(18)) };
+    let p = parse(FIG4, "f", &o).unwrap();
+    let s = p.base();
+    assert_eq!((s.runs, s.seed, s.duration, s.warmup), (2, 7, Duration::from_secs(18), Duration::from_secs(3)));
+    for (secs, warmup_ms) in [(90, 15_000), (60, 10_000), (100, 16_667), (7, 1_167)] {
+        let o = Overrides { duration: Some(Duration::from_secs(secs)), ..Default::default() };
+        let s = parse(FIG4, "f", &o).unwrap().points[0].scenario.clone();
+        assert_eq!((s.duration, s.warmup), (Duration::from_secs(secs), Duration::from_millis(warmup_ms)));
+    }
+}
+
+#[test]
+fn an_unknown_key_is_named() {
+    let err = plan(&fig4_with("rtt = \"30ms\"\ntarget", "rtt = \"30ms\"\nspeed = 3\ntarget")).unwrap_err();
+    assert!(matches!(&err, ScenarioError::UnknownKey { key, .. } if key == "group.AB.speed"), "{err}");
+    assert_eq!(err.to_string(), "test.toml: group.AB.speed: unknown key");
+    let err = plan(&format!("colour = 1\n{FIG4}")).unwrap_err();
+    assert_eq!(err.key(), Some("colour"));
+}
+
+#[test]
+fn a_wrong_unit_is_refused() {
+    expect_invalid(&fig4_with("rtt = \"30ms\"", "rtt = \"30\""), "group.AB.rtt", "no unit");
+    expect_invalid(&fig4_with("rate = \"1000k\"", "rate = \"1000 parsecs\""), "bottleneck.rate", "unknown unit");
+}
+
+#[test]
+fn a_negative_rate_is_refused() {
+    expect_invalid(&fig4_with("target = \"500k\"", "target = \"-500k\""), "group.AB.target", "negative");
+}
+
+#[test]
+fn rio_with_min_above_max_is_refused() {
+    expect_invalid(&fig4_with("out = [10, 20, 0.1]", "out = [30, 20, 0.1]"), "bottleneck.queue.out", "not below max");
+}
+
+#[test]
+fn a_sweep_over_a_missing_key_is_refused() {
+    expect_invalid(
+        &fig4_with("\"group.AB.protocol\"", "\"group.XY.protocol\""),
+        "sweep.group.XY.protocol",
+        "no element named 'XY'",
+    );
+    expect_invalid(&fig4_with("\"group.AB.protocol\"", "\"group.AB.protocl\""), "sweep.group.AB.protocl", "no such key");
+    expect_invalid(&fig4_with("\"group.AB.protocol\"", "\"link.rate\""), "sweep.link.rate", "does not exist");
+}
+
+#[test]
+fn a_swept_value_is_validated_like_a_written_one() {
+    expect_invalid(
+        &fig4_with("[\"tcp\", \"tfrc-sack\", \"qstp\"]", "[\"tcp\", \"quic\"]"),
+        "group.AB.protocol",
+        "not a protocol",
+    );
+}
+
+#[test]
+fn a_duplicate_group_name_is_refused() {
+    expect_invalid(&fig4_with("name = \"CD\"", "name = \"AB\""), "group.AB.name", "duplicate group name");
+}
+
+#[test]
+fn other_cross_checks_name_their_key() {
+    expect_invalid(&fig4_with("warmup = \"30s\"", "warmup = \"200s\""), "warmup", "shorter than the duration");
+    expect_invalid(&fig4_with("runs = 10", "runs = 0"), "runs", "outside");
+    expect_invalid(&fig4_with("packet_size = 1500", "packet_size = 10"), "packet_size", "outside");
+    let cbq = fig4_with(
+        "queue = { kind = \"rio\", limit = 50, in = [20, 40, 0.02], out = [10, 20, 0.1] }",
+        "queue = { kind = \"cbq\", classes = [{ name = \"pipe\", rate = \"300k\", groups = [\"ZZ\"], limit = 50 }] }",
+    );
+    expect_invalid(&cbq, "bottleneck.queue.classes.pipe.groups", "no group named 'ZZ'");
+}
+
+#[test]
+fn syntax_errors_and_missing_files_name_the_file() {
+    let err = plan("name = ").unwrap_err();
+    assert!(matches!(err, ScenarioError::Syntax { .. }));
+    assert!(err.to_string().starts_with("test.toml: not valid TOML"));
+    let err = load(Path::new("/nonexistent/x.toml"), &Overrides::default()).unwrap_err();
+    assert!(err.to_string().starts_with("/nonexistent/x.toml: cannot read"));
+}
+
+#[test]
+fn the_scenario_files_of_the_repository_load() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let plan = load(&path, &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+            let expected_points = match plan.base().name.as_str() {
+                "qstp-fig5" => 60,
+                "qstp-fig4" => 3,
+                _ => 2,
+            };
+            assert_eq!(plan.points.len(), expected_points, "{}", path.display());
+            assert_eq!(plan.base().name, path.file_stem().unwrap().to_str().unwrap(), "name matches the file");
+            seen += 1;
+        }
+    }
+    assert!(seen >= 7, "only {seen} scenario files");
+}
+
+#[test]
+fn keys_joined_with_plus_move_together() {
+    let text = fig4_with(
+        "\"group.AB.protocol\" = [\"tcp\", \"tfrc-sack\", \"qstp\"]",
+        "\"group.AB.protocol+group.CD.protocol\" = [\"tcp\", \"tfrc\"]\n\"group.CD.flows\" = [1, 2]",
+    )
+    .replace("name = \"CD\"", "name = \"CD\"\ntarget = \"300k\"");
+    let p = plan(&text).unwrap();
+    assert_eq!(p.points.len(), 4);
+    let last = &p.points[3].scenario;
+    assert_eq!(protocol_name(&last.groups[0].protocol), "tfrc");
+    assert_eq!(protocol_name(&last.groups[1].protocol), "tfrc");
+    assert_eq!(last.groups[1].flows, 2);
+    assert_eq!(p.points[1].params[1].1.as_integer(), Some(2));
+}

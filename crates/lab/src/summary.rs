@@ -1,0 +1,320 @@
+//! `summary.json`: per sweep point, per group, the statistics across runs (and flows) of
+//! throughput, goodput and jitter, and per queue the packets of each code point.
+//!
+//! Throughput statistics are per flow (`throughput_bps`: every flow of every run is one sample) and
+//! per group (`aggregate_bps`: the group's total in each run is one sample). Queue counters are
+//! means per run over the whole run (warm-up included); `in_profile` is green, `out_profile` yellow
+//! plus red.
+
+use crate::metrics::{jain, RunMetrics, Stats};
+use crate::runner::PointResult;
+use crate::scenario::{protocol_name, Plan};
+use qstp_sim::{CodePointCounters, QueueRecord};
+use serde::Serialize;
+
+/// The whole summary file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// Scenario name.
+    pub scenario: String,
+    /// Scenario description.
+    pub description: String,
+    /// The scenario file.
+    pub file: String,
+    /// Seed of the first run.
+    pub seed: u64,
+    /// Runs per point.
+    pub runs: u32,
+    /// Simulated time per run, s.
+    pub duration_s: f64,
+    /// Time left out of the means at the start of each run, s.
+    pub warmup_s: f64,
+    /// Simulated time over all runs, s.
+    pub simulated_s: f64,
+    /// Wall-clock time of the whole plan, s (the only field that changes between identical runs).
+    pub wall_s: f64,
+    /// Simulator events over all runs.
+    pub events: u64,
+    /// The swept keys.
+    pub sweep: Vec<String>,
+    /// One per sweep point.
+    pub points: Vec<PointSummary>,
+}
+
+/// One sweep point.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PointSummary {
+    /// The swept values.
+    pub params: serde_json::Map<String, serde_json::Value>,
+    /// One per group.
+    pub flows: Vec<GroupSummary>,
+    /// One per bottleneck queue.
+    pub queues: Vec<QueueSummary>,
+    /// Jain's index of every flow's throughput over its share of its group's target, mean over
+    /// runs; only when every group has a target.
+    pub target_fairness: Option<f64>,
+}
+
+/// One group at one point.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupSummary {
+    /// Group name.
+    pub group: String,
+    /// Protocol name.
+    pub protocol: String,
+    /// Number of flows.
+    pub flows: u32,
+    /// The group's target rate, bit/s.
+    pub target_bps: Option<u64>,
+    /// Per-flow throughput at the receiver, bit/s.
+    pub throughput_bps: Stats,
+    /// The group's total throughput per run, bit/s.
+    pub aggregate_bps: Stats,
+    /// Per-flow goodput, bit/s.
+    pub goodput_bps: Stats,
+    /// Per-flow jitter, ms.
+    pub jitter_ms: Option<Stats>,
+    /// Jain's index over the group's flows, mean over runs (groups of several flows).
+    pub fairness: Option<f64>,
+    /// Share of sent data packets that were retransmissions.
+    pub retransmitted: f64,
+}
+
+/// The packets of one code point at one queue, means per run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Counts {
+    /// Packets that arrived.
+    pub packets: f64,
+    /// Packets dropped because the queue was full.
+    pub ldrops: f64,
+    /// Packets dropped early.
+    pub edrops: f64,
+    /// Share of all packets at this queue that had this code point.
+    pub share: f64,
+    /// `ldrops / packets`.
+    pub ldrop_rate: f64,
+    /// `edrops / packets`.
+    pub edrop_rate: f64,
+}
+
+/// One queue at one point.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueueSummary {
+    /// Queue name.
+    pub name: String,
+    /// Green packets.
+    pub in_profile: Counts,
+    /// Yellow and red packets.
+    pub out_profile: Counts,
+}
+
+/// Build the summary of a finished plan.
+pub fn build(plan: &Plan, results: &[PointResult], wall_s: f64) -> Summary {
+    let base = plan.base();
+    let all_runs = || results.iter().flat_map(|p| &p.runs);
+    Summary {
+        scenario: base.name.clone(),
+        description: base.description.clone(),
+        file: plan.file.clone(),
+        seed: base.seed,
+        runs: base.runs,
+        duration_s: base.duration.as_secs_f64(),
+        warmup_s: base.warmup.as_secs_f64(),
+        simulated_s: all_runs().map(|r| r.simulated.as_secs_f64()).sum(),
+        wall_s,
+        events: all_runs().map(|r| r.events).sum(),
+        sweep: plan.sweep_keys.clone(),
+        points: plan.points.iter().zip(results).map(|(pt, res)| point(pt, &res.runs)).collect(),
+    }
+}
+
+fn point(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> PointSummary {
+    let params = pt
+        .params
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(serde_json::Value::Null)))
+        .collect();
+    let groups = &pt.scenario.groups;
+    let flows = groups.iter().enumerate().map(|(g, spec)| group(g, spec, runs)).collect();
+    let all_targets = groups.iter().all(|g| g.target.is_some_and(|t| !t.is_zero()));
+    let target_fairness = all_targets
+        .then(|| {
+            let per_run: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| {
+                    let shares: Vec<f64> = r
+                        .flows
+                        .iter()
+                        .map(|f| {
+                            let g = &groups[f.group];
+                            let flow_target = g.target.map_or(1.0, |t| t.bps() as f64 / g.flows as f64);
+                            f.throughput_bps / flow_target
+                        })
+                        .collect();
+                    jain(&shares)
+                })
+                .collect();
+            Stats::of(&per_run).map(|s| s.mean)
+        })
+        .flatten();
+    PointSummary { params, flows, queues: queues(runs), target_fairness }
+}
+
+fn group(g: usize, spec: &qstp_sim::GroupSpec, runs: &[RunMetrics]) -> GroupSummary {
+    let of_group = |r: &'_ RunMetrics| r.flows.iter().filter(move |f| f.group == g).cloned().collect::<Vec<_>>();
+    let mut throughput = Vec::new();
+    let mut goodput = Vec::new();
+    let mut jitter = Vec::new();
+    let mut aggregate = Vec::new();
+    let mut fairness = Vec::new();
+    let (mut sent, mut retransmitted) = (0u64, 0u64);
+    for r in runs {
+        let flows = of_group(r);
+        throughput.extend(flows.iter().map(|f| f.throughput_bps));
+        goodput.extend(flows.iter().map(|f| f.goodput_bps));
+        jitter.extend(flows.iter().filter_map(|f| f.jitter_ms));
+        aggregate.push(flows.iter().map(|f| f.throughput_bps).sum());
+        if flows.len() > 1 {
+            fairness.extend(jain(&flows.iter().map(|f| f.throughput_bps).collect::<Vec<_>>()));
+        }
+        sent += flows.iter().map(|f| f.packets_sent).sum::<u64>();
+        retransmitted += flows.iter().map(|f| f.packets_retransmitted).sum::<u64>();
+    }
+    GroupSummary {
+        group: spec.name.clone(),
+        protocol: protocol_name(&spec.protocol).to_string(),
+        flows: spec.flows,
+        target_bps: spec.target.map(|t| t.bps()),
+        throughput_bps: Stats::of(&throughput).unwrap_or_default(),
+        aggregate_bps: Stats::of(&aggregate).unwrap_or_default(),
+        goodput_bps: Stats::of(&goodput).unwrap_or_default(),
+        jitter_ms: Stats::of(&jitter),
+        fairness: Stats::of(&fairness).map(|s| s.mean),
+        retransmitted: if sent == 0 { 0.0 } else { retransmitted as f64 / sent as f64 },
+    }
+}
+
+fn queues(runs: &[RunMetrics]) -> Vec<QueueSummary> {
+    let Some(first) = runs.first() else { return Vec::new() };
+    first
+        .queues
+        .iter()
+        .map(|q| {
+            let same: Vec<&QueueRecord> = runs.iter().filter_map(|r| r.queues.iter().find(|x| x.name == q.name)).collect();
+            let sum = |pick: &dyn Fn(&QueueRecord) -> CodePointCounters| {
+                same.iter().fold(CodePointCounters::default(), |acc, r| {
+                    let c = pick(r);
+                    CodePointCounters {
+                        packets: acc.packets + c.packets,
+                        ldrops: acc.ldrops + c.ldrops,
+                        edrops: acc.edrops + c.edrops,
+                    }
+                })
+            };
+            let green = sum(&|r| r.green);
+            let out = sum(&|r| CodePointCounters {
+                packets: r.yellow.packets + r.red.packets,
+                ldrops: r.yellow.ldrops + r.red.ldrops,
+                edrops: r.yellow.edrops + r.red.edrops,
+            });
+            let total = (green.packets + out.packets) as f64;
+            let n = same.len().max(1) as f64;
+            let counts = |c: CodePointCounters| Counts {
+                packets: c.packets as f64 / n,
+                ldrops: c.ldrops as f64 / n,
+                edrops: c.edrops as f64 / n,
+                share: ratio(c.packets as f64, total),
+                ldrop_rate: ratio(c.ldrops as f64, c.packets as f64),
+                edrop_rate: ratio(c.edrops as f64, c.packets as f64),
+            };
+            QueueSummary { name: q.name.clone(), in_profile: counts(green), out_profile: counts(out) }
+        })
+        .collect()
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
+    }
+}
+
+/// The end-of-run table: one line per point and group (the group's total per run, and how much of
+/// its target that is), then the queues' code-point counts per point.
+pub fn text_table(s: &Summary) -> String {
+    let mut out = String::new();
+    let kbps = |v: f64| format!("{:.1}", v / 1e3);
+    out.push_str(&format!(
+        "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "point", "group", "protocol", "flows", "target", "thr mean", "thr min", "thr max", "goodput", "of target"
+    ));
+    out.push_str(&format!(
+        "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "", "", "", "", "kbit/s", "kbit/s", "kbit/s", "kbit/s", "kbit/s", ""
+    ));
+    for p in &s.points {
+        let label = params_label(&p.params);
+        for g in &p.flows {
+            // Per group, totals per run: the paper's "aggregate" (a single flow's own throughput).
+            let of_target = g.target_bps.filter(|&t| t > 0).map_or("-".to_string(), |t| {
+                format!("{:.0}%", 100.0 * g.aggregate_bps.mean / t as f64)
+            });
+            out.push_str(&format!(
+                "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+                truncate(&label, 28),
+                truncate(&g.group, 8),
+                g.protocol,
+                g.flows,
+                g.target_bps.map_or("-".to_string(), |t| kbps(t as f64)),
+                kbps(g.aggregate_bps.mean),
+                kbps(g.aggregate_bps.min),
+                kbps(g.aggregate_bps.max),
+                kbps(g.goodput_bps.mean * g.flows as f64),
+                of_target,
+            ));
+        }
+        for q in &p.queues {
+            out.push_str(&format!(
+                "{:<28} queue {}: in {:.0} pkts (ldrops {:.0}, edrops {:.0}); out {:.0} pkts (ldrops {:.0}, edrops {:.0}) per run\n",
+                "",
+                q.name,
+                q.in_profile.packets,
+                q.in_profile.ldrops,
+                q.in_profile.edrops,
+                q.out_profile.packets,
+                q.out_profile.ldrops,
+                q.out_profile.edrops
+            ));
+        }
+    }
+    out
+}
+
+/// `key=value, ...` with only the last part of each dotted key, or `(single point)`.
+pub fn params_label(params: &serde_json::Map<String, serde_json::Value>) -> String {
+    if params.is_empty() {
+        return "(single point)".into();
+    }
+    params
+        .iter()
+        .map(|(k, v)| {
+            let short = k.split('+').next().unwrap_or(k);
+            let short = short.strip_prefix("group.").unwrap_or(short);
+            let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            format!("{short}={v}")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).chain(['…']).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,84 @@
+use super::*;
+use crate::runner::execute;
+use crate::scenario::{parse, Overrides};
+use crate::testkit::{fake, PLAN};
+
+fn summary() -> Summary {
+    let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
+    let results = execute(&plan, 2, fake, &|_| {}).unwrap();
+    build(&plan, &results, 1.5)
+}
+
+#[test]
+fn the_summary_has_the_documented_shape() {
+    let json = serde_json::to_value(summary()).unwrap();
+    for key in ["scenario", "seed", "runs", "simulated_s", "wall_s", "events", "points"] {
+        assert!(json.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(json["scenario"], "t");
+    assert_eq!((json["seed"].as_u64(), json["runs"].as_u64()), (Some(5), Some(3)));
+    assert_eq!(json["simulated_s"], 60.0);
+    assert_eq!(json["events"], 60);
+    let points = json["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    assert_eq!(points[1]["params"]["group.B.flows"], 2);
+    let flow = &points[1]["flows"][1];
+    for key in ["group", "protocol", "flows", "target_bps", "throughput_bps", "goodput_bps", "jitter_ms"] {
+        assert!(flow.get(key).is_some(), "missing flows[].{key}");
+    }
+    for key in ["mean", "min", "max", "std"] {
+        assert!(flow["throughput_bps"].get(key).is_some(), "missing throughput_bps.{key}");
+    }
+    assert_eq!((flow["group"].as_str(), flow["protocol"].as_str(), flow["flows"].as_u64()), (Some("B"), Some("tcp"), Some(2)));
+    assert_eq!(points[0]["flows"][0]["target_bps"], 500_000);
+    let queue = &points[0]["queues"][0];
+    assert_eq!(queue["name"], "bottleneck");
+    for side in ["in_profile", "out_profile"] {
+        for key in ["packets", "ldrops", "edrops"] {
+            assert!(queue[side].get(key).is_some(), "missing {side}.{key}");
+        }
+    }
+}
+
+#[test]
+fn statistics_run_across_runs_and_flows() {
+    let s = summary();
+    // Point 1, group B (index 1), 2 flows, seeds 5..=7: flow f of run with seed s gets
+    // s*1000 + 100 + f bytes per second.
+    let b = &s.points[1].flows[1];
+    let per_flow: Vec<f64> = [5u64, 6, 7].iter().flat_map(|s| [0u64, 1].map(|f| ((s * 1000 + 100 + f) * 8) as f64)).collect();
+    assert_eq!(b.throughput_bps.n, 6);
+    assert_eq!(b.throughput_bps.min, per_flow[0]);
+    assert_eq!(b.throughput_bps.max, per_flow[5]);
+    assert!((b.throughput_bps.mean - per_flow.iter().sum::<f64>() / 6.0).abs() < 1e-9);
+    assert_eq!(b.aggregate_bps.n, 3);
+    assert_eq!(b.aggregate_bps.min, per_flow[0] + per_flow[1]);
+    assert!(b.fairness.unwrap() > 0.99);
+    assert_eq!(s.points[0].flows[1].fairness, None, "one flow: no fairness");
+    assert_eq!(b.jitter_ms.unwrap().mean, 1.0);
+    // Group B has no target, so no scenario-wide target fairness.
+    assert_eq!(s.points[1].target_fairness, None);
+}
+
+#[test]
+fn queue_counters_split_into_in_and_out_profile() {
+    let q = &summary().points[0].queues[0];
+    // Green 100 + seed (seeds 5, 6, 7: mean 106); out = yellow + red = 50.
+    assert_eq!(q.in_profile.packets, 106.0);
+    assert_eq!(q.out_profile.packets, 50.0);
+    assert_eq!((q.out_profile.ldrops, q.out_profile.edrops), (6.0, 8.0));
+    assert!((q.in_profile.share - 106.0 / 156.0).abs() < 1e-12);
+    assert!((q.out_profile.edrop_rate - 8.0 / 50.0).abs() < 1e-12);
+}
+
+#[test]
+fn the_text_table_lists_every_point_and_group() {
+    let t = text_table(&summary());
+    assert!(t.lines().next().unwrap().contains("thr mean"));
+    assert_eq!(t.lines().filter(|l| l.contains(" qstp ")).count(), 2, "{t}");
+    assert!(t.contains("B.flows=2"), "{t}");
+    // Group A, point 0: seeds 5..=7 give 5000, 6000, 7000 B/s: a mean of 48 kbit/s, 10% of 500k.
+    let a = t.lines().find(|l| l.contains(" qstp ")).unwrap();
+    assert!(a.contains("48.0") && a.trim_end().ends_with("10%"), "{a}");
+    assert!(t.contains("queue bottleneck: in 106 pkts"), "{t}");
+}

@@ -1,0 +1,60 @@
+//! A small plan and a stand-in simulator for the lab's unit tests.
+
+use qstp_proto::Time;
+use qstp_sim::{CodePointCounters, FlowRecord, QueueRecord, RunOutput, SimSpec};
+
+pub(crate) const PLAN: &str = r#"
+name = "t"
+duration = "10s"
+warmup = "2s"
+runs = 3
+seed = 5
+bin = "1s"
+[bottleneck]
+rate = "1M"
+queue = { kind = "droptail", limit = 10 }
+[[group]]
+name = "A"
+protocol = "qstp"
+rtt = "30ms"
+target = "500k"
+[[group]]
+name = "B"
+protocol = "tcp"
+flows = 2
+rtt = "30ms"
+[sweep]
+"group.B.flows" = [1, 2]
+"#;
+
+/// A stand-in simulator: each flow receives `seed * 1000 + group * 100 + flow` bytes per bin.
+pub(crate) fn fake(spec: &SimSpec, progress: &mut dyn FnMut(Time)) -> Result<RunOutput, String> {
+    let bins = (spec.duration.as_nanos() / spec.bin.as_nanos()) as usize;
+    for s in 0..=spec.duration.as_nanos() / 1_000_000_000 {
+        progress(Time::from_nanos(s * 1_000_000_000));
+    }
+    let mut flows = Vec::new();
+    for (g, group) in spec.groups.iter().enumerate() {
+        for f in 0..group.flows {
+            let b = spec.seed * 1000 + g as u64 * 100 + f as u64;
+            flows.push(FlowRecord {
+                group: g,
+                flow: f,
+                received_bytes: vec![b; bins],
+                delivered_bytes: vec![b / 2; bins],
+                jitter_ns: vec![1_000_000; bins],
+                received_packets: vec![1; bins],
+                packets_sent: bins as u64,
+                packets_retransmitted: 0,
+            });
+        }
+    }
+    let queues = vec![QueueRecord {
+        name: "bottleneck".into(),
+        green: CodePointCounters { packets: 100 + spec.seed, ldrops: 1, edrops: 0 },
+        yellow: CodePointCounters { packets: 10, ldrops: 2, edrops: 3 },
+        red: CodePointCounters { packets: 40, ldrops: 4, edrops: 5 },
+    }];
+    Ok(RunOutput { events: 10, bottleneck_packets: 0, simulated: spec.duration, flows, queues })
+}
+
