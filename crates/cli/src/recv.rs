@@ -1,12 +1,15 @@
 //! `qstp recv`: receive files sent with `qstp send`, one after another and side by side.
 //!
-//! Each file is written under a temporary name in the target directory and renamed to its final
-//! name only after the BLAKE3 hash matched; a failed or interrupted transfer leaves nothing under
-//! the final name.
+//! Each file is written under a temporary name in the target directory and given its final name
+//! only after the BLAKE3 hash matched; a failed or interrupted transfer leaves nothing under the
+//! final name. Into a directory, a sender's name is refused if it is hidden or a path (see
+//! [`transfer::check_file_name`]), and an existing file is never replaced: the new one takes the
+//! first free name of `name.1`, `name.2`, ... `name.1000`.
 
 use anyhow::{bail, Context};
 use qstp_net::transfer::{self, Header, Verdict};
 use qstp_net::{Config, Connection, Endpoint, Rate};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -32,9 +35,9 @@ pub struct RecvArgs {
 /// Where received files go.
 #[derive(Debug, Clone)]
 enum Destination {
-    /// Into this directory, under the sender's (sanitised) name.
+    /// Into this directory, under the sender's name (checked), never replacing a file.
     Directory(PathBuf),
-    /// Exactly this file.
+    /// Exactly this file, replacing it if it exists (the user named it).
     File(PathBuf),
 }
 
@@ -54,15 +57,66 @@ impl Destination {
         Ok(Destination::File(path))
     }
 
-    fn final_path(&self, sender_name: &str) -> PathBuf {
+    /// Where the temporary file goes and what it is named after; refuses an unsafe sender name.
+    fn staging(&self, sender_name: &str) -> Result<(PathBuf, String), transfer::TransferError> {
         match self {
-            Destination::Directory(dir) => dir.join(transfer::safe_file_name(sender_name)),
-            Destination::File(path) => path.clone(),
+            Destination::Directory(dir) => Ok((dir.clone(), transfer::check_file_name(sender_name)?.to_string())),
+            Destination::File(path) => {
+                let dir = match path.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                    _ => PathBuf::from("."),
+                };
+                let base = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                Ok((dir, base))
+            }
+        }
+    }
+
+    /// Give the verified `part` its final name; returns that name.
+    fn place(&self, part: &Path, name: &str) -> anyhow::Result<PathBuf> {
+        match self {
+            Destination::Directory(dir) => place_new(part, dir, name),
+            Destination::File(path) => {
+                std::fs::rename(part, path).with_context(|| format!("cannot rename into '{}'", path.display()))?;
+                Ok(path.clone())
+            }
         }
     }
 }
 
-/// A temporary file that is deleted unless it was renamed into place.
+/// Most numbered alternatives tried when the sender's name is taken.
+const MAX_ALTERNATIVES: u32 = 1000;
+
+/// Link `part` into `dir` as `name`, or else the first free of `name.1` ... `name.1000`, never
+/// replacing an existing file; returns the path taken.
+fn place_new(part: &Path, dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    for n in 0..=MAX_ALTERNATIVES {
+        let candidate = if n == 0 { dir.join(name) } else { dir.join(format!("{name}.{n}")) };
+        match claim(part, &candidate) {
+            Ok(()) => return Ok(candidate),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("cannot create '{}'", candidate.display())),
+        }
+    }
+    bail!("'{name}' and its {MAX_ALTERNATIVES} numbered alternatives all exist")
+}
+
+/// Give `part` the name `target` only if no file has it, atomically: a hard link fails if the
+/// name exists; where the file system has no hard links, an exclusively created placeholder
+/// reserves the name and the rename replaces only that. `part` itself is left to its owner.
+fn claim(part: &Path, target: &Path) -> io::Result<()> {
+    match std::fs::hard_link(part, target) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
+        Err(_) => {
+            std::fs::OpenOptions::new().write(true).create_new(true).open(target)?;
+            std::fs::rename(part, target)
+        }
+    }
+}
+
+/// A temporary file that is deleted on drop unless it was renamed into place (after a hard link
+/// into place, deleting it leaves the linked name).
 struct PartFile {
     path: PathBuf,
     kept: bool,
@@ -129,15 +183,23 @@ async fn serve(mut conn: Connection, destination: &Destination, quiet: bool) -> 
             return Err(e).context("bad transfer header");
         }
     };
-    let final_path = destination.final_path(&header.name);
-    let (outcome, part) = receive_into(&mut conn, &header, &final_path).await;
+    let (dir, name) = match destination.staging(&header.name) {
+        Ok(staging) => staging,
+        Err(e) => {
+            let _ = answer(&mut conn, &Verdict::for_error(&e)).await;
+            return Err(e).context(format!("transfer from {remote} refused"));
+        }
+    };
+    let (outcome, part) = receive_into(&mut conn, &header, &dir, &name).await;
+    let mut final_path = dir.join(&name);
     let verdict = match (&outcome, part) {
-        (Ok(_), Some(mut part)) => match std::fs::rename(&part.path, &final_path) {
-            Ok(()) => {
-                part.kept = true;
+        (Ok(_), Some(mut part)) => match destination.place(&part.path, &name) {
+            Ok(path) => {
+                final_path = path;
+                part.kept = matches!(destination, Destination::File(_));
                 Verdict::Verified
             }
-            Err(e) => Verdict::StorageFailed(format!("cannot rename into '{}': {e}", final_path.display())),
+            Err(e) => Verdict::StorageFailed(format!("{e:#}")),
         },
         (Err(e), _) => e.verdict(),
         (Ok(_), None) => Verdict::StorageFailed("no file".into()),
@@ -182,17 +244,13 @@ impl ReceiveFailure {
     }
 }
 
-/// Receive the bytes into a temporary file next to `final_path`.
+/// Receive the bytes into a temporary file in `dir` named after `base`.
 async fn receive_into(
     conn: &mut Connection,
     header: &Header,
-    final_path: &Path,
+    dir: &Path,
+    base: &str,
 ) -> (Result<u64, ReceiveFailure>, Option<PartFile>) {
-    let dir = match final_path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let base = final_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let part_path = dir.join(format!(".{base}.qstp-part-{:016x}", rand::random::<u64>()));
     let file = match tokio::fs::OpenOptions::new().write(true).create_new(true).open(&part_path).await {
         Ok(file) => file,
@@ -246,7 +304,12 @@ mod tests {
     fn destinations_follow_the_out_flag() {
         let dir = std::env::temp_dir();
         match Destination::from_args(Some(&dir)).unwrap() {
-            Destination::Directory(d) => assert_eq!(d.join("a.txt"), Destination::Directory(d.clone()).final_path("../a.txt")),
+            Destination::Directory(d) => {
+                let destination = Destination::Directory(d.clone());
+                assert_eq!(destination.staging("a.txt").unwrap(), (d.clone(), "a.txt".to_string()));
+                assert!(destination.staging("../a.txt").is_err());
+                assert!(destination.staging(".profile").is_err());
+            }
             other => panic!("{other:?}"),
         }
         let file = dir.join("qstp-recv-destination-test.bin");
@@ -260,5 +323,54 @@ mod tests {
         std::fs::write(&path, b"partial").unwrap();
         drop(PartFile { path: path.clone(), kept: false });
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn concurrent_placements_of_one_name_never_share_or_replace_a_file() {
+        let dir = std::env::temp_dir().join(format!("qstp-place-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("same.bin"), b"old").unwrap();
+        let threads: Vec<_> = (0..8u8)
+            .map(|i| {
+                let dir = dir.clone();
+                std::thread::spawn(move || {
+                    let part = dir.join(format!(".part-{i}"));
+                    std::fs::write(&part, [i; 100]).unwrap();
+                    let placed = place_new(&part, &dir, "same.bin").unwrap();
+                    drop(PartFile { path: part, kept: false });
+                    (i, placed)
+                })
+            })
+            .collect();
+        let placed: Vec<(u8, PathBuf)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(std::fs::read(dir.join("same.bin")).unwrap(), b"old");
+        for (i, path) in &placed {
+            assert_eq!(std::fs::read(path).unwrap(), [*i; 100], "{} holds another transfer", path.display());
+        }
+        let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        let mut expected: Vec<String> = (1..=8).map(|n| format!("same.bin.{n}")).collect();
+        expected.push("same.bin".into());
+        expected.sort();
+        assert_eq!(names, expected, "the part files are gone, each transfer has its own name");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn placement_gives_up_after_the_numbered_alternatives() {
+        let dir = std::env::temp_dir().join(format!("qstp-place-full-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("f"), b"0").unwrap();
+        for n in 1..=MAX_ALTERNATIVES {
+            std::fs::write(dir.join(format!("f.{n}")), b"0").unwrap();
+        }
+        let part = dir.join(".part");
+        std::fs::write(&part, b"new").unwrap();
+        let err = place_new(&part, &dir, "f").unwrap_err();
+        assert!(format!("{err:#}").contains("alternatives"), "{err:#}");
+        assert_eq!(std::fs::read(dir.join("f.1000")).unwrap(), b"0");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

