@@ -8,7 +8,7 @@
 
 use anyhow::{bail, Context};
 use qstp_net::transfer::{self, Header, Verdict};
-use qstp_net::{Config, Connection, Endpoint, Rate};
+use qstp_net::{Config, Connection, Endpoint, EndpointOptions, Rate};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -24,6 +24,11 @@ pub struct RecvArgs {
     /// (default: the current directory).
     #[arg(long, value_name = "FILE|DIR")]
     pub out: Option<PathBuf>,
+    /// Most transfers at once (1 to 1024); further senders are refused ("connection refused by the
+    /// peer") until one ends. Each transfer holds at most about 6 MiB (a 4 MiB receive window and
+    /// 2 MiB of file buffers), so memory stays below about 6 MiB × N (48 MiB by default).
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub max_transfers: u16,
     /// Exit after the first transfer (status 0 only if it was verified).
     #[arg(long)]
     pub once: bool,
@@ -115,6 +120,18 @@ fn claim(part: &Path, target: &Path) -> io::Result<()> {
     }
 }
 
+/// Receive window of each transfer, in bytes (the protocol's reassembly bound).
+const RECV_WINDOW: usize = 4 << 20;
+/// What each transfer may queue towards its sender (only the verdict).
+const SEND_WINDOW: usize = 64 << 10;
+/// Buffer between a transfer and its file (the transfer adds its own block of `IO_BLOCK`).
+const FILE_BUFFER: usize = 1 << 20;
+
+/// The limits of every accepted transfer.
+fn accept_config() -> Config {
+    Config { recv_buffer: RECV_WINDOW, send_buffer: SEND_WINDOW, ..Config::default() }
+}
+
 /// A temporary file that is deleted on drop unless it was renamed into place (after a hard link
 /// into place, deleting it leaves the linked name).
 struct PartFile {
@@ -139,7 +156,13 @@ pub fn main(args: RecvArgs) -> anyhow::Result<()> {
 
 async fn run(args: RecvArgs, destination: Destination) -> anyhow::Result<()> {
     let listen = crate::send::resolve(&args.listen).await?;
-    let endpoint = Endpoint::server(listen, Config::default()).with_context(|| format!("cannot listen on {listen}"))?;
+    // The bound on transfers is the bound on memory: each holds its window and file buffers.
+    let options = EndpointOptions {
+        accept: Some(accept_config()),
+        max_connections: usize::from(args.max_transfers),
+        ..EndpointOptions::default()
+    };
+    let endpoint = Endpoint::bind_with(listen, options).with_context(|| format!("cannot listen on {listen}"))?;
     if !args.quiet {
         eprintln!("listening on {}", endpoint.local_addr());
     }
@@ -260,7 +283,7 @@ async fn receive_into(
         }
     };
     let part = PartFile { path: part_path, kept: false };
-    let mut sink = tokio::io::BufWriter::with_capacity(1 << 20, file);
+    let mut sink = tokio::io::BufWriter::with_capacity(FILE_BUFFER, file);
     let result = transfer::receive(conn, header, &mut sink, |_| {}).await;
     let result = match result {
         Ok(moved) => match sink.shutdown().await {
@@ -315,6 +338,16 @@ mod tests {
         let file = dir.join("qstp-recv-destination-test.bin");
         assert!(matches!(Destination::from_args(Some(&file)).unwrap(), Destination::File(_)));
         assert!(Destination::from_args(Some(Path::new("/nonexistent-dir-qstp/x.bin"))).is_err());
+    }
+
+    #[test]
+    fn the_stated_memory_bound_holds_for_the_limits_used() {
+        let config = accept_config();
+        config.validate().unwrap();
+        // Window, queue towards the sender, the file buffer and the transfer's block.
+        let per_transfer = config.recv_buffer + config.send_buffer + FILE_BUFFER + transfer::IO_BLOCK;
+        assert!(per_transfer <= (6 << 20) + (64 << 10), "{per_transfer} bytes per transfer");
+        assert_eq!(config.recv_buffer, RECV_WINDOW);
     }
 
     #[test]

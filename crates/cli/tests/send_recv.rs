@@ -213,3 +213,75 @@ fn an_existing_file_is_kept_and_the_new_one_takes_a_numbered_name() {
     assert!(std::fs::read(out.join("notes.txt.1")).unwrap() == data);
     assert_eq!(entries(&out), ["notes.txt", "notes.txt.1"]);
 }
+
+/// Start `qstp recv` (not `--once`) with `extra` flags; returns it, its address and a thread
+/// that collects the rest of its stderr.
+fn start_server(out: &Path, extra: &[&str]) -> (Child, String, std::thread::JoinHandle<Vec<String>>) {
+    let mut child = Command::new(QSTP)
+        .args(["recv", "--listen", "127.0.0.1:0", "--out"])
+        .arg(out)
+        .args(extra)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected: {line}")).to_string();
+    let lines = std::thread::spawn(move || stderr.lines().map_while(Result::ok).collect());
+    (child, addr, lines)
+}
+
+/// A `qstp send -` whose stdin stays open: the transfer lasts until the pipe is closed.
+fn start_stdin_sender(addr: &str) -> Child {
+    Command::new(QSTP)
+        .args(["send", "-", "--to", addr, "--quiet"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait until a temporary file shows that a transfer has started writing into `out`.
+fn wait_for_part_file(out: &Path) {
+    let start = Instant::now();
+    while !entries(out).iter().any(|n| n.contains(".qstp-part-")) {
+        assert!(start.elapsed() < Duration::from_secs(20), "no transfer started: {:?}", entries(out));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_sender_beyond_max_transfers_is_refused_until_a_transfer_ends() {
+    let dir = scratch("max-transfers");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let (mut receiver, addr, _lines) = start_server(&out, &["--max-transfers", "1"]);
+    let mut first = start_stdin_sender(&addr);
+    let mut pipe = first.stdin.take().unwrap();
+    pipe.write_all(&pattern(100_000)).unwrap();
+    wait_for_part_file(&out);
+    let second = dir.join("second.bin");
+    std::fs::write(&second, pattern(50_000)).unwrap();
+    let (status, stderr) = send_file(&second, &addr);
+    assert!(!status.success(), "a second transfer was accepted beyond --max-transfers 1");
+    assert!(stderr.contains("refused"), "unclear error: {stderr}");
+    pipe.write_all(&pattern(100_000)).unwrap();
+    drop(pipe);
+    let output = first.wait_with_output().unwrap();
+    assert!(output.status.success(), "the first transfer failed: {}", String::from_utf8_lossy(&output.stderr));
+    // Once the first connection is gone, there is room again.
+    let start = Instant::now();
+    loop {
+        let (status, stderr) = send_file(&second, &addr);
+        if status.success() {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(15), "still refused after the first transfer ended: {stderr}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(std::fs::read(out.join("second.bin")).unwrap() == pattern(50_000));
+    let _ = Command::new("kill").args(["-INT", &receiver.id().to_string()]).status();
+    wait_bounded(&mut receiver, Duration::from_secs(10));
+}

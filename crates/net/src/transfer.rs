@@ -17,7 +17,7 @@ pub const MAX_NAME: usize = 255;
 /// Largest chunk of file bytes.
 pub const MAX_CHUNK: usize = 64 * 1024;
 /// Size of the reads from the source and the writes to the sink.
-const IO_BLOCK: usize = 1 << 20;
+pub const IO_BLOCK: usize = 1 << 20;
 /// Longest verdict message, in bytes.
 pub const MAX_MESSAGE: usize = 1024;
 
