@@ -29,12 +29,23 @@ pub struct RecvArgs {
     /// 2 MiB of file buffers), so memory stays below about 6 MiB × N (48 MiB by default).
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub max_transfers: u16,
+    /// Seconds of silence after which a sender counts as gone and its transfer is dropped.
+    #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = parse_seconds)]
+    pub idle_timeout: Duration,
     /// Exit after the first transfer (status 0 only if it was verified).
     #[arg(long)]
     pub once: bool,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// A positive number of seconds, at most an hour.
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs <= 3600.0 => Ok(Duration::from_secs_f64(secs)),
+        _ => Err(format!("'{text}' is not a number of seconds between 0 and 3600")),
+    }
 }
 
 /// Where received files go.
@@ -128,8 +139,8 @@ const SEND_WINDOW: usize = 64 << 10;
 const FILE_BUFFER: usize = 1 << 20;
 
 /// The limits of every accepted transfer.
-fn accept_config() -> Config {
-    Config { recv_buffer: RECV_WINDOW, send_buffer: SEND_WINDOW, ..Config::default() }
+fn accept_config(idle_timeout: Duration) -> Config {
+    Config { recv_buffer: RECV_WINDOW, send_buffer: SEND_WINDOW, idle_timeout: idle_timeout.into(), ..Config::default() }
 }
 
 /// A temporary file that is deleted on drop unless it was renamed into place (after a hard link
@@ -158,7 +169,7 @@ async fn run(args: RecvArgs, destination: Destination) -> anyhow::Result<()> {
     let listen = crate::send::resolve(&args.listen).await?;
     // The bound on transfers is the bound on memory: each holds its window and file buffers.
     let options = EndpointOptions {
-        accept: Some(accept_config()),
+        accept: Some(accept_config(args.idle_timeout)),
         max_connections: usize::from(args.max_transfers),
         ..EndpointOptions::default()
     };
@@ -184,9 +195,8 @@ async fn run(args: RecvArgs, destination: Destination) -> anyhow::Result<()> {
                 let destination = destination.clone();
                 let quiet = args.quiet;
                 tokio::spawn(async move {
-                    let remote = conn.remote().map(|a| a.to_string()).unwrap_or_default();
                     if let Err(e) = serve(conn, &destination, quiet).await {
-                        eprintln!("qstp: transfer from {remote} failed: {e:#}");
+                        eprintln!("qstp: {e:#}");
                     }
                 });
             }
@@ -195,7 +205,8 @@ async fn run(args: RecvArgs, destination: Destination) -> anyhow::Result<()> {
     }
 }
 
-/// Receive one transfer on `conn`, store it if verified, and answer with the verdict.
+/// Receive one transfer on `conn`, store it if verified, and answer with the verdict; an error
+/// names the sender and says first what went wrong with the transfer.
 async fn serve(mut conn: Connection, destination: &Destination, quiet: bool) -> anyhow::Result<()> {
     let remote = conn.remote()?;
     let started = Instant::now();
@@ -203,7 +214,7 @@ async fn serve(mut conn: Connection, destination: &Destination, quiet: bool) -> 
         Ok(header) => header,
         Err(e) => {
             let _ = answer(&mut conn, &Verdict::for_error(&e)).await;
-            return Err(e).context("bad transfer header");
+            return Err(e).context(format!("bad transfer header from {remote}"));
         }
     };
     let (dir, name) = match destination.staging(&header.name) {
@@ -227,9 +238,11 @@ async fn serve(mut conn: Connection, destination: &Destination, quiet: bool) -> 
         (Err(e), _) => e.verdict(),
         (Ok(_), None) => Verdict::StorageFailed("no file".into()),
     };
-    answer(&mut conn, &verdict).await.context("cannot send the verdict")?;
+    // A sender that vanished cannot hear the verdict: what happened to the transfer comes first.
+    let answered = answer(&mut conn, &verdict).await;
     match outcome {
         Ok(bytes) if verdict == Verdict::Verified => {
+            answered.with_context(|| format!("stored {} from {remote}, but cannot send the verdict", final_path.display()))?;
             if !quiet {
                 let secs = started.elapsed().as_secs_f64().max(1e-9);
                 eprintln!(
@@ -240,8 +253,8 @@ async fn serve(mut conn: Connection, destination: &Destination, quiet: bool) -> 
             }
             Ok(())
         }
-        Ok(_) => bail!("{verdict}"),
-        Err(e) => Err(e.into_error()),
+        Ok(_) => bail!("transfer from {remote} failed: {verdict}"),
+        Err(e) => Err(e.into_error(remote)),
     }
 }
 
@@ -259,10 +272,14 @@ impl ReceiveFailure {
         }
     }
 
-    fn into_error(self) -> anyhow::Error {
+    fn into_error(self, remote: std::net::SocketAddr) -> anyhow::Error {
         match self {
-            ReceiveFailure::Transfer(e) => anyhow::Error::new(e).context("transfer failed"),
-            ReceiveFailure::Storage(e) => e,
+            // The stream broke off: the sender vanished, timed out or aborted.
+            ReceiveFailure::Transfer(e @ (transfer::TransferError::Io(_) | transfer::TransferError::Truncated)) => {
+                anyhow::Error::new(e).context(format!("transfer from {remote} interrupted"))
+            }
+            ReceiveFailure::Transfer(e) => anyhow::Error::new(e).context(format!("transfer from {remote} failed")),
+            ReceiveFailure::Storage(e) => e.context(format!("transfer from {remote} not stored")),
         }
     }
 }
@@ -342,7 +359,7 @@ mod tests {
 
     #[test]
     fn the_stated_memory_bound_holds_for_the_limits_used() {
-        let config = accept_config();
+        let config = accept_config(Duration::from_secs(30));
         config.validate().unwrap();
         // Window, queue towards the sender, the file buffer and the transfer's block.
         let per_transfer = config.recv_buffer + config.send_buffer + FILE_BUFFER + transfer::IO_BLOCK;

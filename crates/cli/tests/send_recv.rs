@@ -257,7 +257,8 @@ fn a_sender_beyond_max_transfers_is_refused_until_a_transfer_ends() {
     let dir = scratch("max-transfers");
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let (mut receiver, addr, _lines) = start_server(&out, &["--max-transfers", "1"]);
+    // A short idle timeout frees the slot soon even if the first sender's closing packets are lost.
+    let (mut receiver, addr, _lines) = start_server(&out, &["--max-transfers", "1", "--idle-timeout", "2"]);
     let mut first = start_stdin_sender(&addr);
     let mut pipe = first.stdin.take().unwrap();
     pipe.write_all(&pattern(100_000)).unwrap();
@@ -284,4 +285,25 @@ fn a_sender_beyond_max_transfers_is_refused_until_a_transfer_ends() {
     assert!(std::fs::read(out.join("second.bin")).unwrap() == pattern(50_000));
     let _ = Command::new("kill").args(["-INT", &receiver.id().to_string()]).status();
     wait_bounded(&mut receiver, Duration::from_secs(10));
+}
+
+#[test]
+fn a_killed_sender_leaves_no_file_and_the_receiver_reports_the_interruption() {
+    let dir = scratch("killed");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let (mut receiver, addr, lines) = start_server(&out, &["--once", "--idle-timeout", "1"]);
+    let mut sender = start_stdin_sender(&addr);
+    let mut pipe = sender.stdin.take().unwrap();
+    pipe.write_all(&pattern(300_000)).unwrap();
+    wait_for_part_file(&out);
+    sender.kill().unwrap();
+    sender.wait().unwrap();
+    assert!(!wait_bounded(&mut receiver, Duration::from_secs(20)).success(), "an interrupted transfer succeeded");
+    assert!(entries(&out).is_empty(), "left behind: {:?}", entries(&out));
+    let lines = lines.join().unwrap();
+    let error = lines.iter().find(|l| l.starts_with("qstp: ")).unwrap_or_else(|| panic!("no error line: {lines:?}"));
+    assert!(error.starts_with("qstp: transfer from 127.0.0.1:"), "{error}");
+    assert!(error.contains("interrupted") && error.contains("timed out"), "{error}");
+    assert!(!error.contains("verdict"), "{error}");
 }
