@@ -56,7 +56,10 @@ pub struct EndpointSnapshot {
 }
 
 impl Endpoint {
-    /// A client-only endpoint on `addr` (use port 0 for any).
+    /// A client-only endpoint on `addr` (use port 0 for any): it connects but never accepts (its
+    /// [`accept`](Endpoint::accept) returns `None` at once, and handshakes sent to it go
+    /// unanswered); use [`server`](Endpoint::server) or [`bind_with`](Endpoint::bind_with) with
+    /// `accept` set to take connections.
     pub fn bind(addr: SocketAddr) -> Result<Endpoint, Error> {
         Endpoint::bind_with(addr, EndpointOptions::default())
     }
@@ -141,7 +144,8 @@ impl Endpoint {
         Ok(connection)
     }
 
-    /// The next accepted connection; `None` once the endpoint stopped or does not accept.
+    /// The next accepted connection; `None` at once on a client-only endpoint (see
+    /// [`accepts`](Endpoint::accepts)), and `None` once the endpoint stopped.
     pub async fn accept(&self) -> Option<Connection> {
         loop {
             let notified = self.shared.incoming.notified();
@@ -158,6 +162,11 @@ impl Endpoint {
             }
             notified.await;
         }
+    }
+
+    /// Whether this endpoint takes incoming connections (it was made with accept limits).
+    pub fn accepts(&self) -> bool {
+        self.shared.lock().accepting
     }
 
     /// Counters of the protocol endpoint and the socket, and the number of connections held.
