@@ -102,9 +102,9 @@ async fn a_transfer_completes_across_a_lossy_reordering_duplicating_path() {
 }
 
 /// QSTP paper §5: with a target of 20 Mbit/s behind a 40 Mbit/s bottleneck, goodput reaches the
-/// target. Measured at the receiver after the first fifth of the bytes (slow start excluded), as
-/// the median over windows of 512 KiB, so that a few windows in which a busy machine did not run
-/// the test do not decide the outcome.
+/// target. Measured at the receiver after the first fifth of the bytes (slow start excluded):
+/// overall, and as the median over windows of 512 KiB (which shows whether a shortfall is a few
+/// windows in which a busy machine did not run the test, or the rate itself).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn goodput_reaches_the_target_behind_a_wider_bottleneck() {
     bounded(async {
@@ -123,6 +123,7 @@ async fn goodput_reaches_the_target_behind_a_wider_bottleneck() {
             let mut buf = vec![0u8; 64 * 1024];
             let mut got = 0usize;
             let mut window: Option<(Instant, usize)> = None;
+            let mut after_slow_start: Option<(Instant, usize)> = None;
             let mut rates = Vec::new();
             loop {
                 let n = conn.read(&mut buf).await.unwrap();
@@ -131,7 +132,10 @@ async fn goodput_reaches_the_target_behind_a_wider_bottleneck() {
                 }
                 got += n;
                 match window {
-                    None if got >= TOTAL / 5 => window = Some((Instant::now(), got)),
+                    None if got >= TOTAL / 5 => {
+                        window = Some((Instant::now(), got));
+                        after_slow_start = window;
+                    }
                     Some((start, at)) if got - at >= WINDOW => {
                         rates.push((got - at) as f64 * 8.0 / start.elapsed().as_secs_f64());
                         window = Some((Instant::now(), got));
@@ -139,20 +143,23 @@ async fn goodput_reaches_the_target_behind_a_wider_bottleneck() {
                     _ => {}
                 }
             }
+            let (start, at) = after_slow_start.unwrap();
+            let overall = (got - at) as f64 * 8.0 / start.elapsed().as_secs_f64();
             conn.finish().unwrap();
             rates.sort_by(f64::total_cmp);
-            (got, rates)
+            (got, rates, overall)
         });
         let client = client();
         let mut conn = client.connect(relay.addr, Config::qstp(Rate::from_mbps(20))).await.unwrap();
         conn.write_all(&pattern(TOTAL)).await.unwrap();
         conn.finish().unwrap();
-        let (got, rates) = receiver.await.unwrap();
+        let (got, rates, overall) = receiver.await.unwrap();
         assert_eq!(got, TOTAL);
         assert!(rates.len() >= 5, "{rates:?}");
         let median = rates[rates.len() / 2];
         let shown: Vec<String> = rates.iter().map(|r| format!("{:.1}", r / 1e6)).collect();
         assert!(median >= 20e6, "median goodput {:.1} Mbit/s below the 20 Mbit/s target (windows: {shown:?})", median / 1e6);
+        assert!(overall >= 20e6, "goodput {:.1} Mbit/s below the 20 Mbit/s target (windows: {shown:?})", overall / 1e6);
     })
     .await;
 }
