@@ -20,8 +20,9 @@ pub struct RecvArgs {
     /// The address to listen on, `HOST:PORT`.
     #[arg(long)]
     pub listen: String,
-    /// Where to store files: a directory (files keep the sender's name) or a file path
-    /// (default: the current directory).
+    /// Where to store files: a directory (files keep the sender's name, hidden names and paths are
+    /// refused, and an existing file is never replaced: the new one becomes NAME.1, NAME.2, ...)
+    /// or a file path, replaced if it exists (default: the current directory).
     #[arg(long, value_name = "FILE|DIR")]
     pub out: Option<PathBuf>,
     /// Most transfers at once (1 to 1024); further senders are refused ("connection refused by the
