@@ -431,3 +431,46 @@ fn a_slow_reader_with_a_full_buffer_is_not_network_loss() {
     // Taken for loss, the refusals used to drive the rate down to a few messages in 8 s.
     assert!(delivered >= 60, "the reader kept taking messages: {delivered}");
 }
+
+/// Each message may carry its own deadline: the path loses every message, and each is given up
+/// (its buffer freed) exactly at its own deadline, the one without a deadline of its own at the
+/// connection's.
+#[test]
+fn messages_are_abandoned_at_their_own_deadlines() {
+    fn drop_messages(_now: Time, datagram: &[u8]) -> bool {
+        matches!(Packet::decode(datagram), Ok(Packet::Data(d)) if matches!(d.chunk, Chunk::Message { .. }))
+    }
+    let path = PathModel { drop_if: Some(drop_messages), ..PathModel::with_delay(Duration::from_millis(10)) };
+    let mut pair = Pair::new(Config::default(), path, 35);
+    let default_deadline = Duration::from_millis(1_500);
+    let error = ErrorControl::SackPartial { deadline: Some(default_deadline), max_retransmissions: None };
+    pair.connect_and_establish(composition(error, Order::Ordered));
+    let capacity = pair.client.conn().send_capacity();
+    let start = pair.time;
+    let conn = pair.client.conn_mut();
+    conn.send_message_with(start, &message(0, start, 500), Some(Duration::from_millis(200))).unwrap();
+    conn.send_message_with(start, &message(1, start, 500), Some(Duration::from_millis(650))).unwrap();
+    conn.send_message_with(start, &message(2, start, 500), None).unwrap();
+    let mut freed = Vec::new();
+    let mut last = pair.client.conn().send_capacity();
+    pair.drive_until(Duration::from_secs(5), |p| {
+        let now = p.client.conn().send_capacity();
+        if now != last {
+            freed.push((p.time - start, now - last));
+            last = now;
+        }
+        now == capacity
+    });
+    let expected = vec![(Duration::from_millis(200), 500), (Duration::from_millis(650), 500), (default_deadline, 500)];
+    assert_eq!(freed, expected, "each message given up at its own deadline");
+}
+
+#[test]
+fn a_message_deadline_needs_partial_reliability() {
+    let mut pair = Pair::new(Config::default(), PathModel::default(), 36);
+    pair.connect_and_establish(composition(ErrorControl::SackFull, Order::Unordered));
+    let now = pair.time;
+    let result = pair.client.conn_mut().send_message_with(now, b"x", Some(Duration::from_millis(10)));
+    assert!(matches!(result, Err(qstp_proto::WriteError::Unsupported(_))), "{result:?}");
+    assert!(pair.client.conn_mut().send_message_with(now, b"x", None).is_ok());
+}

@@ -205,9 +205,10 @@ impl Connection {
     pub(super) fn sender_poll_timeout(&self) -> Option<Time> {
         let mut next = self.sender.rate.poll_timeout();
         next = min_time(next, self.sender.retransmission_deadline(&self.config));
-        if let (ErrorControl::SackPartial { deadline: Some(_), .. }, Some(queue)) = (self.config.error, &self.sender.messages) {
-            // Partial reliability: a message is given up at its deadline, not at the next packet.
-            next = min_time(next, queue.next_deadline());
+        if let (ErrorControl::SackPartial { .. }, Some(queue)) = (self.config.error, &self.sender.messages) {
+            // Partial reliability: a message is given up at its deadline, not at the next packet;
+            // deadlines may be per message, so the earliest queued counts, not the oldest message's.
+            next = min_time(next, queue.next_expiry());
         }
         if let Some(probe) = self.sender.probe_at.filter(|t| *t > self.last_now) {
             next = min_time(next, Some(probe));
