@@ -1,4 +1,9 @@
 //! `qstp`: run lab scenarios, send and receive files over QSTP.
+//!
+//! The one binary of the project: `qstp run` drives `qstp-lab` (and through it the simulator),
+//! `qstp send` and `qstp recv` drive `qstp-net`. It holds argument parsing, progress display and
+//! exit codes only; protocol, simulation and measurement logic live in the library crates, which
+//! never depend on it.
 
 use clap::{Parser, Subcommand};
 

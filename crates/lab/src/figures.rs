@@ -70,7 +70,8 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
             .collect();
         let references = groups
             .iter()
-            .filter_map(|g| g.target.map(|t| Reference { label: format!("{} target", g.name), y: t.bps() as f64 / 1e3 }))
+            .enumerate()
+            .filter_map(|(i, g)| g.target.map(|t| Reference { label: format!("{} target", g.name), y: t.bps() as f64 / 1e3, line: Some(i) }))
             .collect();
         out.push(Figure {
             stem: format!("throughput-{}", point_stem(summary, p)),
@@ -163,7 +164,7 @@ fn flow_sweep_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
         let mut references: Vec<Reference> = Vec::new();
         for g in &summary.points[ps[0]].flows {
             if let Some(t) = g.target_bps {
-                references.push(Reference { label: format!("{} target", g.group), y: t as f64 / 1e3 });
+                references.push(Reference { label: format!("{} target", g.group), y: t as f64 / 1e3, line: None });
             }
         }
         out.push(Figure {
@@ -219,7 +220,7 @@ mod tests {
             ]
         );
         let thr = &figs[2].chart;
-        assert_eq!(thr.references, vec![Reference { label: "A target".into(), y: 500.0 }]);
+        assert_eq!(thr.references, vec![Reference { label: "A target".into(), y: 500.0, line: Some(0) }]);
         // Group B's line is the sum of its two flows.
         let b = &thr.lines[1];
         assert!(b.label.starts_with("B (tcp, 2 flows)"));

@@ -21,6 +21,8 @@ pub struct Reference {
     pub label: String,
     /// Its height.
     pub y: f64,
+    /// The line it belongs to, whose colour it takes; `None` for a colour of its own.
+    pub line: Option<usize>,
 }
 
 /// A whole chart.
@@ -138,12 +140,14 @@ fn draw(chart: &Chart, svg: &mut String) -> Result<(), String> {
         }
     }
     for (j, r) in chart.references.iter().enumerate() {
-        let c = colour(chart.lines.len() + j).mix(0.8);
+        // Drawn in the colour of the line it belongs to, dashed
+        // and as thick as the data, so a target reads at a glance against its flow.
+        let c = colour(r.line.unwrap_or(chart.lines.len() + j)).mix(0.9);
         let dashes = dashed(x0, x1, r.y);
-        ctx.draw_series(dashes.into_iter().map(|d| PathElement::new(d, c.stroke_width(1))))
+        ctx.draw_series(dashes.into_iter().map(|d| PathElement::new(d, c.stroke_width(2))))
             .map_err(|x| e(&x))?
             .label(r.label.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 6, y), (x + 12, y)], c.stroke_width(1)));
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 6, y)], c.stroke_width(2)));
     }
     ctx.configure_series_labels()
         .background_style(WHITE.mix(0.85))
@@ -189,7 +193,7 @@ mod tests {
                 Line { label: "AB qstp".into(), points: vec![(0.0, 0.0), (1.0, 480.0), (2.0, 510.0)], bars: vec![] },
                 Line { label: "CD tcp".into(), points: vec![(0.0, 0.0), (2.0, 400.0)], bars: vec![(2.0, 300.0, 450.0)] },
             ],
-            references: vec![Reference { label: "target 500".into(), y: 500.0 }],
+            references: vec![Reference { label: "target 500".into(), y: 500.0, line: Some(0) }],
         };
         let svg = render(&chart).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..50]);

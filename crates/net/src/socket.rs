@@ -340,6 +340,42 @@ fn send_datagrams<'a>(
     Ok(())
 }
 
+/// The TOS byte of the next datagram arriving on `socket`, which must have IP_RECVTOS set.
+///
+/// For tests that check each datagram's DiffServ marking from outside the endpoint.
+#[doc(hidden)]
+#[cfg(target_os = "linux")]
+pub fn received_tos(socket: &std::net::UdpSocket) -> io::Result<u8> {
+    use std::os::fd::AsRawFd;
+
+    /// Room for the control messages of one datagram, 8-byte aligned as `cmsghdr` needs.
+    #[repr(C, align(8))]
+    struct ControlBuffer([u8; 128]);
+
+    let mut data = [0u8; 2048];
+    let mut control = ControlBuffer([0; 128]);
+    let mut iov = libc::iovec { iov_base: data.as_mut_ptr() as *mut _, iov_len: data.len() };
+    // SAFETY: plain recvmsg into owned buffers, then walking the kernel's control messages.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.0.as_mut_ptr() as *mut _;
+        msg.msg_controllen = control.0.len() as _;
+        if libc::recvmsg(socket.as_raw_fd(), &mut msg, 0) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::IPPROTO_IP && (*cmsg).cmsg_type == libc::IP_TOS {
+                return Ok(*libc::CMSG_DATA(cmsg));
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::InvalidData, "no TOS control message"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,33 +428,6 @@ mod tests {
         assert_eq!(batch.gso_run(2), 2);
     }
 
-    /// The TOS byte of each datagram as received, read with IP_RECVTOS.
-    #[cfg(target_os = "linux")]
-    fn receive_tos(socket: &std::net::UdpSocket) -> u8 {
-        use std::os::fd::AsRawFd;
-        #[repr(C, align(8))]
-        struct ControlBuffer([u8; 128]);
-        let mut data = [0u8; 2048];
-        let mut control = ControlBuffer([0; 128]);
-        let mut iov = libc::iovec { iov_base: data.as_mut_ptr() as *mut _, iov_len: data.len() };
-        // SAFETY: plain recvmsg into owned buffers, then walking the kernel's control messages.
-        unsafe {
-            let mut msg: libc::msghdr = std::mem::zeroed();
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = control.0.as_mut_ptr() as *mut _;
-            msg.msg_controllen = control.0.len() as _;
-            assert!(libc::recvmsg(socket.as_raw_fd(), &mut msg, 0) >= 0);
-            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-            while !cmsg.is_null() {
-                if (*cmsg).cmsg_level == libc::IPPROTO_IP && (*cmsg).cmsg_type == libc::IP_TOS {
-                    return *libc::CMSG_DATA(cmsg);
-                }
-                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-            }
-        }
-        panic!("no TOS control message");
-    }
 
     #[cfg(target_os = "linux")]
     #[tokio::test]
@@ -431,8 +440,8 @@ mod tests {
         batch.push(to, b"assured", Dscp::AF11.tos(0));
         batch.push(to, b"expedited", Dscp::EF.tos(0));
         a.send(&mut batch).await.unwrap();
-        assert_eq!(receive_tos(&receiver) >> 2, Dscp::AF11.value());
-        assert_eq!(receive_tos(&receiver) >> 2, Dscp::EF.value());
+        assert_eq!(received_tos(&receiver).unwrap() >> 2, Dscp::AF11.value());
+        assert_eq!(received_tos(&receiver).unwrap() >> 2, Dscp::EF.value());
     }
 
     use crate::dscp::Dscp;

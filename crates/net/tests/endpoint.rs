@@ -194,34 +194,6 @@ async fn a_port_in_use_is_an_io_error() {
     assert!(matches!(&err, Error::Io(e) if e.kind() == std::io::ErrorKind::AddrInUse), "{err}");
 }
 
-/// The TOS byte of the next datagram arriving on `socket` (which has IP_RECVTOS set).
-#[cfg(target_os = "linux")]
-fn next_tos(socket: &std::net::UdpSocket) -> u8 {
-    use std::os::fd::AsRawFd;
-    #[repr(C, align(8))]
-    struct Control([u8; 128]);
-    let mut data = [0u8; 2048];
-    let mut control = Control([0; 128]);
-    let mut iov = libc::iovec { iov_base: data.as_mut_ptr() as *mut _, iov_len: data.len() };
-    // SAFETY: recvmsg into owned buffers, then walking the kernel's control messages.
-    unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.0.as_mut_ptr() as *mut _;
-        msg.msg_controllen = control.0.len() as _;
-        assert!(libc::recvmsg(socket.as_raw_fd(), &mut msg, 0) >= 0);
-        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-        while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::IPPROTO_IP && (*cmsg).cmsg_type == libc::IP_TOS {
-                return *libc::CMSG_DATA(cmsg);
-            }
-            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-        }
-    }
-    panic!("no TOS control message");
-}
-
 /// A DiffServ edge sees AF11 on a connection with a target rate, CS0 without, EF when asked.
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -243,7 +215,7 @@ async fn the_code_point_is_on_the_wire() {
             let client = Endpoint::bind_with("127.0.0.1:0".parse().unwrap(), options).unwrap();
             let attempt = tokio::spawn(async move { client.connect(to, quick(config)).await.map(|_| ()) });
             let reader = edge.try_clone().unwrap();
-            let tos = tokio::task::spawn_blocking(move || next_tos(&reader)).await.unwrap();
+            let tos = tokio::task::spawn_blocking(move || qstp_net::received_tos(&reader).unwrap()).await.unwrap();
             assert_eq!(tos >> 2, expected.value(), "hello marked {tos:#x}, expected {expected}");
             // Nobody answers: the attempt times out.
             assert!(matches!(attempt.await.unwrap(), Err(Error::ConnectTimeout)));

@@ -4,7 +4,11 @@
 //!
 //! Run: `cargo bench -p qstp-proto --bench core_throughput`
 
+#[path = "../tests/support/direct.rs"]
+mod direct;
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use direct::hand_over;
 use qstp_proto::{Config, CongestionControl, Endpoint, EndpointConfig, Event, Rate, ReadError, Time};
 use std::hint::black_box;
 use std::net::SocketAddr;
@@ -35,15 +39,7 @@ fn transfer(config: Config, bytes: usize) -> usize {
                 }
             }
         }
-        let mut moved = false;
-        while let Some(t) = client.poll_transmit(now, &mut buf) {
-            server.handle_datagram(now, client_addr, &buf[..t.size]);
-            moved = true;
-        }
-        while let Some(t) = server.poll_transmit(now, &mut buf) {
-            client.handle_datagram(now, server_addr, &buf[..t.size]);
-            moved = true;
-        }
+        let moved = hand_over(&mut client, &mut server, now, client_addr, server_addr, &mut buf);
         while let Some((h, event)) = server.poll_event() {
             if event == Event::Connected {
                 accepted = Some(h);

@@ -1,26 +1,17 @@
 //! Stories of one endpoint holding several connections: routing by connection id and a fair,
 //! round-robin share of the socket.
 
+#[path = "support/direct.rs"]
+mod direct;
+
+use direct::hand_over;
 use qstp_proto::{Config, CongestionControl, Endpoint, EndpointConfig, Event, Rate, Time};
 use std::net::SocketAddr;
 
 /// Shuttle datagrams between the two endpoints at `now` until neither has anything to send.
 fn exchange(client: &mut Endpoint, server: &mut Endpoint, now: Time, client_addr: SocketAddr, server_addr: SocketAddr) {
     let mut buf = Vec::new();
-    loop {
-        let mut moved = false;
-        while let Some(t) = client.poll_transmit(now, &mut buf) {
-            server.handle_datagram(now, client_addr, &buf[..t.size]);
-            moved = true;
-        }
-        while let Some(t) = server.poll_transmit(now, &mut buf) {
-            client.handle_datagram(now, server_addr, &buf[..t.size]);
-            moved = true;
-        }
-        if !moved {
-            return;
-        }
-    }
+    while hand_over(client, server, now, client_addr, server_addr, &mut buf) {}
 }
 
 #[test]

@@ -19,10 +19,21 @@ pub enum StreamKind {
     Agent = 3,
 }
 
+/// Bits of a stream id that hold the component index; above them, the part, then the kind.
+const INDEX_BITS: u32 = 48;
+
 /// The random stream of component `index` of `kind` in the run seeded with `seed`.
 pub fn stream(seed: u64, kind: StreamKind, index: u64) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(((kind as u64) << 56) | (index & ((1 << 56) - 1)));
+    rng.set_stream(((kind as u64) << 56) | (index & ((1 << INDEX_BITS) - 1)));
+    rng
+}
+
+/// Another stream of the component that owns `stream`, for a part that must draw independently
+/// (a link's loss model beside its queue: changing the queue must not move the loss pattern).
+pub fn sibling(stream: &ChaCha8Rng, part: u8) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::from_seed(stream.get_seed());
+    rng.set_stream(stream.get_stream() | (u64::from(part) << INDEX_BITS));
     rng
 }
 
@@ -39,5 +50,15 @@ mod tests {
         assert_ne!(a1, stream(7, StreamKind::Link, 4).next_u64());
         assert_ne!(a1, stream(7, StreamKind::Agent, 3).next_u64());
         assert_ne!(a1, stream(8, StreamKind::Link, 3).next_u64());
+    }
+
+    #[test]
+    fn a_sibling_stream_is_reproducible_and_independent_of_its_owner() {
+        let owner = stream(7, StreamKind::Link, 3);
+        let s1 = sibling(&owner, 1).next_u64();
+        assert_eq!(s1, sibling(&stream(7, StreamKind::Link, 3), 1).next_u64());
+        assert_ne!(s1, stream(7, StreamKind::Link, 3).next_u64());
+        assert_ne!(s1, sibling(&owner, 2).next_u64());
+        assert_ne!(s1, sibling(&stream(7, StreamKind::Link, 4), 1).next_u64());
     }
 }

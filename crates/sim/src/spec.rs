@@ -41,6 +41,10 @@ pub struct LinkSpec {
     pub loss: Option<LossSpec>,
 }
 
+/// Weight of the average-queue EWMA of RED and RIO unless a scenario says otherwise (Floyd &
+/// Jacobson 1993 recommend w_q = 0.002).
+pub const DEFAULT_QUEUE_WEIGHT: f64 = 0.002;
+
 /// A RED curve: below `min_th` no early drop, between the thresholds a drop probability rising
 /// linearly to `max_p`, above `max_th` every packet dropped (Floyd & Jacobson; RIO per RFC 2597's
 /// usual realisation). Thresholds are in packets of average queue.

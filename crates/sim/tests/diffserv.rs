@@ -2,29 +2,9 @@
 
 mod common;
 
-use common::{cbr, dumbbell, group};
+use common::{cbr, dumbbell, group, paper_rio};
 use qstp_proto::{Duration, Rate};
-use qstp_sim::{run, CbqClass, LossSpec, MarkerSpec, QueueSpec, RedParams, RioMode, SimError};
-
-/// QSTP paper §5.1: RIO (min_out, max_out, p_out, min_in, max_in, p_in) = (10, 20, 0.1, 20, 40, 0.02).
-fn paper_rio() -> QueueSpec {
-    QueueSpec::Rio {
-        limit: 50,
-        in_profile: RedParams {
-            min_th: 20.0,
-            max_th: 40.0,
-            max_p: 0.02,
-        },
-        out_profile: RedParams {
-            min_th: 10.0,
-            max_th: 20.0,
-            max_p: 0.1,
-        },
-        middle: None,
-        weight: 0.002,
-        mode: RioMode::Coupled,
-    }
-}
+use qstp_sim::{run, CbqClass, LossSpec, MarkerSpec, QueueSpec, SimError};
 
 #[test]
 fn in_profile_traffic_is_green_and_protected_by_rio() {

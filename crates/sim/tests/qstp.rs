@@ -2,9 +2,9 @@
 
 mod common;
 
-use common::{dumbbell, group, newreno};
+use common::{dumbbell, group, newreno, paper_rio};
 use qstp_proto::{Config, Duration, Preset, Rate};
-use qstp_sim::{run, MarkerSpec, Protocol, QueueSpec, RedParams, RioMode};
+use qstp_sim::{run, MarkerSpec, Protocol, QueueSpec};
 
 fn qstp(preset: Preset, target: Rate) -> Protocol {
     Protocol::Qstp {
@@ -76,22 +76,7 @@ fn gtfrc_holds_its_target_against_a_tcp_aggregate() {
     // with 300 kbit/s, token bucket markers (10^4 B), RIO, 1000 kbit/s bottleneck, RTT 30 ms.
     let mut spec = dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 60);
     spec.packet_size = 1500;
-    spec.bottleneck.queue = QueueSpec::Rio {
-        limit: 50,
-        in_profile: RedParams {
-            min_th: 20.0,
-            max_th: 40.0,
-            max_p: 0.02,
-        },
-        out_profile: RedParams {
-            min_th: 10.0,
-            max_th: 20.0,
-            max_p: 0.1,
-        },
-        middle: None,
-        weight: 0.002,
-        mode: RioMode::Coupled,
-    };
+    spec.bottleneck.queue = paper_rio();
     let mut q = group(
         "qstp",
         qstp(Preset::Qstp, Rate::from_kbps(500)),

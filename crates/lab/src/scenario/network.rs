@@ -5,8 +5,8 @@ use qstp_proto::{Duration, Rate};
 use qstp_sim::{CbqClass, LinkSpec, LossSpec, MarkerSpec, QueueSpec, RedParams, RioMode};
 use toml::Value;
 
-/// Weight of the average-queue EWMA when the file gives none (Floyd & Jacobson's RED default).
-const DEFAULT_WEIGHT: f64 = 0.002;
+/// Weight of the average-queue EWMA when the file gives none.
+const DEFAULT_WEIGHT: f64 = qstp_sim::DEFAULT_QUEUE_WEIGHT;
 /// Most packets a queue may hold: a bound on the simulator's buffers.
 const MAX_LIMIT: u64 = 100_000;
 

@@ -9,19 +9,13 @@
 //! are (RFC 5348 §4.3), so an application-limited flow does not build up an unused rate. The
 //! nofeedback timer and the s/t_mbi floor are TFRC's (RFC 5348 §4.3, §4.4).
 
-use crate::cc::tfrc::sender::initial_window;
+use crate::cc::tfrc::sender::{
+    initial_rate, initial_rtt_secs, initial_window, min_rate, no_feedback_interval, smoothed_rtt,
+    INITIAL_NO_FEEDBACK,
+};
 use crate::cc::{FeedbackReport, RateController, RateState};
 use crate::rate::Rate;
 use crate::time::{Duration, Time};
-
-/// Maximum back-off interval t_mbi, seconds (RFC 5348 §4.3).
-const T_MBI_SECS: f64 = 64.0;
-/// RTT filter constant (RFC 5348 §4.3 step 1).
-const RTT_FILTER: f64 = 0.9;
-/// Smallest RTT used, seconds.
-const MIN_RTT_SECS: f64 = 1e-6;
-/// The nofeedback timer before any RTT is known (RFC 5348 §4.2).
-const INITIAL_NO_FEEDBACK: Duration = Duration::from_secs(2);
 
 /// A TCP-like AIMD rate controller: +1 segment per RTT, halve on a new loss event.
 #[derive(Debug, Clone)]
@@ -47,13 +41,8 @@ impl Aimd {
     /// An AIMD controller for `segment_size`-byte packets, optionally knowing the handshake RTT.
     pub fn new(segment_size: usize, initial_rtt: Option<Duration>, now: Time) -> Self {
         let segment_size = segment_size.max(1) as f64;
-        let rtt = initial_rtt
-            .filter(|r| !r.is_zero())
-            .map(|r| r.as_secs_f64().max(MIN_RTT_SECS));
-        let x = match rtt {
-            Some(r) => initial_window(segment_size) / r,
-            None => segment_size,
-        };
+        let rtt = initial_rtt_secs(initial_rtt);
+        let x = initial_rate(segment_size, rtt);
         Aimd {
             segment_size,
             x,
@@ -69,24 +58,17 @@ impl Aimd {
     }
 
     fn min_rate(&self) -> f64 {
-        self.segment_size / T_MBI_SECS
+        min_rate(self.segment_size)
     }
 
     fn no_feedback_interval(&self) -> Duration {
-        match self.rtt {
-            Some(r) => Duration::from_secs_f64((4.0 * r).max(2.0 * self.segment_size / self.x)),
-            None => INITIAL_NO_FEEDBACK,
-        }
+        no_feedback_interval(self.rtt, self.segment_size, self.x)
     }
 }
 
 impl RateController for Aimd {
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
-        let sample = report.rtt_sample.as_secs_f64().max(MIN_RTT_SECS);
-        let r = match (self.feedback_seen, self.rtt) {
-            (true, Some(r)) => RTT_FILTER * r + (1.0 - RTT_FILTER) * sample,
-            _ => sample,
-        };
+        let r = smoothed_rtt(self.rtt, self.feedback_seen, report.rtt_sample);
         self.rtt = Some(r);
         let p = crate::cc::sane_loss_event_rate(report.loss_event_rate);
         self.x_recv = report.x_recv.bytes_per_sec();
@@ -162,20 +144,9 @@ impl RateController for Aimd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::test_feedback::{at, report};
 
     const S: usize = 1000;
-
-    fn at(millis: u64) -> Time {
-        Time::ZERO + Duration::from_millis(millis)
-    }
-
-    fn report(x_recv: f64, p: f64) -> FeedbackReport {
-        FeedbackReport {
-            rtt_sample: Duration::from_millis(100),
-            x_recv: Rate::from_bytes_per_sec(x_recv),
-            loss_event_rate: p,
-        }
-    }
 
     fn rate(c: &Aimd) -> f64 {
         c.allowed_rate().bytes_per_sec()

@@ -76,20 +76,9 @@ impl RateController for Gtfrc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::test_feedback::{at, report};
 
     const S: usize = 1460;
-
-    fn at(millis: u64) -> Time {
-        Time::ZERO + Duration::from_millis(millis)
-    }
-
-    fn report(x_recv_bytes: f64, p: f64) -> FeedbackReport {
-        FeedbackReport {
-            rtt_sample: Duration::from_millis(100),
-            x_recv: Rate::from_bytes_per_sec(x_recv_bytes),
-            loss_event_rate: p,
-        }
-    }
 
     /// Drive a controller with one feedback per 100 ms RTT, sending every 10 ms in between.
     fn drive(c: &mut dyn RateController, reports: &[FeedbackReport]) -> Vec<RateState> {

@@ -132,6 +132,27 @@ mod tests {
 }
 
 #[cfg(test)]
+pub(crate) mod test_feedback {
+    use super::FeedbackReport;
+    use crate::rate::Rate;
+    use crate::time::{Duration, Time};
+
+    /// The instant `millis` milliseconds after time zero.
+    pub fn at(millis: u64) -> Time {
+        Time::ZERO + Duration::from_millis(millis)
+    }
+
+    /// Feedback with a 100 ms RTT sample, X_recv of `x_recv` bytes/s and loss event rate `p`.
+    pub fn report(x_recv: f64, p: f64) -> FeedbackReport {
+        FeedbackReport {
+            rtt_sample: Duration::from_millis(100),
+            x_recv: Rate::from_bytes_per_sec(x_recv),
+            loss_event_rate: p,
+        }
+    }
+}
+
+#[cfg(test)]
 mod proptests;
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use super::ranges::insert_range;
 use super::DeliveryError;
 use crate::config::Order;
 
@@ -26,18 +27,7 @@ impl InMessage {
     fn add(&mut self, offset: u32, data: &[u8]) {
         let end = offset + data.len() as u32;
         self.data[offset as usize..end as usize].copy_from_slice(data);
-        let (mut start, mut end) = (offset, end);
-        self.ranges.retain(|&(s, e)| {
-            if e < start || s > end {
-                true
-            } else {
-                start = start.min(s);
-                end = end.max(e);
-                false
-            }
-        });
-        let at = self.ranges.partition_point(|&(s, _)| s < start);
-        self.ranges.insert(at, (start, end));
+        insert_range(&mut self.ranges, offset, end);
         self.complete = self.ranges == [(0, self.data.len() as u32)];
     }
 }

@@ -7,6 +7,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 
+use super::ranges::insert_range;
 use super::DeliveryError;
 use crate::time::Time;
 
@@ -54,18 +55,7 @@ impl OutMessage {
 
     fn add_acked(&mut self, offset: u32, end: u32) {
         self.any_acked = true;
-        let (mut start, mut end) = (offset, end);
-        self.acked.retain(|&(s, e)| {
-            if e < start || s > end {
-                true
-            } else {
-                start = start.min(s);
-                end = end.max(e);
-                false
-            }
-        });
-        let at = self.acked.partition_point(|&(s, _)| s < start);
-        self.acked.insert(at, (start, end));
+        insert_range(&mut self.acked, offset, end);
         if self.acked == [(0, self.total_len())] || (self.total_len() == 0 && self.any_acked) {
             self.fate = Fate::Acked;
         }

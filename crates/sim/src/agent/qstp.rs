@@ -53,6 +53,21 @@ fn transmit(endpoint: &mut Endpoint, binding: &Binding, ctx: &mut Ctx) {
     }
 }
 
+/// Hand the endpoint the datagram `packet` carries from `remote`, then return its buffer.
+fn receive(endpoint: &mut Endpoint, remote: SocketAddr, ctx: &mut Ctx, packet: Packet) {
+    if let Payload::Datagram(bytes) = &packet.payload {
+        endpoint.handle_datagram(ctx.now, remote, bytes);
+    }
+    ctx.network.packets.recycle(packet.payload);
+}
+
+/// Run the endpoint's timers if one is due at `now`.
+fn run_due_timers(endpoint: &mut Endpoint, now: Time) {
+    if endpoint.poll_timeout().is_some_and(|t| t <= now) {
+        endpoint.handle_timeout(now);
+    }
+}
+
 /// The sending side of a qstp flow.
 #[derive(Debug)]
 pub struct QstpClient {
@@ -91,17 +106,12 @@ impl QstpClient {
     }
 
     pub(super) fn on_packet(&mut self, ctx: &mut Ctx, packet: Packet) {
-        if let Payload::Datagram(bytes) = &packet.payload {
-            self.endpoint.handle_datagram(ctx.now, self.remote, bytes);
-        }
-        ctx.network.packets.recycle(packet.payload);
+        receive(&mut self.endpoint, self.remote, ctx, packet);
         self.pump(ctx);
     }
 
     pub(super) fn on_timer(&mut self, ctx: &mut Ctx) {
-        if self.endpoint.poll_timeout().is_some_and(|t| t <= ctx.now) {
-            self.endpoint.handle_timeout(ctx.now);
-        }
+        run_due_timers(&mut self.endpoint, ctx.now);
         self.pump(ctx);
     }
 
@@ -176,17 +186,12 @@ impl QstpServer {
     pub(super) fn on_packet(&mut self, ctx: &mut Ctx, packet: Packet) {
         ctx.recorder
             .on_received(self.binding.flow, ctx.now, packet.size, packet.sent);
-        if let Payload::Datagram(bytes) = &packet.payload {
-            self.endpoint.handle_datagram(ctx.now, self.remote, bytes);
-        }
-        ctx.network.packets.recycle(packet.payload);
+        receive(&mut self.endpoint, self.remote, ctx, packet);
         self.pump(ctx);
     }
 
     pub(super) fn on_timer(&mut self, ctx: &mut Ctx) {
-        if self.endpoint.poll_timeout().is_some_and(|t| t <= ctx.now) {
-            self.endpoint.handle_timeout(ctx.now);
-        }
+        run_due_timers(&mut self.endpoint, ctx.now);
         self.pump(ctx);
     }
 

@@ -112,6 +112,16 @@ pub fn build(spec: &MarkerSpec) -> Box<dyn Marker> {
 }
 
 #[cfg(test)]
+pub(crate) mod test_clock {
+    use qstp_proto::{Duration, Time};
+
+    /// The instant `ms` milliseconds after time zero.
+    pub fn at(ms: u64) -> Time {
+        Time::ZERO + Duration::from_millis(ms)
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use qstp_proto::{Duration, Rate};

@@ -46,15 +46,11 @@ impl Marker for Srtcm {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_clock::at;
     use super::*;
-    use qstp_proto::Duration;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
     use Color::*;
-
-    fn at(ms: u64) -> Time {
-        Time::ZERO + Duration::from_millis(ms)
-    }
 
     #[test]
     fn hand_computed_sequence() {

@@ -43,7 +43,10 @@ pub struct Link {
     /// The queue at its input.
     pub queue: Box<dyn QueueDiscipline<QueuedPacket>>,
     loss: Option<Box<dyn LossModel>>,
+    /// The queue's random stream (RED/RIO early-drop coins).
     rng: ChaCha8Rng,
+    /// The loss model's own stream, so that a change of queue does not move the loss pattern.
+    loss_rng: ChaCha8Rng,
     /// When the packet being serialised will be out.
     busy_until: Time,
     /// Whether a `LinkReady` event is pending.
@@ -73,7 +76,7 @@ impl std::fmt::Debug for Link {
 }
 
 impl Link {
-    /// A link from `from` to `to`; `rng` is its own random stream (queue and loss model).
+    /// A link from `from` to `to`; `rng` is its own random stream (the queue's; the loss model draws from a sibling of it).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         id: LinkId,
@@ -93,6 +96,7 @@ impl Link {
             delay,
             queue,
             loss,
+            loss_rng: crate::rng::sibling(&rng, 1),
             rng,
             busy_until: Time::ZERO,
             ready_pending: false,
@@ -160,7 +164,7 @@ impl Link {
                 self.stats.packets_sent += 1;
                 self.stats.bytes_sent += u64::from(packet.size);
                 let lost = match self.loss.as_mut() {
-                    Some(loss) => loss.lose(&mut self.rng),
+                    Some(loss) => loss.lose(&mut self.loss_rng),
                     None => false,
                 };
                 if lost {

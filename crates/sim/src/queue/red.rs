@@ -72,6 +72,29 @@ impl IdleClock {
             idle.as_nanos() as f64 / self.typical_transmission.as_nanos() as f64
         }
     }
+
+    /// Take the head of `fifo` onto a link of `link_rate` at `now`, noting its departure.
+    pub fn dequeue<P: Queued>(
+        &mut self,
+        fifo: &mut VecDeque<P>,
+        now: Time,
+        link_rate: Rate,
+    ) -> Option<P> {
+        let packet = fifo.pop_front()?;
+        self.departed(now, link_rate.transmit_time(packet.size()), fifo.len());
+        Some(packet)
+    }
+}
+
+/// Why an arriving packet is refused: an early drop first, else a full queue of `limit` packets.
+pub(super) fn refusal(early_drop: bool, queued: usize, limit: usize) -> Option<DropKind> {
+    if early_drop {
+        Some(DropKind::Early)
+    } else if queued >= limit {
+        Some(DropKind::Overflow)
+    } else {
+        None
+    }
 }
 
 /// A RED drop curve with its count of packets since the last drop.
@@ -172,13 +195,8 @@ impl<P: Queued> QueueDiscipline<P> for Red<P> {
             self.average.decay(self.idle.idle_packets(now));
         }
         self.average.update(self.fifo.len());
-        let refused = if self.curve.early_drop(self.average.value(), rng) {
-            Some(DropKind::Early)
-        } else if self.fifo.len() >= self.limit {
-            Some(DropKind::Overflow)
-        } else {
-            None
-        };
+        let early = self.curve.early_drop(self.average.value(), rng);
+        let refused = refusal(early, self.fifo.len(), self.limit);
         if let Some(kind) = refused {
             self.counters.dropped(color, kind);
             return Err((packet, kind));
@@ -188,12 +206,8 @@ impl<P: Queued> QueueDiscipline<P> for Red<P> {
     }
 
     fn dequeue(&mut self, now: Time, link_rate: Rate) -> Dequeue<P> {
-        match self.fifo.pop_front() {
-            Some(p) => {
-                self.idle
-                    .departed(now, link_rate.transmit_time(p.size()), self.fifo.len());
-                Dequeue::Packet(p)
-            }
+        match self.idle.dequeue(&mut self.fifo, now, link_rate) {
+            Some(p) => Dequeue::Packet(p),
             None => Dequeue::Empty,
         }
     }

@@ -9,7 +9,7 @@
 //! queue at each arrival, whatever the arriving colour, so all of them move on one clock (and all
 //! age together over idle periods, as in RED).
 
-use super::red::{AverageQueue, IdleClock, RedCurve};
+use super::red::{refusal, AverageQueue, IdleClock, RedCurve};
 use super::{ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
 use crate::spec::{CodePointCounters, Color, RedParams, RioMode};
 use qstp_proto::{Rate, Time};
@@ -106,13 +106,8 @@ impl<P: Queued> QueueDiscipline<P> for Rio<P> {
             self.averages[l].decay(idle);
             self.averages[l].update(len);
         }
-        let refused = if self.curves[level].early_drop(self.averages[level].value(), rng) {
-            Some(DropKind::Early)
-        } else if self.fifo.len() >= self.limit {
-            Some(DropKind::Overflow)
-        } else {
-            None
-        };
+        let early = self.curves[level].early_drop(self.averages[level].value(), rng);
+        let refused = refusal(early, self.fifo.len(), self.limit);
         if let Some(kind) = refused {
             self.counters.dropped(color, kind);
             return Err((packet, kind));
@@ -123,12 +118,10 @@ impl<P: Queued> QueueDiscipline<P> for Rio<P> {
     }
 
     fn dequeue(&mut self, now: Time, link_rate: Rate) -> Dequeue<P> {
-        match self.fifo.pop_front() {
+        match self.idle.dequeue(&mut self.fifo, now, link_rate) {
             Some(p) => {
                 let level = self.level(p.color());
                 self.queued[level] = self.queued[level].saturating_sub(1);
-                self.idle
-                    .departed(now, link_rate.transmit_time(p.size()), self.fifo.len());
                 Dequeue::Packet(p)
             }
             None => Dequeue::Empty,

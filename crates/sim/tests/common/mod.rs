@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use qstp_proto::{Duration, Rate};
-use qstp_sim::{GroupSpec, LinkSpec, Protocol, QueueSpec, SimSpec};
+use qstp_sim::{GroupSpec, LinkSpec, Protocol, QueueSpec, RedParams, RioMode, SimSpec};
 
 /// A dumbbell with no groups yet.
 pub fn dumbbell(rate: Rate, delay: Duration, limit: usize, seconds: u64) -> SimSpec {
@@ -47,5 +47,25 @@ pub fn newreno() -> Protocol {
         congestion: "newreno".into(),
         delayed_ack: false,
         receive_window: 64 << 20,
+    }
+}
+
+/// QSTP paper §5.1: RIO (min_out, max_out, p_out, min_in, max_in, p_in) = (10, 20, 0.1, 20, 40, 0.02).
+pub fn paper_rio() -> QueueSpec {
+    QueueSpec::Rio {
+        limit: 50,
+        in_profile: RedParams {
+            min_th: 20.0,
+            max_th: 40.0,
+            max_p: 0.02,
+        },
+        out_profile: RedParams {
+            min_th: 10.0,
+            max_th: 20.0,
+            max_p: 0.1,
+        },
+        middle: None,
+        weight: 0.002,
+        mode: RioMode::Coupled,
     }
 }

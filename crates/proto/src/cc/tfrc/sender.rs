@@ -13,7 +13,7 @@ const T_MBI_SECS: f64 = 64.0;
 /// RTT filter constant q (RFC 5348 §4.3 step 1).
 const RTT_FILTER: f64 = 0.9;
 /// The nofeedback timer before any RTT is known (RFC 5348 §4.2).
-const INITIAL_NO_FEEDBACK: Duration = Duration::from_secs(2);
+pub(crate) const INITIAL_NO_FEEDBACK: Duration = Duration::from_secs(2);
 /// Smallest RTT sample used, so the equation stays finite on a broken sample.
 const MIN_RTT_SECS: f64 = 1e-6;
 /// Most entries kept in X_recv_set (RFC 5348 §4.3 keeps two RTTs' worth, about three entries).
@@ -22,6 +22,41 @@ const MAX_RECV_SET: usize = 16;
 /// The initial window W_init = min(4s, max(2s, 4380)) bytes (RFC 5348 §4.2).
 pub fn initial_window(segment_size: f64) -> f64 {
     (4.0 * segment_size).min((2.0 * segment_size).max(4380.0))
+}
+
+/// The handshake RTT in seconds, if one is known and not zero.
+pub(crate) fn initial_rtt_secs(initial_rtt: Option<Duration>) -> Option<f64> {
+    initial_rtt.filter(|r| !r.is_zero()).map(|r| r.as_secs_f64().max(MIN_RTT_SECS))
+}
+
+/// The first allowed rate, s per second until an RTT is known, then W_init / R (RFC 5348 §4.2).
+pub(crate) fn initial_rate(segment_size: f64, rtt: Option<f64>) -> f64 {
+    match rtt {
+        Some(r) => initial_window(segment_size) / r,
+        None => segment_size,
+    }
+}
+
+/// R after a feedback: R_sample first, then q*R + (1-q)*R_sample (RFC 5348 §4.3 step 1).
+pub(crate) fn smoothed_rtt(rtt: Option<f64>, feedback_seen: bool, sample: Duration) -> f64 {
+    let sample = sample.as_secs_f64().max(MIN_RTT_SECS);
+    match (feedback_seen, rtt) {
+        (true, Some(r)) => RTT_FILTER * r + (1.0 - RTT_FILTER) * sample,
+        _ => sample,
+    }
+}
+
+/// The smallest rate ever allowed, s / t_mbi (RFC 5348 §4.3 step 4).
+pub(crate) fn min_rate(segment_size: f64) -> f64 {
+    segment_size / T_MBI_SECS
+}
+
+/// The nofeedback interval max(4R, 2s/X) (RFC 5348 §4.3 step 2, §4.4), or 2 s without R.
+pub(crate) fn no_feedback_interval(rtt: Option<f64>, segment_size: f64, x: f64) -> Duration {
+    match rtt {
+        Some(r) => Duration::from_secs_f64((4.0 * r).max(2.0 * segment_size / x)),
+        None => INITIAL_NO_FEEDBACK,
+    }
 }
 
 /// One X_recv_set entry: a reported receive rate (bytes/s, possibly infinite) and when it came.
@@ -74,14 +109,8 @@ impl TfrcSender {
     /// A sender of `segment_size`-byte packets, optionally knowing the handshake RTT.
     pub fn new(segment_size: usize, initial_rtt: Option<Duration>, now: Time) -> Self {
         let segment_size = segment_size.max(1) as f64;
-        let rtt = initial_rtt
-            .filter(|r| !r.is_zero())
-            .map(|r| r.as_secs_f64().max(MIN_RTT_SECS));
-        // RFC 5348 §4.2: one packet per second until an RTT is known, then W_init / R.
-        let x = match rtt {
-            Some(r) => initial_window(segment_size) / r,
-            None => segment_size,
-        };
+        let rtt = initial_rtt_secs(initial_rtt);
+        let x = initial_rate(segment_size, rtt);
         TfrcSender {
             segment_size,
             x,
@@ -121,7 +150,7 @@ impl TfrcSender {
 
     /// The smallest rate ever allowed, s / t_mbi (RFC 5348 §4.3 step 4).
     fn min_rate(&self) -> f64 {
-        self.segment_size / T_MBI_SECS
+        min_rate(self.segment_size)
     }
 
     /// W_init / R, also the recover rate after idle periods (RFC 5348 §4.2, §4.4).
@@ -131,10 +160,7 @@ impl TfrcSender {
 
     /// The nofeedback interval max(4R, 2s/X) (RFC 5348 §4.3 step 2, §4.4), or 2 s without R.
     fn no_feedback_interval(&self) -> Duration {
-        match self.rtt {
-            Some(r) => Duration::from_secs_f64((4.0 * r).max(2.0 * self.segment_size / self.x)),
-            None => INITIAL_NO_FEEDBACK,
-        }
+        no_feedback_interval(self.rtt, self.segment_size, self.x)
     }
 
     fn recv_set_max(&self) -> f64 {
@@ -233,15 +259,10 @@ impl TfrcSender {
 
 impl RateController for TfrcSender {
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
-        // RFC 5348 §4.3 step 1: R = R_sample on the first feedback, else q*R + (1-q)*R_sample.
-        let sample = report.rtt_sample.as_secs_f64().max(MIN_RTT_SECS);
-        let r = match (self.feedback_seen, self.rtt) {
-            (true, Some(r)) => RTT_FILTER * r + (1.0 - RTT_FILTER) * sample,
-            _ => sample,
-        };
+        let r = smoothed_rtt(self.rtt, self.feedback_seen, report.rtt_sample);
         self.rtt = Some(r);
         // RFC 5348 §4.3 step 2: the timeout, from the rate before this update.
-        let rto = Duration::from_secs_f64((4.0 * r).max(2.0 * self.segment_size / self.x));
+        let rto = self.no_feedback_interval();
 
         let p = crate::cc::sane_loss_event_rate(report.loss_event_rate);
         let mut x_recv = report.x_recv.bytes_per_sec();
