@@ -19,6 +19,9 @@ pub enum CongestionControl {
     /// TFRC, RFC 5348.
     Tfrc,
     /// gTFRC: TFRC whose rate never drops below `target` once out of slow start (gTFRC paper Fig. 1).
+    ///
+    /// The floor is applied when feedback arrives: while no feedback comes back, the no-feedback
+    /// timer (RFC 5348 §4.4) halves the rate as in TFRC, below `target` if need be.
     Gtfrc {
         /// The negotiated rate g; zero makes it plain TFRC.
         target: Rate,

@@ -396,3 +396,81 @@ fn a_message_is_abandoned_exactly_at_its_deadline() {
     assert!(pair.to_server_stats.lost > 3, "message 1 was sent again and again");
     assert_eq!(freed_at, Some(written + deadline), "abandoned (and its buffer freed) at the deadline");
 }
+
+/// A slow reader fills the receive buffer: messages of several packets take more room than the id
+/// window accounts for, so the receiver refuses fragments for space. Those packets crossed the
+/// path all the same, so the lossless path must still show a loss event rate of zero.
+#[test]
+fn a_slow_reader_with_a_full_buffer_is_not_network_loss() {
+    let server = Config { recv_buffer: 16_000, ..Config::default() };
+    let mut pair = Pair::new(server, PathModel::with_delay(Duration::from_millis(10)), 41);
+    let error = ErrorControl::SackPartial { deadline: Some(Duration::from_secs(60)), max_retransmissions: None };
+    pair.connect_and_establish(composition(error, Order::Ordered));
+    let (mut next_id, mut next_read, mut delivered) = (0u64, pair.time, 0u64);
+    pair.drive_until(Duration::from_secs(8), |p| {
+        while p.client.conn().send_capacity() >= 6_000 {
+            let m = message(next_id, p.time, 6_000);
+            p.client.conn_mut().send_message(p.time, &m).expect("send_message");
+            next_id += 1;
+        }
+        // The application takes one message every 100 ms.
+        if p.time >= next_read {
+            if let Some(m) = p.server.conn_mut().recv_message() {
+                assert_eq!(parse(&m).0, delivered, "in order, none missing");
+                delivered += 1;
+            }
+            next_read = p.time + Duration::from_millis(100);
+        }
+        false
+    });
+    assert_eq!(pair.to_server_stats.lost + pair.to_server_stats.queue_drops, 0, "the path is lossless");
+    let refused = pair.server.conn().stats().packets_dropped;
+    assert!(refused > 0, "the receiver refused fragments for space (else this test shows nothing)");
+    let stats = pair.client.conn().stats();
+    assert_eq!(stats.loss_event_rate, 0.0, "{refused} refusals taken for network loss: {stats:?}");
+    // Taken for loss, the refusals used to drive the rate down to a few messages in 8 s.
+    assert!(delivered >= 60, "the reader kept taking messages: {delivered}");
+}
+
+/// Each message may carry its own deadline: the path loses every message, and each is given up
+/// (its buffer freed) exactly at its own deadline, the one without a deadline of its own at the
+/// connection's.
+#[test]
+fn messages_are_abandoned_at_their_own_deadlines() {
+    fn drop_messages(_now: Time, datagram: &[u8]) -> bool {
+        matches!(Packet::decode(datagram), Ok(Packet::Data(d)) if matches!(d.chunk, Chunk::Message { .. }))
+    }
+    let path = PathModel { drop_if: Some(drop_messages), ..PathModel::with_delay(Duration::from_millis(10)) };
+    let mut pair = Pair::new(Config::default(), path, 35);
+    let default_deadline = Duration::from_millis(1_500);
+    let error = ErrorControl::SackPartial { deadline: Some(default_deadline), max_retransmissions: None };
+    pair.connect_and_establish(composition(error, Order::Ordered));
+    let capacity = pair.client.conn().send_capacity();
+    let start = pair.time;
+    let conn = pair.client.conn_mut();
+    conn.send_message_with(start, &message(0, start, 500), Some(Duration::from_millis(200))).unwrap();
+    conn.send_message_with(start, &message(1, start, 500), Some(Duration::from_millis(650))).unwrap();
+    conn.send_message_with(start, &message(2, start, 500), None).unwrap();
+    let mut freed = Vec::new();
+    let mut last = pair.client.conn().send_capacity();
+    pair.drive_until(Duration::from_secs(5), |p| {
+        let now = p.client.conn().send_capacity();
+        if now != last {
+            freed.push((p.time - start, now - last));
+            last = now;
+        }
+        now == capacity
+    });
+    let expected = vec![(Duration::from_millis(200), 500), (Duration::from_millis(650), 500), (default_deadline, 500)];
+    assert_eq!(freed, expected, "each message given up at its own deadline");
+}
+
+#[test]
+fn a_message_deadline_needs_partial_reliability() {
+    let mut pair = Pair::new(Config::default(), PathModel::default(), 36);
+    pair.connect_and_establish(composition(ErrorControl::SackFull, Order::Unordered));
+    let now = pair.time;
+    let result = pair.client.conn_mut().send_message_with(now, b"x", Some(Duration::from_millis(10)));
+    assert!(matches!(result, Err(qstp_proto::WriteError::Unsupported(_))), "{result:?}");
+    assert!(pair.client.conn_mut().send_message_with(now, b"x", None).is_ok());
+}

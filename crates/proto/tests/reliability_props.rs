@@ -4,6 +4,7 @@
 mod support;
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use qstp_proto::{CloseReason, Config, Duration, ReadError};
 use support::{pattern, Pair, PathModel};
 
@@ -18,7 +19,16 @@ fn path(delay_ms: u64, loss: f64, duplicate: f64, reorder: f64) -> PathModel {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    // Saved failures live beside this file; proptest's default lookup expects a lib.rs or
+    // main.rs above the source file and never finds one for an integration test.
+    #![proptest_config(ProptestConfig {
+        cases: 24,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/reliability_props.proptest-regressions"
+        )))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn full_reliability_delivers_the_stream_whatever_the_path_does(

@@ -4,8 +4,13 @@
 //! A thin layer over [`TfrcSender`]: the TFRC rules run unchanged and the sender applies the floor
 //! g in its rate update (RFC 5348 §4.3 step 4) whenever it is out of slow start. Slow start is
 //! untouched ("this maximum value is not applied during the TFRC slow-start period", gTFRC paper
-//! §3.2), and g = 0 is exactly TFRC. The floor belongs to the feedback path, as in Fig. 1: when the
-//! nofeedback timer fires (the path carries nothing back) the rate may still fall below g.
+//! §3.2), and g = 0 is exactly TFRC. The floor belongs to the feedback path, as in Fig. 1, which
+//! applies it on receipt of feedback only.
+//!
+//! g is therefore not a guarantee while feedback is missing: each time the no-feedback timer fires
+//! (RFC 5348 §4.4) the rate is halved as in plain TFRC and may fall below g, down to one packet
+//! per t_mbi. The next feedback lifts it back to at least g.
+//!
 //! One detail differs from Fig. 1: there the feedback that ends slow start sets the rate to the
 //! equation rate and the floor applies from the next feedback on; here it applies from that same
 //! feedback, so that X >= g holds after every rate update with p > 0.

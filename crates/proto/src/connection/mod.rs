@@ -435,11 +435,19 @@ impl Connection {
 
     /// Queue one message (the unit of partial reliability and of unordered delivery).
     pub fn send_message(&mut self, now: Time, data: &[u8]) -> Result<(), WriteError> {
+        self.send_message_with(now, data, None)
+    }
+
+    /// Queue one message given up on `deadline` after `now` (partial reliability only); `None`
+    /// uses the connection's deadline, if any.
+    pub fn send_message_with(&mut self, now: Time, data: &[u8], deadline: Option<Duration>) -> Result<(), WriteError> {
         self.last_now = self.last_now.max(now);
         self.check_writable()?;
-        let deadline = match self.config.error {
-            crate::config::ErrorControl::SackPartial { deadline: Some(d), .. } => Some(now + d),
-            _ => None,
+        let deadline = match (self.config.error, deadline) {
+            (crate::config::ErrorControl::SackPartial { .. }, Some(d)) => Some(now + d),
+            (crate::config::ErrorControl::SackPartial { deadline: Some(d), .. }, None) => Some(now + d),
+            (_, Some(_)) => return Err(WriteError::Unsupported("a message deadline needs partial reliability (sack-partial)")),
+            (_, None) => None,
         };
         let Some(queue) = self.sender.messages.as_mut() else {
             return Err(WriteError::Unsupported("this composition carries a byte stream, not messages"));

@@ -4,7 +4,7 @@
 use super::{Connection, Event, State};
 use crate::cc::TfrcReceiver;
 use crate::config::Config;
-use crate::delivery::{MessageReassembler, StreamReassembler};
+use crate::delivery::{DeliveryError, MessageReassembler, StreamReassembler};
 use crate::ec::ReceivedPackets;
 use crate::time::{Duration, Time};
 use crate::wire::{Chunk, Data, Feedback, Packet, MAX_ACK_RANGES, MAX_DATA_HEADER};
@@ -14,6 +14,16 @@ pub(crate) const PACKET_NUMBER_WINDOW: u64 = 1 << 20;
 
 /// Ranges of received packet numbers remembered for the duplicate filter and SACK.
 const RECEIVED_RANGES: usize = 4 * MAX_ACK_RANGES;
+
+/// What became of a data packet's payload.
+enum Reassembly {
+    /// Buffered (or a duplicate of buffered data).
+    Buffered,
+    /// Refused for lack of buffer space: the sender will send it again.
+    NoRoom,
+    /// Refused as inconsistent with what was received, or of the wrong kind for this connection.
+    Invalid,
+}
 
 /// The receiving half of a connection.
 #[derive(Debug)]
@@ -102,49 +112,63 @@ impl Connection {
         if data.packet_number > largest.saturating_add(PACKET_NUMBER_WINDOW) {
             return false;
         }
-        if !self.reassemble(data) {
+        if self.receiver.received.contains(data.packet_number) {
+            // A duplicate (or too old to tell): the network already delivered it once.
             return false;
         }
-        // Recorded (and so acknowledged) only once the data is safely buffered.
-        if !self.receiver.received.insert(data.packet_number) {
-            return false;
+        let buffered = match self.reassemble(data) {
+            Reassembly::Buffered => true,
+            Reassembly::NoRoom => false,
+            Reassembly::Invalid => return false,
+        };
+        // Recorded (and so acknowledged) only once the data is safely buffered: refused data is
+        // left out of the SACK ranges so the sender sends it again.
+        if buffered {
+            self.receiver.received.insert(data.packet_number);
         }
+        // The network delivered the packet whether or not the buffer had room: TFRC measures the
+        // path (RFC 5348 §5: loss events are packets the network lost), so a slow reader must not
+        // look like congestion.
         let sender_rtt = Duration::from_micros(u64::from(data.rtt));
         // RFC 5348 §6.1: feedback at once for the first packet and on a new loss event.
         if self.receiver.tfrc.on_data(now, data.packet_number, data.timestamp, sender_rtt, size) {
             self.receiver.feedback_due = true;
         }
+        if !buffered {
+            return false;
+        }
         self.announce_receive_progress();
         true
     }
 
-    /// Put the payload where it belongs; false if the reassembly refused it.
-    fn reassemble(&mut self, data: &Data<'_>) -> bool {
+    /// Put the payload where it belongs, or say why it could not be.
+    fn reassemble(&mut self, data: &Data<'_>) -> Reassembly {
         if let (Some(skip_to), Some(messages)) = (data.skip_to, self.receiver.messages.as_mut()) {
             // The sender gave up on (or, without error control, no longer holds) messages below.
             // Applied before the fragment: it may be what makes room for it, and a skip point is
             // true whether or not this fragment can be taken (it only ever grows).
             messages.skip_to(skip_to);
         }
-        match data.chunk {
+        let result = match data.chunk {
             Chunk::Stream { offset, fin } => {
-                let Some(stream) = self.receiver.stream.as_mut() else { return false };
-                if stream.insert(offset, data.payload, fin).is_err() {
-                    return false;
-                }
-                if fin {
+                let Some(stream) = self.receiver.stream.as_mut() else { return Reassembly::Invalid };
+                let result = stream.insert(offset, data.payload, fin).map(|_| ());
+                if result.is_ok() && fin {
                     self.receiver.fin_offset = Some(offset.saturating_add(data.payload.len() as u64));
                 }
+                result
             }
             Chunk::Message { id, offset, total_len } => {
-                let Some(messages) = self.receiver.messages.as_mut() else { return false };
-                if messages.insert(id, offset, total_len, data.payload).is_err() {
-                    return false;
-                }
+                let Some(messages) = self.receiver.messages.as_mut() else { return Reassembly::Invalid };
+                messages.insert(id, offset, total_len, data.payload)
             }
-            Chunk::Empty => {}
+            Chunk::Empty => Ok(()),
+        };
+        match result {
+            Ok(()) => Reassembly::Buffered,
+            Err(DeliveryError::Full | DeliveryError::BeyondWindow) => Reassembly::NoRoom,
+            Err(DeliveryError::Inconsistent(_)) => Reassembly::Invalid,
         }
-        true
     }
 
     /// Announce `Readable` and `Finished` as data arrives.

@@ -17,6 +17,12 @@ const MIN_RTO: Duration = Duration::from_millis(10);
 /// The wait between two window probes grows to at most 2^this RTOs.
 const MAX_PROBE_BACKOFF: u32 = 6;
 
+/// The retransmission timeout doubles on consecutive expiries up to 2^this RTOs.
+const MAX_RTO_BACKOFF: u32 = 6;
+
+/// The backed-off retransmission timeout never exceeds this (RFC 6298 §2.5: at least 60 s).
+const MAX_RTO: Duration = Duration::from_secs(60);
+
 /// Most packets outstanding at once, whatever the buffers allow.
 const MAX_OUTSTANDING_CAP: usize = 1 << 20;
 
@@ -56,6 +62,11 @@ pub(crate) struct Sender {
     probe_at: Option<Time>,
     /// Probes sent since data last flowed (each doubles the wait before the next).
     probes: u32,
+    /// Retransmission timer expiries since new data was last acknowledged (each doubles the
+    /// wait before the next, RFC 6298 §5.5).
+    rto_backoff: u32,
+    /// When the retransmission timer last expired, while backed off.
+    last_rto_expiry: Option<Time>,
     /// Size of the latest data packet: pacing checks the next one against it, since the size of
     /// a packet is only known once it is built.
     last_data_size: usize,
@@ -88,6 +99,8 @@ impl Sender {
             message_bytes_acked: 0,
             probe_at: None,
             probes: 0,
+            rto_backoff: 0,
+            last_rto_expiry: None,
             last_data_size: config.max_datagram,
             payload: Vec::with_capacity(config.max_datagram),
         }
@@ -144,6 +157,28 @@ impl Sender {
     pub(crate) fn rto(&self, config: &Config) -> Duration {
         self.rtt(config).saturating_mul(4).max(MIN_RTO)
     }
+
+    /// When the retransmission timer expires: an RTO after the oldest outstanding packet left,
+    /// and, after expiries without progress, no sooner than the backed-off timeout after the
+    /// last one (RFC 6298 §5.5 doubles it, §5.6 restarts the timer from the expiry).
+    fn retransmission_deadline(&self, config: &Config) -> Option<Time> {
+        let base = self.rto(config);
+        let oldest = self.sack.poll_timeout(base)?;
+        let backed_off = base.saturating_mul(1 << self.rto_backoff).min(MAX_RTO.max(base));
+        Some(self.last_rto_expiry.map_or(oldest, |last| oldest.max(last + backed_off)))
+    }
+
+    /// The retransmission timer expired at `now`: back off (RFC 6298 §5.5), at most 2^6 times.
+    fn on_retransmission_timeout(&mut self, now: Time) {
+        self.rto_backoff = (self.rto_backoff + 1).min(MAX_RTO_BACKOFF);
+        self.last_rto_expiry = Some(now);
+    }
+
+    /// New data was acknowledged: the timeout is computed afresh from the RTT (RFC 6298 §5.7).
+    fn on_progress(&mut self) {
+        self.rto_backoff = 0;
+        self.last_rto_expiry = None;
+    }
 }
 
 impl Connection {
@@ -152,12 +187,14 @@ impl Connection {
         if self.sender.rate.poll_timeout().is_some_and(|t| t <= now) {
             self.sender.rate.handle_timeout(now);
         }
-        let rto = self.sender.rto(&self.config);
-        if self.sender.sack.poll_timeout(rto).is_some_and(|t| t <= now) {
-            let lost = self.sender.sack.handle_timeout(now, rto);
+        if self.sender.retransmission_deadline(&self.config).is_some_and(|t| t <= now) {
+            // Every packet outstanding longer than one RTO is lost; the back-off only spaces the
+            // expiries, so a dead path is not probed once per RTO.
+            let lost = self.sender.sack.handle_timeout(now, self.sender.rto(&self.config));
             self.counters.packets_lost += lost;
             self.give_up_unrepaired();
             if lost > 0 {
+                self.sender.on_retransmission_timeout(now);
                 self.sender.has_work = true;
             }
         }
@@ -167,11 +204,11 @@ impl Connection {
     /// The earliest deadline of the sending half.
     pub(super) fn sender_poll_timeout(&self) -> Option<Time> {
         let mut next = self.sender.rate.poll_timeout();
-        let rto = self.sender.rto(&self.config);
-        next = min_time(next, self.sender.sack.poll_timeout(rto));
-        if let (ErrorControl::SackPartial { deadline: Some(_), .. }, Some(queue)) = (self.config.error, &self.sender.messages) {
-            // Partial reliability: a message is given up at its deadline, not at the next packet.
-            next = min_time(next, queue.next_deadline());
+        next = min_time(next, self.sender.retransmission_deadline(&self.config));
+        if let (ErrorControl::SackPartial { .. }, Some(queue)) = (self.config.error, &self.sender.messages) {
+            // Partial reliability: a message is given up at its deadline, not at the next packet;
+            // deadlines may be per message, so the earliest queued counts, not the oldest message's.
+            next = min_time(next, queue.next_expiry());
         }
         if let Some(probe) = self.sender.probe_at.filter(|t| *t > self.last_now) {
             next = min_time(next, Some(probe));
@@ -408,6 +445,9 @@ impl Connection {
         };
         self.sender.last_feedback_sequence = Some(feedback.sequence);
         self.counters.packets_lost += result.lost_packets;
+        if result.acked_packets > 0 {
+            self.sender.on_progress();
+        }
         // RFC 5348 §4.3 step 2: R_sample = (t_now - t_recvdata) - t_delay.
         let rtt_sample = wire_rtt_sample(now.wire_micros(), feedback.timestamp_echo, feedback.t_delay)
             .unwrap_or_else(|| self.sender.rate.state().rtt);

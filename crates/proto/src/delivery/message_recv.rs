@@ -116,7 +116,6 @@ impl MessageReassembler {
         if total_len as usize > self.capacity {
             return Err(DeliveryError::Full);
         }
-        self.reserve = self.reserve.max(total_len as usize);
         // The lowest undelivered message is always taken in (it fits the capacity on its own):
         // in order, nothing can be delivered without it, so refusing it could stall delivery for
         // good. Memory stays below twice the capacity.
@@ -126,6 +125,8 @@ impl MessageReassembler {
                 return Err(DeliveryError::Full);
             }
         }
+        // Raised only for a message taken in: a refused one must not keep blocking later ones.
+        self.reserve = self.reserve.max(total_len as usize);
         self.used += total_len as usize;
         let mut message = InMessage::new(total_len);
         if len > 0 {
@@ -253,6 +254,16 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_large_message_does_not_raise_the_reserve() {
+        let mut r = MessageReassembler::new(Order::Ordered, 10_000, 1000);
+        // Message 1 is not the lowest: 9000 bytes plus the 1000 kept for message 0 do not fit.
+        assert_eq!(r.insert(1, 0, 9_500, &[0; 100]), Err(DeliveryError::Full));
+        // Had the refused message raised the reserve to 9500, this 1500-byte one would be refused.
+        assert_eq!(r.insert(2, 0, 1_500, &[7; 1_500]), Ok(()));
+        assert_eq!(r.buffered(), 1_500);
+    }
+
+    #[test]
     fn ordered_waits_for_the_earlier_message() {
         let mut r = MessageReassembler::new(Order::Ordered, 1000, 100);
         r.insert(1, 0, 3, b"two").unwrap();
@@ -322,9 +333,8 @@ mod tests {
         assert_eq!(r.insert(2, 0, 10, b"x"), Err(DeliveryError::BeyondWindow));
         // Room for the lowest message is kept: message 1 may take at most 100 - 40 bytes...
         assert_eq!(r.insert(1, 0, 61, b"x"), Err(DeliveryError::Full));
-        // ...and, messages of 61 bytes having been seen, now at most 100 - 61.
-        assert_eq!(r.insert(1, 0, 60, b"x"), Err(DeliveryError::Full));
-        r.insert(1, 0, 39, b"x").unwrap();
+        // ...and a refused message does not raise the room kept: 60 bytes still fit.
+        r.insert(1, 0, 60, b"x").unwrap();
         r.insert(0, 0, 40, b"y").unwrap();
         assert_eq!(r.insert(0, 0, 41, b"y"), Err(DeliveryError::Inconsistent("message length changed between fragments")));
         assert_eq!(r.insert(0, 39, 40, b"yz"), Err(DeliveryError::Inconsistent("fragment beyond its message")));

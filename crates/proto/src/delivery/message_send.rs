@@ -276,6 +276,13 @@ impl MessageSendQueue {
         self.messages.front().and_then(|m| m.deadline)
     }
 
+    /// The earliest deadline queued, whatever order deadlines were given in: when
+    /// [`MessageSendQueue::abandon`] next may have work (a settled message's deadline may linger
+    /// until it passes, so this can be early, never late).
+    pub fn next_expiry(&self) -> Option<Time> {
+        self.deadlines.peek().map(|&Reverse((deadline, _))| deadline)
+    }
+
     /// Lowest message id neither acknowledged nor abandoned (the receiver may skip below it).
     pub fn skip_to(&self) -> u64 {
         self.first_id

@@ -62,6 +62,12 @@ impl ReceivedPackets {
         true
     }
 
+    /// Whether `packet_number` was received already, or is too old to tell.
+    pub fn contains(&self, packet_number: u64) -> bool {
+        packet_number < self.forgotten_below
+            || self.ranges.range(..=packet_number).next_back().is_some_and(|(_, &end)| end >= packet_number)
+    }
+
     /// Ranges to report, inclusive, highest first, disjoint, at most `limit`.
     pub fn ranges(&self, limit: usize) -> Vec<(u64, u64)> {
         // RFC 2018 §4: report the most recent blocks first; packet numbers grow with send time,

@@ -1,0 +1,58 @@
+//! Stories of the retransmission timer: while nothing comes back it backs off (RFC 6298 §5.5)
+//! instead of declaring every packet lost once per RTO, and an acknowledgement of new data
+//! brings it back to one RTO (RFC 6298 §5.7).
+
+mod support;
+
+use qstp_proto::{Config, CongestionControl, Duration, Rate, Time};
+use support::{Pair, PathModel};
+
+/// Drive for `span` keeping the client's stream busy; returns the instants at which the client
+/// declared packets lost.
+fn loss_declarations(pair: &mut Pair, span: Duration) -> Vec<Time> {
+    let chunk = vec![0x3Cu8; 16 * 1024];
+    let mut sink = vec![0u8; 16 * 1024];
+    let mut lost = pair.client.conn().stats().packets_lost;
+    let mut instants = Vec::new();
+    pair.drive_until(span, |p| {
+        while p.client.conn_mut().write(&chunk).is_ok() {}
+        while matches!(p.server.conn_mut().read(&mut sink), Ok(n) if n > 0) {}
+        let now = p.client.conn().stats().packets_lost;
+        if now != lost {
+            instants.push(p.time);
+            lost = now;
+        }
+        false
+    });
+    instants
+}
+
+#[test]
+fn the_retransmission_timer_backs_off_while_no_feedback_comes() {
+    // One packet every 50 ms on a path with R = 20 ms (so an RTO of 80 ms): at this low rate
+    // each packet outlives the RTO long before the next feedback could come.
+    let mut pair = Pair::new(Config::default(), PathModel::with_delay(Duration::from_millis(10)), 71);
+    let config = Config { congestion: CongestionControl::Fixed { rate: Rate::from_kbps(240) }, ..Config::default() };
+    pair.connect_and_establish(config);
+    assert!(loss_declarations(&mut pair, Duration::from_secs(2)).is_empty(), "no loss on a clean path");
+
+    // Every feedback is lost for 5 s: 100 packets go out, none is acknowledged.
+    pair.to_client.loss = 1.0;
+    let blackout = loss_declarations(&mut pair, Duration::from_secs(5));
+    // Without back-off the timer would fire once per packet (about 100 times); doubling from
+    // 80 ms, 5 s hold about log2(5 s / 80 ms + 1) = 6 expiries.
+    assert!(!blackout.is_empty(), "the timer fired");
+    assert!(blackout.len() <= 8, "the timer fired {} times in 5 s without feedback", blackout.len());
+    let gaps: Vec<Duration> = blackout.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.windows(2).all(|g| g[1] >= g[0]), "the waits between expiries grow: {gaps:?}");
+
+    // Feedback returns and acknowledges new data: the back-off is forgotten, so in the next
+    // blackout the timer first fires within a few base RTOs, not after the backed-off timeout.
+    pair.to_client.loss = 0.0;
+    loss_declarations(&mut pair, Duration::from_secs(2));
+    pair.to_client.loss = 1.0;
+    let start = pair.time;
+    let again = loss_declarations(&mut pair, Duration::from_secs(2));
+    let first = *again.first().expect("the timer fired in the second blackout");
+    assert!(first - start <= Duration::from_millis(200), "first expiry {:?} after the blackout began", first - start);
+}
