@@ -21,19 +21,8 @@ fn pattern(len: usize) -> Vec<u8> {
 
 /// Start `qstp recv --once` on an ephemeral port and return it with the address it listens on.
 fn start_receiver(out: &Path) -> (Child, String) {
-    let mut child = Command::new(QSTP)
-        .args(["recv", "--listen", "127.0.0.1:0", "--once", "--out"])
-        .arg(out)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected: {line}")).to_string();
-    // Keep draining stderr so the receiver never blocks on a full pipe.
-    std::thread::spawn(move || for _ in stderr.lines() {});
+    // The thread keeps draining stderr, so the receiver never blocks on a full pipe.
+    let (child, addr, _lines) = start_server(out, &["--once"]);
     (child, addr)
 }
 

@@ -38,12 +38,7 @@ async fn count(mut conn: Connection, counter: Arc<AtomicU64>) {
 async fn the_target_holds_against_competing_tfrc_flows() {
     bounded(async {
         let server = server(Duration::from_secs(10));
-        let impairment = Impairment {
-            rate_bps: Some(40_000_000),
-            queue_bytes: 50 * 1500,
-            delay: Duration::from_millis(5),
-            ..Impairment::default()
-        };
+        let impairment = Impairment::bottleneck(40_000_000);
         let relay = Relay::start(server.local_addr(), impairment).await;
         // Every stream starts with a tag byte: 'q' for the QSTP flow, 't' for a competitor.
         let qstp_bytes = Arc::new(AtomicU64::new(0));

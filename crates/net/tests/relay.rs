@@ -109,12 +109,7 @@ async fn a_transfer_completes_across_a_lossy_reordering_duplicating_path() {
 async fn goodput_reaches_the_target_behind_a_wider_bottleneck() {
     bounded(async {
         let server = server(Duration::from_secs(10));
-        let impairment = Impairment {
-            rate_bps: Some(40_000_000),
-            queue_bytes: 50 * 1500,
-            delay: Duration::from_millis(5),
-            ..Impairment::default()
-        };
+        let impairment = Impairment::bottleneck(40_000_000);
         let relay = Relay::start(server.local_addr(), impairment).await;
         const TOTAL: usize = 6 << 20;
         const WINDOW: usize = 512 << 10;

@@ -33,6 +33,14 @@ pub struct Impairment {
     pub seed: u64,
 }
 
+impl Impairment {
+    /// A clean path through a bottleneck of `rate_bps` with a 50-packet drop-tail queue and 5 ms of
+    /// delay each way.
+    pub fn bottleneck(rate_bps: u64) -> Self {
+        Impairment { rate_bps: Some(rate_bps), queue_bytes: 50 * 1500, delay: Duration::from_millis(5), ..Impairment::default() }
+    }
+}
+
 impl Default for Impairment {
     fn default() -> Self {
         Impairment {
