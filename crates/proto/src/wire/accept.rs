@@ -4,7 +4,7 @@
 //! max datagram (2), receive window (8), timestamp echo (4); nothing may follow. Once
 //! `check_len` passed, no accessor panics.
 
-use super::header::{be_u16, be_u32, be_u64, destination, emit_destination, emit_type, Field};
+use super::header::{be_u16, be_u32, be_u64, check_exact_len, destination, emit_destination, emit_type, Field};
 use super::{Accept, ConnectionId, PacketType, WireError};
 use crate::config::{MAX_DATAGRAM, MIN_DATAGRAM};
 
@@ -41,11 +41,7 @@ impl<T: AsRef<[u8]>> AcceptPacket<T> {
 
     /// Refuse a buffer that is not exactly `ACCEPT_LEN` bytes.
     pub fn check_len(&self) -> Result<(), WireError> {
-        match self.buffer.as_ref().len() {
-            len if len < ACCEPT_LEN => Err(WireError::Truncated),
-            len if len > ACCEPT_LEN => Err(WireError::TrailingBytes),
-            _ => Ok(()),
-        }
+        check_exact_len(self.buffer.as_ref().len(), ACCEPT_LEN)
     }
 
     /// The client's connection id.

@@ -88,6 +88,15 @@ pub(crate) fn emit_type(buf: &mut [u8], packet_type: PacketType) {
     buf[field::TYPE] = packet_type.code();
 }
 
+/// Refuse a fixed-size packet whose buffer is not exactly `expected` bytes.
+pub(crate) fn check_exact_len(len: usize, expected: usize) -> Result<(), WireError> {
+    match len {
+        len if len < expected => Err(WireError::Truncated),
+        len if len > expected => Err(WireError::TrailingBytes),
+        _ => Ok(()),
+    }
+}
+
 /// Read the destination id of a packet whose length was checked to hold it.
 pub(crate) fn destination(buf: &[u8]) -> ConnectionId {
     ConnectionId(be_u64(&buf[field::DESTINATION]))

@@ -3,7 +3,7 @@
 //! Layout (integers big-endian): version (1), type (1), destination id (8), cookie (24),
 //! timestamp echo (4); nothing may follow. Once `check_len` passed, no accessor panics.
 
-use super::header::{be_u32, destination, emit_destination, emit_type, Field};
+use super::header::{be_u32, check_exact_len, destination, emit_destination, emit_type, Field};
 use super::{ConnectionId, Cookie, PacketType, Retry, WireError, COOKIE_LEN};
 
 /// Field offsets.
@@ -37,11 +37,7 @@ impl<T: AsRef<[u8]>> RetryPacket<T> {
 
     /// Refuse a buffer that is not exactly `RETRY_LEN` bytes.
     pub fn check_len(&self) -> Result<(), WireError> {
-        match self.buffer.as_ref().len() {
-            len if len < RETRY_LEN => Err(WireError::Truncated),
-            len if len > RETRY_LEN => Err(WireError::TrailingBytes),
-            _ => Ok(()),
-        }
+        check_exact_len(self.buffer.as_ref().len(), RETRY_LEN)
     }
 
     /// The client's connection id.
