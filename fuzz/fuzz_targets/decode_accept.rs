@@ -2,11 +2,18 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use qstp_proto::wire::{AcceptPacket, Accept};
+use qstp_proto::wire::{Accept, AcceptPacket};
 
 fuzz_target!(|datagram: &[u8]| {
-    let Ok(packet) = AcceptPacket::new_checked(datagram) else { return };
-    let _ = (packet.destination(), packet.source(), packet.max_datagram(), packet.recv_window());
+    let Ok(packet) = AcceptPacket::new_checked(datagram) else {
+        return;
+    };
+    let _ = (
+        packet.destination(),
+        packet.source(),
+        packet.max_datagram(),
+        packet.recv_window(),
+    );
     let _ = packet.timestamp_echo();
     let _ = Accept::parse(&packet);
 });

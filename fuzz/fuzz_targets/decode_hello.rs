@@ -2,11 +2,19 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use qstp_proto::wire::{HelloPacket, Hello};
+use qstp_proto::wire::{Hello, HelloPacket};
 
 fuzz_target!(|datagram: &[u8]| {
-    let Ok(packet) = HelloPacket::new_checked(datagram) else { return };
-    let _ = (packet.flags(), packet.source(), packet.max_datagram(), packet.recv_window(), packet.timestamp());
+    let Ok(packet) = HelloPacket::new_checked(datagram) else {
+        return;
+    };
+    let _ = (
+        packet.flags(),
+        packet.source(),
+        packet.max_datagram(),
+        packet.recv_window(),
+        packet.timestamp(),
+    );
     let _ = (packet.composition(), packet.cookie(), packet.padding());
     let _ = Hello::parse(&packet);
 });

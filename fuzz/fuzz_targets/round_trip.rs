@@ -6,7 +6,9 @@ use libfuzzer_sys::fuzz_target;
 use qstp_proto::wire::{Packet, MIN_HELLO_SIZE};
 
 fuzz_target!(|datagram: &[u8]| {
-    let Ok(packet) = Packet::decode(datagram) else { return };
+    let Ok(packet) = Packet::decode(datagram) else {
+        return;
+    };
     let mut encoded = Vec::new();
     packet.encode(&mut encoded);
     if let Packet::Hello(_) = packet {

@@ -45,7 +45,9 @@ pub struct RecvArgs {
 fn parse_seconds(text: &str) -> Result<Duration, String> {
     match text.parse::<f64>() {
         Ok(secs) if secs > 0.0 && secs <= 3600.0 => Ok(Duration::from_secs_f64(secs)),
-        _ => Err(format!("'{text}' is not a number of seconds between 0 and 3600")),
+        _ => Err(format!(
+            "'{text}' is not a number of seconds between 0 and 3600"
+        )),
     }
 }
 
@@ -60,7 +62,9 @@ enum Destination {
 
 impl Destination {
     fn from_args(out: Option<&Path>) -> anyhow::Result<Destination> {
-        let path = out.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+        let path = out
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
         if path.is_dir() {
             return Ok(Destination::Directory(path));
         }
@@ -69,7 +73,11 @@ impl Destination {
             _ => PathBuf::from("."),
         };
         if !parent.is_dir() {
-            bail!("cannot write to '{}': directory '{}' does not exist", path.display(), parent.display());
+            bail!(
+                "cannot write to '{}': directory '{}' does not exist",
+                path.display(),
+                parent.display()
+            );
         }
         Ok(Destination::File(path))
     }
@@ -77,13 +85,19 @@ impl Destination {
     /// Where the temporary file goes and what it is named after; refuses an unsafe sender name.
     fn staging(&self, sender_name: &str) -> Result<(PathBuf, String), transfer::TransferError> {
         match self {
-            Destination::Directory(dir) => Ok((dir.clone(), transfer::check_file_name(sender_name)?.to_string())),
+            Destination::Directory(dir) => Ok((
+                dir.clone(),
+                transfer::check_file_name(sender_name)?.to_string(),
+            )),
             Destination::File(path) => {
                 let dir = match path.parent() {
                     Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
                     _ => PathBuf::from("."),
                 };
-                let base = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let base = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 Ok((dir, base))
             }
         }
@@ -94,7 +108,8 @@ impl Destination {
         match self {
             Destination::Directory(dir) => place_new(part, dir, name),
             Destination::File(path) => {
-                std::fs::rename(part, path).with_context(|| format!("cannot rename into '{}'", path.display()))?;
+                std::fs::rename(part, path)
+                    .with_context(|| format!("cannot rename into '{}'", path.display()))?;
                 Ok(path.clone())
             }
         }
@@ -108,11 +123,17 @@ const MAX_ALTERNATIVES: u32 = 1000;
 /// replacing an existing file; returns the path taken.
 fn place_new(part: &Path, dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
     for n in 0..=MAX_ALTERNATIVES {
-        let candidate = if n == 0 { dir.join(name) } else { dir.join(format!("{name}.{n}")) };
+        let candidate = if n == 0 {
+            dir.join(name)
+        } else {
+            dir.join(format!("{name}.{n}"))
+        };
         match claim(part, &candidate) {
             Ok(()) => return Ok(candidate),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("cannot create '{}'", candidate.display())),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot create '{}'", candidate.display()))
+            }
         }
     }
     bail!("'{name}' and its {MAX_ALTERNATIVES} numbered alternatives all exist")
@@ -126,7 +147,10 @@ fn claim(part: &Path, target: &Path) -> io::Result<()> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
         Err(_) => {
-            std::fs::OpenOptions::new().write(true).create_new(true).open(target)?;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(target)?;
             std::fs::rename(part, target)
         }
     }
@@ -141,7 +165,12 @@ const FILE_BUFFER: usize = 1 << 20;
 
 /// The limits of every accepted transfer.
 fn accept_config(idle_timeout: Duration) -> Config {
-    Config { recv_buffer: RECV_WINDOW, send_buffer: SEND_WINDOW, idle_timeout: idle_timeout.into(), ..Config::default() }
+    Config {
+        recv_buffer: RECV_WINDOW,
+        send_buffer: SEND_WINDOW,
+        idle_timeout: idle_timeout.into(),
+        ..Config::default()
+    }
 }
 
 /// A temporary file that is deleted on drop unless it was renamed into place (after a hard link
@@ -162,7 +191,10 @@ impl Drop for PartFile {
 /// Run `qstp recv`.
 pub fn main(args: RecvArgs) -> anyhow::Result<()> {
     let destination = Destination::from_args(args.out.as_deref())?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     runtime.block_on(run(args, destination))
 }
 
@@ -174,7 +206,8 @@ async fn run(args: RecvArgs, destination: Destination) -> anyhow::Result<()> {
         max_connections: usize::from(args.max_transfers),
         ..EndpointOptions::default()
     };
-    let endpoint = Endpoint::bind_with(listen, options).with_context(|| format!("cannot listen on {listen}"))?;
+    let endpoint = Endpoint::bind_with(listen, options)
+        .with_context(|| format!("cannot listen on {listen}"))?;
     if !args.quiet {
         eprintln!("listening on {}", endpoint.local_addr());
     }
@@ -243,7 +276,12 @@ async fn serve(mut conn: Connection, destination: &Destination, quiet: bool) -> 
     let answered = answer(&mut conn, &verdict).await;
     match outcome {
         Ok(bytes) if verdict == Verdict::Verified => {
-            answered.with_context(|| format!("stored {} from {remote}, but cannot send the verdict", final_path.display()))?;
+            answered.with_context(|| {
+                format!(
+                    "stored {} from {remote}, but cannot send the verdict",
+                    final_path.display()
+                )
+            })?;
             if !quiet {
                 let secs = started.elapsed().as_secs_f64().max(1e-9);
                 eprintln!(
@@ -276,10 +314,12 @@ impl ReceiveFailure {
     fn into_error(self, remote: std::net::SocketAddr) -> anyhow::Error {
         match self {
             // The stream broke off: the sender vanished, timed out or aborted.
-            ReceiveFailure::Transfer(e @ (transfer::TransferError::Io(_) | transfer::TransferError::Truncated)) => {
-                anyhow::Error::new(e).context(format!("transfer from {remote} interrupted"))
+            ReceiveFailure::Transfer(
+                e @ (transfer::TransferError::Io(_) | transfer::TransferError::Truncated),
+            ) => anyhow::Error::new(e).context(format!("transfer from {remote} interrupted")),
+            ReceiveFailure::Transfer(e) => {
+                anyhow::Error::new(e).context(format!("transfer from {remote} failed"))
             }
-            ReceiveFailure::Transfer(e) => anyhow::Error::new(e).context(format!("transfer from {remote} failed")),
             ReceiveFailure::Storage(e) => e.context(format!("transfer from {remote} not stored")),
         }
     }
@@ -293,23 +333,38 @@ async fn receive_into(
     base: &str,
 ) -> (Result<u64, ReceiveFailure>, Option<PartFile>) {
     let part_path = dir.join(format!(".{base}.qstp-part-{:016x}", rand::random::<u64>()));
-    let file = match tokio::fs::OpenOptions::new().write(true).create_new(true).open(&part_path).await {
+    let file = match tokio::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&part_path)
+        .await
+    {
         Ok(file) => file,
         Err(e) => {
-            let e = anyhow::Error::new(e).context(format!("cannot create '{}'", part_path.display()));
+            let e =
+                anyhow::Error::new(e).context(format!("cannot create '{}'", part_path.display()));
             return (Err(ReceiveFailure::Storage(e)), None);
         }
     };
-    let part = PartFile { path: part_path, kept: false };
+    let part = PartFile {
+        path: part_path,
+        kept: false,
+    };
     let mut sink = tokio::io::BufWriter::with_capacity(FILE_BUFFER, file);
     let result = transfer::receive(conn, header, &mut sink, |_| {}).await;
     let result = match result {
         Ok(moved) => match sink.shutdown().await {
             Ok(()) => Ok(moved.bytes),
-            Err(e) => Err(ReceiveFailure::Storage(anyhow::Error::new(e).context("cannot write the file"))),
+            Err(e) => Err(ReceiveFailure::Storage(
+                anyhow::Error::new(e).context("cannot write the file"),
+            )),
         },
-        Err(transfer::TransferError::Io(e)) if qstp_net::Error::from_io(&e).is_none() && is_disk_error(&e) => {
-            Err(ReceiveFailure::Storage(anyhow::Error::new(e).context("cannot write the file")))
+        Err(transfer::TransferError::Io(e))
+            if qstp_net::Error::from_io(&e).is_none() && is_disk_error(&e) =>
+        {
+            Err(ReceiveFailure::Storage(
+                anyhow::Error::new(e).context("cannot write the file"),
+            ))
         }
         Err(e) => Err(ReceiveFailure::Transfer(e)),
     };
@@ -320,7 +375,9 @@ async fn receive_into(
 fn is_disk_error(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
-        std::io::ErrorKind::StorageFull | std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+        std::io::ErrorKind::StorageFull
+            | std::io::ErrorKind::PermissionDenied
+            | std::io::ErrorKind::ReadOnlyFilesystem
     )
 }
 
@@ -347,14 +404,20 @@ mod tests {
         match Destination::from_args(Some(&dir)).unwrap() {
             Destination::Directory(d) => {
                 let destination = Destination::Directory(d.clone());
-                assert_eq!(destination.staging("a.txt").unwrap(), (d.clone(), "a.txt".to_string()));
+                assert_eq!(
+                    destination.staging("a.txt").unwrap(),
+                    (d.clone(), "a.txt".to_string())
+                );
                 assert!(destination.staging("../a.txt").is_err());
                 assert!(destination.staging(".profile").is_err());
             }
             other => panic!("{other:?}"),
         }
         let file = dir.join("qstp-recv-destination-test.bin");
-        assert!(matches!(Destination::from_args(Some(&file)).unwrap(), Destination::File(_)));
+        assert!(matches!(
+            Destination::from_args(Some(&file)).unwrap(),
+            Destination::File(_)
+        ));
         assert!(Destination::from_args(Some(Path::new("/nonexistent-dir-qstp/x.bin"))).is_err());
     }
 
@@ -363,8 +426,12 @@ mod tests {
         let config = accept_config(Duration::from_secs(30));
         config.validate().unwrap();
         // Window, queue towards the sender, the file buffer and the transfer's block.
-        let per_transfer = config.recv_buffer + config.send_buffer + FILE_BUFFER + transfer::IO_BLOCK;
-        assert!(per_transfer <= (6 << 20) + (64 << 10), "{per_transfer} bytes per transfer");
+        let per_transfer =
+            config.recv_buffer + config.send_buffer + FILE_BUFFER + transfer::IO_BLOCK;
+        assert!(
+            per_transfer <= (6 << 20) + (64 << 10),
+            "{per_transfer} bytes per transfer"
+        );
         assert_eq!(config.recv_buffer, RECV_WINDOW);
     }
 
@@ -372,7 +439,10 @@ mod tests {
     fn an_unkept_part_file_is_deleted() {
         let path = std::env::temp_dir().join(format!("qstp-part-test-{}", std::process::id()));
         std::fs::write(&path, b"partial").unwrap();
-        drop(PartFile { path: path.clone(), kept: false });
+        drop(PartFile {
+            path: path.clone(),
+            kept: false,
+        });
         assert!(!path.exists());
     }
 
@@ -389,7 +459,10 @@ mod tests {
                     let part = dir.join(format!(".part-{i}"));
                     std::fs::write(&part, [i; 100]).unwrap();
                     let placed = place_new(&part, &dir, "same.bin").unwrap();
-                    drop(PartFile { path: part, kept: false });
+                    drop(PartFile {
+                        path: part,
+                        kept: false,
+                    });
                     (i, placed)
                 })
             })
@@ -397,14 +470,25 @@ mod tests {
         let placed: Vec<(u8, PathBuf)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
         assert_eq!(std::fs::read(dir.join("same.bin")).unwrap(), b"old");
         for (i, path) in &placed {
-            assert_eq!(std::fs::read(path).unwrap(), [*i; 100], "{} holds another transfer", path.display());
+            assert_eq!(
+                std::fs::read(path).unwrap(),
+                [*i; 100],
+                "{} holds another transfer",
+                path.display()
+            );
         }
-        let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
         names.sort();
         let mut expected: Vec<String> = (1..=8).map(|n| format!("same.bin.{n}")).collect();
         expected.push("same.bin".into());
         expected.sort();
-        assert_eq!(names, expected, "the part files are gone, each transfer has its own name");
+        assert_eq!(
+            names, expected,
+            "the part files are gone, each transfer has its own name"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -37,11 +37,21 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// Run `qstp run`.
 pub fn main(args: RunArgs) -> anyhow::Result<()> {
-    let overrides = Overrides { runs: args.runs, seed: args.seed, duration: args.duration };
+    let overrides = Overrides {
+        runs: args.runs,
+        seed: args.seed,
+        duration: args.duration,
+    };
     let plan = load(&args.scenario, &overrides)?;
     let base = plan.base();
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
-    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&base.name));
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(&base.name));
     eprintln!(
         "{}: {} point(s) x {} run(s) of {:.0} s simulated, on {jobs} thread(s)",
         base.name,
@@ -78,7 +88,15 @@ pub fn main(args: RunArgs) -> anyhow::Result<()> {
     );
     println!("summary: {}", written.summary.display());
     println!("report:  {}", written.report.display());
-    println!("series:  {} file(s) in {}", written.series.len(), out.join("series").display());
-    println!("plots:   {} file(s) in {}", written.plots.len(), out.join("plots").display());
+    println!(
+        "series:  {} file(s) in {}",
+        written.series.len(),
+        out.join("series").display()
+    );
+    println!(
+        "plots:   {} file(s) in {}",
+        written.plots.len(),
+        out.join("plots").display()
+    );
     Ok(())
 }

@@ -78,39 +78,79 @@ fn plan(args: &SendArgs) -> anyhow::Result<Plan> {
     };
     let config = Config::preset(profile, target);
     config.validate().map_err(anyhow::Error::msg)?;
-    Ok(Plan { config, dscp, profile })
+    Ok(Plan {
+        config,
+        dscp,
+        profile,
+    })
 }
 
 /// Resolve `HOST:PORT` to its first address.
 pub(crate) async fn resolve(text: &str) -> anyhow::Result<SocketAddr> {
-    let mut addresses = tokio::net::lookup_host(text).await.with_context(|| format!("cannot resolve address '{text}'"))?;
-    addresses.next().with_context(|| format!("cannot resolve address '{text}': no address found"))
+    let mut addresses = tokio::net::lookup_host(text)
+        .await
+        .with_context(|| format!("cannot resolve address '{text}'"))?;
+    addresses
+        .next()
+        .with_context(|| format!("cannot resolve address '{text}': no address found"))
 }
 
 /// Run `qstp send`.
 pub fn main(args: SendArgs) -> anyhow::Result<()> {
     let plan = plan(&args)?;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(run(args, plan))
 }
 
 async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
     let (mut source, header): (Box<dyn AsyncRead + Unpin>, Header) = if args.file == "-" {
-        (Box::new(tokio::io::BufReader::with_capacity(1 << 20, tokio::io::stdin())), Header { name: "stdin".into(), size: None })
+        (
+            Box::new(tokio::io::BufReader::with_capacity(
+                1 << 20,
+                tokio::io::stdin(),
+            )),
+            Header {
+                name: "stdin".into(),
+                size: None,
+            },
+        )
     } else {
-        let file = tokio::fs::File::open(&args.file).await.with_context(|| format!("cannot read '{}'", args.file))?;
-        let meta = file.metadata().await.with_context(|| format!("cannot read '{}'", args.file))?;
+        let file = tokio::fs::File::open(&args.file)
+            .await
+            .with_context(|| format!("cannot read '{}'", args.file))?;
+        let meta = file
+            .metadata()
+            .await
+            .with_context(|| format!("cannot read '{}'", args.file))?;
         if !meta.is_file() {
             bail!("cannot read '{}': not a regular file", args.file);
         }
         let name = transfer::safe_file_name(&args.file);
-        (Box::new(tokio::io::BufReader::with_capacity(1 << 20, file)), Header { name, size: Some(meta.len()) })
+        (
+            Box::new(tokio::io::BufReader::with_capacity(1 << 20, file)),
+            Header {
+                name,
+                size: Some(meta.len()),
+            },
+        )
     };
     let remote = resolve(&args.to).await?;
-    let local: SocketAddr = if remote.is_ipv4() { "0.0.0.0:0".parse()? } else { "[::]:0".parse()? };
-    let options = EndpointOptions { dscp: plan.dscp, ..EndpointOptions::default() };
+    let local: SocketAddr = if remote.is_ipv4() {
+        "0.0.0.0:0".parse()?
+    } else {
+        "[::]:0".parse()?
+    };
+    let options = EndpointOptions {
+        dscp: plan.dscp,
+        ..EndpointOptions::default()
+    };
     let endpoint = Endpoint::bind_with(local, options).context("cannot open a UDP socket")?;
-    let mut conn = endpoint.connect(remote, plan.config.clone()).await.with_context(|| format!("cannot connect to {remote}"))?;
+    let mut conn = endpoint
+        .connect(remote, plan.config.clone())
+        .await
+        .with_context(|| format!("cannot connect to {remote}"))?;
 
     let bar = progress_bar(header.size, args.quiet);
     let ticker = tokio::spawn(show_stats(conn.clone(), bar.clone()));
@@ -125,7 +165,9 @@ async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
         }
     };
     conn.finish()?;
-    let verdict = Verdict::read_from(&mut conn).await.context("no verdict from the receiver");
+    let verdict = Verdict::read_from(&mut conn)
+        .await
+        .context("no verdict from the receiver");
     let duration = started.elapsed();
     ticker.abort();
     let verdict = match verdict {
@@ -162,7 +204,8 @@ async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
     };
     if let Some(path) = &args.stats_json {
         let json = serde_json::to_string_pretty(&final_stats)?;
-        std::fs::write(path, json + "\n").with_context(|| format!("cannot write '{}'", path.display()))?;
+        std::fs::write(path, json + "\n")
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
     }
     if verdict != Verdict::Verified {
         bail!("transfer not confirmed: {verdict}");
@@ -186,11 +229,14 @@ fn progress_bar(size: Option<u64>, quiet: bool) -> ProgressBar {
     }
     let bar = match size {
         Some(size) => ProgressBar::new(size).with_style(
-            ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta} {msg}")
-                .expect("valid template"),
+            ProgressStyle::with_template(
+                "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta} {msg}",
+            )
+            .expect("valid template"),
         ),
         None => ProgressBar::new_spinner().with_style(
-            ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec} {msg}").expect("valid template"),
+            ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec} {msg}")
+                .expect("valid template"),
         ),
     };
     bar.enable_steady_tick(Duration::from_millis(200));
@@ -202,7 +248,11 @@ async fn show_stats(conn: Connection, bar: ProgressBar) {
     loop {
         tokio::time::sleep(Duration::from_millis(250)).await;
         let Ok(stats) = conn.stats() else { return };
-        let target = if stats.target.is_zero() { "none".to_string() } else { stats.target.to_string() };
+        let target = if stats.target.is_zero() {
+            "none".to_string()
+        } else {
+            stats.target.to_string()
+        };
         bar.set_message(format!(
             "rate {} target {} rtt {:.1} ms loss {:.3}%",
             stats.rate,
@@ -247,7 +297,10 @@ mod tests {
         let e = plan(&parse(&["--dscp", "AF55"])).err().unwrap();
         assert!(format!("{e:#}").contains("unknown DSCP"), "{e:#}");
         let e = plan(&parse(&["--profile", "tfrc"])).err().unwrap();
-        assert!(format!("{e:#}").contains("no reliable byte stream"), "{e:#}");
+        assert!(
+            format!("{e:#}").contains("no reliable byte stream"),
+            "{e:#}"
+        );
         let e = plan(&parse(&["--profile", "quic"])).err().unwrap();
         assert!(format!("{e:#}").contains("unknown profile"), "{e:#}");
     }

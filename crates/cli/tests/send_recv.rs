@@ -54,17 +54,36 @@ fn a_file_sent_to_recv_once_arrives_identical() {
     let sender = Command::new(QSTP)
         .arg("send")
         .arg(&source)
-        .args(["--to", &addr, "--target-rate", "50M", "--quiet", "--stats-json"])
+        .args([
+            "--to",
+            &addr,
+            "--target-rate",
+            "50M",
+            "--quiet",
+            "--stats-json",
+        ])
         .arg(&stats)
         .output()
         .unwrap();
-    assert!(sender.status.success(), "send failed: {}", String::from_utf8_lossy(&sender.stderr));
+    assert!(
+        sender.status.success(),
+        "send failed: {}",
+        String::from_utf8_lossy(&sender.stderr)
+    );
     assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
     let arrived = std::fs::read(out.join("payload.bin")).unwrap();
     assert!(arrived == data, "the received file differs");
-    let leftovers: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(leftovers.len(), 1, "no temporary file is left: {leftovers:?}");
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        leftovers.len(),
+        1,
+        "no temporary file is left: {leftovers:?}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     assert_eq!(json["bytes"], data.len() as u64);
     assert_eq!(json["target_bps"], 50_000_000u64);
     assert!(json["goodput_bps"].as_f64().unwrap() > 0.0);
@@ -80,25 +99,48 @@ fn stdin_sent_to_a_file_path_arrives_identical() {
     let (mut receiver, addr) = start_receiver(&target);
     let data = pattern(700_000);
     let mut sender = Command::new(QSTP)
-        .args(["send", "-", "--to", &addr, "--quiet", "--profile", "tfrc-sack"])
+        .args([
+            "send",
+            "-",
+            "--to",
+            &addr,
+            "--quiet",
+            "--profile",
+            "tfrc-sack",
+        ])
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     sender.stdin.take().unwrap().write_all(&data).unwrap();
     let output = sender.wait_with_output().unwrap();
-    assert!(output.status.success(), "send failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "send failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
     assert!(std::fs::read(&target).unwrap() == data);
 }
 
 /// Run `qstp` with `args`; it must fail with exactly one line on stderr containing `expect`.
 fn fails_with_one_line(args: &[&str], expect: &str) {
-    let output = Command::new(QSTP).args(args).stdout(Stdio::null()).output().unwrap();
+    let output = Command::new(QSTP)
+        .args(args)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{args:?} succeeded");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?} printed more than one line:\n{stderr}");
-    assert!(stderr.contains(expect), "{args:?}: expected '{expect}' in: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "{args:?} printed more than one line:\n{stderr}"
+    );
+    assert!(
+        stderr.contains(expect),
+        "{args:?}: expected '{expect}' in: {stderr}"
+    );
 }
 
 #[test]
@@ -107,18 +149,48 @@ fn bad_input_gives_one_line_and_a_non_zero_exit() {
     let file = dir.join("f.bin");
     std::fs::write(&file, b"data").unwrap();
     let file = file.to_str().unwrap();
-    fails_with_one_line(&["send", "/nonexistent/qstp/file", "--to", "127.0.0.1:9"], "cannot read");
-    fails_with_one_line(&["send", dir.to_str().unwrap(), "--to", "127.0.0.1:9"], "not a regular file");
-    fails_with_one_line(&["send", file, "--to", "no-such-host.invalid:9"], "cannot resolve");
+    fails_with_one_line(
+        &["send", "/nonexistent/qstp/file", "--to", "127.0.0.1:9"],
+        "cannot read",
+    );
+    fails_with_one_line(
+        &["send", dir.to_str().unwrap(), "--to", "127.0.0.1:9"],
+        "not a regular file",
+    );
+    fails_with_one_line(
+        &["send", file, "--to", "no-such-host.invalid:9"],
+        "cannot resolve",
+    );
     fails_with_one_line(&["send", file, "--to", "missing-port"], "cannot resolve");
-    fails_with_one_line(&["send", file, "--to", "127.0.0.1:9", "--target-rate", "fast"], "not a rate");
-    fails_with_one_line(&["send", file, "--to", "127.0.0.1:9", "--dscp", "AF55"], "unknown DSCP");
-    fails_with_one_line(&["send", file, "--to", "127.0.0.1:9", "--profile", "tfrc"], "no reliable byte stream");
-    fails_with_one_line(&["send", file, "--to", "127.0.0.1:9", "--profile", "sctp"], "unknown profile");
+    fails_with_one_line(
+        &["send", file, "--to", "127.0.0.1:9", "--target-rate", "fast"],
+        "not a rate",
+    );
+    fails_with_one_line(
+        &["send", file, "--to", "127.0.0.1:9", "--dscp", "AF55"],
+        "unknown DSCP",
+    );
+    fails_with_one_line(
+        &["send", file, "--to", "127.0.0.1:9", "--profile", "tfrc"],
+        "no reliable byte stream",
+    );
+    fails_with_one_line(
+        &["send", file, "--to", "127.0.0.1:9", "--profile", "sctp"],
+        "unknown profile",
+    );
     let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     fails_with_one_line(&["recv", "--listen", &addr, "--once"], "cannot listen");
-    fails_with_one_line(&["recv", "--listen", "127.0.0.1:0", "--out", "/nonexistent/qstp/x.bin"], "does not exist");
+    fails_with_one_line(
+        &[
+            "recv",
+            "--listen",
+            "127.0.0.1:0",
+            "--out",
+            "/nonexistent/qstp/x.bin",
+        ],
+        "does not exist",
+    );
 }
 
 #[test]
@@ -135,12 +207,21 @@ fn recv_serves_transfers_side_by_side_and_one_after_another_until_interrupted() 
     let mut stderr = BufReader::new(receiver.stderr.take().unwrap());
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("listening on ").unwrap().to_string();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
     std::thread::spawn(move || for _ in stderr.lines() {});
     let send = |name: &str, len: usize| {
         let path = dir.join(name);
         std::fs::write(&path, pattern(len)).unwrap();
-        Command::new(QSTP).arg("send").arg(&path).args(["--to", &addr, "--quiet"]).spawn().unwrap()
+        Command::new(QSTP)
+            .arg("send")
+            .arg(&path)
+            .args(["--to", &addr, "--quiet"])
+            .spawn()
+            .unwrap()
     };
     // Two at once, then a third after them.
     let mut first = send("one.bin", 900_000);
@@ -149,23 +230,44 @@ fn recv_serves_transfers_side_by_side_and_one_after_another_until_interrupted() 
     assert!(wait_bounded(&mut second, Duration::from_secs(30)).success());
     let mut third = send("three.bin", 300_000);
     assert!(wait_bounded(&mut third, Duration::from_secs(30)).success());
-    for (name, len) in [("one.bin", 900_000), ("two.bin", 1_100_000), ("three.bin", 300_000)] {
-        assert!(std::fs::read(out.join(name)).unwrap() == pattern(len), "{name} differs");
+    for (name, len) in [
+        ("one.bin", 900_000),
+        ("two.bin", 1_100_000),
+        ("three.bin", 300_000),
+    ] {
+        assert!(
+            std::fs::read(out.join(name)).unwrap() == pattern(len),
+            "{name} differs"
+        );
     }
     // Ctrl-C ends it cleanly.
-    let status = Command::new("kill").args(["-INT", &receiver.id().to_string()]).status().unwrap();
+    let status = Command::new("kill")
+        .args(["-INT", &receiver.id().to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
     assert!(wait_bounded(&mut receiver, Duration::from_secs(10)).success());
 }
 
 /// Run `qstp send` on `path` to `addr`; returns its status and stderr.
 fn send_file(path: &Path, addr: &str) -> (std::process::ExitStatus, String) {
-    let output = Command::new(QSTP).arg("send").arg(path).args(["--to", addr, "--quiet"]).output().unwrap();
-    (output.status, String::from_utf8_lossy(&output.stderr).into_owned())
+    let output = Command::new(QSTP)
+        .arg("send")
+        .arg(path)
+        .args(["--to", addr, "--quiet"])
+        .output()
+        .unwrap();
+    (
+        output.status,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
 
 fn entries(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
     names.sort();
     names
 }
@@ -180,9 +282,16 @@ fn a_hidden_file_name_is_refused_and_nothing_is_written() {
     let (mut receiver, addr) = start_receiver(&out);
     let (status, stderr) = send_file(&source, &addr);
     assert!(!status.success(), "a hidden name was accepted");
-    assert!(stderr.contains("rejected") && stderr.contains("refused file name"), "unclear error: {stderr}");
+    assert!(
+        stderr.contains("rejected") && stderr.contains("refused file name"),
+        "unclear error: {stderr}"
+    );
     assert!(!wait_bounded(&mut receiver, Duration::from_secs(30)).success());
-    assert!(entries(&out).is_empty(), "something was written: {:?}", entries(&out));
+    assert!(
+        entries(&out).is_empty(),
+        "something was written: {:?}",
+        entries(&out)
+    );
 }
 
 #[test]
@@ -205,7 +314,10 @@ fn an_existing_file_is_kept_and_the_new_one_takes_a_numbered_name() {
 
 /// Start `qstp recv` (not `--once`) with `extra` flags; returns it, its address and a thread
 /// that collects the rest of its stderr.
-fn start_server(out: &Path, extra: &[&str]) -> (Child, String, std::thread::JoinHandle<Vec<String>>) {
+fn start_server(
+    out: &Path,
+    extra: &[&str],
+) -> (Child, String, std::thread::JoinHandle<Vec<String>>) {
     let mut child = Command::new(QSTP)
         .args(["recv", "--listen", "127.0.0.1:0", "--out"])
         .arg(out)
@@ -217,7 +329,11 @@ fn start_server(out: &Path, extra: &[&str]) -> (Child, String, std::thread::Join
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected: {line}")).to_string();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected: {line}"))
+        .to_string();
     let lines = std::thread::spawn(move || stderr.lines().map_while(Result::ok).collect());
     (child, addr, lines)
 }
@@ -236,7 +352,11 @@ fn start_stdin_sender(addr: &str) -> Child {
 fn wait_for_part_file(out: &Path) {
     let start = Instant::now();
     while !entries(out).iter().any(|n| n.contains(".qstp-part-")) {
-        assert!(start.elapsed() < Duration::from_secs(20), "no transfer started: {:?}", entries(out));
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no transfer started: {:?}",
+            entries(out)
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -247,7 +367,8 @@ fn a_sender_beyond_max_transfers_is_refused_until_a_transfer_ends() {
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
     // A short idle timeout frees the slot soon even if the first sender's closing packets are lost.
-    let (mut receiver, addr, _lines) = start_server(&out, &["--max-transfers", "1", "--idle-timeout", "2"]);
+    let (mut receiver, addr, _lines) =
+        start_server(&out, &["--max-transfers", "1", "--idle-timeout", "2"]);
     let mut first = start_stdin_sender(&addr);
     let mut pipe = first.stdin.take().unwrap();
     pipe.write_all(&pattern(100_000)).unwrap();
@@ -255,12 +376,19 @@ fn a_sender_beyond_max_transfers_is_refused_until_a_transfer_ends() {
     let second = dir.join("second.bin");
     std::fs::write(&second, pattern(50_000)).unwrap();
     let (status, stderr) = send_file(&second, &addr);
-    assert!(!status.success(), "a second transfer was accepted beyond --max-transfers 1");
+    assert!(
+        !status.success(),
+        "a second transfer was accepted beyond --max-transfers 1"
+    );
     assert!(stderr.contains("refused"), "unclear error: {stderr}");
     pipe.write_all(&pattern(100_000)).unwrap();
     drop(pipe);
     let output = first.wait_with_output().unwrap();
-    assert!(output.status.success(), "the first transfer failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "the first transfer failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     // Once the first connection is gone, there is room again.
     let start = Instant::now();
     loop {
@@ -268,11 +396,16 @@ fn a_sender_beyond_max_transfers_is_refused_until_a_transfer_ends() {
         if status.success() {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(15), "still refused after the first transfer ended: {stderr}");
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "still refused after the first transfer ended: {stderr}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(std::fs::read(out.join("second.bin")).unwrap() == pattern(50_000));
-    let _ = Command::new("kill").args(["-INT", &receiver.id().to_string()]).status();
+    let _ = Command::new("kill")
+        .args(["-INT", &receiver.id().to_string()])
+        .status();
     wait_bounded(&mut receiver, Duration::from_secs(10));
 }
 
@@ -288,11 +421,23 @@ fn a_killed_sender_leaves_no_file_and_the_receiver_reports_the_interruption() {
     wait_for_part_file(&out);
     sender.kill().unwrap();
     sender.wait().unwrap();
-    assert!(!wait_bounded(&mut receiver, Duration::from_secs(20)).success(), "an interrupted transfer succeeded");
+    assert!(
+        !wait_bounded(&mut receiver, Duration::from_secs(20)).success(),
+        "an interrupted transfer succeeded"
+    );
     assert!(entries(&out).is_empty(), "left behind: {:?}", entries(&out));
     let lines = lines.join().unwrap();
-    let error = lines.iter().find(|l| l.starts_with("qstp: ")).unwrap_or_else(|| panic!("no error line: {lines:?}"));
-    assert!(error.starts_with("qstp: transfer from 127.0.0.1:"), "{error}");
-    assert!(error.contains("interrupted") && error.contains("timed out"), "{error}");
+    let error = lines
+        .iter()
+        .find(|l| l.starts_with("qstp: "))
+        .unwrap_or_else(|| panic!("no error line: {lines:?}"));
+    assert!(
+        error.starts_with("qstp: transfer from 127.0.0.1:"),
+        "{error}"
+    );
+    assert!(
+        error.contains("interrupted") && error.contains("timed out"),
+        "{error}"
+    );
     assert!(!error.contains("verdict"), "{error}");
 }

@@ -22,10 +22,20 @@ pub struct Figure {
 
 /// A file-name-safe label of point `p`: `p03-AB.protocol=qstp`.
 pub fn point_stem(summary: &Summary, p: usize) -> String {
-    let label = if summary.points[p].params.is_empty() { String::new() } else { params_label(&summary.points[p].params) };
+    let label = if summary.points[p].params.is_empty() {
+        String::new()
+    } else {
+        params_label(&summary.points[p].params)
+    };
     let safe: String = label
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "-_.=".contains(c) { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.=".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     if safe.is_empty() {
         format!("p{p:02}")
@@ -35,7 +45,11 @@ pub fn point_stem(summary: &Summary, p: usize) -> String {
 }
 
 /// The sum over a group's flows of a per-flow series.
-pub fn group_series(series: &RunSeries, group: usize, pick: impl Fn(&crate::metrics::FlowSeries) -> &Vec<f64>) -> Vec<f64> {
+pub fn group_series(
+    series: &RunSeries,
+    group: usize,
+    pick: impl Fn(&crate::metrics::FlowSeries) -> &Vec<f64>,
+) -> Vec<f64> {
     let mut total: Vec<f64> = Vec::new();
     for f in series.flows.iter().filter(|f| f.group == group) {
         let values = pick(f);
@@ -53,7 +67,9 @@ pub fn group_series(series: &RunSeries, group: usize, pick: impl Fn(&crate::metr
 pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<Figure> {
     let mut out = Vec::new();
     for (p, (point, result)) in plan.points.iter().zip(results).enumerate() {
-        let Some(series) = result.runs.first().and_then(|r| r.series.as_ref()) else { continue };
+        let Some(series) = result.runs.first().and_then(|r| r.series.as_ref()) else {
+            continue;
+        };
         let seed = result.runs[0].seed;
         let label = params_label(&summary.points[p].params);
         let bin = series.bin.as_secs_f64();
@@ -63,15 +79,31 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
             .iter()
             .enumerate()
             .map(|(g, spec)| Line {
-                label: format!("{} ({}, {} flow{})", spec.name, protocol_name(&spec.protocol), spec.flows, if spec.flows == 1 { "" } else { "s" }),
-                points: group_series(series, g, |f| &f.throughput_bps).iter().enumerate().map(|(i, v)| (time(i), v / 1e3)).collect(),
+                label: format!(
+                    "{} ({}, {} flow{})",
+                    spec.name,
+                    protocol_name(&spec.protocol),
+                    spec.flows,
+                    if spec.flows == 1 { "" } else { "s" }
+                ),
+                points: group_series(series, g, |f| &f.throughput_bps)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (time(i), v / 1e3))
+                    .collect(),
                 bars: Vec::new(),
             })
             .collect();
         let references = groups
             .iter()
             .enumerate()
-            .filter_map(|(i, g)| g.target.map(|t| Reference { label: format!("{} target", g.name), y: t.bps() as f64 / 1e3, line: Some(i) }))
+            .filter_map(|(i, g)| {
+                g.target.map(|t| Reference {
+                    label: format!("{} target", g.name),
+                    y: t.bps() as f64 / 1e3,
+                    line: Some(i),
+                })
+            })
             .collect();
         out.push(Figure {
             stem: format!("throughput-{}", point_stem(summary, p)),
@@ -89,7 +121,11 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
             .enumerate()
             .map(|(g, spec)| Line {
                 label: format!("{} ({})", spec.name, protocol_name(&spec.protocol)),
-                points: mean_jitter(series, g).into_iter().enumerate().filter_map(|(i, j)| j.map(|j| (time(i), j))).collect(),
+                points: mean_jitter(series, g)
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(i, j)| j.map(|j| (time(i), j)))
+                    .collect(),
                 bars: Vec::new(),
             })
             .collect();
@@ -115,7 +151,10 @@ fn mean_jitter(series: &RunSeries, group: usize) -> Vec<Option<f64>> {
     let bins = flows.iter().map(|f| f.jitter_ms.len()).max().unwrap_or(0);
     (0..bins)
         .map(|i| {
-            let values: Vec<f64> = flows.iter().filter_map(|f| f.jitter_ms.get(i).copied().flatten()).collect();
+            let values: Vec<f64> = flows
+                .iter()
+                .filter_map(|f| f.jitter_ms.get(i).copied().flatten())
+                .collect();
             (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
         })
         .collect()
@@ -123,16 +162,28 @@ fn mean_jitter(series: &RunSeries, group: usize) -> Vec<Option<f64>> {
 
 /// QSTP Figs. 5 and 6: when one swept key is a number of flows, the group throughputs against it.
 fn flow_sweep_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
-    let Some(axis) = plan.sweep_keys.iter().position(|k| k.split('+').any(|part| part.ends_with(".flows"))) else {
+    let Some(axis) = plan
+        .sweep_keys
+        .iter()
+        .position(|k| k.split('+').any(|part| part.ends_with(".flows")))
+    else {
         return Vec::new();
     };
     let axis_key = &plan.sweep_keys[axis];
     // Points grouped by the values of the other swept keys, in order of first appearance.
     let mut panels: Vec<(String, Vec<usize>)> = Vec::new();
     for (p, point) in plan.points.iter().enumerate() {
-        let others: Vec<_> = point.params.iter().filter(|(k, _)| k != axis_key).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let others: Vec<_> = point
+            .params
+            .iter()
+            .filter(|(k, _)| k != axis_key)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let label = {
-            let map = others.iter().map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default())).collect();
+            let map = others
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default()))
+                .collect();
             params_label(&map)
         };
         match panels.iter_mut().find(|(l, _)| *l == label) {
@@ -153,10 +204,17 @@ fn flow_sweep_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
             lines.push(Line {
                 label: line_label.clone(),
                 points: ps.iter().map(|&p| (x_of(p), stat(p).mean / 1e3)).collect(),
-                bars: ps.iter().map(|&p| (x_of(p), stat(p).min / 1e3, stat(p).max / 1e3)).collect(),
+                bars: ps
+                    .iter()
+                    .map(|&p| (x_of(p), stat(p).min / 1e3, stat(p).max / 1e3))
+                    .collect(),
             });
             std_lines.push(Line {
-                label: if panels.len() > 1 { format!("{line_label} [{label}]") } else { line_label },
+                label: if panels.len() > 1 {
+                    format!("{line_label} [{label}]")
+                } else {
+                    line_label
+                },
                 points: ps.iter().map(|&p| (x_of(p), stat(p).std / 1e3)).collect(),
                 bars: Vec::new(),
             });
@@ -164,14 +222,21 @@ fn flow_sweep_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
         let mut references: Vec<Reference> = Vec::new();
         for g in &summary.points[ps[0]].flows {
             if let Some(t) = g.target_bps {
-                references.push(Reference { label: format!("{} target", g.group), y: t as f64 / 1e3, line: None });
+                references.push(Reference {
+                    label: format!("{} target", g.group),
+                    y: t as f64 / 1e3,
+                    line: None,
+                });
             }
         }
         out.push(Figure {
             stem: format!("mean-vs-flows-{panel:02}"),
             point: None,
             chart: Chart {
-                title: format!("Mean throughput per group, min/max of {} runs, {label}", summary.runs),
+                title: format!(
+                    "Mean throughput per group, min/max of {} runs, {label}",
+                    summary.runs
+                ),
                 x_label: format!("{} (micro-flows)", axis_key),
                 y_label: "throughput (kbit/s)".into(),
                 lines,
@@ -220,12 +285,22 @@ mod tests {
             ]
         );
         let thr = &figs[2].chart;
-        assert_eq!(thr.references, vec![Reference { label: "A target".into(), y: 500.0, line: Some(0) }]);
+        assert_eq!(
+            thr.references,
+            vec![Reference {
+                label: "A target".into(),
+                y: 500.0,
+                line: Some(0)
+            }]
+        );
         // Group B's line is the sum of its two flows.
         let b = &thr.lines[1];
         assert!(b.label.starts_with("B (tcp, 2 flows)"));
         let mean = &figs[4].chart;
-        assert_eq!(mean.lines[1].points.iter().map(|p| p.0).collect::<Vec<_>>(), [1.0, 2.0]);
+        assert_eq!(
+            mean.lines[1].points.iter().map(|p| p.0).collect::<Vec<_>>(),
+            [1.0, 2.0]
+        );
         assert_eq!(mean.lines[1].bars.len(), 2);
         let bar = mean.lines[1].bars[1];
         assert!(bar.1 <= mean.lines[1].points[1].1 && mean.lines[1].points[1].1 <= bar.2);

@@ -6,9 +6,9 @@
 //! series, plots and an HTML report. It depends on `qstp-sim` and `qstp-proto`, never on the CLI
 //! or the real network.
 
-pub mod scenario;
 pub mod metrics;
 pub mod runner;
+pub mod scenario;
 
 /// The simulator's entry point, as the runner calls it.
 pub use qstp_sim::run_with_progress as simulate;

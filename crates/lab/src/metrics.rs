@@ -69,10 +69,30 @@ pub struct RunMetrics {
 }
 
 /// Reduce one run; `warmup` is left out of the means; `keep_series` keeps the time series.
-pub fn reduce(output: &RunOutput, seed: u64, bin: Duration, warmup: Duration, keep_series: bool) -> RunMetrics {
-    let flows = output.flows.iter().map(|f| flow_run(f, bin, warmup, output.simulated)).collect();
-    let series = keep_series.then(|| RunSeries { bin, flows: output.flows.iter().map(|f| flow_series(f, bin)).collect() });
-    RunMetrics { seed, events: output.events, simulated: output.simulated, flows, queues: output.queues.clone(), series }
+pub fn reduce(
+    output: &RunOutput,
+    seed: u64,
+    bin: Duration,
+    warmup: Duration,
+    keep_series: bool,
+) -> RunMetrics {
+    let flows = output
+        .flows
+        .iter()
+        .map(|f| flow_run(f, bin, warmup, output.simulated))
+        .collect();
+    let series = keep_series.then(|| RunSeries {
+        bin,
+        flows: output.flows.iter().map(|f| flow_series(f, bin)).collect(),
+    });
+    RunMetrics {
+        seed,
+        events: output.events,
+        simulated: output.simulated,
+        flows,
+        queues: output.queues.clone(),
+        series,
+    }
 }
 
 /// Index of the first bin that starts at or after `warmup`.
@@ -175,7 +195,13 @@ impl Stats {
         } else {
             0.0
         };
-        Some(Stats { mean, min, max, std, n })
+        Some(Stats {
+            mean,
+            min,
+            max,
+            std,
+            n,
+        })
     }
 }
 
@@ -219,12 +245,22 @@ mod tests {
             flows: vec![f],
             queues: vec![QueueRecord {
                 name: "bottleneck".into(),
-                green: CodePointCounters { packets: 5, ldrops: 0, edrops: 1 },
+                green: CodePointCounters {
+                    packets: 5,
+                    ldrops: 0,
+                    edrops: 1,
+                },
                 yellow: CodePointCounters::default(),
                 red: CodePointCounters::default(),
             }],
         };
-        let m = reduce(&out, 9, Duration::from_millis(100), Duration::from_millis(300), false);
+        let m = reduce(
+            &out,
+            9,
+            Duration::from_millis(100),
+            Duration::from_millis(300),
+            false,
+        );
         assert!((m.flows[0].throughput_bps - 500_000.0).abs() < 1e-6);
         assert!((m.flows[0].goodput_bps - 250_000.0).abs() < 1e-6);
         // 7 bins of 2 packets whose differences sum to 2 ms each: 1 ms per packet.

@@ -41,29 +41,48 @@ pub struct Written {
 }
 
 fn write(path: &Path, contents: &str) -> Result<(), OutputError> {
-    std::fs::write(path, contents).map_err(|error| OutputError::Io { path: path.to_path_buf(), error })
+    std::fs::write(path, contents).map_err(|error| OutputError::Io {
+        path: path.to_path_buf(),
+        error,
+    })
 }
 
 fn mkdir(path: &Path) -> Result<(), OutputError> {
-    std::fs::create_dir_all(path).map_err(|error| OutputError::Io { path: path.to_path_buf(), error })
+    std::fs::create_dir_all(path).map_err(|error| OutputError::Io {
+        path: path.to_path_buf(),
+        error,
+    })
 }
 
 /// Write every output of the plan under `dir`.
-pub fn write_all(dir: &Path, plan: &Plan, results: &[PointResult], summary: &Summary) -> Result<Written, OutputError> {
+pub fn write_all(
+    dir: &Path,
+    plan: &Plan,
+    results: &[PointResult],
+    summary: &Summary,
+) -> Result<Written, OutputError> {
     let series_dir = dir.join("series");
     let plots_dir = dir.join("plots");
     mkdir(&series_dir)?;
     mkdir(&plots_dir)?;
 
     let summary_path = dir.join("summary.json");
-    let json = serde_json::to_string_pretty(summary).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    let json =
+        serde_json::to_string_pretty(summary).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     write(&summary_path, &(json + "\n"))?;
 
     let mut series = Vec::new();
     for (p, (point, result)) in plan.points.iter().zip(results).enumerate() {
-        let Some(s) = result.runs.first().and_then(|r| r.series.as_ref()) else { continue };
+        let Some(s) = result.runs.first().and_then(|r| r.series.as_ref()) else {
+            continue;
+        };
         let path = series_dir.join(format!("{}.csv", point_stem(summary, p)));
-        let names: Vec<(String, u32)> = point.scenario.groups.iter().map(|g| (g.name.clone(), g.flows)).collect();
+        let names: Vec<(String, u32)> = point
+            .scenario
+            .groups
+            .iter()
+            .map(|g| (g.name.clone(), g.flows))
+            .collect();
         write(&path, &series_csv(s, &names))?;
         series.push(path);
     }
@@ -81,11 +100,21 @@ pub fn write_all(dir: &Path, plan: &Plan, results: &[PointResult], summary: &Sum
     let rendered: Vec<RenderedFigure<'_>> = figs
         .iter()
         .zip(&svgs)
-        .map(|(f, svg)| RenderedFigure { stem: &f.stem, title: &f.chart.title, svg, per_point: f.point.is_some() })
+        .map(|(f, svg)| RenderedFigure {
+            stem: &f.stem,
+            title: &f.chart.title,
+            svg,
+            per_point: f.point.is_some(),
+        })
         .collect();
     let report_path = dir.join("report.html");
     write(&report_path, &html(summary, &rendered, &plan.source))?;
-    Ok(Written { summary: summary_path, report: report_path, series, plots })
+    Ok(Written {
+        summary: summary_path,
+        report: report_path,
+        series,
+        plots,
+    })
 }
 
 /// One run's series as CSV: time at the end of each bin, then per group the total throughput and
@@ -96,12 +125,23 @@ pub fn series_csv(s: &RunSeries, groups: &[(String, u32)]) -> String {
     for (g, (name, _)) in groups.iter().enumerate() {
         let _ = write!(out, ",{name}.throughput_bps");
         for f in s.flows.iter().filter(|f| f.group == g) {
-            let _ = write!(out, ",{name}.{i}.throughput_bps,{name}.{i}.goodput_bps,{name}.{i}.jitter_ms", i = f.flow);
+            let _ = write!(
+                out,
+                ",{name}.{i}.throughput_bps,{name}.{i}.goodput_bps,{name}.{i}.jitter_ms",
+                i = f.flow
+            );
         }
     }
     out.push('\n');
-    let totals: Vec<Vec<f64>> = (0..groups.len()).map(|g| group_series(s, g, |f| &f.throughput_bps)).collect();
-    let bins = s.flows.iter().map(|f| f.throughput_bps.len()).max().unwrap_or(0);
+    let totals: Vec<Vec<f64>> = (0..groups.len())
+        .map(|g| group_series(s, g, |f| &f.throughput_bps))
+        .collect();
+    let bins = s
+        .flows
+        .iter()
+        .map(|f| f.throughput_bps.len())
+        .max()
+        .unwrap_or(0);
     for i in 0..bins {
         let _ = write!(out, "{:.3}", (i + 1) as f64 * s.bin.as_secs_f64());
         for (g, total) in totals.iter().enumerate() {
@@ -109,7 +149,12 @@ pub fn series_csv(s: &RunSeries, groups: &[(String, u32)]) -> String {
             for f in s.flows.iter().filter(|f| f.group == g) {
                 let thr = f.throughput_bps.get(i).copied().unwrap_or(0.0);
                 let good = f.goodput_bps.get(i).copied().unwrap_or(0.0);
-                let jitter = f.jitter_ms.get(i).copied().flatten().map_or(String::new(), |j| format!("{j:.3}"));
+                let jitter = f
+                    .jitter_ms
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .map_or(String::new(), |j| format!("{j:.3}"));
                 let _ = write!(out, ",{thr:.0},{good:.0},{jitter}");
             }
         }

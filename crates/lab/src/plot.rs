@@ -75,13 +75,21 @@ fn colour(i: usize) -> RGBColor {
 /// Draw `chart` and return the SVG text.
 pub fn render(chart: &Chart) -> Result<String, PlotError> {
     let mut svg = String::new();
-    draw(chart, &mut svg).map_err(|message| PlotError::Draw { title: chart.title.clone(), message })?;
+    draw(chart, &mut svg).map_err(|message| PlotError::Draw {
+        title: chart.title.clone(),
+        message,
+    })?;
     Ok(svg)
 }
 
 fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
-    let xs = chart.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
-    let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
+    let xs = chart
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.0));
+    let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+        (a.min(x), b.max(x))
+    });
     if !x0.is_finite() {
         (x0, x1) = (0.0, 1.0);
     }
@@ -91,7 +99,12 @@ fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
     let ys = chart
         .lines
         .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.1).chain(l.bars.iter().map(|b| b.2)))
+        .flat_map(|l| {
+            l.points
+                .iter()
+                .map(|p| p.1)
+                .chain(l.bars.iter().map(|b| b.2))
+        })
         .chain(chart.references.iter().map(|r| r.y));
     let y1 = ys.filter(|y| y.is_finite()).fold(0.0f64, f64::max);
     // Start at zero as the papers do; leave headroom for the legend.
@@ -124,18 +137,30 @@ fn draw(chart: &Chart, svg: &mut String) -> Result<(), String> {
         .map_err(|x| e(&x))?;
     for (i, line) in chart.lines.iter().enumerate() {
         let c = colour(i);
-        ctx.draw_series(LineSeries::new(line.points.iter().copied(), c.stroke_width(2)))
-            .map_err(|x| e(&x))?
-            .label(line.label.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        ctx.draw_series(LineSeries::new(
+            line.points.iter().copied(),
+            c.stroke_width(2),
+        ))
+        .map_err(|x| e(&x))?
+        .label(line.label.as_str())
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
         if !line.bars.is_empty() {
-            ctx.draw_series(line.points.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(|x| e(&x))?;
+            ctx.draw_series(line.points.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                .map_err(|x| e(&x))?;
             let half = (x1 - x0) / 200.0;
             for &(x, lo, hi) in &line.bars {
                 let bar = vec![(x, lo), (x, hi)];
-                let caps = [vec![(x - half, lo), (x + half, lo)], vec![(x - half, hi), (x + half, hi)]];
-                ctx.draw_series(std::iter::once(PathElement::new(bar, c.stroke_width(1)))).map_err(|x| e(&x))?;
-                ctx.draw_series(caps.into_iter().map(|cap| PathElement::new(cap, c.stroke_width(1)))).map_err(|x| e(&x))?;
+                let caps = [
+                    vec![(x - half, lo), (x + half, lo)],
+                    vec![(x - half, hi), (x + half, hi)],
+                ];
+                ctx.draw_series(std::iter::once(PathElement::new(bar, c.stroke_width(1))))
+                    .map_err(|x| e(&x))?;
+                ctx.draw_series(
+                    caps.into_iter()
+                        .map(|cap| PathElement::new(cap, c.stroke_width(1))),
+                )
+                .map_err(|x| e(&x))?;
             }
         }
     }
@@ -144,10 +169,14 @@ fn draw(chart: &Chart, svg: &mut String) -> Result<(), String> {
         // and as thick as the data, so a target reads at a glance against its flow.
         let c = colour(r.line.unwrap_or(chart.lines.len() + j)).mix(0.9);
         let dashes = dashed(x0, x1, r.y);
-        ctx.draw_series(dashes.into_iter().map(|d| PathElement::new(d, c.stroke_width(2))))
-            .map_err(|x| e(&x))?
-            .label(r.label.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 6, y)], c.stroke_width(2)));
+        ctx.draw_series(
+            dashes
+                .into_iter()
+                .map(|d| PathElement::new(d, c.stroke_width(2))),
+        )
+        .map_err(|x| e(&x))?
+        .label(r.label.as_str())
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 6, y)], c.stroke_width(2)));
     }
     ctx.configure_series_labels()
         .background_style(WHITE.mix(0.85))
@@ -190,17 +219,39 @@ mod tests {
             x_label: "time (s)".into(),
             y_label: "kbit/s".into(),
             lines: vec![
-                Line { label: "AB qstp".into(), points: vec![(0.0, 0.0), (1.0, 480.0), (2.0, 510.0)], bars: vec![] },
-                Line { label: "CD tcp".into(), points: vec![(0.0, 0.0), (2.0, 400.0)], bars: vec![(2.0, 300.0, 450.0)] },
+                Line {
+                    label: "AB qstp".into(),
+                    points: vec![(0.0, 0.0), (1.0, 480.0), (2.0, 510.0)],
+                    bars: vec![],
+                },
+                Line {
+                    label: "CD tcp".into(),
+                    points: vec![(0.0, 0.0), (2.0, 400.0)],
+                    bars: vec![(2.0, 300.0, 450.0)],
+                },
             ],
-            references: vec![Reference { label: "target 500".into(), y: 500.0, line: Some(0) }],
+            references: vec![Reference {
+                label: "target 500".into(),
+                y: 500.0,
+                line: Some(0),
+            }],
         };
         let svg = render(&chart).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..50]);
-        for text in ["Throughput of AB", "time (s)", "kbit/s", "AB qstp", "CD tcp", "target 500"] {
+        for text in [
+            "Throughput of AB",
+            "time (s)",
+            "kbit/s",
+            "AB qstp",
+            "CD tcp",
+            "target 500",
+        ] {
             assert!(svg.contains(text), "missing {text}");
         }
-        assert!(svg.matches("<polyline").count() >= 3, "lines, bars and dashes are drawn");
+        assert!(
+            svg.matches("<polyline").count() >= 3,
+            "lines, bars and dashes are drawn"
+        );
     }
 
     #[test]

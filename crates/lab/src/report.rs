@@ -21,7 +21,10 @@ pub const MAX_INLINE_POINTS: usize = 12;
 
 /// Escape text for HTML.
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn kbps(v: f64) -> String {
@@ -29,7 +32,13 @@ fn kbps(v: f64) -> String {
 }
 
 fn stats_cells(s: &Stats, scale: fn(f64) -> String) -> String {
-    format!("<td>{}</td><td>{}</td><td>{}</td><td>{}</td>", scale(s.mean), scale(s.min), scale(s.max), scale(s.std))
+    format!(
+        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+        scale(s.mean),
+        scale(s.min),
+        scale(s.max),
+        scale(s.std)
+    )
 }
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}\
@@ -44,7 +53,11 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], source: &str) -> 
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{name}</title><style>{STYLE}</style></head><body>\n",
         name = esc(&summary.scenario)
     ));
-    h.push_str(&format!("<h1>{}</h1>\n<p>{}</p>\n", esc(&summary.scenario), esc(&summary.description)));
+    h.push_str(&format!(
+        "<h1>{}</h1>\n<p>{}</p>\n",
+        esc(&summary.scenario),
+        esc(&summary.description)
+    ));
     h.push_str(&format!(
         "<p>Scenario file <code>{}</code>; {} run(s) per point with seeds {}..{}; {:.0} s simulated per run, the first {:.0} s left out of the means; \
          {} point(s); {:.0} s simulated in all, {} events, {:.1} s wall-clock.</p>\n",
@@ -67,7 +80,10 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], source: &str) -> 
          out-profile yellow and red.</p>\n",
     );
     for (p, point) in summary.points.iter().enumerate() {
-        h.push_str(&format!("<h2 id=\"p{p}\">Point {p}: {}</h2>\n", esc(&params_label(&point.params))));
+        h.push_str(&format!(
+            "<h2 id=\"p{p}\">Point {p}: {}</h2>\n",
+            esc(&params_label(&point.params))
+        ));
         h.push_str(
             "<table><tr><th>group</th><th>protocol</th><th>flows</th><th>target</th>\
              <th>group mean</th><th>group min</th><th>group max</th><th>group std</th>\
@@ -75,7 +91,9 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], source: &str) -> 
              <th>goodput/flow</th><th>jitter (ms)</th><th>Jain</th><th>retransmitted</th></tr>\n",
         );
         for g in &point.flows {
-            let short = g.target_bps.is_some_and(|t| g.aggregate_bps.mean < t as f64);
+            let short = g
+                .target_bps
+                .is_some_and(|t| g.aggregate_bps.mean < t as f64);
             let cls = if short { " class=\"short\"" } else { "" };
             h.push_str(&format!(
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}{}<td>{}</td><td>{}</td><td>{}</td><td>{:.2}%</td></tr>\n",
@@ -93,7 +111,9 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], source: &str) -> 
         }
         h.push_str("</table>\n");
         if let Some(f) = point.target_fairness {
-            h.push_str(&format!("<p>Jain's index of throughput over target share, all flows: {f:.3}</p>\n"));
+            h.push_str(&format!(
+                "<p>Jain's index of throughput over target share, all flows: {f:.3}</p>\n"
+            ));
         }
         if !point.queues.is_empty() {
             h.push_str(
@@ -101,7 +121,10 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], source: &str) -> 
                  <th>ldrops %</th><th>edrops</th><th>edrops %</th></tr>\n",
             );
             for q in &point.queues {
-                for (cp, c) in [("in-profile", &q.in_profile), ("out-profile", &q.out_profile)] {
+                for (cp, c) in [
+                    ("in-profile", &q.in_profile),
+                    ("out-profile", &q.out_profile),
+                ] {
                     h.push_str(&format!(
                         "<tr><td>{}</td><td>{cp}</td><td>{:.0}</td><td>{:.2}%</td><td>{:.0}</td><td>{:.2}%</td><td>{:.0}</td><td>{:.2}%</td></tr>\n",
                         esc(&q.name),
@@ -121,12 +144,17 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], source: &str) -> 
         h.push_str("<h2>Figures</h2>\n");
     }
     // With many points, the per-point time series stay in their files, linked, to keep the page light.
-    let (inline, linked): (Vec<_>, Vec<_>) =
-        figures.iter().partition(|f| summary.points.len() <= MAX_INLINE_POINTS || !f.per_point);
+    let (inline, linked): (Vec<_>, Vec<_>) = figures
+        .iter()
+        .partition(|f| summary.points.len() <= MAX_INLINE_POINTS || !f.per_point);
     if !linked.is_empty() {
         h.push_str("<p>Time series of every point (one run each):</p><ul>\n");
         for f in &linked {
-            h.push_str(&format!("<li><a href=\"plots/{stem}.svg\">{title}</a></li>\n", stem = esc(f.stem), title = esc(f.title)));
+            h.push_str(&format!(
+                "<li><a href=\"plots/{stem}.svg\">{title}</a></li>\n",
+                stem = esc(f.stem),
+                title = esc(f.title)
+            ));
         }
         h.push_str("</ul>\n");
     }

@@ -54,7 +54,12 @@ const PROGRESS_STEP_NS: u64 = 1_000_000_000;
 /// Run `plan` on `jobs` threads with `simulate` (normally `qstp_sim::run_with_progress`); the
 /// first run of every point keeps its time series. On a failure, the error of the earliest failed
 /// run is returned.
-pub fn execute<F, E>(plan: &Plan, jobs: usize, simulate: F, progress: &(dyn Fn(Progress) + Sync)) -> Result<Vec<PointResult>, RunError>
+pub fn execute<F, E>(
+    plan: &Plan,
+    jobs: usize,
+    simulate: F,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Vec<PointResult>, RunError>
 where
     F: Fn(&SimSpec, &mut dyn FnMut(Time)) -> Result<RunOutput, E> + Sync,
     E: Display,
@@ -65,15 +70,25 @@ where
         .enumerate()
         .flat_map(|(p, point)| (0..point.scenario.runs).map(move |r| (p, r)))
         .collect();
-    let simulated_ns_total = plan.points.iter().map(|p| p.scenario.duration.as_nanos() * p.scenario.runs as u64).sum();
+    let simulated_ns_total = plan
+        .points
+        .iter()
+        .map(|p| p.scenario.duration.as_nanos() * p.scenario.runs as u64)
+        .sum();
     let runs_total = tasks.len() as u64;
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let runs_done = AtomicU64::new(0);
     let simulated_done = AtomicU64::new(0);
-    let slots: Mutex<Vec<Option<Result<RunMetrics, RunError>>>> = Mutex::new((0..tasks.len()).map(|_| None).collect());
+    let slots: Mutex<Vec<Option<Result<RunMetrics, RunError>>>> =
+        Mutex::new((0..tasks.len()).map(|_| None).collect());
     let report = |runs: u64, sim: u64| {
-        progress(Progress { runs_done: runs, runs_total, simulated_ns_done: sim, simulated_ns_total })
+        progress(Progress {
+            runs_done: runs,
+            runs_total,
+            simulated_ns_done: sim,
+            simulated_ns_total,
+        })
     };
 
     let worker = || loop {
@@ -88,7 +103,8 @@ where
         let mut on_time = |t: Time| {
             let now = t.as_nanos().min(spec.duration.as_nanos());
             if now >= reported + PROGRESS_STEP_NS {
-                let sim = simulated_done.fetch_add(now - reported, Ordering::Relaxed) + now - reported;
+                let sim =
+                    simulated_done.fetch_add(now - reported, Ordering::Relaxed) + now - reported;
                 reported = now;
                 report(runs_done.load(Ordering::Relaxed), sim);
             }
@@ -118,7 +134,11 @@ where
     });
 
     let slots = slots.into_inner().unwrap_or_else(|e| e.into_inner());
-    let mut results: Vec<PointResult> = plan.points.iter().map(|_| PointResult { runs: Vec::new() }).collect();
+    let mut results: Vec<PointResult> = plan
+        .points
+        .iter()
+        .map(|_| PointResult { runs: Vec::new() })
+        .collect();
     for ((p, _), slot) in tasks.iter().zip(slots) {
         match slot {
             Some(Ok(m)) => results[*p].runs.push(m),
@@ -132,7 +152,12 @@ where
 
 /// The swept values of point `p`, as `key=value, ...`.
 pub fn params_text(plan: &Plan, p: usize) -> String {
-    plan.points[p].params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
+    plan.points[p]
+        .params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]

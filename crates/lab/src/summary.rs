@@ -124,7 +124,12 @@ pub fn build(plan: &Plan, results: &[PointResult], wall_s: f64) -> Summary {
         wall_s,
         events: all_runs().map(|r| r.events).sum(),
         sweep: plan.sweep_keys.clone(),
-        points: plan.points.iter().zip(results).map(|(pt, res)| point(pt, &res.runs)).collect(),
+        points: plan
+            .points
+            .iter()
+            .zip(results)
+            .map(|(pt, res)| point(pt, &res.runs))
+            .collect(),
     }
 }
 
@@ -132,11 +137,22 @@ fn point(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> PointSummary {
     let params = pt
         .params
         .iter()
-        .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(serde_json::Value::Null)))
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                serde_json::to_value(v).unwrap_or(serde_json::Value::Null),
+            )
+        })
         .collect();
     let groups = &pt.scenario.groups;
-    let flows = groups.iter().enumerate().map(|(g, spec)| group(g, spec, runs)).collect();
-    let all_targets = groups.iter().all(|g| g.target.is_some_and(|t| !t.is_zero()));
+    let flows = groups
+        .iter()
+        .enumerate()
+        .map(|(g, spec)| group(g, spec, runs))
+        .collect();
+    let all_targets = groups
+        .iter()
+        .all(|g| g.target.is_some_and(|t| !t.is_zero()));
     let target_fairness = all_targets
         .then(|| {
             let per_run: Vec<f64> = runs
@@ -147,7 +163,8 @@ fn point(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> PointSummary {
                         .iter()
                         .map(|f| {
                             let g = &groups[f.group];
-                            let flow_target = g.target.map_or(1.0, |t| t.bps() as f64 / g.flows as f64);
+                            let flow_target =
+                                g.target.map_or(1.0, |t| t.bps() as f64 / g.flows as f64);
                             f.throughput_bps / flow_target
                         })
                         .collect();
@@ -157,11 +174,22 @@ fn point(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> PointSummary {
             Stats::of(&per_run).map(|s| s.mean)
         })
         .flatten();
-    PointSummary { params, flows, queues: queues(runs), target_fairness }
+    PointSummary {
+        params,
+        flows,
+        queues: queues(runs),
+        target_fairness,
+    }
 }
 
 fn group(g: usize, spec: &qstp_sim::GroupSpec, runs: &[RunMetrics]) -> GroupSummary {
-    let of_group = |r: &'_ RunMetrics| r.flows.iter().filter(move |f| f.group == g).cloned().collect::<Vec<_>>();
+    let of_group = |r: &'_ RunMetrics| {
+        r.flows
+            .iter()
+            .filter(move |f| f.group == g)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
     let mut throughput = Vec::new();
     let mut goodput = Vec::new();
     let mut jitter = Vec::new();
@@ -175,7 +203,9 @@ fn group(g: usize, spec: &qstp_sim::GroupSpec, runs: &[RunMetrics]) -> GroupSumm
         jitter.extend(flows.iter().filter_map(|f| f.jitter_ms));
         aggregate.push(flows.iter().map(|f| f.throughput_bps).sum());
         if flows.len() > 1 {
-            fairness.extend(jain(&flows.iter().map(|f| f.throughput_bps).collect::<Vec<_>>()));
+            fairness.extend(jain(
+                &flows.iter().map(|f| f.throughput_bps).collect::<Vec<_>>(),
+            ));
         }
         sent += flows.iter().map(|f| f.packets_sent).sum::<u64>();
         retransmitted += flows.iter().map(|f| f.packets_retransmitted).sum::<u64>();
@@ -190,17 +220,26 @@ fn group(g: usize, spec: &qstp_sim::GroupSpec, runs: &[RunMetrics]) -> GroupSumm
         goodput_bps: Stats::of(&goodput).unwrap_or_default(),
         jitter_ms: Stats::of(&jitter),
         fairness: Stats::of(&fairness).map(|s| s.mean),
-        retransmitted: if sent == 0 { 0.0 } else { retransmitted as f64 / sent as f64 },
+        retransmitted: if sent == 0 {
+            0.0
+        } else {
+            retransmitted as f64 / sent as f64
+        },
     }
 }
 
 fn queues(runs: &[RunMetrics]) -> Vec<QueueSummary> {
-    let Some(first) = runs.first() else { return Vec::new() };
+    let Some(first) = runs.first() else {
+        return Vec::new();
+    };
     first
         .queues
         .iter()
         .map(|q| {
-            let same: Vec<&QueueRecord> = runs.iter().filter_map(|r| r.queues.iter().find(|x| x.name == q.name)).collect();
+            let same: Vec<&QueueRecord> = runs
+                .iter()
+                .filter_map(|r| r.queues.iter().find(|x| x.name == q.name))
+                .collect();
             let sum = |pick: &dyn Fn(&QueueRecord) -> CodePointCounters| {
                 same.iter().fold(CodePointCounters::default(), |acc, r| {
                     let c = pick(r);
@@ -227,7 +266,11 @@ fn queues(runs: &[RunMetrics]) -> Vec<QueueSummary> {
                 ldrop_rate: ratio(c.ldrops as f64, c.packets as f64),
                 edrop_rate: ratio(c.edrops as f64, c.packets as f64),
             };
-            QueueSummary { name: q.name.clone(), in_profile: counts(green), out_profile: counts(out) }
+            QueueSummary {
+                name: q.name.clone(),
+                in_profile: counts(green),
+                out_profile: counts(out),
+            }
         })
         .collect()
 }
@@ -247,7 +290,16 @@ pub fn text_table(s: &Summary) -> String {
     let kbps = |v: f64| format!("{:.1}", v / 1e3);
     out.push_str(&format!(
         "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
-        "point", "group", "protocol", "flows", "target", "thr mean", "thr min", "thr max", "goodput", "of target"
+        "point",
+        "group",
+        "protocol",
+        "flows",
+        "target",
+        "thr mean",
+        "thr min",
+        "thr max",
+        "goodput",
+        "of target"
     ));
     out.push_str(&format!(
         "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
@@ -257,9 +309,12 @@ pub fn text_table(s: &Summary) -> String {
         let label = params_label(&p.params);
         for g in &p.flows {
             // Per group, totals per run: the paper's "aggregate" (a single flow's own throughput).
-            let of_target = g.target_bps.filter(|&t| t > 0).map_or("-".to_string(), |t| {
-                format!("{:.0}%", 100.0 * g.aggregate_bps.mean / t as f64)
-            });
+            let of_target = g
+                .target_bps
+                .filter(|&t| t > 0)
+                .map_or("-".to_string(), |t| {
+                    format!("{:.0}%", 100.0 * g.aggregate_bps.mean / t as f64)
+                });
             out.push_str(&format!(
                 "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
                 truncate(&label, 28),

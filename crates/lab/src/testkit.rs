@@ -51,10 +51,27 @@ pub(crate) fn fake(spec: &SimSpec, progress: &mut dyn FnMut(Time)) -> Result<Run
     }
     let queues = vec![QueueRecord {
         name: "bottleneck".into(),
-        green: CodePointCounters { packets: 100 + spec.seed, ldrops: 1, edrops: 0 },
-        yellow: CodePointCounters { packets: 10, ldrops: 2, edrops: 3 },
-        red: CodePointCounters { packets: 40, ldrops: 4, edrops: 5 },
+        green: CodePointCounters {
+            packets: 100 + spec.seed,
+            ldrops: 1,
+            edrops: 0,
+        },
+        yellow: CodePointCounters {
+            packets: 10,
+            ldrops: 2,
+            edrops: 3,
+        },
+        red: CodePointCounters {
+            packets: 40,
+            ldrops: 4,
+            edrops: 5,
+        },
     }];
-    Ok(RunOutput { events: 10, bottleneck_packets: 0, simulated: spec.duration, flows, queues })
+    Ok(RunOutput {
+        events: 10,
+        bottleneck_packets: 0,
+        simulated: spec.duration,
+        flows,
+        queues,
+    })
 }
-

@@ -13,22 +13,35 @@ use toml::{Table, Value};
 
 /// Threads for the tests: the machine's, at most two.
 fn jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).min(2)
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(2)
 }
 
 /// Load `scenarios/<name>.toml`, let `edit` change the document, apply `overrides`, run it.
 fn run(name: &str, overrides: Overrides, edit: impl FnOnce(&mut Table)) -> Summary {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(format!("{name}.toml"));
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(format!("{name}.toml"));
     let text = std::fs::read_to_string(&path).unwrap();
     let mut doc: Table = text.parse().unwrap();
     edit(&mut doc);
-    let plan = parse(&toml::to_string(&doc).unwrap(), &path.display().to_string(), &overrides).unwrap();
-    let results = execute(&plan, jobs(), qstp_lab::simulate, &|_| {}).unwrap_or_else(|e| panic!("{e}"));
+    let plan = parse(
+        &toml::to_string(&doc).unwrap(),
+        &path.display().to_string(),
+        &overrides,
+    )
+    .unwrap();
+    let results =
+        execute(&plan, jobs(), qstp_lab::simulate, &|_| {}).unwrap_or_else(|e| panic!("{e}"));
     build(&plan, &results, 0.0)
 }
 
 fn set_sweep(doc: &mut Table, key: &str, values: Vec<Value>) {
-    doc["sweep"].as_table_mut().unwrap().insert(key.to_string(), Value::Array(values));
+    doc["sweep"]
+        .as_table_mut()
+        .unwrap()
+        .insert(key.to_string(), Value::Array(values));
 }
 
 fn group<'a>(point: &'a PointSummary, name: &str) -> &'a GroupSummary {
@@ -36,7 +49,10 @@ fn group<'a>(point: &'a PointSummary, name: &str) -> &'a GroupSummary {
 }
 
 fn point<'a>(s: &'a Summary, key: &str, value: &str) -> &'a PointSummary {
-    s.points.iter().find(|p| p.params[key].as_str() == Some(value)).unwrap()
+    s.points
+        .iter()
+        .find(|p| p.params[key].as_str() == Some(value))
+        .unwrap()
 }
 
 fn kbps(v: f64) -> String {
@@ -46,10 +62,27 @@ fn kbps(v: f64) -> String {
 /// QSTP paper Fig. 4: the single flow's mean (target 500 kbit/s) against 15 TCP micro-flows, per
 /// protocol, over 2 runs of 90 s (warm-up 15 s).
 fn fig4_means() -> (f64, f64, f64, String) {
-    let s = run("qstp-fig4", Overrides { runs: Some(2), duration: Some(Duration::from_secs(90)), ..Default::default() }, |_| {});
-    let mean = |proto: &str| group(point(&s, "group.AB.protocol", proto), "AB").aggregate_bps.mean;
+    let s = run(
+        "qstp-fig4",
+        Overrides {
+            runs: Some(2),
+            duration: Some(Duration::from_secs(90)),
+            ..Default::default()
+        },
+        |_| {},
+    );
+    let mean = |proto: &str| {
+        group(point(&s, "group.AB.protocol", proto), "AB")
+            .aggregate_bps
+            .mean
+    };
     let (tcp, tfrc_sack, qstp) = (mean("tcp"), mean("tfrc-sack"), mean("qstp"));
-    let shown = format!("tcp {}, tfrc-sack {}, qstp {}", kbps(tcp), kbps(tfrc_sack), kbps(qstp));
+    let shown = format!(
+        "tcp {}, tfrc-sack {}, qstp {}",
+        kbps(tcp),
+        kbps(tfrc_sack),
+        kbps(qstp)
+    );
     (tcp, tfrc_sack, qstp, shown)
 }
 
@@ -77,33 +110,74 @@ fn qstp_never_gets_less_than_tfrc_sack_in_fig4() {
 
 #[test]
 fn with_rio_d_only_qstp_comes_close_to_its_target_in_fig4() {
-    let overrides = Overrides { runs: Some(2), duration: Some(Duration::from_secs(90)), ..Default::default() };
+    let overrides = Overrides {
+        runs: Some(2),
+        duration: Some(Duration::from_secs(90)),
+        ..Default::default()
+    };
     let s = run("qstp-fig4", overrides, |doc| {
         let queue = doc["bottleneck"]["queue"].as_table_mut().unwrap();
         queue.insert("mode".into(), Value::String("rio-d".into()));
     });
-    let mean = |proto: &str| group(point(&s, "group.AB.protocol", proto), "AB").aggregate_bps.mean;
+    let mean = |proto: &str| {
+        group(point(&s, "group.AB.protocol", proto), "AB")
+            .aggregate_bps
+            .mean
+    };
     let (tcp, tfrc_sack, qstp) = (mean("tcp"), mean("tfrc-sack"), mean("qstp"));
-    let shown = format!("tcp {}, tfrc-sack {}, qstp {}", kbps(tcp), kbps(tfrc_sack), kbps(qstp));
-    assert!(tcp < 0.6 * 500_000.0, "TCP falls far short of 500k: {shown}");
-    assert!(tfrc_sack < 0.6 * 500_000.0, "TFRC/SACK falls far short of 500k: {shown}");
-    assert!(qstp >= 0.85 * 500_000.0, "QSTP comes close to 500k: {shown}");
-    assert!(qstp >= 1.5 * tfrc_sack, "QSTP well above TFRC/SACK: {shown}");
+    let shown = format!(
+        "tcp {}, tfrc-sack {}, qstp {}",
+        kbps(tcp),
+        kbps(tfrc_sack),
+        kbps(qstp)
+    );
+    assert!(
+        tcp < 0.6 * 500_000.0,
+        "TCP falls far short of 500k: {shown}"
+    );
+    assert!(
+        tfrc_sack < 0.6 * 500_000.0,
+        "TFRC/SACK falls far short of 500k: {shown}"
+    );
+    assert!(
+        qstp >= 0.85 * 500_000.0,
+        "QSTP comes close to 500k: {shown}"
+    );
+    assert!(
+        qstp >= 1.5 * tfrc_sack,
+        "QSTP well above TFRC/SACK: {shown}"
+    );
 }
 
 /// QSTP paper Fig. 5: the single flow (400k) against n TCP micro-flows (400k), per protocol and n,
 /// over 2 runs of 60 s, n in {1, 10, 20}: `(protocol, n, mean, min)` and a printable table.
 fn fig5_means() -> (Vec<(String, i64, f64, f64)>, String) {
-    let s = run("qstp-fig5", Overrides { runs: Some(2), duration: Some(Duration::from_secs(60)), ..Default::default() }, |doc| {
-        set_sweep(doc, "group.CD.flows", vec![Value::Integer(1), Value::Integer(10), Value::Integer(20)]);
-    });
+    let s = run(
+        "qstp-fig5",
+        Overrides {
+            runs: Some(2),
+            duration: Some(Duration::from_secs(60)),
+            ..Default::default()
+        },
+        |doc| {
+            set_sweep(
+                doc,
+                "group.CD.flows",
+                vec![Value::Integer(1), Value::Integer(10), Value::Integer(20)],
+            );
+        },
+    );
     let mut rows = Vec::new();
     let mut shown = String::new();
     for p in &s.points {
         let proto = p.params["group.AB.protocol"].as_str().unwrap().to_string();
         let n = p.params["group.CD.flows"].as_i64().unwrap();
         let ab = group(p, "AB").aggregate_bps;
-        shown.push_str(&format!("{proto} n={n}: {} (min {})\n", kbps(ab.mean), kbps(ab.min)));
+        shown.push_str(&format!(
+            "{proto} n={n}: {} (min {})\n",
+            kbps(ab.mean),
+            kbps(ab.min)
+        ));
         rows.push((proto, n, ab.mean, ab.min));
     }
     (rows, shown)
@@ -116,8 +190,14 @@ fn qstp_holds_its_target_across_fig5_where_tcp_falls_short() {
     let (rows, shown) = fig5_means();
     for (proto, n, mean, _) in &rows {
         match proto.as_str() {
-            "qstp" => assert!(*mean >= 0.95 * 400_000.0, "QSTP holds 400k at n={n}:\n{shown}"),
-            "tcp" if *n >= 10 => assert!(*mean < 0.9 * 400_000.0, "TCP falls short of 400k at n={n}:\n{shown}"),
+            "qstp" => assert!(
+                *mean >= 0.95 * 400_000.0,
+                "QSTP holds 400k at n={n}:\n{shown}"
+            ),
+            "tcp" if *n >= 10 => assert!(
+                *mean < 0.9 * 400_000.0,
+                "TCP falls short of 400k at n={n}:\n{shown}"
+            ),
             _ => {}
         }
     }
@@ -131,8 +211,15 @@ fn qstp_never_gets_less_than_tfrc_sack_across_fig5() {
     let (rows, shown) = fig5_means();
     for (proto, n, mean, _) in &rows {
         if proto == "tfrc-sack" {
-            let qstp = rows.iter().find(|(p, m, _, _)| p == "qstp" && m == n).map(|r| r.2).unwrap();
-            assert!(qstp >= 0.98 * mean, "QSTP at least TFRC/SACK at n={n}:\n{shown}");
+            let qstp = rows
+                .iter()
+                .find(|(p, m, _, _)| p == "qstp" && m == n)
+                .map(|r| r.2)
+                .unwrap();
+            assert!(
+                qstp >= 0.98 * mean,
+                "QSTP at least TFRC/SACK at n={n}:\n{shown}"
+            );
         }
     }
 }
@@ -140,7 +227,14 @@ fn qstp_never_gets_less_than_tfrc_sack_across_fig5() {
 #[test]
 fn gtfrc_reaches_800k_in_gtfrc_fig4_where_tfrc_does_not() {
     // gTFRC paper Fig. 4: 800k at 640 ms vs 200k at 40 ms, exactly provisioned. 2 runs of 100 s.
-    let s = run("gtfrc-fig4", Overrides { runs: Some(2), ..Default::default() }, |_| {});
+    let s = run(
+        "gtfrc-fig4",
+        Overrides {
+            runs: Some(2),
+            ..Default::default()
+        },
+        |_| {},
+    );
     let key = "group.A.protocol+group.B.protocol";
     let tfrc = group(point(&s, key, "tfrc"), "A").aggregate_bps.mean;
     let gtfrc = group(point(&s, key, "gtfrc"), "A").aggregate_bps.mean;
@@ -153,17 +247,35 @@ fn gtfrc_reaches_800k_in_gtfrc_fig4_where_tfrc_does_not() {
 fn tcp_gets_the_same_throughput_beside_tfrc_or_gtfrc_in_gtfrc_table4() {
     // gTFRC paper Table 4: one TCP (400k) vs four TFRC or gTFRC flows; 413.50 vs 415.92 kbit/s.
     // 3 runs of 100 s.
-    let s = run("gtfrc-table4", Overrides { runs: Some(3), ..Default::default() }, |_| {});
+    let s = run(
+        "gtfrc-table4",
+        Overrides {
+            runs: Some(3),
+            ..Default::default()
+        },
+        |_| {},
+    );
     let key = "group.R200.protocol+group.R100.protocol+group.R50a.protocol+group.R50b.protocol";
     let with_tfrc = group(point(&s, key, "tfrc"), "TCP400").aggregate_bps.mean;
     let with_gtfrc = group(point(&s, key, "gtfrc"), "TCP400").aggregate_bps.mean;
-    let shown = format!("TCP beside TFRC {}, beside gTFRC {}", kbps(with_tfrc), kbps(with_gtfrc));
-    assert!((with_gtfrc - with_tfrc).abs() <= 0.10 * with_tfrc, "within 10%: {shown}");
+    let shown = format!(
+        "TCP beside TFRC {}, beside gTFRC {}",
+        kbps(with_tfrc),
+        kbps(with_gtfrc)
+    );
+    assert!(
+        (with_gtfrc - with_tfrc).abs() <= 0.10 * with_tfrc,
+        "within 10%: {shown}"
+    );
 }
 
 #[test]
 fn results_do_not_depend_on_the_number_of_threads() {
-    let o = || Overrides { runs: Some(2), duration: Some(Duration::from_secs(10)), ..Default::default() };
+    let o = || Overrides {
+        runs: Some(2),
+        duration: Some(Duration::from_secs(10)),
+        ..Default::default()
+    };
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/qstp-fig4.toml");
     let plan = qstp_lab::scenario::load(&path, &o()).unwrap();
     let one = execute(&plan, 1, qstp_lab::simulate, &|_| {}).unwrap();

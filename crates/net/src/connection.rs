@@ -39,7 +39,9 @@ impl Drop for Handle {
 
 impl Connection {
     pub(crate) fn new(shared: Arc<Shared>, handle: ConnectionHandle) -> Connection {
-        Connection { inner: Arc::new(Handle { shared, handle }) }
+        Connection {
+            inner: Arc::new(Handle { shared, handle }),
+        }
     }
 
     fn shared(&self) -> &Shared {
@@ -57,22 +59,45 @@ impl Connection {
         if let Some(reason) = state.slots.get(&handle).and_then(|s| s.closed.as_ref()) {
             return Error::from_close(reason).unwrap_or(Error::Finished);
         }
-        Error::EndpointStopped(state.stopped.clone().unwrap_or_else(|| "connection vanished".into()))
+        Error::EndpointStopped(
+            state
+                .stopped
+                .clone()
+                .unwrap_or_else(|| "connection vanished".into()),
+        )
     }
 
     /// The peer's address.
     pub fn remote(&self) -> Result<SocketAddr, Error> {
-        self.with(|state, h| state.proto.connection(h).map(|c| c.remote()).ok_or_else(|| Self::gone(state, h)))
+        self.with(|state, h| {
+            state
+                .proto
+                .connection(h)
+                .map(|c| c.remote())
+                .ok_or_else(|| Self::gone(state, h))
+        })
     }
 
     /// Counters and rate-control state, readable while the connection runs.
     pub fn stats(&self) -> Result<Stats, Error> {
-        self.with(|state, h| state.proto.connection(h).map(|c| c.stats()).ok_or_else(|| Self::gone(state, h)))
+        self.with(|state, h| {
+            state
+                .proto
+                .connection(h)
+                .map(|c| c.stats())
+                .ok_or_else(|| Self::gone(state, h))
+        })
     }
 
     /// The composition and limits in force (for an accepted connection, those negotiated).
     pub fn config(&self) -> Result<Config, Error> {
-        self.with(|state, h| state.proto.connection(h).map(|c| c.config().clone()).ok_or_else(|| Self::gone(state, h)))
+        self.with(|state, h| {
+            state
+                .proto
+                .connection(h)
+                .map(|c| c.config().clone())
+                .ok_or_else(|| Self::gone(state, h))
+        })
     }
 
     /// Change the target rate g at run time, as the QSTP paper's `setsockopt()` does (§4.3).
@@ -152,7 +177,9 @@ impl Connection {
                 return Poll::Ready(Ok(Some(message)));
             }
             let stopped = state.stopped.clone();
-            let Some(slot) = state.slots.get_mut(&h) else { return Poll::Ready(Err(Self::gone(&state, h))) };
+            let Some(slot) = state.slots.get_mut(&h) else {
+                return Poll::Ready(Err(Self::gone(&state, h)));
+            };
             if let Some(reason) = &slot.closed {
                 return Poll::Ready(Error::from_close(reason).map_or(Ok(None), Err));
             }
@@ -203,7 +230,9 @@ impl Connection {
             let mut state = self.shared().lock();
             let h = self.inner.handle;
             let stopped = state.stopped.clone();
-            let Some(slot) = state.slots.get_mut(&h) else { return Poll::Ready(Err(Self::gone(&state, h))) };
+            let Some(slot) = state.slots.get_mut(&h) else {
+                return Poll::Ready(Err(Self::gone(&state, h)));
+            };
             if done(slot) {
                 return Poll::Ready(Ok(()));
             }
@@ -239,11 +268,18 @@ fn pending_slot(state: &mut State, h: ConnectionHandle) -> Result<&mut Slot, Err
     if let Some(reason) = state.slots.get(&h).and_then(|s| s.closed.as_ref()) {
         return Err(Error::from_close(reason).unwrap_or(Error::Finished));
     }
-    state.slots.get_mut(&h).ok_or_else(|| Error::EndpointStopped("connection vanished".into()))
+    state
+        .slots
+        .get_mut(&h)
+        .ok_or_else(|| Error::EndpointStopped("connection vanished".into()))
 }
 
 impl AsyncRead for Connection {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let mut state = self.shared().lock();
         let h = self.inner.handle;
         let result = match state.proto.connection_mut(h) {
@@ -275,7 +311,11 @@ impl AsyncRead for Connection {
 }
 
 impl AsyncWrite for Connection {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
         let mut state = self.shared().lock();
         let h = self.inner.handle;
         let result = match state.proto.connection_mut(h) {

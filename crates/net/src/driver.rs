@@ -23,40 +23,56 @@ const MAX_RECV_CALLS: usize = 16;
 const PRECISE_SLEEP: Duration = Duration::from_millis(2);
 
 /// Start the driver thread for `socket`; returns once the socket is registered (or failed to).
-pub(crate) fn spawn(shared: Arc<Shared>, socket: std::net::UdpSocket) -> io::Result<std::net::SocketAddr> {
+pub(crate) fn spawn(
+    shared: Arc<Shared>,
+    socket: std::net::UdpSocket,
+) -> io::Result<std::net::SocketAddr> {
     let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
-    std::thread::Builder::new().name("qstp-driver".into()).spawn(move || {
-        let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-            Ok(runtime) => runtime,
-            Err(e) => {
-                let _ = ready_tx.send(Err(e));
-                return;
-            }
-        };
-        let driven = shared.clone();
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            runtime.block_on(async move {
-                let io = match UdpIo::new(socket) {
-                    Ok(io) => io,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                        return Ok(());
+    std::thread::Builder::new()
+        .name("qstp-driver".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                    return;
+                }
+            };
+            let driven = shared.clone();
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                runtime.block_on(async move {
+                    let io = match UdpIo::new(socket) {
+                        Ok(io) => io,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                            return Ok(());
+                        }
+                    };
+                    let _ = ready_tx.send(io.local_addr());
+                    Driver {
+                        shared: driven,
+                        io,
+                        batch: SendBatch::default(),
                     }
-                };
-                let _ = ready_tx.send(io.local_addr());
-                Driver { shared: driven, io, batch: SendBatch::default() }.run().await
-            })
-        }));
-        let why = match outcome {
-            Ok(Ok(())) => "endpoint closed".to_string(),
-            Ok(Err(e)) => format!("socket failed: {e}"),
-            // A bug, but the handles get an error instead of waiting forever.
-            Err(panic) => format!("driver panicked: {}", panic_message(&panic)),
-        };
-        shared.lock().stop(why);
-        shared.incoming.notify_waiters();
-    })?;
-    ready_rx.recv().unwrap_or_else(|_| Err(io::Error::other("driver thread failed to start")))
+                    .run()
+                    .await
+                })
+            }));
+            let why = match outcome {
+                Ok(Ok(())) => "endpoint closed".to_string(),
+                Ok(Err(e)) => format!("socket failed: {e}"),
+                // A bug, but the handles get an error instead of waiting forever.
+                Err(panic) => format!("driver panicked: {}", panic_message(&panic)),
+            };
+            shared.lock().stop(why);
+            shared.incoming.notify_waiters();
+        })?;
+    ready_rx
+        .recv()
+        .unwrap_or_else(|_| Err(io::Error::other("driver thread failed to start")))
 }
 
 /// The text of a panic payload.
@@ -162,7 +178,11 @@ impl Driver {
         } else {
             Some(Instant::now()) // another turn right away forgets them
         };
-        Turn { deadline, more_to_send, idle: state.is_idle() }
+        Turn {
+            deadline,
+            more_to_send,
+            idle: state.is_idle(),
+        }
     }
 
     /// Sleep until the socket is readable (or writable, when `blocked`), a handle nudges the
@@ -186,7 +206,9 @@ impl Driver {
             }
         }
         // Wake a little early for the deadline; the precise sleep above does the rest.
-        let coarse = deadline.and_then(|d| d.checked_sub(PRECISE_SLEEP / 2)).map(tokio::time::Instant::from_std);
+        let coarse = deadline
+            .and_then(|d| d.checked_sub(PRECISE_SLEEP / 2))
+            .map(tokio::time::Instant::from_std);
         tokio::select! {
             ready = self.io.readable() => ready?,
             ready = self.io.writable(), if blocked => ready?,

@@ -82,7 +82,10 @@ impl FromStr for Dscp {
         let t = text.trim();
         if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
             let value: u32 = t.parse().map_err(|_| DscpError::OutOfRange(u32::MAX))?;
-            return u8::try_from(value).ok().and_then(Dscp::new).ok_or(DscpError::OutOfRange(value));
+            return u8::try_from(value)
+                .ok()
+                .and_then(Dscp::new)
+                .ok_or(DscpError::OutOfRange(value));
         }
         let upper = t.to_ascii_uppercase();
         let unknown = || DscpError::Unknown(t.to_string());
@@ -124,9 +127,23 @@ mod tests {
     fn names_map_to_the_rfc_values() {
         // RFC 2597 §6 table and RFC 3246 §2.3.
         let table = [
-            ("AF11", 10), ("AF12", 12), ("AF13", 14), ("AF21", 18), ("AF22", 20), ("AF23", 22),
-            ("AF31", 26), ("AF32", 28), ("AF33", 30), ("AF41", 34), ("AF42", 36), ("AF43", 38),
-            ("EF", 46), ("CS0", 0), ("CS1", 8), ("CS5", 40), ("CS7", 56),
+            ("AF11", 10),
+            ("AF12", 12),
+            ("AF13", 14),
+            ("AF21", 18),
+            ("AF22", 20),
+            ("AF23", 22),
+            ("AF31", 26),
+            ("AF32", 28),
+            ("AF33", 30),
+            ("AF41", 34),
+            ("AF42", 36),
+            ("AF43", 38),
+            ("EF", 46),
+            ("CS0", 0),
+            ("CS1", 8),
+            ("CS5", 40),
+            ("CS7", 56),
         ];
         for (name, value) in table {
             let d: Dscp = name.parse().unwrap();
@@ -149,7 +166,17 @@ mod tests {
 
     #[test]
     fn refuses_unknown_names_and_large_numbers() {
-        for bad in ["AF44", "AF51", "AF1", "CS8", "EF1", "gold", "", "af", "99999999999999"] {
+        for bad in [
+            "AF44",
+            "AF51",
+            "AF1",
+            "CS8",
+            "EF1",
+            "gold",
+            "",
+            "af",
+            "99999999999999",
+        ] {
             assert!(bad.parse::<Dscp>().is_err(), "{bad}");
         }
         assert_eq!("64".parse::<Dscp>(), Err(DscpError::OutOfRange(64)));

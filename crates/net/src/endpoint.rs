@@ -30,7 +30,11 @@ pub struct EndpointOptions {
 
 impl Default for EndpointOptions {
     fn default() -> Self {
-        EndpointOptions { accept: None, dscp: None, max_connections: 1024 }
+        EndpointOptions {
+            accept: None,
+            dscp: None,
+            max_connections: 1024,
+        }
     }
 }
 
@@ -66,7 +70,13 @@ impl Endpoint {
 
     /// An endpoint on `addr` that also accepts connections with the limits of `accept`.
     pub fn server(addr: SocketAddr, accept: Config) -> Result<Endpoint, Error> {
-        Endpoint::bind_with(addr, EndpointOptions { accept: Some(accept), ..EndpointOptions::default() })
+        Endpoint::bind_with(
+            addr,
+            EndpointOptions {
+                accept: Some(accept),
+                ..EndpointOptions::default()
+            },
+        )
     }
 
     /// An endpoint on `addr` set up by `options`.
@@ -96,7 +106,11 @@ impl Endpoint {
             socket_stats: SocketStats::default(),
             retiring: Vec::new(),
         };
-        let shared = Arc::new(Shared { state: Mutex::new(state), driver: Notify::new(), incoming: Notify::new() });
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            driver: Notify::new(),
+            incoming: Notify::new(),
+        });
         let local_addr = crate::driver::spawn(shared.clone(), socket)?;
         Ok(Endpoint { shared, local_addr })
     }
@@ -117,7 +131,13 @@ impl Endpoint {
             let now = state.now();
             let handle = state.proto.connect(now, remote, config)?;
             let tos = state.dscp_for(handle).tos(0);
-            state.slots.insert(handle, Slot { tos, ..Slot::default() });
+            state.slots.insert(
+                handle,
+                Slot {
+                    tos,
+                    ..Slot::default()
+                },
+            );
             handle
         };
         self.shared.driver.notify_one();
@@ -172,7 +192,11 @@ impl Endpoint {
     /// Counters of the protocol endpoint and the socket, and the number of connections held.
     pub fn stats(&self) -> EndpointSnapshot {
         let state = self.shared.lock();
-        EndpointSnapshot { protocol: state.proto.stats(), socket: state.socket_stats, connections: state.slots.len() }
+        EndpointSnapshot {
+            protocol: state.proto.stats(),
+            socket: state.socket_stats,
+            connections: state.slots.len(),
+        }
     }
 
     /// Why the driver stopped, if it has.
@@ -184,7 +208,10 @@ impl Endpoint {
 impl Clone for Endpoint {
     fn clone(&self) -> Self {
         self.shared.lock().endpoint_handles += 1;
-        Endpoint { shared: self.shared.clone(), local_addr: self.local_addr }
+        Endpoint {
+            shared: self.shared.clone(),
+            local_addr: self.local_addr,
+        }
     }
 }
 

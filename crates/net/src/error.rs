@@ -55,7 +55,10 @@ impl Error {
         Some(match reason {
             CloseReason::Graceful => return None,
             CloseReason::LocallyClosed => Error::LocallyClosed,
-            CloseReason::PeerClosed { code, reason } => Error::PeerClosed { code: *code, reason: reason.clone() },
+            CloseReason::PeerClosed { code, reason } => Error::PeerClosed {
+                code: *code,
+                reason: reason.clone(),
+            },
             CloseReason::IdleTimeout => Error::IdleTimeout,
             CloseReason::HandshakeTimeout => Error::ConnectTimeout,
             CloseReason::Refused => Error::Refused,
@@ -68,7 +71,9 @@ impl Error {
         match self {
             Error::ConnectTimeout | Error::IdleTimeout => io::ErrorKind::TimedOut,
             Error::Refused => io::ErrorKind::ConnectionRefused,
-            Error::PeerClosed { .. } | Error::ProtocolViolation(_) => io::ErrorKind::ConnectionReset,
+            Error::PeerClosed { .. } | Error::ProtocolViolation(_) => {
+                io::ErrorKind::ConnectionReset
+            }
             Error::LocallyClosed | Error::EndpointStopped(_) => io::ErrorKind::ConnectionAborted,
             Error::Finished => io::ErrorKind::BrokenPipe,
             Error::Unsupported(_) => io::ErrorKind::Unsupported,
@@ -79,7 +84,8 @@ impl Error {
 
     /// Recover the `Error` carried inside an `io::Error` returned by the stream API, if any.
     pub fn from_io(err: &io::Error) -> Option<&Error> {
-        err.get_ref().and_then(|inner| inner.downcast_ref::<Error>())
+        err.get_ref()
+            .and_then(|inner| inner.downcast_ref::<Error>())
     }
 }
 
@@ -122,11 +128,26 @@ mod tests {
     #[test]
     fn close_reasons_map_to_clear_errors() {
         assert!(Error::from_close(&CloseReason::Graceful).is_none());
-        assert!(matches!(Error::from_close(&CloseReason::IdleTimeout), Some(Error::IdleTimeout)));
-        assert!(matches!(Error::from_close(&CloseReason::HandshakeTimeout), Some(Error::ConnectTimeout)));
-        assert!(matches!(Error::from_close(&CloseReason::Refused), Some(Error::Refused)));
-        let peer = CloseReason::PeerClosed { code: 7, reason: "bye".into() };
-        assert_eq!(Error::from_close(&peer).unwrap().to_string(), "connection closed by the peer (code 7): bye");
+        assert!(matches!(
+            Error::from_close(&CloseReason::IdleTimeout),
+            Some(Error::IdleTimeout)
+        ));
+        assert!(matches!(
+            Error::from_close(&CloseReason::HandshakeTimeout),
+            Some(Error::ConnectTimeout)
+        ));
+        assert!(matches!(
+            Error::from_close(&CloseReason::Refused),
+            Some(Error::Refused)
+        ));
+        let peer = CloseReason::PeerClosed {
+            code: 7,
+            reason: "bye".into(),
+        };
+        assert_eq!(
+            Error::from_close(&peer).unwrap().to_string(),
+            "connection closed by the peer (code 7): bye"
+        );
     }
 
     #[test]

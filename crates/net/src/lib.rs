@@ -52,11 +52,11 @@ pub use connection::Connection;
 pub use dscp::{Dscp, DscpError};
 pub use endpoint::{Endpoint, EndpointOptions, EndpointSnapshot};
 pub use error::Error;
-pub use socket::SocketStats;
 #[doc(hidden)]
 #[cfg(target_os = "linux")]
 pub use socket::received_tos;
+pub use socket::SocketStats;
 
-pub use qstp_proto::{CloseReason, Config, Preset, Rate, Stats};
 /// The protocol core, for its configuration and time types.
 pub use qstp_proto as proto;
+pub use qstp_proto::{CloseReason, Config, Preset, Rate, Stats};

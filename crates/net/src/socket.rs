@@ -62,7 +62,11 @@ impl SendBatch {
     pub(crate) fn commit(&mut self, destination: SocketAddr, len: usize, tos: u8) {
         let index = self.datagrams.len();
         let len = len.min(self.buffers[index].len());
-        self.datagrams.push(Outgoing { destination, len, tos });
+        self.datagrams.push(Outgoing {
+            destination,
+            len,
+            tos,
+        });
     }
 
     /// Append a copy of one datagram.
@@ -158,7 +162,9 @@ impl UdpIo {
             socket,
             state,
             max_segments,
-            rx_buffers: (0..batch).map(|_| vec![0u8; MAX_UDP_PAYLOAD].into_boxed_slice()).collect(),
+            rx_buffers: (0..batch)
+                .map(|_| vec![0u8; MAX_UDP_PAYLOAD].into_boxed_slice())
+                .collect(),
             rx_meta: vec![quinn_udp::RecvMeta::default(); batch],
             rx_filled: 0,
             stats: SocketStats::default(),
@@ -183,9 +189,18 @@ impl UdpIo {
     /// Read one batch of datagrams without blocking into the receive buffers; returns how many
     /// buffers were filled (`WouldBlock` when nothing was waiting). [`UdpIo::received`] lists them.
     pub(crate) fn try_recv(&mut self) -> io::Result<usize> {
-        let UdpIo { socket, state, rx_buffers, rx_meta, rx_filled, stats, .. } = self;
+        let UdpIo {
+            socket,
+            state,
+            rx_buffers,
+            rx_meta,
+            rx_filled,
+            stats,
+            ..
+        } = self;
         *rx_filled = 0;
-        let mut slices: Vec<IoSliceMut<'_>> = rx_buffers.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+        let mut slices: Vec<IoSliceMut<'_>> =
+            rx_buffers.iter_mut().map(|b| IoSliceMut::new(b)).collect();
         let filled = socket.try_io(tokio::io::Interest::READABLE, || {
             state.recv(quinn_udp::UdpSockRef::from(&*socket), &mut slices, rx_meta)
         })?;
@@ -198,10 +213,20 @@ impl UdpIo {
 
     /// The datagrams read by the last [`UdpIo::try_recv`], GRO batches split at their stride.
     pub(crate) fn received(&self) -> impl Iterator<Item = (SocketAddr, &[u8])> {
-        self.rx_meta.iter().zip(self.rx_buffers.iter()).take(self.rx_filled).flat_map(|(meta, buf)| {
-            let stride = if meta.stride == 0 { meta.len } else { meta.stride };
-            buf[..meta.len].chunks(stride.max(1)).map(move |datagram| (meta.addr, datagram))
-        })
+        self.rx_meta
+            .iter()
+            .zip(self.rx_buffers.iter())
+            .take(self.rx_filled)
+            .flat_map(|(meta, buf)| {
+                let stride = if meta.stride == 0 {
+                    meta.len
+                } else {
+                    meta.stride
+                };
+                buf[..meta.len]
+                    .chunks(stride.max(1))
+                    .map(move |datagram| (meta.addr, datagram))
+            })
     }
 
     /// Send all of `batch`, waiting for the socket as needed.
@@ -223,7 +248,13 @@ impl UdpIo {
             let first = batch.datagrams[batch.next];
             let segment = (run > 1).then_some(first.len);
             let result = self.socket.try_io(tokio::io::Interest::WRITABLE, || {
-                send_datagrams(&self.socket, first.destination, batch.slices(run), segment, first.tos)
+                send_datagrams(
+                    &self.socket,
+                    first.destination,
+                    batch.slices(run),
+                    segment,
+                    first.tos,
+                )
             });
             match result {
                 Ok(()) => {
@@ -232,7 +263,10 @@ impl UdpIo {
                     batch.next += run;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(e),
-                Err(e) if run > 1 && matches!(e.raw_os_error(), Some(code) if is_gso_refusal(code)) => {
+                Err(e)
+                    if run > 1
+                        && matches!(e.raw_os_error(), Some(code) if is_gso_refusal(code)) =>
+                {
                     // The device or kernel cannot segment: send one datagram at a time from now on.
                     self.max_segments = 1;
                 }
@@ -276,7 +310,10 @@ fn send_datagrams<'a>(
 
     let address = socket2::SockAddr::from(destination);
     let mut iovecs: Vec<libc::iovec> = datagrams
-        .map(|d| libc::iovec { iov_base: d.as_ptr() as *mut libc::c_void, iov_len: d.len() })
+        .map(|d| libc::iovec {
+            iov_base: d.as_ptr() as *mut libc::c_void,
+            iov_len: d.len(),
+        })
         .collect();
     let mut control = ControlBuffer([0; 64]);
     // SAFETY: an all-zero msghdr is a valid empty message.
@@ -296,7 +333,11 @@ fn send_datagrams<'a>(
     // CMSG_SPACE sums below), and every pointer comes from CMSG_FIRSTHDR/CMSG_NXTHDR on `msg`.
     unsafe {
         let tos_value = tos as libc::c_int;
-        let (level, kind) = if is_v4 { (libc::IPPROTO_IP, libc::IP_TOS) } else { (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) };
+        let (level, kind) = if is_v4 {
+            (libc::IPPROTO_IP, libc::IP_TOS)
+        } else {
+            (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
+        };
         let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
         (*cmsg).cmsg_level = level;
         (*cmsg).cmsg_type = kind;
@@ -354,7 +395,10 @@ pub fn received_tos(socket: &std::net::UdpSocket) -> io::Result<u8> {
 
     let mut data = [0u8; 2048];
     let mut control = ControlBuffer([0; 128]);
-    let mut iov = libc::iovec { iov_base: data.as_mut_ptr() as *mut _, iov_len: data.len() };
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr() as *mut _,
+        iov_len: data.len(),
+    };
     // SAFETY: plain recvmsg into owned buffers, then walking the kernel's control messages.
     unsafe {
         let mut msg: libc::msghdr = std::mem::zeroed();
@@ -373,7 +417,10 @@ pub fn received_tos(socket: &std::net::UdpSocket) -> io::Result<u8> {
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
     }
-    Err(io::Error::new(io::ErrorKind::InvalidData, "no TOS control message"))
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        "no TOS control message",
+    ))
 }
 
 #[cfg(test)]
@@ -428,12 +475,13 @@ mod tests {
         assert_eq!(batch.gso_run(2), 2);
     }
 
-
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn each_datagram_carries_its_dscp() {
         let receiver = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        socket2::SockRef::from(&receiver).set_recv_tos(true).unwrap();
+        socket2::SockRef::from(&receiver)
+            .set_recv_tos(true)
+            .unwrap();
         let to = receiver.local_addr().unwrap();
         let mut a = UdpIo::new(bind("127.0.0.1:0".parse().unwrap()).unwrap()).unwrap();
         let mut batch = SendBatch::default();

@@ -28,7 +28,9 @@ impl Shared {
     /// Lock the state; a panic elsewhere never poisons it for good (the data stays consistent
     /// because every critical section is a single protocol call plus bookkeeping).
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -74,7 +76,14 @@ pub(crate) struct Slot {
 
 impl Slot {
     fn wake_all(&mut self) {
-        for waker in [self.reader.take(), self.writer.take(), self.message_reader.take()].into_iter().flatten() {
+        for waker in [
+            self.reader.take(),
+            self.writer.take(),
+            self.message_reader.take(),
+        ]
+        .into_iter()
+        .flatten()
+        {
             waker.wake();
         }
         self.wake_watchers();
@@ -110,7 +119,8 @@ impl State {
 
     /// The wall-clock instant of protocol time `t`; `None` beyond what the clock can represent.
     pub(crate) fn instant(&self, t: Time) -> Option<Instant> {
-        self.epoch.checked_add(std::time::Duration::from_nanos(t.as_nanos()))
+        self.epoch
+            .checked_add(std::time::Duration::from_nanos(t.as_nanos()))
     }
 
     /// The TOS byte for a connection's datagrams (and CS0 for stateless replies).
@@ -142,7 +152,10 @@ impl State {
                 slot.wake_watchers();
             }
             Event::Readable | Event::Finished => {
-                for waker in [slot.reader.take(), slot.message_reader.take()].into_iter().flatten() {
+                for waker in [slot.reader.take(), slot.message_reader.take()]
+                    .into_iter()
+                    .flatten()
+                {
                     waker.wake();
                 }
             }
@@ -171,7 +184,11 @@ impl State {
         match event {
             Event::Connected => {
                 let tos = self.dscp_for(handle).tos(0);
-                let mut slot = Slot { connected: true, tos, ..Slot::default() };
+                let mut slot = Slot {
+                    connected: true,
+                    tos,
+                    ..Slot::default()
+                };
                 if self.accepting {
                     self.slots.insert(handle, slot);
                     self.incoming.push_back(handle);
@@ -202,7 +219,9 @@ impl State {
     /// The last handle of a connection went away: close it unless it is finishing gracefully.
     pub(crate) fn release(&mut self, handle: ConnectionHandle) {
         let now = self.now();
-        let Some(slot) = self.slots.get_mut(&handle) else { return };
+        let Some(slot) = self.slots.get_mut(&handle) else {
+            return;
+        };
         slot.dropped = true;
         if slot.closed.is_some() {
             self.retiring.push(handle);

@@ -133,7 +133,10 @@ impl Header {
         let mut name = vec![0u8; name_len];
         reader.read_exact(&mut name).await?;
         let name = String::from_utf8(name).map_err(|_| TransferError::BadName)?;
-        Ok(Header { name, size: size_known.then_some(size) })
+        Ok(Header {
+            name,
+            size: size_known.then_some(size),
+        })
     }
 }
 
@@ -165,7 +168,12 @@ pub fn safe_file_name(name: &str) -> String {
 /// Refused: empty, over [`MAX_NAME`] bytes, starting with `.` (hidden files, `.` and `..`), a path
 /// separator (`/` or `\`), or a control character (NUL included).
 pub fn check_file_name(name: &str) -> Result<&str, TransferError> {
-    let refuse = |reason| Err(TransferError::UnsafeName { name: name.chars().take(64).collect(), reason });
+    let refuse = |reason| {
+        Err(TransferError::UnsafeName {
+            name: name.chars().take(64).collect(),
+            reason,
+        })
+    };
     if name.is_empty() {
         return refuse("empty");
     }
@@ -216,7 +224,9 @@ where
             break;
         }
         for chunk in block[..n].chunks(MAX_CHUNK) {
-            stream.write_all(&(chunk.len() as u32).to_be_bytes()).await?;
+            stream
+                .write_all(&(chunk.len() as u32).to_be_bytes())
+                .await?;
             stream.write_all(chunk).await?;
         }
         hasher.update(&block[..n]);
@@ -260,7 +270,10 @@ where
         total += u64::from(len);
         if let Some(announced) = header.size {
             if total > announced {
-                return Err(TransferError::SizeMismatch { announced, received: total });
+                return Err(TransferError::SizeMismatch {
+                    announced,
+                    received: total,
+                });
             }
         }
         if filled + len as usize > block.len() {
@@ -268,7 +281,9 @@ where
             sink.write_all(&block[..filled]).await?;
             filled = 0;
         }
-        stream.read_exact(&mut block[filled..filled + len as usize]).await?;
+        stream
+            .read_exact(&mut block[filled..filled + len as usize])
+            .await?;
         filled += len as usize;
         progress(total);
     }
@@ -279,7 +294,10 @@ where
     sink.flush().await?;
     if let Some(announced) = header.size {
         if total != announced {
-            return Err(TransferError::SizeMismatch { announced, received: total });
+            return Err(TransferError::SizeMismatch {
+                announced,
+                received: total,
+            });
         }
     }
     let hash = *hasher.finalize().as_bytes();
@@ -342,7 +360,9 @@ impl std::fmt::Display for Verdict {
         match self {
             Verdict::Verified => f.write_str("verified"),
             Verdict::HashMismatch => f.write_str("the receiver found a BLAKE3 hash mismatch"),
-            Verdict::SizeMismatch => f.write_str("the receiver got a different size than announced"),
+            Verdict::SizeMismatch => {
+                f.write_str("the receiver got a different size than announced")
+            }
             Verdict::StorageFailed(m) => write!(f, "the receiver could not store the file: {m}"),
             Verdict::Rejected(m) => write!(f, "the receiver rejected the transfer: {m}"),
         }
@@ -359,7 +379,10 @@ mod tests {
 
     async fn round_trip(data: &[u8], size: Option<u64>) -> (Result<Moved, TransferError>, Vec<u8>) {
         let (mut a, mut b) = tokio::io::duplex(8192);
-        let header = Header { name: "report.pdf".into(), size };
+        let header = Header {
+            name: "report.pdf".into(),
+            size,
+        };
         let payload = data.to_vec();
         let sender = tokio::spawn(async move {
             let mut source = &payload[..];
@@ -394,17 +417,31 @@ mod tests {
     async fn a_wrong_size_is_caught() {
         let data = pattern(1000);
         let (result, _) = round_trip(&data, Some(999)).await;
-        assert!(matches!(result, Err(TransferError::SizeMismatch { announced: 999, .. })));
+        assert!(matches!(
+            result,
+            Err(TransferError::SizeMismatch { announced: 999, .. })
+        ));
         let (result, _) = round_trip(&data, Some(1001)).await;
-        assert!(matches!(result, Err(TransferError::SizeMismatch { announced: 1001, received: 1000 })));
+        assert!(matches!(
+            result,
+            Err(TransferError::SizeMismatch {
+                announced: 1001,
+                received: 1000
+            })
+        ));
     }
 
     #[tokio::test]
     async fn a_flipped_bit_is_caught_by_the_hash() {
         let data = pattern(5000);
         let mut wire = Vec::new();
-        let header = Header { name: "x".into(), size: Some(5000) };
-        send(&mut wire, &header, &mut &data[..], |_| {}).await.unwrap();
+        let header = Header {
+            name: "x".into(),
+            size: Some(5000),
+        };
+        send(&mut wire, &header, &mut &data[..], |_| {})
+            .await
+            .unwrap();
         let body = header.encode().len() + 4 + 100;
         wire[body] ^= 0x10;
         let mut reader = &wire[..];
@@ -417,14 +454,26 @@ mod tests {
     async fn truncation_and_garbage_are_refused() {
         let data = pattern(3000);
         let mut wire = Vec::new();
-        let header = Header { name: "x".into(), size: None };
-        send(&mut wire, &header, &mut &data[..], |_| {}).await.unwrap();
+        let header = Header {
+            name: "x".into(),
+            size: None,
+        };
+        send(&mut wire, &header, &mut &data[..], |_| {})
+            .await
+            .unwrap();
         let mut reader = &wire[..wire.len() - 10];
         let header = Header::read_from(&mut reader).await.unwrap();
         let result = receive(&mut reader, &header, &mut Vec::new(), |_| {}).await;
         assert!(matches!(result, Err(TransferError::Truncated)));
-        assert!(matches!(Header::read_from(&mut &b"GARBAGE-GARBAGE-GARBAGE"[..]).await, Err(TransferError::BadMagic)));
-        let mut bad_chunk = Header { name: "x".into(), size: None }.encode();
+        assert!(matches!(
+            Header::read_from(&mut &b"GARBAGE-GARBAGE-GARBAGE"[..]).await,
+            Err(TransferError::BadMagic)
+        ));
+        let mut bad_chunk = Header {
+            name: "x".into(),
+            size: None,
+        }
+        .encode();
         bad_chunk.extend_from_slice(&u32::MAX.to_be_bytes());
         let mut reader = &bad_chunk[..];
         let header = Header::read_from(&mut reader).await.unwrap();
@@ -444,7 +493,10 @@ mod tests {
             let wire = verdict.encode();
             assert_eq!(Verdict::read_from(&mut &wire[..]).await.unwrap(), verdict);
         }
-        assert!(matches!(Verdict::read_from(&mut &[9u8, 0, 0][..]).await, Err(TransferError::BadVerdict(9))));
+        assert!(matches!(
+            Verdict::read_from(&mut &[9u8, 0, 0][..]).await,
+            Err(TransferError::BadVerdict(9))
+        ));
     }
 
     #[test]
@@ -454,22 +506,50 @@ mod tests {
         assert_eq!(safe_file_name(".."), "qstp-received");
         assert_eq!(safe_file_name("dir/"), "qstp-received");
         assert_eq!(safe_file_name("a\nb"), "ab");
-        assert_eq!(safe_file_name(".bashrc"), ".bashrc", "the sender keeps the name; the receiver decides");
+        assert_eq!(
+            safe_file_name(".bashrc"),
+            ".bashrc",
+            "the sender keeps the name; the receiver decides"
+        );
         let long = "é".repeat(200);
-        let header = Header { name: long, size: None };
+        let header = Header {
+            name: long,
+            size: None,
+        };
         assert!(header.encode().len() <= 20 + MAX_NAME);
     }
 
     #[test]
     fn the_receiver_refuses_hidden_paths_control_characters_and_overlong_names() {
-        for name in ["report.pdf", "a", "x.tar.gz", "résumé-2026.txt", &"n".repeat(MAX_NAME)] {
+        for name in [
+            "report.pdf",
+            "a",
+            "x.tar.gz",
+            "résumé-2026.txt",
+            &"n".repeat(MAX_NAME),
+        ] {
             assert_eq!(check_file_name(name).unwrap(), name);
         }
         for name in [
-            "", ".", "..", ".bashrc", ".ssh", "..hidden", "../x", "a/b", "a\\b", "/etc/passwd", "a\nb", "a\0b", "\u{7f}x",
+            "",
+            ".",
+            "..",
+            ".bashrc",
+            ".ssh",
+            "..hidden",
+            "../x",
+            "a/b",
+            "a\\b",
+            "/etc/passwd",
+            "a\nb",
+            "a\0b",
+            "\u{7f}x",
             &"n".repeat(MAX_NAME + 1),
         ] {
-            assert!(matches!(check_file_name(name), Err(TransferError::UnsafeName { .. })), "{name:?} accepted");
+            assert!(
+                matches!(check_file_name(name), Err(TransferError::UnsafeName { .. })),
+                "{name:?} accepted"
+            );
         }
     }
 }

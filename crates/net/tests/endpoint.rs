@@ -35,12 +35,18 @@ async fn a_stream_arrives_intact_and_stats_are_readable_meanwhile() {
         assert!(receiver.await.unwrap().unwrap() == data);
         let samples = sampler.await.unwrap();
         assert!(!samples.is_empty());
-        assert!(samples.windows(2).all(|w| w[0] <= w[1]), "counters never go back: {samples:?}");
+        assert!(
+            samples.windows(2).all(|w| w[0] <= w[1]),
+            "counters never go back: {samples:?}"
+        );
         conn.acknowledged().await.unwrap();
         let stats = conn.stats().unwrap();
         // The peer's graceful close also confirms every byte, even if its last ack was lost.
         let closed_gracefully = conn.close_reason() == Some(qstp_net::CloseReason::Graceful);
-        assert!(stats.bytes_acked >= data.len() as u64 || closed_gracefully, "{stats:?}");
+        assert!(
+            stats.bytes_acked >= data.len() as u64 || closed_gracefully,
+            "{stats:?}"
+        );
     })
     .await;
 }
@@ -57,7 +63,9 @@ async fn one_endpoint_carries_several_connections_at_once() {
                 tasks.push(tokio::spawn(async move {
                     let mut received = Vec::new();
                     conn.read_to_end(&mut received).await.unwrap();
-                    conn.write_all(blake3::hash(&received).as_bytes()).await.unwrap();
+                    conn.write_all(blake3::hash(&received).as_bytes())
+                        .await
+                        .unwrap();
                     conn.finish().unwrap();
                     let _ = conn.acknowledged().await;
                 }));
@@ -91,7 +99,10 @@ async fn one_endpoint_carries_several_connections_at_once() {
 async fn messages_flow_over_the_unordered_and_partially_reliable_compositions() {
     bounded(async {
         let partial = Config {
-            error: ErrorControl::SackPartial { deadline: Some(ProtoDuration::from_secs(5)), max_retransmissions: None },
+            error: ErrorControl::SackPartial {
+                deadline: Some(ProtoDuration::from_secs(5)),
+                max_retransmissions: None,
+            },
             order: Order::Ordered,
             ..Config::preset(Preset::TfrcSack, Rate::ZERO)
         };
@@ -118,12 +129,21 @@ async fn messages_flow_over_the_unordered_and_partially_reliable_compositions() 
             }
             // There is no byte stream in a message composition.
             let err = conn.write_all(b"bytes").await.unwrap_err();
-            assert!(matches!(Error::from_io(&err), Some(Error::Unsupported(_))), "{err}");
+            assert!(
+                matches!(Error::from_io(&err), Some(Error::Unsupported(_))),
+                "{err}"
+            );
             let got = receiver.await.unwrap();
-            let ids: BTreeSet<u32> = got.iter().map(|m| u32::from_be_bytes(m[..4].try_into().unwrap())).collect();
+            let ids: BTreeSet<u32> = got
+                .iter()
+                .map(|m| u32::from_be_bytes(m[..4].try_into().unwrap()))
+                .collect();
             assert_eq!(ids, (0..40).collect(), "{:?}", config.error);
             if config.order == Order::Ordered {
-                let in_order: Vec<u32> = got.iter().map(|m| u32::from_be_bytes(m[..4].try_into().unwrap())).collect();
+                let in_order: Vec<u32> = got
+                    .iter()
+                    .map(|m| u32::from_be_bytes(m[..4].try_into().unwrap()))
+                    .collect();
                 assert_eq!(in_order, (0..40).collect::<Vec<_>>());
             }
             assert!(got.iter().all(|m| m[4..] == pattern(800)[..]));
@@ -144,11 +164,18 @@ async fn the_target_rate_is_set_at_connect_and_changed_at_run_time() {
             target
         });
         let client = client();
-        let conn = client.connect(addr, Config::qstp(Rate::from_mbps(1))).await.unwrap();
+        let conn = client
+            .connect(addr, Config::qstp(Rate::from_mbps(1)))
+            .await
+            .unwrap();
         assert_eq!(conn.stats().unwrap().target, Rate::from_mbps(1));
         conn.set_target_rate(Rate::from_mbps(5)).unwrap();
         assert_eq!(conn.stats().unwrap().target, Rate::from_mbps(5));
-        assert_eq!(conn.dscp(), Dscp::AF11, "traffic with a target is marked AF11 by default");
+        assert_eq!(
+            conn.dscp(),
+            Dscp::AF11,
+            "traffic with a target is marked AF11 by default"
+        );
         let plain = client.connect(addr, Config::default()).await.unwrap();
         assert_eq!(plain.dscp(), Dscp::CS0);
         plain.set_dscp(Dscp::EF);
@@ -166,9 +193,15 @@ async fn an_endpoint_wide_dscp_applies_to_every_connection() {
             let conn = server.accept().await.unwrap();
             let _ = conn.closed().await;
         });
-        let options = EndpointOptions { dscp: Some("AF41".parse().unwrap()), ..EndpointOptions::default() };
+        let options = EndpointOptions {
+            dscp: Some("AF41".parse().unwrap()),
+            ..EndpointOptions::default()
+        };
         let client = Endpoint::bind_with("127.0.0.1:0".parse().unwrap(), options).unwrap();
-        let conn = client.connect(addr, Config::qstp(Rate::from_mbps(1))).await.unwrap();
+        let conn = client
+            .connect(addr, Config::qstp(Rate::from_mbps(1)))
+            .await
+            .unwrap();
         assert_eq!(conn.dscp().to_string(), "AF41");
     })
     .await;
@@ -179,8 +212,14 @@ async fn connecting_to_a_silent_address_times_out() {
     bounded(async {
         let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let client = client();
-        let config = Config { handshake_timeout: ProtoDuration::from_millis(500), ..Config::default() };
-        let err = client.connect(silent.local_addr().unwrap(), config).await.unwrap_err();
+        let config = Config {
+            handshake_timeout: ProtoDuration::from_millis(500),
+            ..Config::default()
+        };
+        let err = client
+            .connect(silent.local_addr().unwrap(), config)
+            .await
+            .unwrap_err();
         assert!(matches!(err, Error::ConnectTimeout), "{err}");
         assert_eq!(err.io_kind(), std::io::ErrorKind::TimedOut);
     })
@@ -191,7 +230,10 @@ async fn connecting_to_a_silent_address_times_out() {
 async fn a_port_in_use_is_an_io_error() {
     let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let err = Endpoint::bind(taken.local_addr().unwrap()).unwrap_err();
-    assert!(matches!(&err, Error::Io(e) if e.kind() == std::io::ErrorKind::AddrInUse), "{err}");
+    assert!(
+        matches!(&err, Error::Io(e) if e.kind() == std::io::ErrorKind::AddrInUse),
+        "{err}"
+    );
 }
 
 /// A DiffServ edge sees AF11 on a connection with a target rate, CS0 without, EF when asked.
@@ -204,19 +246,32 @@ async fn the_code_point_is_on_the_wire() {
         let sock = socket2::SockRef::from(&edge);
         sock.set_recv_tos(true).unwrap();
         let to = edge.local_addr().unwrap();
-        let quick = |config: Config| Config { handshake_timeout: ProtoDuration::from_millis(300), ..config };
+        let quick = |config: Config| Config {
+            handshake_timeout: ProtoDuration::from_millis(300),
+            ..config
+        };
         let cases = [
             (None, Config::qstp(Rate::from_mbps(1)), Dscp::AF11),
             (None, Config::default(), Dscp::CS0),
             (Some(Dscp::EF), Config::qstp(Rate::from_mbps(1)), Dscp::EF),
         ];
         for (dscp, config, expected) in cases {
-            let options = EndpointOptions { dscp, ..EndpointOptions::default() };
+            let options = EndpointOptions {
+                dscp,
+                ..EndpointOptions::default()
+            };
             let client = Endpoint::bind_with("127.0.0.1:0".parse().unwrap(), options).unwrap();
-            let attempt = tokio::spawn(async move { client.connect(to, quick(config)).await.map(|_| ()) });
+            let attempt =
+                tokio::spawn(async move { client.connect(to, quick(config)).await.map(|_| ()) });
             let reader = edge.try_clone().unwrap();
-            let tos = tokio::task::spawn_blocking(move || qstp_net::received_tos(&reader).unwrap()).await.unwrap();
-            assert_eq!(tos >> 2, expected.value(), "hello marked {tos:#x}, expected {expected}");
+            let tos = tokio::task::spawn_blocking(move || qstp_net::received_tos(&reader).unwrap())
+                .await
+                .unwrap();
+            assert_eq!(
+                tos >> 2,
+                expected.value(),
+                "hello marked {tos:#x}, expected {expected}"
+            );
             // Nobody answers: the attempt times out.
             assert!(matches!(attempt.await.unwrap(), Err(Error::ConnectTimeout)));
             // Retries of this hello must not be read as the next case's.
@@ -244,9 +299,15 @@ async fn an_abort_reaches_the_peer_with_its_code_and_reason() {
         conn.write_all(b"some bytes").await.unwrap();
         conn.close(7, b"changed my mind");
         let err = receiver.await.unwrap();
-        assert!(matches!(&err, Error::PeerClosed { code: 7, reason } if reason == "changed my mind"), "{err}");
+        assert!(
+            matches!(&err, Error::PeerClosed { code: 7, reason } if reason == "changed my mind"),
+            "{err}"
+        );
         let local = conn.write_all(b"more").await.unwrap_err();
-        assert!(matches!(Error::from_io(&local), Some(Error::LocallyClosed)), "{local}");
+        assert!(
+            matches!(Error::from_io(&local), Some(Error::LocallyClosed)),
+            "{local}"
+        );
     })
     .await;
 }

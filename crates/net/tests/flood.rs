@@ -15,7 +15,12 @@ use support::*;
 
 /// Send junk at `target` until told to stop: random bytes, mutated copies of real datagrams and
 /// verbatim replays of the client's first datagrams, from several source ports.
-async fn flood(target: SocketAddr, samples: Vec<Vec<u8>>, stop: Arc<AtomicBool>, sent: Arc<AtomicU64>) {
+async fn flood(
+    target: SocketAddr,
+    samples: Vec<Vec<u8>>,
+    stop: Arc<AtomicBool>,
+    sent: Arc<AtomicU64>,
+) {
     let mut rng = StdRng::seed_from_u64(42);
     let sockets: Vec<_> = (0..8).map(|_| big_socket()).collect();
     let mut buf = Vec::with_capacity(2048);
@@ -67,7 +72,10 @@ async fn a_flooded_listener_keeps_serving_and_keeps_no_state_for_strangers() {
         let relay = Relay::start(server_addr, Impairment::default()).await;
         let receiver = tokio::spawn(accept_and_drain(server));
         let client = client();
-        let mut conn = client.connect(relay.addr, Config::qstp(Rate::from_mbps(20))).await.unwrap();
+        let mut conn = client
+            .connect(relay.addr, Config::qstp(Rate::from_mbps(20)))
+            .await
+            .unwrap();
         let baseline = resident_bytes();
         let samples = relay.captured.lock().unwrap().clone();
         assert!(!samples.is_empty());
@@ -102,13 +110,29 @@ async fn a_flooded_listener_keeps_serving_and_keeps_no_state_for_strangers() {
         assert_eq!(hash, *blake3::hash(&data).as_bytes());
         assert!(receiver.await.unwrap().unwrap() == data);
         let stats = watcher.stats();
-        assert_eq!(stats.protocol.accepted, 1, "only the real client got a connection: {stats:?}");
-        assert!(most_connections <= 1, "the listener held {most_connections} connections");
-        assert!(stats.protocol.malformed > 0, "random datagrams are counted as malformed: {stats:?}");
-        assert!(stats.protocol.cookie_challenges > 0, "replayed hellos were answered statelessly: {stats:?}");
+        assert_eq!(
+            stats.protocol.accepted, 1,
+            "only the real client got a connection: {stats:?}"
+        );
+        assert!(
+            most_connections <= 1,
+            "the listener held {most_connections} connections"
+        );
+        assert!(
+            stats.protocol.malformed > 0,
+            "random datagrams are counted as malformed: {stats:?}"
+        );
+        assert!(
+            stats.protocol.cookie_challenges > 0,
+            "replayed hellos were answered statelessly: {stats:?}"
+        );
         if let (Some(before), Some(after)) = (baseline, resident_bytes()) {
             let growth = after.saturating_sub(before);
-            assert!(growth < 64 << 20, "memory grew by {} MiB under the flood", growth >> 20);
+            assert!(
+                growth < 64 << 20,
+                "memory grew by {} MiB under the flood",
+                growth >> 20
+            );
         }
     })
     .await;

@@ -14,7 +14,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 async fn the_relay_loses_and_duplicates_as_configured() {
     bounded(async {
         let sink = support::relay::big_socket();
-        let impairment = Impairment { loss: 0.05, duplicate: 0.02, reorder: 0.05, ..Impairment::default() };
+        let impairment = Impairment {
+            loss: 0.05,
+            duplicate: 0.02,
+            reorder: 0.05,
+            ..Impairment::default()
+        };
         let relay = Relay::start(sink.local_addr().unwrap(), impairment).await;
         let source = support::relay::big_socket();
         let sent = 2000u64;
@@ -27,7 +32,9 @@ async fn the_relay_loses_and_duplicates_as_configured() {
         let mut got = 0u64;
         let mut buf = [0u8; 64];
         let mut relay_back = None;
-        while let Ok(Ok((_, from))) = tokio::time::timeout(Duration::from_millis(300), sink.recv_from(&mut buf)).await {
+        while let Ok(Ok((_, from))) =
+            tokio::time::timeout(Duration::from_millis(300), sink.recv_from(&mut buf)).await
+        {
             got += 1;
             relay_back = Some(from);
         }
@@ -41,7 +48,10 @@ async fn the_relay_loses_and_duplicates_as_configured() {
         for _ in 0..20 {
             sink.send_to(b"back", relay_back.unwrap()).await.unwrap();
         }
-        let (n, _) = tokio::time::timeout(Duration::from_secs(5), source.recv_from(&mut buf)).await.unwrap().unwrap();
+        let (n, _) = tokio::time::timeout(Duration::from_secs(5), source.recv_from(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(&buf[..n], b"back");
     })
     .await;
@@ -52,7 +62,11 @@ async fn the_relay_loses_and_duplicates_as_configured() {
 async fn the_relay_bottleneck_drops_what_its_queue_cannot_hold() {
     bounded(async {
         let sink = support::relay::big_socket();
-        let impairment = Impairment { rate_bps: Some(8_000_000), queue_bytes: 20_000, ..Impairment::default() };
+        let impairment = Impairment {
+            rate_bps: Some(8_000_000),
+            queue_bytes: 20_000,
+            ..Impairment::default()
+        };
         let relay = Relay::start(sink.local_addr().unwrap(), impairment).await;
         let source = support::relay::big_socket();
         // 200 datagrams of 1000 bytes at once: 20 fit the queue, a few more drain meanwhile.
@@ -61,7 +75,9 @@ async fn the_relay_bottleneck_drops_what_its_queue_cannot_hold() {
         }
         let mut got = 0u64;
         let mut buf = [0u8; 2048];
-        while let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(300), sink.recv_from(&mut buf)).await {
+        while let Ok(Ok(_)) =
+            tokio::time::timeout(Duration::from_millis(300), sink.recv_from(&mut buf)).await
+        {
             got += 1;
         }
         let drops = relay.stats.queue_drops.load(Ordering::Relaxed);
@@ -88,7 +104,10 @@ async fn a_transfer_completes_across_a_lossy_reordering_duplicating_path() {
         let receiver = tokio::spawn(accept_and_drain(server));
         let client = client();
         let data = pattern(1 << 20);
-        let mut conn = client.connect(relay.addr, Config::qstp(Rate::from_mbps(10))).await.unwrap();
+        let mut conn = client
+            .connect(relay.addr, Config::qstp(Rate::from_mbps(10)))
+            .await
+            .unwrap();
         let hash = write_and_confirm(&mut conn, &data).await.unwrap();
         let received = receiver.await.unwrap().unwrap();
         assert_eq!(received.len(), data.len());
@@ -96,7 +115,10 @@ async fn a_transfer_completes_across_a_lossy_reordering_duplicating_path() {
         assert_eq!(hash, *blake3::hash(&data).as_bytes());
         let stats = conn.stats().unwrap();
         assert!(relay.stats.lost.load(Ordering::Relaxed) > 0);
-        assert!(stats.packets_retransmitted > 0, "losses must have been repaired: {stats:?}");
+        assert!(
+            stats.packets_retransmitted > 0,
+            "losses must have been repaired: {stats:?}"
+        );
     })
     .await;
 }
@@ -145,7 +167,10 @@ async fn goodput_reaches_the_target_behind_a_wider_bottleneck() {
             (got, rates, overall)
         });
         let client = client();
-        let mut conn = client.connect(relay.addr, Config::qstp(Rate::from_mbps(20))).await.unwrap();
+        let mut conn = client
+            .connect(relay.addr, Config::qstp(Rate::from_mbps(20)))
+            .await
+            .unwrap();
         conn.write_all(&pattern(TOTAL)).await.unwrap();
         conn.finish().unwrap();
         let (got, rates, overall) = receiver.await.unwrap();
@@ -153,8 +178,16 @@ async fn goodput_reaches_the_target_behind_a_wider_bottleneck() {
         assert!(rates.len() >= 5, "{rates:?}");
         let median = rates[rates.len() / 2];
         let shown: Vec<String> = rates.iter().map(|r| format!("{:.1}", r / 1e6)).collect();
-        assert!(median >= 20e6, "median goodput {:.1} Mbit/s below the 20 Mbit/s target (windows: {shown:?})", median / 1e6);
-        assert!(overall >= 20e6, "goodput {:.1} Mbit/s below the 20 Mbit/s target (windows: {shown:?})", overall / 1e6);
+        assert!(
+            median >= 20e6,
+            "median goodput {:.1} Mbit/s below the 20 Mbit/s target (windows: {shown:?})",
+            median / 1e6
+        );
+        assert!(
+            overall >= 20e6,
+            "goodput {:.1} Mbit/s below the 20 Mbit/s target (windows: {shown:?})",
+            overall / 1e6
+        );
     })
     .await;
 }

@@ -13,11 +13,19 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 async fn a_slow_reader_holds_the_sender_back() {
     bounded(async {
         const BUFFER: usize = 256 * 1024;
-        let limits = Config { send_buffer: BUFFER, recv_buffer: BUFFER, ..server_limits(Duration::from_secs(10)) };
+        let limits = Config {
+            send_buffer: BUFFER,
+            recv_buffer: BUFFER,
+            ..server_limits(Duration::from_secs(10))
+        };
         let server = qstp_net::Endpoint::server("127.0.0.1:0".parse().unwrap(), limits).unwrap();
         let addr = server.local_addr();
         let client = client();
-        let config = Config { send_buffer: BUFFER, recv_buffer: BUFFER, ..Config::default() };
+        let config = Config {
+            send_buffer: BUFFER,
+            recv_buffer: BUFFER,
+            ..Config::default()
+        };
         let mut conn = client.connect(addr, config).await.unwrap();
         let mut reader = server.accept().await.expect("a connection");
         let total = 4usize << 20;
@@ -38,7 +46,10 @@ async fn a_slow_reader_holds_the_sender_back() {
         for _ in 0..5 {
             tokio::time::sleep(Duration::from_millis(100)).await;
             let so_far = accepted.load(Ordering::Relaxed);
-            assert!(so_far <= bound, "sender got {so_far} bytes in with nobody reading (bound {bound})");
+            assert!(
+                so_far <= bound,
+                "sender got {so_far} bytes in with nobody reading (bound {bound})"
+            );
         }
         // Then the reader trickles: what the sender gets in tracks what was read.
         let mut received = Vec::new();
@@ -48,7 +59,11 @@ async fn a_slow_reader_holds_the_sender_back() {
             received.extend_from_slice(&buf[..n]);
             tokio::time::sleep(Duration::from_millis(2)).await;
             let so_far = accepted.load(Ordering::Relaxed);
-            assert!(so_far <= received.len() as u64 + bound, "sender ran {so_far} ahead of a reader at {}", received.len());
+            assert!(
+                so_far <= received.len() as u64 + bound,
+                "sender ran {so_far} ahead of a reader at {}",
+                received.len()
+            );
         }
         reader.read_to_end(&mut received).await.unwrap();
         assert!(received == pattern(total));

@@ -22,7 +22,11 @@ async fn a_vanished_peer_ends_the_transfer_with_a_timeout_on_both_sides() {
             (sink.len(), to_net_error(&err))
         });
         let client = client();
-        let config = Config { idle_timeout: ProtoDuration::from_secs(1), send_buffer: 1 << 20, ..Config::default() };
+        let config = Config {
+            idle_timeout: ProtoDuration::from_secs(1),
+            send_buffer: 1 << 20,
+            ..Config::default()
+        };
         let mut conn = client.connect(relay.addr, config).await.unwrap();
         // Some data flows, then the path dies while the sender still has plenty to write.
         conn.write_all(&pattern(256 * 1024)).await.unwrap();

@@ -9,7 +9,9 @@ mod direct;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use direct::hand_over;
-use qstp_proto::{Config, CongestionControl, Endpoint, EndpointConfig, Event, Rate, ReadError, Time};
+use qstp_proto::{
+    Config, CongestionControl, Endpoint, EndpointConfig, Event, Rate, ReadError, Time,
+};
 use std::hint::black_box;
 use std::net::SocketAddr;
 
@@ -39,7 +41,14 @@ fn transfer(config: Config, bytes: usize) -> usize {
                 }
             }
         }
-        let moved = hand_over(&mut client, &mut server, now, client_addr, server_addr, &mut buf);
+        let moved = hand_over(
+            &mut client,
+            &mut server,
+            now,
+            client_addr,
+            server_addr,
+            &mut buf,
+        );
         while let Some((h, event)) = server.poll_event() {
             if event == Event::Connected {
                 accepted = Some(h);
@@ -59,7 +68,10 @@ fn transfer(config: Config, bytes: usize) -> usize {
             return received;
         }
         if !moved {
-            let next = [client.poll_timeout(), server.poll_timeout()].into_iter().flatten().min();
+            let next = [client.poll_timeout(), server.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min();
             now = next.map_or(now, |t| t.max(now)) + qstp_proto::Duration::from_nanos(1);
             client.handle_timeout(now);
             server.handle_timeout(now);
@@ -71,10 +83,19 @@ fn core_throughput(c: &mut Criterion) {
     let mut group = c.benchmark_group("core_throughput");
     group.throughput(Throughput::Bytes(TRANSFER as u64));
     group.sample_size(10);
-    let fixed = Config { congestion: CongestionControl::Fixed { rate: Rate::from_mbps(100_000) }, ..Config::default() };
-    group.bench_function("fixed_rate_stream_8MiB", |b| b.iter(|| black_box(transfer(fixed.clone(), TRANSFER))));
+    let fixed = Config {
+        congestion: CongestionControl::Fixed {
+            rate: Rate::from_mbps(100_000),
+        },
+        ..Config::default()
+    };
+    group.bench_function("fixed_rate_stream_8MiB", |b| {
+        b.iter(|| black_box(transfer(fixed.clone(), TRANSFER)))
+    });
     let qstp = Config::qstp(Rate::from_mbps(100));
-    group.bench_function("qstp_stream_8MiB", |b| b.iter(|| black_box(transfer(qstp.clone(), TRANSFER))));
+    group.bench_function("qstp_stream_8MiB", |b| {
+        b.iter(|| black_box(transfer(qstp.clone(), TRANSFER)))
+    });
     group.finish();
 }
 

@@ -146,11 +146,28 @@ impl Config {
     /// by the others.
     pub fn preset(preset: Preset, target: Rate) -> Config {
         let (congestion, error, order) = match preset {
-            Preset::Qstp => (CongestionControl::Gtfrc { target }, ErrorControl::SackFull, Order::Ordered),
-            Preset::TfrcSack => (CongestionControl::Tfrc, ErrorControl::SackFull, Order::Ordered),
-            Preset::Tfrc => (CongestionControl::Tfrc, ErrorControl::None, Order::Unordered),
+            Preset::Qstp => (
+                CongestionControl::Gtfrc { target },
+                ErrorControl::SackFull,
+                Order::Ordered,
+            ),
+            Preset::TfrcSack => (
+                CongestionControl::Tfrc,
+                ErrorControl::SackFull,
+                Order::Ordered,
+            ),
+            Preset::Tfrc => (
+                CongestionControl::Tfrc,
+                ErrorControl::None,
+                Order::Unordered,
+            ),
         };
-        Config { congestion, error, order, ..Config::default() }
+        Config {
+            congestion,
+            error,
+            order,
+            ..Config::default()
+        }
     }
 
     /// QSTP with target rate `target`.
@@ -174,19 +191,28 @@ impl Config {
         if !(MIN_DATAGRAM..=MAX_DATAGRAM).contains(&self.max_datagram) {
             return Err(ConfigError::Invalid {
                 key: "max_datagram",
-                reason: format!("{} is outside {MIN_DATAGRAM}..={MAX_DATAGRAM} bytes", self.max_datagram),
+                reason: format!(
+                    "{} is outside {MIN_DATAGRAM}..={MAX_DATAGRAM} bytes",
+                    self.max_datagram
+                ),
             });
         }
         if self.send_buffer < self.max_datagram {
             return Err(ConfigError::Invalid {
                 key: "send_buffer",
-                reason: format!("{} bytes is less than one datagram ({})", self.send_buffer, self.max_datagram),
+                reason: format!(
+                    "{} bytes is less than one datagram ({})",
+                    self.send_buffer, self.max_datagram
+                ),
             });
         }
         if self.recv_buffer < self.max_datagram {
             return Err(ConfigError::Invalid {
                 key: "recv_buffer",
-                reason: format!("{} bytes is less than one datagram ({})", self.recv_buffer, self.max_datagram),
+                reason: format!(
+                    "{} bytes is less than one datagram ({})",
+                    self.recv_buffer, self.max_datagram
+                ),
             });
         }
         if self.send_buffer > MAX_BUFFER || self.recv_buffer > MAX_BUFFER {
@@ -196,23 +222,42 @@ impl Config {
             });
         }
         if self.initial_rtt.is_zero() {
-            return Err(ConfigError::Invalid { key: "initial_rtt", reason: "must be positive".into() });
+            return Err(ConfigError::Invalid {
+                key: "initial_rtt",
+                reason: "must be positive".into(),
+            });
         }
         if self.idle_timeout.is_zero() {
-            return Err(ConfigError::Invalid { key: "idle_timeout", reason: "must be positive".into() });
+            return Err(ConfigError::Invalid {
+                key: "idle_timeout",
+                reason: "must be positive".into(),
+            });
         }
         if self.handshake_timeout.is_zero() {
-            return Err(ConfigError::Invalid { key: "handshake_timeout", reason: "must be positive".into() });
+            return Err(ConfigError::Invalid {
+                key: "handshake_timeout",
+                reason: "must be positive".into(),
+            });
         }
         if self.max_burst == 0 {
-            return Err(ConfigError::Invalid { key: "max_burst", reason: "must be at least 1".into() });
+            return Err(ConfigError::Invalid {
+                key: "max_burst",
+                reason: "must be at least 1".into(),
+            });
         }
         if let CongestionControl::Fixed { rate } = self.congestion {
             if rate.is_zero() {
-                return Err(ConfigError::Invalid { key: "congestion.rate", reason: "a fixed rate must be positive".into() });
+                return Err(ConfigError::Invalid {
+                    key: "congestion.rate",
+                    reason: "a fixed rate must be positive".into(),
+                });
             }
         }
-        if let ErrorControl::SackPartial { deadline, max_retransmissions } = self.error {
+        if let ErrorControl::SackPartial {
+            deadline,
+            max_retransmissions,
+        } = self.error
+        {
             if deadline.is_none() && max_retransmissions.is_none() {
                 return Err(ConfigError::Invalid {
                     key: "error",
@@ -220,7 +265,10 @@ impl Config {
                 });
             }
             if deadline == Some(Duration::ZERO) {
-                return Err(ConfigError::Invalid { key: "error.deadline", reason: "must be positive".into() });
+                return Err(ConfigError::Invalid {
+                    key: "error.deadline",
+                    reason: "must be positive".into(),
+                });
             }
         }
         Ok(())
@@ -276,7 +324,12 @@ mod tests {
     #[test]
     fn presets_compose_as_the_design_says() {
         let q = Config::qstp(Rate::from_kbps(500));
-        assert_eq!(q.congestion, CongestionControl::Gtfrc { target: Rate::from_kbps(500) });
+        assert_eq!(
+            q.congestion,
+            CongestionControl::Gtfrc {
+                target: Rate::from_kbps(500)
+            }
+        );
         assert_eq!(q.error, ErrorControl::SackFull);
         assert!(q.supports_stream());
         let t = Config::preset(Preset::Tfrc, Rate::ZERO);
@@ -286,16 +339,46 @@ mod tests {
             assert_eq!(p.name().parse::<Preset>().unwrap(), p);
             Config::preset(p, Rate::ZERO).validate().unwrap();
         }
-        assert!(matches!("quic".parse::<Preset>(), Err(ConfigError::UnknownPreset(_))));
+        assert!(matches!(
+            "quic".parse::<Preset>(),
+            Err(ConfigError::UnknownPreset(_))
+        ));
     }
 
     #[test]
     fn validation_names_the_field() {
-        let c = Config { max_datagram: 10, ..Config::default() };
-        assert!(matches!(c.validate(), Err(ConfigError::Invalid { key: "max_datagram", .. })));
-        let c = Config { error: ErrorControl::SackPartial { deadline: None, max_retransmissions: None }, ..Config::default() };
-        assert!(matches!(c.validate(), Err(ConfigError::Invalid { key: "error", .. })));
-        let c = Config { recv_buffer: 100, ..Config::default() };
-        assert!(matches!(c.validate(), Err(ConfigError::Invalid { key: "recv_buffer", .. })));
+        let c = Config {
+            max_datagram: 10,
+            ..Config::default()
+        };
+        assert!(matches!(
+            c.validate(),
+            Err(ConfigError::Invalid {
+                key: "max_datagram",
+                ..
+            })
+        ));
+        let c = Config {
+            error: ErrorControl::SackPartial {
+                deadline: None,
+                max_retransmissions: None,
+            },
+            ..Config::default()
+        };
+        assert!(matches!(
+            c.validate(),
+            Err(ConfigError::Invalid { key: "error", .. })
+        ));
+        let c = Config {
+            recv_buffer: 100,
+            ..Config::default()
+        };
+        assert!(matches!(
+            c.validate(),
+            Err(ConfigError::Invalid {
+                key: "recv_buffer",
+                ..
+            })
+        ));
     }
 }

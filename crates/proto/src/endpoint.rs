@@ -57,11 +57,19 @@ pub struct EndpointConfig {
 impl EndpointConfig {
     /// A client-only endpoint.
     pub fn client(cookie_key: [u8; 32]) -> Self {
-        EndpointConfig { cookie_key, cookie_lifetime: Duration::from_secs(10), max_connections: 1024, server: None }
+        EndpointConfig {
+            cookie_key,
+            cookie_lifetime: Duration::from_secs(10),
+            max_connections: 1024,
+            server: None,
+        }
     }
     /// An endpoint that also accepts connections with the given limits.
     pub fn server(cookie_key: [u8; 32], limits: Config) -> Self {
-        EndpointConfig { server: Some(limits), ..EndpointConfig::client(cookie_key) }
+        EndpointConfig {
+            server: Some(limits),
+            ..EndpointConfig::client(cookie_key)
+        }
     }
 }
 
@@ -132,7 +140,12 @@ impl Endpoint {
     }
 
     /// Start a connection to `remote`; the hello goes out on the next `poll_transmit`.
-    pub fn connect(&mut self, now: Time, remote: SocketAddr, config: Config) -> Result<ConnectionHandle, ConnectError> {
+    pub fn connect(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        config: Config,
+    ) -> Result<ConnectionHandle, ConnectError> {
         config.validate()?;
         if self.live_connections() >= self.config.max_connections {
             return Err(ConnectError::TooManyConnections);
@@ -154,7 +167,9 @@ impl Endpoint {
             self.handle_hello(now, remote, hello, &packet, datagram.len());
             return;
         }
-        let handle = packet.destination().and_then(|id| self.by_id.get(&id).copied());
+        let handle = packet
+            .destination()
+            .and_then(|id| self.by_id.get(&id).copied());
         match handle.and_then(|h| self.connections.get_mut(&h)) {
             Some(conn) => conn.handle_packet(now, remote, &packet, datagram.len()),
             None => self.stats.unknown_connection += 1,
@@ -162,12 +177,23 @@ impl Endpoint {
     }
 
     /// A hello: answer a repeat, challenge without a valid cookie, else accept or refuse.
-    fn handle_hello(&mut self, now: Time, remote: SocketAddr, hello: &Hello, packet: &Packet<'_>, size: usize) {
+    fn handle_hello(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        hello: &Hello,
+        packet: &Packet<'_>,
+        size: usize,
+    ) {
         let Some(limits) = self.config.server.as_ref() else {
             self.stats.refused += 1;
             return;
         };
-        if let Some(conn) = self.by_client.get(&(remote, hello.source)).and_then(|h| self.connections.get_mut(h)) {
+        if let Some(conn) = self
+            .by_client
+            .get(&(remote, hello.source))
+            .and_then(|h| self.connections.get_mut(h))
+        {
             // Our accept was lost: the connection answers again.
             conn.handle_packet(now, remote, packet, size);
             return;
@@ -217,7 +243,12 @@ impl Endpoint {
     fn refuse(&mut self, remote: SocketAddr, client: ConnectionId, reason: &[u8]) {
         self.stats.refused += 1;
         let reason = &reason[..reason.len().min(crate::wire::MAX_REASON_LEN)];
-        let close = Close { destination: client, graceful: false, code: REFUSED_CODE, reason };
+        let close = Close {
+            destination: client,
+            graceful: false,
+            code: REFUSED_CODE,
+            reason,
+        };
         self.queue_stateless(remote, &Packet::Close(close));
     }
 
@@ -231,7 +262,11 @@ impl Endpoint {
         self.stateless.push_back((remote, bytes));
     }
 
-    fn insert(&mut self, conn: Connection, client: Option<(SocketAddr, ConnectionId)>) -> ConnectionHandle {
+    fn insert(
+        &mut self,
+        conn: Connection,
+        client: Option<(SocketAddr, ConnectionId)>,
+    ) -> ConnectionHandle {
         let handle = ConnectionHandle(self.next_handle);
         self.next_handle += 1;
         self.by_id.insert(conn.local_id(), handle);
@@ -270,7 +305,11 @@ impl Endpoint {
         buf.clear();
         if let Some((destination, bytes)) = self.stateless.pop_front() {
             buf.extend_from_slice(&bytes);
-            return Some(Transmit { destination, size: buf.len(), connection: None });
+            return Some(Transmit {
+                destination,
+                size: buf.len(),
+                connection: None,
+            });
         }
         // Round robin: start after the connection that sent last.
         let start = self.next_to_poll;
@@ -291,18 +330,27 @@ impl Endpoint {
         }
         let (handle, destination) = sent?;
         self.next_to_poll = ConnectionHandle(handle.0 + 1);
-        Some(Transmit { destination, size: buf.len(), connection: Some(handle) })
+        Some(Transmit {
+            destination,
+            size: buf.len(),
+            connection: Some(handle),
+        })
     }
 
     /// When `handle_timeout` (or `poll_transmit`, for pacing) should next be called.
     pub fn poll_timeout(&self) -> Option<Time> {
-        self.connections.values().filter_map(|c| c.poll_timeout()).min()
+        self.connections
+            .values()
+            .filter_map(|c| c.poll_timeout())
+            .min()
     }
 
     /// The next event; `Event::Connected` on a handle not created by `connect` announces an
     /// accepted connection.
     pub fn poll_event(&mut self) -> Option<(ConnectionHandle, Event)> {
-        self.connections.iter_mut().find_map(|(handle, conn)| conn.poll_event().map(|e| (*handle, e)))
+        self.connections
+            .iter_mut()
+            .find_map(|(handle, conn)| conn.poll_event().map(|e| (*handle, e)))
     }
 
     /// A connection by handle.

@@ -18,7 +18,9 @@ pub mod connection;
 pub mod endpoint;
 
 pub use connection::{CloseReason, Connection, Event, ReadError, Stats, WriteError};
-pub use endpoint::{ConnectError, ConnectionHandle, Endpoint, EndpointConfig, EndpointStats, Transmit};
+pub use endpoint::{
+    ConnectError, ConnectionHandle, Endpoint, EndpointConfig, EndpointStats, Transmit,
+};
 pub mod cc;
 pub mod delivery;
 pub mod ec;

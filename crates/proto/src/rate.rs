@@ -131,7 +131,9 @@ pub enum RateParseError {
     #[error("rate '{0}' is negative")]
     Negative(String),
     /// The unit is not one of the accepted spellings.
-    #[error("'{0}' has an unknown unit (use k/M/G with bit/s, bps or B/s, e.g. 500k, 2Mbit/s, 64kB/s)")]
+    #[error(
+        "'{0}' has an unknown unit (use k/M/G with bit/s, bps or B/s, e.g. 500k, 2Mbit/s, 64kB/s)"
+    )]
     UnknownUnit(String),
     /// More than 2^64 bit/s.
     #[error("rate '{0}' is too large")]
@@ -190,10 +192,22 @@ mod tests {
 
     #[test]
     fn refuses_bad_rates() {
-        assert!(matches!(Rate::parse("fast"), Err(RateParseError::NotANumber(_))));
-        assert!(matches!(Rate::parse("-5k"), Err(RateParseError::Negative(_))));
-        assert!(matches!(Rate::parse("5 furlongs"), Err(RateParseError::UnknownUnit(_))));
-        assert!(matches!(Rate::parse("5kk"), Err(RateParseError::UnknownUnit(_))));
+        assert!(matches!(
+            Rate::parse("fast"),
+            Err(RateParseError::NotANumber(_))
+        ));
+        assert!(matches!(
+            Rate::parse("-5k"),
+            Err(RateParseError::Negative(_))
+        ));
+        assert!(matches!(
+            Rate::parse("5 furlongs"),
+            Err(RateParseError::UnknownUnit(_))
+        ));
+        assert!(matches!(
+            Rate::parse("5kk"),
+            Err(RateParseError::UnknownUnit(_))
+        ));
         assert_eq!(Rate::parse("  "), Err(RateParseError::Empty));
         assert!(Rate::parse("1e30G").is_err());
     }

@@ -130,7 +130,9 @@ impl Duration {
             return Err(DurationParseError::Empty);
         }
         let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'))
+            .find(|c: char| {
+                !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E')
+            })
             .ok_or_else(|| DurationParseError::MissingUnit(t.to_string()))?;
         // 'e' can start no unit we accept, so a split inside an exponent cannot mislead the parse.
         let (num, unit) = t.split_at(split);
@@ -306,17 +308,35 @@ mod tests {
     fn parses_units() {
         assert_eq!(Duration::parse("30ms").unwrap(), Duration::from_millis(30));
         assert_eq!(Duration::parse("180s").unwrap(), Duration::from_secs(180));
-        assert_eq!(Duration::parse("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(
+            Duration::parse("1.5s").unwrap(),
+            Duration::from_millis(1500)
+        );
         assert_eq!(Duration::parse("2min").unwrap(), Duration::from_secs(120));
-        assert_eq!(Duration::parse(" 250us ").unwrap(), Duration::from_micros(250));
+        assert_eq!(
+            Duration::parse(" 250us ").unwrap(),
+            Duration::from_micros(250)
+        );
     }
 
     #[test]
     fn refuses_bad_durations() {
-        assert_eq!(Duration::parse("30"), Err(DurationParseError::MissingUnit("30".into())));
-        assert!(matches!(Duration::parse("-1s"), Err(DurationParseError::Negative(_))));
-        assert!(matches!(Duration::parse("3 parsecs"), Err(DurationParseError::UnknownUnit(_))));
-        assert!(matches!(Duration::parse("fast"), Err(DurationParseError::NotANumber(_))));
+        assert_eq!(
+            Duration::parse("30"),
+            Err(DurationParseError::MissingUnit("30".into()))
+        );
+        assert!(matches!(
+            Duration::parse("-1s"),
+            Err(DurationParseError::Negative(_))
+        ));
+        assert!(matches!(
+            Duration::parse("3 parsecs"),
+            Err(DurationParseError::UnknownUnit(_))
+        ));
+        assert!(matches!(
+            Duration::parse("fast"),
+            Err(DurationParseError::NotANumber(_))
+        ));
         assert_eq!(Duration::parse(""), Err(DurationParseError::Empty));
     }
 

@@ -4,14 +4,20 @@
 mod support;
 
 use qstp_proto::endpoint::MAX_STATELESS_REPLIES;
-use qstp_proto::wire::{Chunk, Composition, ConnectionId, Cookie, Data, Feedback, Hello, Packet, COOKIE_LEN};
+use qstp_proto::wire::{
+    Chunk, Composition, ConnectionId, Cookie, Data, Feedback, Hello, Packet, COOKIE_LEN,
+};
 use qstp_proto::{Config, Duration, Event, ReadError};
 use support::{pattern, Direction, Pair, PathModel};
 
 /// A pair with an established connection that moved `bytes` client to server, every datagram
 /// captured.
 fn established_with_traffic(bytes: usize) -> Pair {
-    let mut pair = Pair::new(Config::default(), PathModel::with_delay(Duration::from_millis(10)), 31);
+    let mut pair = Pair::new(
+        Config::default(),
+        PathModel::with_delay(Duration::from_millis(10)),
+        31,
+    );
     pair.capture = Some(Vec::new());
     pair.connect_and_establish(Config::default());
     let data = pattern(bytes, 9);
@@ -32,7 +38,9 @@ fn established_with_traffic(bytes: usize) -> Pair {
 fn captured_data(pair: &Pair, direction: Direction) -> Vec<u8> {
     let log = pair.capture.as_ref().unwrap();
     log.iter()
-        .find(|(_, d, bytes)| *d == direction && matches!(Packet::decode(bytes), Ok(Packet::Data(_))))
+        .find(|(_, d, bytes)| {
+            *d == direction && matches!(Packet::decode(bytes), Ok(Packet::Data(_)))
+        })
         .map(|(_, _, bytes)| bytes.clone())
         .expect("a captured data packet")
 }
@@ -56,10 +64,14 @@ fn malformed_truncated_and_oversize_datagrams_are_counted_and_dropped() {
     let dropped_before = pair.server.conn().stats().packets_dropped;
     let mut fed = 0;
     for len in 0..good.len() {
-        pair.server.endpoint.handle_datagram(now, from, &good[..len]);
+        pair.server
+            .endpoint
+            .handle_datagram(now, from, &good[..len]);
         fed += 1;
     }
-    pair.server.endpoint.handle_datagram(now, from, &vec![0xAB; 70_000]);
+    pair.server
+        .endpoint
+        .handle_datagram(now, from, &vec![0xAB; 70_000]);
     pair.server.endpoint.handle_datagram(now, from, &[0xFF; 40]);
     fed += 2;
     let mut garbage = good.clone();
@@ -72,7 +84,11 @@ fn malformed_truncated_and_oversize_datagrams_are_counted_and_dropped() {
     let replays = pair.server.conn().stats().packets_dropped - dropped_before;
     assert!(malformed >= 4, "{malformed}");
     assert_eq!(malformed + replays, fed);
-    assert_eq!(pair.server.conn().stats().bytes_delivered, 20_000, "nothing extra delivered");
+    assert_eq!(
+        pair.server.conn().stats().bytes_delivered,
+        20_000,
+        "nothing extra delivered"
+    );
 }
 
 #[test]
@@ -83,7 +99,11 @@ fn replayed_and_out_of_window_data_is_dropped_and_counted() {
     let replay = captured_data(&pair, Direction::ToServer);
     let dropped_before = pair.server.conn().stats().packets_dropped;
     pair.server.endpoint.handle_datagram(now, from, &replay);
-    assert_eq!(pair.server.conn().stats().packets_dropped, dropped_before + 1, "replay dropped");
+    assert_eq!(
+        pair.server.conn().stats().packets_dropped,
+        dropped_before + 1,
+        "replay dropped"
+    );
 
     let destination = destination_of(&replay);
     let far = Data {
@@ -91,16 +111,31 @@ fn replayed_and_out_of_window_data_is_dropped_and_counted() {
         packet_number: 1 << 40,
         timestamp: 0,
         rtt: 0,
-        chunk: Chunk::Stream { offset: 20_000, fin: false },
+        chunk: Chunk::Stream {
+            offset: 20_000,
+            fin: false,
+        },
         skip_to: None,
         payload: b"from the far future",
     };
-    pair.server.endpoint.handle_datagram(now, from, &encode(&Packet::Data(far)));
-    assert_eq!(pair.server.conn().stats().packets_dropped, dropped_before + 2, "out of window dropped");
+    pair.server
+        .endpoint
+        .handle_datagram(now, from, &encode(&Packet::Data(far)));
+    assert_eq!(
+        pair.server.conn().stats().packets_dropped,
+        dropped_before + 2,
+        "out of window dropped"
+    );
 
     // The right connection id from the wrong address is not the peer.
-    pair.server.endpoint.handle_datagram(now, "10.9.9.9:1".parse().unwrap(), &replay);
-    assert_eq!(pair.server.conn().stats().packets_dropped, dropped_before + 3, "spoofed source dropped");
+    pair.server
+        .endpoint
+        .handle_datagram(now, "10.9.9.9:1".parse().unwrap(), &replay);
+    assert_eq!(
+        pair.server.conn().stats().packets_dropped,
+        dropped_before + 3,
+        "spoofed source dropped"
+    );
 
     // An unknown connection id is counted by the endpoint.
     let mut stray = replay.clone();
@@ -110,11 +145,17 @@ fn replayed_and_out_of_window_data_is_dropped_and_counted() {
         stray = encode(&Packet::Data(d));
     }
     pair.server.endpoint.handle_datagram(now, from, &stray);
-    assert_eq!(pair.server.endpoint.stats().unknown_connection, unknown_before + 1);
+    assert_eq!(
+        pair.server.endpoint.stats().unknown_connection,
+        unknown_before + 1
+    );
 
     // None of it reached the application.
     assert_eq!(pair.server.conn().stats().bytes_delivered, 20_000);
-    assert_eq!(pair.server.conn_mut().read(&mut [0u8; 16]), Err(ReadError::Blocked));
+    assert_eq!(
+        pair.server.conn_mut().read(&mut [0u8; 16]),
+        Err(ReadError::Blocked)
+    );
 }
 
 #[test]
@@ -128,7 +169,13 @@ fn feedback_acknowledging_never_sent_packets_is_ignored_and_counted() {
         .as_ref()
         .unwrap()
         .iter()
-        .find(|(_, d, b)| *d == Direction::ToClient && matches!(Packet::decode(b), Ok(Packet::Feedback(_)) | Ok(Packet::Data(_))))
+        .find(|(_, d, b)| {
+            *d == Direction::ToClient
+                && matches!(
+                    Packet::decode(b),
+                    Ok(Packet::Feedback(_)) | Ok(Packet::Data(_))
+                )
+        })
         .map(|(_, _, b)| destination_of(b))
         .unwrap_or(ConnectionId(0));
     assert_ne!(client_id, server_id);
@@ -145,7 +192,9 @@ fn feedback_acknowledging_never_sent_packets_is_ignored_and_counted() {
         ack_ranges: vec![(0, 1_000_000)],
     };
     let (now, from) = (pair.time, pair.server.addr);
-    pair.client.endpoint.handle_datagram(now, from, &encode(&Packet::Feedback(optimistic)));
+    pair.client
+        .endpoint
+        .handle_datagram(now, from, &encode(&Packet::Feedback(optimistic)));
     let stats = pair.client.conn().stats();
     assert_eq!(stats.bogus_acks, 1);
     assert_eq!(stats.rate, rate_before, "the rate did not jump on a lie");
@@ -171,8 +220,12 @@ fn spoofed_hellos_cost_the_server_no_state() {
             // Every tenth hello carries a forged cookie.
             cookie: (i % 10 == 0).then_some(Cookie([i as u8; COOKIE_LEN])),
         };
-        let from = format!("192.0.2.{}:{}", i % 250 + 1, 1000 + i).parse().unwrap();
-        pair.server.endpoint.handle_datagram(now, from, &encode(&Packet::Hello(hello)));
+        let from = format!("192.0.2.{}:{}", i % 250 + 1, 1000 + i)
+            .parse()
+            .unwrap();
+        pair.server
+            .endpoint
+            .handle_datagram(now, from, &encode(&Packet::Hello(hello)));
     }
     let stats = pair.server.endpoint.stats();
     assert_eq!(stats.cookie_challenges, 900);
@@ -184,16 +237,27 @@ fn spoofed_hellos_cost_the_server_no_state() {
     let mut replies = 0;
     while let Some(t) = pair.server.endpoint.poll_transmit(now, &mut buf) {
         assert!(t.connection.is_none());
-        assert!(t.size < 1200 / 3, "a reply is much smaller than the padded hello");
+        assert!(
+            t.size < 1200 / 3,
+            "a reply is much smaller than the padded hello"
+        );
         replies += 1;
     }
     assert_eq!(replies, MAX_STATELESS_REPLIES);
-    assert_eq!(pair.server.endpoint.poll_timeout(), None, "no timer, no state");
+    assert_eq!(
+        pair.server.endpoint.poll_timeout(),
+        None,
+        "no timer, no state"
+    );
 }
 
 #[test]
 fn a_cookie_replayed_from_another_address_is_refused() {
-    let mut pair = Pair::new(Config::default(), PathModel::with_delay(Duration::from_millis(5)), 33);
+    let mut pair = Pair::new(
+        Config::default(),
+        PathModel::with_delay(Duration::from_millis(5)),
+        33,
+    );
     pair.capture = Some(Vec::new());
     pair.connect_and_establish(Config::default());
     let hello_with_cookie = pair
@@ -206,20 +270,32 @@ fn a_cookie_replayed_from_another_address_is_refused() {
         .unwrap()
         .clone();
     let refused = pair.server.endpoint.stats().refused;
-    pair.server.endpoint.handle_datagram(pair.time, "198.51.100.7:9".parse().unwrap(), &hello_with_cookie);
+    pair.server.endpoint.handle_datagram(
+        pair.time,
+        "198.51.100.7:9".parse().unwrap(),
+        &hello_with_cookie,
+    );
     assert_eq!(pair.server.endpoint.stats().refused, refused + 1);
     assert_eq!(pair.server.endpoint.connection_count(), 1);
     // Replayed from the right address it is a repeat of the existing connection's hello.
-    pair.server.endpoint.handle_datagram(pair.time, pair.client.addr, &hello_with_cookie);
+    pair.server
+        .endpoint
+        .handle_datagram(pair.time, pair.client.addr, &hello_with_cookie);
     assert_eq!(pair.server.endpoint.connection_count(), 1);
     // The cookie does not cover another client id from the same address.
     if let Ok(Packet::Hello(mut h)) = Packet::decode(&hello_with_cookie) {
         h.source = ConnectionId(h.source.0 ^ 0xFF);
-        pair.server.endpoint.handle_datagram(pair.time, pair.client.addr, &encode(&Packet::Hello(h)));
+        pair.server.endpoint.handle_datagram(
+            pair.time,
+            pair.client.addr,
+            &encode(&Packet::Hello(h)),
+        );
     }
     assert_eq!(pair.server.endpoint.stats().refused, refused + 2);
     assert_eq!(pair.server.endpoint.connection_count(), 1);
-    assert!(!pair.server.saw(&Event::Closed(qstp_proto::CloseReason::Refused)));
+    assert!(!pair
+        .server
+        .saw(&Event::Closed(qstp_proto::CloseReason::Refused)));
 }
 
 /// Thousands of random datagrams, some shaped like real packets for this connection, thrown at
@@ -229,7 +305,14 @@ fn a_cookie_replayed_from_another_address_is_refused() {
 fn random_garbage_during_a_transfer_changes_nothing() {
     use rand_chacha::ChaCha8Rng;
     use rand_core::{RngCore, SeedableRng};
-    let mut pair = Pair::new(Config::default(), PathModel { loss: 0.02, ..PathModel::with_delay(Duration::from_millis(10)) }, 34);
+    let mut pair = Pair::new(
+        Config::default(),
+        PathModel {
+            loss: 0.02,
+            ..PathModel::with_delay(Duration::from_millis(10))
+        },
+        34,
+    );
     pair.capture = Some(Vec::new());
     pair.connect_and_establish(Config::default());
     let data = pattern(150_000, 5);
@@ -253,7 +336,11 @@ fn random_garbage_during_a_transfer_changes_nothing() {
         let template = p
             .capture
             .as_ref()
-            .and_then(|log| log.iter().rev().find(|(_, d, b)| *d == Direction::ToServer && b.len() > 40))
+            .and_then(|log| {
+                log.iter()
+                    .rev()
+                    .find(|(_, d, b)| *d == Direction::ToServer && b.len() > 40)
+            })
             .map(|(_, _, b)| b.clone());
         for _ in 0..8 {
             let len = (rng.next_u32() % 1600) as usize;
@@ -264,9 +351,13 @@ fn random_garbage_during_a_transfer_changes_nothing() {
                 garbage[..keep].copy_from_slice(&t[..keep]);
             }
             let (now, from) = (p.time, p.client.addr);
-            p.server.endpoint.handle_datagram(now, from, &garbage[..len]);
+            p.server
+                .endpoint
+                .handle_datagram(now, from, &garbage[..len]);
             let (now, from) = (p.time, p.server.addr);
-            p.client.endpoint.handle_datagram(now, from, &garbage[..len]);
+            p.client
+                .endpoint
+                .handle_datagram(now, from, &garbage[..len]);
             thrown += 2;
         }
         received.len() == data.len()
@@ -281,5 +372,8 @@ fn random_garbage_during_a_transfer_changes_nothing() {
         + pair.client.endpoint.stats().unknown_connection
         + pair.server.conn().stats().packets_dropped
         + pair.client.conn().stats().packets_dropped;
-    assert!(dropped >= thrown * 9 / 10, "{dropped} of {thrown} counted as dropped");
+    assert!(
+        dropped >= thrown * 9 / 10,
+        "{dropped} of {thrown} counted as dropped"
+    );
 }

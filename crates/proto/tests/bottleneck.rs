@@ -11,7 +11,11 @@ const LINK: Rate = Rate::from_mbps(2);
 
 /// 20 ms each way; client to server through a 2 Mbit/s link with room for 8 datagrams.
 fn bottleneck_pair(seed: u64) -> Pair {
-    let mut pair = Pair::new(Config::default(), PathModel::with_delay(Duration::from_millis(20)), seed);
+    let mut pair = Pair::new(
+        Config::default(),
+        PathModel::with_delay(Duration::from_millis(20)),
+        seed,
+    );
     pair.to_server.rate = Some(LINK);
     pair.to_server.queue_limit = 8;
     pair
@@ -47,10 +51,20 @@ fn a_stream_arrives_complete_through_an_overflowing_bottleneck() {
     pair.connect_and_establish(Config::default());
     let data = pattern(1_000_000, 7);
     let (mut written, mut received) = (0, Vec::new());
-    let done = pair.drive_until(Duration::from_secs(60), |p| pump(p, &data, &mut written, &mut received));
-    assert!(done, "stream incomplete: {} of {} bytes", received.len(), data.len());
+    let done = pair.drive_until(Duration::from_secs(60), |p| {
+        pump(p, &data, &mut written, &mut received)
+    });
+    assert!(
+        done,
+        "stream incomplete: {} of {} bytes",
+        received.len(),
+        data.len()
+    );
     assert!(received == data, "the stream arrived altered");
-    assert!(pair.to_server_stats.queue_drops > 0, "the queue never overflowed: the story tests nothing");
+    assert!(
+        pair.to_server_stats.queue_drops > 0,
+        "the queue never overflowed: the story tests nothing"
+    );
     assert_eq!(pair.stalls, 0);
 }
 
@@ -80,7 +94,18 @@ fn tfrc_fills_most_of_a_bottleneck_link() {
     let utilisation = through.bps() as f64 / LINK.bps() as f64;
     let drops = pair.to_server_stats.queue_drops;
     assert!(drops > 0, "the queue never overflowed");
-    assert!(utilisation >= 0.85, "TFRC used {:.1}% of the link ({drops} queue drops, p = {})", 100.0 * utilisation, pair.client.conn().stats().loss_event_rate);
-    assert!(utilisation <= 1.0 + 1e-6, "more than the link carries: {utilisation}");
-    eprintln!("bottleneck utilisation {:.1}%, {drops} queue drops", 100.0 * utilisation);
+    assert!(
+        utilisation >= 0.85,
+        "TFRC used {:.1}% of the link ({drops} queue drops, p = {})",
+        100.0 * utilisation,
+        pair.client.conn().stats().loss_event_rate
+    );
+    assert!(
+        utilisation <= 1.0 + 1e-6,
+        "more than the link carries: {utilisation}"
+    );
+    eprintln!(
+        "bottleneck utilisation {:.1}%, {drops} queue drops",
+        100.0 * utilisation
+    );
 }

@@ -4,7 +4,10 @@
 
 mod support;
 
-use qstp_proto::{Config, Duration, EndpointStats, ErrorControl, Event, Order, Rate, ReadError, Stats, Time, WriteError};
+use qstp_proto::{
+    Config, Duration, EndpointStats, ErrorControl, Event, Order, Rate, ReadError, Stats, Time,
+    WriteError,
+};
 use support::{pattern, Direction, Pair, PathModel, PathStats};
 
 /// Everything observable about one run.
@@ -25,7 +28,9 @@ struct Outcome {
 impl Outcome {
     /// One digest of the whole outcome, to compare across processes.
     fn digest(&self) -> String {
-        blake3::hash(format!("{self:?}").as_bytes()).to_hex().to_string()
+        blake3::hash(format!("{self:?}").as_bytes())
+            .to_hex()
+            .to_string()
     }
 }
 
@@ -43,8 +48,20 @@ fn rough_path() -> PathModel {
 }
 
 fn outcome(pair: &Pair, delivered: &[u8]) -> Outcome {
-    let transmitted = pair.capture.as_ref().expect("capture on").iter().map(|(t, d, b)| (*t, *d, *blake3::hash(b).as_bytes())).collect();
-    let events = pair.client.events.iter().chain(&pair.server.events).map(|(t, _, e)| (*t, e.clone())).collect();
+    let transmitted = pair
+        .capture
+        .as_ref()
+        .expect("capture on")
+        .iter()
+        .map(|(t, d, b)| (*t, *d, *blake3::hash(b).as_bytes()))
+        .collect();
+    let events = pair
+        .client
+        .events
+        .iter()
+        .chain(&pair.server.events)
+        .map(|(t, _, e)| (*t, e.clone()))
+        .collect();
     Outcome {
         transmitted,
         delivered: *blake3::hash(delivered).as_bytes(),
@@ -59,7 +76,10 @@ fn outcome(pair: &Pair, delivered: &[u8]) -> Outcome {
 
 /// A stream through the rough path, with a phase where every window update is lost.
 fn stream_run(seed: u64) -> Outcome {
-    let limits = Config { recv_buffer: 32 * 1024, ..Config::default() };
+    let limits = Config {
+        recv_buffer: 32 * 1024,
+        ..Config::default()
+    };
     let mut pair = Pair::new(limits, rough_path(), seed);
     pair.capture = Some(Vec::new());
     pair.connect_and_establish(Config::default());
@@ -96,7 +116,12 @@ fn stream_run(seed: u64) -> Outcome {
     pair.drive_until(Duration::from_millis(300), |p| step(p, true));
     pair.to_client.loss = 0.08;
     let done = pair.drive_until(Duration::from_secs(120), |p| step(p, true));
-    assert!(done && received == data, "the transfer completed: {} of {} bytes", received.len(), data.len());
+    assert!(
+        done && received == data,
+        "the transfer completed: {} of {} bytes",
+        received.len(),
+        data.len()
+    );
     outcome(&pair, &received)
 }
 
@@ -104,15 +129,27 @@ fn stream_run(seed: u64) -> Outcome {
 fn message_run(seed: u64) -> Outcome {
     let mut pair = Pair::new(Config::default(), rough_path(), seed);
     pair.capture = Some(Vec::new());
-    let error = ErrorControl::SackPartial { deadline: Some(Duration::from_millis(150)), max_retransmissions: Some(2) };
-    pair.connect_and_establish(Config { error, order: Order::Ordered, ..Config::qstp(Rate::from_kbps(300)) });
+    let error = ErrorControl::SackPartial {
+        deadline: Some(Duration::from_millis(150)),
+        max_retransmissions: Some(2),
+    };
+    pair.connect_and_establish(Config {
+        error,
+        order: Order::Ordered,
+        ..Config::qstp(Rate::from_kbps(300))
+    });
     let mut sent = 0u64;
     let mut delivered = Vec::new();
     pair.drive_until(Duration::from_secs(6), |p| {
         let now = p.time;
-        while sent < 600 && Time::from_nanos(1_000_000_000) + Duration::from_millis(8 * sent) <= now {
+        while sent < 600 && Time::from_nanos(1_000_000_000) + Duration::from_millis(8 * sent) <= now
+        {
             let len = 100 + (sent as usize * 37) % 2_500;
-            if p.client.conn_mut().send_message(now, &pattern(len, sent as u8)).is_err() {
+            if p.client
+                .conn_mut()
+                .send_message(now, &pattern(len, sent as u8))
+                .is_err()
+            {
                 break;
             }
             sent += 1;
@@ -130,9 +167,18 @@ fn message_run(seed: u64) -> Outcome {
 #[test]
 fn a_lossy_stream_transfer_is_identical_when_run_again() {
     let first = stream_run(77);
-    let second = std::thread::spawn(|| stream_run(77)).join().expect("second run");
-    assert!(first.transmitted.len() > 100, "a real transfer: {} datagrams", first.transmitted.len());
-    assert!(first.stats[0].packets_retransmitted > 0 && first.paths[0].duplicated > 0, "losses and duplicates happened");
+    let second = std::thread::spawn(|| stream_run(77))
+        .join()
+        .expect("second run");
+    assert!(
+        first.transmitted.len() > 100,
+        "a real transfer: {} datagrams",
+        first.transmitted.len()
+    );
+    assert!(
+        first.stats[0].packets_retransmitted > 0 && first.paths[0].duplicated > 0,
+        "losses and duplicates happened"
+    );
     assert_same(&first, &second);
     // And the seed matters: another seed takes another course.
     assert_ne!(stream_run(78).transmitted, first.transmitted);
@@ -141,7 +187,9 @@ fn a_lossy_stream_transfer_is_identical_when_run_again() {
 #[test]
 fn a_lossy_message_exchange_is_identical_when_run_again() {
     let first = message_run(5);
-    let second = std::thread::spawn(|| message_run(5)).join().expect("second run");
+    let second = std::thread::spawn(|| message_run(5))
+        .join()
+        .expect("second run");
     assert!(first.transmitted.len() > 300);
     assert_same(&first, &second);
 }
@@ -153,27 +201,51 @@ const CHILD: &str = "QSTP_DETERMINISM_CHILD";
 /// Same seed, another process: also another address-space layout and another random hash seed.
 #[test]
 fn runs_are_identical_across_processes() {
-    let digests = format!("stream={} messages={}", stream_run(77).digest(), message_run(5).digest());
+    let digests = format!(
+        "stream={} messages={}",
+        stream_run(77).digest(),
+        message_run(5).digest()
+    );
     if std::env::var_os(CHILD).is_some() {
         println!("digests: {digests}");
         return;
     }
     let exe = std::env::current_exe().expect("test binary path");
     let child = std::process::Command::new(exe)
-        .args(["runs_are_identical_across_processes", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "runs_are_identical_across_processes",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD, "1")
         .output()
         .expect("start the child run");
-    assert!(child.status.success(), "child run failed: {}", String::from_utf8_lossy(&child.stderr));
+    assert!(
+        child.status.success(),
+        "child run failed: {}",
+        String::from_utf8_lossy(&child.stderr)
+    );
     let stdout = String::from_utf8_lossy(&child.stdout);
-    let theirs = stdout.lines().find_map(|l| l.split_once("digests: ").map(|(_, d)| d)).expect("child printed its digests");
+    let theirs = stdout
+        .lines()
+        .find_map(|l| l.split_once("digests: ").map(|(_, d)| d))
+        .expect("child printed its digests");
     assert_eq!(theirs, digests);
 }
 
 /// Compare two outcomes, naming the first datagram that differs.
 fn assert_same(a: &Outcome, b: &Outcome) {
-    if let Some(i) = a.transmitted.iter().zip(&b.transmitted).position(|(x, y)| x != y) {
-        panic!("runs diverge at datagram {i}: {:?} vs {:?}", a.transmitted[i], b.transmitted[i]);
+    if let Some(i) = a
+        .transmitted
+        .iter()
+        .zip(&b.transmitted)
+        .position(|(x, y)| x != y)
+    {
+        panic!(
+            "runs diverge at datagram {i}: {:?} vs {:?}",
+            a.transmitted[i], b.transmitted[i]
+        );
     }
     assert_eq!(a.transmitted.len(), b.transmitted.len());
     assert_eq!(a, b);

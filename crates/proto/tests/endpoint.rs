@@ -9,7 +9,13 @@ use qstp_proto::{Config, CongestionControl, Endpoint, EndpointConfig, Event, Rat
 use std::net::SocketAddr;
 
 /// Shuttle datagrams between the two endpoints at `now` until neither has anything to send.
-fn exchange(client: &mut Endpoint, server: &mut Endpoint, now: Time, client_addr: SocketAddr, server_addr: SocketAddr) {
+fn exchange(
+    client: &mut Endpoint,
+    server: &mut Endpoint,
+    now: Time,
+    client_addr: SocketAddr,
+    server_addr: SocketAddr,
+) {
     let mut buf = Vec::new();
     while hand_over(client, server, now, client_addr, server_addr, &mut buf) {}
 }
@@ -22,8 +28,17 @@ fn connections_share_the_endpoint_in_turn() {
     let mut server = Endpoint::new(EndpointConfig::server([2; 32], Config::default()), 2);
     let now = Time::from_nanos(1_000_000);
     // A fixed rate high enough that pacing lets a burst out at one instant.
-    let config = Config { congestion: CongestionControl::Fixed { rate: Rate::from_mbps(1_000) }, max_burst: 64, ..Config::default() };
-    let handles = [client.connect(now, server_addr, config.clone()).unwrap(), client.connect(now, server_addr, config).unwrap()];
+    let config = Config {
+        congestion: CongestionControl::Fixed {
+            rate: Rate::from_mbps(1_000),
+        },
+        max_burst: 64,
+        ..Config::default()
+    };
+    let handles = [
+        client.connect(now, server_addr, config.clone()).unwrap(),
+        client.connect(now, server_addr, config).unwrap(),
+    ];
     exchange(&mut client, &mut server, now, client_addr, server_addr);
     let mut accepted = Vec::new();
     while let Some((h, e)) = server.poll_event() {
@@ -35,14 +50,20 @@ fn connections_share_the_endpoint_in_turn() {
     assert_eq!(server.stats().accepted, 2);
     for h in handles {
         assert!(client.connection(h).unwrap().is_established());
-        client.connection_mut(h).unwrap().write(&[h.0 as u8; 100_000]).unwrap();
+        client
+            .connection_mut(h)
+            .unwrap()
+            .write(&[h.0 as u8; 100_000])
+            .unwrap();
     }
 
     let later = now + qstp_proto::Duration::from_millis(10);
     let mut buf = Vec::new();
     let mut order = Vec::new();
     for _ in 0..20 {
-        let t = client.poll_transmit(later, &mut buf).expect("both have data and credit");
+        let t = client
+            .poll_transmit(later, &mut buf)
+            .expect("both have data and credit");
         order.push(t.connection.expect("a connection's datagram"));
         server.handle_datagram(later, client_addr, &buf[..t.size]);
     }
@@ -56,7 +77,10 @@ fn connections_share_the_endpoint_in_turn() {
         let conn = server.connection_mut(h).unwrap();
         let n = conn.read(&mut sink).unwrap();
         assert!(n > 0);
-        assert!(sink[..n].iter().all(|b| *b == sink[0]), "one connection's bytes only");
+        assert!(
+            sink[..n].iter().all(|b| *b == sink[0]),
+            "one connection's bytes only"
+        );
     }
 }
 
@@ -67,18 +91,32 @@ fn stateless_replies_beyond_the_bound_are_counted_as_dropped() {
     use qstp_proto::wire::{Composition, ConnectionId, Hello, Packet};
     use qstp_proto::{ErrorControl, Order};
     let mut server = Endpoint::new(EndpointConfig::server([3; 32], Config::default()), 9);
-    let composition = Composition { congestion: CongestionControl::Tfrc, error: ErrorControl::SackFull, order: Order::Ordered };
+    let composition = Composition {
+        congestion: CongestionControl::Tfrc,
+        error: ErrorControl::SackFull,
+        order: Order::Ordered,
+    };
     let now = Time::from_nanos(1_000_000_000);
     let extra = 10;
     for i in 0..(MAX_STATELESS_REPLIES + extra) as u64 {
-        let hello = Hello { source: ConnectionId(i + 1), composition, max_datagram: 1500, recv_window: 1 << 20, timestamp: 0, cookie: None };
+        let hello = Hello {
+            source: ConnectionId(i + 1),
+            composition,
+            max_datagram: 1500,
+            recv_window: 1 << 20,
+            timestamp: 0,
+            cookie: None,
+        };
         let mut datagram = Vec::new();
         Packet::Hello(hello).encode(&mut datagram);
         let from: SocketAddr = format!("192.0.2.1:{}", 2000 + i).parse().unwrap();
         server.handle_datagram(now, from, &datagram);
     }
     let stats = server.stats();
-    assert_eq!(stats.cookie_challenges, (MAX_STATELESS_REPLIES + extra) as u64);
+    assert_eq!(
+        stats.cookie_challenges,
+        (MAX_STATELESS_REPLIES + extra) as u64
+    );
     assert_eq!(stats.stateless_dropped, extra as u64);
     let mut buf = Vec::new();
     let mut sent = 0;

@@ -26,16 +26,27 @@ fn encode(packet: Packet<'_>) -> Vec<u8> {
 /// Named valid encodings, at least one of every kind; the name starts with the kind.
 fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let qstp = Composition {
-        congestion: CongestionControl::Gtfrc { target: Rate::from_kbps(500) },
+        congestion: CongestionControl::Gtfrc {
+            target: Rate::from_kbps(500),
+        },
         error: ErrorControl::SackFull,
         order: Order::Ordered,
     };
     let partial = Composition {
-        congestion: CongestionControl::Fixed { rate: Rate::from_mbps(2) },
-        error: ErrorControl::SackPartial { deadline: Some(Duration::from_millis(200)), max_retransmissions: Some(3) },
+        congestion: CongestionControl::Fixed {
+            rate: Rate::from_mbps(2),
+        },
+        error: ErrorControl::SackPartial {
+            deadline: Some(Duration::from_millis(200)),
+            max_retransmissions: Some(3),
+        },
         order: Order::Unordered,
     };
-    let dccp_like = Composition { congestion: CongestionControl::Aimd, error: ErrorControl::None, order: Order::Unordered };
+    let dccp_like = Composition {
+        congestion: CongestionControl::Aimd,
+        error: ErrorControl::None,
+        order: Order::Unordered,
+    };
     let hello = |composition, cookie| Hello {
         source: ConnectionId(0x1111_2222_3333_4444),
         composition,
@@ -65,11 +76,21 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     };
     vec![
         ("hello_qstp", encode(Packet::Hello(hello(qstp, None)))),
-        ("hello_partial_cookie", encode(Packet::Hello(hello(partial, Some(Cookie([0x5a; COOKIE_LEN])))))),
+        (
+            "hello_partial_cookie",
+            encode(Packet::Hello(hello(
+                partial,
+                Some(Cookie([0x5a; COOKIE_LEN])),
+            ))),
+        ),
         ("hello_aimd", encode(Packet::Hello(hello(dccp_like, None)))),
         (
             "retry",
-            encode(Packet::Retry(Retry { destination: ConnectionId(1), cookie: Cookie([0xa5; COOKIE_LEN]), timestamp_echo: 7 })),
+            encode(Packet::Retry(Retry {
+                destination: ConnectionId(1),
+                cookie: Cookie([0xa5; COOKIE_LEN]),
+                timestamp_echo: 7,
+            })),
         ),
         (
             "accept",
@@ -81,21 +102,62 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
                 timestamp_echo: 7,
             })),
         ),
-        ("data_stream_fin", encode(Packet::Data(data(Chunk::Stream { offset: 1000, fin: true }, None, b"stream bytes")))),
+        (
+            "data_stream_fin",
+            encode(Packet::Data(data(
+                Chunk::Stream {
+                    offset: 1000,
+                    fin: true,
+                },
+                None,
+                b"stream bytes",
+            ))),
+        ),
         (
             "data_message_skip",
-            encode(Packet::Data(data(Chunk::Message { id: 9, offset: 4, total_len: 10 }, Some(8), b"frag"))),
+            encode(Packet::Data(data(
+                Chunk::Message {
+                    id: 9,
+                    offset: 4,
+                    total_len: 10,
+                },
+                Some(8),
+                b"frag",
+            ))),
         ),
-        ("data_empty", encode(Packet::Data(data(Chunk::Empty, None, b"")))),
-        ("feedback_ranges", encode(Packet::Feedback(feedback(vec![(90, 100), (50, 80), (0, 10)])))),
-        ("feedback_no_ranges", encode(Packet::Feedback(feedback(Vec::new())))),
+        (
+            "data_empty",
+            encode(Packet::Data(data(Chunk::Empty, None, b""))),
+        ),
+        (
+            "feedback_ranges",
+            encode(Packet::Feedback(feedback(vec![
+                (90, 100),
+                (50, 80),
+                (0, 10),
+            ]))),
+        ),
+        (
+            "feedback_no_ranges",
+            encode(Packet::Feedback(feedback(Vec::new()))),
+        ),
         (
             "close_graceful",
-            encode(Packet::Close(Close { destination: ConnectionId(3), graceful: true, code: 0, reason: b"" })),
+            encode(Packet::Close(Close {
+                destination: ConnectionId(3),
+                graceful: true,
+                code: 0,
+                reason: b"",
+            })),
         ),
         (
             "close_abort",
-            encode(Packet::Close(Close { destination: ConnectionId(3), graceful: false, code: 17, reason: b"gone" })),
+            encode(Packet::Close(Close {
+                destination: ConnectionId(3),
+                graceful: false,
+                code: 17,
+                reason: b"gone",
+            })),
         ),
     ]
 }
@@ -168,8 +230,14 @@ fn committed_corpus_holds_every_seed() {
         assert!(Packet::decode(bytes).is_ok(), "seed {name} does not decode");
         for target in targets_of(name) {
             let path = corpus_dir().join(&target).join(name);
-            let committed = fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (regenerate the corpus)", path.display()));
-            assert_eq!(&committed, bytes, "{} is stale: the layout changed; regenerate the corpus", path.display());
+            let committed = fs::read(&path)
+                .unwrap_or_else(|e| panic!("{}: {e} (regenerate the corpus)", path.display()));
+            assert_eq!(
+                &committed,
+                bytes,
+                "{} is stale: the layout changed; regenerate the corpus",
+                path.display()
+            );
         }
     }
 }
@@ -187,10 +255,18 @@ fn every_corpus_file_replays_and_seeds_decode() {
             let decoded = replay(&bytes);
             let name = file.file_name().unwrap().to_string_lossy();
             if seed_names.contains(&name.as_ref()) {
-                assert!(decoded.is_ok(), "seed {} fails: {:?}", file.display(), decoded);
+                assert!(
+                    decoded.is_ok(),
+                    "seed {} fails: {:?}",
+                    file.display(),
+                    decoded
+                );
             }
             replayed += 1;
         }
     }
-    assert!(replayed >= seed_names.len() * ALL_KIND_TARGETS.len(), "only {replayed} corpus files");
+    assert!(
+        replayed >= seed_names.len() * ALL_KIND_TARGETS.len(),
+        "only {replayed} corpus files"
+    );
 }

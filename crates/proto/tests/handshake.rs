@@ -22,20 +22,36 @@ fn handshake_goes_through_a_cookie_challenge() {
     assert_eq!(server_stats.cookie_challenges, 1);
     assert_eq!(server_stats.accepted, 1);
     assert_eq!(server_stats.refused, 0);
-    let hellos = pair.capture.as_ref().unwrap().iter().filter(|(_, d, _)| *d == Direction::ToServer).count();
+    let hellos = pair
+        .capture
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|(_, d, _)| *d == Direction::ToServer)
+        .count();
     assert_eq!(hellos, 2, "hello, then hello with cookie");
 
     assert!(pair.client.saw(&Event::Connected));
     assert!(pair.server.saw(&Event::Connected));
     // The server runs the composition the client asked for, with the server's limits.
-    assert_eq!(pair.server.conn().config().congestion, Config::qstp(Rate::from_kbps(500)).congestion);
+    assert_eq!(
+        pair.server.conn().config().congestion,
+        Config::qstp(Rate::from_kbps(500)).congestion
+    );
     assert_eq!(pair.server.conn().remote(), pair.client.addr);
     assert_eq!(pair.server.endpoint.connection_count(), 1);
 }
 
 #[test]
 fn lost_hellos_and_accepts_are_sent_again() {
-    let mut pair = Pair::new(Config::default(), PathModel { loss: 0.3, ..path() }, 7);
+    let mut pair = Pair::new(
+        Config::default(),
+        PathModel {
+            loss: 0.3,
+            ..path()
+        },
+        7,
+    );
     pair.connect_and_establish(Config::default());
     // Every hello that got through with a valid cookie either created the connection or was
     // answered by the existing one: never a second connection.
@@ -45,15 +61,30 @@ fn lost_hellos_and_accepts_are_sent_again() {
 
 #[test]
 fn a_server_that_never_answers_times_the_handshake_out() {
-    let mut pair = Pair::new(Config::default(), PathModel { loss: 1.0, ..path() }, 3);
-    let config = Config { handshake_timeout: Duration::from_secs(3), ..Config::default() };
+    let mut pair = Pair::new(
+        Config::default(),
+        PathModel {
+            loss: 1.0,
+            ..path()
+        },
+        3,
+    );
+    let config = Config {
+        handshake_timeout: Duration::from_secs(3),
+        ..Config::default()
+    };
     let started = pair.time;
     pair.connect(config);
     let closed = pair.drive_until(Duration::from_secs(20), |p| p.client.conn().is_closed());
     assert!(closed);
-    assert!(pair.client.saw(&Event::Closed(CloseReason::HandshakeTimeout)));
+    assert!(pair
+        .client
+        .saw(&Event::Closed(CloseReason::HandshakeTimeout)));
     let took = pair.time - started;
-    assert!(took >= Duration::from_secs(3) && took < Duration::from_secs(4), "closed after {took}");
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(4),
+        "closed after {took}"
+    );
     // The hello was retransmitted with backoff, not in a tight loop.
     let hellos = pair.to_server_stats.sent;
     assert!((3..=8).contains(&hellos), "{hellos} hellos in 3 s");
@@ -79,24 +110,47 @@ fn a_client_only_endpoint_accepts_nothing() {
     let client = Endpoint::new(EndpointConfig::client([8; 32]), 1);
     let not_a_server = Endpoint::new(EndpointConfig::client([9; 32]), 2);
     let mut pair = Pair::with_endpoints(client, not_a_server, path(), 5);
-    let config = Config { handshake_timeout: Duration::from_secs(2), ..Config::default() };
+    let config = Config {
+        handshake_timeout: Duration::from_secs(2),
+        ..Config::default()
+    };
     pair.connect(config);
     assert!(pair.drive_until(Duration::from_secs(5), |p| p.client.conn().is_closed()));
-    assert!(pair.client.saw(&Event::Closed(CloseReason::HandshakeTimeout)));
+    assert!(pair
+        .client
+        .saw(&Event::Closed(CloseReason::HandshakeTimeout)));
     assert!(pair.server.endpoint.stats().refused >= 1);
     assert_eq!(pair.server.endpoint.connection_count(), 0);
 }
 
 #[test]
 fn the_negotiated_config_is_the_clients_composition_within_the_servers_limits() {
-    let limits = Config { max_datagram: 1200, recv_buffer: 256 * 1024, ..Config::default() };
+    let limits = Config {
+        max_datagram: 1200,
+        recv_buffer: 256 * 1024,
+        ..Config::default()
+    };
     let mut pair = Pair::new(limits, path(), 6);
-    let asked = Config { congestion: qstp_proto::CongestionControl::Tfrc, ..Config::default() };
+    let asked = Config {
+        congestion: qstp_proto::CongestionControl::Tfrc,
+        ..Config::default()
+    };
     pair.connect_and_establish(asked);
     let server = pair.server.conn().config();
-    assert_eq!(server.congestion, qstp_proto::CongestionControl::Tfrc, "the client's composition");
+    assert_eq!(
+        server.congestion,
+        qstp_proto::CongestionControl::Tfrc,
+        "the client's composition"
+    );
     assert_eq!(server.recv_buffer, 256 * 1024, "the server's limits");
     assert_eq!(server.max_datagram, 1200, "the smaller datagram");
-    assert_eq!(pair.client.conn().config().max_datagram, 1200, "the client learned it from the accept");
-    assert!(pair.client.conn().stats().rtt > Duration::ZERO, "the accept gave the first RTT sample");
+    assert_eq!(
+        pair.client.conn().config().max_datagram,
+        1200,
+        "the client learned it from the accept"
+    );
+    assert!(
+        pair.client.conn().stats().rtt > Duration::ZERO,
+        "the accept gave the first RTT sample"
+    );
 }

@@ -9,7 +9,10 @@ use support::{Pair, PathModel};
 
 /// 50 ms each way (R = 100 ms), 2% of data packets lost, feedback never lost, no bottleneck.
 fn lossy_path() -> (PathModel, PathModel) {
-    let to_server = PathModel { loss: 0.02, ..PathModel::with_delay(Duration::from_millis(50)) };
+    let to_server = PathModel {
+        loss: 0.02,
+        ..PathModel::with_delay(Duration::from_millis(50))
+    };
     let to_client = PathModel::with_delay(Duration::from_millis(50));
     (to_server, to_client)
 }
@@ -28,11 +31,19 @@ struct Run {
 
 /// A bulk transfer client to server with `congestion`; the application always has data to send
 /// and the receiver reads everything at once.
-fn bulk_transfer(congestion: CongestionControl, seed: u64, warmup: Duration, total: Duration) -> Run {
+fn bulk_transfer(
+    congestion: CongestionControl,
+    seed: u64,
+    warmup: Duration,
+    total: Duration,
+) -> Run {
     let (to_server, to_client) = lossy_path();
     let mut pair = Pair::new(Config::default(), to_server, seed);
     pair.to_client = to_client;
-    let config = Config { congestion, ..Config::default() };
+    let config = Config {
+        congestion,
+        ..Config::default()
+    };
     pair.connect_and_establish(config);
     let start = pair.time;
     let chunk = vec![0x5Au8; 64 * 1024];
@@ -81,7 +92,12 @@ impl Run {
 /// rate the receiver measured and the RTT the sender measured.
 #[test]
 fn tfrc_settles_near_its_equation_rate_under_bernoulli_loss() {
-    let run = bulk_transfer(CongestionControl::Tfrc, 51, Duration::from_secs(20), Duration::from_secs(80));
+    let run = bulk_transfer(
+        CongestionControl::Tfrc,
+        51,
+        Duration::from_secs(20),
+        Duration::from_secs(80),
+    );
     let p = run.end.loss_event_rate;
     let rtt = run.end.rtt.as_secs_f64();
     assert!(p > 0.01 && p < 0.03, "p = {p} for 2% Bernoulli loss");
@@ -89,7 +105,10 @@ fn tfrc_settles_near_its_equation_rate_under_bernoulli_loss() {
     let expected = throughput(Config::default().segment_size() as f64, rtt, p);
     let measured = run.mean_bytes_per_sec();
     let ratio = measured / expected;
-    assert!((0.75..=1.25).contains(&ratio), "measured {measured:.0} B/s, equation {expected:.0} B/s (ratio {ratio:.2})");
+    assert!(
+        (0.75..=1.25).contains(&ratio),
+        "measured {measured:.0} B/s, equation {expected:.0} B/s (ratio {ratio:.2})"
+    );
 }
 
 /// gTFRC paper §3 / Fig. 1: once out of slow start, X = max(X_calc, g). On the same path with the
@@ -98,20 +117,40 @@ fn tfrc_settles_near_its_equation_rate_under_bernoulli_loss() {
 #[test]
 fn gtfrc_holds_its_target_where_tfrc_falls_short() {
     let target = Rate::from_kbps(1_500);
-    let tfrc = bulk_transfer(CongestionControl::Tfrc, 52, Duration::from_secs(10), Duration::from_secs(40));
+    let tfrc = bulk_transfer(
+        CongestionControl::Tfrc,
+        52,
+        Duration::from_secs(10),
+        Duration::from_secs(40),
+    );
     assert!(
         tfrc.mean_bytes_per_sec() * 8.0 < target.bps() as f64,
         "TFRC alone reaches {:.0} bit/s, the target must be out of its reach",
         tfrc.mean_bytes_per_sec() * 8.0
     );
 
-    let gtfrc = bulk_transfer(CongestionControl::Gtfrc { target }, 52, Duration::from_secs(10), Duration::from_secs(40));
-    assert!(gtfrc.rate_samples.len() > 250, "{} samples", gtfrc.rate_samples.len());
+    let gtfrc = bulk_transfer(
+        CongestionControl::Gtfrc { target },
+        52,
+        Duration::from_secs(10),
+        Duration::from_secs(40),
+    );
+    assert!(
+        gtfrc.rate_samples.len() > 250,
+        "{} samples",
+        gtfrc.rate_samples.len()
+    );
     for (at, rate) in &gtfrc.rate_samples {
-        assert!(*rate >= target, "at {at} the allowed rate {rate} fell below g = {target}");
+        assert!(
+            *rate >= target,
+            "at {at} the allowed rate {rate} fell below g = {target}"
+        );
     }
     let achieved = gtfrc.mean_bytes_per_sec() * 8.0;
-    assert!(achieved >= 0.95 * target.bps() as f64, "gTFRC sent {achieved:.0} bit/s for g = {target}");
+    assert!(
+        achieved >= 0.95 * target.bps() as f64,
+        "gTFRC sent {achieved:.0} bit/s for g = {target}"
+    );
     assert_eq!(gtfrc.end.target, target);
 }
 
@@ -122,10 +161,16 @@ fn the_target_can_change_at_run_time() {
     let g = Rate::from_kbps(800);
     pair.client.conn_mut().set_target_rate(g);
     assert_eq!(pair.client.conn().stats().target, g);
-    assert_eq!(pair.client.conn().config().congestion, CongestionControl::Gtfrc { target: g });
+    assert_eq!(
+        pair.client.conn().config().congestion,
+        CongestionControl::Gtfrc { target: g }
+    );
     // Without gTFRC there is no target to change.
     let mut tfrc = Pair::new(Config::default(), PathModel::default(), 54);
-    tfrc.connect_and_establish(Config { congestion: CongestionControl::Tfrc, ..Config::default() });
+    tfrc.connect_and_establish(Config {
+        congestion: CongestionControl::Tfrc,
+        ..Config::default()
+    });
     tfrc.client.conn_mut().set_target_rate(g);
     assert_eq!(tfrc.client.conn().stats().target, Rate::ZERO);
 }

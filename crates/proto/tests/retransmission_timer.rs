@@ -31,10 +31,22 @@ fn loss_declarations(pair: &mut Pair, span: Duration) -> Vec<Time> {
 fn the_retransmission_timer_backs_off_while_no_feedback_comes() {
     // One packet every 50 ms on a path with R = 20 ms (so an RTO of 80 ms): at this low rate
     // each packet outlives the RTO long before the next feedback could come.
-    let mut pair = Pair::new(Config::default(), PathModel::with_delay(Duration::from_millis(10)), 71);
-    let config = Config { congestion: CongestionControl::Fixed { rate: Rate::from_kbps(240) }, ..Config::default() };
+    let mut pair = Pair::new(
+        Config::default(),
+        PathModel::with_delay(Duration::from_millis(10)),
+        71,
+    );
+    let config = Config {
+        congestion: CongestionControl::Fixed {
+            rate: Rate::from_kbps(240),
+        },
+        ..Config::default()
+    };
     pair.connect_and_establish(config);
-    assert!(loss_declarations(&mut pair, Duration::from_secs(2)).is_empty(), "no loss on a clean path");
+    assert!(
+        loss_declarations(&mut pair, Duration::from_secs(2)).is_empty(),
+        "no loss on a clean path"
+    );
 
     // Every feedback is lost for 5 s: 100 packets go out, none is acknowledged.
     pair.to_client.loss = 1.0;
@@ -42,9 +54,16 @@ fn the_retransmission_timer_backs_off_while_no_feedback_comes() {
     // Without back-off the timer would fire once per packet (about 100 times); doubling from
     // 80 ms, 5 s hold about log2(5 s / 80 ms + 1) = 6 expiries.
     assert!(!blackout.is_empty(), "the timer fired");
-    assert!(blackout.len() <= 8, "the timer fired {} times in 5 s without feedback", blackout.len());
+    assert!(
+        blackout.len() <= 8,
+        "the timer fired {} times in 5 s without feedback",
+        blackout.len()
+    );
     let gaps: Vec<Duration> = blackout.windows(2).map(|w| w[1] - w[0]).collect();
-    assert!(gaps.windows(2).all(|g| g[1] >= g[0]), "the waits between expiries grow: {gaps:?}");
+    assert!(
+        gaps.windows(2).all(|g| g[1] >= g[0]),
+        "the waits between expiries grow: {gaps:?}"
+    );
 
     // Feedback returns and acknowledges new data: the back-off is forgotten, so in the next
     // blackout the timer first fires within a few base RTOs, not after the backed-off timeout.
@@ -53,6 +72,12 @@ fn the_retransmission_timer_backs_off_while_no_feedback_comes() {
     pair.to_client.loss = 1.0;
     let start = pair.time;
     let again = loss_declarations(&mut pair, Duration::from_secs(2));
-    let first = *again.first().expect("the timer fired in the second blackout");
-    assert!(first - start <= Duration::from_millis(200), "first expiry {:?} after the blackout began", first - start);
+    let first = *again
+        .first()
+        .expect("the timer fired in the second blackout");
+    assert!(
+        first - start <= Duration::from_millis(200),
+        "first expiry {:?} after the blackout began",
+        first - start
+    );
 }

@@ -50,13 +50,22 @@ fn transfer(pair: &mut Pair, data: &[u8], limit: Duration) -> Vec<u8> {
         }
         p.client.conn().is_closed() && p.server.conn().is_closed()
     });
-    assert!(done, "transfer did not finish: {} of {} bytes", received.len(), data.len());
+    assert!(
+        done,
+        "transfer did not finish: {} of {} bytes",
+        received.len(),
+        data.len()
+    );
     received
 }
 
 #[test]
 fn a_stream_arrives_byte_exact_and_closes_gracefully() {
-    let mut pair = Pair::new(Config::default(), PathModel::with_delay(Duration::from_millis(20)), 11);
+    let mut pair = Pair::new(
+        Config::default(),
+        PathModel::with_delay(Duration::from_millis(20)),
+        11,
+    );
     let data = pattern(300_000, 1);
     let received = transfer(&mut pair, &data, Duration::from_secs(60));
     assert_eq!(received.len(), data.len());
@@ -79,21 +88,33 @@ fn a_stream_arrives_byte_exact_and_closes_gracefully() {
 
 #[test]
 fn a_stream_is_delivered_complete_through_ten_percent_loss() {
-    let path = PathModel { loss: 0.10, ..PathModel::with_delay(Duration::from_millis(15)) };
+    let path = PathModel {
+        loss: 0.10,
+        ..PathModel::with_delay(Duration::from_millis(15))
+    };
     let mut pair = Pair::new(Config::default(), path, 12);
     let data = pattern(200_000, 2);
     let received = transfer(&mut pair, &data, Duration::from_secs(300));
     assert!(received == data, "stream corrupted or incomplete");
     let client = pair.client.conn().stats();
-    assert!(client.packets_retransmitted > 0, "losses were repaired by retransmission");
+    assert!(
+        client.packets_retransmitted > 0,
+        "losses were repaired by retransmission"
+    );
     assert!(client.packets_lost > 0);
     assert!(client.loss_event_rate > 0.0, "the receiver measured losses");
-    assert_eq!(pair.client.conn().close_reason(), Some(&CloseReason::Graceful));
+    assert_eq!(
+        pair.client.conn().close_reason(),
+        Some(&CloseReason::Graceful)
+    );
 }
 
 #[test]
 fn a_slow_reader_makes_the_sender_wait() {
-    let limits = Config { recv_buffer: 64 * 1024, ..Config::default() };
+    let limits = Config {
+        recv_buffer: 64 * 1024,
+        ..Config::default()
+    };
     let mut pair = Pair::new(limits, PathModel::with_delay(Duration::from_millis(10)), 13);
     let mut config = Config::qstp(Rate::from_mbps(50));
     config.send_buffer = 128 * 1024;
@@ -110,10 +131,20 @@ fn a_slow_reader_makes_the_sender_wait() {
     let client = pair.client.conn().stats();
     // The receiver holds at most its window; the sender at most its buffer.
     assert!(pair.server.conn().readable() <= 64 * 1024);
-    assert!(written <= 64 * 1024 + 128 * 1024, "{written} bytes accepted");
-    assert!(server.bytes_received < 64 * 1024 + 16 * 1500, "the sender respected the window: {}", server.bytes_received);
+    assert!(
+        written <= 64 * 1024 + 128 * 1024,
+        "{written} bytes accepted"
+    );
+    assert!(
+        server.bytes_received < 64 * 1024 + 16 * 1500,
+        "the sender respected the window: {}",
+        server.bytes_received
+    );
     assert_eq!(pair.client.conn().send_capacity(), 0);
-    assert!(matches!(pair.client.conn_mut().write(b"more"), Err(WriteError::Blocked)));
+    assert!(matches!(
+        pair.client.conn_mut().write(b"more"),
+        Err(WriteError::Blocked)
+    ));
     let sent_while_blocked = client.packets_sent;
 
     // Now the reader drains: the window opens, the writer is told, and the transfer completes.
@@ -131,7 +162,10 @@ fn a_slow_reader_makes_the_sender_wait() {
 
 #[test]
 fn a_lost_window_update_does_not_stall_the_transfer() {
-    let limits = Config { recv_buffer: 16 * 1024, ..Config::default() };
+    let limits = Config {
+        recv_buffer: 16 * 1024,
+        ..Config::default()
+    };
     let mut pair = Pair::new(limits, PathModel::with_delay(Duration::from_millis(10)), 14);
     pair.connect_and_establish(Config::default());
     let data = pattern(200_000, 4);
@@ -153,7 +187,12 @@ fn a_lost_window_update_does_not_stall_the_transfer() {
         write_some(p, &data, &mut written, true);
         read_all(p, &mut received)
     });
-    assert!(done, "stalled at {} of {} bytes", received.len(), data.len());
+    assert!(
+        done,
+        "stalled at {} of {} bytes",
+        received.len(),
+        data.len()
+    );
     assert!(received == data);
 }
 
@@ -161,15 +200,25 @@ fn a_lost_window_update_does_not_stall_the_transfer() {
 fn every_congestion_control_carries_the_stream_through_loss() {
     use qstp_proto::CongestionControl;
     let controllers = [
-        CongestionControl::Fixed { rate: Rate::from_kbps(2_000) },
+        CongestionControl::Fixed {
+            rate: Rate::from_kbps(2_000),
+        },
         CongestionControl::Tfrc,
-        CongestionControl::Gtfrc { target: Rate::from_kbps(500) },
+        CongestionControl::Gtfrc {
+            target: Rate::from_kbps(500),
+        },
         CongestionControl::Aimd,
     ];
     for (i, congestion) in controllers.into_iter().enumerate() {
-        let path = PathModel { loss: 0.05, ..PathModel::with_delay(Duration::from_millis(20)) };
+        let path = PathModel {
+            loss: 0.05,
+            ..PathModel::with_delay(Duration::from_millis(20))
+        };
         let mut pair = Pair::new(Config::default(), path, 60 + i as u64);
-        pair.connect_and_establish(Config { congestion, ..Config::default() });
+        pair.connect_and_establish(Config {
+            congestion,
+            ..Config::default()
+        });
         let data = pattern(100_000, i as u8);
         let mut written = 0;
         let mut received = Vec::new();
@@ -177,7 +226,12 @@ fn every_congestion_control_carries_the_stream_through_loss() {
             write_some(p, &data, &mut written, true);
             read_all(p, &mut received)
         });
-        assert!(done && received == data, "{congestion:?}: {} of {} bytes", received.len(), data.len());
+        assert!(
+            done && received == data,
+            "{congestion:?}: {} of {} bytes",
+            received.len(),
+            data.len()
+        );
         assert_eq!(pair.stalls, 0, "{congestion:?}");
     }
 }
@@ -187,8 +241,17 @@ fn every_congestion_control_carries_the_stream_through_loss() {
 #[test]
 fn a_slow_lossless_transfer_retransmits_nothing() {
     use qstp_proto::CongestionControl;
-    let mut pair = Pair::new(Config::default(), PathModel::with_delay(Duration::from_millis(10)), 15);
-    pair.connect_and_establish(Config { congestion: CongestionControl::Fixed { rate: Rate::from_kbps(100) }, ..Config::default() });
+    let mut pair = Pair::new(
+        Config::default(),
+        PathModel::with_delay(Duration::from_millis(10)),
+        15,
+    );
+    pair.connect_and_establish(Config {
+        congestion: CongestionControl::Fixed {
+            rate: Rate::from_kbps(100),
+        },
+        ..Config::default()
+    });
     let data = pattern(20_000, 5);
     let mut written = 0;
     let mut received = Vec::new();

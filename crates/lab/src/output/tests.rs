@@ -23,21 +23,40 @@ fn every_output_is_written_and_the_report_gathers_them() {
     let w = write_plan(&dir);
     assert_eq!(w.series.len(), 2);
     assert_eq!(w.plots.len(), 6);
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&w.summary).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&w.summary).unwrap()).unwrap();
     assert_eq!(json["points"].as_array().unwrap().len(), 2);
 
     let report = std::fs::read_to_string(&w.report).unwrap();
     assert!(report.starts_with("<!DOCTYPE html>"));
-    assert!(!report.contains("src=\"") && !report.contains("href=\""), "self-contained: no external files");
+    assert!(
+        !report.contains("src=\"") && !report.contains("href=\""),
+        "self-contained: no external files"
+    );
     assert_eq!(report.matches("<svg").count(), 6, "every plot inline");
-    assert_eq!(report.matches("<h2 id=\"p").count(), 2, "a section per point");
+    assert_eq!(
+        report.matches("<h2 id=\"p").count(),
+        2,
+        "a section per point"
+    );
     assert!(report.contains("Point 1: B.flows=2"));
-    assert!(report.contains("&quot;group.B.flows&quot; = [1, 2]"), "the scenario file is shown");
-    for cell in ["<td>B</td><td>tcp</td><td>2</td>", "<td>A</td><td>qstp</td><td>1</td><td>500.0</td>", "in-profile", "out-profile"] {
+    assert!(
+        report.contains("&quot;group.B.flows&quot; = [1, 2]"),
+        "the scenario file is shown"
+    );
+    for cell in [
+        "<td>B</td><td>tcp</td><td>2</td>",
+        "<td>A</td><td>qstp</td><td>1</td><td>500.0</td>",
+        "in-profile",
+        "out-profile",
+    ] {
         assert!(report.contains(cell), "missing {cell}");
     }
     // Seed 5, group A, flow 0: 5000 B/s = 40 kbit/s, below the 500k target, so flagged.
-    assert!(report.contains("<td class=\"short\">"), "a group below its target is flagged");
+    assert!(
+        report.contains("<td class=\"short\">"),
+        "a group below its target is flagged"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -45,7 +64,13 @@ fn every_output_is_written_and_the_report_gathers_them() {
 fn series_have_one_row_per_bin_and_named_columns() {
     let dir = temp_dir("series");
     let w = write_plan(&dir);
-    let csv = std::fs::read_to_string(w.series.iter().find(|p| p.to_string_lossy().contains("p01")).unwrap()).unwrap();
+    let csv = std::fs::read_to_string(
+        w.series
+            .iter()
+            .find(|p| p.to_string_lossy().contains("p01"))
+            .unwrap(),
+    )
+    .unwrap();
     let mut lines = csv.lines();
     assert_eq!(
         lines.next().unwrap(),
@@ -68,14 +93,29 @@ fn series_have_one_row_per_bin_and_named_columns() {
 #[test]
 fn with_many_points_the_time_series_are_linked_not_inlined() {
     let dir = temp_dir("many");
-    let text = PLAN.replace("\"group.B.flows\" = [1, 2]", "\"group.B.flows\" = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]");
-    let plan = parse(&text, "t.toml", &Overrides { runs: Some(1), ..Default::default() }).unwrap();
+    let text = PLAN.replace(
+        "\"group.B.flows\" = [1, 2]",
+        "\"group.B.flows\" = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]",
+    );
+    let plan = parse(
+        &text,
+        "t.toml",
+        &Overrides {
+            runs: Some(1),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let results = execute(&plan, 2, fake, &|_| {}).unwrap();
     let summary = build(&plan, &results, 0.0);
     let w = write_all(&dir, &plan, &results, &summary).unwrap();
     assert_eq!(w.plots.len(), 13 * 2 + 2, "every figure is still written");
     let report = std::fs::read_to_string(&w.report).unwrap();
-    assert_eq!(report.matches("<svg").count(), 2, "only the mean and std figures inline");
+    assert_eq!(
+        report.matches("<svg").count(),
+        2,
+        "only the mean and std figures inline"
+    );
     assert_eq!(report.matches("<li><a href=\"plots/").count(), 26);
     assert!(report.contains("href=\"plots/throughput-p12-B.flows=13.svg\""));
     let _ = std::fs::remove_dir_all(&dir);

@@ -1,6 +1,6 @@
 use super::*;
-use crate::testkit::{fake, PLAN};
 use crate::scenario::{parse, Overrides};
+use crate::testkit::{fake, PLAN};
 use qstp_proto::Duration;
 use std::sync::atomic::AtomicU64;
 
@@ -47,7 +47,12 @@ fn a_failed_run_is_reported_with_its_point_and_seed() {
         }
     };
     let err = execute(&plan, 2, failing, &|_| {}).unwrap_err();
-    let RunError::Simulation { point, run, seed, .. } = &err;
+    let RunError::Simulation {
+        point, run, seed, ..
+    } = &err;
     assert_eq!((*point, *run, *seed), (1, 1, 6));
-    assert_eq!(err.to_string(), "point 1 [group.B.flows=2], run 1 (seed 6): queue exploded");
+    assert_eq!(
+        err.to_string(),
+        "point 1 [group.B.flows=2], run 1 (seed 6): queue exploded"
+    );
 }

@@ -17,7 +17,11 @@ pub(crate) struct FieldError {
 
 impl FieldError {
     pub(crate) fn new(key: impl Into<String>, reason: impl Into<String>) -> Self {
-        FieldError { key: key.into(), reason: reason.into(), unknown: false }
+        FieldError {
+            key: key.into(),
+            reason: reason.into(),
+            unknown: false,
+        }
     }
 }
 
@@ -32,7 +36,10 @@ pub(crate) struct Fields {
 impl Fields {
     /// A reader over `table`, which sits at `path` in the document (empty for the root).
     pub(crate) fn new(path: impl Into<String>, table: Table) -> Self {
-        Fields { path: path.into(), table }
+        Fields {
+            path: path.into(),
+            table,
+        }
     }
 
     /// The dotted path of `key` in this table.
@@ -59,7 +66,10 @@ impl Fields {
         match self.take(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(self.error(key, format!("expected a string, found {}", other.type_str()))),
+            Some(other) => Err(self.error(
+                key,
+                format!("expected a string, found {}", other.type_str()),
+            )),
         }
     }
 
@@ -74,7 +84,10 @@ impl Fields {
             None => Ok(None),
             Some(Value::Integer(i)) if i >= 0 => Ok(Some(i as u64)),
             Some(Value::Integer(i)) => Err(self.error(key, format!("{i} is negative"))),
-            Some(other) => Err(self.error(key, format!("expected an integer, found {}", other.type_str()))),
+            Some(other) => Err(self.error(
+                key,
+                format!("expected an integer, found {}", other.type_str()),
+            )),
         }
     }
 
@@ -82,7 +95,9 @@ impl Fields {
     pub(crate) fn opt_f64(&mut self, key: &str) -> FieldResult<Option<f64>> {
         match self.take(key) {
             None => Ok(None),
-            Some(v) => number(&v).map(Some).map_err(|reason| self.error(key, reason)),
+            Some(v) => number(&v)
+                .map(Some)
+                .map_err(|reason| self.error(key, reason)),
         }
     }
 
@@ -91,7 +106,10 @@ impl Fields {
         match self.take(key) {
             None => Ok(None),
             Some(Value::Boolean(b)) => Ok(Some(b)),
-            Some(other) => Err(self.error(key, format!("expected true or false, found {}", other.type_str()))),
+            Some(other) => Err(self.error(
+                key,
+                format!("expected true or false, found {}", other.type_str()),
+            )),
         }
     }
 
@@ -105,20 +123,24 @@ impl Fields {
 
     /// A rate that must be there.
     pub(crate) fn rate(&mut self, key: &str) -> FieldResult<Rate> {
-        self.opt_rate(key)?.ok_or_else(|| self.error(key, "missing"))
+        self.opt_rate(key)?
+            .ok_or_else(|| self.error(key, "missing"))
     }
 
     /// An optional duration written as a string (`"30ms"`), parsed by [`Duration::parse`].
     pub(crate) fn opt_duration(&mut self, key: &str) -> FieldResult<Option<Duration>> {
         match self.take(key) {
             None => Ok(None),
-            Some(v) => duration(&v).map(Some).map_err(|reason| self.error(key, reason)),
+            Some(v) => duration(&v)
+                .map(Some)
+                .map_err(|reason| self.error(key, reason)),
         }
     }
 
     /// A duration that must be there.
     pub(crate) fn duration(&mut self, key: &str) -> FieldResult<Duration> {
-        self.opt_duration(key)?.ok_or_else(|| self.error(key, "missing"))
+        self.opt_duration(key)?
+            .ok_or_else(|| self.error(key, "missing"))
     }
 
     /// An optional inline or standard table, as a reader of its own.
@@ -126,13 +148,16 @@ impl Fields {
         match self.take(key) {
             None => Ok(None),
             Some(Value::Table(t)) => Ok(Some(Fields::new(self.key(key), t))),
-            Some(other) => Err(self.error(key, format!("expected a table, found {}", other.type_str()))),
+            Some(other) => {
+                Err(self.error(key, format!("expected a table, found {}", other.type_str())))
+            }
         }
     }
 
     /// A table that must be there.
     pub(crate) fn table(&mut self, key: &str) -> FieldResult<Fields> {
-        self.opt_table(key)?.ok_or_else(|| self.error(key, "missing"))
+        self.opt_table(key)?
+            .ok_or_else(|| self.error(key, "missing"))
     }
 
     /// An optional array.
@@ -140,7 +165,10 @@ impl Fields {
         match self.take(key) {
             None => Ok(None),
             Some(Value::Array(a)) => Ok(Some(a)),
-            Some(other) => Err(self.error(key, format!("expected an array, found {}", other.type_str()))),
+            Some(other) => Err(self.error(
+                key,
+                format!("expected an array, found {}", other.type_str()),
+            )),
         }
     }
 
@@ -149,7 +177,11 @@ impl Fields {
         match self.table.keys().next() {
             None => Ok(()),
             Some(key) => Err(FieldError {
-                key: if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) },
+                key: if self.path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{}.{key}", self.path)
+                },
                 reason: "unknown key".into(),
                 unknown: true,
             }),
@@ -171,7 +203,10 @@ pub(crate) fn number(v: &Value) -> Result<f64, String> {
 pub(crate) fn rate(v: &Value) -> Result<Rate, String> {
     match v {
         Value::String(s) => Rate::parse(s).map_err(|e| e.to_string()),
-        other => Err(format!("expected a rate string such as \"500k\", found {}", other.type_str())),
+        other => Err(format!(
+            "expected a rate string such as \"500k\", found {}",
+            other.type_str()
+        )),
     }
 }
 
@@ -179,7 +214,10 @@ pub(crate) fn rate(v: &Value) -> Result<Rate, String> {
 pub(crate) fn duration(v: &Value) -> Result<Duration, String> {
     match v {
         Value::String(s) => Duration::parse(s).map_err(|e| e.to_string()),
-        other => Err(format!("expected a duration string such as \"30ms\", found {}", other.type_str())),
+        other => Err(format!(
+            "expected a duration string such as \"30ms\", found {}",
+            other.type_str()
+        )),
     }
 }
 
@@ -221,6 +259,10 @@ mod tests {
     fn negative_integers_and_wrong_types_are_refused() {
         let mut f = fields("limit = -3\nrate = 500");
         assert!(f.opt_u64("limit").unwrap_err().reason.contains("negative"));
-        assert!(f.rate("rate").unwrap_err().reason.contains("expected a rate string"));
+        assert!(f
+            .rate("rate")
+            .unwrap_err()
+            .reason
+            .contains("expected a rate string"));
     }
 }

@@ -36,19 +36,40 @@ pub(crate) fn group(mut f: Fields, packet_size: usize) -> FieldResult<GroupSpec>
         return Err(f.error("rtt", "must be positive"));
     }
     let target = f.opt_rate("target")?;
-    let marker = f.opt_table("marker")?.map(super::network::marker).transpose()?;
+    let marker = f
+        .opt_table("marker")?
+        .map(super::network::marker)
+        .transpose()?;
     let start = f.opt_duration("start")?.unwrap_or(Duration::ZERO);
     let protocol = protocol(&mut f, target, flows as u32, packet_size)?;
     f.finish()?;
-    Ok(GroupSpec { name, protocol, flows: flows as u32, rtt, target, marker, start })
+    Ok(GroupSpec {
+        name,
+        protocol,
+        flows: flows as u32,
+        rtt,
+        target,
+        marker,
+        start,
+    })
 }
 
 /// The protocol of a group and its options.
-fn protocol(f: &mut Fields, target: Option<Rate>, flows: u32, packet_size: usize) -> FieldResult<Protocol> {
+fn protocol(
+    f: &mut Fields,
+    target: Option<Rate>,
+    flows: u32,
+    packet_size: usize,
+) -> FieldResult<Protocol> {
     let name = f.str("protocol")?;
     let per_flow = target.map(|t| Rate::from_bps(t.bps() / flows as u64));
     let needs_target = |f: &Fields| {
-        per_flow.ok_or_else(|| f.error("target", format!("protocol '{name}' needs a target rate (its floor g)")))
+        per_flow.ok_or_else(|| {
+            f.error(
+                "target",
+                format!("protocol '{name}' needs a target rate (its floor g)"),
+            )
+        })
     };
     let config = |mut config: Config| {
         config.max_datagram = packet_size;
@@ -64,11 +85,20 @@ fn protocol(f: &mut Fields, target: Option<Rate>, flows: u32, packet_size: usize
                 None => DEFAULT_TCP_WINDOW,
             },
         },
-        "tfrc" => Protocol::Qstp { name, config: config(Config::preset(Preset::Tfrc, Rate::ZERO)) },
-        "tfrc-sack" => Protocol::Qstp { name, config: config(Config::preset(Preset::TfrcSack, Rate::ZERO)) },
+        "tfrc" => Protocol::Qstp {
+            name,
+            config: config(Config::preset(Preset::Tfrc, Rate::ZERO)),
+        },
+        "tfrc-sack" => Protocol::Qstp {
+            name,
+            config: config(Config::preset(Preset::TfrcSack, Rate::ZERO)),
+        },
         "qstp" => {
             let g = needs_target(f)?;
-            Protocol::Qstp { name, config: config(Config::qstp(g)) }
+            Protocol::Qstp {
+                name,
+                config: config(Config::qstp(g)),
+            }
         }
         "gtfrc" => {
             // gTFRC paper §4: ns-2 TFRC agents, so no repair and no ordering.
@@ -79,7 +109,9 @@ fn protocol(f: &mut Fields, target: Option<Rate>, flows: u32, packet_size: usize
             c.order = Order::Unordered;
             Protocol::Qstp { name, config: c }
         }
-        "cbr" => Protocol::Cbr { schedule: schedule(f)? },
+        "cbr" => Protocol::Cbr {
+            schedule: schedule(f)?,
+        },
         "onoff" => {
             let schedule = schedule(f)?;
             let mean_on = f.opt_duration("mean_on")?.unwrap_or(DEFAULT_ON_OFF);
@@ -87,10 +119,17 @@ fn protocol(f: &mut Fields, target: Option<Rate>, flows: u32, packet_size: usize
             if mean_on.is_zero() {
                 return Err(f.error("mean_on", "must be positive"));
             }
-            Protocol::OnOff { schedule, mean_on, mean_off }
+            Protocol::OnOff {
+                schedule,
+                mean_on,
+                mean_off,
+            }
         }
         other => {
-            return Err(f.error("protocol", format!("'{other}' is not a protocol (use {})", PROTOCOLS.join(", "))));
+            return Err(f.error(
+                "protocol",
+                format!("'{other}' is not a protocol (use {})", PROTOCOLS.join(", ")),
+            ));
         }
     })
 }
@@ -146,24 +185,43 @@ mod tests {
     use super::*;
 
     fn read(text: &str) -> FieldResult<GroupSpec> {
-        group(Fields::new("group.X", text.parse::<toml::Table>().unwrap()), 1500)
+        group(
+            Fields::new("group.X", text.parse::<toml::Table>().unwrap()),
+            1500,
+        )
     }
 
     #[test]
     fn each_flow_of_an_aggregate_gets_its_share_of_the_target() {
-        let g = read("name = \"CD\"\nprotocol = \"qstp\"\nflows = 4\nrtt = \"30ms\"\ntarget = \"400k\"").unwrap();
-        let Protocol::Qstp { config, .. } = g.protocol else { panic!() };
-        assert_eq!(config.congestion, CongestionControl::Gtfrc { target: Rate::from_kbps(100) });
+        let g = read(
+            "name = \"CD\"\nprotocol = \"qstp\"\nflows = 4\nrtt = \"30ms\"\ntarget = \"400k\"",
+        )
+        .unwrap();
+        let Protocol::Qstp { config, .. } = g.protocol else {
+            panic!()
+        };
+        assert_eq!(
+            config.congestion,
+            CongestionControl::Gtfrc {
+                target: Rate::from_kbps(100)
+            }
+        );
         assert_eq!(config.max_datagram, 1500);
         assert_eq!(g.target, Some(Rate::from_kbps(400)));
     }
 
     #[test]
     fn gtfrc_is_the_gtfrc_papers_setting() {
-        let g = read("name = \"A\"\nprotocol = \"gtfrc\"\nrtt = \"640ms\"\ntarget = \"800k\"").unwrap();
-        let Protocol::Qstp { config, name } = g.protocol else { panic!() };
+        let g =
+            read("name = \"A\"\nprotocol = \"gtfrc\"\nrtt = \"640ms\"\ntarget = \"800k\"").unwrap();
+        let Protocol::Qstp { config, name } = g.protocol else {
+            panic!()
+        };
         assert_eq!(name, "gtfrc");
-        assert_eq!((config.error, config.order), (ErrorControl::None, Order::Unordered));
+        assert_eq!(
+            (config.error, config.order),
+            (ErrorControl::None, Order::Unordered)
+        );
         assert_eq!(config.congestion.target(), Rate::from_kbps(800));
         let err = read("name = \"A\"\nprotocol = \"qstp\"\nrtt = \"640ms\"").unwrap_err();
         assert_eq!(err.key, "group.X.target");
@@ -171,24 +229,44 @@ mod tests {
 
     #[test]
     fn reads_tcp_options_and_cbr_schedules() {
-        let g = read("name = \"T\"\nprotocol = \"tcp\"\nrtt = \"40ms\"\ndelayed_ack = true\nwindow = 20000").unwrap();
+        let g = read(
+            "name = \"T\"\nprotocol = \"tcp\"\nrtt = \"40ms\"\ndelayed_ack = true\nwindow = 20000",
+        )
+        .unwrap();
         assert_eq!(
             g.protocol,
-            Protocol::Tcp { congestion: "newreno".into(), delayed_ack: true, receive_window: 20_000 }
+            Protocol::Tcp {
+                congestion: "newreno".into(),
+                delayed_ack: true,
+                receive_window: 20_000
+            }
         );
         let g = read(
             "name = \"U\"\nprotocol = \"cbr\"\nrtt = \"30ms\"\nschedule = [[\"0s\", \"300k\"], [\"60s\", \"1000k\"], [\"120s\", \"300k\"]]",
         )
         .unwrap();
-        let Protocol::Cbr { schedule } = g.protocol else { panic!() };
-        assert_eq!(schedule[1], (Duration::from_secs(60), Rate::from_kbps(1000)));
-        let err = read("name = \"U\"\nprotocol = \"cbr\"\nrtt = \"30ms\"\nschedule = [[\"10s\", \"300k\"]]").unwrap_err();
+        let Protocol::Cbr { schedule } = g.protocol else {
+            panic!()
+        };
+        assert_eq!(
+            schedule[1],
+            (Duration::from_secs(60), Rate::from_kbps(1000))
+        );
+        let err = read(
+            "name = \"U\"\nprotocol = \"cbr\"\nrtt = \"30ms\"\nschedule = [[\"10s\", \"300k\"]]",
+        )
+        .unwrap_err();
         assert!(err.reason.contains("start at 0s"));
     }
 
     #[test]
     fn unknown_protocols_and_keys_are_refused() {
-        assert_eq!(read("name = \"A\"\nprotocol = \"quic\"\nrtt = \"1s\"").unwrap_err().key, "group.X.protocol");
+        assert_eq!(
+            read("name = \"A\"\nprotocol = \"quic\"\nrtt = \"1s\"")
+                .unwrap_err()
+                .key,
+            "group.X.protocol"
+        );
         let err = read("name = \"A\"\nprotocol = \"tcp\"\nrtt = \"1s\"\ncolour = 1").unwrap_err();
         assert!(err.unknown);
         assert_eq!(err.key, "group.X.colour");

@@ -104,9 +104,16 @@ impl ScenarioError {
 
     fn from_field(file: &str, e: FieldError) -> Self {
         if e.unknown {
-            ScenarioError::UnknownKey { file: file.to_string(), key: e.key }
+            ScenarioError::UnknownKey {
+                file: file.to_string(),
+                key: e.key,
+            }
         } else {
-            ScenarioError::Invalid { file: file.to_string(), key: e.key, reason: e.reason }
+            ScenarioError::Invalid {
+                file: file.to_string(),
+                key: e.key,
+                reason: e.reason,
+            }
         }
     }
 }
@@ -199,20 +206,32 @@ impl Plan {
 /// Read and resolve a scenario file.
 pub fn load(path: &Path, overrides: &Overrides) -> Result<Plan, ScenarioError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|error| ScenarioError::Read { file: file.clone(), error })?;
+    let text = std::fs::read_to_string(path).map_err(|error| ScenarioError::Read {
+        file: file.clone(),
+        error,
+    })?;
     parse(&text, &file, overrides)
 }
 
 /// Resolve scenario text; `file` names it in errors.
 pub fn parse(text: &str, file: &str, overrides: &Overrides) -> Result<Plan, ScenarioError> {
-    let mut doc: Table =
-        text.parse().map_err(|e: toml::de::Error| ScenarioError::Syntax { file: file.into(), message: e.to_string() })?;
+    let mut doc: Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ScenarioError::Syntax {
+            file: file.into(),
+            message: e.to_string(),
+        })?;
     let field = |e| ScenarioError::from_field(file, e);
     apply_overrides(&mut doc, overrides).map_err(field)?;
     let axes = match doc.remove("sweep") {
         None => Vec::new(),
         Some(Value::Table(t)) => sweep::axes(t).map_err(field)?,
-        Some(other) => return Err(field(FieldError::new("sweep", format!("expected a table, found {}", other.type_str())))),
+        Some(other) => {
+            return Err(field(FieldError::new(
+                "sweep",
+                format!("expected a table, found {}", other.type_str()),
+            )))
+        }
     };
     let sweep_keys: Vec<String> = axes.iter().map(|a| a.key.clone()).collect();
     let mut points = Vec::new();
@@ -225,8 +244,15 @@ pub fn parse(text: &str, file: &str, overrides: &Overrides) -> Result<Plan, Scen
         }
         let scenario = read(point_doc).map_err(|e| {
             // A key the format does not know that only the sweep brought in: say so.
-            if e.unknown && sweep_keys.iter().any(|k| k.split('+').any(|part| part == e.key)) {
-                field(FieldError::new(format!("sweep.{}", e.key), "no such key in the scenario format"))
+            if e.unknown
+                && sweep_keys
+                    .iter()
+                    .any(|k| k.split('+').any(|part| part == e.key))
+            {
+                field(FieldError::new(
+                    format!("sweep.{}", e.key),
+                    "no such key in the scenario format",
+                ))
             } else {
                 field(e)
             }
@@ -237,9 +263,17 @@ pub fn parse(text: &str, file: &str, overrides: &Overrides) -> Result<Plan, Scen
             key: params_key(&combination),
             reason: format!("the simulator refuses it: {e}"),
         })?;
-        points.push(Point { params: combination, scenario });
+        points.push(Point {
+            params: combination,
+            scenario,
+        });
     }
-    Ok(Plan { file: file.to_string(), source: text.to_string(), sweep_keys, points })
+    Ok(Plan {
+        file: file.to_string(),
+        source: text.to_string(),
+        sweep_keys,
+        points,
+    })
 }
 
 /// The swept keys of a point, to name in an error about the point as a whole.
@@ -247,7 +281,11 @@ fn params_key(combination: &[(String, Value)]) -> String {
     if combination.is_empty() {
         "(scenario)".into()
     } else {
-        combination.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
+        combination
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -256,12 +294,21 @@ fn apply_overrides(doc: &mut Table, o: &Overrides) -> Result<(), FieldError> {
         doc.insert("runs".into(), Value::Integer(runs as i64));
     }
     if let Some(seed) = o.seed {
-        let seed = i64::try_from(seed).map_err(|_| FieldError::new("seed", "must be below 2^63"))?;
+        let seed =
+            i64::try_from(seed).map_err(|_| FieldError::new("seed", "must be below 2^63"))?;
         doc.insert("seed".into(), Value::Integer(seed));
     }
     if let Some(d) = o.duration {
-        let written = doc.get("duration").map(fields::duration).transpose().map_err(|r| FieldError::new("duration", r))?;
-        let warmup = doc.get("warmup").map(fields::duration).transpose().map_err(|r| FieldError::new("warmup", r))?;
+        let written = doc
+            .get("duration")
+            .map(fields::duration)
+            .transpose()
+            .map_err(|r| FieldError::new("duration", r))?;
+        let warmup = doc
+            .get("warmup")
+            .map(fields::duration)
+            .transpose()
+            .map_err(|r| FieldError::new("warmup", r))?;
         if let (Some(written), Some(warmup)) = (written, warmup) {
             if !written.is_zero() {
                 // Whole milliseconds, so that the text parses back to exactly this span.
@@ -279,8 +326,15 @@ fn apply_overrides(doc: &mut Table, o: &Overrides) -> Result<(), FieldError> {
 fn read(doc: Table) -> Result<Scenario, FieldError> {
     let mut f = Fields::new("", doc);
     let name = f.str("name")?;
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-        return Err(f.error("name", "use letters, digits, '-', '_' or '.' only (it names the output folder)"));
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(f.error(
+            "name",
+            "use letters, digits, '-', '_' or '.' only (it names the output folder)",
+        ));
     }
     let description = f.opt_str("description")?.unwrap_or_default();
     let duration = f.duration("duration")?;
@@ -298,14 +352,20 @@ fn read(doc: Table) -> Result<Scenario, FieldError> {
     let seed = f.opt_u64("seed")?.unwrap_or(1);
     let packet_size = f.opt_u64("packet_size")?.unwrap_or(1500);
     if !(MIN_DATAGRAM as u64..=MAX_DATAGRAM as u64).contains(&packet_size) {
-        return Err(f.error("packet_size", format!("{packet_size} is outside {MIN_DATAGRAM}..={MAX_DATAGRAM} bytes")));
+        return Err(f.error(
+            "packet_size",
+            format!("{packet_size} is outside {MIN_DATAGRAM}..={MAX_DATAGRAM} bytes"),
+        ));
     }
     let bin = f.opt_duration("bin")?.unwrap_or(DEFAULT_BIN);
     if bin.is_zero() || bin > duration {
         return Err(f.error("bin", "must be positive and no longer than the duration"));
     }
     if duration.as_nanos() / bin.as_nanos() > MAX_BINS {
-        return Err(f.error("bin", format!("more than {MAX_BINS} bins per run; use wider bins")));
+        return Err(f.error(
+            "bin",
+            format!("more than {MAX_BINS} bins per run; use wider bins"),
+        ));
     }
     let bottleneck = network::link(f.table("bottleneck")?)?;
     let groups = groups(&mut f, packet_size as usize)?;
@@ -326,16 +386,25 @@ fn read(doc: Table) -> Result<Scenario, FieldError> {
 }
 
 fn groups(f: &mut Fields, packet_size: usize) -> Result<Vec<GroupSpec>, FieldError> {
-    let items = f.opt_array("group")?.ok_or_else(|| f.error("group", "missing (at least one [[group]])"))?;
+    let items = f
+        .opt_array("group")?
+        .ok_or_else(|| f.error("group", "missing (at least one [[group]])"))?;
     let mut groups: Vec<GroupSpec> = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let Value::Table(t) = item else {
             return Err(f.error("group", format!("element {i} is not a table")));
         };
-        let label = t.get("name").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| i.to_string());
+        let label = t
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| i.to_string());
         let g = group::group(Fields::new(format!("group.{label}"), t), packet_size)?;
         if groups.iter().any(|other| other.name == g.name) {
-            return Err(FieldError::new(format!("group.{label}.name"), format!("duplicate group name '{}'", g.name)));
+            return Err(FieldError::new(
+                format!("group.{label}.name"),
+                format!("duplicate group name '{}'", g.name),
+            ));
         }
         groups.push(g);
     }
@@ -365,7 +434,10 @@ fn check_paths(link: &LinkSpec, groups: &[GroupSpec]) -> Result<(), FieldError> 
                     return Err(FieldError::new(key, format!("no group named '{name}'")));
                 }
                 if classes.iter().filter(|k| k.groups.contains(name)).count() > 1 {
-                    return Err(FieldError::new(key, format!("group '{name}' is in more than one class")));
+                    return Err(FieldError::new(
+                        key,
+                        format!("group '{name}' is in more than one class"),
+                    ));
                 }
             }
         }

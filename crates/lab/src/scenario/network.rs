@@ -20,13 +20,23 @@ pub(crate) fn link(mut f: Fields) -> FieldResult<LinkSpec> {
     let queue = queue(f.table("queue")?)?;
     let loss = f.opt_table("loss")?.map(loss).transpose()?;
     f.finish()?;
-    Ok(LinkSpec { rate, delay, queue, loss })
+    Ok(LinkSpec {
+        rate,
+        delay,
+        queue,
+        loss,
+    })
 }
 
 fn limit(f: &mut Fields) -> FieldResult<usize> {
-    let limit = f.opt_u64("limit")?.ok_or_else(|| f.error("limit", "missing (queue capacity in packets)"))?;
+    let limit = f
+        .opt_u64("limit")?
+        .ok_or_else(|| f.error("limit", "missing (queue capacity in packets)"))?;
     if limit == 0 || limit > MAX_LIMIT {
-        return Err(f.error("limit", format!("{limit} packets is outside 1..={MAX_LIMIT}")));
+        return Err(f.error(
+            "limit",
+            format!("{limit} packets is outside 1..={MAX_LIMIT}"),
+        ));
     }
     Ok(limit as usize)
 }
@@ -41,9 +51,17 @@ fn weight(f: &mut Fields) -> FieldResult<f64> {
 
 /// A RED curve written `[min_th, max_th, max_p]`.
 fn curve(f: &mut Fields, key: &str, limit: usize) -> FieldResult<Option<RedParams>> {
-    let Some(items) = f.opt_array(key)? else { return Ok(None) };
+    let Some(items) = f.opt_array(key)? else {
+        return Ok(None);
+    };
     if items.len() != 3 {
-        return Err(f.error(key, format!("expected [min_th, max_th, max_p], found {} values", items.len())));
+        return Err(f.error(
+            key,
+            format!(
+                "expected [min_th, max_th, max_p], found {} values",
+                items.len()
+            ),
+        ));
     }
     let mut v = [0.0; 3];
     for (slot, item) in v.iter_mut().zip(&items) {
@@ -54,15 +72,25 @@ fn curve(f: &mut Fields, key: &str, limit: usize) -> FieldResult<Option<RedParam
         return Err(f.error(key, format!("min threshold {min_th} is negative")));
     }
     if min_th >= max_th {
-        return Err(f.error(key, format!("min threshold {min_th} is not below max threshold {max_th}")));
+        return Err(f.error(
+            key,
+            format!("min threshold {min_th} is not below max threshold {max_th}"),
+        ));
     }
     if max_th > limit as f64 {
-        return Err(f.error(key, format!("max threshold {max_th} is above the queue limit {limit}")));
+        return Err(f.error(
+            key,
+            format!("max threshold {max_th} is above the queue limit {limit}"),
+        ));
     }
     if !(max_p > 0.0 && max_p <= 1.0) {
         return Err(f.error(key, format!("max_p {max_p} is outside (0, 1]")));
     }
-    Ok(Some(RedParams { min_th, max_th, max_p }))
+    Ok(Some(RedParams {
+        min_th,
+        max_th,
+        max_p,
+    }))
 }
 
 fn required_curve(f: &mut Fields, key: &str, limit: usize) -> FieldResult<RedParams> {
@@ -73,11 +101,17 @@ fn required_curve(f: &mut Fields, key: &str, limit: usize) -> FieldResult<RedPar
 fn queue(mut f: Fields) -> FieldResult<QueueSpec> {
     let kind = f.str("kind")?;
     let spec = match kind.as_str() {
-        "droptail" => QueueSpec::DropTail { limit: limit(&mut f)? },
+        "droptail" => QueueSpec::DropTail {
+            limit: limit(&mut f)?,
+        },
         "red" => {
             let limit = limit(&mut f)?;
             let params = required_curve(&mut f, "curve", limit)?;
-            QueueSpec::Red { limit, params, weight: weight(&mut f)? }
+            QueueSpec::Red {
+                limit,
+                params,
+                weight: weight(&mut f)?,
+            }
         }
         "rio" => {
             let limit = limit(&mut f)?;
@@ -88,13 +122,27 @@ fn queue(mut f: Fields) -> FieldResult<QueueSpec> {
             let mode = match f.opt_str("mode")?.as_deref() {
                 None | Some("rio-c") => RioMode::Coupled,
                 Some("rio-d") => RioMode::Decoupled,
-                Some(other) => return Err(f.error("mode", format!("'{other}' is not rio-c or rio-d"))),
+                Some(other) => {
+                    return Err(f.error("mode", format!("'{other}' is not rio-c or rio-d")))
+                }
             };
-            QueueSpec::Rio { limit, in_profile, out_profile, middle, weight, mode }
+            QueueSpec::Rio {
+                limit,
+                in_profile,
+                out_profile,
+                middle,
+                weight,
+                mode,
+            }
         }
-        "cbq" => QueueSpec::Cbq { classes: cbq_classes(&mut f)? },
+        "cbq" => QueueSpec::Cbq {
+            classes: cbq_classes(&mut f)?,
+        },
         other => {
-            return Err(f.error("kind", format!("'{other}' is not a queue (use droptail, red, rio or cbq)")));
+            return Err(f.error(
+                "kind",
+                format!("'{other}' is not a queue (use droptail, red, rio or cbq)"),
+            ));
         }
     };
     f.finish()?;
@@ -103,7 +151,9 @@ fn queue(mut f: Fields) -> FieldResult<QueueSpec> {
 
 /// Read `classes = [{ name, rate, borrow, groups, limit }, ...]` (QSTP paper §5.4).
 fn cbq_classes(f: &mut Fields) -> FieldResult<Vec<CbqClass>> {
-    let items = f.opt_array("classes")?.ok_or_else(|| f.error("classes", "missing (a CBQ queue needs classes)"))?;
+    let items = f
+        .opt_array("classes")?
+        .ok_or_else(|| f.error("classes", "missing (a CBQ queue needs classes)"))?;
     if items.is_empty() {
         return Err(f.error("classes", "a CBQ queue needs at least one class"));
     }
@@ -112,7 +162,11 @@ fn cbq_classes(f: &mut Fields) -> FieldResult<Vec<CbqClass>> {
         let Value::Table(t) = item else {
             return Err(f.error("classes", format!("class {i} is not a table")));
         };
-        let name = t.get("name").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| i.to_string());
+        let name = t
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| i.to_string());
         let mut c = Fields::new(format!("{}.{name}", f.key("classes")), t);
         let name = c.str("name")?;
         if classes.iter().any(|k| k.name == name) {
@@ -127,12 +181,23 @@ fn cbq_classes(f: &mut Fields) -> FieldResult<Vec<CbqClass>> {
         for g in c.opt_array("groups")?.unwrap_or_default() {
             match g {
                 Value::String(s) => groups.push(s),
-                other => return Err(c.error("groups", format!("expected group names, found {}", other.type_str()))),
+                other => {
+                    return Err(c.error(
+                        "groups",
+                        format!("expected group names, found {}", other.type_str()),
+                    ))
+                }
             }
         }
         let limit = limit(&mut c)?;
         c.finish()?;
-        classes.push(CbqClass { name, rate, borrow, groups, limit });
+        classes.push(CbqClass {
+            name,
+            rate,
+            borrow,
+            groups,
+            limit,
+        });
     }
     Ok(classes)
 }
@@ -153,7 +218,9 @@ fn probability(f: &mut Fields, key: &str, default: Option<f64>) -> FieldResult<f
 fn loss(mut f: Fields) -> FieldResult<LossSpec> {
     let kind = f.str("kind")?;
     let spec = match kind.as_str() {
-        "bernoulli" => LossSpec::Bernoulli { p: probability(&mut f, "p", None)? },
+        "bernoulli" => LossSpec::Bernoulli {
+            p: probability(&mut f, "p", None)?,
+        },
         "gilbert-elliott" => LossSpec::GilbertElliott {
             p_good_to_bad: probability(&mut f, "p_good_to_bad", None)?,
             p_bad_to_good: probability(&mut f, "p_bad_to_good", None)?,
@@ -161,7 +228,10 @@ fn loss(mut f: Fields) -> FieldResult<LossSpec> {
             loss_bad: probability(&mut f, "loss_bad", Some(1.0))?,
         },
         other => {
-            return Err(f.error("kind", format!("'{other}' is not a loss model (use bernoulli or gilbert-elliott)")));
+            return Err(f.error(
+                "kind",
+                format!("'{other}' is not a loss model (use bernoulli or gilbert-elliott)"),
+            ));
         }
     };
     f.finish()?;
@@ -177,7 +247,9 @@ fn positive_rate(f: &mut Fields, key: &str) -> FieldResult<Rate> {
 }
 
 fn bytes(f: &mut Fields, key: &str) -> FieldResult<u64> {
-    let b = f.opt_u64(key)?.ok_or_else(|| f.error(key, "missing (bytes)"))?;
+    let b = f
+        .opt_u64(key)?
+        .ok_or_else(|| f.error(key, "missing (bytes)"))?;
     if b == 0 {
         return Err(f.error(key, "must be positive"));
     }
@@ -188,9 +260,16 @@ fn bytes(f: &mut Fields, key: &str) -> FieldResult<u64> {
 pub(crate) fn marker(mut f: Fields) -> FieldResult<MarkerSpec> {
     let kind = f.str("kind")?;
     let spec = match kind.as_str() {
-        "token-bucket" => MarkerSpec::TokenBucket { rate: positive_rate(&mut f, "rate")?, bucket: bytes(&mut f, "bucket")? },
+        "token-bucket" => MarkerSpec::TokenBucket {
+            rate: positive_rate(&mut f, "rate")?,
+            bucket: bytes(&mut f, "bucket")?,
+        },
         // RFC 2697 §2: CIR, CBS and EBS.
-        "srtcm" => MarkerSpec::Srtcm { cir: positive_rate(&mut f, "cir")?, cbs: bytes(&mut f, "cbs")?, ebs: bytes(&mut f, "ebs")? },
+        "srtcm" => MarkerSpec::Srtcm {
+            cir: positive_rate(&mut f, "cir")?,
+            cbs: bytes(&mut f, "cbs")?,
+            ebs: bytes(&mut f, "ebs")?,
+        },
         "trtcm" => {
             // RFC 2698 §2: PIR must be at least CIR.
             let cir = positive_rate(&mut f, "cir")?;
@@ -199,11 +278,20 @@ pub(crate) fn marker(mut f: Fields) -> FieldResult<MarkerSpec> {
             if pir < cir {
                 return Err(f.error("pir", format!("{pir} is below cir {cir}")));
             }
-            MarkerSpec::Trtcm { cir, cbs, pir, pbs: bytes(&mut f, "pbs")? }
+            MarkerSpec::Trtcm {
+                cir,
+                cbs,
+                pir,
+                pbs: bytes(&mut f, "pbs")?,
+            }
         }
         "tsw2" | "tsw3" => {
             let cir = positive_rate(&mut f, "cir")?;
-            let pir = if kind == "tsw3" { Some(positive_rate(&mut f, "pir")?) } else { None };
+            let pir = if kind == "tsw3" {
+                Some(positive_rate(&mut f, "pir")?)
+            } else {
+                None
+            };
             // RFC 2859 §2.1 suggests a window on the order of a second for TCP traffic.
             let window = f.opt_duration("window")?.unwrap_or(Duration::from_secs(1));
             if window.is_zero() {
@@ -211,7 +299,9 @@ pub(crate) fn marker(mut f: Fields) -> FieldResult<MarkerSpec> {
             }
             match pir {
                 None => MarkerSpec::Tsw2 { cir, window },
-                Some(pir) if pir < cir => return Err(f.error("pir", format!("{pir} is below cir {cir}"))),
+                Some(pir) if pir < cir => {
+                    return Err(f.error("pir", format!("{pir} is below cir {cir}")))
+                }
                 Some(pir) => MarkerSpec::Tsw3 { cir, pir, window },
             }
         }
@@ -231,7 +321,10 @@ mod tests {
     use super::*;
 
     fn read_link(text: &str) -> FieldResult<LinkSpec> {
-        link(Fields::new("bottleneck", text.parse::<toml::Table>().unwrap()))
+        link(Fields::new(
+            "bottleneck",
+            text.parse::<toml::Table>().unwrap(),
+        ))
     }
 
     #[test]
@@ -242,10 +335,37 @@ mod tests {
         )
         .unwrap();
         assert_eq!(l.rate, Rate::from_kbps(1000));
-        let QueueSpec::Rio { limit, in_profile, out_profile, weight, mode, middle } = l.queue else { panic!() };
-        assert_eq!((limit, weight, mode, middle), (50, 0.002, RioMode::Coupled, None));
-        assert_eq!(in_profile, RedParams { min_th: 20.0, max_th: 40.0, max_p: 0.02 });
-        assert_eq!(out_profile, RedParams { min_th: 10.0, max_th: 20.0, max_p: 0.1 });
+        let QueueSpec::Rio {
+            limit,
+            in_profile,
+            out_profile,
+            weight,
+            mode,
+            middle,
+        } = l.queue
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (limit, weight, mode, middle),
+            (50, 0.002, RioMode::Coupled, None)
+        );
+        assert_eq!(
+            in_profile,
+            RedParams {
+                min_th: 20.0,
+                max_th: 40.0,
+                max_p: 0.02
+            }
+        );
+        assert_eq!(
+            out_profile,
+            RedParams {
+                min_th: 10.0,
+                max_th: 20.0,
+                max_p: 0.1
+            }
+        );
     }
 
     #[test]
@@ -265,7 +385,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(l.loss, Some(LossSpec::Bernoulli { p: 0.01 }));
-        let QueueSpec::Cbq { classes } = l.queue else { panic!() };
+        let QueueSpec::Cbq { classes } = l.queue else {
+            panic!()
+        };
         assert_eq!(classes[0].groups, vec!["AB".to_string()]);
         assert_eq!(classes[1].rate, Rate::from_kbps(700));
 
@@ -279,18 +401,37 @@ mod tests {
         let m = |text: &str| marker(Fields::new("m", text.parse::<toml::Table>().unwrap()));
         assert_eq!(
             m("kind = \"token-bucket\"\nrate = \"500k\"\nbucket = 10000").unwrap(),
-            MarkerSpec::TokenBucket { rate: Rate::from_kbps(500), bucket: 10_000 }
+            MarkerSpec::TokenBucket {
+                rate: Rate::from_kbps(500),
+                bucket: 10_000
+            }
         );
-        assert!(matches!(m("kind = \"srtcm\"\ncir = \"1M\"\ncbs = 3000\nebs = 3000").unwrap(), MarkerSpec::Srtcm { .. }));
+        assert!(matches!(
+            m("kind = \"srtcm\"\ncir = \"1M\"\ncbs = 3000\nebs = 3000").unwrap(),
+            MarkerSpec::Srtcm { .. }
+        ));
         assert!(matches!(
             m("kind = \"trtcm\"\ncir = \"1M\"\ncbs = 3000\npir = \"2M\"\npbs = 3000").unwrap(),
             MarkerSpec::Trtcm { .. }
         ));
         assert_eq!(
             m("kind = \"tsw2\"\ncir = \"1M\"").unwrap(),
-            MarkerSpec::Tsw2 { cir: Rate::from_mbps(1), window: Duration::from_secs(1) }
+            MarkerSpec::Tsw2 {
+                cir: Rate::from_mbps(1),
+                window: Duration::from_secs(1)
+            }
         );
-        assert_eq!(m("kind = \"tsw3\"\ncir = \"2M\"\npir = \"1M\"").unwrap_err().key, "m.pir");
-        assert_eq!(m("kind = \"token-bucket\"\nrate = \"-5k\"\nbucket = 1").unwrap_err().key, "m.rate");
+        assert_eq!(
+            m("kind = \"tsw3\"\ncir = \"2M\"\npir = \"1M\"")
+                .unwrap_err()
+                .key,
+            "m.pir"
+        );
+        assert_eq!(
+            m("kind = \"token-bucket\"\nrate = \"-5k\"\nbucket = 1")
+                .unwrap_err()
+                .key,
+            "m.rate"
+        );
     }
 }

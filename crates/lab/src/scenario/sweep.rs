@@ -20,20 +20,34 @@ pub(crate) struct Axis {
 pub(crate) fn axes(sweep: Table) -> Result<Vec<Axis>, FieldError> {
     let mut out = Vec::new();
     flatten("", sweep, &mut out)?;
-    let points = out.iter().try_fold(1usize, |n, a| n.checked_mul(a.values.len()));
+    let points = out
+        .iter()
+        .try_fold(1usize, |n, a| n.checked_mul(a.values.len()));
     match points {
         Some(n) if n <= MAX_POINTS => Ok(out),
-        _ => Err(FieldError::new("sweep", format!("more than {MAX_POINTS} points"))),
+        _ => Err(FieldError::new(
+            "sweep",
+            format!("more than {MAX_POINTS} points"),
+        )),
     }
 }
 
 fn flatten(prefix: &str, table: Table, out: &mut Vec<Axis>) -> Result<(), FieldError> {
     for (k, v) in table {
-        let key = if prefix.is_empty() { k } else { format!("{prefix}.{k}") };
+        let key = if prefix.is_empty() {
+            k
+        } else {
+            format!("{prefix}.{k}")
+        };
         match v {
             Value::Table(t) => flatten(&key, t, out)?,
             Value::Array(values) if !values.is_empty() => out.push(Axis { key, values }),
-            Value::Array(_) => return Err(FieldError::new(format!("sweep.{key}"), "needs at least one value")),
+            Value::Array(_) => {
+                return Err(FieldError::new(
+                    format!("sweep.{key}"),
+                    "needs at least one value",
+                ))
+            }
             other => {
                 return Err(FieldError::new(
                     format!("sweep.{key}"),
@@ -75,8 +89,14 @@ pub(crate) fn apply(doc: &mut Table, key: &str, value: Value) -> Result<(), Fiel
     let mut i = 0;
     while i < path.len() {
         let part = path[i];
-        let here = if walked.is_empty() { part.to_string() } else { format!("{walked}.{part}") };
-        let next = table.get_mut(part).ok_or_else(|| err(format!("'{here}' does not exist in the scenario")))?;
+        let here = if walked.is_empty() {
+            part.to_string()
+        } else {
+            format!("{walked}.{part}")
+        };
+        let next = table
+            .get_mut(part)
+            .ok_or_else(|| err(format!("'{here}' does not exist in the scenario")))?;
         match next {
             Value::Table(t) => {
                 table = t;
@@ -85,7 +105,9 @@ pub(crate) fn apply(doc: &mut Table, key: &str, value: Value) -> Result<(), Fiel
             }
             Value::Array(items) => {
                 let Some(&selector) = path.get(i + 1) else {
-                    return Err(err(format!("'{here}' is a list: name an element, as in {here}.NAME.{last}")));
+                    return Err(err(format!(
+                        "'{here}' is a list: name an element, as in {here}.NAME.{last}"
+                    )));
                 };
                 let element = find_element(items, selector)
                     .ok_or_else(|| err(format!("'{here}' has no element named '{selector}'")))?;
@@ -104,10 +126,16 @@ pub(crate) fn apply(doc: &mut Table, key: &str, value: Value) -> Result<(), Fiel
 }
 
 fn find_element<'a>(items: &'a mut [Value], selector: &str) -> Option<&'a mut Value> {
-    if let Some(i) = items.iter().position(|v| v.get("name").and_then(Value::as_str) == Some(selector)) {
+    if let Some(i) = items
+        .iter()
+        .position(|v| v.get("name").and_then(Value::as_str) == Some(selector))
+    {
         return items.get_mut(i);
     }
-    selector.parse::<usize>().ok().and_then(|i| items.get_mut(i))
+    selector
+        .parse::<usize>()
+        .ok()
+        .and_then(|i| items.get_mut(i))
 }
 
 #[cfg(test)]
@@ -123,7 +151,10 @@ mod tests {
 
     #[test]
     fn combinations_vary_the_last_axis_fastest() {
-        let sweep: Table = "\"group.AB.protocol\" = [\"tcp\", \"qstp\"]\ngroup.CD.flows = [1, 2, 3]".parse().unwrap();
+        let sweep: Table =
+            "\"group.AB.protocol\" = [\"tcp\", \"qstp\"]\ngroup.CD.flows = [1, 2, 3]"
+                .parse()
+                .unwrap();
         let axes = axes(sweep).unwrap();
         assert_eq!(axes.len(), 2);
         let points = combinations(&axes);
@@ -150,7 +181,11 @@ mod tests {
         let mut d = doc();
         let err = apply(&mut d, "group.XY.flows", Value::Integer(1)).unwrap_err();
         assert_eq!(err.key, "sweep.group.XY.flows");
-        assert!(err.reason.contains("no element named 'XY'"), "{}", err.reason);
+        assert!(
+            err.reason.contains("no element named 'XY'"),
+            "{}",
+            err.reason
+        );
         let err = apply(&mut d, "link.rate", Value::Integer(1)).unwrap_err();
         assert!(err.reason.contains("'link' does not exist"));
         let err = apply(&mut d, "duration.x", Value::Integer(1)).unwrap_err();

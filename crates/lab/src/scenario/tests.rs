@@ -58,14 +58,34 @@ fn reads_the_fig4_scenario_into_three_points() {
     assert_eq!(p.sweep_keys, vec!["group.AB.protocol".to_string()]);
     assert_eq!(p.points.len(), 3);
     assert_eq!(p.total_runs(), 30);
-    let names: Vec<&str> = p.points.iter().map(|pt| protocol_name(&pt.scenario.groups[0].protocol)).collect();
+    let names: Vec<&str> = p
+        .points
+        .iter()
+        .map(|pt| protocol_name(&pt.scenario.groups[0].protocol))
+        .collect();
     assert_eq!(names, ["tcp", "tfrc-sack", "qstp"]);
     let s = &p.points[2].scenario;
-    assert_eq!((s.duration, s.warmup, s.runs, s.seed), (Duration::from_secs(180), Duration::from_secs(30), 10, 1));
-    let Protocol::Qstp { config, .. } = &s.groups[0].protocol else { panic!() };
-    assert_eq!(config.congestion, CongestionControl::Gtfrc { target: Rate::from_kbps(500) });
+    assert_eq!(
+        (s.duration, s.warmup, s.runs, s.seed),
+        (Duration::from_secs(180), Duration::from_secs(30), 10, 1)
+    );
+    let Protocol::Qstp { config, .. } = &s.groups[0].protocol else {
+        panic!()
+    };
+    assert_eq!(
+        config.congestion,
+        CongestionControl::Gtfrc {
+            target: Rate::from_kbps(500)
+        }
+    );
     assert_eq!(s.groups[1].flows, 15);
-    assert_eq!(s.groups[1].marker, Some(MarkerSpec::TokenBucket { rate: Rate::from_kbps(300), bucket: 10_000 }));
+    assert_eq!(
+        s.groups[1].marker,
+        Some(MarkerSpec::TokenBucket {
+            rate: Rate::from_kbps(300),
+            bucket: 10_000
+        })
+    );
     let spec = s.spec(3);
     assert_eq!(spec.seed, 4);
     assert_eq!(spec.bin, Duration::from_millis(100));
@@ -74,21 +94,41 @@ fn reads_the_fig4_scenario_into_three_points() {
 
 #[test]
 fn overrides_replace_runs_seed_and_duration_and_scale_the_warmup() {
-    let o = Overrides { runs: Some(2), seed: Some(7), duration: Some(Duration::from_secs(18)) };
+    let o = Overrides {
+        runs: Some(2),
+        seed: Some(7),
+        duration: Some(Duration::from_secs(18)),
+    };
     let p = parse(FIG4, "f", &o).unwrap();
     let s = p.base();
-    assert_eq!((s.runs, s.seed, s.duration, s.warmup), (2, 7, Duration::from_secs(18), Duration::from_secs(3)));
+    assert_eq!(
+        (s.runs, s.seed, s.duration, s.warmup),
+        (2, 7, Duration::from_secs(18), Duration::from_secs(3))
+    );
     for (secs, warmup_ms) in [(90, 15_000), (60, 10_000), (100, 16_667), (7, 1_167)] {
-        let o = Overrides { duration: Some(Duration::from_secs(secs)), ..Default::default() };
+        let o = Overrides {
+            duration: Some(Duration::from_secs(secs)),
+            ..Default::default()
+        };
         let s = parse(FIG4, "f", &o).unwrap().points[0].scenario.clone();
-        assert_eq!((s.duration, s.warmup), (Duration::from_secs(secs), Duration::from_millis(warmup_ms)));
+        assert_eq!(
+            (s.duration, s.warmup),
+            (Duration::from_secs(secs), Duration::from_millis(warmup_ms))
+        );
     }
 }
 
 #[test]
 fn an_unknown_key_is_named() {
-    let err = plan(&fig4_with("rtt = \"30ms\"\ntarget", "rtt = \"30ms\"\nspeed = 3\ntarget")).unwrap_err();
-    assert!(matches!(&err, ScenarioError::UnknownKey { key, .. } if key == "group.AB.speed"), "{err}");
+    let err = plan(&fig4_with(
+        "rtt = \"30ms\"\ntarget",
+        "rtt = \"30ms\"\nspeed = 3\ntarget",
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(&err, ScenarioError::UnknownKey { key, .. } if key == "group.AB.speed"),
+        "{err}"
+    );
     assert_eq!(err.to_string(), "test.toml: group.AB.speed: unknown key");
     let err = plan(&format!("colour = 1\n{FIG4}")).unwrap_err();
     assert_eq!(err.key(), Some("colour"));
@@ -96,18 +136,34 @@ fn an_unknown_key_is_named() {
 
 #[test]
 fn a_wrong_unit_is_refused() {
-    expect_invalid(&fig4_with("rtt = \"30ms\"", "rtt = \"30\""), "group.AB.rtt", "no unit");
-    expect_invalid(&fig4_with("rate = \"1000k\"", "rate = \"1000 parsecs\""), "bottleneck.rate", "unknown unit");
+    expect_invalid(
+        &fig4_with("rtt = \"30ms\"", "rtt = \"30\""),
+        "group.AB.rtt",
+        "no unit",
+    );
+    expect_invalid(
+        &fig4_with("rate = \"1000k\"", "rate = \"1000 parsecs\""),
+        "bottleneck.rate",
+        "unknown unit",
+    );
 }
 
 #[test]
 fn a_negative_rate_is_refused() {
-    expect_invalid(&fig4_with("target = \"500k\"", "target = \"-500k\""), "group.AB.target", "negative");
+    expect_invalid(
+        &fig4_with("target = \"500k\"", "target = \"-500k\""),
+        "group.AB.target",
+        "negative",
+    );
 }
 
 #[test]
 fn rio_with_min_above_max_is_refused() {
-    expect_invalid(&fig4_with("out = [10, 20, 0.1]", "out = [30, 20, 0.1]"), "bottleneck.queue.out", "not below max");
+    expect_invalid(
+        &fig4_with("out = [10, 20, 0.1]", "out = [30, 20, 0.1]"),
+        "bottleneck.queue.out",
+        "not below max",
+    );
 }
 
 #[test]
@@ -117,8 +173,16 @@ fn a_sweep_over_a_missing_key_is_refused() {
         "sweep.group.XY.protocol",
         "no element named 'XY'",
     );
-    expect_invalid(&fig4_with("\"group.AB.protocol\"", "\"group.AB.protocl\""), "sweep.group.AB.protocl", "no such key");
-    expect_invalid(&fig4_with("\"group.AB.protocol\"", "\"link.rate\""), "sweep.link.rate", "does not exist");
+    expect_invalid(
+        &fig4_with("\"group.AB.protocol\"", "\"group.AB.protocl\""),
+        "sweep.group.AB.protocl",
+        "no such key",
+    );
+    expect_invalid(
+        &fig4_with("\"group.AB.protocol\"", "\"link.rate\""),
+        "sweep.link.rate",
+        "does not exist",
+    );
 }
 
 #[test]
@@ -132,19 +196,35 @@ fn a_swept_value_is_validated_like_a_written_one() {
 
 #[test]
 fn a_duplicate_group_name_is_refused() {
-    expect_invalid(&fig4_with("name = \"CD\"", "name = \"AB\""), "group.AB.name", "duplicate group name");
+    expect_invalid(
+        &fig4_with("name = \"CD\"", "name = \"AB\""),
+        "group.AB.name",
+        "duplicate group name",
+    );
 }
 
 #[test]
 fn other_cross_checks_name_their_key() {
-    expect_invalid(&fig4_with("warmup = \"30s\"", "warmup = \"200s\""), "warmup", "shorter than the duration");
+    expect_invalid(
+        &fig4_with("warmup = \"30s\"", "warmup = \"200s\""),
+        "warmup",
+        "shorter than the duration",
+    );
     expect_invalid(&fig4_with("runs = 10", "runs = 0"), "runs", "outside");
-    expect_invalid(&fig4_with("packet_size = 1500", "packet_size = 10"), "packet_size", "outside");
+    expect_invalid(
+        &fig4_with("packet_size = 1500", "packet_size = 10"),
+        "packet_size",
+        "outside",
+    );
     let cbq = fig4_with(
         "queue = { kind = \"rio\", limit = 50, in = [20, 40, 0.02], out = [10, 20, 0.1] }",
         "queue = { kind = \"cbq\", classes = [{ name = \"pipe\", rate = \"300k\", groups = [\"ZZ\"], limit = 50 }] }",
     );
-    expect_invalid(&cbq, "bottleneck.queue.classes.pipe.groups", "no group named 'ZZ'");
+    expect_invalid(
+        &cbq,
+        "bottleneck.queue.classes.pipe.groups",
+        "no group named 'ZZ'",
+    );
 }
 
 #[test]
@@ -153,7 +233,9 @@ fn syntax_errors_and_missing_files_name_the_file() {
     assert!(matches!(err, ScenarioError::Syntax { .. }));
     assert!(err.to_string().starts_with("test.toml: not valid TOML"));
     let err = load(Path::new("/nonexistent/x.toml"), &Overrides::default()).unwrap_err();
-    assert!(err.to_string().starts_with("/nonexistent/x.toml: cannot read"));
+    assert!(err
+        .to_string()
+        .starts_with("/nonexistent/x.toml: cannot read"));
 }
 
 #[test]
@@ -170,7 +252,11 @@ fn the_scenario_files_of_the_repository_load() {
                 _ => 2,
             };
             assert_eq!(plan.points.len(), expected_points, "{}", path.display());
-            assert_eq!(plan.base().name, path.file_stem().unwrap().to_str().unwrap(), "name matches the file");
+            assert_eq!(
+                plan.base().name,
+                path.file_stem().unwrap().to_str().unwrap(),
+                "name matches the file"
+            );
             seen += 1;
         }
     }

@@ -12,24 +12,53 @@ fn summary() -> Summary {
 #[test]
 fn the_summary_has_the_documented_shape() {
     let json = serde_json::to_value(summary()).unwrap();
-    for key in ["scenario", "seed", "runs", "simulated_s", "wall_s", "events", "points"] {
+    for key in [
+        "scenario",
+        "seed",
+        "runs",
+        "simulated_s",
+        "wall_s",
+        "events",
+        "points",
+    ] {
         assert!(json.get(key).is_some(), "missing {key}");
     }
     assert_eq!(json["scenario"], "t");
-    assert_eq!((json["seed"].as_u64(), json["runs"].as_u64()), (Some(5), Some(3)));
+    assert_eq!(
+        (json["seed"].as_u64(), json["runs"].as_u64()),
+        (Some(5), Some(3))
+    );
     assert_eq!(json["simulated_s"], 60.0);
     assert_eq!(json["events"], 60);
     let points = json["points"].as_array().unwrap();
     assert_eq!(points.len(), 2);
     assert_eq!(points[1]["params"]["group.B.flows"], 2);
     let flow = &points[1]["flows"][1];
-    for key in ["group", "protocol", "flows", "target_bps", "throughput_bps", "goodput_bps", "jitter_ms"] {
+    for key in [
+        "group",
+        "protocol",
+        "flows",
+        "target_bps",
+        "throughput_bps",
+        "goodput_bps",
+        "jitter_ms",
+    ] {
         assert!(flow.get(key).is_some(), "missing flows[].{key}");
     }
     for key in ["mean", "min", "max", "std"] {
-        assert!(flow["throughput_bps"].get(key).is_some(), "missing throughput_bps.{key}");
+        assert!(
+            flow["throughput_bps"].get(key).is_some(),
+            "missing throughput_bps.{key}"
+        );
     }
-    assert_eq!((flow["group"].as_str(), flow["protocol"].as_str(), flow["flows"].as_u64()), (Some("B"), Some("tcp"), Some(2)));
+    assert_eq!(
+        (
+            flow["group"].as_str(),
+            flow["protocol"].as_str(),
+            flow["flows"].as_u64()
+        ),
+        (Some("B"), Some("tcp"), Some(2))
+    );
     assert_eq!(points[0]["flows"][0]["target_bps"], 500_000);
     let queue = &points[0]["queues"][0];
     assert_eq!(queue["name"], "bottleneck");
@@ -46,7 +75,10 @@ fn statistics_run_across_runs_and_flows() {
     // Point 1, group B (index 1), 2 flows, seeds 5..=7: flow f of run with seed s gets
     // s*1000 + 100 + f bytes per second.
     let b = &s.points[1].flows[1];
-    let per_flow: Vec<f64> = [5u64, 6, 7].iter().flat_map(|s| [0u64, 1].map(|f| ((s * 1000 + 100 + f) * 8) as f64)).collect();
+    let per_flow: Vec<f64> = [5u64, 6, 7]
+        .iter()
+        .flat_map(|s| [0u64, 1].map(|f| ((s * 1000 + 100 + f) * 8) as f64))
+        .collect();
     assert_eq!(b.throughput_bps.n, 6);
     assert_eq!(b.throughput_bps.min, per_flow[0]);
     assert_eq!(b.throughput_bps.max, per_flow[5]);

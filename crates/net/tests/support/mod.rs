@@ -13,7 +13,9 @@ pub const TEST_DEADLINE: Duration = Duration::from_secs(40);
 
 /// Run `f` or fail the test once `TEST_DEADLINE` passed.
 pub async fn bounded<T>(f: impl Future<Output = T>) -> T {
-    tokio::time::timeout(TEST_DEADLINE, f).await.expect("test took longer than its deadline")
+    tokio::time::timeout(TEST_DEADLINE, f)
+        .await
+        .expect("test took longer than its deadline")
 }
 
 /// Reproducible test bytes that are not a short cycle.
@@ -32,7 +34,12 @@ pub fn pattern(len: usize) -> Vec<u8> {
 /// Limits for a server's accepted connections: small buffers, the given idle timeout.
 pub fn server_limits(idle: Duration) -> Config {
     let idle = qstp_net::proto::Duration::from_millis(idle.as_millis() as u64);
-    Config { idle_timeout: idle, send_buffer: 1 << 20, recv_buffer: 1 << 20, ..Config::default() }
+    Config {
+        idle_timeout: idle,
+        send_buffer: 1 << 20,
+        recv_buffer: 1 << 20,
+        ..Config::default()
+    }
 }
 
 /// A server on loopback.
@@ -49,19 +56,28 @@ pub fn client() -> Endpoint {
 pub async fn accept_and_drain(server: Endpoint) -> Result<Vec<u8>, qstp_net::Error> {
     let mut conn = server.accept().await.expect("a connection");
     let mut received = Vec::new();
-    conn.read_to_end(&mut received).await.map_err(|e| to_net_error(&e))?;
-    conn.write_all(blake3::hash(&received).as_bytes()).await.map_err(|e| to_net_error(&e))?;
+    conn.read_to_end(&mut received)
+        .await
+        .map_err(|e| to_net_error(&e))?;
+    conn.write_all(blake3::hash(&received).as_bytes())
+        .await
+        .map_err(|e| to_net_error(&e))?;
     conn.finish()?;
     let _ = conn.acknowledged().await;
     Ok(received)
 }
 
 /// Write `data` on `conn`, finish, and read back the receiver's hash.
-pub async fn write_and_confirm(conn: &mut Connection, data: &[u8]) -> Result<[u8; 32], qstp_net::Error> {
+pub async fn write_and_confirm(
+    conn: &mut Connection,
+    data: &[u8],
+) -> Result<[u8; 32], qstp_net::Error> {
     conn.write_all(data).await.map_err(|e| to_net_error(&e))?;
     conn.finish()?;
     let mut hash = [0u8; 32];
-    conn.read_exact(&mut hash).await.map_err(|e| to_net_error(&e))?;
+    conn.read_exact(&mut hash)
+        .await
+        .map_err(|e| to_net_error(&e))?;
     Ok(hash)
 }
 
@@ -79,7 +95,10 @@ fn clone_error(e: &qstp_net::Error) -> qstp_net::Error {
         ConnectTimeout => ConnectTimeout,
         IdleTimeout => IdleTimeout,
         Refused => Refused,
-        PeerClosed { code, reason } => PeerClosed { code: *code, reason: reason.clone() },
+        PeerClosed { code, reason } => PeerClosed {
+            code: *code,
+            reason: reason.clone(),
+        },
         LocallyClosed => LocallyClosed,
         other => Io(std::io::Error::new(other.io_kind(), other.to_string())),
     }

@@ -3,8 +3,8 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::collections::BinaryHeap;
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,7 +37,12 @@ impl Impairment {
     /// A clean path through a bottleneck of `rate_bps` with a 50-packet drop-tail queue and 5 ms of
     /// delay each way.
     pub fn bottleneck(rate_bps: u64) -> Self {
-        Impairment { rate_bps: Some(rate_bps), queue_bytes: 50 * 1500, delay: Duration::from_millis(5), ..Impairment::default() }
+        Impairment {
+            rate_bps: Some(rate_bps),
+            queue_bytes: 50 * 1500,
+            delay: Duration::from_millis(5),
+            ..Impairment::default()
+        }
     }
 }
 
@@ -107,13 +112,23 @@ impl Relay {
             to: front,
             client,
             towards_server: false,
-            impairment: Impairment { rate_bps: None, seed: impairment.seed.wrapping_add(1), ..impairment },
+            impairment: Impairment {
+                rate_bps: None,
+                seed: impairment.seed.wrapping_add(1),
+                ..impairment
+            },
             stats: stats.clone(),
             blackhole: blackhole.clone(),
             captured: None,
         };
         let tasks = vec![tokio::spawn(forward.run()), tokio::spawn(backward.run())];
-        Relay { addr, stats, blackhole, captured, tasks }
+        Relay {
+            addr,
+            stats,
+            blackhole,
+            captured,
+            tasks,
+        }
     }
 }
 
@@ -228,7 +243,9 @@ pub fn big_socket() -> UdpSocket {
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
     let _ = socket.set_recv_buffer_size(4 << 20);
     let _ = socket.set_send_buffer_size(4 << 20);
-    socket.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into()).unwrap();
+    socket
+        .bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+        .unwrap();
     socket.set_nonblocking(true).unwrap();
     UdpSocket::from_std(socket.into()).unwrap()
 }

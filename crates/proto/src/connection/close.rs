@@ -44,10 +44,21 @@ impl Closing {
 
 impl Connection {
     /// End the connection with `reason`, telling the peer with a close packet.
-    pub(super) fn close_with_packet(&mut self, now: Time, reason: CloseReason, graceful: bool, code: u32, text: &[u8]) {
+    pub(super) fn close_with_packet(
+        &mut self,
+        now: Time,
+        reason: CloseReason,
+        graceful: bool,
+        code: u32,
+        text: &[u8],
+    ) {
         let text = &text[..text.len().min(MAX_REASON_LEN)];
         if self.remote_id.is_some() {
-            self.closing.sent = Some(OutgoingClose { graceful, code, reason: text.to_vec() });
+            self.closing.sent = Some(OutgoingClose {
+                graceful,
+                code,
+                reason: text.to_vec(),
+            });
             self.closing.due = true;
             self.closing.repeats_left = CLOSE_REPEATS;
         }
@@ -59,7 +70,10 @@ impl Connection {
         if self.closing.sent.is_some() {
             self.timers.set(Timer::CloseRepeat, now + interval);
         }
-        self.timers.set(Timer::Drain, now + interval.saturating_mul(u64::from(CLOSE_REPEATS) + 1));
+        self.timers.set(
+            Timer::Drain,
+            now + interval.saturating_mul(u64::from(CLOSE_REPEATS) + 1),
+        );
     }
 
     /// The close-repeat timer fired: send the close again while repeats are left.
@@ -68,7 +82,8 @@ impl Connection {
         if self.closing.sent.is_some() && self.closing.repeats_left > 0 {
             self.closing.repeats_left -= 1;
             self.closing.due = true;
-            self.timers.set(Timer::CloseRepeat, now + self.closing.repeat_interval);
+            self.timers
+                .set(Timer::CloseRepeat, now + self.closing.repeat_interval);
         }
     }
 
@@ -96,15 +111,30 @@ impl Connection {
         if close.graceful {
             // The peer read our whole stream and had its own acknowledged: confirm and end. Its
             // word also acknowledges our stream's tail, whose last acknowledgement may be lost.
-            let confirmed = self.sender.stream.as_mut().map_or(true, |stream| stream.on_all_delivered());
+            let confirmed = self
+                .sender
+                .stream
+                .as_mut()
+                .map_or(true, |stream| stream.on_all_delivered());
             if !confirmed {
-                let reason = CloseReason::ProtocolViolation("graceful close before our stream was wholly sent".into());
-                self.close_with_packet(now, reason, false, 0, b"graceful close before the stream ended");
+                let reason = CloseReason::ProtocolViolation(
+                    "graceful close before our stream was wholly sent".into(),
+                );
+                self.close_with_packet(
+                    now,
+                    reason,
+                    false,
+                    0,
+                    b"graceful close before the stream ended",
+                );
                 return true;
             }
             self.close_with_packet(now, CloseReason::Graceful, true, 0, b"");
         } else {
-            let reason = CloseReason::PeerClosed { code: close.code, reason: String::from_utf8_lossy(close.reason).into_owned() };
+            let reason = CloseReason::PeerClosed {
+                code: close.code,
+                reason: String::from_utf8_lossy(close.reason).into_owned(),
+            };
             self.close_silently(reason, now);
         }
         true
@@ -143,8 +173,15 @@ impl Connection {
             return false;
         }
         self.closing.due = false;
-        let (Some(close), Some(destination)) = (&self.closing.sent, self.remote_id) else { return false };
-        let packet = Close { destination, graceful: close.graceful, code: close.code, reason: &close.reason };
+        let (Some(close), Some(destination)) = (&self.closing.sent, self.remote_id) else {
+            return false;
+        };
+        let packet = Close {
+            destination,
+            graceful: close.graceful,
+            code: close.code,
+            reason: &close.reason,
+        };
         Packet::Close(packet).encode(buf);
         true
     }

@@ -34,7 +34,15 @@ pub(crate) struct Handshake {
 impl Handshake {
     /// A handshake starting at `now`.
     pub(crate) fn new(now: Time) -> Self {
-        Handshake { started: now, cookie: None, hello_due: false, hellos_sent: 0, retries: 0, accept_due: false, hello_timestamp: 0 }
+        Handshake {
+            started: now,
+            cookie: None,
+            hello_due: false,
+            hellos_sent: 0,
+            retries: 0,
+            accept_due: false,
+            hello_timestamp: 0,
+        }
     }
 }
 
@@ -42,8 +50,14 @@ impl Connection {
     /// Client: queue the first hello and arm the handshake timeout.
     pub(super) fn start_handshake(&mut self, now: Time) {
         self.handshake.hello_due = true;
-        self.timers.set(Timer::HandshakeTimeout, self.handshake.started + self.config.handshake_timeout);
-        self.timers.set(Timer::Idle, now + self.config.idle_timeout.max(self.config.handshake_timeout));
+        self.timers.set(
+            Timer::HandshakeTimeout,
+            self.handshake.started + self.config.handshake_timeout,
+        );
+        self.timers.set(
+            Timer::Idle,
+            now + self.config.idle_timeout.max(self.config.handshake_timeout),
+        );
     }
 
     /// Server: the connection exists once the cookie checked out; the accept goes out next.
@@ -68,7 +82,10 @@ impl Connection {
 
     /// Client: the server wants proof of our address; send the hello again with its cookie.
     pub(super) fn on_retry(&mut self, _now: Time, retry: &Retry) -> bool {
-        if self.role != Role::Client || self.state != State::Handshaking || self.handshake.retries >= MAX_RETRIES {
+        if self.role != Role::Client
+            || self.state != State::Handshaking
+            || self.handshake.retries >= MAX_RETRIES
+        {
             return false;
         }
         self.handshake.retries += 1;
@@ -84,15 +101,23 @@ impl Connection {
         }
         let max_datagram = usize::from(accept.max_datagram);
         if max_datagram < MIN_DATAGRAM {
-            let reason = format!("accept offers a {max_datagram}-byte datagram, below {MIN_DATAGRAM}");
-            self.close_with_packet(now, CloseReason::ProtocolViolation(reason), false, 0, b"datagram too small");
+            let reason =
+                format!("accept offers a {max_datagram}-byte datagram, below {MIN_DATAGRAM}");
+            self.close_with_packet(
+                now,
+                CloseReason::ProtocolViolation(reason),
+                false,
+                0,
+                b"datagram too small",
+            );
             return true;
         }
         self.remote_id = Some(accept.source);
         self.config.max_datagram = self.config.max_datagram.min(max_datagram);
         // RFC 5348 §4.2: the first RTT sample may come from the handshake.
         let rtt = wire_rtt_sample(now.wire_micros(), accept.timestamp_echo, 0);
-        self.sender.set_peer_window(&self.config, accept.recv_window);
+        self.sender
+            .set_peer_window(&self.config, accept.recv_window);
         self.sender.rebuild_rate_controller(now, &self.config, rtt);
         self.receiver.resize_segment(&self.config);
         self.state = State::Established;
@@ -104,7 +129,8 @@ impl Connection {
 
     /// The hello (client) or accept (server) if one is due.
     pub(super) fn poll_handshake_packet(&mut self, now: Time, buf: &mut Vec<u8>) -> bool {
-        if self.state == State::Handshaking && self.role == Role::Client && self.handshake.hello_due {
+        if self.state == State::Handshaking && self.role == Role::Client && self.handshake.hello_due
+        {
             let hello = Hello {
                 source: self.local_id,
                 composition: Composition {
@@ -120,13 +146,20 @@ impl Connection {
             Packet::Hello(hello).encode(buf);
             self.handshake.hello_due = false;
             // RFC 6298 §5.5: back off the retransmission timer, doubling each time.
-            let backoff = self.config.initial_rtt.saturating_mul(2).saturating_mul(1 << self.handshake.hellos_sent.min(16));
+            let backoff = self
+                .config
+                .initial_rtt
+                .saturating_mul(2)
+                .saturating_mul(1 << self.handshake.hellos_sent.min(16));
             self.handshake.hellos_sent += 1;
-            self.timers.set(Timer::HelloRetransmit, now + backoff.min(MAX_HELLO_BACKOFF));
+            self.timers
+                .set(Timer::HelloRetransmit, now + backoff.min(MAX_HELLO_BACKOFF));
             return true;
         }
         if self.role == Role::Server && self.handshake.accept_due && !self.is_closed() {
-            let Some(client_id) = self.remote_id else { return false };
+            let Some(client_id) = self.remote_id else {
+                return false;
+            };
             let accept = Accept {
                 destination: client_id,
                 source: self.local_id,
@@ -159,9 +192,15 @@ mod tests {
 
     #[test]
     fn rtt_samples_survive_clock_wrap() {
-        assert_eq!(wire_rtt_sample(1_000, 400, 100), Some(Duration::from_micros(500)));
+        assert_eq!(
+            wire_rtt_sample(1_000, 400, 100),
+            Some(Duration::from_micros(500))
+        );
         // The echo was taken just before the 32-bit microsecond clock wrapped.
-        assert_eq!(wire_rtt_sample(200, u32::MAX - 99, 0), Some(Duration::from_micros(300)));
+        assert_eq!(
+            wire_rtt_sample(200, u32::MAX - 99, 0),
+            Some(Duration::from_micros(300))
+        );
         // A delay longer than the whole round trip is a lie.
         assert_eq!(wire_rtt_sample(1_000, 400, 700), None);
         assert_eq!(wire_rtt_sample(5, 5, 0), Some(Duration::from_micros(1)));

@@ -91,7 +91,10 @@ mod tests {
         for ms in 0..10 {
             clock.on_heard(Time::from_nanos(ms * 10_000_000));
         }
-        assert_eq!(clock.deadline(IDLE, None, None, RTO), Some(Time::from_nanos(90_000_000) + IDLE));
+        assert_eq!(
+            clock.deadline(IDLE, None, None, RTO),
+            Some(Time::from_nanos(90_000_000) + IDLE)
+        );
     }
 
     #[test]
@@ -100,11 +103,16 @@ mod tests {
         for s in [0, 64, 128] {
             clock.on_heard(at(s));
         }
-        assert_eq!(clock.deadline(IDLE, None, None, RTO), Some(at(128) + Duration::from_secs(192) + RTO));
+        assert_eq!(
+            clock.deadline(IDLE, None, None, RTO),
+            Some(at(128) + Duration::from_secs(192) + RTO)
+        );
         // A burst of quick packets does not hide the long spacing seen just before.
         clock.on_heard(at(128) + Duration::from_millis(1));
         clock.on_heard(at(128) + Duration::from_millis(2));
-        assert!(clock.deadline(IDLE, None, None, RTO).unwrap() > at(128) + Duration::from_secs(192));
+        assert!(
+            clock.deadline(IDLE, None, None, RTO).unwrap() > at(128) + Duration::from_secs(192)
+        );
     }
 
     #[test]
@@ -113,7 +121,10 @@ mod tests {
         clock.on_heard(at(0));
         clock.on_heard(at(1_000));
         let own = Some(Duration::from_secs(500));
-        assert_eq!(clock.deadline(IDLE, None, own, RTO), Some(at(1_000) + T_MBI * 3 + RTO));
+        assert_eq!(
+            clock.deadline(IDLE, None, own, RTO),
+            Some(at(1_000) + T_MBI * 3 + RTO)
+        );
     }
 
     #[test]
@@ -121,7 +132,10 @@ mod tests {
         let mut clock = IdleClock::default();
         clock.on_heard(at(5));
         let floor = Some(Duration::from_secs(40));
-        assert_eq!(clock.deadline(IDLE, floor, None, RTO), Some(at(5) + Duration::from_secs(120) + RTO));
+        assert_eq!(
+            clock.deadline(IDLE, floor, None, RTO),
+            Some(at(5) + Duration::from_secs(120) + RTO)
+        );
     }
 
     #[test]
@@ -129,7 +143,10 @@ mod tests {
         let mut clock = IdleClock::default();
         clock.on_heard(at(10));
         let own = Some(Duration::from_secs(20));
-        assert_eq!(clock.deadline(IDLE, None, own, RTO), Some(at(10) + Duration::from_secs(60) + RTO));
+        assert_eq!(
+            clock.deadline(IDLE, None, own, RTO),
+            Some(at(10) + Duration::from_secs(60) + RTO)
+        );
         assert_eq!(clock.deadline(IDLE, None, None, RTO), Some(at(10) + IDLE));
     }
 }

@@ -194,7 +194,12 @@ pub struct Connection {
 
 impl Connection {
     /// A client connection whose hello goes out on the next transmit.
-    pub(crate) fn new_client(now: Time, remote: SocketAddr, local_id: ConnectionId, config: Config) -> Connection {
+    pub(crate) fn new_client(
+        now: Time,
+        remote: SocketAddr,
+        local_id: ConnectionId,
+        config: Config,
+    ) -> Connection {
         let mut conn = Connection::new(Role::Client, now, remote, local_id, None, config);
         conn.start_handshake(now);
         conn
@@ -208,7 +213,14 @@ impl Connection {
         hello: &crate::wire::Hello,
         config: Config,
     ) -> Connection {
-        let mut conn = Connection::new(Role::Server, now, remote, local_id, Some(hello.source), config);
+        let mut conn = Connection::new(
+            Role::Server,
+            now,
+            remote,
+            local_id,
+            Some(hello.source),
+            config,
+        );
         conn.accept_hello(now, hello);
         conn
     }
@@ -253,7 +265,13 @@ impl Connection {
     }
 
     /// A datagram routed here by its destination id; `size` is the datagram's length.
-    pub(crate) fn handle_packet(&mut self, now: Time, remote: SocketAddr, packet: &Packet<'_>, size: usize) {
+    pub(crate) fn handle_packet(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        packet: &Packet<'_>,
+        size: usize,
+    ) {
         self.last_now = self.last_now.max(now);
         if remote != self.remote {
             // No migration: a packet from another address is spoofed or misrouted.
@@ -310,10 +328,17 @@ impl Connection {
             let rto = self.sender.rto(&self.config);
             let peer_floor = match self.config.congestion {
                 // Both sides run the composition of the hello: the peer's rate is this one.
-                crate::config::CongestionControl::Fixed { rate } => Some(rate.transmit_time(self.config.segment_size())),
+                crate::config::CongestionControl::Fixed { rate } => {
+                    Some(rate.transmit_time(self.config.segment_size()))
+                }
                 _ => None,
             };
-            match self.idle.deadline(self.config.idle_timeout, peer_floor, self.own_packet_spacing(), rto) {
+            match self.idle.deadline(
+                self.config.idle_timeout,
+                peer_floor,
+                self.own_packet_spacing(),
+                rto,
+            ) {
                 Some(deadline) if deadline > now => self.timers.set(Timer::Idle, deadline),
                 _ => {
                     self.close_silently(CloseReason::IdleTimeout, now);
@@ -354,7 +379,10 @@ impl Connection {
     pub(crate) fn poll_timeout(&self) -> Option<Time> {
         let mut next = self.timers.next();
         if self.state == State::Established {
-            for t in [self.sender_poll_timeout(), self.receiver_poll_timeout()].into_iter().flatten() {
+            for t in [self.sender_poll_timeout(), self.receiver_poll_timeout()]
+                .into_iter()
+                .flatten()
+            {
                 next = Some(next.map_or(t, |n| n.min(t)));
             }
         }
@@ -371,7 +399,9 @@ impl Connection {
     pub fn write(&mut self, data: &[u8]) -> Result<usize, WriteError> {
         self.check_writable()?;
         let Some(stream) = self.sender.stream.as_mut() else {
-            return Err(WriteError::Unsupported("the byte stream needs sack-full + ordered"));
+            return Err(WriteError::Unsupported(
+                "the byte stream needs sack-full + ordered",
+            ));
         };
         if stream.is_finished() {
             return Err(WriteError::Finished);
@@ -410,7 +440,9 @@ impl Connection {
     /// Read delivered stream bytes in order; `Ok(0)` means the peer finished and all was read.
     pub fn read(&mut self, buf: &mut [u8]) -> Result<usize, ReadError> {
         let Some(stream) = self.receiver.stream.as_mut() else {
-            return Err(ReadError::Unsupported("the byte stream needs sack-full + ordered"));
+            return Err(ReadError::Unsupported(
+                "the byte stream needs sack-full + ordered",
+            ));
         };
         if buf.is_empty() {
             return Ok(0);
@@ -440,24 +472,43 @@ impl Connection {
 
     /// Queue one message given up on `deadline` after `now` (partial reliability only); `None`
     /// uses the connection's deadline, if any.
-    pub fn send_message_with(&mut self, now: Time, data: &[u8], deadline: Option<Duration>) -> Result<(), WriteError> {
+    pub fn send_message_with(
+        &mut self,
+        now: Time,
+        data: &[u8],
+        deadline: Option<Duration>,
+    ) -> Result<(), WriteError> {
         self.last_now = self.last_now.max(now);
         self.check_writable()?;
         let deadline = match (self.config.error, deadline) {
             (crate::config::ErrorControl::SackPartial { .. }, Some(d)) => Some(now + d),
-            (crate::config::ErrorControl::SackPartial { deadline: Some(d), .. }, None) => Some(now + d),
-            (_, Some(_)) => return Err(WriteError::Unsupported("a message deadline needs partial reliability (sack-partial)")),
+            (
+                crate::config::ErrorControl::SackPartial {
+                    deadline: Some(d), ..
+                },
+                None,
+            ) => Some(now + d),
+            (_, Some(_)) => {
+                return Err(WriteError::Unsupported(
+                    "a message deadline needs partial reliability (sack-partial)",
+                ))
+            }
             (_, None) => None,
         };
         let Some(queue) = self.sender.messages.as_mut() else {
-            return Err(WriteError::Unsupported("this composition carries a byte stream, not messages"));
+            return Err(WriteError::Unsupported(
+                "this composition carries a byte stream, not messages",
+            ));
         };
         if self.sender.finished {
             return Err(WriteError::Finished);
         }
         // The peer reassembles a message whole: one larger than its buffer could never arrive.
         let peer_limit = self.sender.peer_recv_window.unwrap_or(u64::MAX);
-        if data.len() > self.config.send_buffer || data.len() > u32::MAX as usize || data.len() as u64 > peer_limit {
+        if data.len() > self.config.send_buffer
+            || data.len() > u32::MAX as usize
+            || data.len() as u64 > peer_limit
+        {
             return Err(WriteError::TooLarge(data.len()));
         }
         match queue.push(now, data, deadline) {
@@ -499,7 +550,8 @@ impl Connection {
 
     /// Counters and rate-control state.
     pub fn stats(&self) -> Stats {
-        self.counters.snapshot(self.sender.rate.state(), self.sender.acked_bytes())
+        self.counters
+            .snapshot(self.sender.rate.state(), self.sender.acked_bytes())
     }
 
     /// The composition and limits in force (for an accepted connection, those negotiated).

@@ -56,7 +56,8 @@ impl Receiver {
         let stream_mode = config.supports_stream();
         let per_packet = config.max_datagram.saturating_sub(MAX_DATA_HEADER).max(1);
         let stream = stream_mode.then(|| StreamReassembler::new(config.recv_buffer));
-        let messages = (!stream_mode).then(|| MessageReassembler::new(config.order, config.recv_buffer, per_packet));
+        let messages = (!stream_mode)
+            .then(|| MessageReassembler::new(config.order, config.recv_buffer, per_packet));
         let window_update_step = if stream_mode {
             (config.recv_buffer / 4).max(1) as u64
         } else {
@@ -131,7 +132,11 @@ impl Connection {
         // look like congestion.
         let sender_rtt = Duration::from_micros(u64::from(data.rtt));
         // RFC 5348 §6.1: feedback at once for the first packet and on a new loss event.
-        if self.receiver.tfrc.on_data(now, data.packet_number, data.timestamp, sender_rtt, size) {
+        if self
+            .receiver
+            .tfrc
+            .on_data(now, data.packet_number, data.timestamp, sender_rtt, size)
+        {
             self.receiver.feedback_due = true;
         }
         if !buffered {
@@ -151,15 +156,24 @@ impl Connection {
         }
         let result = match data.chunk {
             Chunk::Stream { offset, fin } => {
-                let Some(stream) = self.receiver.stream.as_mut() else { return Reassembly::Invalid };
+                let Some(stream) = self.receiver.stream.as_mut() else {
+                    return Reassembly::Invalid;
+                };
                 let result = stream.insert(offset, data.payload, fin).map(|_| ());
                 if result.is_ok() && fin {
-                    self.receiver.fin_offset = Some(offset.saturating_add(data.payload.len() as u64));
+                    self.receiver.fin_offset =
+                        Some(offset.saturating_add(data.payload.len() as u64));
                 }
                 result
             }
-            Chunk::Message { id, offset, total_len } => {
-                let Some(messages) = self.receiver.messages.as_mut() else { return Reassembly::Invalid };
+            Chunk::Message {
+                id,
+                offset,
+                total_len,
+            } => {
+                let Some(messages) = self.receiver.messages.as_mut() else {
+                    return Reassembly::Invalid;
+                };
                 messages.insert(id, offset, total_len, data.payload)
             }
             Chunk::Empty => Ok(()),
@@ -185,7 +199,12 @@ impl Connection {
                 self.receiver.finished_reported = true;
                 self.events.push(Event::Finished);
             }
-        } else if self.receiver.messages.as_ref().is_some_and(|m| m.has_deliverable()) {
+        } else if self
+            .receiver
+            .messages
+            .as_ref()
+            .is_some_and(|m| m.has_deliverable())
+        {
             // Message compositions: only once a whole message can be taken.
             self.events.push(Event::Readable);
         }
@@ -193,12 +212,17 @@ impl Connection {
 
     /// Whether every byte of the peer's stream was received and read by the application.
     pub(super) fn peer_stream_consumed(&self) -> bool {
-        self.receiver.stream.as_ref().is_some_and(|s| s.is_finished())
+        self.receiver
+            .stream
+            .as_ref()
+            .is_some_and(|s| s.is_finished())
     }
 
     /// Timers of the receiving half: the feedback timer.
     pub(super) fn receiver_timeouts(&mut self, now: Time) {
-        if self.receiver.tfrc.poll_timeout().is_some_and(|t| t <= now) && self.receiver.tfrc.handle_timeout(now) {
+        if self.receiver.tfrc.poll_timeout().is_some_and(|t| t <= now)
+            && self.receiver.tfrc.handle_timeout(now)
+        {
             self.receiver.feedback_due = true;
         }
     }
@@ -216,7 +240,9 @@ impl Connection {
         if !self.receiver.feedback_due || self.state != State::Established {
             return false;
         }
-        let Some(destination) = self.remote_id else { return false };
+        let Some(destination) = self.remote_id else {
+            return false;
+        };
         self.receiver.feedback_due = false;
         let report = self.receiver.tfrc.feedback(now);
         let max_data = self.receiver.max_data();

@@ -107,7 +107,12 @@ impl Sender {
     }
 
     /// Start the rate controller afresh, with a first RTT sample if the handshake gave one.
-    pub(crate) fn rebuild_rate_controller(&mut self, now: Time, config: &Config, rtt: Option<Duration>) {
+    pub(crate) fn rebuild_rate_controller(
+        &mut self,
+        now: Time,
+        config: &Config,
+        rtt: Option<Duration>,
+    ) {
         self.rate = cc::build(&config.congestion, config.segment_size(), rtt, now);
         self.pacer = Pacer::new(config.max_burst);
     }
@@ -126,7 +131,9 @@ impl Sender {
 
     /// Application bytes the peer acknowledged.
     pub(crate) fn acked_bytes(&self) -> u64 {
-        self.stream.as_ref().map_or(self.message_bytes_acked, |s| s.acked_bytes())
+        self.stream
+            .as_ref()
+            .map_or(self.message_bytes_acked, |s| s.acked_bytes())
     }
 
     /// Everything written was acknowledged (or abandoned) and the application finished.
@@ -164,8 +171,13 @@ impl Sender {
     fn retransmission_deadline(&self, config: &Config) -> Option<Time> {
         let base = self.rto(config);
         let oldest = self.sack.poll_timeout(base)?;
-        let backed_off = base.saturating_mul(1 << self.rto_backoff).min(MAX_RTO.max(base));
-        Some(self.last_rto_expiry.map_or(oldest, |last| oldest.max(last + backed_off)))
+        let backed_off = base
+            .saturating_mul(1 << self.rto_backoff)
+            .min(MAX_RTO.max(base));
+        Some(
+            self.last_rto_expiry
+                .map_or(oldest, |last| oldest.max(last + backed_off)),
+        )
     }
 
     /// The retransmission timer expired at `now`: back off (RFC 6298 §5.5), at most 2^6 times.
@@ -187,10 +199,17 @@ impl Connection {
         if self.sender.rate.poll_timeout().is_some_and(|t| t <= now) {
             self.sender.rate.handle_timeout(now);
         }
-        if self.sender.retransmission_deadline(&self.config).is_some_and(|t| t <= now) {
+        if self
+            .sender
+            .retransmission_deadline(&self.config)
+            .is_some_and(|t| t <= now)
+        {
             // Every packet outstanding longer than one RTO is lost; the back-off only spaces the
             // expiries, so a dead path is not probed once per RTO.
-            let lost = self.sender.sack.handle_timeout(now, self.sender.rto(&self.config));
+            let lost = self
+                .sender
+                .sack
+                .handle_timeout(now, self.sender.rto(&self.config));
             self.counters.packets_lost += lost;
             self.give_up_unrepaired();
             if lost > 0 {
@@ -205,7 +224,9 @@ impl Connection {
     pub(super) fn sender_poll_timeout(&self) -> Option<Time> {
         let mut next = self.sender.rate.poll_timeout();
         next = min_time(next, self.sender.retransmission_deadline(&self.config));
-        if let (ErrorControl::SackPartial { .. }, Some(queue)) = (self.config.error, &self.sender.messages) {
+        if let (ErrorControl::SackPartial { .. }, Some(queue)) =
+            (self.config.error, &self.sender.messages)
+        {
             // Partial reliability: a message is given up at its deadline, not at the next packet;
             // deadlines may be per message, so the earliest queued counts, not the oldest message's.
             next = min_time(next, queue.next_expiry());
@@ -214,7 +235,11 @@ impl Connection {
             next = min_time(next, Some(probe));
         }
         if self.wants_to_send() {
-            let pace = self.sender.pacer.next_send_time(self.last_now, self.sender.rate.allowed_rate(), self.sender.last_data_size);
+            let pace = self.sender.pacer.next_send_time(
+                self.last_now,
+                self.sender.rate.allowed_rate(),
+                self.sender.last_data_size,
+            );
             next = min_time(next, Some(pace));
         }
         next
@@ -227,8 +252,15 @@ impl Connection {
             (None, Some(queue)) => queue.has_unsent(),
             (None, None) => false,
         };
-        let busy = has_unsent || self.sender.sack.outstanding() > 0 || self.sender.sack.has_retransmissions();
-        busy.then(|| self.sender.rate.allowed_rate().transmit_time(self.config.segment_size()))
+        let busy = has_unsent
+            || self.sender.sack.outstanding() > 0
+            || self.sender.sack.has_retransmissions();
+        busy.then(|| {
+            self.sender
+                .rate
+                .allowed_rate()
+                .transmit_time(self.config.segment_size())
+        })
     }
 
     /// Whether a data packet might go out if pacing allowed it.
@@ -242,7 +274,11 @@ impl Connection {
 
     /// Partial reliability: give up on messages past their deadline or retransmission limit.
     fn abandon_expired(&mut self, now: Time) {
-        if let ErrorControl::SackPartial { max_retransmissions, .. } = self.config.error {
+        if let ErrorControl::SackPartial {
+            max_retransmissions,
+            ..
+        } = self.config.error
+        {
             if let Some(queue) = self.sender.messages.as_mut() {
                 if queue.abandon(now, max_retransmissions) > 0 {
                     self.sender.has_work = true;
@@ -257,7 +293,12 @@ impl Connection {
             return false;
         };
         let rate = self.sender.rate.allowed_rate();
-        if self.sender.pacer.next_send_time(now, rate, self.sender.last_data_size) > now {
+        if self
+            .sender
+            .pacer
+            .next_send_time(now, rate, self.sender.last_data_size)
+            > now
+        {
             return false;
         }
         // QSTP paper §4, Fig. 2: packets to retransmit go ahead of new data.
@@ -277,7 +318,9 @@ impl Connection {
                 self.sender.probes = 0;
                 Some(chunk)
             }
-            None => self.empty_packet_needed(now).then_some((Chunk::Empty, SentChunk::Empty)),
+            None => self
+                .empty_packet_needed(now)
+                .then_some((Chunk::Empty, SentChunk::Empty)),
         };
         let Some((chunk, sent_chunk)) = picked else {
             self.sender.payload = payload;
@@ -292,7 +335,8 @@ impl Connection {
         let packet_number = self.sender.next_packet_number;
         self.sender.next_packet_number += 1;
         let skip_to = self.advertised_skip();
-        let rtt_micros = u32::try_from(self.sender.rate.state().rtt.as_micros()).unwrap_or(u32::MAX);
+        let rtt_micros =
+            u32::try_from(self.sender.rate.state().rtt.as_micros()).unwrap_or(u32::MAX);
         let data = Data {
             destination,
             packet_number,
@@ -306,7 +350,12 @@ impl Connection {
         Packet::Data(data).encode(buf);
         let size = buf.len();
         self.sender.payload = payload;
-        self.sender.sack.on_sent(SentPacket { packet_number, sent: now, size, chunk: sent_chunk });
+        self.sender.sack.on_sent(SentPacket {
+            packet_number,
+            sent: now,
+            size,
+            chunk: sent_chunk,
+        });
         if let (Some(_), Some(queue)) = (skip_to, self.sender.messages.as_mut()) {
             queue.on_packet_sent(packet_number);
         }
@@ -326,7 +375,11 @@ impl Connection {
     }
 
     /// A chunk from the retransmission queue the buffers still want delivered.
-    fn next_retransmission(&mut self, now: Time, payload: &mut Vec<u8>) -> Option<(Chunk, SentChunk)> {
+    fn next_retransmission(
+        &mut self,
+        now: Time,
+        payload: &mut Vec<u8>,
+    ) -> Option<(Chunk, SentChunk)> {
         while let Some(chunk) = self.sender.sack.next_retransmission() {
             payload.clear();
             match chunk {
@@ -336,19 +389,35 @@ impl Connection {
                         return Some((Chunk::Stream { offset, fin }, chunk));
                     }
                 }
-                SentChunk::Message { id, offset, len, total_len } => {
+                SentChunk::Message {
+                    id,
+                    offset,
+                    len,
+                    total_len,
+                } => {
                     let queue = self.sender.messages.as_mut()?;
                     if !queue.copy_fragment(id, offset, len, payload) {
                         continue;
                     }
                     let count = queue.on_retransmitted(id);
-                    if let ErrorControl::SackPartial { max_retransmissions: Some(limit), .. } = self.config.error {
+                    if let ErrorControl::SackPartial {
+                        max_retransmissions: Some(limit),
+                        ..
+                    } = self.config.error
+                    {
                         if count > limit {
                             queue.abandon(now, Some(limit));
                             continue;
                         }
                     }
-                    return Some((Chunk::Message { id, offset, total_len }, chunk));
+                    return Some((
+                        Chunk::Message {
+                            id,
+                            offset,
+                            total_len,
+                        },
+                        chunk,
+                    ));
                 }
                 SentChunk::Empty => {}
             }
@@ -366,16 +435,46 @@ impl Connection {
         let max_data = self.sender.peer_max_data;
         payload.clear();
         if let Some(stream) = self.sender.stream.as_mut() {
-            let header = Data::header_len(&Chunk::Stream { offset: u64::MAX, fin: true }, has_skip);
-            let (offset, fin) = stream.next_unsent(segment.saturating_sub(header), max_data, payload)?;
+            let header = Data::header_len(
+                &Chunk::Stream {
+                    offset: u64::MAX,
+                    fin: true,
+                },
+                has_skip,
+            );
+            let (offset, fin) =
+                stream.next_unsent(segment.saturating_sub(header), max_data, payload)?;
             let len = payload.len() as u32;
-            return Some((Chunk::Stream { offset, fin }, SentChunk::Stream { offset, len, fin }));
+            return Some((
+                Chunk::Stream { offset, fin },
+                SentChunk::Stream { offset, len, fin },
+            ));
         }
         let queue = self.sender.messages.as_mut()?;
-        let header = Data::header_len(&Chunk::Message { id: u64::MAX, offset: u32::MAX, total_len: u32::MAX }, has_skip);
-        let (id, offset, total_len) = queue.next_unsent(segment.saturating_sub(header), max_data, payload)?;
+        let header = Data::header_len(
+            &Chunk::Message {
+                id: u64::MAX,
+                offset: u32::MAX,
+                total_len: u32::MAX,
+            },
+            has_skip,
+        );
+        let (id, offset, total_len) =
+            queue.next_unsent(segment.saturating_sub(header), max_data, payload)?;
         let len = payload.len() as u32;
-        Some((Chunk::Message { id, offset, total_len }, SentChunk::Message { id, offset, len, total_len }))
+        Some((
+            Chunk::Message {
+                id,
+                offset,
+                total_len,
+            },
+            SentChunk::Message {
+                id,
+                offset,
+                len,
+                total_len,
+            },
+        ))
     }
 
     /// With nothing to send, whether an empty data packet must go anyway: to tell the receiver a
@@ -387,7 +486,13 @@ impl Connection {
             self.sender.probe_at = None;
             return false;
         }
-        if self.advertised_skip().is_some() && self.sender.messages.as_ref().is_some_and(|q| q.skip_unconfirmed()) {
+        if self.advertised_skip().is_some()
+            && self
+                .sender
+                .messages
+                .as_ref()
+                .is_some_and(|q| q.skip_unconfirmed())
+        {
             return true;
         }
         let has_unsent = match (&self.sender.stream, &self.sender.messages) {
@@ -419,7 +524,9 @@ impl Connection {
     /// Losses error control will not repair (no error control): delivery gives up on them.
     fn give_up_unrepaired(&mut self) {
         while let Some(chunk) = self.sender.sack.next_unrepaired() {
-            if let (SentChunk::Message { id, .. }, Some(queue)) = (chunk, self.sender.messages.as_mut()) {
+            if let (SentChunk::Message { id, .. }, Some(queue)) =
+                (chunk, self.sender.messages.as_mut())
+            {
                 queue.on_lost(id);
             }
         }
@@ -430,7 +537,11 @@ impl Connection {
         if self.state != State::Established {
             return false;
         }
-        if self.sender.last_feedback_sequence.is_some_and(|last| feedback.sequence <= last) {
+        if self
+            .sender
+            .last_feedback_sequence
+            .is_some_and(|last| feedback.sequence <= last)
+        {
             // Stale, reordered or replayed feedback.
             return false;
         }
@@ -449,8 +560,9 @@ impl Connection {
             self.sender.on_progress();
         }
         // RFC 5348 §4.3 step 2: R_sample = (t_now - t_recvdata) - t_delay.
-        let rtt_sample = wire_rtt_sample(now.wire_micros(), feedback.timestamp_echo, feedback.t_delay)
-            .unwrap_or_else(|| self.sender.rate.state().rtt);
+        let rtt_sample =
+            wire_rtt_sample(now.wire_micros(), feedback.timestamp_echo, feedback.t_delay)
+                .unwrap_or_else(|| self.sender.rate.state().rtt);
         let report = FeedbackReport {
             rtt_sample,
             x_recv: Rate::from_bps(feedback.x_recv),
@@ -464,7 +576,9 @@ impl Connection {
                         stream.on_acked(offset, len, fin);
                     }
                 }
-                SentChunk::Message { id, offset, len, .. } => {
+                SentChunk::Message {
+                    id, offset, len, ..
+                } => {
                     if let Some(queue) = self.sender.messages.as_mut() {
                         queue.on_acked(id, offset, len);
                         self.sender.message_bytes_acked += u64::from(len);
@@ -473,7 +587,8 @@ impl Connection {
                 SentChunk::Empty => {}
             }
         }
-        if let (Some(largest), Some(queue)) = (result.largest_acked, self.sender.messages.as_mut()) {
+        if let (Some(largest), Some(queue)) = (result.largest_acked, self.sender.messages.as_mut())
+        {
             queue.on_packet_acked(largest);
         }
         self.give_up_unrepaired();

@@ -21,7 +21,11 @@ struct InMessage {
 
 impl InMessage {
     fn new(total_len: u32) -> Self {
-        Self { data: vec![0; total_len as usize], ranges: Vec::new(), complete: total_len == 0 }
+        Self {
+            data: vec![0; total_len as usize],
+            ranges: Vec::new(),
+            complete: total_len == 0,
+        }
     }
 
     fn add(&mut self, offset: u32, data: &[u8]) {
@@ -89,9 +93,18 @@ impl MessageReassembler {
     }
 
     /// Buffer one fragment of message `id`; stale and duplicate fragments are ignored.
-    pub fn insert(&mut self, id: u64, offset: u32, total_len: u32, data: &[u8]) -> Result<(), DeliveryError> {
-        let len = u32::try_from(data.len()).map_err(|_| DeliveryError::Inconsistent("fragment too long"))?;
-        let end = offset.checked_add(len).ok_or(DeliveryError::Inconsistent("fragment beyond its message"))?;
+    pub fn insert(
+        &mut self,
+        id: u64,
+        offset: u32,
+        total_len: u32,
+        data: &[u8],
+    ) -> Result<(), DeliveryError> {
+        let len = u32::try_from(data.len())
+            .map_err(|_| DeliveryError::Inconsistent("fragment too long"))?;
+        let end = offset
+            .checked_add(len)
+            .ok_or(DeliveryError::Inconsistent("fragment beyond its message"))?;
         if end > total_len {
             return Err(DeliveryError::Inconsistent("fragment beyond its message"));
         }
@@ -100,7 +113,9 @@ impl MessageReassembler {
         }
         if let Some(message) = self.pending.get_mut(&id) {
             if message.data.len() != total_len as usize {
-                return Err(DeliveryError::Inconsistent("message length changed between fragments"));
+                return Err(DeliveryError::Inconsistent(
+                    "message length changed between fragments",
+                ));
             }
             if !message.complete {
                 message.add(offset, data);
@@ -120,7 +135,11 @@ impl MessageReassembler {
         // in order, nothing can be delivered without it, so refusing it could stall delivery for
         // good. Memory stays below twice the capacity.
         if id != floor {
-            let reserve = if self.pending.contains_key(&floor) { 0 } else { self.reserve };
+            let reserve = if self.pending.contains_key(&floor) {
+                0
+            } else {
+                self.reserve
+            };
             if self.used + total_len as usize + reserve > self.capacity {
                 return Err(DeliveryError::Full);
             }
@@ -167,7 +186,12 @@ impl MessageReassembler {
             return;
         }
         self.skip_floor = id;
-        let dropped: Vec<u64> = self.pending.range(..id).filter(|(_, m)| !m.complete).map(|(&k, _)| k).collect();
+        let dropped: Vec<u64> = self
+            .pending
+            .range(..id)
+            .filter(|(_, m)| !m.complete)
+            .map(|(&k, _)| k)
+            .collect();
         for k in dropped {
             if let Some(m) = self.pending.remove(&k) {
                 self.used -= m.data.len();
@@ -209,7 +233,9 @@ impl MessageReassembler {
         match self.order {
             Order::Unordered => !self.ready.is_empty(),
             Order::Ordered => {
-                let Some((&first, message)) = self.pending.first_key_value() else { return false };
+                let Some((&first, message)) = self.pending.first_key_value() else {
+                    return false;
+                };
                 // As in `pop`: complete messages left below a skip go first, in order.
                 let expected = if self.next_deliver < self.skip_floor && first < self.skip_floor {
                     first
@@ -230,7 +256,8 @@ impl MessageReassembler {
     /// The window the buffer allows now: lowest undelivered id + free buffer / max_payload.
     fn window(&self) -> u64 {
         let free = self.capacity.saturating_sub(self.used);
-        self.floor().saturating_add(((free / self.max_payload) as u64).max(1))
+        self.floor()
+            .saturating_add(((free / self.max_payload) as u64).max(1))
     }
 
     /// Remember the window as granted (RFC 1122 §4.2.2.16: a receiver should not shrink its
@@ -281,7 +308,11 @@ mod tests {
         r.insert(1, 0, 3, b"two").unwrap();
         assert_eq!(r.pop(), Some(b"two".to_vec()));
         r.insert(1, 0, 3, b"two").unwrap();
-        assert_eq!(r.pop(), None, "a duplicate of a delivered message is ignored");
+        assert_eq!(
+            r.pop(),
+            None,
+            "a duplicate of a delivered message is ignored"
+        );
         r.insert(0, 0, 3, b"one").unwrap();
         assert_eq!(drain(&mut r), vec![b"one".to_vec()]);
         assert_eq!(r.max_data(), 2 + 10);
@@ -305,7 +336,10 @@ mod tests {
         r.insert(1, 0, 3, b"one").unwrap();
         r.insert(3, 0, 5, b"three").unwrap();
         r.skip_to(3);
-        assert!(r.has_deliverable(), "complete messages below the skip are still delivered");
+        assert!(
+            r.has_deliverable(),
+            "complete messages below the skip are still delivered"
+        );
         r.insert(0, 2, 4, b"ro").unwrap();
         r.insert(2, 0, 3, b"two").unwrap();
         assert_eq!(drain(&mut r), vec![b"one".to_vec(), b"three".to_vec()]);
@@ -319,7 +353,11 @@ mod tests {
         r.insert(0, 0, 4, b"ze").unwrap();
         r.insert(2, 0, 3, b"two").unwrap();
         r.skip_to(2);
-        assert_eq!(r.max_data(), 3 + 997 / 100, "2 was already delivered; its 3 bytes wait in the ready queue");
+        assert_eq!(
+            r.max_data(),
+            3 + 997 / 100,
+            "2 was already delivered; its 3 bytes wait in the ready queue"
+        );
         assert_eq!(drain(&mut r), vec![b"two".to_vec()]);
         r.insert(0, 2, 4, b"ro").unwrap();
         assert_eq!(r.pop(), None);
@@ -336,8 +374,16 @@ mod tests {
         // ...and a refused message does not raise the room kept: 60 bytes still fit.
         r.insert(1, 0, 60, b"x").unwrap();
         r.insert(0, 0, 40, b"y").unwrap();
-        assert_eq!(r.insert(0, 0, 41, b"y"), Err(DeliveryError::Inconsistent("message length changed between fragments")));
-        assert_eq!(r.insert(0, 39, 40, b"yz"), Err(DeliveryError::Inconsistent("fragment beyond its message")));
+        assert_eq!(
+            r.insert(0, 0, 41, b"y"),
+            Err(DeliveryError::Inconsistent(
+                "message length changed between fragments"
+            ))
+        );
+        assert_eq!(
+            r.insert(0, 39, 40, b"yz"),
+            Err(DeliveryError::Inconsistent("fragment beyond its message"))
+        );
     }
 
     #[test]
@@ -362,8 +408,16 @@ mod tests {
         r.insert(0, 0, 600, b"x").unwrap();
         assert_eq!(r.buffered(), 1300, "over capacity by at most one message");
         assert!(r.insert(4, 0, 1, b"x").is_err(), "later messages wait");
-        assert_eq!(r.insert(0, 0, 600, b"x"), Ok(()), "further fragments of it are welcome");
-        assert_eq!(r.max_data(), 100, "ids once allowed stay allowed; bytes still bound the buffer");
+        assert_eq!(
+            r.insert(0, 0, 600, b"x"),
+            Ok(()),
+            "further fragments of it are welcome"
+        );
+        assert_eq!(
+            r.max_data(),
+            100,
+            "ids once allowed stay allowed; bytes still bound the buffer"
+        );
     }
 
     #[test]

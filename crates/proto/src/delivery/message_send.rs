@@ -100,7 +100,12 @@ impl MessageSendQueue {
     }
 
     /// Queue a message to be abandoned at `deadline` (if any); returns its id.
-    pub fn push(&mut self, _now: Time, data: &[u8], deadline: Option<Time>) -> Result<u64, DeliveryError> {
+    pub fn push(
+        &mut self,
+        _now: Time,
+        data: &[u8],
+        deadline: Option<Time>,
+    ) -> Result<u64, DeliveryError> {
         if data.len() > u32::MAX as usize || data.len() > self.capacity {
             return Err(DeliveryError::Full);
         }
@@ -145,7 +150,12 @@ impl MessageSendQueue {
     ///
     /// Returns `(id, offset, total_len)`; the fragment length is what was appended. Call
     /// [`MessageSendQueue::abandon`] first with the current time so no expired message leaves.
-    pub fn next_unsent(&mut self, max_len: usize, max_data: u64, out: &mut Vec<u8>) -> Option<(u64, u32, u32)> {
+    pub fn next_unsent(
+        &mut self,
+        max_len: usize,
+        max_data: u64,
+        out: &mut Vec<u8>,
+    ) -> Option<(u64, u32, u32)> {
         while let Some(m) = self.messages.get(self.unsent_cursor) {
             if m.fate != Fate::Pending || m.fully_sent() {
                 self.unsent_cursor += 1;
@@ -172,8 +182,13 @@ impl MessageSendQueue {
     /// Copy a fragment for retransmission; false if acknowledged, abandoned or out of bounds.
     pub fn copy_fragment(&self, id: u64, offset: u32, len: u32, out: &mut Vec<u8>) -> bool {
         let Some(m) = self.get(id) else { return false };
-        let Some(end) = offset.checked_add(len) else { return false };
-        if m.fate != Fate::Pending || end > m.sent_upto || (len > 0 && m.is_acked_range(offset, end)) {
+        let Some(end) = offset.checked_add(len) else {
+            return false;
+        };
+        if m.fate != Fate::Pending
+            || end > m.sent_upto
+            || (len > 0 && m.is_acked_range(offset, end))
+        {
             return false;
         }
         out.extend_from_slice(&m.data[offset as usize..end as usize]);
@@ -182,8 +197,12 @@ impl MessageSendQueue {
 
     /// Record an acknowledged fragment; true if it completes the message (not abandoned before).
     pub fn on_acked(&mut self, id: u64, offset: u32, len: u32) -> bool {
-        let Some(m) = self.get_mut(id) else { return false };
-        let Some(end) = offset.checked_add(len) else { return false };
+        let Some(m) = self.get_mut(id) else {
+            return false;
+        };
+        let Some(end) = offset.checked_add(len) else {
+            return false;
+        };
         if m.fate != Fate::Pending || end > m.total_len() || (len == 0 && m.total_len() > 0) {
             return false;
         }
@@ -257,14 +276,22 @@ impl MessageSendQueue {
 
     /// Free settled messages at the front of the queue.
     fn release_settled(&mut self) {
-        while self.messages.front().is_some_and(|m| m.fate != Fate::Pending) {
+        while self
+            .messages
+            .front()
+            .is_some_and(|m| m.fate != Fate::Pending)
+        {
             if let Some(m) = self.messages.pop_front() {
                 self.used -= m.data.len();
                 self.first_id += 1;
                 self.unsent_cursor = self.unsent_cursor.saturating_sub(1);
             }
         }
-        if self.retransmitted.first().is_some_and(|&id| id < self.first_id) {
+        if self
+            .retransmitted
+            .first()
+            .is_some_and(|&id| id < self.first_id)
+        {
             self.retransmitted = self.retransmitted.split_off(&self.first_id);
         }
     }
@@ -280,7 +307,9 @@ impl MessageSendQueue {
     /// [`MessageSendQueue::abandon`] next may have work (a settled message's deadline may linger
     /// until it passes, so this can be early, never late).
     pub fn next_expiry(&self) -> Option<Time> {
-        self.deadlines.peek().map(|&Reverse((deadline, _))| deadline)
+        self.deadlines
+            .peek()
+            .map(|&Reverse((deadline, _))| deadline)
     }
 
     /// Lowest message id neither acknowledged nor abandoned (the receiver may skip below it).
@@ -291,7 +320,10 @@ impl MessageSendQueue {
     /// Note that packet `packet_number` leaves carrying the current [`MessageSendQueue::skip_to`].
     pub fn on_packet_sent(&mut self, packet_number: u64) {
         let skip = self.skip_to();
-        let last = self.skip_marks.back().map_or(self.skip_confirmed, |&(_, s)| s);
+        let last = self
+            .skip_marks
+            .back()
+            .map_or(self.skip_confirmed, |&(_, s)| s);
         if skip > last {
             self.skip_marks.push_back((packet_number, skip));
             if self.skip_marks.len() > MAX_SKIP_MARKS {
@@ -330,7 +362,10 @@ impl MessageSendQueue {
 
     /// Whether a never-sent fragment remains.
     pub fn has_unsent(&self) -> bool {
-        self.messages.iter().skip(self.unsent_cursor).any(|m| m.fate == Fate::Pending && !m.fully_sent())
+        self.messages
+            .iter()
+            .skip(self.unsent_cursor)
+            .any(|m| m.fate == Fate::Pending && !m.fully_sent())
     }
 
     /// The id the next `push` will get.
@@ -357,7 +392,11 @@ mod tests {
         let mut out = Vec::new();
         q.next_unsent(10, 10, &mut out).unwrap();
         q.on_acked(0, 0, 1);
-        assert_eq!(q.next_deadline(), Some(ms(110)), "an acknowledged message no longer counts");
+        assert_eq!(
+            q.next_deadline(),
+            Some(ms(110)),
+            "an acknowledged message no longer counts"
+        );
         assert_eq!(q.abandon(ms(110), None), 1);
         assert_eq!(q.next_deadline(), None);
     }
@@ -430,7 +469,11 @@ mod tests {
         assert_eq!(q.abandon(ms(10), None), 1);
         assert_eq!(q.skip_to(), 1);
         let mut out = Vec::new();
-        assert_eq!(q.next_unsent(10, 10, &mut out), Some((1, 0, 2)), "the expired message is never sent");
+        assert_eq!(
+            q.next_unsent(10, 10, &mut out),
+            Some((1, 0, 2)),
+            "the expired message is never sent"
+        );
         assert!(!q.copy_fragment(0, 0, 4, &mut out));
     }
 

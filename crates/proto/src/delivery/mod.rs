@@ -15,8 +15,8 @@ pub use stream_recv::StreamReassembler;
 pub use stream_send::StreamSendBuffer;
 
 #[cfg(test)]
-pub(crate) mod test_channel;
+mod partial_reliability_tests;
 #[cfg(test)]
 mod reliable_stream_tests;
 #[cfg(test)]
-mod partial_reliability_tests;
+pub(crate) mod test_channel;

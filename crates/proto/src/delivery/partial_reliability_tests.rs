@@ -90,7 +90,11 @@ impl Receiver {
             self.received.insert(f.packet_number);
             return;
         };
-        if self.reassembler.insert(id, offset, total_len, &f.payload).is_ok() {
+        if self
+            .reassembler
+            .insert(id, offset, total_len, &f.payload)
+            .is_ok()
+        {
             self.received.insert(f.packet_number);
             if id >= self.skip_applied {
                 let bytes = self.given.entry(id).or_default();
@@ -107,8 +111,16 @@ impl Receiver {
         while let Some(m) = self.reassembler.pop() {
             let id = u64::from_be_bytes(m[..8].try_into().unwrap());
             prop_assert_eq!(&m, &message(id, m.len()), "message delivered intact");
-            prop_assert!(!self.doomed.contains(&id), "message {} delivered after a skip found it incomplete", id);
-            prop_assert!(!self.delivered.contains(&id), "message {} delivered twice", id);
+            prop_assert!(
+                !self.doomed.contains(&id),
+                "message {} delivered after a skip found it incomplete",
+                id
+            );
+            prop_assert!(
+                !self.delivered.contains(&id),
+                "message {} delivered twice",
+                id
+            );
             if order == Order::Ordered {
                 prop_assert!(self.delivered.last() < Some(&id), "ordered delivery");
             }
@@ -120,7 +132,10 @@ impl Receiver {
 
 fn run(s: Setup) -> Result<(), TestCaseError> {
     let rto = Duration::from_millis(60);
-    let error = ErrorControl::SackPartial { deadline: Some(Duration::from_millis(s.deadline_steps)), max_retransmissions: s.max_retransmissions };
+    let error = ErrorControl::SackPartial {
+        deadline: Some(Duration::from_millis(s.deadline_steps)),
+        max_retransmissions: s.max_retransmissions,
+    };
     let mut queue = MessageSendQueue::new(4 * MAX_MESSAGE);
     let mut sack = SackSender::new(error, 32);
     let mut receiver = Receiver {
@@ -141,20 +156,34 @@ fn run(s: Setup) -> Result<(), TestCaseError> {
     let mut pushed = 0usize;
     let mut step = 0u64;
     while pushed < s.sizes.len() || !queue.all_acked() || queue.skip_unconfirmed() {
-        prop_assert!(step < 50_000, "did not settle: pushed {}, skip_to {}", pushed, queue.skip_to());
+        prop_assert!(
+            step < 50_000,
+            "did not settle: pushed {}, skip_to {}",
+            pushed,
+            queue.skip_to()
+        );
         let now = at(step);
         // Application: one message every 4 steps, each with its own deadline.
         if step.is_multiple_of(4) && pushed < s.sizes.len() {
             let id = queue.next_id();
             let deadline = now + Duration::from_millis(s.deadline_steps);
-            if queue.push(now, &message(id, s.sizes[pushed]), Some(deadline)).is_ok() {
+            if queue
+                .push(now, &message(id, s.sizes[pushed]), Some(deadline))
+                .is_ok()
+            {
                 deadlines.insert(id, deadline);
                 pushed += 1;
             }
         }
         for f in data_channel.deliver(step) {
             receiver.on_fragment(&f);
-            ack_channel.send(step, Ack { ranges: receiver.received.ranges(8), max_data: receiver.reassembler.max_data() });
+            ack_channel.send(
+                step,
+                Ack {
+                    ranges: receiver.received.ranges(8),
+                    max_data: receiver.reassembler.max_data(),
+                },
+            );
         }
         receiver.pop_all(s.order)?;
         // Sender.
@@ -166,7 +195,10 @@ fn run(s: Setup) -> Result<(), TestCaseError> {
                 queue.on_packet_acked(largest);
             }
             for chunk in result.acked {
-                if let SentChunk::Message { id, offset, len, .. } = chunk {
+                if let SentChunk::Message {
+                    id, offset, len, ..
+                } = chunk
+                {
                     if queue.on_acked(id, offset, len) {
                         acked_by_sender.insert(id);
                     }
@@ -185,7 +217,13 @@ fn run(s: Setup) -> Result<(), TestCaseError> {
             let mut payload = Vec::new();
             let mut fragment = None;
             while let Some(lost) = sack.next_retransmission() {
-                if let SentChunk::Message { id, offset, len, total_len } = lost {
+                if let SentChunk::Message {
+                    id,
+                    offset,
+                    len,
+                    total_len,
+                } = lost
+                {
                     queue.on_retransmitted(id);
                     queue.abandon(now, s.max_retransmissions);
                     if queue.copy_fragment(id, offset, len, &mut payload) {
@@ -197,22 +235,61 @@ fn run(s: Setup) -> Result<(), TestCaseError> {
             if fragment.is_none() {
                 fragment = queue.next_unsent(s.fragment, max_data, &mut payload);
             }
-            let Some((id, offset, total_len)) = fragment else { break };
-            prop_assert!(now < deadlines[&id], "fragment of message {} sent at {:?}, deadline {:?}", id, now, deadlines[&id]);
+            let Some((id, offset, total_len)) = fragment else {
+                break;
+            };
+            prop_assert!(
+                now < deadlines[&id],
+                "fragment of message {} sent at {:?}, deadline {:?}",
+                id,
+                now,
+                deadlines[&id]
+            );
             let packet_number = next_pn;
             next_pn += 1;
             let len = payload.len() as u32;
-            sack.on_sent(SentPacket { packet_number, sent: now, size: payload.len() + 40, chunk: SentChunk::Message { id, offset, len, total_len } });
+            sack.on_sent(SentPacket {
+                packet_number,
+                sent: now,
+                size: payload.len() + 40,
+                chunk: SentChunk::Message {
+                    id,
+                    offset,
+                    len,
+                    total_len,
+                },
+            });
             queue.on_packet_sent(packet_number);
-            data_channel.send(step, Fragment { packet_number, message: Some((id, offset, total_len)), skip_to: queue.skip_to(), payload });
+            data_channel.send(
+                step,
+                Fragment {
+                    packet_number,
+                    message: Some((id, offset, total_len)),
+                    skip_to: queue.skip_to(),
+                    payload,
+                },
+            );
         }
         // Nothing in flight yet the receiver may not know the latest skip: an empty packet carries it.
         if sack.outstanding() == 0 && queue.skip_unconfirmed() {
             let packet_number = next_pn;
             next_pn += 1;
-            sack.on_sent(SentPacket { packet_number, sent: now, size: 40, chunk: SentChunk::Empty });
+            sack.on_sent(SentPacket {
+                packet_number,
+                sent: now,
+                size: 40,
+                chunk: SentChunk::Empty,
+            });
             queue.on_packet_sent(packet_number);
-            data_channel.send(step, Fragment { packet_number, message: None, skip_to: queue.skip_to(), payload: Vec::new() });
+            data_channel.send(
+                step,
+                Fragment {
+                    packet_number,
+                    message: None,
+                    skip_to: queue.skip_to(),
+                    payload: Vec::new(),
+                },
+            );
         }
         step += 1;
     }
@@ -224,7 +301,11 @@ fn run(s: Setup) -> Result<(), TestCaseError> {
         receiver.pop_all(s.order)?;
     }
     for id in acked_by_sender {
-        prop_assert!(receiver.delivered.contains(&id), "message {} fully acknowledged but never delivered", id);
+        prop_assert!(
+            receiver.delivered.contains(&id),
+            "message {} fully acknowledged but never delivered",
+            id
+        );
     }
     Ok(())
 }

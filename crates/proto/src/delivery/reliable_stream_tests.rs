@@ -75,7 +75,13 @@ fn run(s: Setup) -> Result<u64, TestCaseError> {
                 let result = reassembler.insert(p.offset, &p.payload, p.fin);
                 prop_assert!(result.is_ok(), "reassembly refused {:?}: {:?}", p, result);
             }
-            ack_channel.send(step, AckPacket { ranges: received.ranges(s.ack_ranges), max_data: reassembler.max_data() });
+            ack_channel.send(
+                step,
+                AckPacket {
+                    ranges: received.ranges(s.ack_ranges),
+                    max_data: reassembler.max_data(),
+                },
+            );
         }
         let mut buf = [0u8; 97];
         loop {
@@ -85,11 +91,19 @@ fn run(s: Setup) -> Result<u64, TestCaseError> {
             }
             delivered.extend_from_slice(&buf[..n]);
         }
-        prop_assert_eq!(&delivered[..], &s.data[..delivered.len()], "delivered bytes are a prefix of the stream");
+        prop_assert_eq!(
+            &delivered[..],
+            &s.data[..delivered.len()],
+            "delivered bytes are a prefix of the stream"
+        );
         // Sender: acknowledgements, timer, then retransmissions ahead of new data.
         for ack in ack_channel.deliver(step) {
             let result = sack.on_ack(now, &ack.ranges);
-            prop_assert!(result.is_ok(), "honest acknowledgement refused: {:?}", result);
+            prop_assert!(
+                result.is_ok(),
+                "honest acknowledgement refused: {:?}",
+                result
+            );
             for chunk in result.unwrap().acked {
                 if let SentChunk::Stream { offset, len, fin } = chunk {
                     buffer.on_acked(offset, len, fin);
@@ -121,8 +135,21 @@ fn run(s: Setup) -> Result<u64, TestCaseError> {
                 // Persist probe: blocked by flow control with nothing in flight, an empty packet
                 // draws an acknowledgement carrying the window the receiver opened meanwhile.
                 if sack.outstanding() == 0 && buffer.has_unsent() {
-                    sack.on_sent(SentPacket { packet_number: next_pn, sent: now, size: 40, chunk: SentChunk::Empty });
-                    data_channel.send(step, DataPacket { packet_number: next_pn, offset: 0, fin: false, payload: Vec::new() });
+                    sack.on_sent(SentPacket {
+                        packet_number: next_pn,
+                        sent: now,
+                        size: 40,
+                        chunk: SentChunk::Empty,
+                    });
+                    data_channel.send(
+                        step,
+                        DataPacket {
+                            packet_number: next_pn,
+                            offset: 0,
+                            fin: false,
+                            payload: Vec::new(),
+                        },
+                    );
                     next_pn += 1;
                 }
                 break;
@@ -130,8 +157,21 @@ fn run(s: Setup) -> Result<u64, TestCaseError> {
             let packet_number = next_pn;
             next_pn += 1;
             let len = payload.len() as u32;
-            sack.on_sent(SentPacket { packet_number, sent: now, size: payload.len() + 40, chunk: SentChunk::Stream { offset, len, fin } });
-            data_channel.send(step, DataPacket { packet_number, offset, fin, payload });
+            sack.on_sent(SentPacket {
+                packet_number,
+                sent: now,
+                size: payload.len() + 40,
+                chunk: SentChunk::Stream { offset, len, fin },
+            });
+            data_channel.send(
+                step,
+                DataPacket {
+                    packet_number,
+                    offset,
+                    fin,
+                    payload,
+                },
+            );
         }
         step += 1;
     }
@@ -174,5 +214,9 @@ fn a_clean_channel_needs_no_retransmission() {
         data_hops: Vec::new(),
         ack_hops: Vec::new(),
     };
-    assert_eq!(run(setup).unwrap(), 50, "one packet per 100-byte chunk, fin on the last");
+    assert_eq!(
+        run(setup).unwrap(),
+        50,
+        "one packet per 100-byte chunk, fin on the last"
+    );
 }

@@ -58,20 +58,32 @@ impl StreamReassembler {
     /// [`StreamReassembler::max_segments`] is refused with [`DeliveryError::Full`] unless it
     /// continues the in-order bytes.
     pub fn insert(&mut self, offset: u64, data: &[u8], fin: bool) -> Result<usize, DeliveryError> {
-        let end = offset.checked_add(data.len() as u64).ok_or(DeliveryError::BeyondWindow)?;
+        let end = offset
+            .checked_add(data.len() as u64)
+            .ok_or(DeliveryError::BeyondWindow)?;
         if end > self.max_data() {
             return Err(DeliveryError::BeyondWindow);
         }
         if let Some(size) = self.final_size {
             if end > size || (fin && end != size) {
-                return Err(DeliveryError::Inconsistent("stream data beyond its final size"));
+                return Err(DeliveryError::Inconsistent(
+                    "stream data beyond its final size",
+                ));
             }
         } else if fin && end < self.highest_received() {
-            return Err(DeliveryError::Inconsistent("fin below data already received"));
+            return Err(DeliveryError::Inconsistent(
+                "fin below data already received",
+            ));
         }
         let pieces = self.gaps(offset, end);
-        let new_segments = pieces.iter().filter(|&&(s, e)| !self.ends_at(s) && !self.segments.contains_key(&e)).count();
-        if new_segments > 0 && offset > self.contiguous_end && self.segments.len() + new_segments > self.max_segments {
+        let new_segments = pieces
+            .iter()
+            .filter(|&&(s, e)| !self.ends_at(s) && !self.segments.contains_key(&e))
+            .count();
+        if new_segments > 0
+            && offset > self.contiguous_end
+            && self.segments.len() + new_segments > self.max_segments
+        {
             self.refused += 1;
             return Err(DeliveryError::Full);
         }
@@ -119,7 +131,10 @@ impl StreamReassembler {
 
     /// Whether a held segment ends exactly at `at`.
     fn ends_at(&self, at: u64) -> bool {
-        self.segments.range(..at).next_back().is_some_and(|(&s, seg)| s + seg.len() as u64 == at)
+        self.segments
+            .range(..at)
+            .next_back()
+            .is_some_and(|(&s, seg)| s + seg.len() as u64 == at)
     }
 
     /// Hold `bytes` at `start` (a gap), merged with the segments it touches; the smaller side is
@@ -152,12 +167,16 @@ impl StreamReassembler {
     }
 
     fn highest_received(&self) -> u64 {
-        self.segments.last_key_value().map_or(self.read_offset, |(&s, seg)| s + seg.len() as u64)
+        self.segments
+            .last_key_value()
+            .map_or(self.read_offset, |(&s, seg)| s + seg.len() as u64)
     }
 
     /// Read in-order bytes into `buf`; returns how many.
     pub fn read(&mut self, buf: &mut [u8]) -> usize {
-        let Some(mut entry) = self.segments.first_entry() else { return 0 };
+        let Some(mut entry) = self.segments.first_entry() else {
+            return 0;
+        };
         if *entry.key() != self.read_offset {
             return 0;
         }
@@ -217,7 +236,11 @@ impl StreamReassembler {
     /// An estimate of the heap memory held: segment allocations plus a map entry per segment.
     pub fn memory(&self) -> usize {
         let per_entry = std::mem::size_of::<(u64, VecDeque<u8>)>() + SEGMENT_OVERHEAD;
-        self.segments.values().map(VecDeque::capacity).sum::<usize>() + self.segments.len() * per_entry
+        self.segments
+            .values()
+            .map(VecDeque::capacity)
+            .sum::<usize>()
+            + self.segments.len() * per_entry
     }
 }
 
@@ -248,7 +271,11 @@ mod tests {
         r.insert(0, b"abcd", false).unwrap();
         r.insert(8, b"ijkl", false).unwrap();
         assert_eq!(r.insert(0, b"abcd", false), Ok(0));
-        assert_eq!(r.insert(2, b"cdefghijklmn", false), Ok(6), "only the gaps are new");
+        assert_eq!(
+            r.insert(2, b"cdefghijklmn", false),
+            Ok(6),
+            "only the gaps are new"
+        );
         assert_eq!(r.buffered(), 14);
         assert_eq!(read_all(&mut r), b"abcdefghijklmn");
         assert_eq!(r.insert(3, b"defg", false), Ok(0), "below the read offset");
@@ -257,8 +284,14 @@ mod tests {
     #[test]
     fn window_overflow_is_refused() {
         let mut r = StreamReassembler::new(10);
-        assert_eq!(r.insert(5, b"123456", false), Err(DeliveryError::BeyondWindow));
-        assert_eq!(r.insert(u64::MAX, b"x", false), Err(DeliveryError::BeyondWindow));
+        assert_eq!(
+            r.insert(5, b"123456", false),
+            Err(DeliveryError::BeyondWindow)
+        );
+        assert_eq!(
+            r.insert(u64::MAX, b"x", false),
+            Err(DeliveryError::BeyondWindow)
+        );
         assert_eq!(r.insert(0, b"0123456789", false), Ok(10));
         assert_eq!(r.insert(10, b"a", false), Err(DeliveryError::BeyondWindow));
         let mut buf = [0; 4];
@@ -283,7 +316,12 @@ mod tests {
         let mut r = StreamReassembler::new(100);
         r.insert(3, b"def", true).unwrap();
         assert!(!r.is_finished());
-        assert_eq!(r.insert(6, b"x", false), Err(DeliveryError::Inconsistent("stream data beyond its final size")));
+        assert_eq!(
+            r.insert(6, b"x", false),
+            Err(DeliveryError::Inconsistent(
+                "stream data beyond its final size"
+            ))
+        );
         r.insert(0, b"abc", false).unwrap();
         assert!(!r.is_finished());
         assert_eq!(read_all(&mut r), b"abcdef");
@@ -296,7 +334,11 @@ mod tests {
         for i in (10..20u8).rev() {
             r.insert(u64::from(i), &[i], false).unwrap();
         }
-        assert_eq!(r.segments(), 1, "ten adjacent bytes arriving backwards are one segment");
+        assert_eq!(
+            r.segments(),
+            1,
+            "ten adjacent bytes arriving backwards are one segment"
+        );
         r.insert(5, &[5], false).unwrap();
         r.insert(0, &[0, 1, 2, 3, 4], false).unwrap();
         r.insert(6, &[6, 7, 8, 9], false).unwrap();
@@ -312,11 +354,19 @@ mod tests {
         for offset in (1..window as u64).step_by(2) {
             let _ = r.insert(offset, &[offset as u8], false);
         }
-        assert!(r.segments() <= r.max_segments(), "{} segments", r.segments());
+        assert!(
+            r.segments() <= r.max_segments(),
+            "{} segments",
+            r.segments()
+        );
         assert_eq!(r.max_segments(), 64 + window / 128);
         assert!(r.refused() > 0, "pieces beyond the cap are refused");
         // Stated bound: the window's bytes plus at most 2x the window for bookkeeping.
-        assert!(r.memory() <= 3 * window, "memory {} for a window of {window}", r.memory());
+        assert!(
+            r.memory() <= 3 * window,
+            "memory {} for a window of {window}",
+            r.memory()
+        );
         // The byte the reader waits for is always taken in, and fills the gaps as they come.
         for offset in (0..window as u64).step_by(2) {
             r.insert(offset, &[offset as u8], false).unwrap();
@@ -336,15 +386,25 @@ mod tests {
             let _ = r.insert(offset, b"x", false);
         }
         assert_eq!(r.insert(1000, b"end", true), Err(DeliveryError::Full));
-        assert_eq!(r.insert(1000, b"end!", true), Err(DeliveryError::Full), "a different fin is refused for space, not as inconsistent");
+        assert_eq!(
+            r.insert(1000, b"end!", true),
+            Err(DeliveryError::Full),
+            "a different fin is refused for space, not as inconsistent"
+        );
     }
 
     #[test]
     fn conflicting_fin_is_refused() {
         let mut r = StreamReassembler::new(100);
         r.insert(0, b"abcdef", false).unwrap();
-        assert!(matches!(r.insert(0, b"abc", true), Err(DeliveryError::Inconsistent(_))));
+        assert!(matches!(
+            r.insert(0, b"abc", true),
+            Err(DeliveryError::Inconsistent(_))
+        ));
         r.insert(6, b"", true).unwrap();
-        assert!(matches!(r.insert(6, b"g", true), Err(DeliveryError::Inconsistent(_))));
+        assert!(matches!(
+            r.insert(6, b"g", true),
+            Err(DeliveryError::Inconsistent(_))
+        ));
     }
 }

@@ -74,7 +74,12 @@ impl StreamSendBuffer {
     /// Next never-sent bytes, at most `max_len`, below `max_data`; appends them to `out`; marks sent.
     ///
     /// Returns the chunk's offset and whether it carries the fin; a fin with no bytes is a chunk too.
-    pub fn next_unsent(&mut self, max_len: usize, max_data: u64, out: &mut Vec<u8>) -> Option<(u64, bool)> {
+    pub fn next_unsent(
+        &mut self,
+        max_len: usize,
+        max_data: u64,
+        out: &mut Vec<u8>,
+    ) -> Option<(u64, bool)> {
         let end = self.write_end();
         let allowed = max_data.min(end).saturating_sub(self.next_unsent);
         let len = (max_len as u64).min(allowed);
@@ -118,7 +123,11 @@ impl StreamSendBuffer {
         if offset < self.acked_prefix || end > self.next_unsent {
             return false;
         }
-        let covered = self.acked_above.range(..=offset).next_back().is_some_and(|(_, &e)| e >= end);
+        let covered = self
+            .acked_above
+            .range(..=offset)
+            .next_back()
+            .is_some_and(|(_, &e)| e >= end);
         if covered {
             return false;
         }
@@ -226,7 +235,11 @@ mod tests {
         assert_eq!(out, (0..8).collect::<Vec<u8>>());
         out.clear();
         assert_eq!(b.next_unsent(8, 12, &mut out), Some((8, false)));
-        assert_eq!(out, (8..12).collect::<Vec<u8>>(), "flow control stops at max_data");
+        assert_eq!(
+            out,
+            (8..12).collect::<Vec<u8>>(),
+            "flow control stops at max_data"
+        );
         assert_eq!(b.next_unsent(8, 12, &mut out), None);
     }
 
@@ -265,7 +278,10 @@ mod tests {
         b.on_acked(10, 10, false);
         assert_eq!(b.acked_bytes(), 0);
         assert_eq!(b.free_space(), 0);
-        assert!(!b.copy_range(10, 10, &mut out), "acknowledged above the prefix");
+        assert!(
+            !b.copy_range(10, 10, &mut out),
+            "acknowledged above the prefix"
+        );
         out.clear();
         assert!(b.copy_range(0, 10, &mut out));
         assert_eq!(out, vec![7; 10]);
@@ -274,7 +290,11 @@ mod tests {
         assert_eq!(b.free_space(), 20);
         assert!(!b.copy_range(0, 10, &mut out));
         b.on_acked(0, 10, false);
-        assert_eq!(b.acked_bytes(), 20, "a duplicate acknowledgement changes nothing");
+        assert_eq!(
+            b.acked_bytes(),
+            20,
+            "a duplicate acknowledgement changes nothing"
+        );
     }
 
     #[test]

@@ -18,8 +18,16 @@ pub struct Hop {
 /// Schedules of up to `len` hops: about 20% loss, 10% duplication, delays up to 20 steps.
 pub fn schedule(len: usize) -> impl Strategy<Value = Vec<Hop>> {
     proptest::collection::vec(
-        (prop::bool::weighted(0.2), prop::bool::weighted(0.1), 0u64..20)
-            .prop_map(|(drop, duplicate, delay)| Hop { drop, duplicate, delay }),
+        (
+            prop::bool::weighted(0.2),
+            prop::bool::weighted(0.1),
+            0u64..20,
+        )
+            .prop_map(|(drop, duplicate, delay)| Hop {
+                drop,
+                duplicate,
+                delay,
+            }),
         0..len,
     )
 }
@@ -36,19 +44,30 @@ pub struct Channel<T> {
 impl<T: Clone> Channel<T> {
     /// A channel applying `schedule` to the items sent, in order, with `base_latency` steps of delay.
     pub fn new(schedule: Vec<Hop>, base_latency: u64) -> Self {
-        Self { schedule, base_latency, sent: 0, in_flight: BTreeMap::new(), sequence: 0 }
+        Self {
+            schedule,
+            base_latency,
+            sent: 0,
+            in_flight: BTreeMap::new(),
+            sequence: 0,
+        }
     }
 
     /// Send one item at step `now`.
     pub fn send(&mut self, now: u64, item: T) {
-        let hop = self.schedule.get(self.sent).copied().unwrap_or(Hop { drop: false, duplicate: false, delay: 0 });
+        let hop = self.schedule.get(self.sent).copied().unwrap_or(Hop {
+            drop: false,
+            duplicate: false,
+            delay: 0,
+        });
         self.sent += 1;
         if hop.drop {
             return;
         }
         let arrival = now + self.base_latency + hop.delay;
         if hop.duplicate {
-            self.in_flight.insert((arrival + 3, self.sequence), item.clone());
+            self.in_flight
+                .insert((arrival + 3, self.sequence), item.clone());
             self.sequence += 1;
         }
         self.in_flight.insert((arrival, self.sequence), item);

@@ -19,7 +19,11 @@ pub struct ReceivedPackets {
 impl ReceivedPackets {
     /// An empty record keeping at most `max_ranges` ranges (at least one).
     pub fn new(max_ranges: usize) -> Self {
-        Self { ranges: BTreeMap::new(), max_ranges: max_ranges.max(1), forgotten_below: 0 }
+        Self {
+            ranges: BTreeMap::new(),
+            max_ranges: max_ranges.max(1),
+            forgotten_below: 0,
+        }
     }
 
     /// Record a packet number; false if already received (duplicate) or too old to tell.
@@ -34,7 +38,9 @@ impl ReceivedPackets {
                 return false;
             }
         }
-        let above = pn.checked_add(1).and_then(|next| self.ranges.get(&next).map(|&e| (next, e)));
+        let above = pn
+            .checked_add(1)
+            .and_then(|next| self.ranges.get(&next).map(|&e| (next, e)));
         let joins_below = matches!(below, Some((_, end)) if end + 1 == pn);
         match (joins_below, above) {
             (true, Some((above_start, above_end))) => {
@@ -65,14 +71,23 @@ impl ReceivedPackets {
     /// Whether `packet_number` was received already, or is too old to tell.
     pub fn contains(&self, packet_number: u64) -> bool {
         packet_number < self.forgotten_below
-            || self.ranges.range(..=packet_number).next_back().is_some_and(|(_, &end)| end >= packet_number)
+            || self
+                .ranges
+                .range(..=packet_number)
+                .next_back()
+                .is_some_and(|(_, &end)| end >= packet_number)
     }
 
     /// Ranges to report, inclusive, highest first, disjoint, at most `limit`.
     pub fn ranges(&self, limit: usize) -> Vec<(u64, u64)> {
         // RFC 2018 §4: report the most recent blocks first; packet numbers grow with send time,
         // so the highest range holds the packet that triggered this acknowledgement.
-        self.ranges.iter().rev().take(limit).map(|(&s, &e)| (s, e)).collect()
+        self.ranges
+            .iter()
+            .rev()
+            .take(limit)
+            .map(|(&s, &e)| (s, e))
+            .collect()
     }
 
     /// The largest packet number received.

@@ -120,7 +120,10 @@ impl SackSender {
             self.largest_sent < Some(packet.packet_number),
             "packet numbers are never reused"
         );
-        self.largest_sent = Some(self.largest_sent.map_or(packet.packet_number, |l| l.max(packet.packet_number)));
+        self.largest_sent = Some(
+            self.largest_sent
+                .map_or(packet.packet_number, |l| l.max(packet.packet_number)),
+        );
         self.outstanding.insert(packet.packet_number, packet);
     }
 
@@ -193,7 +196,8 @@ impl SackSender {
     fn declare_lost(&mut self, packet: SentPacket) {
         if packet.chunk != SentChunk::Empty {
             if self.error.retransmits() {
-                self.retransmit.push_back((packet.packet_number, packet.chunk));
+                self.retransmit
+                    .push_back((packet.packet_number, packet.chunk));
                 self.queued.insert(packet.packet_number);
             } else {
                 self.unrepaired.push_back(packet.chunk);
@@ -211,7 +215,9 @@ impl SackSender {
     /// Deadline of the retransmission timer for the oldest outstanding packet.
     pub fn poll_timeout(&self, rto: Duration) -> Option<Time> {
         // Packet numbers grow with send time, so the lowest outstanding is the oldest.
-        self.outstanding.first_key_value().map(|(_, p)| p.sent + rto)
+        self.outstanding
+            .first_key_value()
+            .map(|(_, p)| p.sent + rto)
     }
 
     /// Declare lost every packet outstanding longer than `rto`; returns how many.
@@ -288,11 +294,20 @@ mod tests {
     use super::*;
 
     fn stream(offset: u64) -> SentChunk {
-        SentChunk::Stream { offset, len: 100, fin: false }
+        SentChunk::Stream {
+            offset,
+            len: 100,
+            fin: false,
+        }
     }
 
     fn sent(pn: u64, at_ms: u64) -> SentPacket {
-        SentPacket { packet_number: pn, sent: Time::from_nanos(at_ms * 1_000_000), size: 1200, chunk: stream(pn * 100) }
+        SentPacket {
+            packet_number: pn,
+            sent: Time::from_nanos(at_ms * 1_000_000),
+            size: 1200,
+            chunk: stream(pn * 100),
+        }
     }
 
     fn sender_with(n: u64) -> SackSender {
@@ -323,8 +338,16 @@ mod tests {
     fn malformed_ranges_are_refused() {
         let mut s = sender_with(10);
         assert_eq!(s.on_ack(NOW, &[(4, 3)]), Err(AckError::Malformed));
-        assert_eq!(s.on_ack(NOW, &[(1, 2), (5, 6)]), Err(AckError::Malformed), "lowest first");
-        assert_eq!(s.on_ack(NOW, &[(5, 8), (3, 5)]), Err(AckError::Malformed), "overlapping");
+        assert_eq!(
+            s.on_ack(NOW, &[(1, 2), (5, 6)]),
+            Err(AckError::Malformed),
+            "lowest first"
+        );
+        assert_eq!(
+            s.on_ack(NOW, &[(5, 8), (3, 5)]),
+            Err(AckError::Malformed),
+            "overlapping"
+        );
         assert_eq!(s.outstanding(), 10);
         assert_eq!(s.on_ack(NOW, &[]), Ok(AckResult::default()));
     }
@@ -334,9 +357,16 @@ mod tests {
         let mut s = sender_with(6);
         let r = s.on_ack(NOW, &[(2, 3)]).unwrap();
         assert_eq!((r.acked_packets, r.lost_packets), (2, 0));
-        assert!(!s.has_retransmissions(), "two later acks are not enough (RFC 6675 DupThresh)");
+        assert!(
+            !s.has_retransmissions(),
+            "two later acks are not enough (RFC 6675 DupThresh)"
+        );
         let r = s.on_ack(NOW, &[(2, 4)]).unwrap();
-        assert_eq!((r.acked_packets, r.lost_packets), (1, 2), "packets 0 and 1 have 3 later acks");
+        assert_eq!(
+            (r.acked_packets, r.lost_packets),
+            (1, 2),
+            "packets 0 and 1 have 3 later acks"
+        );
         assert_eq!(r.acked, vec![stream(400)]);
         assert_eq!(r.largest_acked_sent, Some(Time::from_nanos(4_000_000)));
         assert_eq!(s.next_retransmission(), Some(stream(0)));
@@ -376,7 +406,11 @@ mod tests {
         assert_eq!(s.handle_timeout(Time::from_nanos(20_000_000), rto), 3);
         assert!(s.has_retransmissions());
         let r = s.on_ack(NOW, &[(1, 1)]).unwrap();
-        assert_eq!(r.acked, vec![stream(100)], "late acknowledgement still reports the chunk");
+        assert_eq!(
+            r.acked,
+            vec![stream(100)],
+            "late acknowledgement still reports the chunk"
+        );
         assert_eq!(s.next_retransmission(), Some(stream(0)));
         assert_eq!(s.next_retransmission(), Some(stream(200)));
         assert_eq!(s.next_retransmission(), None);
@@ -389,7 +423,10 @@ mod tests {
         s.on_ack(NOW, &[(7, 9), (2, 2)]).unwrap();
         // 0, 1 (below 7: three later), 3..=6 all lost.
         let order: Vec<_> = std::iter::from_fn(|| s.next_retransmission()).collect();
-        assert_eq!(order, [0, 1, 3, 4, 5, 6].map(|pn| stream(pn * 100)).to_vec());
+        assert_eq!(
+            order,
+            [0, 1, 3, 4, 5, 6].map(|pn| stream(pn * 100)).to_vec()
+        );
     }
 
     #[test]
@@ -410,7 +447,10 @@ mod tests {
     fn empty_chunks_are_never_retransmitted_nor_reported() {
         let mut s = SackSender::new(ErrorControl::SackFull, 16);
         for pn in 0..5 {
-            s.on_sent(SentPacket { chunk: SentChunk::Empty, ..sent(pn, pn) });
+            s.on_sent(SentPacket {
+                chunk: SentChunk::Empty,
+                ..sent(pn, pn)
+            });
         }
         let r = s.on_ack(NOW, &[(1, 4)]).unwrap();
         assert_eq!((r.acked_packets, r.lost_packets), (4, 1));

@@ -18,7 +18,9 @@ pub(crate) struct CookieJar {
 impl core::fmt::Debug for CookieJar {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         // The key stays out of logs.
-        f.debug_struct("CookieJar").field("lifetime", &self.lifetime).finish_non_exhaustive()
+        f.debug_struct("CookieJar")
+            .field("lifetime", &self.lifetime)
+            .finish_non_exhaustive()
     }
 }
 
@@ -39,7 +41,13 @@ impl CookieJar {
     }
 
     /// Whether `cookie` was minted by this jar for this client and is still fresh at `now`.
-    pub(crate) fn verify(&self, now: Time, remote: SocketAddr, client: ConnectionId, cookie: &Cookie) -> bool {
+    pub(crate) fn verify(
+        &self,
+        now: Time,
+        remote: SocketAddr,
+        client: ConnectionId,
+        cookie: &Cookie,
+    ) -> bool {
         let mut issued = [0u8; TIME_LEN];
         issued.copy_from_slice(&cookie.0[..TIME_LEN]);
         let issued_at = Time::from_nanos(u64::from_be_bytes(issued));
@@ -88,15 +96,35 @@ mod tests {
         let now = Time::from_nanos(5_000_000_000);
         let client = addr("192.0.2.1:4000");
         let cookie = jar.mint(now, client, ConnectionId(42));
-        assert!(jar.verify(now + Duration::from_secs(9), client, ConnectionId(42), &cookie));
+        assert!(jar.verify(
+            now + Duration::from_secs(9),
+            client,
+            ConnectionId(42),
+            &cookie
+        ));
         // Stale, from another address or port, for another id, or minted with another key.
-        assert!(!jar.verify(now + Duration::from_secs(11), client, ConnectionId(42), &cookie));
+        assert!(!jar.verify(
+            now + Duration::from_secs(11),
+            client,
+            ConnectionId(42),
+            &cookie
+        ));
         assert!(!jar.verify(now, addr("192.0.2.2:4000"), ConnectionId(42), &cookie));
         assert!(!jar.verify(now, addr("192.0.2.1:4001"), ConnectionId(42), &cookie));
         assert!(!jar.verify(now, client, ConnectionId(43), &cookie));
-        assert!(!CookieJar::new([8; 32], Duration::from_secs(10)).verify(now, client, ConnectionId(42), &cookie));
+        assert!(!CookieJar::new([8; 32], Duration::from_secs(10)).verify(
+            now,
+            client,
+            ConnectionId(42),
+            &cookie
+        ));
         // Issued in the future, or tampered with.
-        assert!(!jar.verify(now - Duration::from_secs(1), client, ConnectionId(42), &cookie));
+        assert!(!jar.verify(
+            now - Duration::from_secs(1),
+            client,
+            ConnectionId(42),
+            &cookie
+        ));
         let mut forged = cookie;
         forged.0[COOKIE_LEN - 1] ^= 1;
         assert!(!jar.verify(now, client, ConnectionId(42), &forged));

@@ -4,7 +4,9 @@
 //! max datagram (2), receive window (8), timestamp echo (4); nothing may follow. Once
 //! `check_len` passed, no accessor panics.
 
-use super::header::{be_u16, be_u32, be_u64, check_exact_len, destination, emit_destination, emit_type, Field};
+use super::header::{
+    be_u16, be_u32, be_u64, check_exact_len, destination, emit_destination, emit_type, Field,
+};
 use super::{Accept, ConnectionId, PacketType, WireError};
 use crate::config::{MAX_DATAGRAM, MIN_DATAGRAM};
 
@@ -129,11 +131,17 @@ mod tests {
         ];
         assert_eq!(buf, expected);
         assert_eq!(Packet::decode(&buf), Ok(Packet::Accept(accept)));
-        assert_eq!(Packet::decode(&buf[..ACCEPT_LEN - 1]), Err(WireError::Truncated));
+        assert_eq!(
+            Packet::decode(&buf[..ACCEPT_LEN - 1]),
+            Err(WireError::Truncated)
+        );
         let mut long = buf.clone();
         long.push(0);
         assert_eq!(Packet::decode(&long), Err(WireError::TrailingBytes));
         buf[field::MAX_DATAGRAM].copy_from_slice(&65_535u16.to_be_bytes());
-        assert_eq!(Packet::decode(&buf), Err(WireError::InvalidField("max datagram out of range")));
+        assert_eq!(
+            Packet::decode(&buf),
+            Err(WireError::InvalidField("max datagram out of range"))
+        );
     }
 }

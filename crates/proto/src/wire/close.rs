@@ -96,7 +96,12 @@ impl<'a> Close<'a> {
         if graceful && code != 0 {
             return Err(WireError::InvalidField("graceful close with an error code"));
         }
-        Ok(Close { destination: packet.destination(), graceful, code, reason: packet.reason() })
+        Ok(Close {
+            destination: packet.destination(),
+            graceful,
+            code,
+            reason: packet.reason(),
+        })
     }
 
     /// The reason as sent: at most `MAX_REASON_LEN` bytes.
@@ -112,7 +117,11 @@ impl<'a> Close<'a> {
     /// Write the close into a buffer of `buffer_len` bytes; a longer reason is cut to
     /// `MAX_REASON_LEN` bytes.
     pub fn emit(&self, buf: &mut [u8]) {
-        debug_assert!(!self.graceful || self.code == 0, "graceful close with code {}", self.code);
+        debug_assert!(
+            !self.graceful || self.code == 0,
+            "graceful close with code {}",
+            self.code
+        );
         let reason = self.sent_reason();
         emit_type(buf, PacketType::Close);
         emit_destination(buf, self.destination);
@@ -130,10 +139,17 @@ mod tests {
 
     #[test]
     fn golden_layout() {
-        let close = Close { destination: ConnectionId(4), graceful: false, code: 0x0102, reason: b"bye" };
+        let close = Close {
+            destination: ConnectionId(4),
+            graceful: false,
+            code: 0x0102,
+            reason: b"bye",
+        };
         let mut buf = Vec::new();
         Packet::Close(close.clone()).encode(&mut buf);
-        let expected: &[u8] = &[1, 6, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 2, 3, b'b', b'y', b'e'];
+        let expected: &[u8] = &[
+            1, 6, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 2, 3, b'b', b'y', b'e',
+        ];
         assert_eq!(buf, expected);
         assert_eq!(Packet::decode(&buf), Ok(Packet::Close(close)));
         assert_eq!(Packet::decode(&buf[..18]), Err(WireError::Truncated));
@@ -144,29 +160,64 @@ mod tests {
     #[test]
     fn rejects_oversize_reason_and_bad_flags() {
         let long = [b'x'; MAX_REASON_LEN + 1];
-        let mut buf = vec![1, 6, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, MAX_REASON_LEN as u8 + 1];
+        let mut buf = vec![
+            1,
+            6,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            4,
+            0,
+            0,
+            0,
+            0,
+            0,
+            MAX_REASON_LEN as u8 + 1,
+        ];
         buf.extend_from_slice(&long);
         assert_eq!(Packet::decode(&buf), Err(WireError::Oversize));
         let mut graceful = vec![1, 6, 0, 0, 0, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0];
         assert_eq!(
             Packet::decode(&graceful),
-            Ok(Packet::Close(Close { destination: ConnectionId(4), graceful: true, code: 0, reason: b"" }))
+            Ok(Packet::Close(Close {
+                destination: ConnectionId(4),
+                graceful: true,
+                code: 0,
+                reason: b""
+            }))
         );
         graceful[14] = 1;
-        assert_eq!(Packet::decode(&graceful), Err(WireError::InvalidField("graceful close with an error code")));
+        assert_eq!(
+            Packet::decode(&graceful),
+            Err(WireError::InvalidField("graceful close with an error code"))
+        );
         graceful[10] = 3;
-        assert_eq!(Packet::decode(&graceful), Err(WireError::InvalidField("reserved close flag bits")));
+        assert_eq!(
+            Packet::decode(&graceful),
+            Err(WireError::InvalidField("reserved close flag bits"))
+        );
     }
 
     #[test]
     fn encoder_cuts_a_long_reason() {
         let long = [b'x'; 300];
-        let close = Close { destination: ConnectionId(4), graceful: false, code: 9, reason: &long };
+        let close = Close {
+            destination: ConnectionId(4),
+            graceful: false,
+            code: 9,
+            reason: &long,
+        };
         let packet = Packet::Close(close);
         let mut buf = Vec::new();
         packet.encode(&mut buf);
         assert_eq!(buf.len(), packet.encoded_len());
-        let Ok(Packet::Close(decoded)) = Packet::decode(&buf) else { panic!("does not decode") };
+        let Ok(Packet::Close(decoded)) = Packet::decode(&buf) else {
+            panic!("does not decode")
+        };
         assert_eq!(decoded.reason, &long[..MAX_REASON_LEN]);
     }
 }

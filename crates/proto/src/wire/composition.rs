@@ -54,10 +54,16 @@ pub(crate) fn parse(block: &[u8]) -> Result<Composition, WireError> {
     let rate = be_u64(&block[field::RATE]);
     let congestion = match block[field::CONGESTION] {
         code::FIXED if rate == 0 => return Err(WireError::InvalidField("fixed rate of zero")),
-        code::FIXED => CongestionControl::Fixed { rate: Rate::from_bps(rate) },
-        code::GTFRC => CongestionControl::Gtfrc { target: Rate::from_bps(rate) },
+        code::FIXED => CongestionControl::Fixed {
+            rate: Rate::from_bps(rate),
+        },
+        code::GTFRC => CongestionControl::Gtfrc {
+            target: Rate::from_bps(rate),
+        },
         code::TFRC | code::AIMD if rate != 0 => {
-            return Err(WireError::InvalidField("rate given for a controller without one"))
+            return Err(WireError::InvalidField(
+                "rate given for a controller without one",
+            ))
         }
         code::TFRC => CongestionControl::Tfrc,
         code::AIMD => CongestionControl::Aimd,
@@ -68,8 +74,12 @@ pub(crate) fn parse(block: &[u8]) -> Result<Composition, WireError> {
     let deadline = be_u64(&block[field::DEADLINE]);
     let max_retransmissions = be_u32(&block[field::MAX_RETRANSMISSIONS]);
     let error = match block[field::ERROR] {
-        code::ERROR_NONE | code::SACK_FULL if flags != 0 || deadline != 0 || max_retransmissions != 0 => {
-            return Err(WireError::InvalidField("partial-reliability limits without partial reliability"))
+        code::ERROR_NONE | code::SACK_FULL
+            if flags != 0 || deadline != 0 || max_retransmissions != 0 =>
+        {
+            return Err(WireError::InvalidField(
+                "partial-reliability limits without partial reliability",
+            ))
         }
         code::ERROR_NONE => ErrorControl::None,
         code::SACK_FULL => ErrorControl::SackFull,
@@ -82,13 +92,23 @@ pub(crate) fn parse(block: &[u8]) -> Result<Composition, WireError> {
         code::UNORDERED => Order::Unordered,
         _ => return Err(WireError::InvalidField("order code")),
     };
-    Ok(Composition { congestion, error, order })
+    Ok(Composition {
+        congestion,
+        error,
+        order,
+    })
 }
 
 /// The partial-reliability limits, each present only with its flag.
-fn parse_partial(flags: u8, deadline: u64, max_retransmissions: u32) -> Result<ErrorControl, WireError> {
+fn parse_partial(
+    flags: u8,
+    deadline: u64,
+    max_retransmissions: u32,
+) -> Result<ErrorControl, WireError> {
     if flags & !(code::HAS_DEADLINE | code::HAS_MAX_RETRANSMISSIONS) != 0 {
-        return Err(WireError::InvalidField("reserved partial-reliability flag bits"));
+        return Err(WireError::InvalidField(
+            "reserved partial-reliability flag bits",
+        ));
     }
     let deadline = if flags & code::HAS_DEADLINE != 0 {
         if deadline == 0 {
@@ -106,14 +126,21 @@ fn parse_partial(flags: u8, deadline: u64, max_retransmissions: u32) -> Result<E
     let max_retransmissions = if flags & code::HAS_MAX_RETRANSMISSIONS != 0 {
         Some(max_retransmissions)
     } else if max_retransmissions != 0 {
-        return Err(WireError::InvalidField("retransmission limit without its flag"));
+        return Err(WireError::InvalidField(
+            "retransmission limit without its flag",
+        ));
     } else {
         None
     };
     if deadline.is_none() && max_retransmissions.is_none() {
-        return Err(WireError::InvalidField("partial reliability without a deadline or a limit"));
+        return Err(WireError::InvalidField(
+            "partial reliability without a deadline or a limit",
+        ));
     }
-    Ok(ErrorControl::SackPartial { deadline, max_retransmissions })
+    Ok(ErrorControl::SackPartial {
+        deadline,
+        max_retransmissions,
+    })
 }
 
 /// Write `composition` into a block of exactly `LEN` zeroed bytes. A deadline is carried in whole
@@ -131,7 +158,10 @@ pub(crate) fn emit(composition: &Composition, block: &mut [u8]) {
     let (error, flags, deadline, max_retransmissions) = match composition.error {
         ErrorControl::None => (code::ERROR_NONE, 0, 0, 0),
         ErrorControl::SackFull => (code::SACK_FULL, 0, 0, 0),
-        ErrorControl::SackPartial { deadline, max_retransmissions } => {
+        ErrorControl::SackPartial {
+            deadline,
+            max_retransmissions,
+        } => {
             let mut flags = 0;
             if deadline.is_some() {
                 flags |= code::HAS_DEADLINE;
@@ -140,7 +170,12 @@ pub(crate) fn emit(composition: &Composition, block: &mut [u8]) {
                 flags |= code::HAS_MAX_RETRANSMISSIONS;
             }
             let micros = deadline.map_or(0, |d| d.as_micros().clamp(1, MAX_DEADLINE_MICROS));
-            (code::SACK_PARTIAL, flags, micros, max_retransmissions.unwrap_or(0))
+            (
+                code::SACK_PARTIAL,
+                flags,
+                micros,
+                max_retransmissions.unwrap_or(0),
+            )
         }
     };
     block[field::ERROR] = error;
@@ -167,7 +202,9 @@ mod tests {
     #[test]
     fn golden_qstp_block() {
         let qstp = Composition {
-            congestion: CongestionControl::Gtfrc { target: Rate::from_kbps(500) },
+            congestion: CongestionControl::Gtfrc {
+                target: Rate::from_kbps(500),
+            },
             error: ErrorControl::SackFull,
             order: Order::Ordered,
         };
@@ -186,7 +223,10 @@ mod tests {
     fn golden_partial_block() {
         let partial = Composition {
             congestion: CongestionControl::Tfrc,
-            error: ErrorControl::SackPartial { deadline: Some(Duration::from_millis(150)), max_retransmissions: Some(2) },
+            error: ErrorControl::SackPartial {
+                deadline: Some(Duration::from_millis(150)),
+                max_retransmissions: Some(2),
+            },
             order: Order::Unordered,
         };
         let block = encode(&partial);
@@ -203,7 +243,9 @@ mod tests {
     #[test]
     fn rejects_inconsistent_blocks() {
         let fixed = Composition {
-            congestion: CongestionControl::Fixed { rate: Rate::from_mbps(1) },
+            congestion: CongestionControl::Fixed {
+                rate: Rate::from_mbps(1),
+            },
             error: ErrorControl::None,
             order: Order::Unordered,
         };
@@ -214,25 +256,58 @@ mod tests {
             b[at] = value;
             parse(&b)
         };
-        assert!(matches!(mutate(field::CONGESTION, 4), Err(WireError::InvalidField("congestion control code"))));
-        assert!(matches!(mutate(field::CONGESTION, 1), Err(WireError::InvalidField(_))), "tfrc with a rate");
-        assert!(matches!(mutate(field::ERROR, 3), Err(WireError::InvalidField("error control code"))));
-        assert!(matches!(mutate(field::PARTIAL_FLAGS, 1), Err(WireError::InvalidField(_))));
-        assert!(matches!(mutate(field::ORDER, 2), Err(WireError::InvalidField("order code"))));
+        assert!(matches!(
+            mutate(field::CONGESTION, 4),
+            Err(WireError::InvalidField("congestion control code"))
+        ));
+        assert!(
+            matches!(
+                mutate(field::CONGESTION, 1),
+                Err(WireError::InvalidField(_))
+            ),
+            "tfrc with a rate"
+        );
+        assert!(matches!(
+            mutate(field::ERROR, 3),
+            Err(WireError::InvalidField("error control code"))
+        ));
+        assert!(matches!(
+            mutate(field::PARTIAL_FLAGS, 1),
+            Err(WireError::InvalidField(_))
+        ));
+        assert!(matches!(
+            mutate(field::ORDER, 2),
+            Err(WireError::InvalidField("order code"))
+        ));
         let mut zero_rate = good;
         zero_rate[field::RATE].fill(0);
-        assert!(matches!(parse(&zero_rate), Err(WireError::InvalidField("fixed rate of zero"))));
+        assert!(matches!(
+            parse(&zero_rate),
+            Err(WireError::InvalidField("fixed rate of zero"))
+        ));
         let mut partial = good;
         partial[field::ERROR] = code::SACK_PARTIAL;
-        assert!(matches!(parse(&partial), Err(WireError::InvalidField(_))), "neither limit");
+        assert!(
+            matches!(parse(&partial), Err(WireError::InvalidField(_))),
+            "neither limit"
+        );
         partial[field::PARTIAL_FLAGS] = code::HAS_DEADLINE;
-        assert!(matches!(parse(&partial), Err(WireError::InvalidField("deadline of zero"))));
+        assert!(matches!(
+            parse(&partial),
+            Err(WireError::InvalidField("deadline of zero"))
+        ));
         partial[field::PARTIAL_FLAGS] = 0x04 | code::HAS_MAX_RETRANSMISSIONS;
-        assert!(matches!(parse(&partial), Err(WireError::InvalidField(_))), "reserved flag bit");
+        assert!(
+            matches!(parse(&partial), Err(WireError::InvalidField(_))),
+            "reserved flag bit"
+        );
         partial[field::PARTIAL_FLAGS] = code::HAS_MAX_RETRANSMISSIONS;
         assert!(parse(&partial).is_ok());
         partial[field::DEADLINE.end - 1] = 1;
-        assert!(matches!(parse(&partial), Err(WireError::InvalidField("deadline without its flag"))));
+        assert!(matches!(
+            parse(&partial),
+            Err(WireError::InvalidField("deadline without its flag"))
+        ));
         assert_eq!(parse(&good[..LEN - 1]), Err(WireError::Truncated));
     }
 }

@@ -83,7 +83,11 @@ impl<T: AsRef<[u8]>> DataPacket<T> {
     /// The header length the flags announce.
     fn header_len(&self) -> Result<usize, WireError> {
         let chunk = chunk_fields_len(self.kind()).ok_or(WireError::InvalidField("chunk kind"))?;
-        let skip = if self.has_skip_to() { field::SKIP_TO_LEN } else { 0 };
+        let skip = if self.has_skip_to() {
+            field::SKIP_TO_LEN
+        } else {
+            0
+        };
         Ok(field::CHUNK + chunk + skip)
     }
 
@@ -135,7 +139,10 @@ impl<T: AsRef<[u8]>> DataPacket<T> {
     /// The chunk as announced by the kind (fields of the other kinds are not read).
     pub fn chunk(&self) -> Chunk {
         match self.kind() {
-            kind::STREAM => Chunk::Stream { offset: be_u64(self.chunk_field(field::STREAM_OFFSET)), fin: self.fin() },
+            kind::STREAM => Chunk::Stream {
+                offset: be_u64(self.chunk_field(field::STREAM_OFFSET)),
+                fin: self.fin(),
+            },
             kind::MESSAGE => Chunk::Message {
                 id: be_u64(self.chunk_field(field::MESSAGE_ID)),
                 offset: be_u32(self.chunk_field(field::MESSAGE_OFFSET)),
@@ -184,13 +191,19 @@ impl<'a> Data<'a> {
         };
         let len = payload.len() as u64;
         match chunk {
-            Chunk::Empty if packet.fin() => return Err(WireError::InvalidField("fin on a non-stream chunk")),
-            Chunk::Message { .. } if packet.fin() => return Err(WireError::InvalidField("fin on a non-stream chunk")),
+            Chunk::Empty if packet.fin() => {
+                return Err(WireError::InvalidField("fin on a non-stream chunk"))
+            }
+            Chunk::Message { .. } if packet.fin() => {
+                return Err(WireError::InvalidField("fin on a non-stream chunk"))
+            }
             Chunk::Empty if !payload.is_empty() => return Err(WireError::TrailingBytes),
             Chunk::Stream { offset, .. } if offset.checked_add(len).is_none() => {
                 return Err(WireError::InvalidField("stream offset overflows"))
             }
-            Chunk::Message { offset, total_len, .. } if u64::from(offset) + len > u64::from(total_len) => {
+            Chunk::Message {
+                offset, total_len, ..
+            } if u64::from(offset) + len > u64::from(total_len) => {
                 return Err(WireError::InvalidField("fragment beyond its message"))
             }
             _ => {}
@@ -213,7 +226,10 @@ impl<'a> Data<'a> {
 
     /// Write the packet into a zeroed buffer of `buffer_len` bytes.
     pub fn emit(&self, buf: &mut [u8]) {
-        debug_assert!(self.chunk != Chunk::Empty || self.payload.is_empty(), "payload on an empty chunk");
+        debug_assert!(
+            self.chunk != Chunk::Empty || self.payload.is_empty(),
+            "payload on an empty chunk"
+        );
         emit_type(buf, PacketType::Data);
         emit_destination(buf, self.destination);
         let chunk = &mut buf[field::CHUNK..];
@@ -223,7 +239,11 @@ impl<'a> Data<'a> {
                 chunk[field::STREAM_OFFSET].copy_from_slice(&offset.to_be_bytes());
                 (kind::STREAM, fin)
             }
-            Chunk::Message { id, offset, total_len } => {
+            Chunk::Message {
+                id,
+                offset,
+                total_len,
+            } => {
                 chunk[field::MESSAGE_ID].copy_from_slice(&id.to_be_bytes());
                 chunk[field::MESSAGE_OFFSET].copy_from_slice(&offset.to_be_bytes());
                 chunk[field::MESSAGE_TOTAL_LEN].copy_from_slice(&total_len.to_be_bytes());
@@ -237,7 +257,8 @@ impl<'a> Data<'a> {
         let header_len = Data::header_len(&self.chunk, self.skip_to.is_some());
         if let Some(skip_to) = self.skip_to {
             flags |= flag::HAS_SKIP_TO;
-            buf[header_len - field::SKIP_TO_LEN..header_len].copy_from_slice(&skip_to.to_be_bytes());
+            buf[header_len - field::SKIP_TO_LEN..header_len]
+                .copy_from_slice(&skip_to.to_be_bytes());
         }
         buf[field::FLAGS] = flags;
         buf[field::PACKET_NUMBER].copy_from_slice(&self.packet_number.to_be_bytes());
@@ -248,7 +269,8 @@ impl<'a> Data<'a> {
 }
 
 // The largest header fits the bound the connection sizes payloads with.
-const _: () = assert!(field::CHUNK + field::MESSAGE_TOTAL_LEN.end + field::SKIP_TO_LEN <= MAX_DATA_HEADER);
+const _: () =
+    assert!(field::CHUNK + field::MESSAGE_TOTAL_LEN.end + field::SKIP_TO_LEN <= MAX_DATA_HEADER);
 
 #[cfg(test)]
 mod tests {
@@ -261,7 +283,10 @@ mod tests {
             packet_number: 0x0100,
             timestamp: 0x1000_0001,
             rtt: 30_000,
-            chunk: Chunk::Stream { offset: 0x0203, fin: true },
+            chunk: Chunk::Stream {
+                offset: 0x0203,
+                fin: true,
+            },
             skip_to: None,
             payload: b"hi",
         }
@@ -293,7 +318,11 @@ mod tests {
             packet_number: 9,
             timestamp: 1,
             rtt: 2,
-            chunk: Chunk::Message { id: 5, offset: 3, total_len: 4 },
+            chunk: Chunk::Message {
+                id: 5,
+                offset: 3,
+                total_len: 4,
+            },
             skip_to: Some(4),
             payload: b"z",
         };
@@ -315,9 +344,22 @@ mod tests {
 
     #[test]
     fn header_lengths_stay_under_the_bound() {
-        let message = Chunk::Message { id: 0, offset: 0, total_len: 0 };
+        let message = Chunk::Message {
+            id: 0,
+            offset: 0,
+            total_len: 0,
+        };
         assert_eq!(Data::header_len(&Chunk::Empty, false), 27);
-        assert_eq!(Data::header_len(&Chunk::Stream { offset: 0, fin: false }, false), 35);
+        assert_eq!(
+            Data::header_len(
+                &Chunk::Stream {
+                    offset: 0,
+                    fin: false
+                },
+                false
+            ),
+            35
+        );
         assert_eq!(Data::header_len(&message, true), 51);
         assert!(Data::header_len(&message, true) <= MAX_DATA_HEADER);
     }
@@ -331,22 +373,41 @@ mod tests {
             b[field::FLAGS] = flags;
             Packet::decode(&b).map(|_| ())
         };
-        assert_eq!(with_flags(0x15), Err(WireError::InvalidField("reserved data flag bits")));
+        assert_eq!(
+            with_flags(0x15),
+            Err(WireError::InvalidField("reserved data flag bits"))
+        );
         assert_eq!(with_flags(0x03), Err(WireError::InvalidField("chunk kind")));
-        assert_eq!(with_flags(0x04), Err(WireError::InvalidField("fin on a non-stream chunk")));
+        assert_eq!(
+            with_flags(0x04),
+            Err(WireError::InvalidField("fin on a non-stream chunk"))
+        );
         // An empty chunk may not carry payload (the stream offset bytes become payload here).
         assert_eq!(with_flags(0x00), Err(WireError::TrailingBytes));
         // The stream offset is cut short.
         assert_eq!(Packet::decode(&buf[..30]), Err(WireError::Truncated));
         let mut overflow = stream_example();
-        overflow.chunk = Chunk::Stream { offset: u64::MAX, fin: false };
+        overflow.chunk = Chunk::Stream {
+            offset: u64::MAX,
+            fin: false,
+        };
         let mut b = Vec::new();
         Packet::Data(overflow).encode(&mut b);
-        assert_eq!(Packet::decode(&b), Err(WireError::InvalidField("stream offset overflows")));
+        assert_eq!(
+            Packet::decode(&b),
+            Err(WireError::InvalidField("stream offset overflows"))
+        );
         let mut beyond = stream_example();
-        beyond.chunk = Chunk::Message { id: 1, offset: 1, total_len: 2 };
+        beyond.chunk = Chunk::Message {
+            id: 1,
+            offset: 1,
+            total_len: 2,
+        };
         let mut b = Vec::new();
         Packet::Data(beyond).encode(&mut b);
-        assert_eq!(Packet::decode(&b), Err(WireError::InvalidField("fragment beyond its message")));
+        assert_eq!(
+            Packet::decode(&b),
+            Err(WireError::InvalidField("fragment beyond its message"))
+        );
     }
 }

@@ -40,7 +40,9 @@ pub fn check_ack_ranges(ranges: &[(u64, u64)]) -> Result<(), WireError> {
         return Err(WireError::InvalidField("ack range with first after last"));
     }
     if ranges.windows(2).any(|pair| pair[1].1 >= pair[0].0) {
-        return Err(WireError::InvalidField("ack ranges not disjoint and highest first"));
+        return Err(WireError::InvalidField(
+            "ack ranges not disjoint and highest first",
+        ));
     }
     Ok(())
 }
@@ -129,7 +131,10 @@ fn parse_ranges(count: usize, mut bytes: &[u8]) -> Result<Vec<(u64, u64)>, WireE
         bytes = rest;
         let last = match previous_first {
             None => head,
-            Some(previous) => previous.checked_sub(head).and_then(|p| p.checked_sub(1)).ok_or(below_zero)?,
+            Some(previous) => previous
+                .checked_sub(head)
+                .and_then(|p| p.checked_sub(1))
+                .ok_or(below_zero)?,
         };
         let first = last.checked_sub(len_minus_one).ok_or(below_zero)?;
         ranges.push((first, last));
@@ -144,14 +149,17 @@ fn parse_ranges(count: usize, mut bytes: &[u8]) -> Result<Vec<(u64, u64)>, WireE
 /// The (head, length minus one) varint pairs of ranges that passed `check_ack_ranges`.
 fn range_varints(ranges: &[(u64, u64)]) -> impl Iterator<Item = (u64, u64)> + '_ {
     let mut previous_first: Option<u64> = None;
-    ranges.iter().take(MAX_ACK_RANGES).map(move |&(first, last)| {
-        let head = match previous_first {
-            None => last,
-            Some(previous) => previous.wrapping_sub(last).wrapping_sub(1),
-        };
-        previous_first = Some(first);
-        (head, last.wrapping_sub(first))
-    })
+    ranges
+        .iter()
+        .take(MAX_ACK_RANGES)
+        .map(move |&(first, last)| {
+            let head = match previous_first {
+                None => last,
+                Some(previous) => previous.wrapping_sub(last).wrapping_sub(1),
+            };
+            previous_first = Some(first);
+            (head, last.wrapping_sub(first))
+        })
 }
 
 impl Feedback {
@@ -179,7 +187,10 @@ impl Feedback {
 
     /// Bytes `emit` writes.
     pub fn buffer_len(&self) -> usize {
-        field::RANGES + range_varints(&self.ack_ranges).map(|(a, b)| varint::len(a) + varint::len(b)).sum::<usize>()
+        field::RANGES
+            + range_varints(&self.ack_ranges)
+                .map(|(a, b)| varint::len(a) + varint::len(b))
+                .sum::<usize>()
     }
 
     /// Write the packet into a buffer of `buffer_len` bytes. At most `MAX_ACK_RANGES` ranges (the
@@ -196,7 +207,8 @@ impl Feedback {
         buf[field::TIMESTAMP_ECHO].copy_from_slice(&self.timestamp_echo.to_be_bytes());
         buf[field::T_DELAY].copy_from_slice(&self.t_delay.to_be_bytes());
         buf[field::X_RECV].copy_from_slice(&self.x_recv.to_be_bytes());
-        buf[field::LOSS_EVENT_RATE].copy_from_slice(&self.loss_event_rate_ppb.min(PPB_ONE).to_be_bytes());
+        buf[field::LOSS_EVENT_RATE]
+            .copy_from_slice(&self.loss_event_rate_ppb.min(PPB_ONE).to_be_bytes());
         buf[field::MAX_DATA].copy_from_slice(&self.max_data.to_be_bytes());
         buf[field::RANGE_COUNT] = self.ack_ranges.len().min(MAX_ACK_RANGES) as u8;
         let mut at = field::RANGES;
@@ -266,7 +278,10 @@ mod tests {
     fn rejects_loss_rate_above_one() {
         let mut buf = encode(example());
         buf[field::LOSS_EVENT_RATE].copy_from_slice(&(PPB_ONE + 1).to_be_bytes());
-        assert_eq!(Packet::decode(&buf), Err(WireError::InvalidField("loss event rate above 1")));
+        assert_eq!(
+            Packet::decode(&buf),
+            Err(WireError::InvalidField("loss event rate above 1"))
+        );
     }
 
     #[test]
@@ -274,12 +289,17 @@ mod tests {
         let mut buf = encode(example());
         buf[field::RANGE_COUNT] = MAX_ACK_RANGES as u8 + 1;
         assert_eq!(Packet::decode(&buf), Err(WireError::TooManyRanges));
-        let many: Vec<(u64, u64)> = (0..=MAX_ACK_RANGES as u64).rev().map(|i| (2 * i, 2 * i)).collect();
+        let many: Vec<(u64, u64)> = (0..=MAX_ACK_RANGES as u64)
+            .rev()
+            .map(|i| (2 * i, 2 * i))
+            .collect();
         assert_eq!(check_ack_ranges(&many), Err(WireError::TooManyRanges));
         // The encoder keeps the highest MAX_ACK_RANGES.
         let mut f = example();
         f.ack_ranges = many.clone();
-        let Ok(Packet::Feedback(decoded)) = Packet::decode(&encode(f)) else { panic!("does not decode") };
+        let Ok(Packet::Feedback(decoded)) = Packet::decode(&encode(f)) else {
+            panic!("does not decode")
+        };
         assert_eq!(decoded.ack_ranges, many[..MAX_ACK_RANGES]);
     }
 
@@ -288,25 +308,41 @@ mod tests {
         let mut buf = encode(example());
         let len = buf.len();
         buf[len - 2] = 100; // the last gap would put the range at packet -1
-        assert_eq!(Packet::decode(&buf), Err(WireError::InvalidField("ack range reaches below packet 0")));
+        assert_eq!(
+            Packet::decode(&buf),
+            Err(WireError::InvalidField("ack range reaches below packet 0"))
+        );
         let mut buf = encode(example());
         let len = buf.len();
         buf[len - 1] = 1; // the last range would be -1..=0
-        assert_eq!(Packet::decode(&buf), Err(WireError::InvalidField("ack range reaches below packet 0")));
+        assert_eq!(
+            Packet::decode(&buf),
+            Err(WireError::InvalidField("ack range reaches below packet 0"))
+        );
         let mut buf = encode(example());
         buf.push(0);
         assert_eq!(Packet::decode(&buf), Err(WireError::TrailingBytes));
         let buf = encode(example());
-        assert_eq!(Packet::decode(&buf[..buf.len() - 1]), Err(WireError::Truncated));
+        assert_eq!(
+            Packet::decode(&buf[..buf.len() - 1]),
+            Err(WireError::Truncated)
+        );
         assert_eq!(Packet::decode(&buf[..46]), Err(WireError::Truncated));
     }
 
     #[test]
     fn range_check_refuses_overlap_disorder_and_inversion() {
         assert_eq!(check_ack_ranges(&[(10, 20), (0, 5)]), Ok(()));
-        assert_eq!(check_ack_ranges(&[(10, 20), (0, 9)]), Ok(()), "adjacent ranges are disjoint");
+        assert_eq!(
+            check_ack_ranges(&[(10, 20), (0, 9)]),
+            Ok(()),
+            "adjacent ranges are disjoint"
+        );
         assert!(check_ack_ranges(&[(10, 20), (5, 10)]).is_err(), "overlap");
-        assert!(check_ack_ranges(&[(0, 5), (10, 20)]).is_err(), "lowest first");
+        assert!(
+            check_ack_ranges(&[(0, 5), (10, 20)]).is_err(),
+            "lowest first"
+        );
         assert!(check_ack_ranges(&[(20, 10)]).is_err(), "first after last");
     }
 }

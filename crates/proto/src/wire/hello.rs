@@ -160,7 +160,9 @@ mod tests {
         Hello {
             source: ConnectionId(0x0102_0304_0506_0708),
             composition: Composition {
-                congestion: CongestionControl::Gtfrc { target: Rate::from_kbps(500) },
+                congestion: CongestionControl::Gtfrc {
+                    target: Rate::from_kbps(500),
+                },
                 error: ErrorControl::SackFull,
                 order: Order::Ordered,
             },
@@ -208,7 +210,10 @@ mod tests {
         buf.resize(1500, 0);
         assert_eq!(Packet::decode(&buf), Ok(Packet::Hello(example())));
         buf[1400] = 1;
-        assert_eq!(Packet::decode(&buf), Err(WireError::InvalidField("hello padding not zero")));
+        assert_eq!(
+            Packet::decode(&buf),
+            Err(WireError::InvalidField("hello padding not zero"))
+        );
     }
 
     #[test]
@@ -220,12 +225,21 @@ mod tests {
         assert_eq!(Packet::decode(&buf), Ok(Packet::Hello(hello)));
         let mut bad = buf.clone();
         bad[field::FLAGS] = 0x02;
-        assert_eq!(Packet::decode(&bad), Err(WireError::InvalidField("reserved hello flag bits")));
+        assert_eq!(
+            Packet::decode(&bad),
+            Err(WireError::InvalidField("reserved hello flag bits"))
+        );
         let mut bad = buf.clone();
         bad[field::COOKIE.start] = 9;
-        assert_eq!(Packet::decode(&bad), Err(WireError::InvalidField("cookie without its flag")));
+        assert_eq!(
+            Packet::decode(&bad),
+            Err(WireError::InvalidField("cookie without its flag"))
+        );
         let mut bad = buf.clone();
         bad[field::MAX_DATAGRAM].copy_from_slice(&100u16.to_be_bytes());
-        assert_eq!(Packet::decode(&bad), Err(WireError::InvalidField("max datagram out of range")));
+        assert_eq!(
+            Packet::decode(&bad),
+            Err(WireError::InvalidField("max datagram out of range"))
+        );
     }
 }

@@ -22,9 +22,9 @@ mod feedback;
 mod header;
 mod hello;
 mod retry;
-mod varint;
 #[cfg(test)]
 mod tests;
+mod varint;
 
 pub use accept::{AcceptPacket, ACCEPT_LEN};
 pub use close::ClosePacket;
@@ -216,9 +216,13 @@ impl<'a> Packet<'a> {
         Ok(match peek_type(datagram)? {
             PacketType::Hello => Packet::Hello(Hello::parse(&HelloPacket::new_checked(datagram)?)?),
             PacketType::Retry => Packet::Retry(Retry::parse(&RetryPacket::new_checked(datagram)?)?),
-            PacketType::Accept => Packet::Accept(Accept::parse(&AcceptPacket::new_checked(datagram)?)?),
+            PacketType::Accept => {
+                Packet::Accept(Accept::parse(&AcceptPacket::new_checked(datagram)?)?)
+            }
             PacketType::Data => Packet::Data(Data::parse(&DataPacket::new_checked(datagram)?)?),
-            PacketType::Feedback => Packet::Feedback(Feedback::parse(&FeedbackPacket::new_checked(datagram)?)?),
+            PacketType::Feedback => {
+                Packet::Feedback(Feedback::parse(&FeedbackPacket::new_checked(datagram)?)?)
+            }
             PacketType::Close => Packet::Close(Close::parse(&ClosePacket::new_checked(datagram)?)?),
         })
     }

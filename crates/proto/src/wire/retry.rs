@@ -89,7 +89,11 @@ mod tests {
 
     #[test]
     fn golden_layout() {
-        let retry = Retry { destination: ConnectionId(0x1122_3344_5566_7788), cookie: Cookie([0xab; COOKIE_LEN]), timestamp_echo: 7 };
+        let retry = Retry {
+            destination: ConnectionId(0x1122_3344_5566_7788),
+            cookie: Cookie([0xab; COOKIE_LEN]),
+            timestamp_echo: 7,
+        };
         let mut buf = Vec::new();
         Packet::Retry(retry.clone()).encode(&mut buf);
         let mut expected = vec![1, 2, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88];
@@ -97,7 +101,10 @@ mod tests {
         expected.extend_from_slice(&[0, 0, 0, 7]);
         assert_eq!(buf, expected);
         assert_eq!(Packet::decode(&buf), Ok(Packet::Retry(retry)));
-        assert_eq!(Packet::decode(&buf[..RETRY_LEN - 1]), Err(WireError::Truncated));
+        assert_eq!(
+            Packet::decode(&buf[..RETRY_LEN - 1]),
+            Err(WireError::Truncated)
+        );
         buf.push(0);
         assert_eq!(Packet::decode(&buf), Err(WireError::TrailingBytes));
     }

@@ -22,86 +22,150 @@ fn max_datagram() -> impl Strategy<Value = u16> {
 
 fn composition() -> impl Strategy<Value = Composition> {
     let congestion = prop_oneof![
-        (1..=u64::MAX).prop_map(|bps| CongestionControl::Fixed { rate: Rate::from_bps(bps) }),
+        (1..=u64::MAX).prop_map(|bps| CongestionControl::Fixed {
+            rate: Rate::from_bps(bps)
+        }),
         Just(CongestionControl::Tfrc),
-        any::<u64>().prop_map(|bps| CongestionControl::Gtfrc { target: Rate::from_bps(bps) }),
+        any::<u64>().prop_map(|bps| CongestionControl::Gtfrc {
+            target: Rate::from_bps(bps)
+        }),
         Just(CongestionControl::Aimd),
     ];
     // Deadlines travel in whole microseconds.
     let deadline = option::of((1..=u64::MAX / 1_000).prop_map(Duration::from_micros));
     let partial = (deadline, option::of(any::<u32>()))
-        .prop_filter("a partial service needs a limit", |(d, m)| d.is_some() || m.is_some())
-        .prop_map(|(deadline, max_retransmissions)| ErrorControl::SackPartial { deadline, max_retransmissions });
-    let error = prop_oneof![Just(ErrorControl::None), Just(ErrorControl::SackFull), partial];
+        .prop_filter("a partial service needs a limit", |(d, m)| {
+            d.is_some() || m.is_some()
+        })
+        .prop_map(
+            |(deadline, max_retransmissions)| ErrorControl::SackPartial {
+                deadline,
+                max_retransmissions,
+            },
+        );
+    let error = prop_oneof![
+        Just(ErrorControl::None),
+        Just(ErrorControl::SackFull),
+        partial
+    ];
     let order = prop_oneof![Just(Order::Ordered), Just(Order::Unordered)];
-    (congestion, error, order).prop_map(|(congestion, error, order)| Composition { congestion, error, order })
+    (congestion, error, order).prop_map(|(congestion, error, order)| Composition {
+        congestion,
+        error,
+        order,
+    })
 }
 
 fn hello() -> impl Strategy<Value = Hello> {
-    (connection_id(), composition(), max_datagram(), any::<u64>(), any::<u32>(), option::of(cookie())).prop_map(
-        |(source, composition, max_datagram, recv_window, timestamp, cookie)| Hello {
-            source,
-            composition,
-            max_datagram,
-            recv_window,
-            timestamp,
-            cookie,
-        },
+    (
+        connection_id(),
+        composition(),
+        max_datagram(),
+        any::<u64>(),
+        any::<u32>(),
+        option::of(cookie()),
     )
+        .prop_map(
+            |(source, composition, max_datagram, recv_window, timestamp, cookie)| Hello {
+                source,
+                composition,
+                max_datagram,
+                recv_window,
+                timestamp,
+                cookie,
+            },
+        )
 }
 
 fn retry() -> impl Strategy<Value = Retry> {
-    (connection_id(), cookie(), any::<u32>())
-        .prop_map(|(destination, cookie, timestamp_echo)| Retry { destination, cookie, timestamp_echo })
+    (connection_id(), cookie(), any::<u32>()).prop_map(|(destination, cookie, timestamp_echo)| {
+        Retry {
+            destination,
+            cookie,
+            timestamp_echo,
+        }
+    })
 }
 
 fn accept() -> impl Strategy<Value = Accept> {
-    (connection_id(), connection_id(), max_datagram(), any::<u64>(), any::<u32>()).prop_map(
-        |(destination, source, max_datagram, recv_window, timestamp_echo)| Accept {
-            destination,
-            source,
-            max_datagram,
-            recv_window,
-            timestamp_echo,
-        },
+    (
+        connection_id(),
+        connection_id(),
+        max_datagram(),
+        any::<u64>(),
+        any::<u32>(),
     )
+        .prop_map(
+            |(destination, source, max_datagram, recv_window, timestamp_echo)| Accept {
+                destination,
+                source,
+                max_datagram,
+                recv_window,
+                timestamp_echo,
+            },
+        )
 }
 
 /// A chunk and a payload that fits it.
 fn chunk_and_payload() -> impl Strategy<Value = (Chunk, Vec<u8>)> {
-    let stream = (any::<u64>(), any::<bool>(), vec(any::<u8>(), 0..64)).prop_map(|(offset, fin, payload)| {
-        let offset = offset.min(u64::MAX - payload.len() as u64);
-        (Chunk::Stream { offset, fin }, payload)
-    });
-    let message = (any::<u64>(), any::<u32>(), any::<u32>(), vec(any::<u8>(), 0..64)).prop_map(
-        |(id, total_len, offset, payload)| {
-            let total_len = total_len.max(payload.len() as u32);
-            let offset = offset % (total_len - payload.len() as u32 + 1);
-            (Chunk::Message { id, offset, total_len }, payload)
+    let stream = (any::<u64>(), any::<bool>(), vec(any::<u8>(), 0..64)).prop_map(
+        |(offset, fin, payload)| {
+            let offset = offset.min(u64::MAX - payload.len() as u64);
+            (Chunk::Stream { offset, fin }, payload)
         },
     );
+    let message = (
+        any::<u64>(),
+        any::<u32>(),
+        any::<u32>(),
+        vec(any::<u8>(), 0..64),
+    )
+        .prop_map(|(id, total_len, offset, payload)| {
+            let total_len = total_len.max(payload.len() as u32);
+            let offset = offset % (total_len - payload.len() as u32 + 1);
+            (
+                Chunk::Message {
+                    id,
+                    offset,
+                    total_len,
+                },
+                payload,
+            )
+        });
     prop_oneof![Just((Chunk::Empty, Vec::new())), stream, message]
 }
 
 /// A data packet with an owned payload (the packet borrows it).
-fn data_parts() -> impl Strategy<Value = (ConnectionId, u64, u32, u32, Option<u64>, Chunk, Vec<u8>)> {
-    (connection_id(), any::<u64>(), any::<u32>(), any::<u32>(), option::of(any::<u64>()), chunk_and_payload())
+fn data_parts() -> impl Strategy<Value = (ConnectionId, u64, u32, u32, Option<u64>, Chunk, Vec<u8>)>
+{
+    (
+        connection_id(),
+        any::<u64>(),
+        any::<u32>(),
+        any::<u32>(),
+        option::of(any::<u64>()),
+        chunk_and_payload(),
+    )
         .prop_map(|(d, n, t, r, s, (c, p))| (d, n, t, r, s, c, p))
 }
 
 /// Ranges that are highest first and disjoint, built from arbitrary gaps and lengths.
 fn ack_ranges() -> impl Strategy<Value = Vec<(u64, u64)>> {
-    (any::<u64>(), vec((0..1u64 << 20, 0..1u64 << 20), 0..=MAX_ACK_RANGES)).prop_map(|(top, steps)| {
-        let mut ranges = Vec::new();
-        let mut next_last = Some(top);
-        for (gap, len) in steps {
-            let Some(last) = next_last else { break };
-            let first = last.saturating_sub(len);
-            ranges.push((first, last));
-            next_last = first.checked_sub(gap + 1);
-        }
-        ranges
-    })
+    (
+        any::<u64>(),
+        vec((0..1u64 << 20, 0..1u64 << 20), 0..=MAX_ACK_RANGES),
+    )
+        .prop_map(|(top, steps)| {
+            let mut ranges = Vec::new();
+            let mut next_last = Some(top);
+            for (gap, len) in steps {
+                let Some(last) = next_last else { break };
+                let first = last.saturating_sub(len);
+                ranges.push((first, last));
+                next_last = first.checked_sub(gap + 1);
+            }
+            ranges
+        })
 }
 
 fn feedback() -> impl Strategy<Value = Feedback> {
@@ -109,21 +173,33 @@ fn feedback() -> impl Strategy<Value = Feedback> {
         (connection_id(), any::<u64>(), any::<u32>(), any::<u32>()),
         (any::<u64>(), 0..=PPB_ONE, any::<u64>(), ack_ranges()),
     )
-        .prop_map(|((destination, sequence, timestamp_echo, t_delay), (x_recv, p, max_data, ack_ranges))| Feedback {
-            destination,
-            sequence,
-            timestamp_echo,
-            t_delay,
-            x_recv,
-            loss_event_rate_ppb: p,
-            max_data,
-            ack_ranges,
-        })
+        .prop_map(
+            |(
+                (destination, sequence, timestamp_echo, t_delay),
+                (x_recv, p, max_data, ack_ranges),
+            )| Feedback {
+                destination,
+                sequence,
+                timestamp_echo,
+                t_delay,
+                x_recv,
+                loss_event_rate_ppb: p,
+                max_data,
+                ack_ranges,
+            },
+        )
 }
 
 fn close_parts() -> impl Strategy<Value = (ConnectionId, bool, u32, Vec<u8>)> {
-    (connection_id(), any::<bool>(), any::<u32>(), vec(any::<u8>(), 0..=MAX_REASON_LEN))
-        .prop_map(|(d, graceful, code, reason)| (d, graceful, if graceful { 0 } else { code }, reason))
+    (
+        connection_id(),
+        any::<bool>(),
+        any::<u32>(),
+        vec(any::<u8>(), 0..=MAX_REASON_LEN),
+    )
+        .prop_map(|(d, graceful, code, reason)| {
+            (d, graceful, if graceful { 0 } else { code }, reason)
+        })
 }
 
 /// Encode, check the length, decode and compare.
@@ -151,12 +227,27 @@ fn any_valid_encoding() -> impl Strategy<Value = Vec<u8>> {
         hello().prop_map(|h| enc(Packet::Hello(h))),
         retry().prop_map(|r| enc(Packet::Retry(r))),
         accept().prop_map(|a| enc(Packet::Accept(a))),
-        data_parts().prop_map(|(destination, packet_number, timestamp, rtt, skip_to, chunk, payload)| {
-            enc(Packet::Data(Data { destination, packet_number, timestamp, rtt, chunk, skip_to, payload: &payload }))
-        }),
+        data_parts().prop_map(
+            |(destination, packet_number, timestamp, rtt, skip_to, chunk, payload)| {
+                enc(Packet::Data(Data {
+                    destination,
+                    packet_number,
+                    timestamp,
+                    rtt,
+                    chunk,
+                    skip_to,
+                    payload: &payload,
+                }))
+            }
+        ),
         feedback().prop_map(|f| enc(Packet::Feedback(f))),
         close_parts().prop_map(|(destination, graceful, code, reason)| {
-            enc(Packet::Close(Close { destination, graceful, code, reason: &reason }))
+            enc(Packet::Close(Close {
+                destination,
+                graceful,
+                code,
+                reason: &reason,
+            }))
         }),
     ]
 }
@@ -230,10 +321,18 @@ proptest! {
 #[test]
 fn rejects_bad_version_and_unknown_type_for_every_kind() {
     let mut buf = Vec::new();
-    Packet::Retry(Retry { destination: ConnectionId(1), cookie: Cookie([0; COOKIE_LEN]), timestamp_echo: 0 }).encode(&mut buf);
+    Packet::Retry(Retry {
+        destination: ConnectionId(1),
+        cookie: Cookie([0; COOKIE_LEN]),
+        timestamp_echo: 0,
+    })
+    .encode(&mut buf);
     let mut bad_version = buf.clone();
     bad_version[0] = VERSION + 1;
-    assert_eq!(Packet::decode(&bad_version), Err(WireError::UnknownVersion(VERSION + 1)));
+    assert_eq!(
+        Packet::decode(&bad_version),
+        Err(WireError::UnknownVersion(VERSION + 1))
+    );
     let mut bad_type = buf.clone();
     bad_type[1] = 0;
     assert_eq!(Packet::decode(&bad_type), Err(WireError::UnknownType(0)));
@@ -247,7 +346,11 @@ fn rejects_bad_version_and_unknown_type_for_every_kind() {
 fn every_kind_refuses_its_header_alone() {
     for t in PacketType::ALL {
         let header = [VERSION, t.code()];
-        let expected = if t == PacketType::Hello { WireError::ShortHello(2) } else { WireError::Truncated };
+        let expected = if t == PacketType::Hello {
+            WireError::ShortHello(2)
+        } else {
+            WireError::Truncated
+        };
         assert_eq!(Packet::decode(&header), Err(expected), "{t:?}");
     }
 }

@@ -59,7 +59,10 @@ mod tests {
             (127, &[0x7f]),
             (128, &[0x80, 0x01]),
             (300, &[0xac, 0x02]),
-            (u64::MAX, &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]),
+            (
+                u64::MAX,
+                &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01],
+            ),
         ];
         for (value, bytes) in cases {
             let mut buf = [0; MAX_VARINT_LEN];
@@ -74,8 +77,14 @@ mod tests {
     fn rejects_truncated_overlong_and_overflowing() {
         assert_eq!(read(&[]), Err(WireError::Truncated));
         assert_eq!(read(&[0x80]), Err(WireError::Truncated));
-        assert!(matches!(read(&[0x80, 0x00]), Err(WireError::InvalidField(_))));
-        assert!(matches!(read(&[0xff; 9].iter().chain(&[0x02]).copied().collect::<Vec<_>>()), Err(WireError::InvalidField(_))));
+        assert!(matches!(
+            read(&[0x80, 0x00]),
+            Err(WireError::InvalidField(_))
+        ));
+        assert!(matches!(
+            read(&[0xff; 9].iter().chain(&[0x02]).copied().collect::<Vec<_>>()),
+            Err(WireError::InvalidField(_))
+        ));
         assert!(matches!(read(&[0x80; 11]), Err(WireError::InvalidField(_))));
     }
 

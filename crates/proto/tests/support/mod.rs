@@ -8,5 +8,7 @@ pub use pair::{Direction, Pair, PathModel, PathStats, Side};
 /// Deterministic test bytes: a pattern that makes misplaced or repeated bytes visible.
 #[allow(dead_code)]
 pub fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0] ^ seed ^ (i / 251) as u8).collect()
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0] ^ seed ^ (i / 251) as u8)
+        .collect()
 }

@@ -8,7 +8,9 @@
 
 #![allow(dead_code)]
 
-use qstp_proto::{Config, ConnectionHandle, Connection, Duration, Endpoint, EndpointConfig, Event, Rate, Time};
+use qstp_proto::{
+    Config, Connection, ConnectionHandle, Duration, Endpoint, EndpointConfig, Event, Rate, Time,
+};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use std::cmp::Reverse;
@@ -63,7 +65,10 @@ impl Default for PathModel {
 impl PathModel {
     /// A lossless path with one-way `delay`.
     pub fn with_delay(delay: Duration) -> Self {
-        PathModel { delay, ..PathModel::default() }
+        PathModel {
+            delay,
+            ..PathModel::default()
+        }
     }
 }
 
@@ -100,15 +105,21 @@ pub struct Side {
 impl Side {
     /// The connection of interest.
     pub fn conn(&self) -> &Connection {
-        self.endpoint.connection(self.handle.expect("no connection yet")).expect("connection removed")
+        self.endpoint
+            .connection(self.handle.expect("no connection yet"))
+            .expect("connection removed")
     }
     /// The connection of interest, mutably.
     pub fn conn_mut(&mut self) -> &mut Connection {
-        self.endpoint.connection_mut(self.handle.expect("no connection yet")).expect("connection removed")
+        self.endpoint
+            .connection_mut(self.handle.expect("no connection yet"))
+            .expect("connection removed")
     }
     /// Whether `event` was seen on the connection of interest.
     pub fn saw(&self, event: &Event) -> bool {
-        self.events.iter().any(|(_, h, e)| Some(*h) == self.handle && e == event)
+        self.events
+            .iter()
+            .any(|(_, h, e)| Some(*h) == self.handle && e == event)
     }
 }
 
@@ -155,8 +166,14 @@ impl Pair {
     /// A client endpoint and a server endpoint accepting with `server_limits`, joined by `path`
     /// in both directions; `seed` drives the paths and the endpoints' generators.
     pub fn new(server_limits: Config, path: PathModel, seed: u64) -> Pair {
-        let client = Endpoint::new(EndpointConfig::client([1; 32]), seed.wrapping_mul(3).wrapping_add(1));
-        let server = Endpoint::new(EndpointConfig::server([2; 32], server_limits), seed.wrapping_mul(5).wrapping_add(2));
+        let client = Endpoint::new(
+            EndpointConfig::client([1; 32]),
+            seed.wrapping_mul(3).wrapping_add(1),
+        );
+        let server = Endpoint::new(
+            EndpointConfig::server([2; 32], server_limits),
+            seed.wrapping_mul(5).wrapping_add(2),
+        );
         Pair::with_endpoints(client, server, path, seed)
     }
 
@@ -164,8 +181,18 @@ impl Pair {
     pub fn with_endpoints(client: Endpoint, server: Endpoint, path: PathModel, seed: u64) -> Pair {
         Pair {
             time: Time::from_nanos(1_000_000_000),
-            client: Side { endpoint: client, addr: "10.0.0.1:5000".parse().unwrap(), handle: None, events: Vec::new() },
-            server: Side { endpoint: server, addr: "10.0.0.2:4433".parse().unwrap(), handle: None, events: Vec::new() },
+            client: Side {
+                endpoint: client,
+                addr: "10.0.0.1:5000".parse().unwrap(),
+                handle: None,
+                events: Vec::new(),
+            },
+            server: Side {
+                endpoint: server,
+                addr: "10.0.0.2:4433".parse().unwrap(),
+                handle: None,
+                events: Vec::new(),
+            },
             to_server: path.clone(),
             to_client: path,
             to_server_stats: PathStats::default(),
@@ -183,7 +210,11 @@ impl Pair {
 
     /// The client connects with `config`.
     pub fn connect(&mut self, config: Config) -> ConnectionHandle {
-        let handle = self.client.endpoint.connect(self.time, self.server.addr, config).expect("connect");
+        let handle = self
+            .client
+            .endpoint
+            .connect(self.time, self.server.addr, config)
+            .expect("connect");
         self.client.handle = Some(handle);
         handle
     }
@@ -192,7 +223,9 @@ impl Pair {
     pub fn connect_and_establish(&mut self, config: Config) {
         self.connect(config);
         let established = self.drive_until(Duration::from_secs(10), |p| {
-            p.server.handle.is_some() && p.client.conn().is_established() && p.server.conn().is_established()
+            p.server.handle.is_some()
+                && p.client.conn().is_established()
+                && p.server.conn().is_established()
         });
         assert!(established, "handshake did not complete");
     }
@@ -236,7 +269,11 @@ impl Pair {
     }
 
     /// Step until `done` holds or `limit` of simulated time passed; returns whether `done` held.
-    pub fn drive_until(&mut self, limit: Duration, mut done: impl FnMut(&mut Pair) -> bool) -> bool {
+    pub fn drive_until(
+        &mut self,
+        limit: Duration,
+        mut done: impl FnMut(&mut Pair) -> bool,
+    ) -> bool {
         let end = self.time + limit;
         loop {
             if done(self) {
@@ -281,12 +318,22 @@ impl Pair {
             log.push((self.time, direction, datagram.clone()));
         }
         let (model, stats, queue) = match direction {
-            Direction::ToServer => (&self.to_server, &mut self.to_server_stats, &mut self.queues[0]),
-            Direction::ToClient => (&self.to_client, &mut self.to_client_stats, &mut self.queues[1]),
+            Direction::ToServer => (
+                &self.to_server,
+                &mut self.to_server_stats,
+                &mut self.queues[0],
+            ),
+            Direction::ToClient => (
+                &self.to_client,
+                &mut self.to_client_stats,
+                &mut self.queues[1],
+            ),
         };
         stats.sent += 1;
         stats.bytes_sent += datagram.len() as u64;
-        if model.drop_if.is_some_and(|drop| drop(self.time, &datagram)) || chance(&mut self.rng, model.loss) {
+        if model.drop_if.is_some_and(|drop| drop(self.time, &datagram))
+            || chance(&mut self.rng, model.loss)
+        {
             stats.lost += 1;
             return;
         }
@@ -315,13 +362,22 @@ impl Pair {
                 arrival += model.reorder_delay;
             }
             self.sequence += 1;
-            self.in_flight.push(Reverse(InFlight { arrival, sequence: self.sequence, direction, datagram: datagram.clone() }));
+            self.in_flight.push(Reverse(InFlight {
+                arrival,
+                sequence: self.sequence,
+                direction,
+                datagram: datagram.clone(),
+            }));
         }
     }
 
     fn deliver_due(&mut self) -> bool {
         let mut progress = false;
-        while self.in_flight.peek().is_some_and(|f| f.0.arrival <= self.time) {
+        while self
+            .in_flight
+            .peek()
+            .is_some_and(|f| f.0.arrival <= self.time)
+        {
             let Reverse(flight) = self.in_flight.pop().expect("peeked");
             progress = true;
             if let Some(log) = self.arrivals.as_mut() {
@@ -330,11 +386,19 @@ impl Pair {
             match flight.direction {
                 Direction::ToServer => {
                     self.to_server_stats.delivered += 1;
-                    self.server.endpoint.handle_datagram(self.time, self.client.addr, &flight.datagram);
+                    self.server.endpoint.handle_datagram(
+                        self.time,
+                        self.client.addr,
+                        &flight.datagram,
+                    );
                 }
                 Direction::ToClient => {
                     self.to_client_stats.delivered += 1;
-                    self.client.endpoint.handle_datagram(self.time, self.server.addr, &flight.datagram);
+                    self.client.endpoint.handle_datagram(
+                        self.time,
+                        self.server.addr,
+                        &flight.datagram,
+                    );
                 }
             }
         }

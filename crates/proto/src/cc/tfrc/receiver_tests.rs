@@ -116,5 +116,8 @@ fn the_feedback_timer_follows_the_first_rtt_estimate() {
     // The next packet carries an estimate of 20 ms: feedback is due one RTT after the last.
     assert!(!r.on_data(at(120), 1, 120_000, ms(20), S));
     assert_eq!(r.poll_timeout(), Some(at(20)));
-    assert!(r.handle_timeout(at(120)), "the data that arrived is reported at once");
+    assert!(
+        r.handle_timeout(at(120)),
+        "the data that arrived is reported at once"
+    );
 }

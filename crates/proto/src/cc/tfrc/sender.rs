@@ -26,7 +26,9 @@ pub fn initial_window(segment_size: f64) -> f64 {
 
 /// The handshake RTT in seconds, if one is known and not zero.
 pub(crate) fn initial_rtt_secs(initial_rtt: Option<Duration>) -> Option<f64> {
-    initial_rtt.filter(|r| !r.is_zero()).map(|r| r.as_secs_f64().max(MIN_RTT_SECS))
+    initial_rtt
+        .filter(|r| !r.is_zero())
+        .map(|r| r.as_secs_f64().max(MIN_RTT_SECS))
 }
 
 /// The first allowed rate, s per second until an RTT is known, then W_init / R (RFC 5348 §4.2).
