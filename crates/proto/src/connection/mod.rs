@@ -97,7 +97,8 @@ pub struct Stats {
     pub packets_received: u64,
     /// Datagrams dropped: malformed, truncated, replayed, out of window, unknown connection.
     pub packets_dropped: u64,
-    /// Feedback that acknowledged packets never sent (optimistic-ACK defence), ignored.
+    /// Feedback that lied: ranges naming packets never sent (clipped away, the rest kept), or a
+    /// sequence number jumping further ahead than any honest receiver would (ignored whole).
     pub bogus_acks: u64,
     /// Bytes of datagrams sent.
     pub bytes_sent: u64,

@@ -549,22 +549,29 @@ impl Connection {
         if self.state != State::Established {
             return false;
         }
-        if self
+        let expected = self
             .sender
             .last_feedback_sequence
-            .is_some_and(|last| feedback.sequence <= last)
-        {
+            .map_or(0, |last| last + 1);
+        if feedback.sequence < expected {
             // Stale, reordered or replayed feedback.
             return false;
         }
-        let result = match self.sender.sack.on_ack(now, &feedback.ack_ranges) {
+        if feedback.sequence - expected > MAX_FEEDBACK_SEQUENCE_JUMP {
+            // No honest receiver loses this many feedbacks in a row: believing the jump would
+            // make every later, honest feedback look stale.
+            self.counters.bogus_acks += 1;
+            return false;
+        }
+        // Ranges naming packets never sent are clipped, not fatal: a spoofed data packet numbered
+        // far ahead makes an honest receiver acknowledge it, and its report stays useful.
+        let (ranges, clipped) = clip_to_sent(&feedback.ack_ranges, self.sender.sack.largest_sent());
+        if clipped {
+            self.counters.bogus_acks += 1;
+        }
+        let result = match self.sender.sack.on_ack(now, &ranges) {
             Ok(result) => result,
-            Err(AckError::NeverSent) => {
-                // An optimistic acknowledgement: believing it would inflate the rate.
-                self.counters.bogus_acks += 1;
-                return false;
-            }
-            Err(AckError::Malformed) => return false,
+            Err(AckError::NeverSent) | Err(AckError::Malformed) => return false,
         };
         self.sender.last_feedback_sequence = Some(feedback.sequence);
         self.counters.packets_lost += result.lost_packets;
@@ -627,4 +634,25 @@ pub(crate) fn min_time(a: Option<Time>, b: Option<Time>) -> Option<Time> {
         (a, None) => a,
         (None, b) => b,
     }
+}
+
+/// Most feedback sequence numbers a feedback may skip ahead of the next one expected.
+pub(crate) const MAX_FEEDBACK_SEQUENCE_JUMP: u64 = 4096;
+
+/// `ranges` (highest first) without packet numbers above `largest_sent`, and whether any were cut.
+fn clip_to_sent(ranges: &[(u64, u64)], largest_sent: Option<u64>) -> (Vec<(u64, u64)>, bool) {
+    let Some(largest) = largest_sent else {
+        return (Vec::new(), !ranges.is_empty());
+    };
+    let mut clipped = false;
+    let kept = ranges
+        .iter()
+        .filter_map(|&(lo, hi)| {
+            if hi > largest {
+                clipped = true;
+            }
+            (lo <= largest).then_some((lo, hi.min(largest)))
+        })
+        .collect();
+    (kept, clipped)
 }

@@ -11,6 +11,10 @@ use super::ranges::insert_range;
 use super::DeliveryError;
 use crate::config::Order;
 
+/// Most disjoint received ranges one message may hold: a fragment that would open more is
+/// refused (the sender sends it again), so tiny scattered fragments cannot cost quadratic time.
+pub const MAX_MESSAGE_RANGES: usize = 64;
+
 #[derive(Debug)]
 struct InMessage {
     data: Vec<u8>,
@@ -28,11 +32,18 @@ impl InMessage {
         }
     }
 
-    fn add(&mut self, offset: u32, data: &[u8]) {
+    /// Take in a fragment; false when it would open more than [`MAX_MESSAGE_RANGES`] ranges.
+    fn add(&mut self, offset: u32, data: &[u8]) -> bool {
         let end = offset + data.len() as u32;
+        if self.ranges.len() >= MAX_MESSAGE_RANGES
+            && !self.ranges.iter().any(|&(s, e)| s <= end && offset <= e)
+        {
+            return false;
+        }
         self.data[offset as usize..end as usize].copy_from_slice(data);
         insert_range(&mut self.ranges, offset, end);
         self.complete = self.ranges == [(0, self.data.len() as u32)];
+        true
     }
 }
 
@@ -118,7 +129,9 @@ impl MessageReassembler {
                 ));
             }
             if !message.complete {
-                message.add(offset, data);
+                if !message.add(offset, data) {
+                    return Err(DeliveryError::Full);
+                }
                 self.on_progress(id);
             }
             return Ok(());
@@ -149,6 +162,7 @@ impl MessageReassembler {
         self.used += total_len as usize;
         let mut message = InMessage::new(total_len);
         if len > 0 {
+            // A new message holds no range yet, so the first fragment always fits.
             message.add(offset, data);
         }
         self.pending.insert(id, message);
@@ -327,6 +341,21 @@ mod tests {
         assert_eq!(r.pop(), None);
         r.insert(0, 0, 11, b"hello ").unwrap();
         assert_eq!(r.pop(), Some(b"hello world".to_vec()));
+    }
+
+    #[test]
+    fn scattered_one_byte_fragments_open_at_most_the_range_cap() {
+        let mut r = MessageReassembler::new(Order::Ordered, 4000, 100);
+        // Every other byte of a 1000-byte message: the 65th disjoint range is refused.
+        for i in 0..MAX_MESSAGE_RANGES as u32 {
+            r.insert(0, 2 * i, 1000, b"x").unwrap();
+        }
+        let next = 2 * MAX_MESSAGE_RANGES as u32;
+        assert_eq!(r.insert(0, next, 1000, b"x"), Err(DeliveryError::Full));
+        // A fragment touching a held range merges and is still taken; then the message completes.
+        r.insert(0, 1, 1000, b"y").unwrap();
+        r.insert(0, 0, 1000, &[b'z'; 1000]).unwrap();
+        assert_eq!(r.pop().map(|m| m.len()), Some(1000));
     }
 
     #[test]

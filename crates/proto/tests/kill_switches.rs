@@ -1,0 +1,109 @@
+//! No single forged packet stops a connection: each probe of issue 10 that froze or killed a
+//! transfer before is replayed here, and the transfer must still complete.
+
+mod support;
+
+use qstp_proto::wire::{Chunk, ConnectionId, Data, Feedback, Packet};
+use qstp_proto::{Config, Duration};
+use support::{pattern, Direction, Pair, PathModel};
+
+const BYTES: usize = 300_000;
+
+/// A connection moving `BYTES` client to server through a lossy path, 100 ms into the transfer,
+/// with the client's and the server's connection ids read off the wire.
+fn transfer_under_way(seed: u64) -> (Pair, Vec<u8>, ConnectionId, ConnectionId) {
+    let path = PathModel {
+        loss: 0.02,
+        ..PathModel::with_delay(Duration::from_millis(10))
+    };
+    let mut pair = Pair::new(Config::default(), path, seed);
+    pair.capture = Some(Vec::new());
+    pair.connect_and_establish(Config::default());
+    let data = pattern(BYTES, 3);
+    pair.client.conn_mut().write(&data).unwrap();
+    pair.drive(Duration::from_millis(100));
+    let id = |direction: Direction| {
+        pair.capture
+            .as_ref()
+            .unwrap()
+            .iter()
+            .filter(|(_, d, _)| *d == direction)
+            .find_map(|(_, _, b)| match Packet::decode(b) {
+                Ok(Packet::Data(_)) | Ok(Packet::Feedback(_)) => {
+                    Packet::decode(b).unwrap().destination()
+                }
+                _ => None,
+            })
+            .expect("a packet of the connection")
+    };
+    let (server_id, client_id) = (id(Direction::ToServer), id(Direction::ToClient));
+    (pair, data, client_id, server_id)
+}
+
+/// Drive until the server read everything; the bytes read, or None after `limit`.
+fn finish(pair: &mut Pair, limit: Duration) -> Option<Vec<u8>> {
+    let mut got = vec![0u8; BYTES];
+    let mut read = 0;
+    let done = pair.drive_until(limit, |p| {
+        while let Ok(n) = p.server.conn_mut().read(&mut got[read..]) {
+            if n == 0 {
+                break;
+            }
+            read += n;
+        }
+        read == BYTES
+    });
+    done.then_some(got)
+}
+
+fn encode(packet: &Packet<'_>) -> Vec<u8> {
+    let mut buf = Vec::new();
+    packet.encode(&mut buf);
+    buf
+}
+
+#[test]
+fn feedback_numbered_u64_max_does_not_freeze_the_sender() {
+    let (mut pair, data, client_id, _) = transfer_under_way(41);
+    let forged = Feedback {
+        destination: client_id,
+        sequence: u64::MAX,
+        timestamp_echo: pair.time.wire_micros(),
+        t_delay: 0,
+        x_recv: 1_000_000,
+        loss_event_rate_ppb: 0,
+        max_data: 0,
+        ack_ranges: vec![],
+    };
+    let (now, from) = (pair.time, pair.server.addr);
+    pair.client
+        .endpoint
+        .handle_datagram(now, from, &encode(&Packet::Feedback(forged)));
+    assert_eq!(pair.client.conn().stats().bogus_acks, 1);
+    // Well inside the 30 s idle timeout the honest feedback keeps the transfer going.
+    let got = finish(&mut pair, Duration::from_secs(10)).expect("transfer completes");
+    assert_eq!(got, data);
+}
+
+#[test]
+fn a_spoofed_data_packet_far_ahead_does_not_poison_honest_feedback() {
+    let (mut pair, data, _, server_id) = transfer_under_way(42);
+    let spoofed = Data {
+        destination: server_id,
+        packet_number: 500_000,
+        timestamp: pair.time.wire_micros(),
+        rtt: 20_000,
+        chunk: Chunk::Empty,
+        skip_to: None,
+        payload: &[],
+    };
+    let (now, from) = (pair.time, pair.client.addr);
+    pair.server
+        .endpoint
+        .handle_datagram(now, from, &encode(&Packet::Data(spoofed)));
+    // The honest receiver now acknowledges packet 500000; the sender clips that range away and
+    // keeps the rest of every feedback.
+    let got = finish(&mut pair, Duration::from_secs(10)).expect("transfer completes");
+    assert_eq!(got, data);
+    assert!(pair.client.conn().stats().bogus_acks >= 1);
+}
