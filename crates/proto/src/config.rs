@@ -174,6 +174,8 @@ pub struct Config {
     pub recv_buffer: usize,
     /// RTT assumed before the first measurement.
     pub initial_rtt: Duration,
+    /// The retransmission timeout never goes below this (RFC 6298 §2.4: 1 s).
+    pub min_rto: Duration,
     /// The connection closes after this long without hearing from the peer.
     pub idle_timeout: Duration,
     /// A connection attempt fails after this long without an answer.
@@ -269,6 +271,12 @@ impl Config {
                 reason: "must be positive".into(),
             });
         }
+        if self.min_rto.is_zero() {
+            return Err(ConfigError::Invalid {
+                key: "min_rto",
+                reason: "must be positive".into(),
+            });
+        }
         if self.idle_timeout.is_zero() {
             return Err(ConfigError::Invalid {
                 key: "idle_timeout",
@@ -337,6 +345,8 @@ impl Default for Config {
             recv_buffer: 4 << 20,
             // RFC 5348 §4.2 leaves the initial RTT to the implementation; 100 ms is a common choice.
             initial_rtt: Duration::from_millis(100),
+            // RFC 6298 §2.4: RTO SHOULD be rounded up to 1 second.
+            min_rto: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(30),
             handshake_timeout: Duration::from_secs(10),
             max_burst: 16,

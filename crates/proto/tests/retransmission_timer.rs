@@ -29,8 +29,9 @@ fn loss_declarations(pair: &mut Pair, span: Duration) -> Vec<Time> {
 
 #[test]
 fn the_retransmission_timer_backs_off_while_no_feedback_comes() {
-    // One packet every 50 ms on a path with R = 20 ms (so an RTO of 80 ms): at this low rate
-    // each packet outlives the RTO long before the next feedback could come.
+    // One packet every 50 ms on a path with R = 20 ms and the RTO's floor set to 80 ms (SRTT +
+    // 4 RTTVAR is smaller on this steady path): at this low rate each packet outlives the RTO
+    // long before the next feedback could come.
     let mut pair = Pair::new(
         Config::default(),
         PathModel::with_delay(Duration::from_millis(10)),
@@ -40,6 +41,7 @@ fn the_retransmission_timer_backs_off_while_no_feedback_comes() {
         congestion: CongestionControl::Fixed {
             rate: Rate::from_kbps(240),
         },
+        min_rto: Duration::from_millis(80),
         ..Config::default()
     };
     pair.connect_and_establish(config);
@@ -77,6 +79,34 @@ fn the_retransmission_timer_backs_off_while_no_feedback_comes() {
         .expect("the timer fired in the second blackout");
     assert!(
         first - start <= Duration::from_millis(200),
+        "first expiry {:?} after the blackout began",
+        first - start
+    );
+}
+
+#[test]
+fn by_default_the_timer_waits_at_least_rfc_6298s_second() {
+    // R = 20 ms, one packet every 50 ms, every feedback lost: the first expiry comes no sooner
+    // than 1 s after the blackout began (RFC 6298 §2.4), where 4R used to give 80 ms.
+    let mut pair = Pair::new(
+        Config::default(),
+        PathModel::with_delay(Duration::from_millis(10)),
+        72,
+    );
+    let config = Config {
+        congestion: CongestionControl::Fixed {
+            rate: Rate::from_kbps(240),
+        },
+        ..Config::default()
+    };
+    pair.connect_and_establish(config);
+    loss_declarations(&mut pair, Duration::from_secs(1));
+    pair.to_client.loss = 1.0;
+    let start = pair.time;
+    let blackout = loss_declarations(&mut pair, Duration::from_secs(3));
+    let first = *blackout.first().expect("the timer fired");
+    assert!(
+        first - start >= Duration::from_millis(950),
         "first expiry {:?} after the blackout began",
         first - start
     );

@@ -129,6 +129,7 @@ mod events;
 mod handshake;
 mod idle;
 mod recv;
+mod rto;
 mod send;
 mod stats;
 mod timers;

@@ -2,6 +2,7 @@
 //! window), and what feedback from the peer's receiver changes.
 
 use super::handshake::wire_rtt_sample;
+use super::rto::RtoEstimator;
 use super::{Connection, Event, State};
 use crate::cc::{self, FeedbackReport, Pacer, RateController};
 use crate::config::{Config, ErrorControl};
@@ -10,9 +11,6 @@ use crate::ec::{AckError, SackSender, SentChunk, SentPacket};
 use crate::rate::Rate;
 use crate::time::{Duration, Time};
 use crate::wire::{Chunk, Data, Feedback, Packet, MAX_DATA_HEADER};
-
-/// The retransmission timer never fires sooner than this after a packet left.
-const MIN_RTO: Duration = Duration::from_millis(10);
 
 /// The wait between two window probes grows to at most 2^this RTOs.
 const MAX_PROBE_BACKOFF: u32 = 6;
@@ -65,6 +63,8 @@ pub(crate) struct Sender {
     /// Retransmission timer expiries since new data was last acknowledged (each doubles the
     /// wait before the next, RFC 6298 §5.5).
     rto_backoff: u32,
+    /// SRTT and RTTVAR for the retransmission timeout (RFC 6298 §2).
+    rto_estimator: RtoEstimator,
     /// When the retransmission timer last expired, while backed off.
     last_rto_expiry: Option<Time>,
     /// Size of the latest data packet: pacing checks the next one against it, since the size of
@@ -106,6 +106,7 @@ impl Sender {
             probe_at: None,
             probes: 0,
             rto_backoff: 0,
+            rto_estimator: RtoEstimator::default(),
             last_rto_expiry: None,
             last_data_size: config.max_datagram,
             payload: Vec::with_capacity(config.max_datagram),
@@ -126,6 +127,10 @@ impl Sender {
             rtt,
             now,
         );
+        if let Some(rtt) = rtt.filter(|r| !r.is_zero()) {
+            // RFC 6298 §2.2: the handshake's round trip is the first measurement.
+            self.rto_estimator.on_sample(rtt);
+        }
         self.pacer = Pacer::new(config.max_burst);
     }
 
@@ -170,11 +175,12 @@ impl Sender {
         }
     }
 
-    /// The retransmission timeout: feedback comes once per RTT (RFC 5348 §6.2), so an
-    /// acknowledgement can take up to two RTTs; four leave room for jitter, as RFC 5348 §4.4's
-    /// nofeedback timer does.
+    /// The retransmission timeout, SRTT + 4 RTTVAR and at least `config.min_rto` (RFC 6298 §2).
+    ///
+    /// Feedback comes once per RTT (RFC 5348 §6.2), so an acknowledgement can take up to two
+    /// RTTs; the minimum (1 s by default, RFC 6298 §2.4) covers that on short paths.
     pub(crate) fn rto(&self, config: &Config) -> Duration {
-        self.rtt(config).saturating_mul(4).max(MIN_RTO)
+        self.rto_estimator.rto(config.min_rto)
     }
 
     /// When the retransmission timer expires: an RTO after the oldest outstanding packet left,
@@ -579,9 +585,14 @@ impl Connection {
             self.sender.on_progress();
         }
         // RFC 5348 §4.3 step 2: R_sample = (t_now - t_recvdata) - t_delay.
-        let rtt_sample =
-            wire_rtt_sample(now.wire_micros(), feedback.timestamp_echo, feedback.t_delay)
-                .unwrap_or_else(|| self.sender.rate.state().rtt);
+        let measured =
+            wire_rtt_sample(now.wire_micros(), feedback.timestamp_echo, feedback.t_delay);
+        if let Some(sample) = measured.filter(|r| !r.is_zero()) {
+            // Every data packet has a fresh number and timestamp, so the echo names one
+            // transmission and Karn's rule (RFC 6298 §3) is kept.
+            self.sender.rto_estimator.on_sample(sample);
+        }
+        let rtt_sample = measured.unwrap_or_else(|| self.sender.rate.state().rtt);
         let report = FeedbackReport {
             rtt_sample,
             x_recv: Rate::from_bps(feedback.x_recv),
