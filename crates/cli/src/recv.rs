@@ -8,7 +8,7 @@
 
 use anyhow::{bail, Context};
 use qstp_net::transfer::{self, Header, Verdict};
-use qstp_net::{Config, Connection, Endpoint, EndpointOptions, Rate};
+use qstp_net::{Config, Connection, Endpoint, EndpointOptions, Rate, ServerPolicy};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -30,6 +30,10 @@ pub struct RecvArgs {
     /// 2 MiB of file buffers), so memory stays below about 6 MiB × N (48 MiB by default).
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub max_transfers: u16,
+    /// The largest target rate a sender may ask for, e.g. `100M` (any by default); a sender asking
+    /// more is refused. Senders can never ask for a fixed rate that ignores congestion.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    pub max_target: Option<Rate>,
     /// Seconds of silence after which a sender counts as gone and its transfer is dropped.
     #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = parse_seconds)]
     pub idle_timeout: Duration,
@@ -39,6 +43,11 @@ pub struct RecvArgs {
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// A rate such as `500k` or `20M`.
+fn parse_rate(text: &str) -> Result<Rate, String> {
+    Rate::parse(text).map_err(|e| e.to_string())
 }
 
 /// A positive number of seconds, at most an hour.
@@ -204,6 +213,10 @@ async fn run(args: RecvArgs, destination: Destination) -> anyhow::Result<()> {
     let options = EndpointOptions {
         accept: Some(accept_config(args.idle_timeout)),
         max_connections: usize::from(args.max_transfers),
+        policy: ServerPolicy {
+            max_target: args.max_target,
+            ..ServerPolicy::default()
+        },
         ..EndpointOptions::default()
     };
     let endpoint = Endpoint::bind_with(listen, options)

@@ -441,3 +441,35 @@ fn a_killed_sender_leaves_no_file_and_the_receiver_reports_the_interruption() {
     );
     assert!(!error.contains("verdict"), "{error}");
 }
+
+#[test]
+fn recv_max_target_refuses_a_sender_asking_more_and_serves_one_within() {
+    let dir = scratch("max-target");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let source = dir.join("small.bin");
+    std::fs::write(&source, pattern(20_000)).unwrap();
+    let (mut receiver, addr, _lines) = start_server(&out, &["--max-target", "10M"]);
+    let send = |target: &str| {
+        Command::new(QSTP)
+            .arg("send")
+            .arg(&source)
+            .args(["--to", &addr, "--quiet", "--target-rate", target])
+            .output()
+            .unwrap()
+    };
+    let greedy = send("50M");
+    assert!(!greedy.status.success(), "a 50M target was accepted");
+    let stderr = String::from_utf8_lossy(&greedy.stderr);
+    assert!(stderr.contains("refused"), "{stderr}");
+    assert!(entries(&out).is_empty());
+    let modest = send("5M");
+    assert!(
+        modest.status.success(),
+        "{}",
+        String::from_utf8_lossy(&modest.stderr)
+    );
+    assert_eq!(entries(&out), ["small.bin"]);
+    let _ = receiver.kill();
+    let _ = receiver.wait();
+}

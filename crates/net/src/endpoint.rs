@@ -5,7 +5,7 @@ use crate::dscp::Dscp;
 use crate::error::Error;
 use crate::socket::{self, SocketStats};
 use crate::state::{Shared, Slot, State};
-use qstp_proto::{Config, EndpointConfig, EndpointStats};
+use qstp_proto::{Config, EndpointConfig, EndpointStats, ServerPolicy};
 use rand::RngCore;
 use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
@@ -26,6 +26,9 @@ pub struct EndpointOptions {
     pub dscp: Option<Dscp>,
     /// Most connections at once.
     pub max_connections: usize,
+    /// Which compositions and targets incoming connections may ask for (by default the
+    /// fixed-rate controller is refused and any target accepted).
+    pub policy: ServerPolicy,
 }
 
 impl Default for EndpointOptions {
@@ -34,6 +37,7 @@ impl Default for EndpointOptions {
             accept: None,
             dscp: None,
             max_connections: 1024,
+            policy: ServerPolicy::default(),
         }
     }
 }
@@ -93,6 +97,7 @@ impl Endpoint {
             None => EndpointConfig::client(cookie_key),
         };
         config.max_connections = options.max_connections;
+        config.policy = options.policy;
         let seed = rand::rngs::OsRng.next_u64();
         let state = State {
             proto: qstp_proto::Endpoint::new(config, seed),

@@ -59,4 +59,4 @@ pub use socket::SocketStats;
 
 /// The protocol core, for its configuration and time types.
 pub use qstp_proto as proto;
-pub use qstp_proto::{CloseReason, Config, Preset, Rate, Stats};
+pub use qstp_proto::{CloseReason, Config, Preset, Rate, ServerPolicy, Stats};

@@ -10,7 +10,7 @@ mod direct;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use direct::hand_over;
 use qstp_proto::{
-    Config, CongestionControl, Endpoint, EndpointConfig, Event, Rate, ReadError, Time,
+    Config, CongestionControl, Endpoint, EndpointConfig, Event, Rate, ReadError, ServerPolicy, Time,
 };
 use std::hint::black_box;
 use std::net::SocketAddr;
@@ -23,7 +23,11 @@ fn transfer(config: Config, bytes: usize) -> usize {
     let client_addr: SocketAddr = "10.0.0.1:5000".parse().unwrap();
     let server_addr: SocketAddr = "10.0.0.2:4433".parse().unwrap();
     let mut client = Endpoint::new(EndpointConfig::client([1; 32]), 1);
-    let mut server = Endpoint::new(EndpointConfig::server([2; 32], Config::default()), 2);
+    let server_config = EndpointConfig {
+        policy: ServerPolicy::permissive(),
+        ..EndpointConfig::server([2; 32], Config::default())
+    };
+    let mut server = Endpoint::new(server_config, 2);
     let mut now = Time::from_nanos(1);
     let handle = client.connect(now, server_addr, config).expect("connect");
     let chunk = vec![0x42u8; 64 * 1024];

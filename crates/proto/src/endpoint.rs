@@ -8,8 +8,9 @@
 
 mod cookie;
 
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, CongestionControl};
 use crate::connection::{Connection, Event};
+use crate::rate::Rate;
 use crate::time::{Duration, Time};
 use crate::wire::{Close, ConnectionId, Hello, Packet, Retry};
 use cookie::CookieJar;
@@ -39,6 +40,53 @@ pub struct Transmit {
     pub connection: Option<ConnectionHandle>,
 }
 
+/// Which compositions a server accepts from a client's hello.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerPolicy {
+    /// Accept the fixed-rate controller, which ignores congestion (for tests and calibration).
+    pub allow_fixed_rate: bool,
+    /// The largest gTFRC target g (or fixed rate) accepted; `None` for no limit.
+    pub max_target: Option<Rate>,
+}
+
+impl Default for ServerPolicy {
+    /// Refuse the fixed-rate controller; accept any target.
+    fn default() -> Self {
+        ServerPolicy {
+            allow_fixed_rate: false,
+            max_target: None,
+        }
+    }
+}
+
+impl ServerPolicy {
+    /// Accept every composition and target (test harnesses and the simulator's own flows).
+    pub fn permissive() -> Self {
+        ServerPolicy {
+            allow_fixed_rate: true,
+            max_target: None,
+        }
+    }
+
+    /// Why `congestion` is refused, or `None` if it is accepted.
+    pub fn refusal(&self, congestion: &CongestionControl) -> Option<String> {
+        let rate = match *congestion {
+            CongestionControl::Fixed { .. } if !self.allow_fixed_rate => {
+                return Some("the fixed-rate controller is not accepted".into())
+            }
+            CongestionControl::Fixed { rate } => rate,
+            CongestionControl::Gtfrc { target } => target,
+            CongestionControl::Tfrc | CongestionControl::Aimd => return None,
+        };
+        match self.max_target {
+            Some(max) if rate > max => Some(format!(
+                "target {rate} is above the largest accepted, {max}"
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// Endpoint-wide settings.
 #[derive(Debug, Clone)]
 pub struct EndpointConfig {
@@ -52,6 +100,8 @@ pub struct EndpointConfig {
     /// `Some` to accept incoming connections: the limits (buffers, timeouts, datagram size)
     /// applied to them; their composition and target come from the client's hello.
     pub server: Option<Config>,
+    /// Which compositions and targets a server accepts.
+    pub policy: ServerPolicy,
 }
 
 impl EndpointConfig {
@@ -62,6 +112,7 @@ impl EndpointConfig {
             cookie_lifetime: Duration::from_secs(10),
             max_connections: 1024,
             server: None,
+            policy: ServerPolicy::default(),
         }
     }
     /// An endpoint that also accepts connections with the given limits.
@@ -225,6 +276,10 @@ impl Endpoint {
         config.error = hello.composition.error;
         config.order = hello.composition.order;
         config.max_datagram = config.max_datagram.min(usize::from(hello.max_datagram));
+        if let Some(reason) = self.config.policy.refusal(&config.congestion) {
+            self.refuse(remote, hello.source, reason.as_bytes());
+            return;
+        }
         if let Err(error) = config.validate() {
             self.refuse(remote, hello.source, error.to_string().as_bytes());
             return;

@@ -19,7 +19,7 @@ pub mod endpoint;
 
 pub use connection::{CloseReason, Connection, Event, ReadError, Stats, WriteError};
 pub use endpoint::{
-    ConnectError, ConnectionHandle, Endpoint, EndpointConfig, EndpointStats, Transmit,
+    ConnectError, ConnectionHandle, Endpoint, EndpointConfig, EndpointStats, ServerPolicy, Transmit,
 };
 pub mod cc;
 pub mod delivery;

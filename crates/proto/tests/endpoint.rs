@@ -5,7 +5,9 @@
 mod direct;
 
 use direct::hand_over;
-use qstp_proto::{Config, CongestionControl, Endpoint, EndpointConfig, Event, Rate, Time};
+use qstp_proto::{
+    Config, CongestionControl, Endpoint, EndpointConfig, Event, Rate, ServerPolicy, Time,
+};
 use std::net::SocketAddr;
 
 /// Shuttle datagrams between the two endpoints at `now` until neither has anything to send.
@@ -25,7 +27,11 @@ fn connections_share_the_endpoint_in_turn() {
     let client_addr: SocketAddr = "10.0.0.1:5000".parse().unwrap();
     let server_addr: SocketAddr = "10.0.0.2:4433".parse().unwrap();
     let mut client = Endpoint::new(EndpointConfig::client([1; 32]), 1);
-    let mut server = Endpoint::new(EndpointConfig::server([2; 32], Config::default()), 2);
+    let server_config = EndpointConfig {
+        policy: ServerPolicy::permissive(),
+        ..EndpointConfig::server([2; 32], Config::default())
+    };
+    let mut server = Endpoint::new(server_config, 2);
     let now = Time::from_nanos(1_000_000);
     // A fixed rate high enough that pacing lets a burst out at one instant.
     let config = Config {

@@ -3,7 +3,10 @@
 
 mod support;
 
-use qstp_proto::{CloseReason, Config, Duration, Endpoint, EndpointConfig, Event, Rate};
+use qstp_proto::{
+    CloseReason, Config, CongestionControl, Duration, Endpoint, EndpointConfig, Event, Rate,
+    ServerPolicy,
+};
 use support::{Direction, Pair, PathModel};
 
 fn path() -> PathModel {
@@ -153,4 +156,49 @@ fn the_negotiated_config_is_the_clients_composition_within_the_servers_limits() 
         pair.client.conn().stats().rtt > Duration::ZERO,
         "the accept gave the first RTT sample"
     );
+}
+
+/// The client's composition under a server's policy: whether it was accepted.
+fn accepted(policy: ServerPolicy, congestion: CongestionControl) -> bool {
+    let server_config = EndpointConfig {
+        policy,
+        ..EndpointConfig::server([9; 32], Config::default())
+    };
+    let client = Endpoint::new(EndpointConfig::client([8; 32]), 1);
+    let server = Endpoint::new(server_config, 2);
+    let mut pair = Pair::with_endpoints(client, server, path(), 7);
+    pair.connect(Config {
+        congestion,
+        ..Config::default()
+    });
+    assert!(pair.drive_until(Duration::from_secs(5), |p| {
+        p.client.conn().is_closed() || p.client.conn().is_established()
+    }));
+    let refused = pair.client.saw(&Event::Closed(CloseReason::Refused));
+    assert_eq!(refused, pair.server.endpoint.stats().refused == 1);
+    !refused
+}
+
+#[test]
+fn the_server_policy_refuses_the_fixed_rate_controller_and_targets_above_its_limit() {
+    let fixed = CongestionControl::Fixed {
+        rate: Rate::from_mbps(10_000),
+    };
+    let huge = CongestionControl::Gtfrc {
+        target: Rate::from_mbps(50_000),
+    };
+    let modest = CongestionControl::Gtfrc {
+        target: Rate::from_mbps(20),
+    };
+    // By default: no fixed rate on the wire; any target.
+    assert!(!accepted(ServerPolicy::default(), fixed));
+    assert!(accepted(ServerPolicy::default(), huge));
+    let capped = ServerPolicy {
+        max_target: Some(Rate::from_mbps(100)),
+        ..ServerPolicy::default()
+    };
+    assert!(!accepted(capped, huge));
+    assert!(accepted(capped, modest));
+    assert!(accepted(capped, CongestionControl::Tfrc));
+    assert!(accepted(ServerPolicy::permissive(), fixed));
 }

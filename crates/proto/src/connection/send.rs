@@ -165,16 +165,6 @@ impl Sender {
         }
     }
 
-    /// The smoothed RTT, or the configured initial RTT before the first sample.
-    pub(crate) fn rtt(&self, config: &Config) -> Duration {
-        let rtt = self.rate.state().rtt;
-        if rtt.is_zero() {
-            config.initial_rtt
-        } else {
-            rtt
-        }
-    }
-
     /// The retransmission timeout, SRTT + 4 RTTVAR and at least `config.min_rto` (RFC 6298 §2).
     ///
     /// Feedback comes once per RTT (RFC 5348 §6.2), so an acknowledgement can take up to two
