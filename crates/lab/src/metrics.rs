@@ -3,13 +3,27 @@
 
 use qstp_proto::Duration;
 use qstp_sim::{FlowRecord, QueueRecord, RunOutput};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+/// A [`Duration`] on the wire between a task and its reduction: whole nanoseconds, exact.
+mod nanos {
+    use qstp_proto::Duration;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        d.as_nanos().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_nanos)
+    }
+}
 
 /// Window of the throughput series: one second, as the QSTP paper's Fig. 4 (§5.2, after RFC 2859).
 pub const TSW_WINDOW: Duration = Duration::from_secs(1);
 
 /// One flow's means over a run, after the warm-up.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowRun {
     /// Index of the group.
     pub group: usize,
@@ -28,7 +42,7 @@ pub struct FlowRun {
 }
 
 /// One flow's series over a whole run, one value per bin.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowSeries {
     /// Index of the group.
     pub group: usize,
@@ -43,22 +57,24 @@ pub struct FlowSeries {
 }
 
 /// The series of one run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSeries {
     /// Width of a bin.
+    #[serde(with = "nanos")]
     pub bin: Duration,
     /// One per flow, groups in order.
     pub flows: Vec<FlowSeries>,
 }
 
 /// One run reduced to what the reports need.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunMetrics {
     /// The run's seed.
     pub seed: u64,
     /// Events the simulator processed.
     pub events: u64,
     /// Simulated time covered.
+    #[serde(with = "nanos")]
     pub simulated: Duration,
     /// One per flow, groups in order.
     pub flows: Vec<FlowRun>,

@@ -108,7 +108,10 @@ pub fn write_all(
         })
         .collect();
     let report_path = dir.join("report.html");
-    write(&report_path, &html(summary, &rendered, &plan.source))?;
+    write(
+        &report_path,
+        &html(summary, &rendered, &plan.file, &plan.source),
+    )?;
     Ok(Written {
         summary: summary_path,
         report: report_path,

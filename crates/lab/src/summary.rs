@@ -19,8 +19,6 @@ pub struct Summary {
     pub scenario: String,
     /// Scenario description.
     pub description: String,
-    /// The scenario file.
-    pub file: String,
     /// Seed of the first run.
     pub seed: u64,
     /// Runs per point.
@@ -31,8 +29,6 @@ pub struct Summary {
     pub warmup_s: f64,
     /// Simulated time over all runs, s.
     pub simulated_s: f64,
-    /// Wall-clock time of the whole plan, s (the only field that changes between identical runs).
-    pub wall_s: f64,
     /// Simulator events over all runs.
     pub events: u64,
     /// The swept keys.
@@ -108,20 +104,19 @@ pub struct QueueSummary {
     pub out_profile: Counts,
 }
 
-/// Build the summary of a finished plan.
-pub fn build(plan: &Plan, results: &[PointResult], wall_s: f64) -> Summary {
+/// Build the summary of a finished plan. It holds no wall-clock time and no path: the same
+/// scenario and seeds give a byte-identical summary, wherever and however fast the tasks ran.
+pub fn build(plan: &Plan, results: &[PointResult]) -> Summary {
     let base = plan.base();
     let all_runs = || results.iter().flat_map(|p| &p.runs);
     Summary {
         scenario: base.name.clone(),
         description: base.description.clone(),
-        file: plan.file.clone(),
         seed: base.seed,
         runs: base.runs,
         duration_s: base.duration.as_secs_f64(),
         warmup_s: base.warmup.as_secs_f64(),
         simulated_s: all_runs().map(|r| r.simulated.as_secs_f64()).sum(),
-        wall_s,
         events: all_runs().map(|r| r.events).sum(),
         sweep: plan.sweep_keys.clone(),
         points: plan

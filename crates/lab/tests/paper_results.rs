@@ -281,6 +281,6 @@ fn results_do_not_depend_on_the_number_of_threads() {
     let one = execute(&plan, 1, qstp_lab::simulate, &|_| {}).unwrap();
     let two = execute(&plan, 2, qstp_lab::simulate, &|_| {}).unwrap();
     assert_eq!(one, two);
-    assert_eq!(build(&plan, &one, 0.0), build(&plan, &two, 0.0));
+    assert_eq!(build(&plan, &one), build(&plan, &two));
     assert!(one.iter().all(|p| p.runs.iter().all(|r| r.events > 0)));
 }

@@ -49,10 +49,62 @@ fn a_failed_run_is_reported_with_its_point_and_seed() {
     let err = execute(&plan, 2, failing, &|_| {}).unwrap_err();
     let RunError::Simulation {
         point, run, seed, ..
-    } = &err;
+    } = &err
+    else {
+        panic!("not a simulation error: {err}");
+    };
     assert_eq!((*point, *run, *seed), (1, 1, 6));
     assert_eq!(
         err.to_string(),
         "point 1 [group.B.flows=2], run 1 (seed 6): queue exploded"
     );
+}
+
+#[test]
+fn tasks_run_anywhere_in_any_order_assemble_to_the_local_result() {
+    let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
+    let local = execute(&plan, 2, fake, &|_| {}).unwrap();
+    let all = tasks(&plan);
+    assert_eq!(all.len(), 6);
+    // Each task shipped out and back as JSON (as a remote worker would), last task first.
+    let shipped: Vec<(Task, RunMetrics)> = all
+        .iter()
+        .rev()
+        .map(|&task| {
+            let metrics = run_task(&plan, task, fake, &mut |_| {}).unwrap();
+            let wire = serde_json::to_string(&(task, metrics)).unwrap();
+            serde_json::from_str(&wire).unwrap()
+        })
+        .collect();
+    assert_eq!(assemble(&plan, shipped).unwrap(), local);
+}
+
+#[test]
+fn assembly_refuses_missing_duplicate_and_foreign_tasks() {
+    let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
+    let run = |task| (task, run_task(&plan, task, fake, &mut |_| {}).unwrap());
+    let mut done: Vec<_> = tasks(&plan).into_iter().map(run).collect();
+    let last = done.pop().unwrap();
+    assert!(matches!(
+        assemble(&plan, done.clone()),
+        Err(RunError::MissingTask {
+            task: Task { point: 1, run: 2 }
+        })
+    ));
+    done.push(last.clone());
+    done.push(last);
+    assert!(matches!(
+        assemble(&plan, done),
+        Err(RunError::DuplicateTask { .. })
+    ));
+    let foreign = Task { point: 0, run: 3 };
+    assert!(matches!(
+        run_task(&plan, foreign, fake, &mut |_| {}),
+        Err(RunError::UnknownTask { .. })
+    ));
+    let metrics = run_task(&plan, Task { point: 0, run: 0 }, fake, &mut |_| {}).unwrap();
+    assert!(matches!(
+        assemble(&plan, [(foreign, metrics)]),
+        Err(RunError::UnknownTask { .. })
+    ));
 }
