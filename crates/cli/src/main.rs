@@ -5,6 +5,11 @@
 //! exit codes only; protocol, simulation and measurement logic live in the library crates, which
 //! never depend on it.
 
+// This crate lives in real time: it reads the clock, and its maps keyed by peer address want
+// RandomState's protection against chosen keys. The workspace's determinism bans (clippy.toml)
+// are for the protocol core and the simulator.
+#![allow(clippy::disallowed_types)]
+
 use clap::{Parser, Subcommand};
 
 mod recv;

@@ -34,7 +34,7 @@ fn run(name: &str, overrides: Overrides, edit: impl FnOnce(&mut Table)) -> Summa
     .unwrap();
     let results =
         execute(&plan, jobs(), qstp_lab::simulate, &|_| {}).unwrap_or_else(|e| panic!("{e}"));
-    build(&plan, &results, 0.0)
+    build(&plan, &results)
 }
 
 fn set_sweep(doc: &mut Table, key: &str, values: Vec<Value>) {
