@@ -76,7 +76,7 @@ pub fn main(args: RunArgs) -> anyhow::Result<()> {
     let results = results.context("simulation failed")?;
     let wall_s = started.elapsed().as_secs_f64();
 
-    let summary = summary::build(&plan, &results);
+    let summary = summary::build(&plan, &results, &overrides);
     let written = output::write_all(&out, &plan, &results, &summary)?;
     print!("{}", summary::text_table(&summary));
     println!(

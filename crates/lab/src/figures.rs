@@ -270,7 +270,7 @@ mod tests {
     fn a_flows_sweep_gets_mean_and_std_figures() {
         let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
         let results = execute(&plan, 1, fake, &|_| {}).unwrap();
-        let summary = build(&plan, &results);
+        let summary = build(&plan, &results, &Overrides::default());
         let figs = figures(&plan, &results, &summary);
         let stems: Vec<&str> = figs.iter().map(|f| f.stem.as_str()).collect();
         assert_eq!(

@@ -192,8 +192,34 @@ pub struct Stats {
     pub max: f64,
     /// Sample standard deviation (n - 1 in the denominator; zero for one value).
     pub std: f64,
+    /// Half-width of the 95% confidence interval of the mean, Student's t with n - 1 degrees of
+    /// freedom times std / sqrt(n): the mean is `mean ± ci95` (zero for one value, where it is
+    /// undefined).
+    pub ci95: f64,
     /// Number of values.
     pub n: usize,
+}
+
+/// Two-sided 95% quantiles of Student's t distribution, t(0.975, df), for df = 1..=30 (the
+/// standard table, e.g. NIST/SEMATECH e-Handbook of Statistical Methods §1.3.6.7.2).
+const T975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+/// t(0.975, df); beyond the table the value at the next lower tabulated df (40, 60, 120, then
+/// the normal 1.960), which errs on the wide side.
+pub fn t975(df: usize) -> f64 {
+    match df {
+        0 => f64::NAN,
+        1..=30 => T975[df - 1],
+        31..=39 => T975[29],
+        40..=59 => 2.021,
+        60..=119 => 2.000,
+        120..=999 => 1.980,
+        _ => 1.960,
+    }
 }
 
 impl Stats {
@@ -211,11 +237,17 @@ impl Stats {
         } else {
             0.0
         };
+        let ci95 = if n > 1 {
+            t975(n - 1) * std / (n as f64).sqrt()
+        } else {
+            0.0
+        };
         Some(Stats {
             mean,
             min,
             max,
             std,
+            ci95,
             n,
         })
     }
@@ -308,6 +340,13 @@ mod tests {
         assert_eq!((s.mean, s.min, s.max, s.n), (5.0, 2.0, 9.0, 8));
         assert!((s.std - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
         assert_eq!(Stats::of(&[3.0]).unwrap().std, 0.0);
+        // n = 8: t(0.975, 7) = 2.365; ci95 = 2.365 * std / sqrt(8).
+        assert!((s.ci95 - 2.365 * s.std / 8f64.sqrt()).abs() < 1e-12);
+        assert_eq!(Stats::of(&[3.0]).unwrap().ci95, 0.0);
+        assert_eq!(
+            (t975(1), t975(30), t975(45), t975(5000)),
+            (12.706, 2.042, 2.021, 1.960)
+        );
         assert!(Stats::of(&[]).is_none());
         assert_eq!(jain(&[1.0, 1.0, 1.0]), Some(1.0));
         assert!((jain(&[1.0, 0.0, 0.0, 0.0]).unwrap() - 0.25).abs() < 1e-12);

@@ -8,15 +8,27 @@
 
 use crate::metrics::{jain, RunMetrics, Stats};
 use crate::runner::PointResult;
-use crate::scenario::{protocol_name, Plan};
+use crate::scenario::{protocol_name, Overrides, Plan};
 use qstp_sim::{CodePointCounters, QueueRecord};
 use serde::Serialize;
+
+/// The qstp version that writes summaries.
+pub const QSTP_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The git commit the lab was built from (`unknown` when built outside a git checkout).
+pub const GIT_COMMIT: &str = env!("QSTP_GIT_COMMIT");
 
 /// The whole summary file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
     /// Scenario name.
     pub scenario: String,
+    /// The qstp version that ran it.
+    pub qstp_version: String,
+    /// The git commit of the source that ran it.
+    pub git_commit: String,
+    /// Values the command line put in place of the file's.
+    pub overrides: OverridesRecord,
     /// Scenario description.
     pub description: String,
     /// Seed of the first run.
@@ -35,6 +47,27 @@ pub struct Summary {
     pub sweep: Vec<String>,
     /// One per sweep point.
     pub points: Vec<PointSummary>,
+}
+
+/// The command-line overrides of a run, as recorded in the summary (`null`: the file's value).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct OverridesRecord {
+    /// Runs per point.
+    pub runs: Option<u32>,
+    /// Seed of the first run.
+    pub seed: Option<u64>,
+    /// Simulated time per run, s.
+    pub duration_s: Option<f64>,
+}
+
+impl From<&Overrides> for OverridesRecord {
+    fn from(o: &Overrides) -> Self {
+        OverridesRecord {
+            runs: o.runs,
+            seed: o.seed,
+            duration_s: o.duration.map(|d| d.as_secs_f64()),
+        }
+    }
 }
 
 /// One sweep point.
@@ -106,11 +139,15 @@ pub struct QueueSummary {
 
 /// Build the summary of a finished plan. It holds no wall-clock time and no path: the same
 /// scenario and seeds give a byte-identical summary, wherever and however fast the tasks ran.
-pub fn build(plan: &Plan, results: &[PointResult]) -> Summary {
+/// `overrides` are the command line's, recorded as given.
+pub fn build(plan: &Plan, results: &[PointResult], overrides: &Overrides) -> Summary {
     let base = plan.base();
     let all_runs = || results.iter().flat_map(|p| &p.runs);
     Summary {
         scenario: base.name.clone(),
+        qstp_version: QSTP_VERSION.to_string(),
+        git_commit: GIT_COMMIT.to_string(),
+        overrides: overrides.into(),
         description: base.description.clone(),
         seed: base.seed,
         runs: base.runs,

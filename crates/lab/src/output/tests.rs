@@ -7,7 +7,7 @@ use crate::testkit::{fake, PLAN};
 fn write_plan(dir: &Path) -> Written {
     let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
     let results = execute(&plan, 2, fake, &|_| {}).unwrap();
-    let summary = build(&plan, &results);
+    let summary = build(&plan, &results, &Overrides::default());
     write_all(dir, &plan, &results, &summary).unwrap()
 }
 
@@ -107,7 +107,7 @@ fn with_many_points_the_time_series_are_linked_not_inlined() {
     )
     .unwrap();
     let results = execute(&plan, 2, fake, &|_| {}).unwrap();
-    let summary = build(&plan, &results);
+    let summary = build(&plan, &results, &Overrides::default());
     let w = write_all(&dir, &plan, &results, &summary).unwrap();
     assert_eq!(w.plots.len(), 13 * 2 + 2, "every figure is still written");
     let report = std::fs::read_to_string(&w.report).unwrap();

@@ -6,7 +6,7 @@ use crate::testkit::{fake, PLAN};
 fn summary() -> Summary {
     let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
     let results = execute(&plan, 2, fake, &|_| {}).unwrap();
-    build(&plan, &results)
+    build(&plan, &results, &Overrides::default())
 }
 
 #[test]
@@ -14,6 +14,9 @@ fn the_summary_has_the_documented_shape() {
     let json = serde_json::to_value(summary()).unwrap();
     for key in [
         "scenario",
+        "qstp_version",
+        "git_commit",
+        "overrides",
         "seed",
         "runs",
         "simulated_s",
@@ -121,10 +124,33 @@ fn the_same_inputs_give_a_byte_identical_summary_whatever_ran_the_tasks() {
     let three_threads = execute(&plan, 3, fake, &|_| {}).unwrap();
     let again = parse(PLAN, "elsewhere/t.toml", &Overrides::default()).unwrap();
     let json = |plan: &crate::scenario::Plan, results: &[crate::runner::PointResult]| {
-        serde_json::to_string_pretty(&build(plan, results)).unwrap()
+        serde_json::to_string_pretty(&build(plan, results, &Overrides::default())).unwrap()
     };
     let a = json(&plan, &one_thread);
     assert_eq!(a, json(&plan, &three_threads));
     assert_eq!(a, json(&again, &three_threads), "no path in the summary");
     assert!(!a.contains("wall") && !a.contains("t.toml"));
+}
+
+#[test]
+fn the_summary_records_version_commit_overrides_and_confidence_intervals() {
+    let overrides = Overrides {
+        runs: Some(2),
+        seed: Some(11),
+        duration: None,
+    };
+    let plan = parse(PLAN, "t.toml", &overrides).unwrap();
+    let results = execute(&plan, 1, fake, &|_| {}).unwrap();
+    let json = serde_json::to_value(build(&plan, &results, &overrides)).unwrap();
+    assert_eq!(json["qstp_version"], env!("CARGO_PKG_VERSION"));
+    assert!(!json["git_commit"].as_str().unwrap().is_empty());
+    assert_eq!(json["overrides"]["runs"], 2);
+    assert_eq!(json["overrides"]["seed"], 11);
+    assert!(json["overrides"]["duration_s"].is_null());
+    // Two runs of two B flows: four samples of per-flow throughput, so t(0.975, 3) = 3.182.
+    let thr = &json["points"][1]["flows"][1]["throughput_bps"];
+    let (std, n) = (thr["std"].as_f64().unwrap(), thr["n"].as_f64().unwrap());
+    assert_eq!(n, 4.0);
+    let ci = thr["ci95"].as_f64().unwrap();
+    assert!(ci > 0.0 && (ci - 3.182 * std / 2.0).abs() < 1e-9, "{thr}");
 }
