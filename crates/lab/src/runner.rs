@@ -79,6 +79,42 @@ pub enum RunError {
     },
 }
 
+/// Most series values (bins x flows x 3 metrics, over every run kept) a plan keeps in memory and
+/// writes to `series.csv`: 4 M values, about 32 MiB in memory and 100 MB of CSV. A plan above it
+/// keeps the series of the first run of each point only.
+pub const MAX_SERIES_VALUES: u64 = 4 << 20;
+
+/// Which runs keep their time series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SeriesRuns {
+    /// Every run.
+    All,
+    /// The first run of each point (the plan's series would exceed [`MAX_SERIES_VALUES`]).
+    First,
+}
+
+/// Every run's series if they fit [`MAX_SERIES_VALUES`], else the first run's of each point.
+pub fn series_runs(plan: &Plan) -> SeriesRuns {
+    let values: u64 = plan
+        .points
+        .iter()
+        .map(|p| {
+            let s = &p.scenario;
+            let bins = s.duration.as_nanos().div_ceil(s.bin.as_nanos().max(1));
+            let flows: u64 = s.groups.iter().map(|g| u64::from(g.flows)).sum();
+            bins.saturating_mul(flows)
+                .saturating_mul(3)
+                .saturating_mul(u64::from(s.runs))
+        })
+        .fold(0u64, u64::saturating_add);
+    if values <= MAX_SERIES_VALUES {
+        SeriesRuns::All
+    } else {
+        SeriesRuns::First
+    }
+}
+
 /// Simulated time between two progress reports of one run, at most.
 const PROGRESS_STEP_NS: u64 = 1_000_000_000;
 
@@ -100,8 +136,8 @@ pub fn simulated_ns_total(plan: &Plan) -> u64 {
 }
 
 /// Run one task with `simulate` (normally `qstp_sim::run_with_progress`), calling `on_time` with
-/// the simulated time as it goes; the first run of every point keeps its time series. The result
-/// depends on the plan and the task only.
+/// the simulated time as it goes; the task keeps its time series as [`series_runs`] says. The
+/// result depends on the plan and the task only.
 pub fn run_task<F, E>(
     plan: &Plan,
     task: Task,
@@ -120,8 +156,9 @@ where
         return Err(RunError::UnknownTask { task });
     }
     let spec = scenario.spec(task.run);
+    let keep_series = task.run == 0 || series_runs(plan) == SeriesRuns::All;
     simulate(&spec, on_time)
-        .map(|out| metrics::reduce(&out, spec.seed, spec.bin, scenario.warmup, task.run == 0))
+        .map(|out| metrics::reduce(&out, spec.seed, spec.bin, scenario.warmup, keep_series))
         .map_err(|e| RunError::Simulation {
             point: task.point,
             params: params_text(plan, task.point),

@@ -45,6 +45,8 @@ pub struct Summary {
     pub events: u64,
     /// The swept keys.
     pub sweep: Vec<String>,
+    /// Which runs' time series `series.csv` holds (`all`, or `first` when all would not fit).
+    pub series_runs: crate::runner::SeriesRuns,
     /// One per sweep point.
     pub points: Vec<PointSummary>,
 }
@@ -156,6 +158,7 @@ pub fn build(plan: &Plan, results: &[PointResult], overrides: &Overrides) -> Sum
         simulated_s: all_runs().map(|r| r.simulated.as_secs_f64()).sum(),
         events: all_runs().map(|r| r.events).sum(),
         sweep: plan.sweep_keys.clone(),
+        series_runs: crate::runner::series_runs(plan),
         points: plan
             .points
             .iter()

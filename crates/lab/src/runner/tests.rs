@@ -16,7 +16,11 @@ fn results_do_not_depend_on_the_number_of_threads() {
     assert_eq!(seeds, [5, 6, 7]);
     // Point 1 has two B flows; run 2 (seed 7), group B flow 1: 7101 B/s.
     assert_eq!(one[1].runs[2].flows[2].throughput_bps, 7101.0 * 8.0);
-    assert!(one[0].runs[0].series.is_some() && one[0].runs[1].series.is_none());
+    // The plan's series are small: every run keeps them.
+    assert_eq!(series_runs(&plan), SeriesRuns::All);
+    assert!(one
+        .iter()
+        .all(|p| p.runs.iter().all(|r| r.series.is_some())));
 }
 
 #[test]
@@ -107,4 +111,21 @@ fn assembly_refuses_missing_duplicate_and_foreign_tasks() {
         assemble(&plan, [(foreign, metrics)]),
         Err(RunError::UnknownTask { .. })
     ));
+}
+
+#[test]
+fn a_plan_whose_series_would_not_fit_keeps_the_first_runs_only() {
+    // 10,000 bins x (2 + 3 flows over the two points) x 3 metrics x 50 runs: 7.5 M values.
+    let o = Overrides {
+        runs: Some(50),
+        duration: Some(Duration::from_secs(1000)),
+        ..Default::default()
+    };
+    let text = PLAN.replace("bin = \"1s\"", "bin = \"100ms\"");
+    let plan = parse(&text, "t.toml", &o).unwrap();
+    assert_eq!(series_runs(&plan), SeriesRuns::First);
+    let task = |run| Task { point: 0, run };
+    let first = run_task(&plan, task(0), fake, &mut |_| {}).unwrap();
+    let second = run_task(&plan, task(1), fake, &mut |_| {}).unwrap();
+    assert!(first.series.is_some() && second.series.is_none());
 }
