@@ -318,13 +318,44 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
-/// The end-of-run table: one line per point and group (the group's total per run, and how much of
-/// its target that is), then the queues' code-point counts per point.
+/// The end-of-run table: one line per point and group (the group's total throughput per run, its
+/// goodput and jitter, and the total over the target), then each queue's packets per run, and a
+/// legend saying what each column is.
 pub fn text_table(s: &Summary) -> String {
     let mut out = String::new();
     let kbps = |v: f64| format!("{:.1}", v / 1e3);
-    out.push_str(&format!(
-        "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+    let labels: Vec<String> = s.points.iter().map(|p| params_label(&p.params)).collect();
+    let width = labels
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let group_width = s
+        .points
+        .iter()
+        .flat_map(|p| &p.flows)
+        .map(|g| g.group.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let protocol_width = s
+        .points
+        .iter()
+        .flat_map(|p| &p.flows)
+        .map(|g| g.protocol.len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    let row = |cells: [&str; 11]| {
+        let line = format!(
+            "{:<width$}  {:<group_width$}  {:<protocol_width$} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10}",
+            cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7],
+            cells[8], cells[9], cells[10]
+        );
+        line.trim_end().to_string() + "\n"
+    };
+    out.push_str(&row([
         "point",
         "group",
         "protocol",
@@ -334,54 +365,83 @@ pub fn text_table(s: &Summary) -> String {
         "thr min",
         "thr max",
         "goodput",
-        "of target"
-    ));
-    out.push_str(&format!(
-        "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
-        "", "", "", "", "kbit/s", "kbit/s", "kbit/s", "kbit/s", "kbit/s", ""
-    ));
-    for p in &s.points {
-        let label = params_label(&p.params);
+        "jitter",
+        "thr/target",
+    ]));
+    out.push_str(&row([
+        "", "", "", "", "kbit/s", "kbit/s", "kbit/s", "kbit/s", "kbit/s", "ms", "",
+    ]));
+    let diffserv = s
+        .points
+        .iter()
+        .flat_map(|p| &p.queues)
+        .any(|q| q.in_profile.packets > 0.0);
+    for (p, label) in s.points.iter().zip(&labels) {
         for g in &p.flows {
-            // Per group, totals per run: the paper's "aggregate" (a single flow's own throughput).
             let of_target = g
                 .target_bps
                 .filter(|&t| t > 0)
                 .map_or("-".to_string(), |t| {
                     format!("{:.0}%", 100.0 * g.aggregate_bps.mean / t as f64)
                 });
-            out.push_str(&format!(
-                "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
-                truncate(&label, 28),
-                truncate(&g.group, 8),
-                g.protocol,
-                g.flows,
-                g.target_bps.map_or("-".to_string(), |t| kbps(t as f64)),
-                kbps(g.aggregate_bps.mean),
-                kbps(g.aggregate_bps.min),
-                kbps(g.aggregate_bps.max),
-                kbps(g.goodput_bps.mean * g.flows as f64),
-                of_target,
-            ));
+            out.push_str(&row([
+                label,
+                &g.group,
+                &g.protocol,
+                &g.flows.to_string(),
+                &g.target_bps.map_or("-".to_string(), |t| kbps(t as f64)),
+                &kbps(g.aggregate_bps.mean),
+                &kbps(g.aggregate_bps.min),
+                &kbps(g.aggregate_bps.max),
+                &kbps(g.goodput_bps.mean * g.flows as f64),
+                &g.jitter_ms
+                    .map_or("-".to_string(), |j| format!("{:.2}", j.mean)),
+                &of_target,
+            ]));
         }
         for q in &p.queues {
-            out.push_str(&format!(
-                "{:<28} queue {}: in {:.0} pkts (ldrops {:.0}, edrops {:.0}); out {:.0} pkts (ldrops {:.0}, edrops {:.0}) per run\n",
-                "",
-                q.name,
-                q.in_profile.packets,
-                q.in_profile.ldrops,
-                q.in_profile.edrops,
-                q.out_profile.packets,
-                q.out_profile.ldrops,
-                q.out_profile.edrops
-            ));
+            if diffserv {
+                out.push_str(&format!(
+                    "{:<width$}  queue {}: in {:.0} pkts ({:.0}% of all; ldrops {:.0}, edrops {:.0}); out {:.0} pkts (ldrops {:.0}, edrops {:.0})\n",
+                    "",
+                    q.name,
+                    q.in_profile.packets,
+                    100.0 * q.in_profile.share,
+                    q.in_profile.ldrops,
+                    q.in_profile.edrops,
+                    q.out_profile.packets,
+                    q.out_profile.ldrops,
+                    q.out_profile.edrops
+                ));
+            } else {
+                out.push_str(&format!(
+                    "{:<width$}  queue {}: {:.0} pkts (ldrops {:.0}, edrops {:.0})\n",
+                    "", q.name, q.out_profile.packets, q.out_profile.ldrops, q.out_profile.edrops
+                ));
+            }
         }
+    }
+    out.push_str(
+        "\nthr: the group's flows together, at the receiver (network level, retransmissions included),\n\
+         \x20    per run after the warm-up: mean, min and max over runs. goodput: the group's in-order\n\
+         \x20    application bytes, mean per run. jitter: mean IPDV (difference of consecutive one-way\n\
+         \x20    delays) per flow. thr/target: mean thr over the group's target.\n\
+         queue: packets arriving per run (mean over runs); ldrops: dropped because the queue was full;\n\
+         \x20    edrops: dropped early by RED/RIO.",
+    );
+    if diffserv {
+        out.push_str(
+            " in: green (in-profile) packets; out: yellow and red\n\
+             \x20    (out of profile, or unmarked best effort); % of all: in's share of the queue's packets.\n",
+        );
+    } else {
+        out.push('\n');
     }
     out
 }
 
-/// `key=value, ...` with only the last part of each dotted key, or `(single point)`.
+/// `key=value, ...` with only the last part of each dotted key (`AB.protocol=qstp, CD.flows=20`),
+/// every value whole, or `(single point)`.
 pub fn params_label(params: &serde_json::Map<String, serde_json::Value>) -> String {
     if params.is_empty() {
         return "(single point)".into();
@@ -395,15 +455,7 @@ pub fn params_label(params: &serde_json::Map<String, serde_json::Value>) -> Stri
             format!("{short}={v}")
         })
         .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        s.chars().take(n - 1).chain(['…']).collect()
-    }
+        .join(", ")
 }
 
 #[cfg(test)]

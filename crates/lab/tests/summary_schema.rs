@@ -41,7 +41,11 @@ fn real_summaries_follow_the_schema() {
     // A swept RIO scenario, and a CBQ scenario with a UDP group without target.
     for scenario in ["qstp-fig4.toml", "qstp-fig7.toml"] {
         let value = summary(scenario);
-        assert_eq!(errors(&validator, &value), Vec::<String>::new(), "{scenario}");
+        assert_eq!(
+            errors(&validator, &value),
+            Vec::<String>::new(),
+            "{scenario}"
+        );
     }
 }
 

@@ -115,6 +115,13 @@ fn the_text_table_lists_every_point_and_group() {
     let a = t.lines().find(|l| l.contains(" qstp ")).unwrap();
     assert!(a.contains("48.0") && a.trim_end().ends_with("10%"), "{a}");
     assert!(t.contains("queue bottleneck: in 106 pkts"), "{t}");
+    // Labels are whole, columns say what they are, and a legend explains them.
+    assert!(t.lines().next().unwrap().ends_with("thr/target"), "{t}");
+    assert!(
+        t.contains("ldrops: dropped because the queue was full"),
+        "{t}"
+    );
+    assert!(t.contains("jitter: mean IPDV"), "{t}");
 }
 
 #[test]
@@ -153,4 +160,22 @@ fn the_summary_records_version_commit_overrides_and_confidence_intervals() {
     assert_eq!(n, 4.0);
     let ci = thr["ci95"].as_f64().unwrap();
     assert!(ci > 0.0 && (ci - 3.182 * std / 2.0).abs() < 1e-9, "{thr}");
+}
+
+#[test]
+fn sweep_labels_are_whole_and_comma_separated() {
+    let mut params = serde_json::Map::new();
+    params.insert("group.AB.protocol".into(), "tfrc-sack".into());
+    params.insert("group.CD.flows+group.CD.target".into(), 20.into());
+    assert_eq!(params_label(&params), "AB.protocol=tfrc-sack, CD.flows=20");
+    let long = "x".repeat(60);
+    params.insert("group.EF.protocol".into(), long.clone().into());
+    let s = summary();
+    let mut s2 = s.clone();
+    s2.points[0].params = params.clone();
+    let t = text_table(&s2);
+    assert!(
+        t.contains(&format!("EF.protocol={long}")),
+        "never cut mid-value: {t}"
+    );
 }
