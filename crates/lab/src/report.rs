@@ -121,10 +121,14 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], file: &str, sourc
                  <th>ldrops %</th><th>edrops</th><th>edrops %</th></tr>\n",
             );
             for q in &point.queues {
-                for (cp, c) in [
+                let mut rows = vec![
                     ("in-profile", &q.in_profile),
                     ("out-profile", &q.out_profile),
-                ] {
+                ];
+                if q.yellow.packets > 0.0 {
+                    rows.push(("of which yellow", &q.yellow));
+                }
+                for (cp, c) in rows {
                     h.push_str(&format!(
                         "<tr><td>{}</td><td>{cp}</td><td>{:.0}</td><td>{:.2}%</td><td>{:.0}</td><td>{:.2}%</td><td>{:.0}</td><td>{:.2}%</td></tr>\n",
                         esc(&q.name),

@@ -137,6 +137,9 @@ pub struct QueueSummary {
     pub in_profile: Counts,
     /// Yellow and red packets.
     pub out_profile: Counts,
+    /// Yellow packets alone (three-colour markers' middle precedence, AFx2; zero with two-colour
+    /// markers). They are part of `out_profile` too.
+    pub yellow: Counts,
 }
 
 /// Build the summary of a finished plan. It holds no wall-clock time and no path: the same
@@ -286,6 +289,7 @@ fn queues(runs: &[RunMetrics]) -> Vec<QueueSummary> {
                 })
             };
             let green = sum(&|r| r.green);
+            let yellow = sum(&|r| r.yellow);
             let out = sum(&|r| CodePointCounters {
                 packets: r.yellow.packets + r.red.packets,
                 ldrops: r.yellow.ldrops + r.red.ldrops,
@@ -305,6 +309,7 @@ fn queues(runs: &[RunMetrics]) -> Vec<QueueSummary> {
                 name: q.name.clone(),
                 in_profile: counts(green),
                 out_profile: counts(out),
+                yellow: counts(yellow),
             }
         })
         .collect()

@@ -103,6 +103,11 @@ fn queue_counters_split_into_in_and_out_profile() {
     assert_eq!((q.out_profile.ldrops, q.out_profile.edrops), (6.0, 8.0));
     assert!((q.in_profile.share - 106.0 / 156.0).abs() < 1e-12);
     assert!((q.out_profile.edrop_rate - 8.0 / 50.0).abs() < 1e-12);
+    // Yellow keeps its own counts: 10 packets, 2 ldrops, 3 edrops per run.
+    assert_eq!(
+        (q.yellow.packets, q.yellow.ldrops, q.yellow.edrops),
+        (10.0, 2.0, 3.0)
+    );
 }
 
 #[test]
