@@ -1,7 +1,7 @@
 //! Writes a finished plan to its results folder: `summary.json`, `runs.csv` (every run's per-flow
 //! results, one row per run and flow), `series.csv` (every run's time series in long format, one
 //! row per time, run, flow and metric), `series/*.csv` (the first run's series, one column per
-//! flow), `plots/*.svg` and `report.html`.
+//! flow), `plots/*.svg` and `plots/*.pdf`, and `report.html`.
 //!
 //! The folder is the lab's: it holds a `.qstp-results` marker, and a later run into it first
 //! removes what an earlier run wrote there (and nothing else). A folder that exists, is not empty
@@ -9,7 +9,7 @@
 
 use crate::figures::{figures, group_series, point_stem};
 use crate::metrics::RunSeries;
-use crate::plot::{render, PlotError};
+use crate::plot::{pdf, render, PlotError};
 use crate::report::{html, RenderedFigure};
 use crate::runner::PointResult;
 use crate::scenario::{protocol_name, Plan};
@@ -177,6 +177,13 @@ pub fn write_all(
         let path = plots_dir.join(format!("{}.svg", f.stem));
         write(&path, &svg)?;
         plots.push(path);
+        let pdf_path = plots_dir.join(format!("{}.pdf", f.stem));
+        let pdf_bytes = pdf(&f.chart.title, &svg)?;
+        std::fs::write(&pdf_path, pdf_bytes).map_err(|error| OutputError::Io {
+            path: pdf_path.clone(),
+            error,
+        })?;
+        plots.push(pdf_path);
         svgs.push(svg);
     }
     let rendered: Vec<RenderedFigure<'_>> = figs

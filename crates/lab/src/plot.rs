@@ -51,6 +51,68 @@ pub enum PlotError {
         /// The backend's message.
         message: String,
     },
+    /// The SVG could not be turned into a PDF.
+    #[error("cannot convert chart '{title}' to PDF: {message}")]
+    Pdf {
+        /// The chart's title.
+        title: String,
+        /// The converter's message.
+        message: String,
+    },
+}
+
+/// The system's fonts, loaded once per process for the PDF figures.
+fn fonts() -> std::sync::Arc<usvg::fontdb::Database> {
+    static FONTS: std::sync::OnceLock<std::sync::Arc<usvg::fontdb::Database>> =
+        std::sync::OnceLock::new();
+    FONTS
+        .get_or_init(|| {
+            let mut db = usvg::fontdb::Database::new();
+            db.load_system_fonts();
+            // The charts ask for the generic `sans-serif`, which fontdb maps to Arial: map it to a
+            // sans-serif family this system has.
+            let families: Vec<String> = db
+                .faces()
+                .flat_map(|f| f.families.iter().map(|(name, _)| name.clone()))
+                .collect();
+            let preferred = [
+                "DejaVu Sans",
+                "Liberation Sans",
+                "Noto Sans",
+                "FreeSans",
+                "Arial",
+            ];
+            if let Some(family) = preferred
+                .iter()
+                .find(|p| families.iter().any(|f| f == *p))
+                .map(|p| p.to_string())
+                .or_else(|| families.first().cloned())
+            {
+                db.set_sans_serif_family(family);
+            }
+            std::sync::Arc::new(db)
+        })
+        .clone()
+}
+
+/// A vector PDF of a chart rendered by [`render`] (text in the system's sans-serif font; where
+/// the system has no fonts, the text is left out and the lines stay).
+pub fn pdf(title: &str, svg: &str) -> Result<Vec<u8>, PlotError> {
+    let error = |message: String| PlotError::Pdf {
+        title: title.to_string(),
+        message,
+    };
+    let options = usvg::Options {
+        fontdb: fonts(),
+        ..usvg::Options::default()
+    };
+    let tree = usvg::Tree::from_str(svg, &options).map_err(|e| error(e.to_string()))?;
+    svg2pdf::to_pdf(
+        &tree,
+        svg2pdf::ConversionOptions::default(),
+        svg2pdf::PageOptions::default(),
+    )
+    .map_err(|e| error(e.to_string()))
 }
 
 /// Width and height of every chart, pixels.

@@ -22,7 +22,15 @@ fn every_output_is_written_and_the_report_gathers_them() {
     let dir = temp_dir("outputs");
     let w = write_plan(&dir);
     assert_eq!(w.series.len(), 2);
-    assert_eq!(w.plots.len(), 6);
+    assert_eq!(w.plots.len(), 12, "6 figures, each as SVG and PDF");
+    for pdf in w
+        .plots
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "pdf"))
+    {
+        let bytes = std::fs::read(pdf).unwrap();
+        assert!(bytes.starts_with(b"%PDF-"), "{}", pdf.display());
+    }
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&w.summary).unwrap()).unwrap();
     assert_eq!(json["points"].as_array().unwrap().len(), 2);
@@ -109,7 +117,11 @@ fn with_many_points_the_time_series_are_linked_not_inlined() {
     let results = execute(&plan, 2, fake, &|_| {}).unwrap();
     let summary = build(&plan, &results, &Overrides::default());
     let w = write_all(&dir, &plan, &results, &summary).unwrap();
-    assert_eq!(w.plots.len(), 13 * 2 + 2, "every figure is still written");
+    assert_eq!(
+        w.plots.len(),
+        2 * (13 * 2 + 2),
+        "every figure is still written, as SVG and PDF"
+    );
     let report = std::fs::read_to_string(&w.report).unwrap();
     assert_eq!(
         report.matches("<svg").count(),
