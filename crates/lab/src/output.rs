@@ -9,7 +9,7 @@
 
 use crate::figures::{figures, group_series, point_stem};
 use crate::metrics::RunSeries;
-use crate::plot::{pdf, render, PlotError};
+use crate::plot::{pdf, render, render_panels, PlotError};
 use crate::report::{html, RenderedFigure};
 use crate::runner::PointResult;
 use crate::scenario::{protocol_name, Plan};
@@ -173,7 +173,11 @@ pub fn write_all(
     let mut svgs = Vec::with_capacity(figs.len());
     let mut plots = Vec::new();
     for f in &figs {
-        let svg = render(&f.chart)?;
+        let svg = if f.panels.is_empty() {
+            render(&f.chart)?
+        } else {
+            render_panels(&f.chart.title, &f.panels)?
+        };
         let path = plots_dir.join(format!("{}.svg", f.stem));
         write(&path, &svg)?;
         plots.push(path);

@@ -22,7 +22,7 @@ fn every_output_is_written_and_the_report_gathers_them() {
     let dir = temp_dir("outputs");
     let w = write_plan(&dir);
     assert_eq!(w.series.len(), 2);
-    assert_eq!(w.plots.len(), 12, "6 figures, each as SVG and PDF");
+    assert_eq!(w.plots.len(), 14, "7 figures, each as SVG and PDF");
     for pdf in w
         .plots
         .iter()
@@ -41,7 +41,7 @@ fn every_output_is_written_and_the_report_gathers_them() {
         !report.contains("src=\"") && !report.contains("href=\""),
         "self-contained: no external files"
     );
-    assert_eq!(report.matches("<svg").count(), 6, "every plot inline");
+    assert_eq!(report.matches("<svg").count(), 7, "every plot inline");
     assert_eq!(
         report.matches("<h2 id=\"p").count(),
         2,
