@@ -12,6 +12,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod plot;
 mod recv;
 mod run;
 mod send;
@@ -28,6 +29,8 @@ struct Cli {
 enum Command {
     /// Run a simulation scenario: every sweep point and run, then a summary, plots and a report.
     Run(run::RunArgs),
+    /// Draw a results folder's figures and report again from its saved data, without simulating.
+    Plot(plot::PlotArgs),
     /// Send a file (or stdin) to a `qstp recv`.
     Send(send::SendArgs),
     /// Receive files sent with `qstp send`.
@@ -38,6 +41,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::main(args),
+        Command::Plot(args) => plot::main(args),
         Command::Send(args) => send::main(args),
         Command::Recv(args) => recv::main(args),
     };

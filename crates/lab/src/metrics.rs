@@ -182,7 +182,7 @@ pub fn tsw(bytes: &[u64], bin: Duration, window: Duration) -> Vec<f64> {
 }
 
 /// Mean, extremes and sample standard deviation of a set of measurements.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     /// Arithmetic mean.
     pub mean: f64,

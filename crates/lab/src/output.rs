@@ -45,8 +45,9 @@ pub enum OutputError {
 pub const MARKER: &str = ".qstp-results";
 
 /// What the lab writes into a results folder, and removes from it before writing again.
-pub const OWNED: [&str; 6] = [
+pub const OWNED: [&str; 7] = [
     "summary.json",
+    "scenario.toml",
     "runs.csv",
     "series.csv",
     "report.html",
@@ -135,13 +136,13 @@ pub fn write_all(
     clear_owned(dir)?;
     write(
         &dir.join(MARKER),
-        "Written by `qstp run`. A later run into this folder replaces summary.json, runs.csv,\n\
-         series.csv, report.html, series/ and plots/, and nothing else.\n",
+        "Written by `qstp run`. A later run into this folder replaces summary.json, scenario.toml,\n\
+         runs.csv, series.csv, report.html, series/ and plots/, and nothing else.\n",
     )?;
+    // The scenario as run, so that `qstp plot` can redraw from this folder alone.
+    write(&dir.join("scenario.toml"), &plan.source)?;
     let series_dir = dir.join("series");
-    let plots_dir = dir.join("plots");
     mkdir(&series_dir)?;
-    mkdir(&plots_dir)?;
 
     let runs_path = dir.join("runs.csv");
     write(&runs_path, &runs_csv(plan, results, summary))?;
@@ -169,6 +170,33 @@ pub fn write_all(
         series.push(path);
     }
 
+    let (report_path, plots) = write_figures(dir, plan, results, summary)?;
+    Ok(Written {
+        summary: summary_path,
+        report: report_path,
+        runs: runs_path,
+        long_series: long_path,
+        series,
+        plots,
+    })
+}
+
+/// Draw every figure of the plan into `dir/plots/` (SVG and PDF) and write `dir/report.html`,
+/// replacing the figures and report already there; returns the report's path and the plots'.
+pub fn write_figures(
+    dir: &Path,
+    plan: &Plan,
+    results: &[PointResult],
+    summary: &Summary,
+) -> Result<(PathBuf, Vec<PathBuf>), OutputError> {
+    let plots_dir = dir.join("plots");
+    if plots_dir.is_dir() {
+        std::fs::remove_dir_all(&plots_dir).map_err(|error| OutputError::Io {
+            path: plots_dir.clone(),
+            error,
+        })?;
+    }
+    mkdir(&plots_dir)?;
     let figs = figures(plan, results, summary);
     let mut svgs = Vec::with_capacity(figs.len());
     let mut plots = Vec::new();
@@ -205,14 +233,7 @@ pub fn write_all(
         &report_path,
         &html(summary, &rendered, &plan.file, &plan.source),
     )?;
-    Ok(Written {
-        summary: summary_path,
-        report: report_path,
-        runs: runs_path,
-        long_series: long_path,
-        series,
-        plots,
-    })
+    Ok((report_path, plots))
 }
 
 /// A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180 §2).

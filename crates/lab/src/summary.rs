@@ -10,7 +10,7 @@ use crate::metrics::{jain, RunMetrics, Stats};
 use crate::runner::PointResult;
 use crate::scenario::{protocol_name, Overrides, Plan};
 use qstp_sim::{CodePointCounters, QueueRecord};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The qstp version that writes summaries.
 pub const QSTP_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -19,7 +19,7 @@ pub const QSTP_VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const GIT_COMMIT: &str = env!("QSTP_GIT_COMMIT");
 
 /// The whole summary file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Scenario name.
     pub scenario: String,
@@ -52,7 +52,7 @@ pub struct Summary {
 }
 
 /// The command-line overrides of a run, as recorded in the summary (`null`: the file's value).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct OverridesRecord {
     /// Runs per point.
     pub runs: Option<u32>,
@@ -73,7 +73,7 @@ impl From<&Overrides> for OverridesRecord {
 }
 
 /// One sweep point.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PointSummary {
     /// The swept values.
     pub params: serde_json::Map<String, serde_json::Value>,
@@ -87,7 +87,7 @@ pub struct PointSummary {
 }
 
 /// One group at one point.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GroupSummary {
     /// Group name.
     pub group: String,
@@ -112,7 +112,7 @@ pub struct GroupSummary {
 }
 
 /// The packets of one code point at one queue, means per run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Counts {
     /// Packets that arrived.
     pub packets: f64,
@@ -129,7 +129,7 @@ pub struct Counts {
 }
 
 /// One queue at one point.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueueSummary {
     /// Queue name.
     pub name: String,
