@@ -431,7 +431,7 @@ mod tests {
     #[test]
     fn destinations_follow_the_out_flag() {
         let dir = std::env::temp_dir();
-        match Destination::from_args(Some(&dir)).unwrap() {
+        match Destination::from_args(Some(&dir), false, false).unwrap() {
             Destination::Directory(d) => {
                 let destination = Destination::Directory(d.clone());
                 assert_eq!(
@@ -443,12 +443,20 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let file = dir.join("qstp-recv-destination-test.bin");
+        let file = dir.join(format!("qstp-recv-destination-{}.bin", std::process::id()));
         assert!(matches!(
-            Destination::from_args(Some(&file)).unwrap(),
+            Destination::from_args(Some(&file), true, false).unwrap(),
             Destination::File(_)
         ));
-        assert!(Destination::from_args(Some(Path::new("/nonexistent-dir-qstp/x.bin"))).is_err());
+        // A file takes one transfer: without --once it is refused.
+        assert!(Destination::from_args(Some(&file), false, false).is_err());
+        // An existing file is replaced only with --overwrite.
+        std::fs::write(&file, b"x").unwrap();
+        assert!(Destination::from_args(Some(&file), true, false).is_err());
+        assert!(Destination::from_args(Some(&file), true, true).is_ok());
+        let _ = std::fs::remove_file(&file);
+        let missing = Path::new("/nonexistent-dir-qstp/x.bin");
+        assert!(Destination::from_args(Some(missing), true, false).is_err());
     }
 
     #[test]
