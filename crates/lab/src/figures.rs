@@ -7,7 +7,7 @@ use crate::metrics::RunSeries;
 use crate::plot::{Chart, Line, Reference, Shade};
 use crate::runner::PointResult;
 use crate::scenario::{protocol_name, Plan};
-use crate::summary::{params_label, Summary};
+use crate::summary::{params_label, short_key, Summary};
 
 /// A chart and the file stem it is saved under.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,15 +22,9 @@ pub struct Figure {
     pub panels: Vec<Chart>,
 }
 
-/// A file-name-safe label of point `p`: `p03-AB.protocol=qstp`.
-pub fn point_stem(summary: &Summary, p: usize) -> String {
-    let label = if summary.points[p].params.is_empty() {
-        String::new()
-    } else {
-        params_label(&summary.points[p].params)
-    };
-    let safe: String = label
-        .chars()
+/// `text` with every character but ASCII letters, digits and `-_.=` made `_`, for file names.
+fn file_safe(text: &str) -> String {
+    text.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || "-_.=".contains(c) {
                 c
@@ -38,7 +32,17 @@ pub fn point_stem(summary: &Summary, p: usize) -> String {
                 '_'
             }
         })
-        .collect();
+        .collect()
+}
+
+/// A file-name-safe label of point `p`: `p03-AB.protocol=qstp`.
+pub fn point_stem(summary: &Summary, p: usize) -> String {
+    let label = if summary.points[p].params.is_empty() {
+        String::new()
+    } else {
+        params_label(&summary.points[p].params)
+    };
+    let safe = file_safe(&label);
     if safe.is_empty() {
         format!("p{p:02}")
     } else {
@@ -307,18 +311,8 @@ fn swept_key_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
                 });
             }
         }
-        let short = key.split('+').next().unwrap_or(key);
-        let short = short.strip_prefix("group.").unwrap_or(short);
-        let safe: String = short
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let short = short_key(key);
+        let safe = file_safe(short);
         out.push(Figure {
             stem: format!("throughput-vs-{safe}"),
             point: None,

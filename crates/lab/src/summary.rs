@@ -445,6 +445,13 @@ pub fn text_table(s: &Summary) -> String {
     out
 }
 
+/// A swept key as labels show it: the first of keys joined with `+`, without `group.`
+/// (`group.CD.flows+group.CD.target` is `CD.flows`).
+pub fn short_key(key: &str) -> &str {
+    let first = key.split('+').next().unwrap_or(key);
+    first.strip_prefix("group.").unwrap_or(first)
+}
+
 /// `key=value, ...` with only the last part of each dotted key (`AB.protocol=qstp, CD.flows=20`),
 /// every value whole, or `(single point)`.
 pub fn params_label(params: &serde_json::Map<String, serde_json::Value>) -> String {
@@ -454,10 +461,8 @@ pub fn params_label(params: &serde_json::Map<String, serde_json::Value>) -> Stri
     params
         .iter()
         .map(|(k, v)| {
-            let short = k.split('+').next().unwrap_or(k);
-            let short = short.strip_prefix("group.").unwrap_or(short);
             let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-            format!("{short}={v}")
+            format!("{}={v}", short_key(k))
         })
         .collect::<Vec<_>>()
         .join(", ")

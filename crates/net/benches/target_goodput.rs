@@ -11,7 +11,7 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use qstp_net::{Config, Connection, Preset, Rate};
+use qstp_net::{Config, Preset, Rate};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,17 +25,6 @@ const BYTES: usize = 8 << 20;
 const BOTTLENECK: u64 = 40_000_000;
 /// The QSTP flow's target, Mbit/s.
 const TARGET_MBPS: u64 = 20;
-
-/// Read `conn` to its end, counting bytes into `counter`.
-async fn count(mut conn: Connection, counter: Arc<AtomicU64>) {
-    let mut buf = vec![0u8; 64 * 1024];
-    while let Ok(n) = conn.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        counter.fetch_add(n as u64, Ordering::Relaxed);
-    }
-}
 
 /// One round with `competitors` TFRC/SACK flows: the QSTP flow's goodput and the competitors'
 /// together, bit/s, measured after the first fifth of the QSTP bytes.

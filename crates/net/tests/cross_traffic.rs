@@ -6,7 +6,7 @@
 
 mod support;
 
-use qstp_net::{Config, Connection, Preset, Rate};
+use qstp_net::{Config, Preset, Rate};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,17 +18,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const QSTP_BYTES: usize = 6 << 20;
 /// Competing plain TFRC/SACK connections.
 const COMPETITORS: usize = 2;
-
-/// Read `conn` to its end, counting bytes into `counter`; returns when the stream ends.
-async fn count(mut conn: Connection, counter: Arc<AtomicU64>) {
-    let mut buf = vec![0u8; 64 * 1024];
-    while let Ok(n) = conn.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        counter.fetch_add(n as u64, Ordering::Relaxed);
-    }
-}
 
 /// QSTP paper §4: gTFRC never sends below its target g, so against two plain TFRC/SACK flows in
 /// a 40 Mbit/s bottleneck a 20 Mbit/s flow keeps its controller at g instead of the fair third
