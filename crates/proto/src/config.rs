@@ -18,7 +18,8 @@ pub enum CongestionControl {
     },
     /// TFRC, RFC 5348.
     Tfrc,
-    /// gTFRC: TFRC whose rate never drops below `target` once out of slow start (gTFRC paper Fig. 1).
+    /// gTFRC: TFRC whose rate is lifted to `target` once out of slow start, as far as the receive
+    /// rate allows under the default [`GtfrcRule::Qstp`] (QSTP paper eq. (2)).
     ///
     /// The floor is applied when feedback arrives: while no feedback comes back, the no-feedback
     /// timer (RFC 5348 §4.4) halves the rate as in TFRC, below `target` if need be.
@@ -37,6 +38,45 @@ impl CongestionControl {
             CongestionControl::Gtfrc { target } => *target,
             _ => Rate::ZERO,
         }
+    }
+}
+
+/// How gTFRC combines its target g with TFRC's limits outside slow start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GtfrcRule {
+    /// X = min(max(X_calc, g), 2 X_recv): g lifts the equation rate but never the receive-rate
+    /// cap, which guards against a wrong g or an under-provisioned network (QSTP paper eq. (2),
+    /// §4.3.2). The default.
+    #[default]
+    Qstp,
+    /// X = max(min(X_calc, 2 X_recv), g): the rate never drops below g after slow start, whatever
+    /// the receiver reports (gTFRC paper Fig. 1). Kept for the lab's comparisons.
+    Fig1,
+}
+
+impl GtfrcRule {
+    /// Every rule, for help texts.
+    pub const ALL: [GtfrcRule; 2] = [GtfrcRule::Qstp, GtfrcRule::Fig1];
+
+    /// The rule's name as written in configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            GtfrcRule::Qstp => "qstp",
+            GtfrcRule::Fig1 => "fig1",
+        }
+    }
+}
+
+impl FromStr for GtfrcRule {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        GtfrcRule::ALL
+            .into_iter()
+            .find(|r| r.name() == s)
+            .ok_or_else(|| ConfigError::Invalid {
+                key: "gtfrc_rule",
+                reason: format!("unknown rule '{s}' (use qstp or fig1)"),
+            })
     }
 }
 
@@ -120,6 +160,8 @@ impl fmt::Display for Preset {
 pub struct Config {
     /// Congestion control.
     pub congestion: CongestionControl,
+    /// How gTFRC applies its target (only read when `congestion` is gTFRC); local to the sender.
+    pub gtfrc_rule: GtfrcRule,
     /// Error control.
     pub error: ErrorControl,
     /// Delivery order.
@@ -287,6 +329,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             congestion: CongestionControl::Gtfrc { target: Rate::ZERO },
+            gtfrc_rule: GtfrcRule::Qstp,
             error: ErrorControl::SackFull,
             order: Order::Ordered,
             max_datagram: 1500,

@@ -1,41 +1,57 @@
-//! gTFRC (gTFRC paper Fig. 1; QSTP paper §4.1, eq. (2)): TFRC whose rate stays at or above a
-//! target g after slow start.
+//! gTFRC (QSTP paper §4.1, eq. (2); gTFRC paper Fig. 1): TFRC whose rate is lifted to a target g
+//! after slow start.
 //!
-//! A thin layer over [`TfrcSender`]: the TFRC rules run unchanged and the sender applies the floor
-//! g in its rate update (RFC 5348 §4.3 step 4) whenever it is out of slow start. Slow start is
+//! A thin layer over [`TfrcSender`]: the TFRC rules run unchanged and the sender applies g in its
+//! rate update (RFC 5348 §4.3 step 4) whenever it is out of slow start. Two rules exist
+//! ([`GtfrcRule`]): by default the QSTP paper's X = min(max(X_calc, g), 2 X_recv), where the
+//! receive-rate cap still guards against a wrong g or an under-provisioned path; as a named
+//! variant the gTFRC paper's Fig. 1, X = max(min(X_calc, 2 X_recv), g), a hard floor. Slow start is
 //! untouched ("this maximum value is not applied during the TFRC slow-start period", gTFRC paper
-//! §3.2), and g = 0 is exactly TFRC. The floor belongs to the feedback path, as in Fig. 1, which
-//! applies it on receipt of feedback only.
+//! §3.2), and g = 0 is exactly TFRC. g belongs to the feedback path, as in Fig. 1, which applies it
+//! on receipt of feedback only.
 //!
 //! g is therefore not a guarantee while feedback is missing: each time the no-feedback timer fires
 //! (RFC 5348 §4.4) the rate is halved as in plain TFRC and may fall below g, down to one packet
-//! per t_mbi. The next feedback lifts it back to at least g.
+//! per t_mbi. Under the QSTP rule g is not a guarantee either when the receiver reports less than
+//! g / 2: the path cannot carry g, and sending it anyway would only be dropped.
 //!
 //! One detail differs from Fig. 1: there the feedback that ends slow start sets the rate to the
-//! equation rate and the floor applies from the next feedback on; here it applies from that same
-//! feedback, so that X >= g holds after every rate update with p > 0.
+//! equation rate and g applies from the next feedback on; here it applies from that same feedback.
 
 use crate::cc::tfrc::sender::TfrcSender;
 use crate::cc::{FeedbackReport, RateController, RateState};
+use crate::config::GtfrcRule;
 use crate::rate::Rate;
 use crate::time::{Duration, Time};
 
-/// A gTFRC sender: TFRC with the target floor g (gTFRC paper Fig. 1).
+/// A gTFRC sender: TFRC lifted to the target g (QSTP paper eq. (2), or gTFRC paper Fig. 1).
 #[derive(Debug, Clone)]
 pub struct Gtfrc {
     tfrc: TfrcSender,
 }
 
 impl Gtfrc {
-    /// A gTFRC sender with target `target` (zero behaves as plain TFRC).
+    /// A gTFRC sender with target `target` and the QSTP paper's rule (zero behaves as plain TFRC).
     pub fn new(
         target: Rate,
         segment_size: usize,
         initial_rtt: Option<Duration>,
         now: Time,
     ) -> Self {
+        Gtfrc::with_rule(target, GtfrcRule::Qstp, segment_size, initial_rtt, now)
+    }
+
+    /// A gTFRC sender with target `target` applied by `rule`.
+    pub fn with_rule(
+        target: Rate,
+        rule: GtfrcRule,
+        segment_size: usize,
+        initial_rtt: Option<Duration>,
+        now: Time,
+    ) -> Self {
         let mut tfrc = TfrcSender::new(segment_size, initial_rtt, now);
         tfrc.set_floor(target);
+        tfrc.set_rule(rule);
         Gtfrc { tfrc }
     }
 
@@ -106,10 +122,11 @@ mod tests {
     }
 
     #[test]
-    fn gtfrc_holds_target_where_tfrc_falls_short() {
+    fn fig1_holds_target_where_tfrc_falls_short() {
         let g = Rate::from_kbps(600); // 75000 B/s
-        let mut tfrc = TfrcSender::new(S, Some(Duration::from_millis(100)), Time::ZERO);
-        let mut gtfrc = Gtfrc::new(g, S, Some(Duration::from_millis(100)), Time::ZERO);
+        let rtt = Some(Duration::from_millis(100));
+        let mut tfrc = TfrcSender::new(S, rtt, Time::ZERO);
+        let mut gtfrc = Gtfrc::with_rule(g, GtfrcRule::Fig1, S, rtt, Time::ZERO);
         let stream = heavy_loss_stream();
         let tfrc_states = drive(&mut tfrc, &stream);
         let gtfrc_states = drive(&mut gtfrc, &stream);
@@ -122,6 +139,36 @@ mod tests {
             assert_eq!(st.target, g);
         }
         assert_eq!(gtfrc_states.last().unwrap().rate, g);
+    }
+
+    #[test]
+    fn qstp_rule_keeps_the_receive_rate_cap_on_an_under_provisioned_path() {
+        // The path delivers 10 kB/s while g = 75 kB/s: QSTP paper eq. (2) caps X at 2 X_recv,
+        // where Fig. 1 would keep sending g into the bottleneck forever.
+        let g = Rate::from_kbps(600);
+        let rtt = Some(Duration::from_millis(100));
+        let mut qstp = Gtfrc::new(g, S, rtt, Time::ZERO);
+        let mut fig1 = Gtfrc::with_rule(g, GtfrcRule::Fig1, S, rtt, Time::ZERO);
+        let q = drive(&mut qstp, &heavy_loss_stream());
+        let f = drive(&mut fig1, &heavy_loss_stream());
+        let (q, f) = (q.last().unwrap(), f.last().unwrap());
+        assert!(!q.slow_start);
+        assert_eq!(q.rate, Rate::from_bytes_per_sec(20_000.0));
+        assert_eq!(f.rate, g);
+    }
+
+    #[test]
+    fn qstp_rule_lifts_the_equation_rate_to_g_when_the_path_carries_it() {
+        // X_calc(p = 0.1) = 25843 B/s < g = 75000 B/s <= 2 X_recv = 200000 B/s: X = g.
+        let g = Rate::from_kbps(600);
+        let rtt = Some(Duration::from_millis(100));
+        let mut qstp = Gtfrc::new(g, S, rtt, Time::ZERO);
+        let mut tfrc = TfrcSender::new(S, rtt, Time::ZERO);
+        let stream: Vec<_> = (0..10).map(|_| report(100_000.0, 0.1)).collect();
+        let q = drive(&mut qstp, &stream);
+        let t = drive(&mut tfrc, &stream);
+        assert!(t.last().unwrap().rate < g);
+        assert_eq!(q.last().unwrap().rate, g);
     }
 
     #[test]
@@ -171,8 +218,8 @@ mod tests {
             assert!(y.rate < g);
             assert_eq!(x.rate, y.rate);
         }
-        // The first loss ends slow start; from then on the floor holds.
-        let st = drive(&mut gtfrc, &[report(80_000.0, 0.05)]);
+        // The first loss ends slow start; from then on g holds where the path carries it.
+        let st = drive(&mut gtfrc, &[report(2e6, 0.05)]);
         assert!(!st[0].slow_start);
         assert_eq!(st[0].rate, g);
     }
@@ -188,7 +235,7 @@ mod tests {
         drive(&mut gtfrc, &heavy_loss_stream());
         gtfrc.set_target(Rate::from_kbps(300));
         assert_eq!(gtfrc.target(), Rate::from_kbps(300));
-        let st = drive(&mut gtfrc, &[report(10_000.0, 0.1)]);
+        let st = drive(&mut gtfrc, &[report(100_000.0, 0.1)]);
         assert_eq!(st[0].rate, Rate::from_kbps(300));
     }
 }

@@ -67,7 +67,7 @@ pub use pacing::Pacer;
 pub use tfrc::receiver::{ReceiverReport, TfrcReceiver};
 pub use tfrc::sender::TfrcSender;
 
-use crate::config::CongestionControl;
+use crate::config::{CongestionControl, GtfrcRule};
 
 /// A reported loss event rate made usable: clamped to [0, 1], NaN taken as no loss.
 pub(crate) fn sane_loss_event_rate(p: f64) -> f64 {
@@ -81,6 +81,7 @@ pub(crate) fn sane_loss_event_rate(p: f64) -> f64 {
 /// Construct the rate controller a configuration names.
 pub fn build(
     congestion: &CongestionControl,
+    gtfrc_rule: GtfrcRule,
     segment_size: usize,
     initial_rtt: Option<Duration>,
     now: Time,
@@ -88,9 +89,13 @@ pub fn build(
     match *congestion {
         CongestionControl::Fixed { rate } => Box::new(FixedRate::new(rate)),
         CongestionControl::Tfrc => Box::new(TfrcSender::new(segment_size, initial_rtt, now)),
-        CongestionControl::Gtfrc { target } => {
-            Box::new(Gtfrc::new(target, segment_size, initial_rtt, now))
-        }
+        CongestionControl::Gtfrc { target } => Box::new(Gtfrc::with_rule(
+            target,
+            gtfrc_rule,
+            segment_size,
+            initial_rtt,
+            now,
+        )),
         CongestionControl::Aimd => Box::new(Aimd::new(segment_size, initial_rtt, now)),
     }
 }
@@ -106,6 +111,7 @@ mod tests {
             &CongestionControl::Fixed {
                 rate: Rate::from_kbps(64),
             },
+            GtfrcRule::Qstp,
             1000,
             rtt,
             Time::ZERO,
@@ -115,17 +121,30 @@ mod tests {
         let g = Rate::from_kbps(400);
         let gtfrc = build(
             &CongestionControl::Gtfrc { target: g },
+            GtfrcRule::Qstp,
             1000,
             rtt,
             Time::ZERO,
         );
         assert_eq!(gtfrc.state().target, g);
-        let tfrc = build(&CongestionControl::Tfrc, 1000, rtt, Time::ZERO);
+        let tfrc = build(
+            &CongestionControl::Tfrc,
+            GtfrcRule::Qstp,
+            1000,
+            rtt,
+            Time::ZERO,
+        );
         assert_eq!(tfrc.state().target, Rate::ZERO);
         assert!(tfrc.state().slow_start);
         // W_init / R = 4000 B / 100 ms.
         assert_eq!(tfrc.allowed_rate(), Rate::from_bytes_per_sec(40_000.0));
-        let aimd = build(&CongestionControl::Aimd, 1000, rtt, Time::ZERO);
+        let aimd = build(
+            &CongestionControl::Aimd,
+            GtfrcRule::Qstp,
+            1000,
+            rtt,
+            Time::ZERO,
+        );
         assert_eq!(aimd.allowed_rate(), Rate::from_bytes_per_sec(40_000.0));
         assert_eq!(aimd.state().x_calc, Rate::ZERO);
     }

@@ -81,7 +81,13 @@ impl Sender {
         let per_packet = config.max_datagram.saturating_sub(MAX_DATA_HEADER).max(1);
         let max_outstanding = (2 * config.send_buffer / per_packet).clamp(64, MAX_OUTSTANDING_CAP);
         Sender {
-            rate: cc::build(&config.congestion, config.segment_size(), None, now),
+            rate: cc::build(
+                &config.congestion,
+                config.gtfrc_rule,
+                config.segment_size(),
+                None,
+                now,
+            ),
             pacer: Pacer::new(config.max_burst),
             sack: SackSender::new(config.error, max_outstanding),
             stream: stream_mode.then(|| StreamSendBuffer::new(config.send_buffer)),
@@ -113,7 +119,13 @@ impl Sender {
         config: &Config,
         rtt: Option<Duration>,
     ) {
-        self.rate = cc::build(&config.congestion, config.segment_size(), rtt, now);
+        self.rate = cc::build(
+            &config.congestion,
+            config.gtfrc_rule,
+            config.segment_size(),
+            rtt,
+            now,
+        );
         self.pacer = Pacer::new(config.max_burst);
     }
 

@@ -5,6 +5,7 @@
 
 use crate::cc::tfrc::equation;
 use crate::cc::{FeedbackReport, RateController, RateState};
+use crate::config::GtfrcRule;
 use crate::rate::Rate;
 use crate::time::{Duration, Time};
 
@@ -103,8 +104,10 @@ pub struct TfrcSender {
     /// RFC 5348 §8.2.1: send time of the packet the last feedback covered, and that feedback's time.
     t_new: Option<Time>,
     t_next: Option<Time>,
-    /// The gTFRC floor g, bytes/s, applied outside slow start (zero: plain TFRC).
+    /// The gTFRC target g, bytes/s, applied outside slow start (zero: plain TFRC).
     target: f64,
+    /// How g combines with X_calc and X_recv.
+    rule: GtfrcRule,
 }
 
 impl TfrcSender {
@@ -137,12 +140,18 @@ impl TfrcSender {
             t_new: None,
             t_next: None,
             target: 0.0,
+            rule: GtfrcRule::Qstp,
         }
     }
 
     /// Set the gTFRC floor g (zero for plain TFRC); used by [`crate::cc::Gtfrc`].
     pub(crate) fn set_floor(&mut self, target: Rate) {
         self.target = target.bytes_per_sec();
+    }
+
+    /// Choose how g combines with X_calc and X_recv; used by [`crate::cc::Gtfrc`].
+    pub(crate) fn set_rule(&mut self, rule: GtfrcRule) {
+        self.rule = rule;
     }
 
     /// Whether the sender is in slow start (no loss reported yet: RFC 5348 §4.3 step 4, p = 0).
@@ -220,14 +229,15 @@ impl TfrcSender {
         if self.p > 0.0 {
             self.x_calc =
                 equation::throughput(self.segment_size, self.rtt.unwrap_or(MIN_RTT_SECS), self.p);
-            // RFC 5348 §4.3 step 4: X = max(min(X_Bps, recv_limit), s/t_mbi).
-            self.x = self.x_calc.min(recv_limit).max(self.min_rate());
-            // gTFRC paper Fig. 1 (else branch: rate_ = gtfrc_ whenever the equation rate is not
-            // above g, whatever X_recv) and §3.1 ("the maximum between the TFRC rate estimation
-            // and the target rate"): outside slow start X never drops below g. QSTP paper eq. (2)
-            // writes min(max(X_calc, g), 2*X_recv); the pseudo-code lets g override 2*X_recv, so a
-            // heavy loss that depresses X_recv cannot pull the rate under g.
-            self.x = self.x.max(self.target);
+            self.x = match self.rule {
+                // QSTP paper eq. (2), §4.3.2: X = min(max(X_calc, g), 2 X_recv); with g = 0 this is
+                // RFC 5348 §4.3 step 4, X = max(min(X_Bps, recv_limit), s/t_mbi).
+                GtfrcRule::Qstp => self.x_calc.max(self.target).min(recv_limit),
+                // gTFRC paper Fig. 1 (else branch: rate_ = gtfrc_ whenever the equation rate is not
+                // above g, whatever X_recv): X = max(min(X_calc, 2 X_recv), g).
+                GtfrcRule::Fig1 => self.x_calc.min(recv_limit).max(self.target),
+            }
+            .max(self.min_rate());
         } else {
             let r = self.rtt.unwrap_or(MIN_RTT_SECS);
             let due = match self.time_last_doubled {
