@@ -5,8 +5,14 @@
 //! exit codes only; protocol, simulation and measurement logic live in the library crates, which
 //! never depend on it.
 
+// This crate lives in real time: it reads the clock, and its maps keyed by peer address want
+// RandomState's protection against chosen keys. The workspace's determinism bans (clippy.toml)
+// are for the protocol core and the simulator.
+#![allow(clippy::disallowed_types)]
+
 use clap::{Parser, Subcommand};
 
+mod plot;
 mod recv;
 mod run;
 mod send;
@@ -23,6 +29,8 @@ struct Cli {
 enum Command {
     /// Run a simulation scenario: every sweep point and run, then a summary, plots and a report.
     Run(run::RunArgs),
+    /// Draw a results folder's figures and report again from its saved data, without simulating.
+    Plot(plot::PlotArgs),
     /// Send a file (or stdin) to a `qstp recv`.
     Send(send::SendArgs),
     /// Receive files sent with `qstp send`.
@@ -33,6 +41,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::main(args),
+        Command::Plot(args) => plot::main(args),
         Command::Send(args) => send::main(args),
         Command::Recv(args) => recv::main(args),
     };

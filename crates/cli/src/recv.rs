@@ -20,11 +20,16 @@ pub struct RecvArgs {
     /// The address to listen on, `HOST:PORT`.
     #[arg(long)]
     pub listen: String,
-    /// Where to store files: a directory (files keep the sender's name, hidden names and paths are
-    /// refused, and an existing file is never replaced: the new one becomes NAME.1, NAME.2, ...)
-    /// or a file path, replaced if it exists (default: the current directory).
-    #[arg(long, value_name = "FILE|DIR")]
+    /// Where to store files (default: the current directory). A directory, existing or given
+    /// with a trailing '/' (then created): files keep the sender's name, hidden names and paths
+    /// are refused, and an existing file is never replaced (the new one becomes NAME.1, NAME.2,
+    /// ...). Or, with --once, a file path: an existing file there is replaced only with
+    /// --overwrite. Every check is made before any byte moves.
+    #[arg(long, value_name = "FILE|DIR/")]
     pub out: Option<PathBuf>,
+    /// With --once and --out FILE: replace FILE if it exists.
+    #[arg(long)]
+    pub overwrite: bool,
     /// Most transfers at once (1 to 1024); further senders are refused ("connection refused by the
     /// peer") until one ends. Each transfer holds at most about 6 MiB (a 4 MiB receive window and
     /// 2 MiB of file buffers), so memory stays below about 6 MiB × N (48 MiB by default).
@@ -70,12 +75,37 @@ enum Destination {
 }
 
 impl Destination {
-    fn from_args(out: Option<&Path>) -> anyhow::Result<Destination> {
+    /// The destination `--out` names, checked and (for a new directory) created before any
+    /// transfer starts.
+    fn from_args(out: Option<&Path>, once: bool, overwrite: bool) -> anyhow::Result<Destination> {
         let path = out
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("."));
         if path.is_dir() {
             return Ok(Destination::Directory(path));
+        }
+        let says_directory = path
+            .as_os_str()
+            .to_string_lossy()
+            .ends_with(std::path::MAIN_SEPARATOR);
+        if says_directory {
+            std::fs::create_dir_all(&path)
+                .with_context(|| format!("cannot create directory '{}'", path.display()))?;
+            return Ok(Destination::Directory(path));
+        }
+        if !once {
+            bail!(
+                "'{}' is not a directory: to receive into a new directory end it with '/' ('{}/'); \
+                 to receive one transfer into this file add --once",
+                path.display(),
+                path.display()
+            );
+        }
+        if path.exists() && !overwrite {
+            bail!(
+                "'{}' exists: add --overwrite to replace it, or choose another name",
+                path.display()
+            );
         }
         let parent = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -199,7 +229,7 @@ impl Drop for PartFile {
 
 /// Run `qstp recv`.
 pub fn main(args: RecvArgs) -> anyhow::Result<()> {
-    let destination = Destination::from_args(args.out.as_deref())?;
+    let destination = Destination::from_args(args.out.as_deref(), args.once, args.overwrite)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -414,7 +444,7 @@ mod tests {
     #[test]
     fn destinations_follow_the_out_flag() {
         let dir = std::env::temp_dir();
-        match Destination::from_args(Some(&dir)).unwrap() {
+        match Destination::from_args(Some(&dir), false, false).unwrap() {
             Destination::Directory(d) => {
                 let destination = Destination::Directory(d.clone());
                 assert_eq!(
@@ -426,12 +456,20 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let file = dir.join("qstp-recv-destination-test.bin");
+        let file = dir.join(format!("qstp-recv-destination-{}.bin", std::process::id()));
         assert!(matches!(
-            Destination::from_args(Some(&file)).unwrap(),
+            Destination::from_args(Some(&file), true, false).unwrap(),
             Destination::File(_)
         ));
-        assert!(Destination::from_args(Some(Path::new("/nonexistent-dir-qstp/x.bin"))).is_err());
+        // A file takes one transfer: without --once it is refused.
+        assert!(Destination::from_args(Some(&file), false, false).is_err());
+        // An existing file is replaced only with --overwrite.
+        std::fs::write(&file, b"x").unwrap();
+        assert!(Destination::from_args(Some(&file), true, false).is_err());
+        assert!(Destination::from_args(Some(&file), true, true).is_ok());
+        let _ = std::fs::remove_file(&file);
+        let missing = Path::new("/nonexistent-dir-qstp/x.bin");
+        assert!(Destination::from_args(Some(missing), true, false).is_err());
     }
 
     #[test]

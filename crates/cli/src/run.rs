@@ -52,6 +52,8 @@ pub fn main(args: RunArgs) -> anyhow::Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(&base.name));
+    // Refuse a folder of someone else's files before any work.
+    output::claim(&out)?;
     eprintln!(
         "{}: {} point(s) x {} run(s) of {:.0} s simulated, on {jobs} thread(s)",
         base.name,
@@ -76,7 +78,7 @@ pub fn main(args: RunArgs) -> anyhow::Result<()> {
     let results = results.context("simulation failed")?;
     let wall_s = started.elapsed().as_secs_f64();
 
-    let summary = summary::build(&plan, &results, wall_s);
+    let summary = summary::build(&plan, &results, &overrides);
     let written = output::write_all(&out, &plan, &results, &summary)?;
     print!("{}", summary::text_table(&summary));
     println!(
@@ -89,7 +91,20 @@ pub fn main(args: RunArgs) -> anyhow::Result<()> {
     println!("summary: {}", written.summary.display());
     println!("report:  {}", written.report.display());
     println!(
-        "series:  {} file(s) in {}",
+        "runs:    {} (every run's per-flow results)",
+        written.runs.display()
+    );
+    println!(
+        "series:  {} (long format, {})",
+        written.long_series.display(),
+        match qstp_lab::runner::series_runs(&plan) {
+            qstp_lab::runner::SeriesRuns::All => "every run",
+            qstp_lab::runner::SeriesRuns::First =>
+                "the first run of each point: every run's would not fit the bound",
+        }
+    );
+    println!(
+        "wide:    {} file(s) in {} (the first run's series, a column per flow)",
         written.series.len(),
         out.join("series").display()
     );

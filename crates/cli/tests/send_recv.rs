@@ -1,6 +1,10 @@
 //! `qstp send` and `qstp recv` as a user runs them: files arrive identical; bad input gives one
 //! line and a non-zero exit.
 
+// Tests and benchmarks of real transfers measure wall-clock time: the determinism bans of
+// clippy.toml do not apply here.
+#![allow(clippy::disallowed_types)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -186,6 +190,7 @@ fn bad_input_gives_one_line_and_a_non_zero_exit() {
             "recv",
             "--listen",
             "127.0.0.1:0",
+            "--once",
             "--out",
             "/nonexistent/qstp/x.bin",
         ],
@@ -472,4 +477,66 @@ fn recv_max_target_refuses_a_sender_asking_more_and_serves_one_within() {
     assert_eq!(entries(&out), ["small.bin"]);
     let _ = receiver.kill();
     let _ = receiver.wait();
+}
+
+/// Start `qstp recv --once --out OUT` plus `extra`, send `len` bytes to it, and return both exit
+/// statuses.
+fn transfer_into(out: &Path, extra: &[&str], len: usize) -> (bool, bool) {
+    let (mut receiver, addr, _lines) = start_server(out, &[&["--once"], extra].concat());
+    let file = out.parent().unwrap().join("to-send.bin");
+    std::fs::write(&file, pattern(len)).unwrap();
+    let (sent, stderr) = send_file(&file, &addr);
+    let received = wait_bounded(&mut receiver, Duration::from_secs(30)).success();
+    assert!(sent.success() == received, "{stderr}");
+    (sent.success(), received)
+}
+
+#[test]
+fn a_missing_directory_with_a_trailing_slash_is_created_and_receives() {
+    let dir = scratch("newdir");
+    let out = dir.join("incoming/");
+    assert!(!out.exists());
+    assert_eq!(transfer_into(&out, &[], 50_000), (true, true));
+    assert!(std::fs::read(dir.join("incoming").join("to-send.bin")).unwrap() == pattern(50_000));
+}
+
+#[test]
+fn a_missing_directory_without_slash_is_refused_before_any_byte_moves() {
+    let dir = scratch("ambiguous");
+    let out = dir.join("newdir");
+    fails_with_one_line(
+        &[
+            "recv",
+            "--listen",
+            "127.0.0.1:0",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "end it with '/'",
+    );
+    assert!(!out.exists(), "nothing was created");
+}
+
+#[test]
+fn a_named_file_is_replaced_only_with_overwrite() {
+    let dir = scratch("overwrite");
+    let target = dir.join("kept.bin");
+    std::fs::write(&target, b"precious").unwrap();
+    fails_with_one_line(
+        &[
+            "recv",
+            "--listen",
+            "127.0.0.1:0",
+            "--once",
+            "--out",
+            target.to_str().unwrap(),
+        ],
+        "add --overwrite",
+    );
+    assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+    assert_eq!(
+        transfer_into(&target, &["--overwrite"], 40_000),
+        (true, true)
+    );
+    assert!(std::fs::read(&target).unwrap() == pattern(40_000));
 }

@@ -4,10 +4,10 @@
 //! against that number.
 
 use crate::metrics::RunSeries;
-use crate::plot::{Chart, Line, Reference};
+use crate::plot::{Chart, Line, Reference, Shade};
 use crate::runner::PointResult;
 use crate::scenario::{protocol_name, Plan};
-use crate::summary::{params_label, Summary};
+use crate::summary::{params_label, short_key, Summary};
 
 /// A chart and the file stem it is saved under.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,8 +16,23 @@ pub struct Figure {
     pub stem: String,
     /// The sweep point it shows, for figures of one point.
     pub point: Option<usize>,
-    /// The chart.
+    /// The chart (for a multi-panel figure, its title only).
     pub chart: Chart,
+    /// The panels of a multi-panel figure drawn side by side; empty for a single chart.
+    pub panels: Vec<Chart>,
+}
+
+/// `text` with every character but ASCII letters, digits and `-_.=` made `_`, for file names.
+fn file_safe(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.=".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// A file-name-safe label of point `p`: `p03-AB.protocol=qstp`.
@@ -27,16 +42,7 @@ pub fn point_stem(summary: &Summary, p: usize) -> String {
     } else {
         params_label(&summary.points[p].params)
     };
-    let safe: String = label
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.=".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let safe = file_safe(&label);
     if safe.is_empty() {
         format!("p{p:02}")
     } else {
@@ -63,35 +69,65 @@ pub fn group_series(
     total
 }
 
-/// Every figure of the plan.
+/// Every figure of the plan: per point the throughput over time (mean over the runs kept, with
+/// their min-max band and the warm-up shaded) and the jitter's CDF; all points' throughput side
+/// by side when there are two to four; the flow-count figures of QSTP Figs. 5 and 6; a figure per
+/// other numeric swept key.
 pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<Figure> {
     let mut out = Vec::new();
+    let mut panels = Vec::new();
     for (p, (point, result)) in plan.points.iter().zip(results).enumerate() {
-        let Some(series) = result.runs.first().and_then(|r| r.series.as_ref()) else {
+        let kept: Vec<&RunSeries> = result
+            .runs
+            .iter()
+            .filter_map(|r| r.series.as_ref())
+            .collect();
+        let Some(first) = kept.first() else {
             continue;
         };
-        let seed = result.runs[0].seed;
         let label = params_label(&summary.points[p].params);
-        let bin = series.bin.as_secs_f64();
+        let bin = first.bin.as_secs_f64();
         let time = |i: usize| (i + 1) as f64 * bin;
         let groups = &point.scenario.groups;
+        let runs_text = if kept.len() == 1 {
+            format!("seed {}", result.runs[0].seed)
+        } else {
+            format!("mean of {} runs, band min-max", kept.len())
+        };
         let lines = groups
             .iter()
             .enumerate()
-            .map(|(g, spec)| Line {
-                label: format!(
-                    "{} ({}, {} flow{})",
-                    spec.name,
-                    protocol_name(&spec.protocol),
-                    spec.flows,
-                    if spec.flows == 1 { "" } else { "s" }
-                ),
-                points: group_series(series, g, |f| &f.throughput_bps)
+            .map(|(g, spec)| {
+                let per_run: Vec<Vec<f64>> = kept
                     .iter()
-                    .enumerate()
-                    .map(|(i, v)| (time(i), v / 1e3))
-                    .collect(),
-                bars: Vec::new(),
+                    .map(|s| group_series(s, g, |f| &f.throughput_bps))
+                    .collect();
+                let bins = per_run.iter().map(Vec::len).min().unwrap_or(0);
+                let at = |i: usize| per_run.iter().map(move |r| r[i] / 1e3);
+                Line {
+                    label: format!(
+                        "{} ({}, {} flow{})",
+                        spec.name,
+                        protocol_name(&spec.protocol),
+                        spec.flows,
+                        if spec.flows == 1 { "" } else { "s" }
+                    ),
+                    points: (0..bins)
+                        .map(|i| (time(i), at(i).sum::<f64>() / per_run.len() as f64))
+                        .collect(),
+                    band: if per_run.len() > 1 {
+                        (0..bins)
+                            .map(|i| {
+                                let lo = at(i).fold(f64::INFINITY, f64::min);
+                                let hi = at(i).fold(f64::NEG_INFINITY, f64::max);
+                                (time(i), lo, hi)
+                            })
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
+                    ..Default::default()
+                }
             })
             .collect();
         let references = groups
@@ -105,43 +141,194 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
                 })
             })
             .collect();
+        let warmup = point.scenario.warmup.as_secs_f64();
+        let chart = Chart {
+            title: format!("Throughput at the receiver (1 s TSW), {label}, {runs_text}"),
+            x_label: "time (s)".into(),
+            y_label: "throughput (kbit/s)".into(),
+            lines,
+            references,
+            shade: (warmup > 0.0).then(|| Shade {
+                label: "warm-up (not in the means)".into(),
+                from: 0.0,
+                to: warmup,
+            }),
+            ..Default::default()
+        };
+        // In the side-by-side figure a line is named by its group alone (the protocol may be
+        // what the points differ in).
+        let mut panel = Chart {
+            title: label.clone(),
+            ..chart.clone()
+        };
+        for (line, spec) in panel.lines.iter_mut().zip(groups) {
+            line.label = spec.name.clone();
+        }
+        panels.push(panel);
         out.push(Figure {
             stem: format!("throughput-{}", point_stem(summary, p)),
             point: Some(p),
-            chart: Chart {
-                title: format!("Throughput at the receiver (1 s TSW), {label}, seed {seed}"),
-                x_label: "time (s)".into(),
-                y_label: "throughput (kbit/s)".into(),
-                lines,
-                references,
-            },
+            chart,
+            panels: Vec::new(),
         });
+        let first_bin = (warmup / bin).ceil() as usize;
         let jitter_lines = groups
             .iter()
             .enumerate()
-            .map(|(g, spec)| Line {
-                label: format!("{} ({})", spec.name, protocol_name(&spec.protocol)),
-                points: mean_jitter(series, g)
-                    .into_iter()
-                    .enumerate()
-                    .filter_map(|(i, j)| j.map(|j| (time(i), j)))
-                    .collect(),
-                bars: Vec::new(),
+            .map(|(g, spec)| {
+                let mut samples: Vec<f64> = kept
+                    .iter()
+                    .flat_map(|s| mean_jitter(s, g).into_iter().skip(first_bin).flatten())
+                    .collect();
+                samples.sort_by(f64::total_cmp);
+                let n = samples.len() as f64;
+                Line {
+                    label: format!("{} ({})", spec.name, protocol_name(&spec.protocol)),
+                    points: samples
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &j)| (j, (i + 1) as f64 / n))
+                        .collect(),
+                    ..Default::default()
+                }
             })
             .collect();
         out.push(Figure {
-            stem: format!("jitter-{}", point_stem(summary, p)),
+            stem: format!("jitter-cdf-{}", point_stem(summary, p)),
             point: Some(p),
             chart: Chart {
-                title: format!("Jitter, {label}, seed {seed}"),
-                x_label: "time (s)".into(),
-                y_label: "jitter (ms)".into(),
+                title: format!(
+                    "Jitter (IPDV, mean per {bin} s bin) after the warm-up, CDF, {label}, {runs_text}"
+                ),
+                x_label: "jitter (ms)".into(),
+                y_label: "fraction of bins".into(),
                 lines: jitter_lines,
-                references: Vec::new(),
+                y_range: Some((0.0, 1.0)),
+                ..Default::default()
             },
+            panels: Vec::new(),
+        });
+    }
+    if (2..=4).contains(&panels.len()) {
+        // One y scale for every panel, so they compare at a glance.
+        let top = panels
+            .iter()
+            .flat_map(|c| {
+                c.lines
+                    .iter()
+                    .flat_map(|l| {
+                        l.points
+                            .iter()
+                            .map(|p| p.1)
+                            .chain(l.band.iter().map(|b| b.2))
+                    })
+                    .chain(c.references.iter().map(|r| r.y))
+            })
+            .filter(|y| y.is_finite())
+            .fold(0.0f64, f64::max);
+        for panel in &mut panels {
+            panel.y_range = Some((0.0, if top > 0.0 { top * 1.08 } else { 1.0 }));
+        }
+        out.push(Figure {
+            stem: "throughput-panels".into(),
+            point: None,
+            chart: Chart {
+                title: format!(
+                    "{}: throughput at the receiver, every point",
+                    summary.scenario
+                ),
+                ..Default::default()
+            },
+            panels,
         });
     }
     out.extend(flow_sweep_figures(plan, summary));
+    out.extend(swept_key_figures(plan, summary));
+    out
+}
+
+/// For every swept key with numbers for values (other than flow counts, which
+/// [`flow_sweep_figures`] draws), each group's mean total throughput against it, with the 95%
+/// confidence interval of the mean as bars; the other swept keys' combinations are separate
+/// lines.
+fn swept_key_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
+    let mut out = Vec::new();
+    for (axis, key) in plan.sweep_keys.iter().enumerate() {
+        let numeric = plan.points.iter().all(|p| {
+            p.params[axis].1.as_integer().is_some() || p.params[axis].1.as_float().is_some()
+        });
+        if !numeric || key.split('+').any(|part| part.ends_with(".flows")) {
+            continue;
+        }
+        let x_of = |p: usize| {
+            let v = &plan.points[p].params[axis].1;
+            v.as_float()
+                .or(v.as_integer().map(|i| i as f64))
+                .unwrap_or(0.0)
+        };
+        // Points grouped by the other keys' values, in order of first appearance.
+        let mut series: Vec<(String, Vec<usize>)> = Vec::new();
+        for (p, point) in plan.points.iter().enumerate() {
+            let others: serde_json::Map<String, serde_json::Value> = point
+                .params
+                .iter()
+                .filter(|(k, _)| k != key)
+                .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default()))
+                .collect();
+            let label = if others.is_empty() {
+                String::new()
+            } else {
+                params_label(&others)
+            };
+            match series.iter_mut().find(|(l, _)| *l == label) {
+                Some((_, ps)) => ps.push(p),
+                None => series.push((label, vec![p])),
+            }
+        }
+        let groups = summary.points[0].flows.len();
+        let mut lines = Vec::new();
+        for (label, ps) in &series {
+            let mut ps = ps.clone();
+            ps.sort_by(|&a, &b| x_of(a).total_cmp(&x_of(b)));
+            for g in 0..groups {
+                let stat = |p: usize| summary.points[p].flows[g].aggregate_bps;
+                let name = &summary.points[ps[0]].flows[g];
+                lines.push(Line {
+                    label: if label.is_empty() {
+                        format!("{} ({})", name.group, name.protocol)
+                    } else {
+                        format!("{} ({}) [{label}]", name.group, name.protocol)
+                    },
+                    points: ps.iter().map(|&p| (x_of(p), stat(p).mean / 1e3)).collect(),
+                    bars: ps
+                        .iter()
+                        .map(|&p| {
+                            let s = stat(p);
+                            (x_of(p), (s.mean - s.ci95) / 1e3, (s.mean + s.ci95) / 1e3)
+                        })
+                        .collect(),
+                    ..Default::default()
+                });
+            }
+        }
+        let short = short_key(key);
+        let safe = file_safe(short);
+        out.push(Figure {
+            stem: format!("throughput-vs-{safe}"),
+            point: None,
+            chart: Chart {
+                title: format!(
+                    "Mean total throughput per group against {short}, 95% confidence interval of {} runs",
+                    summary.runs
+                ),
+                x_label: short.to_string(),
+                y_label: "throughput (kbit/s)".into(),
+                lines,
+                ..Default::default()
+            },
+            panels: Vec::new(),
+        });
+    }
     out
 }
 
@@ -208,6 +395,7 @@ fn flow_sweep_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
                     .iter()
                     .map(|&p| (x_of(p), stat(p).min / 1e3, stat(p).max / 1e3))
                     .collect(),
+                ..Default::default()
             });
             std_lines.push(Line {
                 label: if panels.len() > 1 {
@@ -216,7 +404,7 @@ fn flow_sweep_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
                     line_label
                 },
                 points: ps.iter().map(|&p| (x_of(p), stat(p).std / 1e3)).collect(),
-                bars: Vec::new(),
+                ..Default::default()
             });
         }
         let mut references: Vec<Reference> = Vec::new();
@@ -232,6 +420,7 @@ fn flow_sweep_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
         out.push(Figure {
             stem: format!("mean-vs-flows-{panel:02}"),
             point: None,
+            panels: Vec::new(),
             chart: Chart {
                 title: format!(
                     "Mean throughput per group, min/max of {} runs, {label}",
@@ -241,18 +430,21 @@ fn flow_sweep_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
                 y_label: "throughput (kbit/s)".into(),
                 lines,
                 references,
+                ..Default::default()
             },
         });
     }
     out.push(Figure {
         stem: "std-vs-flows".into(),
         point: None,
+        panels: Vec::new(),
         chart: Chart {
             title: "Standard deviation of the throughput across runs".into(),
             x_label: format!("{} (micro-flows)", axis_key),
             y_label: "standard deviation (kbit/s)".into(),
             lines: std_lines,
             references: Vec::new(),
+            ..Default::default()
         },
     });
     out
@@ -270,20 +462,36 @@ mod tests {
     fn a_flows_sweep_gets_mean_and_std_figures() {
         let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
         let results = execute(&plan, 1, fake, &|_| {}).unwrap();
-        let summary = build(&plan, &results, 0.0);
+        let summary = build(&plan, &results, &Overrides::default());
         let figs = figures(&plan, &results, &summary);
         let stems: Vec<&str> = figs.iter().map(|f| f.stem.as_str()).collect();
         assert_eq!(
             stems,
             [
                 "throughput-p00-B.flows=1",
-                "jitter-p00-B.flows=1",
+                "jitter-cdf-p00-B.flows=1",
                 "throughput-p01-B.flows=2",
-                "jitter-p01-B.flows=2",
+                "jitter-cdf-p01-B.flows=2",
+                "throughput-panels",
                 "mean-vs-flows-00",
                 "std-vs-flows"
             ]
         );
+        // Three runs kept: the mean with a min-max band, the 2 s warm-up shaded.
+        let thr = &figs[0].chart;
+        assert_eq!(thr.lines[0].band.len(), thr.lines[0].points.len());
+        assert!(thr.lines[0]
+            .band
+            .iter()
+            .zip(&thr.lines[0].points)
+            .all(|(b, p)| b.1 <= p.1 && p.1 <= b.2 && b.1 < b.2));
+        assert_eq!(thr.shade.as_ref().map(|s| (s.from, s.to)), Some((0.0, 2.0)));
+        // The jitter CDF rises to 1 over the bins after the warm-up (8 bins x 3 runs).
+        let cdf = &figs[1].chart.lines[0].points;
+        assert_eq!(cdf.len(), 24);
+        assert_eq!(cdf.last().unwrap().1, 1.0);
+        assert!(cdf.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
+        assert_eq!(figs[4].panels.len(), 2);
         let thr = &figs[2].chart;
         assert_eq!(
             thr.references,
@@ -296,7 +504,7 @@ mod tests {
         // Group B's line is the sum of its two flows.
         let b = &thr.lines[1];
         assert!(b.label.starts_with("B (tcp, 2 flows)"));
-        let mean = &figs[4].chart;
+        let mean = &figs[5].chart;
         assert_eq!(
             mean.lines[1].points.iter().map(|p| p.0).collect::<Vec<_>>(),
             [1.0, 2.0]

@@ -3,13 +3,27 @@
 
 use qstp_proto::Duration;
 use qstp_sim::{FlowRecord, QueueRecord, RunOutput};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+/// A [`Duration`] on the wire between a task and its reduction: whole nanoseconds, exact.
+mod nanos {
+    use qstp_proto::Duration;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        d.as_nanos().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_nanos)
+    }
+}
 
 /// Window of the throughput series: one second, as the QSTP paper's Fig. 4 (§5.2, after RFC 2859).
 pub const TSW_WINDOW: Duration = Duration::from_secs(1);
 
 /// One flow's means over a run, after the warm-up.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowRun {
     /// Index of the group.
     pub group: usize,
@@ -28,7 +42,7 @@ pub struct FlowRun {
 }
 
 /// One flow's series over a whole run, one value per bin.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowSeries {
     /// Index of the group.
     pub group: usize,
@@ -43,22 +57,24 @@ pub struct FlowSeries {
 }
 
 /// The series of one run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSeries {
     /// Width of a bin.
+    #[serde(with = "nanos")]
     pub bin: Duration,
     /// One per flow, groups in order.
     pub flows: Vec<FlowSeries>,
 }
 
 /// One run reduced to what the reports need.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunMetrics {
     /// The run's seed.
     pub seed: u64,
     /// Events the simulator processed.
     pub events: u64,
     /// Simulated time covered.
+    #[serde(with = "nanos")]
     pub simulated: Duration,
     /// One per flow, groups in order.
     pub flows: Vec<FlowRun>,
@@ -166,7 +182,7 @@ pub fn tsw(bytes: &[u64], bin: Duration, window: Duration) -> Vec<f64> {
 }
 
 /// Mean, extremes and sample standard deviation of a set of measurements.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     /// Arithmetic mean.
     pub mean: f64,
@@ -176,8 +192,34 @@ pub struct Stats {
     pub max: f64,
     /// Sample standard deviation (n - 1 in the denominator; zero for one value).
     pub std: f64,
+    /// Half-width of the 95% confidence interval of the mean, Student's t with n - 1 degrees of
+    /// freedom times std / sqrt(n): the mean is `mean ± ci95` (zero for one value, where it is
+    /// undefined).
+    pub ci95: f64,
     /// Number of values.
     pub n: usize,
+}
+
+/// Two-sided 95% quantiles of Student's t distribution, t(0.975, df), for df = 1..=30 (the
+/// standard table, e.g. NIST/SEMATECH e-Handbook of Statistical Methods §1.3.6.7.2).
+const T975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+/// t(0.975, df); beyond the table the value at the next lower tabulated df (40, 60, 120, then
+/// the normal 1.960), which errs on the wide side.
+pub fn t975(df: usize) -> f64 {
+    match df {
+        0 => f64::NAN,
+        1..=30 => T975[df - 1],
+        31..=39 => T975[29],
+        40..=59 => 2.021,
+        60..=119 => 2.000,
+        120..=999 => 1.980,
+        _ => 1.960,
+    }
 }
 
 impl Stats {
@@ -195,11 +237,17 @@ impl Stats {
         } else {
             0.0
         };
+        let ci95 = if n > 1 {
+            t975(n - 1) * std / (n as f64).sqrt()
+        } else {
+            0.0
+        };
         Some(Stats {
             mean,
             min,
             max,
             std,
+            ci95,
             n,
         })
     }
@@ -292,6 +340,13 @@ mod tests {
         assert_eq!((s.mean, s.min, s.max, s.n), (5.0, 2.0, 9.0, 8));
         assert!((s.std - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
         assert_eq!(Stats::of(&[3.0]).unwrap().std, 0.0);
+        // n = 8: t(0.975, 7) = 2.365; ci95 = 2.365 * std / sqrt(8).
+        assert!((s.ci95 - 2.365 * s.std / 8f64.sqrt()).abs() < 1e-12);
+        assert_eq!(Stats::of(&[3.0]).unwrap().ci95, 0.0);
+        assert_eq!(
+            (t975(1), t975(30), t975(45), t975(5000)),
+            (12.706, 2.042, 2.021, 1.960)
+        );
         assert!(Stats::of(&[]).is_none());
         assert_eq!(jain(&[1.0, 1.0, 1.0]), Some(1.0));
         assert!((jain(&[1.0, 0.0, 0.0, 0.0]).unwrap() - 0.25).abs() < 1e-12);

@@ -1,13 +1,19 @@
-//! Writes a finished plan to its results folder: `summary.json`, `series/*.csv`, `plots/*.svg` and
-//! `report.html`.
+//! Writes a finished plan to its results folder: `summary.json`, `runs.csv` (every run's per-flow
+//! results, one row per run and flow), `series.csv` (every run's time series in long format, one
+//! row per time, run, flow and metric), `series/*.csv` (the first run's series, one column per
+//! flow), `plots/*.svg` and `plots/*.pdf`, and `report.html`.
+//!
+//! The folder is the lab's: it holds a `.qstp-results` marker, and a later run into it first
+//! removes what an earlier run wrote there (and nothing else). A folder that exists, is not empty
+//! and has no marker is refused before anything runs ([`claim`]), so no user file is replaced.
 
 use crate::figures::{figures, group_series, point_stem};
 use crate::metrics::RunSeries;
-use crate::plot::{render, PlotError};
+use crate::plot::{pdf, render, render_panels, PlotError};
 use crate::report::{html, RenderedFigure};
 use crate::runner::PointResult;
-use crate::scenario::Plan;
-use crate::summary::Summary;
+use crate::scenario::{protocol_name, Plan};
+use crate::summary::{params_label, Summary};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -25,6 +31,66 @@ pub enum OutputError {
     /// A chart could not be drawn.
     #[error(transparent)]
     Plot(#[from] PlotError),
+    /// The folder holds files the lab did not write.
+    #[error(
+        "{path} exists and was not written by `qstp run` (no {MARKER} in it): choose another --out, or empty it"
+    )]
+    NotResults {
+        /// The folder.
+        path: PathBuf,
+    },
+}
+
+/// The file that marks a folder as the lab's.
+pub const MARKER: &str = ".qstp-results";
+
+/// What the lab writes into a results folder, and removes from it before writing again.
+pub const OWNED: [&str; 7] = [
+    "summary.json",
+    "scenario.toml",
+    "runs.csv",
+    "series.csv",
+    "report.html",
+    "series",
+    "plots",
+];
+
+/// Check that `dir` may receive results: it does not exist, is empty, or was written by the lab.
+/// Call it before running anything, so that a refusal costs no work.
+pub fn claim(dir: &Path) -> Result<(), OutputError> {
+    let io = |error| OutputError::Io {
+        path: dir.to_path_buf(),
+        error,
+    };
+    match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io(e)),
+        Ok(mut entries) => {
+            if dir.join(MARKER).is_file() || entries.next().is_none() {
+                Ok(())
+            } else {
+                Err(OutputError::NotResults {
+                    path: dir.to_path_buf(),
+                })
+            }
+        }
+    }
+}
+
+/// Remove what an earlier run of the lab wrote in `dir` (only the names in [`OWNED`]).
+fn clear_owned(dir: &Path) -> Result<(), OutputError> {
+    for name in OWNED {
+        let path = dir.join(name);
+        let removed = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else if path.exists() {
+            std::fs::remove_file(&path)
+        } else {
+            Ok(())
+        };
+        removed.map_err(|error| OutputError::Io { path, error })?;
+    }
+    Ok(())
 }
 
 /// The paths written.
@@ -34,6 +100,10 @@ pub struct Written {
     pub summary: PathBuf,
     /// `report.html`.
     pub report: PathBuf,
+    /// `runs.csv`.
+    pub runs: PathBuf,
+    /// `series.csv`, in long format.
+    pub long_series: PathBuf,
     /// The CSV series.
     pub series: Vec<PathBuf>,
     /// The SVG plots.
@@ -61,10 +131,23 @@ pub fn write_all(
     results: &[PointResult],
     summary: &Summary,
 ) -> Result<Written, OutputError> {
+    claim(dir)?;
+    mkdir(dir)?;
+    clear_owned(dir)?;
+    write(
+        &dir.join(MARKER),
+        "Written by `qstp run`. A later run into this folder replaces summary.json, scenario.toml,\n\
+         runs.csv, series.csv, report.html, series/ and plots/, and nothing else.\n",
+    )?;
+    // The scenario as run, so that `qstp plot` can redraw from this folder alone.
+    write(&dir.join("scenario.toml"), &plan.source)?;
     let series_dir = dir.join("series");
-    let plots_dir = dir.join("plots");
     mkdir(&series_dir)?;
-    mkdir(&plots_dir)?;
+
+    let runs_path = dir.join("runs.csv");
+    write(&runs_path, &runs_csv(plan, results, summary))?;
+    let long_path = dir.join("series.csv");
+    write(&long_path, &long_series_csv(plan, results))?;
 
     let summary_path = dir.join("summary.json");
     let json =
@@ -87,14 +170,52 @@ pub fn write_all(
         series.push(path);
     }
 
+    let (report_path, plots) = write_figures(dir, plan, results, summary)?;
+    Ok(Written {
+        summary: summary_path,
+        report: report_path,
+        runs: runs_path,
+        long_series: long_path,
+        series,
+        plots,
+    })
+}
+
+/// Draw every figure of the plan into `dir/plots/` (SVG and PDF) and write `dir/report.html`,
+/// replacing the figures and report already there; returns the report's path and the plots'.
+pub fn write_figures(
+    dir: &Path,
+    plan: &Plan,
+    results: &[PointResult],
+    summary: &Summary,
+) -> Result<(PathBuf, Vec<PathBuf>), OutputError> {
+    let plots_dir = dir.join("plots");
+    if plots_dir.is_dir() {
+        std::fs::remove_dir_all(&plots_dir).map_err(|error| OutputError::Io {
+            path: plots_dir.clone(),
+            error,
+        })?;
+    }
+    mkdir(&plots_dir)?;
     let figs = figures(plan, results, summary);
     let mut svgs = Vec::with_capacity(figs.len());
     let mut plots = Vec::new();
     for f in &figs {
-        let svg = render(&f.chart)?;
+        let svg = if f.panels.is_empty() {
+            render(&f.chart)?
+        } else {
+            render_panels(&f.chart.title, &f.panels)?
+        };
         let path = plots_dir.join(format!("{}.svg", f.stem));
         write(&path, &svg)?;
         plots.push(path);
+        let pdf_path = plots_dir.join(format!("{}.pdf", f.stem));
+        let pdf_bytes = pdf(&f.chart.title, &svg)?;
+        std::fs::write(&pdf_path, pdf_bytes).map_err(|error| OutputError::Io {
+            path: pdf_path.clone(),
+            error,
+        })?;
+        plots.push(pdf_path);
         svgs.push(svg);
     }
     let rendered: Vec<RenderedFigure<'_>> = figs
@@ -108,13 +229,97 @@ pub fn write_all(
         })
         .collect();
     let report_path = dir.join("report.html");
-    write(&report_path, &html(summary, &rendered, &plan.source))?;
-    Ok(Written {
-        summary: summary_path,
-        report: report_path,
-        series,
-        plots,
-    })
+    write(
+        &report_path,
+        &html(summary, &rendered, &plan.file, &plan.source),
+    )?;
+    Ok((report_path, plots))
+}
+
+/// A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180 §2).
+fn field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// Every run's per-flow results, tidy: one row per point, run and flow.
+pub fn runs_csv(plan: &Plan, results: &[PointResult], summary: &Summary) -> String {
+    let mut out = String::from(
+        "point,params,run,seed,group,flow,protocol,target_bps,throughput_bps,goodput_bps,\
+         jitter_ms,packets_sent,packets_retransmitted,retransmitted\n",
+    );
+    for (p, (point, result)) in plan.points.iter().zip(results).enumerate() {
+        let label = field(&params_label(&summary.points[p].params));
+        for (run, metrics) in result.runs.iter().enumerate() {
+            for f in &metrics.flows {
+                let group = &point.scenario.groups[f.group];
+                let target = group.target.map_or(String::new(), |t| {
+                    (t.bps() / u64::from(group.flows)).to_string()
+                });
+                let jitter = f.jitter_ms.map_or(String::new(), |j| format!("{j:.6}"));
+                let share = if f.packets_sent == 0 {
+                    0.0
+                } else {
+                    f.packets_retransmitted as f64 / f.packets_sent as f64
+                };
+                let _ = writeln!(
+                    out,
+                    "{p},{label},{run},{seed},{group},{flow},{protocol},{target},{thr:.1},{good:.1},{jitter},{sent},{re},{share:.6}",
+                    seed = metrics.seed,
+                    group = field(&group.name),
+                    flow = f.flow,
+                    protocol = field(protocol_name(&group.protocol)),
+                    thr = f.throughput_bps,
+                    good = f.goodput_bps,
+                    sent = f.packets_sent,
+                    re = f.packets_retransmitted,
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Every kept run's series in long format: one row per time, point, run, flow and metric
+/// (`throughput_bps` and `goodput_bps` through the 1 s time-sliding window, `jitter_ms` where the
+/// bin had packets). `time_s` is the end of the bin; `point` joins with `runs.csv` and the
+/// summary's `points`, where the swept values are.
+pub fn long_series_csv(plan: &Plan, results: &[PointResult]) -> String {
+    let mut out = String::from("time_s,point,run,group,flow,metric,value\n");
+    for (p, (point, result)) in plan.points.iter().zip(results).enumerate() {
+        for (run, metrics) in result.runs.iter().enumerate() {
+            let Some(s) = &metrics.series else {
+                continue;
+            };
+            let bin = s.bin.as_secs_f64();
+            for f in &s.flows {
+                let group = field(&point.scenario.groups[f.group].name);
+                let mut row = |i: usize, metric: &str, value: String| {
+                    let _ = writeln!(
+                        out,
+                        "{:.3},{p},{run},{group},{},{metric},{value}",
+                        (i + 1) as f64 * bin,
+                        f.flow
+                    );
+                };
+                for (i, v) in f.throughput_bps.iter().enumerate() {
+                    row(i, "throughput_bps", format!("{v:.0}"));
+                }
+                for (i, v) in f.goodput_bps.iter().enumerate() {
+                    row(i, "goodput_bps", format!("{v:.0}"));
+                }
+                for (i, v) in f.jitter_ms.iter().enumerate() {
+                    if let Some(j) = v {
+                        row(i, "jitter_ms", format!("{j:.3}"));
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// One run's series as CSV: time at the end of each bin, then per group the total throughput and

@@ -4,7 +4,7 @@
 use plotters::prelude::*;
 
 /// One line of a chart.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Line {
     /// Legend label.
     pub label: String,
@@ -12,6 +12,8 @@ pub struct Line {
     pub points: Vec<(f64, f64)>,
     /// `(x, min, max)` bars drawn over the points (Fig. 5's min/max of the runs).
     pub bars: Vec<(f64, f64, f64)>,
+    /// `(x, low, high)` of a band shaded under the line, in x order (the spread over runs).
+    pub band: Vec<(f64, f64, f64)>,
 }
 
 /// A horizontal reference line, such as a target rate.
@@ -25,8 +27,19 @@ pub struct Reference {
     pub line: Option<usize>,
 }
 
-/// A whole chart.
+/// A span of x shaded grey behind the data, such as the warm-up left out of the means.
 #[derive(Debug, Clone, PartialEq)]
+pub struct Shade {
+    /// Legend label.
+    pub label: String,
+    /// Where it starts.
+    pub from: f64,
+    /// Where it ends.
+    pub to: f64,
+}
+
+/// A whole chart.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Chart {
     /// Title above the plot.
     pub title: String,
@@ -36,8 +49,12 @@ pub struct Chart {
     pub y_label: String,
     /// The lines.
     pub lines: Vec<Line>,
-    /// Dashed horizontal lines.
+    /// Dashed horizontal lines, drawn above the data.
     pub references: Vec<Reference>,
+    /// A shaded span of x.
+    pub shade: Option<Shade>,
+    /// The y axis starts here instead of zero (a CDF or a zoom); `None`: at zero, as the papers.
+    pub y_range: Option<(f64, f64)>,
 }
 
 /// Why a chart could not be drawn.
@@ -51,10 +68,69 @@ pub enum PlotError {
         /// The backend's message.
         message: String,
     },
+    /// The SVG could not be turned into a PDF.
+    #[error("cannot convert chart '{title}' to PDF: {message}")]
+    Pdf {
+        /// The chart's title.
+        title: String,
+        /// The converter's message.
+        message: String,
+    },
 }
 
-/// Width and height of every chart, pixels.
-const SIZE: (u32, u32) = (720, 420);
+/// The system's fonts, loaded once per process for the PDF figures.
+fn fonts() -> std::sync::Arc<usvg::fontdb::Database> {
+    static FONTS: std::sync::OnceLock<std::sync::Arc<usvg::fontdb::Database>> =
+        std::sync::OnceLock::new();
+    FONTS
+        .get_or_init(|| {
+            let mut db = usvg::fontdb::Database::new();
+            db.load_system_fonts();
+            // The charts ask for the generic `sans-serif`, which fontdb maps to Arial: map it to a
+            // sans-serif family this system has.
+            let families: Vec<String> = db
+                .faces()
+                .flat_map(|f| f.families.iter().map(|(name, _)| name.clone()))
+                .collect();
+            let preferred = [
+                "DejaVu Sans",
+                "Liberation Sans",
+                "Noto Sans",
+                "FreeSans",
+                "Arial",
+            ];
+            if let Some(family) = preferred
+                .iter()
+                .find(|p| families.iter().any(|f| f == *p))
+                .map(|p| p.to_string())
+                .or_else(|| families.first().cloned())
+            {
+                db.set_sans_serif_family(family);
+            }
+            std::sync::Arc::new(db)
+        })
+        .clone()
+}
+
+/// A vector PDF of a chart rendered by [`render`] (text in the system's sans-serif font; where
+/// the system has no fonts, the text is left out and the lines stay).
+pub fn pdf(title: &str, svg: &str) -> Result<Vec<u8>, PlotError> {
+    let error = |message: String| PlotError::Pdf {
+        title: title.to_string(),
+        message,
+    };
+    let options = usvg::Options {
+        fontdb: fonts(),
+        ..usvg::Options::default()
+    };
+    let tree = usvg::Tree::from_str(svg, &options).map_err(|e| error(e.to_string()))?;
+    svg2pdf::to_pdf(
+        &tree,
+        svg2pdf::ConversionOptions::default(),
+        svg2pdf::PageOptions::default(),
+    )
+    .map_err(|e| error(e.to_string()))
+}
 
 /// Colours of the lines, in order, and the reference lines' colours after them.
 const COLOURS: [RGBColor; 8] = [
@@ -72,11 +148,26 @@ fn colour(i: usize) -> RGBColor {
     COLOURS[i % COLOURS.len()]
 }
 
-/// Draw `chart` and return the SVG text.
+/// Height of every chart and width of one plot panel, pixels: a figure is drawn at the size a
+/// two-column paper prints it at about 45%, so fonts stay readable at column width.
+const PANEL: (u32, u32) = (640, 420);
+/// Font sizes: title, axis descriptions, tick labels and legend.
+const TITLE_FONT: u32 = 20;
+const AXIS_FONT: u32 = 16;
+const TICK_FONT: u32 = 14;
+const LEGEND_FONT: u32 = 14;
+
+/// Draw `chart` and return the SVG text. The legend stands beside the plot, so it never hides data.
 pub fn render(chart: &Chart) -> Result<String, PlotError> {
+    render_panels(&chart.title, std::slice::from_ref(chart))
+}
+
+/// Draw `charts` side by side under one `title`, with one legend (the first chart's entries)
+/// beside them: the papers' multi-panel figures (QSTP Fig. 4 a/b/c).
+pub fn render_panels(title: &str, charts: &[Chart]) -> Result<String, PlotError> {
     let mut svg = String::new();
-    draw(chart, &mut svg).map_err(|message| PlotError::Draw {
-        title: chart.title.clone(),
+    draw_panels(title, charts, &mut svg).map_err(|message| PlotError::Draw {
+        title: title.to_string(),
         message,
     })?;
     Ok(svg)
@@ -96,6 +187,9 @@ fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
     if x1 <= x0 {
         x1 = x0 + 1.0;
     }
+    if let Some(range) = chart.y_range {
+        return ((x0, x1), range);
+    }
     let ys = chart
         .lines
         .iter()
@@ -104,25 +198,120 @@ fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
                 .iter()
                 .map(|p| p.1)
                 .chain(l.bars.iter().map(|b| b.2))
+                .chain(l.band.iter().map(|b| b.2))
         })
         .chain(chart.references.iter().map(|r| r.y));
     let y1 = ys.filter(|y| y.is_finite()).fold(0.0f64, f64::max);
-    // Start at zero as the papers do; leave headroom for the legend.
-    ((x0, x1), (0.0, if y1 > 0.0 { y1 * 1.15 } else { 1.0 }))
+    // Start at zero as the papers do, with a little headroom.
+    ((x0, x1), (0.0, if y1 > 0.0 { y1 * 1.08 } else { 1.0 }))
 }
 
-fn draw(chart: &Chart, svg: &mut String) -> Result<(), String> {
+/// One legend entry: its label, colour and whether it is dashed (a reference) or a swatch.
+struct Entry {
+    label: String,
+    colour: RGBAColor,
+    kind: EntryKind,
+}
+
+enum EntryKind {
+    Line,
+    Dashed,
+    Swatch,
+}
+
+fn legend_entries(chart: &Chart) -> Vec<Entry> {
+    let mut entries: Vec<Entry> = chart
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| Entry {
+            label: l.label.clone(),
+            colour: colour(i).to_rgba(),
+            kind: EntryKind::Line,
+        })
+        .collect();
+    entries.extend(chart.references.iter().enumerate().map(|(j, r)| Entry {
+        label: r.label.clone(),
+        colour: colour(r.line.unwrap_or(chart.lines.len() + j)).to_rgba(),
+        kind: EntryKind::Dashed,
+    }));
+    if let Some(shade) = &chart.shade {
+        entries.push(Entry {
+            label: shade.label.clone(),
+            colour: BLACK.mix(0.12),
+            kind: EntryKind::Swatch,
+        });
+    }
+    entries
+}
+
+fn draw_panels(title: &str, charts: &[Chart], svg: &mut String) -> Result<(), String> {
     let e = |e: &dyn std::fmt::Display| e.to_string();
-    let root = SVGBackend::with_string(svg, SIZE).into_drawing_area();
+    let entries = charts.first().map(legend_entries).unwrap_or_default();
+    let longest = entries
+        .iter()
+        .map(|x| x.label.chars().count())
+        .max()
+        .unwrap_or(0) as u32;
+    let legend_width = if entries.is_empty() {
+        0
+    } else {
+        (longest * LEGEND_FONT * 6 / 10 + 48).clamp(120, 360)
+    };
+    let panels = charts.len().max(1) as u32;
+    let size = (PANEL.0 * panels + legend_width, PANEL.1);
+    let root = SVGBackend::with_string(svg, size).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
-    let ((x0, x1), (y0, y1)) = bounds(chart);
-    let mut ctx = ChartBuilder::on(&root)
-        .caption(&chart.title, ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(x0..x1, y0..y1)
+    let root = root
+        .titled(title, ("sans-serif", TITLE_FONT))
         .map_err(|x| e(&x))?;
+    let (plots, legend) = root.split_horizontally(PANEL.0 * panels);
+    let areas = plots.split_evenly((1, panels as usize));
+    for (chart, area) in charts.iter().zip(&areas) {
+        draw_chart(chart, area, charts.len() > 1).map_err(|x| e(&x))?;
+    }
+    // The legend, beside the plots.
+    for (i, entry) in entries.iter().enumerate() {
+        let y = 40 + i as i32 * (LEGEND_FONT as i32 + 8);
+        let style = ShapeStyle::from(entry.colour).stroke_width(3);
+        match entry.kind {
+            EntryKind::Line => legend.draw(&PathElement::new(vec![(8, y), (34, y)], style)),
+            EntryKind::Dashed => legend
+                .draw(&PathElement::new(vec![(8, y), (16, y)], style))
+                .and_then(|_| legend.draw(&PathElement::new(vec![(22, y), (30, y)], style))),
+            EntryKind::Swatch => legend.draw(&Rectangle::new(
+                [(8, y - 6), (34, y + 6)],
+                ShapeStyle::from(entry.colour).filled(),
+            )),
+        }
+        .map_err(|x| e(&x))?;
+        legend
+            .draw(&Text::new(
+                entry.label.clone(),
+                (42, y - LEGEND_FONT as i32 / 2),
+                ("sans-serif", LEGEND_FONT),
+            ))
+            .map_err(|x| e(&x))?;
+    }
+    root.present().map_err(|x| e(&x))?;
+    Ok(())
+}
+
+fn draw_chart<DB: DrawingBackend>(
+    chart: &Chart,
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    subtitle: bool,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let ((x0, x1), (y0, y1)) = bounds(chart);
+    let mut builder = ChartBuilder::on(area);
+    if subtitle {
+        builder.caption(&chart.title, ("sans-serif", AXIS_FONT));
+    }
+    let mut ctx = builder
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(72)
+        .build_cartesian_2d(x0..x1, y0..y1)?;
     let x_decimals = decimals(x1 - x0);
     let y_decimals = decimals(y1 - y0);
     let x_fmt = move |x: &f64| format!("{x:.x_decimals$}");
@@ -132,21 +321,37 @@ fn draw(chart: &Chart, svg: &mut String) -> Result<(), String> {
         .y_label_formatter(&y_fmt)
         .x_desc(chart.x_label.as_str())
         .y_desc(chart.y_label.as_str())
+        .axis_desc_style(("sans-serif", AXIS_FONT))
+        .label_style(("sans-serif", TICK_FONT))
         .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(|x| e(&x))?;
+        .draw()?;
+    if let Some(shade) = &chart.shade {
+        // Behind everything: the span left out of the means.
+        ctx.draw_series(std::iter::once(Rectangle::new(
+            [(shade.from.max(x0), y0), (shade.to.min(x1), y1)],
+            BLACK.mix(0.08).filled(),
+        )))?;
+    }
+    for (i, line) in chart.lines.iter().enumerate() {
+        if line.band.len() > 1 {
+            let c = colour(i);
+            let outline: Vec<(f64, f64)> = line
+                .band
+                .iter()
+                .map(|&(x, lo, _)| (x, lo))
+                .chain(line.band.iter().rev().map(|&(x, _, hi)| (x, hi)))
+                .collect();
+            ctx.draw_series(std::iter::once(Polygon::new(outline, c.mix(0.18).filled())))?;
+        }
+    }
     for (i, line) in chart.lines.iter().enumerate() {
         let c = colour(i);
         ctx.draw_series(LineSeries::new(
             line.points.iter().copied(),
             c.stroke_width(2),
-        ))
-        .map_err(|x| e(&x))?
-        .label(line.label.as_str())
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        ))?;
         if !line.bars.is_empty() {
-            ctx.draw_series(line.points.iter().map(|&p| Circle::new(p, 3, c.filled())))
-                .map_err(|x| e(&x))?;
+            ctx.draw_series(line.points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
             let half = (x1 - x0) / 200.0;
             for &(x, lo, hi) in &line.bars {
                 let bar = vec![(x, lo), (x, hi)];
@@ -154,37 +359,24 @@ fn draw(chart: &Chart, svg: &mut String) -> Result<(), String> {
                     vec![(x - half, lo), (x + half, lo)],
                     vec![(x - half, hi), (x + half, hi)],
                 ];
-                ctx.draw_series(std::iter::once(PathElement::new(bar, c.stroke_width(1))))
-                    .map_err(|x| e(&x))?;
+                ctx.draw_series(std::iter::once(PathElement::new(bar, c.stroke_width(1))))?;
                 ctx.draw_series(
                     caps.into_iter()
                         .map(|cap| PathElement::new(cap, c.stroke_width(1))),
-                )
-                .map_err(|x| e(&x))?;
+                )?;
             }
         }
     }
     for (j, r) in chart.references.iter().enumerate() {
-        // Drawn in the colour of the line it belongs to, dashed
-        // and as thick as the data, so a target reads at a glance against its flow.
+        // Above the data, in the colour of the line it belongs to, dashed and as thick as the
+        // data, so a target reads at a glance against its flow.
         let c = colour(r.line.unwrap_or(chart.lines.len() + j)).mix(0.9);
-        let dashes = dashed(x0, x1, r.y);
         ctx.draw_series(
-            dashes
+            dashed(x0, x1, r.y)
                 .into_iter()
                 .map(|d| PathElement::new(d, c.stroke_width(2))),
-        )
-        .map_err(|x| e(&x))?
-        .label(r.label.as_str())
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 6, y)], c.stroke_width(2)));
+        )?;
     }
-    ctx.configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|x| e(&x))?;
-    root.present().map_err(|x| e(&x))?;
     Ok(())
 }
 
@@ -223,11 +415,13 @@ mod tests {
                     label: "AB qstp".into(),
                     points: vec![(0.0, 0.0), (1.0, 480.0), (2.0, 510.0)],
                     bars: vec![],
+                    ..Default::default()
                 },
                 Line {
                     label: "CD tcp".into(),
                     points: vec![(0.0, 0.0), (2.0, 400.0)],
                     bars: vec![(2.0, 300.0, 450.0)],
+                    ..Default::default()
                 },
             ],
             references: vec![Reference {
@@ -235,6 +429,7 @@ mod tests {
                 y: 500.0,
                 line: Some(0),
             }],
+            ..Default::default()
         };
         let svg = render(&chart).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..50]);
@@ -262,6 +457,7 @@ mod tests {
             y_label: "y".into(),
             lines: vec![],
             references: vec![],
+            ..Default::default()
         };
         assert!(render(&chart).unwrap().contains("nothing"));
     }

@@ -46,8 +46,9 @@ table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}figure{margin:1em 0}\
 figcaption{font-size:0.9em;color:#555}.short{color:#b00}";
 
-/// The whole page; `source` is the scenario file's text, shown folded at the end.
-pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], source: &str) -> String {
+/// The whole page; `file` names the scenario file and `source` is its text, shown folded at the
+/// end. Like summary.json it holds no wall-clock time: the same inputs give the same page.
+pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], file: &str, source: &str) -> String {
     let mut h = String::new();
     h.push_str(&format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{name}</title><style>{STYLE}</style></head><body>\n",
@@ -60,8 +61,8 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], source: &str) -> 
     ));
     h.push_str(&format!(
         "<p>Scenario file <code>{}</code>; {} run(s) per point with seeds {}..{}; {:.0} s simulated per run, the first {:.0} s left out of the means; \
-         {} point(s); {:.0} s simulated in all, {} events, {:.1} s wall-clock.</p>\n",
-        esc(&summary.file),
+         {} point(s); {:.0} s simulated in all, {} events.</p>\n",
+        esc(file),
         summary.runs,
         summary.seed,
         summary.seed + summary.runs as u64 - 1,
@@ -69,8 +70,7 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], source: &str) -> 
         summary.warmup_s,
         summary.points.len(),
         summary.simulated_s,
-        summary.events,
-        summary.wall_s
+        summary.events
     ));
     h.push_str(
         "<p>Throughput is measured at the receiver at the network level (retransmissions included); goodput is what \
@@ -121,10 +121,14 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], source: &str) -> 
                  <th>ldrops %</th><th>edrops</th><th>edrops %</th></tr>\n",
             );
             for q in &point.queues {
-                for (cp, c) in [
+                let mut rows = vec![
                     ("in-profile", &q.in_profile),
                     ("out-profile", &q.out_profile),
-                ] {
+                ];
+                if q.yellow.packets > 0.0 {
+                    rows.push(("of which yellow", &q.yellow));
+                }
+                for (cp, c) in rows {
                     h.push_str(&format!(
                         "<tr><td>{}</td><td>{cp}</td><td>{:.0}</td><td>{:.2}%</td><td>{:.0}</td><td>{:.2}%</td><td>{:.0}</td><td>{:.2}%</td></tr>\n",
                         esc(&q.name),
@@ -168,7 +172,7 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], source: &str) -> 
     }
     h.push_str(&format!(
         "<details><summary>Scenario file <code>{}</code></summary><pre>{}</pre></details>\n",
-        esc(&summary.file),
+        esc(file),
         esc(source)
     ));
     h.push_str("</body></html>\n");

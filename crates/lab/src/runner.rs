@@ -1,10 +1,14 @@
-//! Runs every point and run of a plan over a pool of threads, each run reduced to its metrics as
-//! soon as it ends; results are the same whatever the number of threads.
+//! The runner, cut in two so that work can be spread anywhere: a plan is a list of [`Task`]s (one
+//! run of one sweep point), [`run_task`] turns one task into its [`RunMetrics`] (a pure function
+//! of the plan and the task: the seed is part of it), and [`assemble`] puts finished tasks back in
+//! plan order, whatever thread, process or host ran them and in whatever order they came back.
+//! [`execute`] is the local scheduler on top: a pool of threads on this machine.
 
 use crate::metrics::{self, RunMetrics};
 use crate::scenario::Plan;
 use qstp_proto::Time;
 use qstp_sim::{RunOutput, SimSpec};
+use serde::{Deserialize, Serialize};
 use std::fmt::Display;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -20,6 +24,15 @@ pub struct Progress {
     pub simulated_ns_done: u64,
     /// Simulated nanoseconds the plan asks for.
     pub simulated_ns_total: u64,
+}
+
+/// One unit of work: run number `run` of sweep point `point`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Task {
+    /// Index of the sweep point in the plan.
+    pub point: usize,
+    /// Index of the run at that point (its seed is the point's seed plus `run`).
+    pub run: u32,
 }
 
 /// The runs of one point, in run order.
@@ -46,14 +59,157 @@ pub enum RunError {
         /// The simulator's error.
         message: String,
     },
+    /// A task names a point or run the plan does not have.
+    #[error("task {task:?} is not part of this plan")]
+    UnknownTask {
+        /// The task.
+        task: Task,
+    },
+    /// The same task was handed in twice.
+    #[error("task {task:?} was handed in twice")]
+    DuplicateTask {
+        /// The task.
+        task: Task,
+    },
+    /// A task of the plan never came back.
+    #[error("task {task:?} has no result")]
+    MissingTask {
+        /// The first task missing.
+        task: Task,
+    },
+}
+
+/// Most series values (bins x flows x 3 metrics, over every run kept) a plan keeps in memory and
+/// writes to `series.csv`: 4 M values, about 32 MiB in memory and 100 MB of CSV. A plan above it
+/// keeps the series of the first run of each point only.
+pub const MAX_SERIES_VALUES: u64 = 4 << 20;
+
+/// Which runs keep their time series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SeriesRuns {
+    /// Every run.
+    All,
+    /// The first run of each point (the plan's series would exceed [`MAX_SERIES_VALUES`]).
+    First,
+}
+
+/// Every run's series if they fit [`MAX_SERIES_VALUES`], else the first run's of each point.
+pub fn series_runs(plan: &Plan) -> SeriesRuns {
+    let values: u64 = plan
+        .points
+        .iter()
+        .map(|p| {
+            let s = &p.scenario;
+            let bins = s.duration.as_nanos().div_ceil(s.bin.as_nanos().max(1));
+            let flows: u64 = s.groups.iter().map(|g| u64::from(g.flows)).sum();
+            bins.saturating_mul(flows)
+                .saturating_mul(3)
+                .saturating_mul(u64::from(s.runs))
+        })
+        .fold(0u64, u64::saturating_add);
+    if values <= MAX_SERIES_VALUES {
+        SeriesRuns::All
+    } else {
+        SeriesRuns::First
+    }
 }
 
 /// Simulated time between two progress reports of one run, at most.
 const PROGRESS_STEP_NS: u64 = 1_000_000_000;
 
-/// Run `plan` on `jobs` threads with `simulate` (normally `qstp_sim::run_with_progress`); the
-/// first run of every point keeps its time series. On a failure, the error of the earliest failed
-/// run is returned.
+/// Every task of `plan`, points in order, runs in order.
+pub fn tasks(plan: &Plan) -> Vec<Task> {
+    plan.points
+        .iter()
+        .enumerate()
+        .flat_map(|(point, p)| (0..p.scenario.runs).map(move |run| Task { point, run }))
+        .collect()
+}
+
+/// Simulated nanoseconds the whole plan asks for.
+pub fn simulated_ns_total(plan: &Plan) -> u64 {
+    plan.points
+        .iter()
+        .map(|p| p.scenario.duration.as_nanos() * u64::from(p.scenario.runs))
+        .sum()
+}
+
+/// Run one task with `simulate` (normally `qstp_sim::run_with_progress`), calling `on_time` with
+/// the simulated time as it goes; the task keeps its time series as [`series_runs`] says. The
+/// result depends on the plan and the task only.
+pub fn run_task<F, E>(
+    plan: &Plan,
+    task: Task,
+    simulate: F,
+    on_time: &mut dyn FnMut(Time),
+) -> Result<RunMetrics, RunError>
+where
+    F: Fn(&SimSpec, &mut dyn FnMut(Time)) -> Result<RunOutput, E>,
+    E: Display,
+{
+    let Some(point) = plan.points.get(task.point) else {
+        return Err(RunError::UnknownTask { task });
+    };
+    let scenario = &point.scenario;
+    if task.run >= scenario.runs {
+        return Err(RunError::UnknownTask { task });
+    }
+    let spec = scenario.spec(task.run);
+    let keep_series = task.run == 0 || series_runs(plan) == SeriesRuns::All;
+    simulate(&spec, on_time)
+        .map(|out| metrics::reduce(&out, spec.seed, spec.bin, scenario.warmup, keep_series))
+        .map_err(|e| RunError::Simulation {
+            point: task.point,
+            params: params_text(plan, task.point),
+            run: task.run,
+            seed: spec.seed,
+            message: e.to_string(),
+        })
+}
+
+/// Put finished tasks back in plan order: every task of the plan exactly once, from anywhere.
+pub fn assemble(
+    plan: &Plan,
+    done: impl IntoIterator<Item = (Task, RunMetrics)>,
+) -> Result<Vec<PointResult>, RunError> {
+    let mut slots: Vec<Vec<Option<RunMetrics>>> = plan
+        .points
+        .iter()
+        .map(|p| (0..p.scenario.runs).map(|_| None).collect())
+        .collect();
+    for (task, metrics) in done {
+        let slot = slots
+            .get_mut(task.point)
+            .and_then(|runs| runs.get_mut(task.run as usize))
+            .ok_or(RunError::UnknownTask { task })?;
+        if slot.replace(metrics).is_some() {
+            return Err(RunError::DuplicateTask { task });
+        }
+    }
+    slots
+        .into_iter()
+        .enumerate()
+        .map(|(point, runs)| {
+            let runs = runs
+                .into_iter()
+                .enumerate()
+                .map(|(run, m)| {
+                    m.ok_or(RunError::MissingTask {
+                        task: Task {
+                            point,
+                            run: run as u32,
+                        },
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(PointResult { runs })
+        })
+        .collect()
+}
+
+/// Run `plan` on `jobs` threads of this machine with `simulate`. On a failure, the error of the
+/// earliest failed task (in plan order) is returned and no further task is started.
 pub fn execute<F, E>(
     plan: &Plan,
     jobs: usize,
@@ -64,17 +220,8 @@ where
     F: Fn(&SimSpec, &mut dyn FnMut(Time)) -> Result<RunOutput, E> + Sync,
     E: Display,
 {
-    let tasks: Vec<(usize, u32)> = plan
-        .points
-        .iter()
-        .enumerate()
-        .flat_map(|(p, point)| (0..point.scenario.runs).map(move |r| (p, r)))
-        .collect();
-    let simulated_ns_total = plan
-        .points
-        .iter()
-        .map(|p| p.scenario.duration.as_nanos() * p.scenario.runs as u64)
-        .sum();
+    let tasks = tasks(plan);
+    let simulated_ns_total = simulated_ns_total(plan);
     let runs_total = tasks.len() as u64;
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
@@ -96,12 +243,11 @@ where
         if i >= tasks.len() || failed.load(Ordering::Relaxed) {
             return;
         }
-        let (p, run) = tasks[i];
-        let scenario = &plan.points[p].scenario;
-        let spec = scenario.spec(run);
+        let task = tasks[i];
+        let duration_ns = plan.points[task.point].scenario.duration.as_nanos();
         let mut reported = 0u64;
         let mut on_time = |t: Time| {
-            let now = t.as_nanos().min(spec.duration.as_nanos());
+            let now = t.as_nanos().min(duration_ns);
             if now >= reported + PROGRESS_STEP_NS {
                 let sim =
                     simulated_done.fetch_add(now - reported, Ordering::Relaxed) + now - reported;
@@ -109,19 +255,11 @@ where
                 report(runs_done.load(Ordering::Relaxed), sim);
             }
         };
-        let outcome = simulate(&spec, &mut on_time)
-            .map(|out| metrics::reduce(&out, spec.seed, spec.bin, scenario.warmup, run == 0))
-            .map_err(|e| RunError::Simulation {
-                point: p,
-                params: params_text(plan, p),
-                run,
-                seed: spec.seed,
-                message: e.to_string(),
-            });
+        let outcome = run_task(plan, task, &simulate, &mut on_time);
         if outcome.is_err() {
             failed.store(true, Ordering::Relaxed);
         }
-        let rest = spec.duration.as_nanos().saturating_sub(reported);
+        let rest = duration_ns.saturating_sub(reported);
         let sim = simulated_done.fetch_add(rest, Ordering::Relaxed) + rest;
         let runs = runs_done.fetch_add(1, Ordering::Relaxed) + 1;
         report(runs, sim);
@@ -134,20 +272,16 @@ where
     });
 
     let slots = slots.into_inner().unwrap_or_else(|e| e.into_inner());
-    let mut results: Vec<PointResult> = plan
-        .points
-        .iter()
-        .map(|_| PointResult { runs: Vec::new() })
-        .collect();
-    for ((p, _), slot) in tasks.iter().zip(slots) {
+    let mut done = Vec::with_capacity(tasks.len());
+    for (task, slot) in tasks.into_iter().zip(slots) {
         match slot {
-            Some(Ok(m)) => results[*p].runs.push(m),
+            Some(Ok(m)) => done.push((task, m)),
             Some(Err(e)) => return Err(e),
-            // Not run because some run failed: that failure is further on.
+            // Not run because a task failed: that failure comes further on in plan order.
             None => {}
         }
     }
-    Ok(results)
+    assemble(plan, done)
 }
 
 /// The swept values of point `p`, as `key=value, ...`.

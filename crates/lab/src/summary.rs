@@ -8,19 +8,29 @@
 
 use crate::metrics::{jain, RunMetrics, Stats};
 use crate::runner::PointResult;
-use crate::scenario::{protocol_name, Plan};
+use crate::scenario::{protocol_name, Overrides, Plan};
 use qstp_sim::{CodePointCounters, QueueRecord};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+/// The qstp version that writes summaries.
+pub const QSTP_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The git commit the lab was built from (`unknown` when built outside a git checkout).
+pub const GIT_COMMIT: &str = env!("QSTP_GIT_COMMIT");
 
 /// The whole summary file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Scenario name.
     pub scenario: String,
+    /// The qstp version that ran it.
+    pub qstp_version: String,
+    /// The git commit of the source that ran it.
+    pub git_commit: String,
+    /// Values the command line put in place of the file's.
+    pub overrides: OverridesRecord,
     /// Scenario description.
     pub description: String,
-    /// The scenario file.
-    pub file: String,
     /// Seed of the first run.
     pub seed: u64,
     /// Runs per point.
@@ -31,18 +41,39 @@ pub struct Summary {
     pub warmup_s: f64,
     /// Simulated time over all runs, s.
     pub simulated_s: f64,
-    /// Wall-clock time of the whole plan, s (the only field that changes between identical runs).
-    pub wall_s: f64,
     /// Simulator events over all runs.
     pub events: u64,
     /// The swept keys.
     pub sweep: Vec<String>,
+    /// Which runs' time series `series.csv` holds (`all`, or `first` when all would not fit).
+    pub series_runs: crate::runner::SeriesRuns,
     /// One per sweep point.
     pub points: Vec<PointSummary>,
 }
 
+/// The command-line overrides of a run, as recorded in the summary (`null`: the file's value).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OverridesRecord {
+    /// Runs per point.
+    pub runs: Option<u32>,
+    /// Seed of the first run.
+    pub seed: Option<u64>,
+    /// Simulated time per run, s.
+    pub duration_s: Option<f64>,
+}
+
+impl From<&Overrides> for OverridesRecord {
+    fn from(o: &Overrides) -> Self {
+        OverridesRecord {
+            runs: o.runs,
+            seed: o.seed,
+            duration_s: o.duration.map(|d| d.as_secs_f64()),
+        }
+    }
+}
+
 /// One sweep point.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PointSummary {
     /// The swept values.
     pub params: serde_json::Map<String, serde_json::Value>,
@@ -56,7 +87,7 @@ pub struct PointSummary {
 }
 
 /// One group at one point.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GroupSummary {
     /// Group name.
     pub group: String,
@@ -81,7 +112,7 @@ pub struct GroupSummary {
 }
 
 /// The packets of one code point at one queue, means per run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Counts {
     /// Packets that arrived.
     pub packets: f64,
@@ -98,7 +129,7 @@ pub struct Counts {
 }
 
 /// One queue at one point.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueueSummary {
     /// Queue name.
     pub name: String,
@@ -106,24 +137,31 @@ pub struct QueueSummary {
     pub in_profile: Counts,
     /// Yellow and red packets.
     pub out_profile: Counts,
+    /// Yellow packets alone (three-colour markers' middle precedence, AFx2; zero with two-colour
+    /// markers). They are part of `out_profile` too.
+    pub yellow: Counts,
 }
 
-/// Build the summary of a finished plan.
-pub fn build(plan: &Plan, results: &[PointResult], wall_s: f64) -> Summary {
+/// Build the summary of a finished plan. It holds no wall-clock time and no path: the same
+/// scenario and seeds give a byte-identical summary, wherever and however fast the tasks ran.
+/// `overrides` are the command line's, recorded as given.
+pub fn build(plan: &Plan, results: &[PointResult], overrides: &Overrides) -> Summary {
     let base = plan.base();
     let all_runs = || results.iter().flat_map(|p| &p.runs);
     Summary {
         scenario: base.name.clone(),
+        qstp_version: QSTP_VERSION.to_string(),
+        git_commit: GIT_COMMIT.to_string(),
+        overrides: overrides.into(),
         description: base.description.clone(),
-        file: plan.file.clone(),
         seed: base.seed,
         runs: base.runs,
         duration_s: base.duration.as_secs_f64(),
         warmup_s: base.warmup.as_secs_f64(),
         simulated_s: all_runs().map(|r| r.simulated.as_secs_f64()).sum(),
-        wall_s,
         events: all_runs().map(|r| r.events).sum(),
         sweep: plan.sweep_keys.clone(),
+        series_runs: crate::runner::series_runs(plan),
         points: plan
             .points
             .iter()
@@ -251,6 +289,7 @@ fn queues(runs: &[RunMetrics]) -> Vec<QueueSummary> {
                 })
             };
             let green = sum(&|r| r.green);
+            let yellow = sum(&|r| r.yellow);
             let out = sum(&|r| CodePointCounters {
                 packets: r.yellow.packets + r.red.packets,
                 ldrops: r.yellow.ldrops + r.red.ldrops,
@@ -270,6 +309,7 @@ fn queues(runs: &[RunMetrics]) -> Vec<QueueSummary> {
                 name: q.name.clone(),
                 in_profile: counts(green),
                 out_profile: counts(out),
+                yellow: counts(yellow),
             }
         })
         .collect()
@@ -283,13 +323,44 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
-/// The end-of-run table: one line per point and group (the group's total per run, and how much of
-/// its target that is), then the queues' code-point counts per point.
+/// The end-of-run table: one line per point and group (the group's total throughput per run, its
+/// goodput and jitter, and the total over the target), then each queue's packets per run, and a
+/// legend saying what each column is.
 pub fn text_table(s: &Summary) -> String {
     let mut out = String::new();
     let kbps = |v: f64| format!("{:.1}", v / 1e3);
-    out.push_str(&format!(
-        "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+    let labels: Vec<String> = s.points.iter().map(|p| params_label(&p.params)).collect();
+    let width = labels
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let group_width = s
+        .points
+        .iter()
+        .flat_map(|p| &p.flows)
+        .map(|g| g.group.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let protocol_width = s
+        .points
+        .iter()
+        .flat_map(|p| &p.flows)
+        .map(|g| g.protocol.len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    let row = |cells: [&str; 11]| {
+        let line = format!(
+            "{:<width$}  {:<group_width$}  {:<protocol_width$} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10}",
+            cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7],
+            cells[8], cells[9], cells[10]
+        );
+        line.trim_end().to_string() + "\n"
+    };
+    out.push_str(&row([
         "point",
         "group",
         "protocol",
@@ -299,54 +370,90 @@ pub fn text_table(s: &Summary) -> String {
         "thr min",
         "thr max",
         "goodput",
-        "of target"
-    ));
-    out.push_str(&format!(
-        "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
-        "", "", "", "", "kbit/s", "kbit/s", "kbit/s", "kbit/s", "kbit/s", ""
-    ));
-    for p in &s.points {
-        let label = params_label(&p.params);
+        "jitter",
+        "thr/target",
+    ]));
+    out.push_str(&row([
+        "", "", "", "", "kbit/s", "kbit/s", "kbit/s", "kbit/s", "kbit/s", "ms", "",
+    ]));
+    let diffserv = s
+        .points
+        .iter()
+        .flat_map(|p| &p.queues)
+        .any(|q| q.in_profile.packets > 0.0);
+    for (p, label) in s.points.iter().zip(&labels) {
         for g in &p.flows {
-            // Per group, totals per run: the paper's "aggregate" (a single flow's own throughput).
             let of_target = g
                 .target_bps
                 .filter(|&t| t > 0)
                 .map_or("-".to_string(), |t| {
                     format!("{:.0}%", 100.0 * g.aggregate_bps.mean / t as f64)
                 });
-            out.push_str(&format!(
-                "{:<28} {:<8} {:<10} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
-                truncate(&label, 28),
-                truncate(&g.group, 8),
-                g.protocol,
-                g.flows,
-                g.target_bps.map_or("-".to_string(), |t| kbps(t as f64)),
-                kbps(g.aggregate_bps.mean),
-                kbps(g.aggregate_bps.min),
-                kbps(g.aggregate_bps.max),
-                kbps(g.goodput_bps.mean * g.flows as f64),
-                of_target,
-            ));
+            out.push_str(&row([
+                label,
+                &g.group,
+                &g.protocol,
+                &g.flows.to_string(),
+                &g.target_bps.map_or("-".to_string(), |t| kbps(t as f64)),
+                &kbps(g.aggregate_bps.mean),
+                &kbps(g.aggregate_bps.min),
+                &kbps(g.aggregate_bps.max),
+                &kbps(g.goodput_bps.mean * g.flows as f64),
+                &g.jitter_ms
+                    .map_or("-".to_string(), |j| format!("{:.2}", j.mean)),
+                &of_target,
+            ]));
         }
         for q in &p.queues {
-            out.push_str(&format!(
-                "{:<28} queue {}: in {:.0} pkts (ldrops {:.0}, edrops {:.0}); out {:.0} pkts (ldrops {:.0}, edrops {:.0}) per run\n",
-                "",
-                q.name,
-                q.in_profile.packets,
-                q.in_profile.ldrops,
-                q.in_profile.edrops,
-                q.out_profile.packets,
-                q.out_profile.ldrops,
-                q.out_profile.edrops
-            ));
+            if diffserv {
+                out.push_str(&format!(
+                    "{:<width$}  queue {}: in {:.0} pkts ({:.0}% of all; ldrops {:.0}, edrops {:.0}); out {:.0} pkts (ldrops {:.0}, edrops {:.0})\n",
+                    "",
+                    q.name,
+                    q.in_profile.packets,
+                    100.0 * q.in_profile.share,
+                    q.in_profile.ldrops,
+                    q.in_profile.edrops,
+                    q.out_profile.packets,
+                    q.out_profile.ldrops,
+                    q.out_profile.edrops
+                ));
+            } else {
+                out.push_str(&format!(
+                    "{:<width$}  queue {}: {:.0} pkts (ldrops {:.0}, edrops {:.0})\n",
+                    "", q.name, q.out_profile.packets, q.out_profile.ldrops, q.out_profile.edrops
+                ));
+            }
         }
+    }
+    out.push_str(
+        "\nthr: the group's flows together, at the receiver (network level, retransmissions included),\n\
+         \x20    per run after the warm-up: mean, min and max over runs. goodput: the group's in-order\n\
+         \x20    application bytes, mean per run. jitter: mean IPDV (difference of consecutive one-way\n\
+         \x20    delays) per flow. thr/target: mean thr over the group's target.\n\
+         queue: packets arriving per run (mean over runs); ldrops: dropped because the queue was full;\n\
+         \x20    edrops: dropped early by RED/RIO.",
+    );
+    if diffserv {
+        out.push_str(
+            " in: green (in-profile) packets; out: yellow and red\n\
+             \x20    (out of profile, or unmarked best effort); % of all: in's share of the queue's packets.\n",
+        );
+    } else {
+        out.push('\n');
     }
     out
 }
 
-/// `key=value, ...` with only the last part of each dotted key, or `(single point)`.
+/// A swept key as labels show it: the first of keys joined with `+`, without `group.`
+/// (`group.CD.flows+group.CD.target` is `CD.flows`).
+pub fn short_key(key: &str) -> &str {
+    let first = key.split('+').next().unwrap_or(key);
+    first.strip_prefix("group.").unwrap_or(first)
+}
+
+/// `key=value, ...` with only the last part of each dotted key (`AB.protocol=qstp, CD.flows=20`),
+/// every value whole, or `(single point)`.
 pub fn params_label(params: &serde_json::Map<String, serde_json::Value>) -> String {
     if params.is_empty() {
         return "(single point)".into();
@@ -354,21 +461,11 @@ pub fn params_label(params: &serde_json::Map<String, serde_json::Value>) -> Stri
     params
         .iter()
         .map(|(k, v)| {
-            let short = k.split('+').next().unwrap_or(k);
-            let short = short.strip_prefix("group.").unwrap_or(short);
             let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-            format!("{short}={v}")
+            format!("{}={v}", short_key(k))
         })
         .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        s.chars().take(n - 1).chain(['…']).collect()
-    }
+        .join(", ")
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ fn run(name: &str, overrides: Overrides, edit: impl FnOnce(&mut Table)) -> Summa
     .unwrap();
     let results =
         execute(&plan, jobs(), qstp_lab::simulate, &|_| {}).unwrap_or_else(|e| panic!("{e}"));
-    build(&plan, &results, 0.0)
+    build(&plan, &results, &Overrides::default())
 }
 
 fn set_sweep(doc: &mut Table, key: &str, values: Vec<Value>) {
@@ -281,6 +281,9 @@ fn results_do_not_depend_on_the_number_of_threads() {
     let one = execute(&plan, 1, qstp_lab::simulate, &|_| {}).unwrap();
     let two = execute(&plan, 2, qstp_lab::simulate, &|_| {}).unwrap();
     assert_eq!(one, two);
-    assert_eq!(build(&plan, &one, 0.0), build(&plan, &two, 0.0));
+    assert_eq!(
+        build(&plan, &one, &Overrides::default()),
+        build(&plan, &two, &Overrides::default())
+    );
     assert!(one.iter().all(|p| p.runs.iter().all(|r| r.events > 0)));
 }

@@ -1,11 +1,15 @@
 //! QSTP against competing TFRC/SACK flows through one bottleneck of the relay.
 
+// Tests and benchmarks of real transfers measure wall-clock time: the determinism bans of
+// clippy.toml do not apply here.
+#![allow(clippy::disallowed_types)]
+
 mod support;
 
-use qstp_net::{Config, Connection, Preset, Rate};
+use qstp_net::{Config, Preset, Rate};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::relay::{Impairment, Relay};
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -15,25 +19,16 @@ const QSTP_BYTES: usize = 6 << 20;
 /// Competing plain TFRC/SACK connections.
 const COMPETITORS: usize = 2;
 
-/// Read `conn` to its end, counting bytes into `counter`; returns when the stream ends.
-async fn count(mut conn: Connection, counter: Arc<AtomicU64>) {
-    let mut buf = vec![0u8; 64 * 1024];
-    while let Ok(n) = conn.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        counter.fetch_add(n as u64, Ordering::Relaxed);
-    }
-}
-
 /// QSTP paper §4: gTFRC never sends below its target g, so against two plain TFRC/SACK flows in
-/// a 40 Mbit/s bottleneck a 20 Mbit/s flow keeps about g instead of the fair third (13.3 Mbit/s)
+/// a 40 Mbit/s bottleneck a 20 Mbit/s flow keeps its controller at g instead of the fair third
 /// plain TFRC would get, and the competitors take the rest.
 ///
-/// The floor is on the sending rate; in this best-effort drop-tail queue (no DiffServ protection of
-/// in-profile packets) the flow loses its share of packets like the others, so its goodput is
-/// g × (1 − p) less headers: measured 18.5 to 19.3 Mbit/s. The test asks for 0.85 g, well above
-/// the fair share.
+/// Asserted on what the protocol controls and on shares of what was delivered over the same
+/// interval, never on wall-clock rates (a busy machine slows every flow alike): the median allowed
+/// rate X after slow start is at least g; the QSTP flow delivers more than 1.25 times what each
+/// competitor delivers; the competitors together still deliver at least 40% of what it does.
+/// The goodput in Mbit/s (18.5 to 19.3 measured on an idle machine) is a benchmark:
+/// `cargo bench -p qstp-net --bench target_goodput`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_target_holds_against_competing_tfrc_flows() {
     bounded(async {
@@ -73,35 +68,43 @@ async fn the_target_holds_against_competing_tfrc_flows() {
             conn.finish().unwrap();
             conn
         });
-        // Measure after the first fifth of the QSTP bytes, until all of them arrived.
+        // Measure after the first fifth of the QSTP bytes, until all of them arrived; sample the
+        // QSTP flow's allowed rate meanwhile.
         let poll = Duration::from_millis(5);
         while qstp_bytes.load(Ordering::Relaxed) < (QSTP_BYTES / 5) as u64 {
             tokio::time::sleep(poll).await;
         }
-        let (start, q0, t0) = (Instant::now(), qstp_bytes.load(Ordering::Relaxed), tfrc_bytes.load(Ordering::Relaxed));
-        let sent0 = watch.stats().unwrap().bytes_sent;
+        let (q0, t0) = (
+            qstp_bytes.load(Ordering::Relaxed),
+            tfrc_bytes.load(Ordering::Relaxed),
+        );
+        let mut rates = Vec::new();
         while qstp_bytes.load(Ordering::Relaxed) < QSTP_BYTES as u64 {
+            let stats = watch.stats().unwrap();
+            if !stats.slow_start {
+                rates.push(stats.rate.bps());
+            }
             tokio::time::sleep(poll).await;
         }
-        let secs = start.elapsed().as_secs_f64();
-        let sending_rate = (watch.stats().unwrap().bytes_sent - sent0) as f64 * 8.0 / secs;
-        let qstp_rate = (qstp_bytes.load(Ordering::Relaxed) - q0) as f64 * 8.0 / secs;
-        let tfrc_rate = (tfrc_bytes.load(Ordering::Relaxed) - t0) as f64 * 8.0 / secs;
+        let qstp = (qstp_bytes.load(Ordering::Relaxed) - q0) as f64;
+        let tfrc = (tfrc_bytes.load(Ordering::Relaxed) - t0) as f64;
         for competitor in &competitors {
             competitor.abort();
         }
         drop(sender);
         drop(acceptor);
+        rates.sort_unstable();
+        assert!(rates.len() >= 10, "too few samples: {rates:?}");
+        let median = rates[rates.len() / 2];
         let shown = format!(
-            "qstp goodput {:.1} Mbit/s (sending {:.1}), competitors {:.1} Mbit/s together, over {secs:.2} s",
-            qstp_rate / 1e6,
-            sending_rate / 1e6,
-            tfrc_rate / 1e6
+            "qstp delivered {qstp:.0} B, the {COMPETITORS} competitors {tfrc:.0} B; median X {median} bit/s"
         );
-        let fair_share = 40e6 / (COMPETITORS + 1) as f64;
-        assert!(qstp_rate >= 0.85 * 20e6, "the target did not hold: {shown}");
-        assert!(qstp_rate > 1.25 * fair_share && qstp_rate > 1.25 * tfrc_rate / COMPETITORS as f64, "no more than a fair share: {shown}");
-        assert!(tfrc_rate >= 10e6 && qstp_rate + tfrc_rate >= 30e6, "the competitors did not take the rest: {shown}");
+        assert!(median >= 20_000_000, "the controller fell below g: {shown}");
+        assert!(
+            qstp > 1.25 * tfrc / COMPETITORS as f64,
+            "no more than a fair share: {shown}"
+        );
+        assert!(tfrc >= 0.4 * qstp, "the competitors did not take the rest: {shown}");
     })
     .await;
 }

@@ -7,6 +7,9 @@
 //!
 //! Run with `cargo bench -p qstp-sim --bench dumbbell` (add `-- --seconds 10` for a shorter run).
 
+// A benchmark measures wall-clock time: the determinism bans of clippy.toml do not apply.
+#![allow(clippy::disallowed_types)]
+
 use qstp_proto::{Duration, Rate};
 use qstp_sim::{run, GroupSpec, LinkSpec, Protocol, QueueSpec, SimSpec};
 use std::alloc::{GlobalAlloc, Layout, System};

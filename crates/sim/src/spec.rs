@@ -261,7 +261,7 @@ pub enum Color {
 }
 
 /// Per-colour packet counters of one queue.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CodePointCounters {
     /// Packets that arrived at the queue.
     pub packets: u64,
@@ -272,7 +272,7 @@ pub struct CodePointCounters {
 }
 
 /// Statistics of one queue.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct QueueRecord {
     /// Name (`bottleneck`, or `bottleneck/<class>` for CBQ classes).
     pub name: String,

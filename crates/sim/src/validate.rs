@@ -6,7 +6,7 @@ use crate::error::SimError;
 use crate::spec::{Protocol, SimSpec};
 use qstp_proto::config::{MAX_DATAGRAM, MIN_DATAGRAM};
 use qstp_proto::{Duration, Rate};
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 
 /// Bytes of IPv4 and TCP headers (no options) on every segment.
 pub const TCP_IP_HEADER: u32 = 40;
@@ -60,7 +60,7 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
             limit: MAX_SERIES_BINS,
         });
     }
-    let mut names = HashSet::new();
+    let mut names = BTreeSet::new();
     for group in &spec.groups {
         let key = |field: &str| format!("groups[{}].{field}", group.name);
         if group.name.is_empty() {

@@ -7,7 +7,7 @@ use crate::testkit::{fake, PLAN};
 fn write_plan(dir: &Path) -> Written {
     let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
     let results = execute(&plan, 2, fake, &|_| {}).unwrap();
-    let summary = build(&plan, &results, 0.25);
+    let summary = build(&plan, &results, &Overrides::default());
     write_all(dir, &plan, &results, &summary).unwrap()
 }
 
@@ -22,7 +22,15 @@ fn every_output_is_written_and_the_report_gathers_them() {
     let dir = temp_dir("outputs");
     let w = write_plan(&dir);
     assert_eq!(w.series.len(), 2);
-    assert_eq!(w.plots.len(), 6);
+    assert_eq!(w.plots.len(), 14, "7 figures, each as SVG and PDF");
+    for pdf in w
+        .plots
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "pdf"))
+    {
+        let bytes = std::fs::read(pdf).unwrap();
+        assert!(bytes.starts_with(b"%PDF-"), "{}", pdf.display());
+    }
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&w.summary).unwrap()).unwrap();
     assert_eq!(json["points"].as_array().unwrap().len(), 2);
@@ -33,7 +41,7 @@ fn every_output_is_written_and_the_report_gathers_them() {
         !report.contains("src=\"") && !report.contains("href=\""),
         "self-contained: no external files"
     );
-    assert_eq!(report.matches("<svg").count(), 6, "every plot inline");
+    assert_eq!(report.matches("<svg").count(), 7, "every plot inline");
     assert_eq!(
         report.matches("<h2 id=\"p").count(),
         2,
@@ -107,9 +115,13 @@ fn with_many_points_the_time_series_are_linked_not_inlined() {
     )
     .unwrap();
     let results = execute(&plan, 2, fake, &|_| {}).unwrap();
-    let summary = build(&plan, &results, 0.0);
+    let summary = build(&plan, &results, &Overrides::default());
     let w = write_all(&dir, &plan, &results, &summary).unwrap();
-    assert_eq!(w.plots.len(), 13 * 2 + 2, "every figure is still written");
+    assert_eq!(
+        w.plots.len(),
+        2 * (13 * 2 + 2),
+        "every figure is still written, as SVG and PDF"
+    );
     let report = std::fs::read_to_string(&w.report).unwrap();
     assert_eq!(
         report.matches("<svg").count(),
@@ -119,4 +131,87 @@ fn with_many_points_the_time_series_are_linked_not_inlined() {
     assert_eq!(report.matches("<li><a href=\"plots/").count(), 26);
     assert!(report.contains("href=\"plots/throughput-p12-B.flows=13.svg\""));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn runs_csv_has_a_row_per_point_run_and_flow() {
+    let dir = temp_dir("runs");
+    let w = write_plan(&dir);
+    let csv = std::fs::read_to_string(&w.runs).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "point,params,run,seed,group,flow,protocol,target_bps,throughput_bps,goodput_bps,\
+         jitter_ms,packets_sent,packets_retransmitted,retransmitted"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // Point 0: 3 runs x 2 flows; point 1: 3 runs x 3 flows.
+    assert_eq!(rows.len(), 15);
+    // Point 1, run 2 (seed 7), group B flow 1: 7101 B/s per bin of 1 s.
+    let row = rows
+        .iter()
+        .find(|r| r[0] == "1" && r[2] == "2" && r[4] == "B" && r[5] == "1")
+        .unwrap();
+    assert_eq!(row[1], "B.flows=2");
+    assert_eq!(row[3], "7");
+    assert_eq!(row[8].parse::<f64>().unwrap(), 7101.0 * 8.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn series_csv_holds_every_run_in_long_format() {
+    let dir = temp_dir("long");
+    let w = write_plan(&dir);
+    let csv = std::fs::read_to_string(&w.long_series).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "time_s,point,run,group,flow,metric,value"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // (2 + 3 flows) x 3 runs x 10 bins x 3 metrics (the fake has a packet in every bin).
+    assert_eq!(rows.len(), 5 * 3 * 10 * 3);
+    let runs: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[2]).collect();
+    assert_eq!(runs.into_iter().collect::<Vec<_>>(), ["0", "1", "2"]);
+    assert!(rows
+        .iter()
+        .any(|r| r[0] == "10.000" && r[5] == "jitter_ms" && r[6] == "1.000"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_second_run_replaces_only_what_the_lab_wrote_and_a_foreign_folder_is_refused() {
+    let dir = temp_dir("rerun");
+    write_plan(&dir);
+    let stale = dir.join("plots").join("from-an-earlier-scenario.svg");
+    std::fs::write(&stale, "<svg/>").unwrap();
+    let mine = dir.join("notes.txt");
+    std::fs::write(&mine, "my notes").unwrap();
+    write_plan(&dir);
+    assert!(!stale.exists(), "stale plots are cleared");
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "my notes");
+
+    let foreign = temp_dir("foreign");
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(foreign.join("summary.json"), "precious").unwrap();
+    let err = claim(&foreign).unwrap_err();
+    assert!(
+        err.to_string().contains("was not written by `qstp run`"),
+        "{err}"
+    );
+    let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
+    let results = execute(&plan, 1, fake, &|_| {}).unwrap();
+    let summary = build(&plan, &results, &Overrides::default());
+    assert!(write_all(&foreign, &plan, &results, &summary).is_err());
+    assert_eq!(
+        std::fs::read_to_string(foreign.join("summary.json")).unwrap(),
+        "precious"
+    );
+    // An empty folder, or none, is fine.
+    let empty = temp_dir("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    assert!(claim(&empty).is_ok() && claim(&empty.join("new")).is_ok());
+    for d in [dir, foreign, empty] {
+        let _ = std::fs::remove_dir_all(d);
+    }
 }

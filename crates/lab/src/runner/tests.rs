@@ -16,7 +16,11 @@ fn results_do_not_depend_on_the_number_of_threads() {
     assert_eq!(seeds, [5, 6, 7]);
     // Point 1 has two B flows; run 2 (seed 7), group B flow 1: 7101 B/s.
     assert_eq!(one[1].runs[2].flows[2].throughput_bps, 7101.0 * 8.0);
-    assert!(one[0].runs[0].series.is_some() && one[0].runs[1].series.is_none());
+    // The plan's series are small: every run keeps them.
+    assert_eq!(series_runs(&plan), SeriesRuns::All);
+    assert!(one
+        .iter()
+        .all(|p| p.runs.iter().all(|r| r.series.is_some())));
 }
 
 #[test]
@@ -49,10 +53,79 @@ fn a_failed_run_is_reported_with_its_point_and_seed() {
     let err = execute(&plan, 2, failing, &|_| {}).unwrap_err();
     let RunError::Simulation {
         point, run, seed, ..
-    } = &err;
+    } = &err
+    else {
+        panic!("not a simulation error: {err}");
+    };
     assert_eq!((*point, *run, *seed), (1, 1, 6));
     assert_eq!(
         err.to_string(),
         "point 1 [group.B.flows=2], run 1 (seed 6): queue exploded"
     );
+}
+
+#[test]
+fn tasks_run_anywhere_in_any_order_assemble_to_the_local_result() {
+    let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
+    let local = execute(&plan, 2, fake, &|_| {}).unwrap();
+    let all = tasks(&plan);
+    assert_eq!(all.len(), 6);
+    // Each task shipped out and back as JSON (as a remote worker would), last task first.
+    let shipped: Vec<(Task, RunMetrics)> = all
+        .iter()
+        .rev()
+        .map(|&task| {
+            let metrics = run_task(&plan, task, fake, &mut |_| {}).unwrap();
+            let wire = serde_json::to_string(&(task, metrics)).unwrap();
+            serde_json::from_str(&wire).unwrap()
+        })
+        .collect();
+    assert_eq!(assemble(&plan, shipped).unwrap(), local);
+}
+
+#[test]
+fn assembly_refuses_missing_duplicate_and_foreign_tasks() {
+    let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
+    let run = |task| (task, run_task(&plan, task, fake, &mut |_| {}).unwrap());
+    let mut done: Vec<_> = tasks(&plan).into_iter().map(run).collect();
+    let last = done.pop().unwrap();
+    assert!(matches!(
+        assemble(&plan, done.clone()),
+        Err(RunError::MissingTask {
+            task: Task { point: 1, run: 2 }
+        })
+    ));
+    done.push(last.clone());
+    done.push(last);
+    assert!(matches!(
+        assemble(&plan, done),
+        Err(RunError::DuplicateTask { .. })
+    ));
+    let foreign = Task { point: 0, run: 3 };
+    assert!(matches!(
+        run_task(&plan, foreign, fake, &mut |_| {}),
+        Err(RunError::UnknownTask { .. })
+    ));
+    let metrics = run_task(&plan, Task { point: 0, run: 0 }, fake, &mut |_| {}).unwrap();
+    assert!(matches!(
+        assemble(&plan, [(foreign, metrics)]),
+        Err(RunError::UnknownTask { .. })
+    ));
+}
+
+#[test]
+fn a_plan_whose_series_would_not_fit_keeps_the_first_runs_only() {
+    // 10,000 bins x (2 + 3 flows over the two points) x 3 metrics x 50 runs: 7.5 M values.
+    let o = Overrides {
+        runs: Some(50),
+        duration: Some(Duration::from_secs(1000)),
+        ..Default::default()
+    };
+    let text = PLAN.replace("bin = \"1s\"", "bin = \"100ms\"");
+    let plan = parse(&text, "t.toml", &o).unwrap();
+    assert_eq!(series_runs(&plan), SeriesRuns::First);
+    let task = |run| Task { point: 0, run };
+    let first = run_task(&plan, task(0), fake, &mut |_| {}).unwrap();
+    let second = run_task(&plan, task(1), fake, &mut |_| {}).unwrap();
+    assert!(first.series.is_some() && second.series.is_none());
 }

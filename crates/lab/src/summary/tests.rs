@@ -6,7 +6,7 @@ use crate::testkit::{fake, PLAN};
 fn summary() -> Summary {
     let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
     let results = execute(&plan, 2, fake, &|_| {}).unwrap();
-    build(&plan, &results, 1.5)
+    build(&plan, &results, &Overrides::default())
 }
 
 #[test]
@@ -14,10 +14,12 @@ fn the_summary_has_the_documented_shape() {
     let json = serde_json::to_value(summary()).unwrap();
     for key in [
         "scenario",
+        "qstp_version",
+        "git_commit",
+        "overrides",
         "seed",
         "runs",
         "simulated_s",
-        "wall_s",
         "events",
         "points",
     ] {
@@ -101,6 +103,11 @@ fn queue_counters_split_into_in_and_out_profile() {
     assert_eq!((q.out_profile.ldrops, q.out_profile.edrops), (6.0, 8.0));
     assert!((q.in_profile.share - 106.0 / 156.0).abs() < 1e-12);
     assert!((q.out_profile.edrop_rate - 8.0 / 50.0).abs() < 1e-12);
+    // Yellow keeps its own counts: 10 packets, 2 ldrops, 3 edrops per run.
+    assert_eq!(
+        (q.yellow.packets, q.yellow.ldrops, q.yellow.edrops),
+        (10.0, 2.0, 3.0)
+    );
 }
 
 #[test]
@@ -113,4 +120,67 @@ fn the_text_table_lists_every_point_and_group() {
     let a = t.lines().find(|l| l.contains(" qstp ")).unwrap();
     assert!(a.contains("48.0") && a.trim_end().ends_with("10%"), "{a}");
     assert!(t.contains("queue bottleneck: in 106 pkts"), "{t}");
+    // Labels are whole, columns say what they are, and a legend explains them.
+    assert!(t.lines().next().unwrap().ends_with("thr/target"), "{t}");
+    assert!(
+        t.contains("ldrops: dropped because the queue was full"),
+        "{t}"
+    );
+    assert!(t.contains("jitter: mean IPDV"), "{t}");
+}
+
+#[test]
+fn the_same_inputs_give_a_byte_identical_summary_whatever_ran_the_tasks() {
+    let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
+    let one_thread = execute(&plan, 1, fake, &|_| {}).unwrap();
+    let three_threads = execute(&plan, 3, fake, &|_| {}).unwrap();
+    let again = parse(PLAN, "elsewhere/t.toml", &Overrides::default()).unwrap();
+    let json = |plan: &crate::scenario::Plan, results: &[crate::runner::PointResult]| {
+        serde_json::to_string_pretty(&build(plan, results, &Overrides::default())).unwrap()
+    };
+    let a = json(&plan, &one_thread);
+    assert_eq!(a, json(&plan, &three_threads));
+    assert_eq!(a, json(&again, &three_threads), "no path in the summary");
+    assert!(!a.contains("wall") && !a.contains("t.toml"));
+}
+
+#[test]
+fn the_summary_records_version_commit_overrides_and_confidence_intervals() {
+    let overrides = Overrides {
+        runs: Some(2),
+        seed: Some(11),
+        duration: None,
+    };
+    let plan = parse(PLAN, "t.toml", &overrides).unwrap();
+    let results = execute(&plan, 1, fake, &|_| {}).unwrap();
+    let json = serde_json::to_value(build(&plan, &results, &overrides)).unwrap();
+    assert_eq!(json["qstp_version"], env!("CARGO_PKG_VERSION"));
+    assert!(!json["git_commit"].as_str().unwrap().is_empty());
+    assert_eq!(json["overrides"]["runs"], 2);
+    assert_eq!(json["overrides"]["seed"], 11);
+    assert!(json["overrides"]["duration_s"].is_null());
+    // Two runs of two B flows: four samples of per-flow throughput, so t(0.975, 3) = 3.182.
+    let thr = &json["points"][1]["flows"][1]["throughput_bps"];
+    let (std, n) = (thr["std"].as_f64().unwrap(), thr["n"].as_f64().unwrap());
+    assert_eq!(n, 4.0);
+    let ci = thr["ci95"].as_f64().unwrap();
+    assert!(ci > 0.0 && (ci - 3.182 * std / 2.0).abs() < 1e-9, "{thr}");
+}
+
+#[test]
+fn sweep_labels_are_whole_and_comma_separated() {
+    let mut params = serde_json::Map::new();
+    params.insert("group.AB.protocol".into(), "tfrc-sack".into());
+    params.insert("group.CD.flows+group.CD.target".into(), 20.into());
+    assert_eq!(params_label(&params), "AB.protocol=tfrc-sack, CD.flows=20");
+    let long = "x".repeat(60);
+    params.insert("group.EF.protocol".into(), long.clone().into());
+    let s = summary();
+    let mut s2 = s.clone();
+    s2.points[0].params = params.clone();
+    let t = text_table(&s2);
+    assert!(
+        t.contains(&format!("EF.protocol={long}")),
+        "never cut mid-value: {t}"
+    );
 }

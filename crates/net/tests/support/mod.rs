@@ -1,4 +1,8 @@
 //! Shared helpers of the integration tests: the impairing relay and transfer drivers.
+
+// Tests and benchmarks of real transfers measure wall-clock time: the determinism bans of
+// clippy.toml do not apply here.
+#![allow(clippy::disallowed_types)]
 #![allow(dead_code)]
 
 pub mod relay;
@@ -7,6 +11,17 @@ use qstp_net::{Config, Connection, Endpoint};
 use std::future::Future;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Read `conn` to its end, counting bytes into `counter`; returns when the stream ends.
+pub async fn count(mut conn: Connection, counter: std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Ok(n) = conn.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        counter.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+}
 
 /// Every test gives up after this long rather than hang.
 pub const TEST_DEADLINE: Duration = Duration::from_secs(40);

@@ -202,8 +202,8 @@ pub fn validate(spec: &QueueSpec) -> Result<(), QueueSpecError> {
             if classes.is_empty() {
                 return Err(QueueSpecError::NoClasses);
             }
-            let mut names = std::collections::HashSet::new();
-            let mut groups = std::collections::HashSet::new();
+            let mut names = std::collections::BTreeSet::new();
+            let mut groups = std::collections::BTreeSet::new();
             for class in classes {
                 if class.limit == 0 {
                     return Err(QueueSpecError::ZeroLimit);

@@ -30,7 +30,8 @@ impl AverageQueue {
     /// Age the average by `m` idle packet times (Floyd & Jacobson §4: avg <- (1 - w_q)^m avg).
     pub fn decay(&mut self, m: f64) {
         if m > 0.0 {
-            self.avg *= (1.0 - self.weight).powf(m);
+            // libm, not the platform's pow: the same bits on every host.
+            self.avg *= libm::pow(1.0 - self.weight, m);
         }
     }
 

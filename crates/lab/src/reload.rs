@@ -1,0 +1,289 @@
+//! Reads a results folder written by `qstp run` back into the plan, the per-run results and the
+//! summary, so that its figures and report can be drawn again (`qstp plot`) without simulating.
+//!
+//! What comes back is what the folder holds: `scenario.toml` (re-read with the overrides recorded
+//! in `summary.json`), `runs.csv` (each run's per-flow means) and `series.csv` (the series of the
+//! runs it kept). Queue counters and event counts are in the summary only.
+
+use crate::metrics::{FlowRun, FlowSeries, RunMetrics, RunSeries};
+use crate::runner::PointResult;
+use crate::scenario::{parse, Overrides, Plan, ScenarioError};
+use crate::summary::Summary;
+use qstp_proto::Duration;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Why a results folder could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    /// A file could not be read.
+    #[error("cannot read {path}: {error}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// summary.json is not a summary.
+    #[error("{path} is not a qstp summary: {error}")]
+    Summary {
+        /// The file.
+        path: PathBuf,
+        /// What the JSON parser said.
+        error: serde_json::Error,
+    },
+    /// scenario.toml no longer reads.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// A CSV file is malformed.
+    #[error("{path}, line {line}: {reason}")]
+    Csv {
+        /// The file.
+        path: PathBuf,
+        /// The line (1 is the header).
+        line: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The files disagree with each other.
+    #[error("{dir}: {reason}")]
+    Mismatch {
+        /// The folder.
+        dir: PathBuf,
+        /// What disagrees.
+        reason: String,
+    },
+}
+
+/// A results folder, read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    /// The plan, from scenario.toml and the recorded overrides.
+    pub plan: Plan,
+    /// Per point, its runs: per-flow means, and the series where kept.
+    pub results: Vec<PointResult>,
+    /// summary.json.
+    pub summary: Summary,
+}
+
+fn read(path: &Path) -> Result<String, ReloadError> {
+    std::fs::read_to_string(path).map_err(|error| ReloadError::Io {
+        path: path.to_path_buf(),
+        error,
+    })
+}
+
+/// Read the results folder `dir`.
+pub fn load(dir: &Path) -> Result<Loaded, ReloadError> {
+    let summary_path = dir.join("summary.json");
+    let summary: Summary =
+        serde_json::from_str(&read(&summary_path)?).map_err(|error| ReloadError::Summary {
+            path: summary_path.clone(),
+            error,
+        })?;
+    let scenario_path = dir.join("scenario.toml");
+    let overrides = Overrides {
+        runs: summary.overrides.runs,
+        seed: summary.overrides.seed,
+        duration: summary
+            .overrides
+            .duration_s
+            .map(|s| Duration::from_nanos((s * 1e9).round() as u64)),
+    };
+    let plan = parse(
+        &read(&scenario_path)?,
+        &scenario_path.display().to_string(),
+        &overrides,
+    )?;
+    let mismatch = |reason: String| ReloadError::Mismatch {
+        dir: dir.to_path_buf(),
+        reason,
+    };
+    if plan.points.len() != summary.points.len() {
+        return Err(mismatch(format!(
+            "scenario.toml gives {} point(s), summary.json has {}",
+            plan.points.len(),
+            summary.points.len()
+        )));
+    }
+    let mut results: Vec<PointResult> = plan
+        .points
+        .iter()
+        .map(|p| PointResult {
+            runs: (0..p.scenario.runs)
+                .map(|run| RunMetrics {
+                    seed: p.scenario.seed.wrapping_add(u64::from(run)),
+                    events: 0,
+                    simulated: p.scenario.duration,
+                    flows: Vec::new(),
+                    queues: Vec::new(),
+                    series: None,
+                })
+                .collect(),
+        })
+        .collect();
+    read_runs(&dir.join("runs.csv"), &plan, &mut results)?;
+    read_series(&dir.join("series.csv"), &plan, &mut results)?;
+    Ok(Loaded {
+        plan,
+        results,
+        summary,
+    })
+}
+
+/// The group index of `name` at point `p`.
+fn group_index(plan: &Plan, p: usize, name: &str) -> Option<usize> {
+    plan.points[p]
+        .scenario
+        .groups
+        .iter()
+        .position(|g| g.name == name)
+}
+
+fn csv_error(path: &Path, line: u64, reason: impl Into<String>) -> ReloadError {
+    ReloadError::Csv {
+        path: path.to_path_buf(),
+        line,
+        reason: reason.into(),
+    }
+}
+
+/// The records of a CSV file with the header `expected` (its first columns).
+fn records(path: &Path, expected: &[&str]) -> Result<Vec<csv::StringRecord>, ReloadError> {
+    let text = read(path)?;
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header = reader
+        .headers()
+        .map_err(|e| csv_error(path, 1, e.to_string()))?
+        .clone();
+    if header
+        .iter()
+        .take(expected.len())
+        .ne(expected.iter().copied())
+    {
+        return Err(csv_error(
+            path,
+            1,
+            format!("expected the columns {}", expected.join(",")),
+        ));
+    }
+    reader
+        .records()
+        .enumerate()
+        .map(|(i, r)| r.map_err(|e| csv_error(path, i as u64 + 2, e.to_string())))
+        .collect()
+}
+
+/// A field of `record`, parsed.
+fn field<T: std::str::FromStr>(
+    path: &Path,
+    line: u64,
+    record: &csv::StringRecord,
+    column: usize,
+    name: &str,
+) -> Result<T, ReloadError> {
+    record
+        .get(column)
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| csv_error(path, line, format!("bad or missing {name}")))
+}
+
+fn read_runs(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<(), ReloadError> {
+    let columns = [
+        "point",
+        "params",
+        "run",
+        "seed",
+        "group",
+        "flow",
+        "protocol",
+        "target_bps",
+        "throughput_bps",
+        "goodput_bps",
+        "jitter_ms",
+        "packets_sent",
+        "packets_retransmitted",
+    ];
+    for (i, r) in records(path, &columns)?.iter().enumerate() {
+        let line = i as u64 + 2;
+        let p: usize = field(path, line, r, 0, "point")?;
+        let run: usize = field(path, line, r, 2, "run")?;
+        let metrics = results
+            .get_mut(p)
+            .and_then(|pr| pr.runs.get_mut(run))
+            .ok_or_else(|| csv_error(path, line, format!("no run {run} at point {p}")))?;
+        let group = group_index(plan, p, &r[4])
+            .ok_or_else(|| csv_error(path, line, format!("no group '{}'", &r[4])))?;
+        metrics.seed = field(path, line, r, 3, "seed")?;
+        metrics.flows.push(FlowRun {
+            group,
+            flow: field(path, line, r, 5, "flow")?,
+            throughput_bps: field(path, line, r, 8, "throughput_bps")?,
+            goodput_bps: field(path, line, r, 9, "goodput_bps")?,
+            jitter_ms: r.get(10).and_then(|v| v.parse().ok()),
+            packets_sent: field(path, line, r, 11, "packets_sent")?,
+            packets_retransmitted: field(path, line, r, 12, "packets_retransmitted")?,
+        });
+    }
+    Ok(())
+}
+
+fn read_series(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<(), ReloadError> {
+    // (point, run) -> (group, flow) -> series.
+    let mut kept: BTreeMap<(usize, usize), BTreeMap<(usize, u32), FlowSeries>> = BTreeMap::new();
+    let columns = ["time_s", "point", "run", "group", "flow", "metric", "value"];
+    for (i, r) in records(path, &columns)?.iter().enumerate() {
+        let line = i as u64 + 2;
+        let time: f64 = field(path, line, r, 0, "time_s")?;
+        let p: usize = field(path, line, r, 1, "point")?;
+        let run: usize = field(path, line, r, 2, "run")?;
+        let flow: u32 = field(path, line, r, 4, "flow")?;
+        let value: f64 = field(path, line, r, 6, "value")?;
+        let scenario = &plan
+            .points
+            .get(p)
+            .ok_or_else(|| csv_error(path, line, format!("no point {p}")))?
+            .scenario;
+        let group = group_index(plan, p, &r[3])
+            .ok_or_else(|| csv_error(path, line, format!("no group '{}'", &r[3])))?;
+        let bins = scenario
+            .duration
+            .as_nanos()
+            .div_ceil(scenario.bin.as_nanos().max(1)) as usize;
+        let bin = ((time / scenario.bin.as_secs_f64()).round() as usize)
+            .checked_sub(1)
+            .filter(|&b| b < bins)
+            .ok_or_else(|| csv_error(path, line, format!("time {time} s is outside the run")))?;
+        let series = kept
+            .entry((p, run))
+            .or_default()
+            .entry((group, flow))
+            .or_insert_with(|| FlowSeries {
+                group,
+                flow,
+                throughput_bps: vec![0.0; bins],
+                goodput_bps: vec![0.0; bins],
+                jitter_ms: vec![None; bins],
+            });
+        match &r[5] {
+            "throughput_bps" => series.throughput_bps[bin] = value,
+            "goodput_bps" => series.goodput_bps[bin] = value,
+            "jitter_ms" => series.jitter_ms[bin] = Some(value),
+            other => return Err(csv_error(path, line, format!("unknown metric '{other}'"))),
+        }
+    }
+    for ((p, run), flows) in kept {
+        let metrics = results
+            .get_mut(p)
+            .and_then(|pr| pr.runs.get_mut(run))
+            .ok_or_else(|| csv_error(path, 0, format!("no run {run} at point {p}")))?;
+        metrics.series = Some(RunSeries {
+            bin: plan.points[p].scenario.bin,
+            flows: flows.into_values().collect(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,79 @@
+use super::*;
+use crate::figures::figures;
+use crate::output::write_all;
+use crate::runner::execute;
+use crate::summary::build;
+use crate::testkit::{fake, PLAN};
+
+#[test]
+fn a_results_folder_reads_back_into_the_same_figures() {
+    let dir = std::env::temp_dir().join(format!("qstp-lab-reload-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let overrides = Overrides {
+        runs: Some(2),
+        ..Default::default()
+    };
+    let plan = parse(PLAN, "t.toml", &overrides).unwrap();
+    let results = execute(&plan, 2, fake, &|_| {}).unwrap();
+    let summary = build(&plan, &results, &overrides);
+    write_all(&dir, &plan, &results, &summary).unwrap();
+
+    let loaded = load(&dir).unwrap();
+    assert_eq!(loaded.summary, summary);
+    assert_eq!(loaded.plan.points.len(), 2);
+    assert_eq!(
+        loaded.results[1].runs.len(),
+        2,
+        "the recorded --runs 2 applies"
+    );
+    for (a, b) in results.iter().zip(&loaded.results) {
+        for (ra, rb) in a.runs.iter().zip(&b.runs) {
+            assert_eq!(ra.seed, rb.seed);
+            assert_eq!(ra.flows.len(), rb.flows.len());
+            for (fa, fb) in ra.flows.iter().zip(&rb.flows) {
+                assert_eq!((fa.group, fa.flow), (fb.group, fb.flow));
+                assert!((fa.throughput_bps - fb.throughput_bps).abs() < 0.1);
+            }
+            let (sa, sb) = (ra.series.as_ref().unwrap(), rb.series.as_ref().unwrap());
+            assert_eq!(sa.flows.len(), sb.flows.len());
+            for (fa, fb) in sa.flows.iter().zip(&sb.flows) {
+                assert!(fa
+                    .throughput_bps
+                    .iter()
+                    .zip(&fb.throughput_bps)
+                    .all(|(x, y)| (x - y).abs() <= 0.5));
+                assert_eq!(fa.jitter_ms.len(), fb.jitter_ms.len());
+            }
+        }
+    }
+    let before = figures(&plan, &results, &summary);
+    let after = figures(&loaded.plan, &loaded.results, &loaded.summary);
+    let stems = |f: &[crate::figures::Figure]| f.iter().map(|x| x.stem.clone()).collect::<Vec<_>>();
+    assert_eq!(stems(&before), stems(&after));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_folder_without_a_summary_or_with_a_broken_csv_says_which_file() {
+    let dir = std::env::temp_dir().join(format!("qstp-lab-reload-bad-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let err = load(&dir).unwrap_err();
+    assert!(err.to_string().contains("summary.json"), "{err}");
+
+    let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
+    let results = execute(&plan, 1, fake, &|_| {}).unwrap();
+    let summary = build(&plan, &results, &Overrides::default());
+    let _ = std::fs::remove_dir_all(&dir);
+    write_all(&dir, &plan, &results, &summary).unwrap();
+    let runs = dir.join("runs.csv");
+    let text = std::fs::read_to_string(&runs).unwrap();
+    std::fs::write(&runs, text.replacen(",A,", ",Nobody,", 1)).unwrap();
+    let err = load(&dir).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("runs.csv, line 2: no group 'Nobody'"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
