@@ -48,6 +48,11 @@ struct FinalStats {
     target_bps: u64,
     rtt_ms: f64,
     loss_event_rate: f64,
+    /// False when the connection kept losing at or below the target while its receiver reported
+    /// less than the target (SLA breach).
+    target_met: bool,
+    /// The receive rate the receiver last reported while the target was judged.
+    delivered_rate_bps: u64,
     profile: String,
     dscp: String,
 }
@@ -199,6 +204,8 @@ async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
         target_bps: plan.config.congestion.target().bps(),
         rtt_ms: stats.rtt.as_secs_f64() * 1e3,
         loss_event_rate: stats.loss_event_rate,
+        target_met: stats.target_met,
+        delivered_rate_bps: stats.delivered_rate.bps(),
         profile: plan.profile.to_string(),
         dscp: conn.dscp().to_string(),
     };
@@ -206,6 +213,14 @@ async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
         let json = serde_json::to_string_pretty(&final_stats)?;
         std::fs::write(path, json + "\n")
             .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    if !stats.target_met {
+        // QSTP paper §4.3.2 leaves the reaction open: say it, once, and let the user decide.
+        eprintln!(
+            "warning: target rate {} not met: the receiver got {} while losses kept the rate at or below the target",
+            plan.config.congestion.target(),
+            stats.delivered_rate
+        );
     }
     if verdict != Verdict::Verified {
         bail!("transfer not confirmed: {verdict}");

@@ -168,6 +168,8 @@ impl State {
                 slot.all_acknowledged = true;
                 slot.wake_watchers();
             }
+            // Read from the connection's stats (`target_met`) when the application asks.
+            Event::TargetMet(_) => {}
             Event::Closed(reason) => {
                 slot.closed = Some(reason);
                 slot.wake_all();

@@ -22,6 +22,9 @@ pub enum Event {
     Finished,
     /// Every byte this side wrote (and finished) was acknowledged by the peer.
     AllAcknowledged,
+    /// The target rate g stopped (`false`) or started again (`true`) being met: the connection
+    /// kept losing while sending at or below g and its receiver reported less than g.
+    TargetMet(bool),
     /// The connection is over; the handle stays valid until the endpoint drops it.
     Closed(CloseReason),
 }
@@ -122,6 +125,11 @@ pub struct Stats {
     pub target: Rate,
     /// Whether the rate controller is still in slow start.
     pub slow_start: bool,
+    /// Whether the target rate g is being met (true without a target): false after a run of
+    /// feedbacks reporting losses and a receive rate short of g while the rate was at most g.
+    pub target_met: bool,
+    /// The receive rate X_recv of the latest feedback judged against the target.
+    pub delivered_rate: Rate,
 }
 
 mod close;
@@ -131,6 +139,7 @@ mod idle;
 mod recv;
 mod rto;
 mod send;
+mod sla;
 mod stats;
 mod timers;
 
@@ -552,8 +561,12 @@ impl Connection {
 
     /// Counters and rate-control state.
     pub fn stats(&self) -> Stats {
-        self.counters
-            .snapshot(self.sender.rate.state(), self.sender.acked_bytes())
+        let mut stats = self
+            .counters
+            .snapshot(self.sender.rate.state(), self.sender.acked_bytes());
+        stats.target_met = self.sender.sla.met();
+        stats.delivered_rate = self.sender.sla.delivered();
+        stats
     }
 
     /// The composition and limits in force (for an accepted connection, those negotiated).

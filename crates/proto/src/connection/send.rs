@@ -3,6 +3,7 @@
 
 use super::handshake::wire_rtt_sample;
 use super::rto::RtoEstimator;
+use super::sla::SlaMonitor;
 use super::{Connection, Event, State};
 use crate::cc::{self, FeedbackReport, Pacer, RateController};
 use crate::config::{Config, ErrorControl};
@@ -63,6 +64,10 @@ pub(crate) struct Sender {
     /// Retransmission timer expiries since new data was last acknowledged (each doubles the
     /// wait before the next, RFC 6298 §5.5).
     rto_backoff: u32,
+    /// Whether the target rate is met.
+    pub(crate) sla: SlaMonitor,
+    /// The sender ran out of data at least once since the last feedback.
+    limited_since_feedback: bool,
     /// SRTT and RTTVAR for the retransmission timeout (RFC 6298 §2).
     rto_estimator: RtoEstimator,
     /// When the retransmission timer last expired, while backed off.
@@ -106,6 +111,8 @@ impl Sender {
             probe_at: None,
             probes: 0,
             rto_backoff: 0,
+            sla: SlaMonitor::default(),
+            limited_since_feedback: false,
             rto_estimator: RtoEstimator::default(),
             last_rto_expiry: None,
             last_data_size: config.max_datagram,
@@ -337,6 +344,7 @@ impl Connection {
                 // RFC 5348 §8.2.1: a send opportunity without data.
                 self.sender.rate.on_data_limited(now);
                 self.sender.data_limited_signalled = true;
+                self.sender.limited_since_feedback = true;
             }
             return false;
         };
@@ -589,6 +597,14 @@ impl Connection {
             loss_event_rate: f64::from(feedback.loss_event_rate_ppb.min(1_000_000_000)) / 1e9,
         };
         self.sender.rate.on_feedback(now, &report);
+        let limited = std::mem::take(&mut self.sender.limited_since_feedback);
+        if let Some(met) = self
+            .sender
+            .sla
+            .on_feedback(&self.sender.rate.state(), limited)
+        {
+            self.events.push(Event::TargetMet(met));
+        }
         for chunk in &result.acked {
             match *chunk {
                 SentChunk::Stream { offset, len, fin } => {

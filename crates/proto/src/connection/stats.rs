@@ -2,6 +2,7 @@
 
 use super::Stats;
 use crate::cc::RateState;
+use crate::rate::Rate;
 
 /// What the connection counts itself; the rate fields of [`Stats`] come from the rate controller.
 #[derive(Debug, Clone, Default)]
@@ -38,6 +39,8 @@ impl Counters {
             rtt: rate.rtt,
             target: rate.target,
             slow_start: rate.slow_start,
+            target_met: true,
+            delivered_rate: Rate::ZERO,
         }
     }
 }
