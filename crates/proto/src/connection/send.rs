@@ -656,20 +656,24 @@ pub(crate) fn min_time(a: Option<Time>, b: Option<Time>) -> Option<Time> {
 /// Most feedback sequence numbers a feedback may skip ahead of the next one expected.
 pub(crate) const MAX_FEEDBACK_SEQUENCE_JUMP: u64 = 4096;
 
-/// `ranges` (highest first) without packet numbers above `largest_sent`, and whether any were cut.
-fn clip_to_sent(ranges: &[(u64, u64)], largest_sent: Option<u64>) -> (Vec<(u64, u64)>, bool) {
+/// `ranges` (highest first) without packet numbers above `largest_sent`, and whether any were cut;
+/// borrowed as they are in the common, honest case.
+fn clip_to_sent(
+    ranges: &[(u64, u64)],
+    largest_sent: Option<u64>,
+) -> (std::borrow::Cow<'_, [(u64, u64)]>, bool) {
+    use std::borrow::Cow;
     let Some(largest) = largest_sent else {
-        return (Vec::new(), !ranges.is_empty());
+        return (Cow::Borrowed(&[]), !ranges.is_empty());
     };
-    let mut clipped = false;
+    // Highest first: only the first range can reach above the largest packet sent.
+    if ranges.first().is_none_or(|&(_, hi)| hi <= largest) {
+        return (Cow::Borrowed(ranges), false);
+    }
     let kept = ranges
         .iter()
-        .filter_map(|&(lo, hi)| {
-            if hi > largest {
-                clipped = true;
-            }
-            (lo <= largest).then_some((lo, hi.min(largest)))
-        })
+        .filter(|&&(lo, _)| lo <= largest)
+        .map(|&(lo, hi)| (lo, hi.min(largest)))
         .collect();
-    (kept, clipped)
+    (Cow::Owned(kept), true)
 }
