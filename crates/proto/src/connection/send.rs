@@ -667,7 +667,7 @@ fn clip_to_sent(
         return (Cow::Borrowed(&[]), !ranges.is_empty());
     };
     // Highest first: only the first range can reach above the largest packet sent.
-    if ranges.first().is_none_or(|&(_, hi)| hi <= largest) {
+    if ranges.first().map_or(true, |&(_, hi)| hi <= largest) {
         return (Cow::Borrowed(ranges), false);
     }
     let kept = ranges
