@@ -8,6 +8,7 @@ use qstp_proto::{Duration, Time};
 
 mod config;
 mod newreno;
+mod ranges;
 mod receiver;
 mod rtt;
 mod scoreboard;
@@ -17,13 +18,10 @@ mod tests;
 
 pub use config::{TcpConfig, TcpConfigError};
 pub use newreno::NewReno;
+pub use ranges::{SackBlocks, MAX_SACK_BLOCKS};
 pub use receiver::TcpReceiver;
 pub use rtt::RttEstimator;
 pub use sender::{TcpSender, TcpSenderStats};
-
-/// Most SACK blocks one ACK carries (RFC 2018 §3: at most 4 fit the option space with timestamps
-/// off; 3 with timestamps).
-pub const MAX_SACK_BLOCKS: usize = 4;
 
 /// A TCP segment, data or pure ACK, as the simulator carries it (no bytes, just sizes).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +33,7 @@ pub struct Segment {
     /// Cumulative acknowledgement: next byte expected (ACK segments).
     pub ack: u64,
     /// SACK blocks `[start, end)`, most recent first, at most [`MAX_SACK_BLOCKS`].
-    pub sack: Vec<(u64, u64)>,
+    pub sack: SackBlocks,
     /// Advertised receive window, bytes.
     pub window: u64,
     /// Whether this is sent again (for statistics only; TCP itself cannot tell).

@@ -1,9 +1,9 @@
 //! A TCP receiver as a sans-IO state machine: cumulative ACKs, SACK blocks (RFC 2018) and
 //! delayed ACKs (RFC 5681 §4.2).
 
-use super::{Segment, TcpConfig, MAX_SACK_BLOCKS};
+use super::ranges::RangeSet;
+use super::{SackBlocks, Segment, TcpConfig};
 use qstp_proto::{Duration, Time};
-use std::collections::BTreeMap;
 
 /// The receiving end of a bulk transfer.
 #[derive(Debug, Clone)]
@@ -15,9 +15,9 @@ pub struct TcpReceiver {
     /// Next byte expected in order.
     rcv_nxt: u64,
     /// Data held above a gap: disjoint, non-adjacent `start -> end` ranges above `rcv_nxt`.
-    out_of_order: BTreeMap<u64, u64>,
+    out_of_order: RangeSet,
     /// Ranges to report, most recently changed first (RFC 2018 §4).
-    recent: Vec<(u64, u64)>,
+    recent: SackBlocks,
     /// An ACK must go out at the next `poll_ack`.
     ack_now: bool,
     /// In-order bytes received and not yet acknowledged.
@@ -36,8 +36,8 @@ impl TcpReceiver {
             delayed_ack: config.delayed_ack,
             delayed_ack_timeout: config.delayed_ack_timeout,
             rcv_nxt: 0,
-            out_of_order: BTreeMap::new(),
-            recent: Vec::new(),
+            out_of_order: RangeSet::default(),
+            recent: SackBlocks::new(),
             ack_now: false,
             unacked_bytes: 0,
             delayed_ack_deadline: None,
@@ -63,7 +63,7 @@ impl TcpReceiver {
         }
         if start > self.rcv_nxt {
             // Out of order: hold it and send a duplicate ACK at once (RFC 5681 §4.2).
-            let range = self.insert(start, end);
+            let range = self.out_of_order.insert(start, end);
             self.remember(range);
             self.ack_now = true;
             return 0;
@@ -71,15 +71,19 @@ impl TcpReceiver {
         let before = self.rcv_nxt;
         let filled_gap = !self.out_of_order.is_empty();
         self.rcv_nxt = end;
-        while let Some((&s, &e)) = self.out_of_order.first_key_value() {
+        while let Some((s, e)) = self.out_of_order.first() {
             if s > self.rcv_nxt {
                 break;
             }
             self.rcv_nxt = self.rcv_nxt.max(e);
-            self.out_of_order.remove(&s);
+            self.out_of_order.remove_below(self.rcv_nxt);
         }
         let rcv_nxt = self.rcv_nxt;
-        self.recent.retain(|&(_, e)| e > rcv_nxt);
+        let kept = self.recent;
+        self.recent.clear();
+        for &block in kept.iter().filter(|&&(_, e)| e > rcv_nxt) {
+            self.recent.push(block);
+        }
         self.unacked_bytes += self.rcv_nxt - before;
         if filled_gap || !self.delayed_ack {
             // RFC 5681 §4.2: acknowledge at once a segment that fills all or part of a gap.
@@ -93,43 +97,19 @@ impl TcpReceiver {
         self.rcv_nxt - before
     }
 
-    /// Add `[start, end)` to the out-of-order ranges; returns the merged range holding it.
-    fn insert(&mut self, mut start: u64, mut end: u64) -> (u64, u64) {
-        // Merge with a range starting at or before `start` that reaches it.
-        if let Some((&s, &e)) = self.out_of_order.range(..=start).next_back() {
-            if e >= start {
-                start = s;
-                end = end.max(e);
-                self.out_of_order.remove(&s);
-            }
-        }
-        // Merge every range starting inside `[start, end]`.
-        while let Some((&s, &e)) = self.out_of_order.range(start..=end).next() {
-            end = end.max(e);
-            self.out_of_order.remove(&s);
-        }
-        self.out_of_order.insert(start, end);
-        (start, end)
-    }
-
     /// Put `range` first among the blocks to report (RFC 2018 §4: the first block holds the
     /// segment that triggered the ACK, then the most recently reported others).
     fn remember(&mut self, range: (u64, u64)) {
-        let current = |&(s, _): &(u64, u64), map: &BTreeMap<u64, u64>| {
-            map.range(..=s)
-                .next_back()
-                .map(|(&a, &b)| (a, b))
-                .filter(|&(_, b)| b > s)
-        };
-        let mut blocks = vec![range];
-        for old in &self.recent {
-            if let Some(now_block) = current(old, &self.out_of_order) {
-                if !blocks.contains(&now_block) {
-                    blocks.push(now_block);
+        let mut blocks = SackBlocks::new();
+        blocks.push(range);
+        for &(start, _) in self.recent.iter() {
+            // The block an older report named may have merged into a larger range since.
+            if let Some(now_block) = self.out_of_order.containing(start) {
+                if !blocks.contains(&now_block) && !blocks.push(now_block) {
+                    break;
                 }
             }
         }
-        blocks.truncate(MAX_SACK_BLOCKS);
         self.recent = blocks;
     }
 
@@ -149,7 +129,7 @@ impl TcpReceiver {
             seq: 0,
             len: 0,
             ack: self.rcv_nxt,
-            sack: self.recent.clone(),
+            sack: self.recent,
             window: self.window,
             retransmission: false,
         })
@@ -180,7 +160,7 @@ impl TcpReceiver {
 
     /// Bytes held above a gap.
     pub fn out_of_order_bytes(&self) -> u64 {
-        self.out_of_order.iter().map(|(s, e)| e - s).sum()
+        self.out_of_order.bytes()
     }
 }
 
@@ -193,7 +173,7 @@ mod tests {
             seq,
             len,
             ack: 0,
-            sack: vec![],
+            sack: SackBlocks::new(),
             window: 0,
             retransmission: false,
         }

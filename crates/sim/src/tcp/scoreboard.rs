@@ -1,8 +1,15 @@
 //! The sender's record of segments sent and not yet cumulatively acknowledged (RFC 2018 SACK
 //! scoreboard, with the loss marking and pipe estimate of RFC 6675).
+//!
+//! Built to scale to windows of tens of thousands of segments: SACKed data is kept as merged
+//! ranges, so an ACK repeating known blocks costs O(log W); loss marking moves a cursor up the
+//! window instead of rescanning it; segments awaiting a resend wait in an ordered set. Every
+//! segment is marked SACKed, lost or resent at most once per loss episode, so the work per ACK is
+//! O(log W) amortised, whatever the window.
 
+use super::ranges::RangeSet;
 use qstp_proto::Time;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 /// RFC 6675 §2: DupThresh, the number of SACKed segments above a hole that declare it lost.
 pub(crate) const DUP_THRESH: usize = 3;
@@ -55,8 +62,13 @@ pub(crate) struct CumulativeAck {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Scoreboard {
     segments: VecDeque<SentSegment>,
+    /// SACKed bytes, as merged ranges of whole segments.
+    sacked: RangeSet,
+    /// First bytes of the segments deemed lost and not yet sent again, lowest first.
+    resend: BTreeSet<u64>,
+    /// Every unSACKed segment below this byte has been marked lost (RFC 6675 IsLost cursor).
+    lost_upto: u64,
     pipe: u64,
-    awaiting_resend: usize,
 }
 
 impl Scoreboard {
@@ -70,21 +82,35 @@ impl Scoreboard {
         self.segments.is_empty()
     }
 
+    /// Segments outstanding.
+    pub(crate) fn len(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Index of the first segment starting at or above byte `seq`.
+    fn index_of(&self, seq: u64) -> usize {
+        self.segments.partition_point(|s| s.seq < seq)
+    }
+
     /// Change segment `i` through `f`, keeping the aggregates right.
     fn update(&mut self, i: usize, f: impl FnOnce(&mut SentSegment)) {
         let seg = &mut self.segments[i];
         let (was_in_pipe, was_awaiting) = (seg.in_pipe(), seg.awaiting_resend());
         f(seg);
         let (in_pipe, awaiting) = (seg.in_pipe(), seg.awaiting_resend());
-        let len = seg.len as u64;
+        let (seq, len) = (seg.seq, seg.len as u64);
         match (was_in_pipe, in_pipe) {
             (true, false) => self.pipe -= len,
             (false, true) => self.pipe += len,
             _ => {}
         }
         match (was_awaiting, awaiting) {
-            (true, false) => self.awaiting_resend -= 1,
-            (false, true) => self.awaiting_resend += 1,
+            (true, false) => {
+                self.resend.remove(&seq);
+            }
+            (false, true) => {
+                self.resend.insert(seq);
+            }
             _ => {}
         }
     }
@@ -109,7 +135,7 @@ impl Scoreboard {
         let mut karn_ok = true;
         while self.segments.front().is_some_and(|s| s.end() <= ack) {
             let was_sacked = self.segments[0].sacked;
-            // Take it out of the pipe and the resend count before dropping it.
+            // Take it out of the pipe and the resend set before dropping it.
             self.update(0, |s| {
                 s.sacked = true;
                 s.lost = false;
@@ -124,42 +150,75 @@ impl Scoreboard {
         if !karn_ok {
             result.rtt_sent_at = None;
         }
+        let una = self.segments.front().map_or(ack, |s| s.seq);
+        self.sacked.remove_below(una);
         result
     }
 
-    /// Mark the segments `blocks` cover as SACKed; returns the bytes newly SACKed.
+    /// Mark the segments `blocks` cover as SACKed; returns the bytes newly SACKed. Parts of a
+    /// block already known cost one range lookup each, not a walk over their segments.
     pub(crate) fn apply_sack(&mut self, blocks: &[(u64, u64)]) -> u64 {
         let mut newly = 0;
         for &(start, end) in blocks {
-            let first = self.segments.partition_point(|s| s.seq < start);
-            for i in first..self.segments.len() {
-                let seg = self.segments[i];
-                if seg.end() > end {
-                    break;
+            let mut at = start;
+            while at < end {
+                if let Some((_, known_end)) = self.sacked.containing(at) {
+                    at = known_end;
+                    continue;
                 }
-                if !seg.sacked {
-                    newly += seg.len as u64;
-                    self.update(i, |s| s.sacked = true);
-                }
+                let gap_end = self.sacked.next_start(at).map_or(end, |s| s.min(end));
+                newly += self.sack_whole_segments(at, gap_end);
+                at = gap_end;
             }
         }
         newly
     }
 
+    /// SACK every segment lying wholly inside `[from, to)` (none of them SACKed yet).
+    fn sack_whole_segments(&mut self, from: u64, to: u64) -> u64 {
+        let first = self.index_of(from);
+        let mut i = first;
+        let mut bytes = 0;
+        while i < self.segments.len() && self.segments[i].end() <= to {
+            bytes += self.segments[i].len as u64;
+            self.update(i, |s| s.sacked = true);
+            i += 1;
+        }
+        if i > first {
+            self.sacked
+                .insert(self.segments[first].seq, self.segments[i - 1].end());
+        }
+        bytes
+    }
+
+    /// First byte of the `n`-th highest SACKed segment, if `n` segments are SACKed.
+    fn nth_highest_sacked(&self, n: usize) -> Option<u64> {
+        let mut left = n;
+        for (start, end) in self.sacked.iter_rev() {
+            let (lo, hi) = (self.index_of(start), self.index_of(end));
+            if hi - lo >= left {
+                return Some(self.segments[hi - left].seq);
+            }
+            left -= hi - lo;
+        }
+        None
+    }
+
     /// RFC 6675 §4 IsLost: mark lost every unSACKed segment with at least DupThresh SACKed
     /// segments above it; returns whether the first outstanding segment is lost.
     pub(crate) fn mark_lost_by_sack(&mut self) -> bool {
-        let mut sacked_above = 0;
-        for i in (0..self.segments.len()).rev() {
-            let seg = self.segments[i];
-            if seg.sacked {
-                sacked_above += 1;
-            } else if sacked_above >= DUP_THRESH {
-                if seg.lost {
-                    // Everything below was marked when this one was.
-                    break;
+        if let Some(threshold) = self.nth_highest_sacked(DUP_THRESH) {
+            if threshold > self.lost_upto {
+                // Segments below `lost_upto` were marked by an earlier call.
+                let from = self.index_of(self.lost_upto);
+                let to = self.index_of(threshold);
+                for i in from..to {
+                    let seg = self.segments[i];
+                    if !seg.sacked && !seg.lost {
+                        self.update(i, |s| s.lost = true);
+                    }
                 }
-                self.update(i, |s| s.lost = true);
+                self.lost_upto = threshold;
             }
         }
         self.segments.front().is_some_and(|s| s.lost)
@@ -186,14 +245,13 @@ impl Scoreboard {
                 });
             }
         }
+        self.lost_upto = self.segments.back().map_or(self.lost_upto, |s| s.end());
     }
 
     /// The first segment deemed lost and not yet sent again.
     pub(crate) fn next_resend(&self) -> Option<SentSegment> {
-        if self.awaiting_resend == 0 {
-            return None;
-        }
-        self.segments.iter().find(|s| s.awaiting_resend()).copied()
+        let &seq = self.resend.first()?;
+        Some(self.segments[self.index_of(seq)])
     }
 
     /// Record that the segment starting at `seq` was sent again at `now`.
@@ -284,5 +342,139 @@ mod tests {
         .collect();
         assert_eq!(order, [0, 100, 200, 400]);
         assert_eq!(b.pipe(), 400);
+    }
+}
+
+/// The scoreboard against a plain per-segment model that rescans the window on every step (the
+/// definition of RFC 6675 IsLost and SetPipe, written the slow and obvious way).
+#[cfg(test)]
+mod model {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone, Copy)]
+    enum Step {
+        Send(u8),
+        Sack(u16, u16),
+        Ack(u16),
+        MarkLost,
+        MarkFirst,
+        Timeout,
+        Resend,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (1u8..8).prop_map(Step::Send),
+            (0u16..60, 1u16..8).prop_map(|(a, n)| Step::Sack(a, n)),
+            (0u16..60).prop_map(Step::Ack),
+            (0u16..60, 1u16..8).prop_map(|(a, n)| Step::Sack(a, n)),
+            Just(Step::MarkLost),
+            Just(Step::MarkFirst),
+            Just(Step::Timeout),
+            (0u8..1).prop_map(|_| Step::Resend),
+        ]
+    }
+
+    #[derive(Default)]
+    struct Model {
+        segs: Vec<SentSegment>,
+    }
+
+    impl Model {
+        fn pipe(&self) -> u64 {
+            self.segs
+                .iter()
+                .filter(|s| s.in_pipe())
+                .map(|s| s.len as u64)
+                .sum()
+        }
+        fn sack(&mut self, start: u64, end: u64) {
+            for s in &mut self.segs {
+                if s.seq >= start && s.end() <= end {
+                    s.sacked = true;
+                }
+            }
+        }
+        fn mark_lost(&mut self) {
+            for i in 0..self.segs.len() {
+                let above = self.segs[i + 1..].iter().filter(|s| s.sacked).count();
+                if !self.segs[i].sacked && above >= DUP_THRESH {
+                    self.segs[i].lost = true;
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn agrees_with_the_rescanning_model(steps in proptest::collection::vec(step(), 1..80)) {
+            const MSS: u64 = 10;
+            let (mut b, mut m) = (Scoreboard::default(), Model::default());
+            let mut next = 0u64;
+            for s in steps {
+                match s {
+                    Step::Send(n) => for _ in 0..n {
+                        b.push(next, MSS as u32, Time::ZERO);
+                        m.segs.push(SentSegment { seq: next, len: MSS as u32, sent_at: Time::ZERO,
+                            retransmitted: false, sacked: false, lost: false, resent: false });
+                        next += MSS;
+                    },
+                    Step::Sack(a, n) => {
+                        // Blocks start anywhere in the window, half the time mid-segment.
+                        let una = m.segs.first().map_or(next, |s| s.seq);
+                        let window = next - una;
+                        let start = una + (u64::from(a) * MSS / 2) % window.max(1);
+                        let end = (start + u64::from(n) * MSS).min(next);
+                        if start < end {
+                            b.apply_sack(&[(start, end)]);
+                            m.sack(start, end);
+                        }
+                    }
+                    Step::Ack(a) => {
+                        let una = m.segs.first().map_or(next, |s| s.seq);
+                        let ack = (una + u64::from(a % 4) * MSS).min(next);
+                        b.ack_cumulative(ack);
+                        m.segs.retain(|s| s.end() > ack);
+                    }
+                    Step::MarkLost => {
+                        let first = b.mark_lost_by_sack();
+                        m.mark_lost();
+                        prop_assert_eq!(first, m.segs.first().is_some_and(|s| s.lost));
+                    }
+                    Step::MarkFirst => {
+                        b.mark_first_lost();
+                        if let Some(f) = m.segs.first_mut() {
+                            if !f.sacked { f.lost = true; }
+                        }
+                    }
+                    Step::Timeout => {
+                        b.mark_all_lost();
+                        for s in m.segs.iter_mut().filter(|s| !s.sacked) {
+                            s.lost = true;
+                            s.resent = false;
+                        }
+                    }
+                    Step::Resend => {
+                        let want = m.segs.iter().find(|s| s.awaiting_resend()).map(|s| s.seq);
+                        prop_assert_eq!(b.next_resend().map(|s| s.seq), want);
+                        if let Some(seq) = want {
+                            b.resent(seq, Time::ZERO);
+                            let s = m.segs.iter_mut().find(|s| s.seq == seq).unwrap();
+                            s.resent = true;
+                            s.retransmitted = true;
+                        }
+                    }
+                }
+                prop_assert_eq!(b.pipe(), m.pipe());
+                prop_assert_eq!(b.len(), m.segs.len());
+                let lost: Vec<u64> = b.segments.iter().filter(|s| s.lost).map(|s| s.seq).collect();
+                let want_lost: Vec<u64> = m.segs.iter().filter(|s| s.lost).map(|s| s.seq).collect();
+                prop_assert_eq!(lost, want_lost);
+                let want = m.segs.iter().find(|s| s.awaiting_resend()).map(|s| s.seq);
+                prop_assert_eq!(b.next_resend().map(|s| s.seq), want);
+            }
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, DUP_THRESH};
-use super::{AckSample, CongestionControl, Segment, TcpConfig};
+use super::{AckSample, CongestionControl, SackBlocks, Segment, TcpConfig};
 use qstp_proto::{Duration, Time};
 
 /// Counters and state of a sender, for reports.
@@ -118,7 +118,7 @@ impl TcpSender {
             seq,
             len,
             ack: 0,
-            sack: Vec::new(),
+            sack: SackBlocks::new(),
             window: 0,
             retransmission,
         }
@@ -170,12 +170,12 @@ impl TcpSender {
         self.peer_window = ack.window;
         self.peer_sacks |= !ack.sack.is_empty();
         let in_flight = self.pipe();
-        let sack: Vec<(u64, u64)> = ack
-            .sack
-            .iter()
-            .copied()
-            .filter(|&(start, end)| start < end && start >= ack.ack && end <= self.snd_nxt)
-            .collect();
+        let mut sack = SackBlocks::new();
+        for &(start, end) in ack.sack.iter() {
+            if start < end && start >= ack.ack && end <= self.snd_nxt {
+                sack.push((start, end));
+            }
+        }
         let newly_sacked = self.board.apply_sack(&sack);
         let mut acked_bytes = newly_sacked;
         let mut ended_recovery = false;
