@@ -503,7 +503,7 @@ mod tests {
         );
         // Group B's line is the sum of its two flows.
         let b = &thr.lines[1];
-        assert!(b.label.starts_with("B (tcp, 2 flows)"));
+        assert!(b.label.starts_with("B (tcp/newreno, 2 flows)"));
         let mean = &figs[5].chart;
         assert_eq!(
             mean.lines[1].points.iter().map(|p| p.0).collect::<Vec<_>>(),

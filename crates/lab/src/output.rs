@@ -271,7 +271,7 @@ pub fn runs_csv(plan: &Plan, results: &[PointResult], summary: &Summary) -> Stri
                     seed = metrics.seed,
                     group = field(&group.name),
                     flow = f.flow,
-                    protocol = field(protocol_name(&group.protocol)),
+                    protocol = field(&protocol_name(&group.protocol)),
                     thr = f.throughput_bps,
                     good = f.goodput_bps,
                     sent = f.packets_sent,

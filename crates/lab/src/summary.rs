@@ -250,7 +250,7 @@ fn group(g: usize, spec: &qstp_sim::GroupSpec, runs: &[RunMetrics]) -> GroupSumm
     }
     GroupSummary {
         group: spec.name.clone(),
-        protocol: protocol_name(&spec.protocol).to_string(),
+        protocol: protocol_name(&spec.protocol),
         flows: spec.flows,
         target_bps: spec.target.map(|t| t.bps()),
         throughput_bps: Stats::of(&throughput).unwrap_or_default(),

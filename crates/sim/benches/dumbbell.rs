@@ -94,9 +94,11 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
     let tcp = Protocol::Tcp {
-        congestion: "newreno".into(),
-        delayed_ack: false,
-        receive_window: 64 << 20,
+        congestion: qstp_sim::tcp::CcSpec::named("newreno"),
+        options: qstp_sim::tcp::TcpOptions {
+            receive_window: 64 << 20,
+            ..Default::default()
+        },
     };
     measure("8 x TCP NewReno", &spec(tcp, seconds));
     let qstp = Protocol::Qstp {

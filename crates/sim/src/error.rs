@@ -25,13 +25,13 @@ pub enum SimError {
         /// The bottleneck's one-way delay.
         bottleneck_delay: Duration,
     },
-    /// A TCP group names a congestion control the simulator does not have.
-    #[error("group '{group}': unknown TCP congestion control '{name}'")]
-    UnknownCongestionControl {
+    /// A TCP group's congestion control is unknown or has a bad parameter.
+    #[error("group '{group}': {error}")]
+    CongestionControl {
         /// The group.
         group: String,
-        /// The name asked for.
-        name: String,
+        /// What the registry refused.
+        error: crate::tcp::CcError,
     },
     /// A qstp group's connection configuration is invalid.
     #[error("group '{group}': {source}")]

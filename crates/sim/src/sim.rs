@@ -289,8 +289,7 @@ fn flow_agents(
         }
         Protocol::Tcp {
             congestion,
-            delayed_ack,
-            receive_window,
+            options,
         } => {
             let (source, sink) = tcp::flow(
                 group,
@@ -298,8 +297,7 @@ fn flow_agents(
                 receiver_binding,
                 size,
                 congestion,
-                *delayed_ack,
-                *receive_window,
+                options,
             )?;
             (
                 Agent::TcpSource(Box::new(source)),

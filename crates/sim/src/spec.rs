@@ -195,14 +195,12 @@ pub enum MarkerSpec {
 /// What a group's flows run.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Protocol {
-    /// TCP with the named congestion control (`newreno` now; high-speed variants later).
+    /// A saturated TCP bulk transfer.
     Tcp {
-        /// Congestion-control name.
-        congestion: String,
-        /// Whether the receiver delays ACKs (RFC 1122: every second segment or 200 ms).
-        delayed_ack: bool,
-        /// Receiver window, bytes.
-        receive_window: u64,
+        /// The congestion control and its parameters.
+        congestion: crate::tcp::CcSpec,
+        /// Initial window, delayed ACKs, SACK, RTO floor, receive window.
+        options: crate::tcp::TcpOptions,
     },
     /// A qstp-proto connection with this composition (`qstp`, `tfrc-sack`, `tfrc`, `gtfrc`, ...),
     /// saturated by its application (always has data to send).

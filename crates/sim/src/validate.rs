@@ -70,7 +70,14 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
             return invalid(&key("name"), "two groups have this name".into());
         }
         match &group.protocol {
-            Protocol::Tcp { .. } => {
+            Protocol::Tcp { congestion, .. } => {
+                // Refused before anything runs, with the list of known names.
+                congestion
+                    .validate()
+                    .map_err(|error| SimError::CongestionControl {
+                        group: group.name.clone(),
+                        error,
+                    })?;
                 if spec.packet_size <= TCP_IP_HEADER as usize {
                     return invalid(
                         "packet_size",

@@ -4,6 +4,7 @@ mod common;
 
 use common::{dumbbell, group, newreno};
 use qstp_proto::{Duration, Rate};
+use qstp_sim::tcp::{CcError, CcSpec, TcpOptions};
 use qstp_sim::{run, Protocol, SimError};
 
 #[test]
@@ -42,9 +43,12 @@ fn tcp_with_delayed_acks_runs_and_is_deterministic() {
     spec.groups.push(group(
         "tcp",
         Protocol::Tcp {
-            congestion: "newreno".into(),
-            delayed_ack: true,
-            receive_window: 1 << 20,
+            congestion: CcSpec::named("newreno"),
+            options: TcpOptions {
+                delayed_ack: true,
+                receive_window: 1 << 20,
+                ..TcpOptions::default()
+            },
         },
         3,
         Duration::from_millis(60),
@@ -59,13 +63,12 @@ fn tcp_with_delayed_acks_runs_and_is_deterministic() {
 fn an_unknown_congestion_control_is_refused() {
     let mut spec = dumbbell(Rate::from_mbps(5), Duration::from_millis(10), 30, 10);
     let protocol = Protocol::Tcp {
-        congestion: "warp".into(),
-        delayed_ack: false,
-        receive_window: 1 << 20,
+        congestion: CcSpec::named("warp"),
+        options: TcpOptions::default(),
     };
     spec.groups
         .push(group("tcp", protocol, 1, Duration::from_millis(60)));
     assert!(
-        matches!(run(&spec), Err(SimError::UnknownCongestionControl { name, .. }) if name == "warp")
+        matches!(run(&spec), Err(SimError::CongestionControl { error: CcError::Unknown { name }, .. }) if name == "warp")
     );
 }

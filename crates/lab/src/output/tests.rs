@@ -53,7 +53,7 @@ fn every_output_is_written_and_the_report_gathers_them() {
         "the scenario file is shown"
     );
     for cell in [
-        "<td>B</td><td>tcp</td><td>2</td>",
+        "<td>B</td><td>tcp/newreno</td><td>2</td>",
         "<td>A</td><td>qstp</td><td>1</td><td>500.0</td>",
         "in-profile",
         "out-profile",

@@ -56,6 +56,16 @@ impl Fields {
         FieldError::new(self.key(key), reason)
     }
 
+    /// Whether `key` is still there.
+    pub(crate) fn has(&self, key: &str) -> bool {
+        self.table.contains_key(key)
+    }
+
+    /// The keys still to be read.
+    pub(crate) fn keys(&self) -> Vec<String> {
+        self.table.keys().cloned().collect()
+    }
+
     /// Take a raw value out.
     pub(crate) fn take(&mut self, key: &str) -> Option<Value> {
         self.table.remove(key)

@@ -7,14 +7,12 @@
 
 use super::fields::{duration, rate, FieldResult, Fields};
 use qstp_proto::{Config, CongestionControl, Duration, ErrorControl, Order, Preset, Rate};
+use qstp_sim::tcp::{self, CcSpec, TcpOptions};
 use qstp_sim::{GroupSpec, Protocol};
 use toml::Value;
 
 /// Most flows in one group: a bound on the simulator's state.
 const MAX_FLOWS: u64 = 10_000;
-/// Receiver window of TCP flows when the file gives none: large enough (256 KiB) not to limit a
-/// 1 Mbit/s path even at 640 ms RTT; the papers do not give one.
-const DEFAULT_TCP_WINDOW: u64 = 256 * 1024;
 /// Mean on and off periods of on/off sources when the file gives none.
 const DEFAULT_ON_OFF: Duration = Duration::from_secs(1);
 
@@ -77,13 +75,8 @@ fn protocol(
     };
     Ok(match name.as_str() {
         "tcp" => Protocol::Tcp {
-            congestion: f.opt_str("congestion")?.unwrap_or_else(|| "newreno".into()),
-            delayed_ack: f.opt_bool("delayed_ack")?.unwrap_or(false),
-            receive_window: match f.opt_u64("window")? {
-                Some(0) => return Err(f.error("window", "must be positive")),
-                Some(w) => w,
-                None => DEFAULT_TCP_WINDOW,
-            },
+            congestion: congestion(f)?,
+            options: tcp_options(f)?,
         },
         "tfrc" => Protocol::Qstp {
             name,
@@ -134,6 +127,87 @@ fn protocol(
     })
 }
 
+/// `congestion = "cubic"` or `congestion = { name = "cubic", beta = 0.7, c = 0.4 }`, checked
+/// against the simulator's registry (names, parameters, ranges) as the file is read.
+fn congestion(f: &mut Fields) -> FieldResult<CcSpec> {
+    let spec = match f.take("congestion") {
+        None => CcSpec::named("newreno"),
+        Some(Value::String(name)) => CcSpec::named(name),
+        Some(Value::Table(table)) => {
+            let mut t = Fields::new(f.key("congestion"), table);
+            let name = t.str("name")?;
+            let mut spec = CcSpec::named(name);
+            let keys: Vec<String> = t.keys();
+            for key in keys {
+                let value = t.opt_f64(&key)?.expect("key listed above");
+                spec.params.insert(key, value);
+            }
+            spec
+        }
+        Some(other) => {
+            return Err(f.error(
+                "congestion",
+                format!(
+                    "expected a name or a table, found {} (known: {})",
+                    other.type_str(),
+                    tcp::known_names().join(", ")
+                ),
+            ))
+        }
+    };
+    spec.validate()
+        .map_err(|e| f.error("congestion", e.to_string()))?;
+    Ok(spec)
+}
+
+/// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window }`; `delayed_ack`
+/// and `window` may also sit in the group itself (the older spelling).
+fn tcp_options(f: &mut Fields) -> FieldResult<TcpOptions> {
+    let mut o = TcpOptions::default();
+    let mut table = f.opt_table("tcp")?;
+    for key in ["delayed_ack", "window"] {
+        if table.as_ref().is_some_and(|t| t.has(key)) && f.has(key) {
+            return Err(f.error(key, format!("given twice: here and in tcp.{key}")));
+        }
+    }
+    let mut read = |t: &mut Fields, nested: bool| -> FieldResult<()> {
+        if let Some(v) = t.opt_bool("delayed_ack")? {
+            o.delayed_ack = v;
+        }
+        match t.opt_u64("window")? {
+            Some(0) => return Err(t.error("window", "must be positive")),
+            Some(w) => o.receive_window = w,
+            None => {}
+        }
+        if nested {
+            if let Some(iw) = t.opt_u64("initial_window")? {
+                if !(1..=100_000).contains(&iw) {
+                    return Err(t.error("initial_window", "must be in 1..=100000 segments"));
+                }
+                o.initial_window = iw as u32;
+            }
+            if let Some(rto) = t.opt_duration("min_rto")? {
+                if rto.is_zero() || rto > Duration::from_secs(60) {
+                    return Err(t.error("min_rto", "must be in (0, 60s]"));
+                }
+                o.min_rto = rto;
+            }
+            if let Some(sack) = t.opt_bool("sack")? {
+                o.sack = sack;
+            }
+        }
+        Ok(())
+    };
+    read(f, false)?;
+    if let Some(t) = table.as_mut() {
+        read(t, true)?;
+    }
+    if let Some(t) = table {
+        t.finish()?;
+    }
+    Ok(o)
+}
+
 /// A rate schedule: `rate = "300k"`, or `schedule = [["0s", "300k"], ["60s", "1000k"], ...]`.
 fn schedule(f: &mut Fields) -> FieldResult<Vec<(Duration, Rate)>> {
     let single = f.opt_rate("rate")?;
@@ -170,13 +244,17 @@ fn schedule(f: &mut Fields) -> FieldResult<Vec<(Duration, Rate)>> {
     }
 }
 
-/// The protocol name a group's spec was built from (for reports).
-pub fn protocol_name(protocol: &Protocol) -> &str {
+/// The protocol name a group's spec was built from, for reports: TCP names its control
+/// (`tcp/cubic`).
+pub fn protocol_name(protocol: &Protocol) -> String {
     match protocol {
-        Protocol::Tcp { .. } => "tcp",
-        Protocol::Qstp { name, .. } => name,
-        Protocol::Cbr { .. } => "cbr",
-        Protocol::OnOff { .. } => "onoff",
+        Protocol::Tcp { congestion, .. } => format!(
+            "tcp/{}",
+            congestion.canonical_name().unwrap_or(&congestion.name)
+        ),
+        Protocol::Qstp { name, .. } => name.clone(),
+        Protocol::Cbr { .. } => "cbr".into(),
+        Protocol::OnOff { .. } => "onoff".into(),
     }
 }
 
@@ -236,11 +314,37 @@ mod tests {
         assert_eq!(
             g.protocol,
             Protocol::Tcp {
-                congestion: "newreno".into(),
-                delayed_ack: true,
-                receive_window: 20_000
+                congestion: CcSpec::named("newreno"),
+                options: TcpOptions {
+                    delayed_ack: true,
+                    receive_window: 20_000,
+                    ..TcpOptions::default()
+                }
             }
         );
+        let g = read(
+            "name = \"T\"\nprotocol = \"tcp\"\nrtt = \"40ms\"\ncongestion = \"Reno\"\ntcp = { initial_window = 10, delayed_ack = true, min_rto = \"1s\", sack = false }",
+        )
+        .unwrap();
+        let Protocol::Tcp {
+            congestion,
+            options,
+        } = &g.protocol
+        else {
+            panic!()
+        };
+        assert_eq!(protocol_name(&g.protocol), "tcp/newreno");
+        assert_eq!(congestion.name, "Reno");
+        assert_eq!(
+            (
+                options.initial_window,
+                options.delayed_ack,
+                options.min_rto,
+                options.sack
+            ),
+            (10, true, Duration::from_secs(1), false)
+        );
+        assert_eq!(options.receive_window, u64::MAX);
         let g = read(
             "name = \"U\"\nprotocol = \"cbr\"\nrtt = \"30ms\"\nschedule = [[\"0s\", \"300k\"], [\"60s\", \"1000k\"], [\"120s\", \"300k\"]]",
         )
@@ -257,6 +361,31 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.reason.contains("start at 0s"));
+    }
+
+    #[test]
+    fn congestion_controls_and_tcp_options_are_checked_as_the_file_is_read() {
+        let tcp = |extra: &str| {
+            read(&format!(
+                "name = \"T\"\nprotocol = \"tcp\"\nrtt = \"40ms\"\n{extra}"
+            ))
+        };
+        let err = tcp("congestion = \"warp\"").unwrap_err();
+        assert_eq!(err.key, "group.X.congestion");
+        assert!(err.reason.contains("known: newreno"), "{}", err.reason);
+        let err = tcp("congestion = { name = \"newreno\", beta = 0.5 }").unwrap_err();
+        assert_eq!(
+            err.reason,
+            "newreno has no parameter 'beta' (it takes none)"
+        );
+        let err = tcp("congestion = 3").unwrap_err();
+        assert!(err.reason.starts_with("expected a name or a table"));
+        let err = tcp("window = 1000\ntcp = { window = 2000 }").unwrap_err();
+        assert_eq!(err.key, "group.X.window");
+        let err = tcp("tcp = { initial_window = 0 }").unwrap_err();
+        assert_eq!(err.key, "group.X.tcp.initial_window");
+        let err = tcp("tcp = { nagle = true }").unwrap_err();
+        assert_eq!((err.key.as_str(), err.unknown), ("group.X.tcp.nagle", true));
     }
 
     #[test]

@@ -58,12 +58,12 @@ fn reads_the_fig4_scenario_into_three_points() {
     assert_eq!(p.sweep_keys, vec!["group.AB.protocol".to_string()]);
     assert_eq!(p.points.len(), 3);
     assert_eq!(p.total_runs(), 30);
-    let names: Vec<&str> = p
+    let names: Vec<String> = p
         .points
         .iter()
         .map(|pt| protocol_name(&pt.scenario.groups[0].protocol))
         .collect();
-    assert_eq!(names, ["tcp", "tfrc-sack", "qstp"]);
+    assert_eq!(names, ["tcp/newreno", "tfrc-sack", "qstp"]);
     let s = &p.points[2].scenario;
     assert_eq!(
         (s.duration, s.warmup, s.runs, s.seed),

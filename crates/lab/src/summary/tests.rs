@@ -59,7 +59,7 @@ fn the_summary_has_the_documented_shape() {
             flow["protocol"].as_str(),
             flow["flows"].as_u64()
         ),
-        (Some("B"), Some("tcp"), Some(2))
+        (Some("B"), Some("tcp/newreno"), Some(2))
     );
     assert_eq!(points[0]["flows"][0]["target_bps"], 500_000);
     let queue = &points[0]["queues"][0];

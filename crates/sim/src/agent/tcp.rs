@@ -4,8 +4,8 @@ use super::{Binding, Ctx};
 use crate::error::SimError;
 use crate::network::{Packet, Payload};
 use crate::spec::GroupSpec;
-use crate::tcp::{self, Segment, TcpConfig, TcpReceiver, TcpSender};
-use qstp_proto::{Duration, Time};
+use crate::tcp::{CcSpec, Segment, TcpConfig, TcpOptions, TcpReceiver, TcpSender};
+use qstp_proto::Time;
 
 /// The two agents of one TCP flow of `group`, with `packet_size`-byte data packets on the wire.
 pub fn flow(
@@ -13,29 +13,20 @@ pub fn flow(
     sender: Binding,
     receiver: Binding,
     packet_size: u32,
-    congestion: &str,
-    delayed_ack: bool,
-    receive_window: u64,
+    congestion: &CcSpec,
+    options: &TcpOptions,
 ) -> Result<(TcpSource, TcpSink), SimError> {
-    let defaults = TcpConfig::default();
-    let config = TcpConfig {
-        mss: packet_size.saturating_sub(defaults.header_bytes),
-        delayed_ack,
-        receive_window,
-        // The papers' testbeds and simulations bound the RTO below at 200 ms, not RFC 6298's 1 s.
-        min_rto: Duration::from_millis(200),
-        ..defaults
-    };
+    let config = options.config(packet_size.saturating_sub(TcpConfig::default().header_bytes));
     config.validate().map_err(|e| SimError::Component {
         component: format!("groups[{}].protocol", group.name),
         reason: e.to_string(),
     })?;
-    let cc = tcp::congestion_control(congestion, config.mss).map_err(|e| {
-        SimError::UnknownCongestionControl {
+    let cc = congestion
+        .build(config.mss)
+        .map_err(|error| SimError::CongestionControl {
             group: group.name.clone(),
-            name: e.name,
-        }
-    })?;
+            error,
+        })?;
     let header = config.header_bytes;
     let sink = TcpSink::new(receiver, TcpReceiver::new(&config), header);
     Ok((

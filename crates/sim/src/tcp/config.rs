@@ -15,6 +15,9 @@ pub struct TcpConfig {
     pub receive_window: u64,
     /// Whether the receiver delays ACKs (RFC 5681 §4.2).
     pub delayed_ack: bool,
+    /// Whether the receiver sends SACK blocks (RFC 2018); without them the sender recovers by
+    /// NewReno partial ACKs alone (RFC 6582).
+    pub sack: bool,
     /// Longest an ACK is delayed (RFC 5681 §4.2: at most 500 ms; 200 ms is usual).
     pub delayed_ack_timeout: Duration,
     /// Lower bound of the retransmission timeout (RFC 6298 §2.4: 1 s; simulations often 200 ms).
@@ -33,10 +36,60 @@ impl Default for TcpConfig {
             initial_window: 2,
             receive_window: 1 << 20,
             delayed_ack: false,
+            sack: true,
             delayed_ack_timeout: Duration::from_millis(200),
             min_rto: Duration::from_secs(1),
             max_rto: Duration::from_secs(60),
             initial_rto: Duration::from_secs(1),
+        }
+    }
+}
+
+/// The per-group TCP settings a scenario chooses; the rest of [`TcpConfig`] follows the RFCs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpOptions {
+    /// Initial window, segments.
+    pub initial_window: u32,
+    /// Whether the receiver delays ACKs (RFC 5681 §4.2: every second segment, 200 ms timer).
+    pub delayed_ack: bool,
+    /// Lower bound of the retransmission timeout.
+    pub min_rto: Duration,
+    /// Whether the receiver sends SACK blocks (RFC 2018).
+    pub sack: bool,
+    /// The receiver's window, bytes.
+    pub receive_window: u64,
+}
+
+impl Default for TcpOptions {
+    fn default() -> Self {
+        TcpOptions {
+            initial_window: TcpConfig::default().initial_window,
+            delayed_ack: false,
+            // The papers' testbeds and simulations bound the RTO below at 200 ms (ns-2's
+            // default), not RFC 6298's 1 s.
+            min_rto: Duration::from_millis(200),
+            sack: true,
+            // Unlimited: a receive buffer that never caps the window (Linux autotuning).
+            receive_window: u64::MAX,
+        }
+    }
+}
+
+impl TcpOptions {
+    /// The full configuration for segments of `mss` bytes.
+    pub fn config(&self, mss: u32) -> TcpConfig {
+        let defaults = TcpConfig::default();
+        TcpConfig {
+            mss,
+            initial_window: self.initial_window,
+            delayed_ack: self.delayed_ack,
+            min_rto: self.min_rto,
+            // RFC 6298 §2.1 sets the initial RTO to 1 s; a larger floor raises it with it.
+            initial_rto: defaults.initial_rto.max(self.min_rto),
+            max_rto: defaults.max_rto.max(self.min_rto),
+            sack: self.sack,
+            receive_window: self.receive_window,
+            ..defaults
         }
     }
 }

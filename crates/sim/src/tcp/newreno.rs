@@ -3,8 +3,17 @@
 //! Recovery itself (which segment to resend, partial ACKs) lives in the sender; this is only the
 //! window arithmetic that later variants replace.
 
-use super::{AckSample, CongestionControl};
+use super::{AckSample, CongestionControl, Registered};
 use qstp_proto::Time;
+
+/// Registry entry.
+pub(super) const ENTRY: Registered = Registered {
+    name: "newreno",
+    aliases: &["reno"],
+    doc: "RFC 5681 slow start and congestion avoidance, RFC 6582 recovery",
+    params: &[],
+    build: |mss, _| Box::new(NewReno::new(mss)),
+};
 
 /// The standard TCP window: +1 MSS per ACK in slow start, +MSS²/cwnd per ACK in congestion
 /// avoidance, halved on a congestion event, one segment after a timeout.
@@ -127,20 +136,5 @@ mod tests {
         cc.on_retransmission_timeout(Time::ZERO, 3_000);
         // ssthresh = max(1500, 2 * MSS).
         assert_eq!((cc.cwnd(), cc.ssthresh()), (1_000, 2_000));
-    }
-
-    #[test]
-    fn names_resolve() {
-        assert_eq!(
-            super::super::congestion_control("NewReno", 1460)
-                .unwrap()
-                .name(),
-            "newreno"
-        );
-        let err = super::super::congestion_control("warp", 1460).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "unknown TCP congestion control 'warp' (known: newreno)"
-        );
     }
 }

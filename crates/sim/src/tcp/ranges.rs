@@ -82,11 +82,6 @@ impl RangeSet {
     pub(crate) fn bytes(&self) -> u64 {
         self.map.iter().map(|(s, e)| e - s).sum()
     }
-
-    /// Forget every range.
-    pub(crate) fn clear(&mut self) {
-        self.map.clear();
-    }
 }
 
 /// The SACK blocks of one ACK, most recent first (RFC 2018 §4), at most [`MAX_SACK_BLOCKS`];
@@ -177,8 +172,6 @@ mod tests {
         assert_eq!(r.first(), Some((15, 40)));
         r.remove_below(55);
         assert_eq!(r.iter_rev().collect::<Vec<_>>(), [(55, 60)]);
-        r.clear();
-        assert!(r.is_empty());
     }
 
     #[test]

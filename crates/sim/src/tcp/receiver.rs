@@ -11,6 +11,7 @@ pub struct TcpReceiver {
     mss: u64,
     window: u64,
     delayed_ack: bool,
+    sack: bool,
     delayed_ack_timeout: Duration,
     /// Next byte expected in order.
     rcv_nxt: u64,
@@ -34,6 +35,7 @@ impl TcpReceiver {
             mss: u64::from(config.mss.max(1)),
             window: config.receive_window,
             delayed_ack: config.delayed_ack,
+            sack: config.sack,
             delayed_ack_timeout: config.delayed_ack_timeout,
             rcv_nxt: 0,
             out_of_order: RangeSet::default(),
@@ -129,7 +131,11 @@ impl TcpReceiver {
             seq: 0,
             len: 0,
             ack: self.rcv_nxt,
-            sack: self.recent,
+            sack: if self.sack {
+                self.recent
+            } else {
+                SackBlocks::new()
+            },
             window: self.window,
             retransmission: false,
         })

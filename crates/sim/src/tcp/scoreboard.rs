@@ -58,6 +58,16 @@ pub(crate) struct CumulativeAck {
     pub rtt_sent_at: Option<Time>,
 }
 
+/// What a SACK option newly covered.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SackResult {
+    /// Bytes newly SACKed.
+    pub newly_sacked: u64,
+    /// Latest send time among the newly SACKed segments sent only once (an RTT sample, RFC 6298
+    /// §3 Karn).
+    pub rtt_sent_at: Option<Time>,
+}
+
 /// Segments from the first unacknowledged byte up to the highest sent, in order.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Scoreboard {
@@ -83,6 +93,7 @@ impl Scoreboard {
     }
 
     /// Segments outstanding.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.segments.len()
     }
@@ -155,10 +166,10 @@ impl Scoreboard {
         result
     }
 
-    /// Mark the segments `blocks` cover as SACKed; returns the bytes newly SACKed. Parts of a
-    /// block already known cost one range lookup each, not a walk over their segments.
-    pub(crate) fn apply_sack(&mut self, blocks: &[(u64, u64)]) -> u64 {
-        let mut newly = 0;
+    /// Mark the segments `blocks` cover as SACKed. Parts of a block already known cost one range
+    /// lookup each, not a walk over their segments.
+    pub(crate) fn apply_sack(&mut self, blocks: &[(u64, u64)]) -> SackResult {
+        let mut result = SackResult::default();
         for &(start, end) in blocks {
             let mut at = start;
             while at < end {
@@ -167,20 +178,23 @@ impl Scoreboard {
                     continue;
                 }
                 let gap_end = self.sacked.next_start(at).map_or(end, |s| s.min(end));
-                newly += self.sack_whole_segments(at, gap_end);
+                self.sack_whole_segments(at, gap_end, &mut result);
                 at = gap_end;
             }
         }
-        newly
+        result
     }
 
     /// SACK every segment lying wholly inside `[from, to)` (none of them SACKed yet).
-    fn sack_whole_segments(&mut self, from: u64, to: u64) -> u64 {
+    fn sack_whole_segments(&mut self, from: u64, to: u64, result: &mut SackResult) {
         let first = self.index_of(from);
         let mut i = first;
-        let mut bytes = 0;
         while i < self.segments.len() && self.segments[i].end() <= to {
-            bytes += self.segments[i].len as u64;
+            let seg = self.segments[i];
+            result.newly_sacked += seg.len as u64;
+            if !seg.retransmitted {
+                result.rtt_sent_at = result.rtt_sent_at.max(Some(seg.sent_at));
+            }
             self.update(i, |s| s.sacked = true);
             i += 1;
         }
@@ -188,7 +202,6 @@ impl Scoreboard {
             self.sacked
                 .insert(self.segments[first].seq, self.segments[i - 1].end());
         }
-        bytes
     }
 
     /// First byte of the `n`-th highest SACKed segment, if `n` segments are SACKed.
@@ -283,8 +296,8 @@ mod tests {
         let mut b = board(10);
         assert_eq!(b.pipe(), 1000);
         // SACK segments 2..=5: four above segments 0 and 1.
-        assert_eq!(b.apply_sack(&[(200, 600)]), 400);
-        assert_eq!(b.apply_sack(&[(200, 600)]), 0);
+        assert_eq!(b.apply_sack(&[(200, 600)]).newly_sacked, 400);
+        assert_eq!(b.apply_sack(&[(200, 600)]).newly_sacked, 0);
         assert_eq!(b.pipe(), 600);
         assert!(b.mark_lost_by_sack());
         // Segments 0 and 1 are lost: out of the pipe until sent again.

@@ -1,11 +1,79 @@
 //! A bulk TCP sender as a sans-IO state machine: it always has data, sends what the window
 //! allows, and recovers losses by fast retransmit / fast recovery (NewReno partial ACKs, RFC 6582,
 //! steered by the SACK scoreboard as in RFC 6675) or by the retransmission timer (RFC 6298).
+//!
+//! It can be steered from outside, as a host-level controller needs (loss delegation between the
+//! connections of one host): it reports its congestion signals, recovery ends and round trips as
+//! [`TcpEvent`]s; under [`LossPolicy::Defer`] it leaves the window reduction of a fast retransmit
+//! to the caller, who applies it ([`TcpSender::apply_deferred_reduction`]) or absorbs it; and
+//! [`TcpSender::reduce`] makes it back off in another connection's place.
 
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, DUP_THRESH};
-use super::{AckSample, CongestionControl, SackBlocks, Segment, TcpConfig};
-use qstp_proto::{Duration, Time};
+use super::{AckSample, CongestionControl, RoundSample, SackBlocks, Segment, TcpConfig};
+use qstp_proto::{Duration, Rate, Time};
+use std::collections::VecDeque;
+
+/// Most events held for [`TcpSender::poll_event`]; older ones are dropped (and counted) when a
+/// caller records events without reading them.
+pub const MAX_EVENTS: usize = 64;
+
+/// What a congestion signal was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// Loss detected by duplicate ACKs or SACK (fast retransmit, RFC 5681 §3.2).
+    FastRetransmit,
+    /// The retransmission timer expired (RFC 6298 §5.5).
+    Timeout,
+}
+
+/// Who reacts to the sender's fast-retransmit congestion signals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LossPolicy {
+    /// The sender reduces its own window, as standard TCP does.
+    #[default]
+    React,
+    /// The sender retransmits and recovers but leaves the window alone; the caller reads the
+    /// [`TcpEvent::CongestionSignal`] and calls [`TcpSender::apply_deferred_reduction`] or
+    /// absorbs the signal. Timeouts always reduce.
+    Defer,
+}
+
+/// Something the sender reports to a host-level controller.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TcpEvent {
+    /// A congestion signal.
+    CongestionSignal {
+        /// When.
+        now: Time,
+        /// Its kind.
+        signal: Signal,
+        /// Congestion window before any reduction, bytes.
+        cwnd: u64,
+        /// Data outstanding (FlightSize), bytes.
+        in_flight: u64,
+        /// Whether the reduction was left to the caller ([`LossPolicy::Defer`]).
+        deferred: bool,
+    },
+    /// Fast recovery ended.
+    RecoveryEnd {
+        /// When.
+        now: Time,
+        /// Congestion window after it, bytes.
+        cwnd: u64,
+    },
+    /// A round trip ended.
+    Round {
+        /// When.
+        now: Time,
+        /// Congestion window, bytes.
+        cwnd: u64,
+        /// Smoothed RTT.
+        srtt: Duration,
+        /// Bytes acknowledged during the round over its duration.
+        delivery_rate: Rate,
+    },
+}
 
 /// Counters and state of a sender, for reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +98,32 @@ pub struct TcpSenderStats {
     pub pipe: u64,
     /// Whether fast recovery is under way.
     pub in_recovery: bool,
+    /// Bytes acknowledged per second over the last round trip.
+    pub delivery_rate: Rate,
+    /// Reductions made at another sender's request ([`TcpSender::reduce`]).
+    pub external_reductions: u64,
+    /// Fast-retransmit signals whose reduction was deferred and never applied.
+    pub absorbed: u64,
+    /// Events dropped because nobody read them.
+    pub events_dropped: u64,
+}
+
+/// RTT samples and bytes of the round under way.
+#[derive(Debug, Clone, Copy, Default)]
+struct RoundStats {
+    start: Time,
+    acked: u64,
+    min_rtt: Option<Duration>,
+    max_rtt: Option<Duration>,
+    samples: u32,
+}
+
+impl RoundStats {
+    fn sample(&mut self, rtt: Duration) {
+        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        self.max_rtt = Some(self.max_rtt.map_or(rtt, |m| m.max(rtt)));
+        self.samples += 1;
+    }
 }
 
 /// A saturated TCP sender.
@@ -60,6 +154,24 @@ pub struct TcpSender {
     /// Whether the peer ever sent a SACK block (RFC 2018).
     peer_sacks: bool,
     rto_deadline: Option<Time>,
+    policy: LossPolicy,
+    /// Whether the window was reduced in the current recovery.
+    reduced_this_recovery: bool,
+    /// FlightSize when the current recovery began.
+    recovery_flight: u64,
+    events: VecDeque<TcpEvent>,
+    record_events: bool,
+    events_dropped: u64,
+    /// The round under way: it ends when this byte is cumulatively acknowledged.
+    round_end: Option<u64>,
+    round: RoundStats,
+    delivery_rate: Rate,
+    /// Earliest time of the next segment when the control paces.
+    next_send_at: Time,
+    /// Set when pacing held a segment back: the time to be woken.
+    paced_wait: Option<Time>,
+    external_reductions: u64,
+    absorbed: u64,
     segments_sent: u64,
     retransmissions: u64,
     timeouts: u64,
@@ -91,6 +203,19 @@ impl TcpSender {
             departed_by_dupacks: 0,
             peer_sacks: false,
             rto_deadline: None,
+            policy: LossPolicy::React,
+            reduced_this_recovery: false,
+            recovery_flight: 0,
+            events: VecDeque::new(),
+            record_events: false,
+            events_dropped: 0,
+            round_end: None,
+            round: RoundStats::default(),
+            delivery_rate: Rate::ZERO,
+            next_send_at: Time::ZERO,
+            paced_wait: None,
+            external_reductions: 0,
+            absorbed: 0,
             segments_sent: 0,
             retransmissions: 0,
             timeouts: 0,
@@ -126,6 +251,22 @@ impl TcpSender {
 
     /// Next data segment allowed now by cwnd, the peer's window and recovery; None if none.
     pub fn poll_segment(&mut self, now: Time) -> Option<Segment> {
+        let pacing = self.cc.pacing_rate().filter(|r| !r.is_zero());
+        if pacing.is_some() && now < self.next_send_at {
+            self.paced_wait = Some(self.next_send_at);
+            return None;
+        }
+        self.paced_wait = None;
+        let segment = self.next_segment(now)?;
+        if let Some(rate) = pacing {
+            let bytes = (segment.len + self.config.header_bytes) as usize;
+            self.next_send_at = self.next_send_at.max(now) + rate.transmit_time(bytes);
+        }
+        Some(segment)
+    }
+
+    /// The next segment cwnd, the peer's window and recovery allow, pacing aside.
+    fn next_segment(&mut self, now: Time) -> Option<Segment> {
         // RFC 6675 §5 NextSeg rule 1: segments deemed lost go before new data.
         if let Some(lost) = self.board.next_resend() {
             if !(self.resend_now || self.window_allows(u64::from(lost.len))) {
@@ -170,17 +311,21 @@ impl TcpSender {
         self.peer_window = ack.window;
         self.peer_sacks |= !ack.sack.is_empty();
         let in_flight = self.pipe();
+        let advanced = ack.ack > self.snd_una;
         let mut sack = SackBlocks::new();
         for &(start, end) in ack.sack.iter() {
             if start < end && start >= ack.ack && end <= self.snd_nxt {
                 sack.push((start, end));
             }
         }
-        let newly_sacked = self.board.apply_sack(&sack);
+        let sacked = self.board.apply_sack(&sack);
+        let newly_sacked = sacked.newly_sacked;
         let mut acked_bytes = newly_sacked;
         let mut ended_recovery = false;
+        // The control's RTT sample: the cumulative one if any, else the newest segment SACKed.
+        let mut cc_rtt = sacked.rtt_sent_at.map(|sent| now.saturating_since(sent));
 
-        if ack.ack > self.snd_una {
+        if advanced {
             let cumulative = self.board.ack_cumulative(ack.ack);
             acked_bytes += cumulative.newly_acked;
             self.snd_una = ack.ack;
@@ -196,6 +341,7 @@ impl TcpSender {
                 .map(|sent| now.saturating_since(sent));
             if let Some(r) = rtt_sample {
                 self.rtt.sample(r);
+                cc_rtt = Some(r);
             }
             if self.in_recovery {
                 if self.recover.is_some_and(|r| self.snd_una >= r) {
@@ -203,7 +349,16 @@ impl TcpSender {
                     self.in_recovery = false;
                     self.departed_by_dupacks = 0;
                     ended_recovery = true;
-                    self.cc.on_recovery_end(now);
+                    if self.reduced_this_recovery {
+                        self.cc.on_recovery_end(now);
+                    } else {
+                        // The reduction was deferred and never applied: absorbed.
+                        self.absorbed += 1;
+                    }
+                    self.push_event(TcpEvent::RecoveryEnd {
+                        now,
+                        cwnd: self.cc.cwnd(),
+                    });
                     self.restart_timer(now);
                 } else {
                     // RFC 6582 §3.2 step 5: a partial ACK; resend the first unacknowledged
@@ -220,19 +375,6 @@ impl TcpSender {
                 // RFC 6298 §5.2-5.3.
                 self.restart_timer(now);
             }
-            let sample = AckSample {
-                now,
-                acked_bytes,
-                rtt: rtt_sample,
-                srtt: self.rtt.srtt(),
-                min_rtt: self.rtt.min_rtt(),
-                in_flight,
-            };
-            if self.in_recovery || ended_recovery {
-                self.cc.on_ack_in_recovery(&sample);
-            } else if acked_bytes > 0 {
-                self.cc.on_ack(&sample);
-            }
         } else if ack.len == 0 && self.snd_nxt > self.snd_una {
             // RFC 5681 §2: a duplicate ACK.
             self.dupacks += 1;
@@ -242,6 +384,27 @@ impl TcpSender {
                 self.departed_by_dupacks += self.mss();
             }
         }
+
+        if let Some(r) = cc_rtt {
+            self.round.sample(r);
+        }
+        self.round.acked += acked_bytes;
+        let sample = AckSample {
+            now,
+            acked_bytes,
+            rtt: cc_rtt,
+            srtt: self.rtt.srtt(),
+            min_rtt: self.rtt.min_rtt(),
+            in_flight,
+        };
+        if self.in_recovery || ended_recovery {
+            if acked_bytes > 0 || cc_rtt.is_some() {
+                self.cc.on_ack_in_recovery(&sample);
+            }
+        } else if advanced && acked_bytes > 0 {
+            self.cc.on_ack(&sample);
+        }
+        self.end_round_if_due(now);
 
         let first_lost_by_sack = newly_sacked > 0 && self.board.mark_lost_by_sack();
         let may_enter = match self.recover {
@@ -256,6 +419,39 @@ impl TcpSender {
         }
     }
 
+    /// Close the round when its last byte is acknowledged, and tell the control.
+    fn end_round_if_due(&mut self, now: Time) {
+        match self.round_end {
+            None if self.snd_una > 0 => {}
+            Some(end) if self.snd_una >= end => {
+                let round = RoundSample {
+                    now,
+                    duration: now.saturating_since(self.round.start),
+                    acked_bytes: self.round.acked,
+                    min_rtt: self.round.min_rtt,
+                    max_rtt: self.round.max_rtt,
+                    rtt_samples: self.round.samples,
+                    base_rtt: self.rtt.min_rtt(),
+                    srtt: self.rtt.srtt(),
+                };
+                self.delivery_rate = Rate::from_bytes_over(round.acked_bytes, round.duration);
+                self.cc.on_round(&round);
+                self.push_event(TcpEvent::Round {
+                    now,
+                    cwnd: self.cc.cwnd(),
+                    srtt: round.srtt,
+                    delivery_rate: self.delivery_rate,
+                });
+            }
+            _ => return,
+        }
+        self.round_end = Some(self.snd_nxt);
+        self.round = RoundStats {
+            start: now,
+            ..RoundStats::default()
+        };
+    }
+
     /// RFC 5681 §3.2 / RFC 6675 §5 step 4: fast retransmit and enter fast recovery.
     fn enter_recovery(&mut self, now: Time) {
         self.in_recovery = true;
@@ -264,8 +460,19 @@ impl TcpSender {
         // RFC 6582 §3.2 step 2: recover = highest sequence sent.
         self.recover = Some(self.snd_nxt);
         // RFC 5681 §3.1 eq. (4) uses FlightSize, the data outstanding.
-        self.cc
-            .on_congestion_event(now, self.snd_nxt - self.snd_una);
+        self.recovery_flight = self.snd_nxt - self.snd_una;
+        let deferred = self.policy == LossPolicy::Defer;
+        self.push_event(TcpEvent::CongestionSignal {
+            now,
+            signal: Signal::FastRetransmit,
+            cwnd: self.cc.cwnd(),
+            in_flight: self.recovery_flight,
+            deferred,
+        });
+        self.reduced_this_recovery = false;
+        if !deferred {
+            self.apply_deferred_reduction(now);
+        }
         self.board.mark_first_lost();
         self.board.mark_lost_by_sack();
         self.resend_now = true;
@@ -273,6 +480,59 @@ impl TcpSender {
             // RFC 6582 §3.2 step 3: the three duplicate ACKs stand for three segments gone.
             self.departed_by_dupacks = u64::from(self.dupacks) * self.mss();
         }
+    }
+
+    /// Apply the window reduction of the current fast recovery, if it has not been yet (under
+    /// [`LossPolicy::Defer`] the caller decides; returns whether it was applied now).
+    pub fn apply_deferred_reduction(&mut self, now: Time) -> bool {
+        if !self.in_recovery || self.reduced_this_recovery {
+            return false;
+        }
+        self.reduced_this_recovery = true;
+        self.cc.on_congestion_event(now, self.recovery_flight);
+        true
+    }
+
+    /// Back off as after a congestion signal of its own, at another sender's request (a host
+    /// controller delegating a loss); outside recovery the reduction takes effect at once.
+    pub fn reduce(&mut self, now: Time) {
+        self.external_reductions += 1;
+        let flight = self.snd_nxt - self.snd_una;
+        self.cc.on_congestion_event(now, flight);
+        if self.in_recovery {
+            self.reduced_this_recovery = true;
+        } else {
+            self.cc.on_recovery_end(now);
+        }
+    }
+
+    /// Who reacts to fast-retransmit congestion signals from now on.
+    pub fn set_loss_policy(&mut self, policy: LossPolicy) {
+        self.policy = policy;
+    }
+
+    /// Whether to keep [`TcpEvent`]s for [`TcpSender::poll_event`] (off by default).
+    pub fn record_events(&mut self, on: bool) {
+        self.record_events = on;
+        if !on {
+            self.events.clear();
+        }
+    }
+
+    /// The oldest event not yet read.
+    pub fn poll_event(&mut self) -> Option<TcpEvent> {
+        self.events.pop_front()
+    }
+
+    fn push_event(&mut self, event: TcpEvent) {
+        if !self.record_events {
+            return;
+        }
+        if self.events.len() == MAX_EVENTS {
+            self.events.pop_front();
+            self.events_dropped += 1;
+        }
+        self.events.push_back(event);
     }
 
     fn restart_timer(&mut self, now: Time) {
@@ -283,13 +543,20 @@ impl TcpSender {
         };
     }
 
-    /// When the retransmission timer expires, if it runs.
+    /// When the sender must be woken: the retransmission timer, or the end of a pacing wait.
     pub fn poll_timeout(&self) -> Option<Time> {
-        self.rto_deadline
+        match (self.rto_deadline, self.paced_wait) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
-    /// Fire the retransmission timer if it is due at `now`.
+    /// Fire the retransmission timer if it is due at `now` (a pacing wait that is over needs
+    /// nothing but the next [`TcpSender::poll_segment`]).
     pub fn handle_timeout(&mut self, now: Time) {
+        if self.paced_wait.is_some_and(|t| t <= now) {
+            self.paced_wait = None;
+        }
         match self.rto_deadline {
             Some(deadline) if deadline <= now => {}
             _ => return,
@@ -299,6 +566,13 @@ impl TcpSender {
             return;
         }
         self.timeouts += 1;
+        self.push_event(TcpEvent::CongestionSignal {
+            now,
+            signal: Signal::Timeout,
+            cwnd: self.cc.cwnd(),
+            in_flight: self.snd_nxt - self.snd_una,
+            deferred: false,
+        });
         // RFC 5681 §3.1: ssthresh from FlightSize, cwnd to one segment.
         self.cc
             .on_retransmission_timeout(now, self.snd_nxt - self.snd_una);
@@ -329,16 +603,15 @@ impl TcpSender {
             bytes_acked: self.snd_una,
             pipe: self.pipe(),
             in_recovery: self.in_recovery,
+            delivery_rate: self.delivery_rate,
+            external_reductions: self.external_reductions,
+            absorbed: self.absorbed,
+            events_dropped: self.events_dropped,
         }
     }
 
     /// The current retransmission timeout (backed off).
     pub fn rto(&self) -> Duration {
         self.rtt.rto()
-    }
-
-    /// The congestion control, for variant-specific inspection.
-    pub fn congestion_control(&self) -> &dyn CongestionControl {
-        self.cc.as_ref()
     }
 }

@@ -2,7 +2,7 @@
 //! and delay with an unbounded buffer, a return path of fixed delay, and chosen drops.
 
 use super::*;
-use qstp_proto::Rate;
+use qstp_proto::{Duration, Rate, Time};
 
 /// What the network carries.
 enum Packet {
@@ -38,7 +38,7 @@ struct Net {
 
 impl Net {
     fn new(config: TcpConfig, rate: Rate, one_way: Duration, drop: DropRule) -> Self {
-        let cc = congestion_control("newreno", config.mss).unwrap();
+        let cc = CcSpec::named("newreno").build(config.mss).unwrap();
         Net {
             receiver: TcpReceiver::new(&config),
             header: config.header_bytes,
@@ -361,6 +361,186 @@ mod random_loss {
             prop_assert_eq!(net.delivered, net.receiver.rcv_nxt());
             prop_assert!(stats.bytes_acked <= net.receiver.rcv_nxt());
             prop_assert!(stats.pipe <= 32_000 + MSS as u64, "{stats:?}");
+        }
+    }
+}
+
+/// Steering from outside: deferred reductions, reductions on request, events, pacing.
+mod steering {
+    use super::*;
+
+    fn one_drop() -> Net {
+        let mut net = Net::new(
+            config(1 << 20, false),
+            Rate::from_mbps(10),
+            Duration::from_millis(20),
+            drop_first_sends(&[100]),
+        );
+        net.sender.record_events(true);
+        net
+    }
+
+    fn events(net: &mut Net) -> Vec<TcpEvent> {
+        std::iter::from_fn(|| net.sender.poll_event()).collect()
+    }
+
+    #[test]
+    fn a_deferred_signal_that_nobody_applies_leaves_the_window_alone() {
+        let mut net = one_drop();
+        net.sender.set_loss_policy(LossPolicy::Defer);
+        net.run_until(secs(3.0));
+        let stats = net.sender.stats();
+        assert_eq!((stats.fast_retransmits, stats.absorbed), (1, 1));
+        let before = net.before_recovery[0];
+        let after = net.after_recovery[0];
+        // The loss was repaired but the window kept growing as if nothing happened.
+        assert!(
+            after.cwnd >= before.cwnd,
+            "{} -> {}",
+            before.cwnd,
+            after.cwnd
+        );
+        let signals: Vec<_> = events(&mut net)
+            .into_iter()
+            .filter_map(|e| match e {
+                TcpEvent::CongestionSignal {
+                    signal, deferred, ..
+                } => Some((signal, deferred)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(signals, [(Signal::FastRetransmit, true)]);
+        assert_eq!(net.delivered, net.receiver.rcv_nxt());
+    }
+
+    #[test]
+    fn a_deferred_signal_applied_by_the_caller_halves_as_usual() {
+        let mut net = one_drop();
+        net.sender.set_loss_policy(LossPolicy::Defer);
+        // Step until the signal, then apply it, as a host controller would.
+        while net.sender.stats().fast_retransmits == 0 {
+            let t = net.now + Duration::from_millis(1);
+            net.run_until(t);
+        }
+        let cwnd = net.before_recovery[0].cwnd;
+        assert!(net.sender.apply_deferred_reduction(net.now));
+        assert!(
+            !net.sender.apply_deferred_reduction(net.now),
+            "once per recovery"
+        );
+        net.run_until(secs(3.0));
+        let after = net.after_recovery[0];
+        assert!(after.cwnd < cwnd * 6 / 10, "{cwnd} -> {}", after.cwnd);
+        assert_eq!(net.sender.stats().absorbed, 0);
+    }
+
+    #[test]
+    fn reduce_halves_another_sender_at_once_outside_recovery() {
+        let mut net = Net::new(
+            config(1 << 20, false),
+            Rate::from_mbps(10),
+            Duration::from_millis(20),
+            no_drops(),
+        );
+        net.run_until(secs(1.0));
+        let before = net.sender.stats();
+        assert!(!before.in_recovery);
+        net.sender.reduce(net.now);
+        let after = net.sender.stats();
+        // RFC 5681 eq. (4) on the data outstanding, applied without a recovery.
+        assert_eq!(after.cwnd, after.ssthresh);
+        assert!(after.cwnd <= before.cwnd / 2 + 2 * MSS as u64);
+        assert_eq!(after.external_reductions, 1);
+        assert_eq!((after.fast_retransmits, after.retransmissions), (0, 0));
+    }
+
+    #[test]
+    fn rounds_report_the_delivery_rate_and_events_are_bounded() {
+        let mut net = Net::new(
+            config(1 << 20, false),
+            Rate::from_mbps(10),
+            Duration::from_millis(20),
+            no_drops(),
+        );
+        net.sender.record_events(true);
+        net.run_until(secs(0.5));
+        let rounds: Vec<_> = events(&mut net)
+            .into_iter()
+            .filter_map(|e| match e {
+                TcpEvent::Round { delivery_rate, .. } => Some(delivery_rate),
+                _ => None,
+            })
+            .collect();
+        // About one round per 40 ms RTT.
+        assert!((8..=14).contains(&rounds.len()), "{}", rounds.len());
+        net.run_until(secs(100.0));
+        // Without loss the window outgrows the 10 Mbit/s link: rounds deliver near link rate.
+        let stats = net.sender.stats();
+        let payload = 10e6 * f64::from(MSS) / f64::from(MSS + 40);
+        let rate = stats.delivery_rate.bps() as f64;
+        assert!(rate > 0.9 * payload && rate < 1.05 * payload, "{rate}");
+        // 100 s of rounds (about 0.8 s each, the 1 MB window queued) never read: the queue stayed bounded, the oldest dropped and counted.
+        assert!(stats.events_dropped > 0);
+        assert_eq!(events(&mut net).len(), sender::MAX_EVENTS);
+    }
+
+    /// NewReno that asks to be paced at a fixed rate.
+    #[derive(Debug)]
+    struct Paced(NewReno, Rate);
+
+    impl CongestionControl for Paced {
+        fn name(&self) -> &'static str {
+            "paced"
+        }
+        fn init(&mut self, cwnd: u64, ssthresh: u64) {
+            self.0.init(cwnd, ssthresh)
+        }
+        fn cwnd(&self) -> u64 {
+            self.0.cwnd()
+        }
+        fn ssthresh(&self) -> u64 {
+            self.0.ssthresh()
+        }
+        fn on_ack(&mut self, s: &AckSample) {
+            self.0.on_ack(s)
+        }
+        fn on_congestion_event(&mut self, now: Time, in_flight: u64) {
+            self.0.on_congestion_event(now, in_flight)
+        }
+        fn on_recovery_end(&mut self, now: Time) {
+            self.0.on_recovery_end(now)
+        }
+        fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64) {
+            self.0.on_retransmission_timeout(now, in_flight)
+        }
+        fn pacing_rate(&self) -> Option<Rate> {
+            Some(self.1)
+        }
+    }
+
+    #[test]
+    fn a_pacing_control_spaces_segments_at_its_rate() {
+        let config = TcpConfig {
+            initial_window: 10,
+            ..config(1 << 20, false)
+        };
+        let mut sender = TcpSender::new(
+            config,
+            Box::new(Paced(NewReno::new(MSS), Rate::from_mbps(1))),
+        );
+        let mut now = Time::ZERO;
+        let mut sent = Vec::new();
+        while sent.len() < 10 {
+            if let Some(s) = sender.poll_segment(now) {
+                sent.push((now, s.seq));
+                continue;
+            }
+            now = sender.poll_timeout().expect("a pacing wake-up");
+            sender.handle_timeout(now);
+        }
+        // 1040 bytes on the wire at 1 Mbit/s: 8.32 ms apart, not a burst of ten.
+        for pair in sent.windows(2) {
+            assert_eq!(pair[1].0 - pair[0].0, Duration::from_micros(8_320));
         }
     }
 }

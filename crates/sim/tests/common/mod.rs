@@ -44,9 +44,11 @@ pub fn cbr(rate: Rate) -> Protocol {
 /// TCP NewReno without delayed ACKs and a large window.
 pub fn newreno() -> Protocol {
     Protocol::Tcp {
-        congestion: "newreno".into(),
-        delayed_ack: false,
-        receive_window: 64 << 20,
+        congestion: qstp_sim::tcp::CcSpec::named("newreno"),
+        options: qstp_sim::tcp::TcpOptions {
+            receive_window: 64 << 20,
+            ..Default::default()
+        },
     }
 }
 

@@ -1,0 +1,283 @@
+//! The congestion-control seam of the simulator's TCP: the trait every control implements, what
+//! it is told, and the registry that maps scenario names and parameters to controls.
+//!
+//! Adding a control is one new file with a [`Registered`] entry and one line in
+//! [`super::REGISTRY`]; scenario parsing, validation, `--help` text and reports read the registry.
+
+use qstp_proto::{Duration, Rate, Time};
+use std::collections::BTreeMap;
+
+/// What a congestion control sees on an ACK.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AckSample {
+    /// When the ACK arrived.
+    pub now: Time,
+    /// Bytes newly acknowledged (cumulatively or by SACK).
+    pub acked_bytes: u64,
+    /// RTT sample of this ACK, if it gave one: from the newest segment it acknowledges,
+    /// cumulatively or by SACK, that was sent only once (RFC 6298 §3, Karn).
+    pub rtt: Option<Duration>,
+    /// Smoothed RTT (zero before the first sample).
+    pub srtt: Duration,
+    /// Smallest RTT seen.
+    pub min_rtt: Duration,
+    /// Bytes in flight before this ACK.
+    pub in_flight: u64,
+}
+
+/// What a congestion control sees once per round trip (when the data outstanding at the start
+/// of the round is cumulatively acknowledged).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundSample {
+    /// When the round ended.
+    pub now: Time,
+    /// How long it lasted.
+    pub duration: Duration,
+    /// Bytes acknowledged during it.
+    pub acked_bytes: u64,
+    /// Smallest RTT sample during it, if any.
+    pub min_rtt: Option<Duration>,
+    /// Largest RTT sample during it, if any.
+    pub max_rtt: Option<Duration>,
+    /// RTT samples during it.
+    pub rtt_samples: u32,
+    /// Smallest RTT ever seen (the propagation estimate).
+    pub base_rtt: Duration,
+    /// Smoothed RTT.
+    pub srtt: Duration,
+}
+
+/// A TCP congestion control: the window, in bytes, and how it reacts.
+///
+/// Recovery itself (which segment to resend, the pipe) is the sender's; a control only sets
+/// `cwnd` and `ssthresh`.
+pub trait CongestionControl: std::fmt::Debug + Send {
+    /// The name used in scenario files (`newreno`, `cubic`, ...).
+    fn name(&self) -> &'static str;
+    /// Start with window `initial_cwnd` and threshold `initial_ssthresh`, bytes; the sender calls
+    /// this once, before its first segment.
+    fn init(&mut self, initial_cwnd: u64, initial_ssthresh: u64);
+    /// Whether the window is in slow start.
+    fn in_slow_start(&self) -> bool {
+        self.cwnd() < self.ssthresh()
+    }
+    /// Congestion window, bytes.
+    fn cwnd(&self) -> u64;
+    /// Slow-start threshold, bytes.
+    fn ssthresh(&self) -> u64;
+    /// New data was acknowledged outside recovery.
+    fn on_ack(&mut self, sample: &AckSample);
+    /// An ACK arrived during fast recovery (the window is the sender's business then; delay-based
+    /// controls still want its RTT sample). Does nothing by default.
+    fn on_ack_in_recovery(&mut self, _sample: &AckSample) {}
+    /// A round trip ended (called after that ACK's `on_ack`). Does nothing by default.
+    fn on_round(&mut self, _round: &RoundSample) {}
+    /// A loss was detected by duplicate ACKs or SACK: reduce (once per window of data). Also
+    /// called when a host-level controller tells this sender to back off in another's place.
+    fn on_congestion_event(&mut self, now: Time, in_flight: u64);
+    /// Fast recovery ended (the recovery point was acknowledged).
+    fn on_recovery_end(&mut self, now: Time);
+    /// The retransmission timer expired (RFC 5681 §3.1: cwnd to one segment).
+    fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64);
+    /// The rate at which to pace segments out, if the control paces; `None` sends as the window
+    /// opens (ACK clocking).
+    fn pacing_rate(&self) -> Option<Rate> {
+        None
+    }
+}
+
+/// One parameter a control takes from the scenario.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Param {
+    /// Key in the scenario (`beta`, `c`, `low_window`, ...).
+    pub name: &'static str,
+    /// Value when the scenario gives none (the reference implementation's).
+    pub default: f64,
+    /// Smallest value accepted.
+    pub min: f64,
+    /// Largest value accepted.
+    pub max: f64,
+    /// One line for `--help` and the docs.
+    pub doc: &'static str,
+}
+
+/// A control the simulator knows: its name, parameters and constructor.
+#[derive(Debug, Clone, Copy)]
+pub struct Registered {
+    /// Name in scenario files and reports.
+    pub name: &'static str,
+    /// Other names accepted (`reno` for `newreno`).
+    pub aliases: &'static [&'static str],
+    /// One line: what it is and where it comes from.
+    pub doc: &'static str,
+    /// Parameters it takes.
+    pub params: &'static [Param],
+    /// Build it for segments of `mss` bytes.
+    pub build: fn(mss: u32, params: &Params) -> Box<dyn CongestionControl>,
+}
+
+/// The parameter values of one control: the scenario's, or the defaults.
+#[derive(Debug)]
+pub struct Params<'a> {
+    entry: &'a Registered,
+    values: &'a BTreeMap<String, f64>,
+}
+
+impl Params<'_> {
+    /// The value of `name` (a parameter the entry declares).
+    pub fn get(&self, name: &str) -> f64 {
+        let param = self
+            .entry
+            .params
+            .iter()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("{} declares no parameter '{name}'", self.entry.name));
+        self.values.get(name).copied().unwrap_or(param.default)
+    }
+}
+
+/// A control chosen by a scenario: a name and parameter values.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct CcSpec {
+    /// Name or alias, case-insensitive.
+    pub name: String,
+    /// Parameters given; the others take their defaults.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, f64>,
+}
+
+/// Why a control spec was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CcError {
+    /// No control has this name.
+    #[error("unknown TCP congestion control '{name}' (known: {known})", known = known_names().join(", "))]
+    Unknown {
+        /// The name asked for.
+        name: String,
+    },
+    /// The control takes no parameter of this name.
+    #[error("{cc} has no parameter '{param}' ({known})", known = match known.is_empty() { true => "it takes none".to_string(), false => format!("known: {}", known.join(", ")) })]
+    UnknownParam {
+        /// The control.
+        cc: &'static str,
+        /// The parameter asked for.
+        param: String,
+        /// The parameters it takes.
+        known: Vec<&'static str>,
+    },
+    /// A parameter outside its range.
+    #[error("{cc} parameter '{param}' = {value} is outside [{min}, {max}]")]
+    OutOfRange {
+        /// The control.
+        cc: &'static str,
+        /// The parameter.
+        param: &'static str,
+        /// The value given.
+        value: f64,
+        /// Smallest accepted.
+        min: f64,
+        /// Largest accepted.
+        max: f64,
+    },
+}
+
+/// Names of every registered control, in registry order.
+pub fn known_names() -> Vec<&'static str> {
+    super::REGISTRY.iter().map(|r| r.name).collect()
+}
+
+/// The registry entry called `name` (or one of its aliases), case-insensitive.
+pub fn lookup(name: &str) -> Option<&'static Registered> {
+    let name = name.to_ascii_lowercase();
+    super::REGISTRY
+        .iter()
+        .find(|r| r.name == name || r.aliases.contains(&name.as_str()))
+}
+
+impl CcSpec {
+    /// The spec of control `name` with default parameters.
+    pub fn named(name: impl Into<String>) -> Self {
+        CcSpec {
+            name: name.into(),
+            params: BTreeMap::new(),
+        }
+    }
+
+    /// Check the name and every parameter; returns the registry entry.
+    pub fn validate(&self) -> Result<&'static Registered, CcError> {
+        let entry = lookup(&self.name).ok_or_else(|| CcError::Unknown {
+            name: self.name.clone(),
+        })?;
+        for (key, &value) in &self.params {
+            let param = entry.params.iter().find(|p| p.name == key).ok_or_else(|| {
+                CcError::UnknownParam {
+                    cc: entry.name,
+                    param: key.clone(),
+                    known: entry.params.iter().map(|p| p.name).collect(),
+                }
+            })?;
+            if !(param.min..=param.max).contains(&value) {
+                return Err(CcError::OutOfRange {
+                    cc: entry.name,
+                    param: param.name,
+                    value,
+                    min: param.min,
+                    max: param.max,
+                });
+            }
+        }
+        Ok(entry)
+    }
+
+    /// The canonical name of the control (its registry name), if it is known.
+    pub fn canonical_name(&self) -> Option<&'static str> {
+        lookup(&self.name).map(|r| r.name)
+    }
+
+    /// Build the control for segments of `mss` bytes.
+    pub fn build(&self, mss: u32) -> Result<Box<dyn CongestionControl>, CcError> {
+        let entry = self.validate()?;
+        let params = Params {
+            entry,
+            values: &self.params,
+        };
+        Ok((entry.build)(mss, &params))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_entry_builds_with_defaults_under_its_own_name() {
+        for entry in super::super::REGISTRY {
+            let cc = CcSpec::named(entry.name.to_uppercase())
+                .build(1460)
+                .unwrap();
+            assert_eq!(cc.name(), entry.name);
+            for p in entry.params {
+                assert!(
+                    p.min <= p.default && p.default <= p.max,
+                    "{}.{}",
+                    entry.name,
+                    p.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_names_and_parameters_are_refused_with_the_known_ones() {
+        let err = CcSpec::named("warp").build(1460).unwrap_err();
+        assert!(err
+            .to_string()
+            .starts_with("unknown TCP congestion control 'warp' (known: newreno"));
+        let mut spec = CcSpec::named("reno");
+        spec.params.insert("beta".into(), 0.5);
+        assert_eq!(
+            spec.validate().unwrap_err().to_string(),
+            "newreno has no parameter 'beta' (it takes none)"
+        );
+    }
+}

@@ -1,0 +1,13 @@
+#!/bin/sh
+# Runs the README results table: newreno, cubic, highspeed at 1, 2 and 8 flows,
+# 60 simulated seconds each, default path, seed 1.  One JSON per run in results/.
+set -e
+cd "$(dirname "$0")"
+mkdir -p results
+for cc in newreno cubic highspeed; do
+  for n in 1 2 8; do
+    nice -n 19 python3 ns3_dumbbell.py --cc "$cc" --flows "$n" --duration 60 \
+      > "results/${cc}-${n}.json" 2> /dev/null
+    echo "done $cc $n"
+  done
+done
