@@ -281,3 +281,55 @@ mod tests {
         );
     }
 }
+
+/// Drivers for the controls' unit tests: ACK clocks without a network.
+#[cfg(test)]
+pub(crate) mod testkit {
+    use super::*;
+
+    /// An ACK of `segments` segments of `mss` bytes at `now`, with RTT sample `rtt`.
+    pub(crate) fn ack(now: Time, mss: u64, segments: u64, rtt: Duration) -> AckSample {
+        AckSample {
+            now,
+            acked_bytes: segments * mss,
+            rtt: Some(rtt),
+            srtt: rtt,
+            min_rtt: rtt,
+            in_flight: 0,
+        }
+    }
+
+    /// Run `rounds` round trips of length `rtt` from `start`: each round acknowledges the whole
+    /// window one segment per ACK, spread over the round, then calls `on_round`. Returns the time
+    /// at the end and the window (segments) after each round.
+    pub(crate) fn run_rounds(
+        cc: &mut dyn CongestionControl,
+        mss: u64,
+        start: Time,
+        rounds: u32,
+        rtt: Duration,
+    ) -> (Time, Vec<f64>) {
+        let mut now = start;
+        let mut windows = Vec::new();
+        for _ in 0..rounds {
+            let acks = (cc.cwnd() / mss).max(1);
+            let step = rtt / acks;
+            for _ in 0..acks {
+                now = now + step;
+                cc.on_ack(&ack(now, mss, 1, rtt));
+            }
+            cc.on_round(&RoundSample {
+                now,
+                duration: rtt,
+                acked_bytes: acks * mss,
+                min_rtt: Some(rtt),
+                max_rtt: Some(rtt),
+                rtt_samples: acks as u32,
+                base_rtt: rtt,
+                srtt: rtt,
+            });
+            windows.push(cc.cwnd() as f64 / mss as f64);
+        }
+        (now, windows)
+    }
+}
