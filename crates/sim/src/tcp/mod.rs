@@ -7,6 +7,7 @@
 mod cc;
 mod config;
 mod cubic;
+mod illinois;
 mod newreno;
 mod ranges;
 mod receiver;
@@ -22,6 +23,7 @@ pub use cc::{
 };
 pub use config::{TcpConfig, TcpConfigError, TcpOptions};
 pub use cubic::Cubic;
+pub use illinois::Illinois;
 pub use newreno::NewReno;
 pub use ranges::{SackBlocks, MAX_SACK_BLOCKS};
 pub use receiver::TcpReceiver;
@@ -46,4 +48,4 @@ pub struct Segment {
 }
 
 /// Every congestion control the simulator knows, in the order `--help` lists them.
-pub const REGISTRY: &[Registered] = &[newreno::ENTRY, cubic::ENTRY];
+pub const REGISTRY: &[Registered] = &[newreno::ENTRY, cubic::ENTRY, illinois::ENTRY];

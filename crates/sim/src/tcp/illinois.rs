@@ -1,0 +1,292 @@
+//! TCP-Illinois (Liu, Başar and Srikant, "TCP-Illinois: a loss- and delay-based congestion
+//! control algorithm for high-speed networks", 2008): a loss-based window whose additive
+//! increase alpha and multiplicative decrease beta are set each round trip from the average
+//! queueing delay: alpha from 10 (no queueing) down to 0.3, beta from 1/8 up to 1/2.
+//!
+//! The curves and thresholds follow Linux `tcp_illinois.c` (alpha_max 10, alpha_min 0.3, beta
+//! 1/8..1/2, theta 5, win_thresh 15): d1 = dm/100, d2 = dm/10, d3 = 8 dm/10, where dm is the
+//! largest queueing delay seen and da the round's average.
+
+use super::{AckSample, CongestionControl, Param, Params, Registered, RoundSample};
+use qstp_proto::{Duration, Time};
+
+/// Registry entry.
+pub(super) const ENTRY: Registered = Registered {
+    name: "illinois",
+    aliases: &[],
+    doc: "TCP-Illinois (Liu, Başar, Srikant): alpha in [0.3, 10] and beta in [1/8, 1/2] from the queueing delay",
+    params: &[
+        // Illinois paper §III / Linux tcp_illinois.c ALPHA_MAX = 10, ALPHA_MIN = 0.3.
+        Param { name: "alpha_max", default: 10.0, min: 1.0, max: 100.0, doc: "largest additive increase, segments per RTT" },
+        Param { name: "alpha_min", default: 0.3, min: 0.01, max: 1.0, doc: "smallest additive increase, segments per RTT" },
+        // Linux tcp_illinois.c BETA_MIN = 1/8, BETA_MAX = 1/2.
+        Param { name: "beta_min", default: 0.125, min: 0.01, max: 0.5, doc: "smallest decrease factor" },
+        Param { name: "beta_max", default: 0.5, min: 0.1, max: 0.9, doc: "largest decrease factor" },
+        // Linux tcp_illinois.c win_thresh = 15: Reno below.
+        Param { name: "win_thresh", default: 15.0, min: 0.0, max: 1e6, doc: "window (segments) below which it behaves as Reno" },
+        // Linux tcp_illinois.c theta = 5: rounds of low delay before alpha returns to its max.
+        Param { name: "theta", default: 5.0, min: 0.0, max: 1000.0, doc: "low-delay rounds before alpha jumps back to alpha_max" },
+    ],
+    build: |mss, p: &Params| {
+        Box::new(Illinois {
+            alpha_max: p.get("alpha_max"),
+            alpha_min: p.get("alpha_min"),
+            beta_min: p.get("beta_min"),
+            beta_max: p.get("beta_max"),
+            win_thresh: p.get("win_thresh"),
+            theta: p.get("theta") as u32,
+            ..Illinois::new(mss)
+        })
+    },
+};
+
+/// TCP-Illinois.
+#[derive(Debug, Clone)]
+pub struct Illinois {
+    mss: u64,
+    alpha_max: f64,
+    alpha_min: f64,
+    beta_min: f64,
+    beta_max: f64,
+    win_thresh: f64,
+    theta: u32,
+    /// Window and threshold, segments.
+    cwnd: f64,
+    ssthresh: f64,
+    alpha: f64,
+    beta: f64,
+    /// Smallest and largest RTT seen (Linux resets them after a timeout).
+    base_rtt: Option<Duration>,
+    max_rtt: Option<Duration>,
+    /// This round's RTT samples.
+    sum_rtt: Duration,
+    samples: u64,
+    /// Rounds in a row with a queueing delay below d1.
+    low_rounds: u32,
+}
+
+impl Illinois {
+    /// Illinois with the reference constants, for segments of `mss` bytes.
+    pub fn new(mss: u32) -> Self {
+        Illinois {
+            mss: u64::from(mss.max(1)),
+            alpha_max: 10.0,
+            alpha_min: 0.3,
+            beta_min: 0.125,
+            beta_max: 0.5,
+            win_thresh: 15.0,
+            theta: 5,
+            cwnd: 2.0,
+            ssthresh: f64::INFINITY,
+            alpha: 1.0,
+            beta: 0.5,
+            base_rtt: None,
+            max_rtt: None,
+            sum_rtt: Duration::ZERO,
+            samples: 0,
+            low_rounds: 0,
+        }
+    }
+
+    /// Additive increase, segments per RTT.
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+
+    /// Multiplicative decrease factor.
+    pub fn beta(&self) -> f64 {
+        self.beta
+    }
+
+    /// Illinois paper eq. (5) as in Linux `alpha()`: alpha_max up to d1, then
+    /// kappa1 / (kappa2 + da), reaching alpha_min at dm. Delays in seconds.
+    pub fn alpha_of(&self, da: f64, dm: f64) -> f64 {
+        let d1 = dm / 100.0;
+        if da <= d1 || dm <= d1 {
+            return self.alpha_max;
+        }
+        let (da, dm) = (da - d1, dm - d1);
+        (dm * self.alpha_max) / (dm + da * (self.alpha_max - self.alpha_min) / self.alpha_min)
+    }
+
+    /// Illinois paper eq. (6) as in Linux `beta()`: beta_min below d2, beta_max above d3,
+    /// linear between.
+    pub fn beta_of(&self, da: f64, dm: f64) -> f64 {
+        let (d2, d3) = (dm / 10.0, 8.0 * dm / 10.0);
+        if da <= d2 {
+            return self.beta_min;
+        }
+        if da >= d3 || d3 <= d2 {
+            return self.beta_max;
+        }
+        (self.beta_min * d3 - self.beta_max * d2 + (self.beta_max - self.beta_min) * da) / (d3 - d2)
+    }
+
+    fn ssthresh_after_loss(&self) -> f64 {
+        // Linux tcp_illinois.c tcp_illinois_ssthresh: cwnd (1 - beta), at least 2.
+        (self.cwnd * (1.0 - self.beta)).max(2.0)
+    }
+}
+
+impl CongestionControl for Illinois {
+    fn name(&self) -> &'static str {
+        "illinois"
+    }
+
+    fn init(&mut self, initial_cwnd: u64, initial_ssthresh: u64) {
+        self.cwnd = (initial_cwnd as f64 / self.mss as f64).max(1.0);
+        self.ssthresh = (initial_ssthresh as f64 / self.mss as f64).max(2.0);
+    }
+
+    fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
+    fn cwnd(&self) -> u64 {
+        (self.cwnd * self.mss as f64).round() as u64
+    }
+
+    fn ssthresh(&self) -> u64 {
+        if self.ssthresh.is_finite() {
+            (self.ssthresh * self.mss as f64).round() as u64
+        } else {
+            u64::MAX
+        }
+    }
+
+    fn on_ack(&mut self, sample: &AckSample) {
+        self.on_ack_in_recovery(sample);
+        let acked = sample.acked_bytes as f64 / self.mss as f64;
+        if self.cwnd < self.ssthresh {
+            // RFC 5681 §3.1: slow start.
+            self.cwnd += acked.min(1.0);
+        } else {
+            // Illinois paper eq. (3): W += alpha / W per ACK.
+            self.cwnd += self.alpha * acked / self.cwnd;
+        }
+    }
+
+    fn on_ack_in_recovery(&mut self, sample: &AckSample) {
+        if let Some(rtt) = sample.rtt {
+            self.base_rtt = Some(self.base_rtt.map_or(rtt, |b| b.min(rtt)));
+            self.max_rtt = Some(self.max_rtt.map_or(rtt, |m| m.max(rtt)));
+            self.sum_rtt = self.sum_rtt + rtt;
+            self.samples += 1;
+        }
+    }
+
+    fn on_round(&mut self, _round: &RoundSample) {
+        let samples = std::mem::take(&mut self.samples);
+        let sum = std::mem::replace(&mut self.sum_rtt, Duration::ZERO);
+        if self.cwnd < self.win_thresh {
+            // Linux tcp_illinois.c update_params: Reno's constants on small windows.
+            self.alpha = 1.0;
+            self.beta = 0.5;
+            return;
+        }
+        let (Some(base), Some(max)) = (self.base_rtt, self.max_rtt) else {
+            return;
+        };
+        if samples == 0 {
+            return;
+        }
+        let avg = sum.as_secs_f64() / samples as f64;
+        let da = avg - base.as_secs_f64();
+        let dm = max.as_secs_f64() - base.as_secs_f64();
+        let alpha = self.alpha_of(da, dm);
+        if alpha >= self.alpha_max {
+            // Linux tcp_illinois.c alpha(): back to alpha_max only after theta quiet rounds.
+            self.low_rounds += 1;
+            if self.low_rounds > self.theta {
+                self.alpha = self.alpha_max;
+            }
+        } else {
+            self.low_rounds = 0;
+            self.alpha = alpha;
+        }
+        self.beta = self.beta_of(da, dm);
+    }
+
+    fn on_congestion_event(&mut self, _now: Time, _in_flight: u64) {
+        self.ssthresh = self.ssthresh_after_loss();
+        self.cwnd = self.ssthresh;
+    }
+
+    fn on_recovery_end(&mut self, _now: Time) {
+        self.cwnd = self.ssthresh;
+    }
+
+    fn on_retransmission_timeout(&mut self, _now: Time, _in_flight: u64) {
+        self.ssthresh = self.ssthresh_after_loss();
+        self.cwnd = 1.0;
+        // Linux tcp_illinois.c: a timeout restarts the delay estimates and alpha.
+        self.alpha = 1.0;
+        self.beta = 0.5;
+        self.base_rtt = None;
+        self.max_rtt = None;
+        self.low_rounds = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::cc::testkit::{ack, run_rounds};
+    use super::*;
+
+    const MSS: u64 = 1000;
+
+    #[test]
+    fn alpha_and_beta_curves_meet_the_papers_end_points() {
+        let cc = Illinois::new(MSS as u32);
+        let dm = 0.1;
+        // Below d1 = dm/100: alpha_max; at dm: alpha_min.
+        assert_eq!(cc.alpha_of(0.0005, dm), 10.0);
+        assert!((cc.alpha_of(dm, dm) - 0.3).abs() < 1e-12);
+        // Strictly decreasing in between.
+        assert!(cc.alpha_of(0.01, dm) > cc.alpha_of(0.05, dm));
+        // beta: 1/8 below d2 = dm/10, 1/2 above d3 = 0.8 dm, linear between.
+        assert_eq!(cc.beta_of(0.005, dm), 0.125);
+        assert_eq!(cc.beta_of(0.09, dm), 0.5);
+        let mid = (0.01 + 0.08) / 2.0;
+        assert!((cc.beta_of(mid, dm) - (0.125 + 0.5) / 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn without_queueing_it_climbs_ten_segments_per_rtt_and_backs_off_an_eighth() {
+        let mut cc = Illinois::new(MSS as u32);
+        cc.init(100 * MSS, 100 * MSS);
+        let rtt = Duration::from_millis(100);
+        // Seed the delay range: one sample with 50 ms of queueing.
+        cc.on_ack(&ack(Time::ZERO, MSS, 1, rtt + Duration::from_millis(50)));
+        let (_, w) = run_rounds(&mut cc, MSS, Time::ZERO, 12, rtt);
+        // After theta = 5 quiet rounds alpha is back to 10.
+        assert_eq!(cc.alpha(), 10.0);
+        let growth = w[11] - w[10];
+        assert!((9.0..=10.5).contains(&growth), "{w:?}");
+        let before = cc.cwnd();
+        cc.on_congestion_event(Time::ZERO, 0);
+        assert_eq!(cc.beta(), 0.125);
+        assert_eq!(cc.cwnd(), (before as f64 * 0.875).round() as u64);
+    }
+
+    #[test]
+    fn with_a_full_queue_it_is_gentle_and_halves() {
+        let mut cc = Illinois::new(MSS as u32);
+        cc.init(100 * MSS, 100 * MSS);
+        let base = Duration::from_millis(100);
+        cc.on_ack(&ack(Time::ZERO, MSS, 1, base));
+        // Every round now sees the largest delay: da = dm.
+        let (_, w) = run_rounds(&mut cc, MSS, Time::ZERO, 5, base * 2);
+        assert!((cc.alpha() - 0.3).abs() < 1e-9, "{}", cc.alpha());
+        assert_eq!(cc.beta(), 0.5);
+        assert!(w[4] - w[3] < 0.5, "{w:?}");
+    }
+
+    #[test]
+    fn small_windows_are_reno() {
+        let mut cc = Illinois::new(MSS as u32);
+        cc.init(10 * MSS, 10 * MSS);
+        run_rounds(&mut cc, MSS, Time::ZERO, 2, Duration::from_millis(100));
+        assert_eq!((cc.alpha(), cc.beta()), (1.0, 0.5));
+    }
+}
