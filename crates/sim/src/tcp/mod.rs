@@ -16,6 +16,7 @@ mod scoreboard;
 mod sender;
 #[cfg(test)]
 mod tests;
+mod yeah;
 
 pub use cc::{
     known_names, lookup, AckSample, CcError, CcSpec, CongestionControl, Param, Params, Registered,
@@ -29,6 +30,7 @@ pub use ranges::{SackBlocks, MAX_SACK_BLOCKS};
 pub use receiver::TcpReceiver;
 pub use rtt::RttEstimator;
 pub use sender::{LossPolicy, Signal, TcpEvent, TcpSender, TcpSenderStats};
+pub use yeah::Yeah;
 
 /// A TCP segment, data or pure ACK, as the simulator carries it (no bytes, just sizes).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,4 +50,4 @@ pub struct Segment {
 }
 
 /// Every congestion control the simulator knows, in the order `--help` lists them.
-pub const REGISTRY: &[Registered] = &[newreno::ENTRY, cubic::ENTRY, illinois::ENTRY];
+pub const REGISTRY: &[Registered] = &[newreno::ENTRY, cubic::ENTRY, illinois::ENTRY, yeah::ENTRY];

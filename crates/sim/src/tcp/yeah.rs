@@ -1,0 +1,289 @@
+//! YeAH-TCP (Baiocchi, Castellani and Vacirca, "YeAH-TCP: Yet Another Highspeed TCP", PFLDnet
+//! 2007): a "fast" mode that grows like Scalable TCP while the estimated queue is short, a
+//! "slow" mode that grows like Reno when it is long, precautionary decongestion that drains the
+//! queue it estimates, and a loss reduction sized to that queue.
+//!
+//! Constants and the per-round logic follow Linux `tcp_yeah.c` (alpha 80 packets, gamma 1, delta
+//! 3, epsilon 1, phy 8, rho 16, zeta 50; Scalable increase of one segment per 100 acknowledged).
+//! The round's RTT is its smallest sample, as in Linux's Vegas machinery.
+
+use super::{AckSample, CongestionControl, Param, Params, Registered, RoundSample};
+use qstp_proto::{Duration, Time};
+
+/// Registry entry.
+pub(super) const ENTRY: Registered = Registered {
+    name: "yeah",
+    aliases: &[],
+    doc: "YeAH-TCP (Baiocchi et al.): Scalable-fast or Reno-slow mode from the queue estimate, precautionary decongestion",
+    params: &[
+        // Linux tcp_yeah.c TCP_YEAH_ALPHA = 80: largest queue (packets) tolerated.
+        Param { name: "alpha", default: 80.0, min: 1.0, max: 1e6, doc: "queue (packets) above which it decongests" },
+        // Linux tcp_yeah.c TCP_YEAH_PHY = 8: queueing delay above base_rtt / phy means congestion.
+        Param { name: "phy", default: 8.0, min: 1.0, max: 1000.0, doc: "slow mode when the queueing delay exceeds base RTT / phy" },
+        // Linux tcp_yeah.c TCP_YEAH_EPSILON = 1: decongestion takes at most cwnd / 2^epsilon.
+        Param { name: "epsilon", default: 1.0, min: 0.0, max: 10.0, doc: "precautionary decongestion removes at most cwnd / 2^epsilon" },
+        // Linux tcp_yeah.c TCP_YEAH_DELTA = 3: a loss removes at least cwnd / 2^delta.
+        Param { name: "delta", default: 3.0, min: 0.0, max: 10.0, doc: "a loss in fast mode removes at least cwnd / 2^delta" },
+        // Linux tcp_yeah.c TCP_YEAH_RHO = 16.
+        Param { name: "rho", default: 16.0, min: 0.0, max: 1e6, doc: "slow rounds after which a loss halves as Reno" },
+        // Linux tcp_yeah.c TCP_YEAH_ZETA = 50.
+        Param { name: "zeta", default: 50.0, min: 1.0, max: 1e6, doc: "fast rounds after which the Reno window estimate restarts" },
+    ],
+    build: |mss, p: &Params| {
+        Box::new(Yeah {
+            alpha: p.get("alpha"),
+            phy: p.get("phy"),
+            epsilon: p.get("epsilon") as u32,
+            delta: p.get("delta") as u32,
+            rho: p.get("rho") as u32,
+            zeta: p.get("zeta") as u32,
+            ..Yeah::new(mss)
+        })
+    },
+};
+
+/// Linux tcp_yeah.c / tcp_scalable.c TCP_SCALABLE_AI_CNT: fast mode adds one segment per 100
+/// acknowledged.
+const SCALABLE_AI_CNT: f64 = 100.0;
+/// Linux tcp_yeah.c TCP_YEAH_GAMMA = 1: decongestion removes queue / gamma.
+const GAMMA: f64 = 1.0;
+/// Linux tcp_yeah.c: the queue estimate needs more than 2 RTT samples in the round.
+const MIN_SAMPLES: u32 = 3;
+
+/// YeAH-TCP.
+#[derive(Debug, Clone)]
+pub struct Yeah {
+    mss: u64,
+    alpha: f64,
+    phy: f64,
+    epsilon: u32,
+    delta: u32,
+    rho: u32,
+    zeta: u32,
+    /// Window and threshold, segments.
+    cwnd: f64,
+    ssthresh: f64,
+    base_rtt: Option<Duration>,
+    round_min: Option<Duration>,
+    round_samples: u32,
+    /// Linux `doing_reno_now`: rounds in slow mode (0 = fast mode).
+    slow_rounds: u32,
+    /// Linux `reno_count`: the window Reno would have.
+    reno_count: f64,
+    /// Linux `fast_count`: rounds in fast mode.
+    fast_rounds: u32,
+    /// Linux `lastQ`: the last queue estimate, packets.
+    last_queue: f64,
+}
+
+impl Yeah {
+    /// YeAH with the reference constants, for segments of `mss` bytes.
+    pub fn new(mss: u32) -> Self {
+        Yeah {
+            mss: u64::from(mss.max(1)),
+            alpha: 80.0,
+            phy: 8.0,
+            epsilon: 1,
+            delta: 3,
+            rho: 16,
+            zeta: 50,
+            cwnd: 2.0,
+            ssthresh: f64::INFINITY,
+            base_rtt: None,
+            round_min: None,
+            round_samples: 0,
+            slow_rounds: 0,
+            reno_count: 2.0,
+            fast_rounds: 0,
+            last_queue: 0.0,
+        }
+    }
+
+    /// Whether it grows as Scalable TCP (fast mode) rather than Reno.
+    pub fn fast_mode(&self) -> bool {
+        self.slow_rounds == 0
+    }
+
+    /// Linux tcp_yeah.c tcp_yeah_ssthresh: the window after a loss, segments.
+    fn after_loss(&mut self) -> f64 {
+        let half = (self.cwnd / 2.0).floor().max(2.0);
+        let reduction = if self.slow_rounds < self.rho {
+            // Remove the queue, at least cwnd / 2^delta and at most half.
+            self.last_queue
+                .min(half)
+                .max((self.cwnd / f64::from(1u32 << self.delta)).floor())
+        } else {
+            half
+        };
+        self.fast_rounds = 0;
+        self.reno_count = (self.reno_count / 2.0).floor().max(2.0);
+        (self.cwnd - reduction).max(2.0)
+    }
+}
+
+impl CongestionControl for Yeah {
+    fn name(&self) -> &'static str {
+        "yeah"
+    }
+
+    fn init(&mut self, initial_cwnd: u64, initial_ssthresh: u64) {
+        self.cwnd = (initial_cwnd as f64 / self.mss as f64).max(1.0);
+        self.ssthresh = (initial_ssthresh as f64 / self.mss as f64).max(2.0);
+    }
+
+    fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
+    fn cwnd(&self) -> u64 {
+        (self.cwnd * self.mss as f64).round() as u64
+    }
+
+    fn ssthresh(&self) -> u64 {
+        if self.ssthresh.is_finite() {
+            (self.ssthresh * self.mss as f64).round() as u64
+        } else {
+            u64::MAX
+        }
+    }
+
+    fn on_ack(&mut self, sample: &AckSample) {
+        self.on_ack_in_recovery(sample);
+        let acked = sample.acked_bytes as f64 / self.mss as f64;
+        if self.cwnd < self.ssthresh {
+            // RFC 5681 §3.1: slow start.
+            self.cwnd += acked.min(1.0);
+        } else if self.fast_mode() {
+            // Linux tcp_yeah.c: Scalable increase, one segment per min(cwnd, 100) acknowledged.
+            self.cwnd += acked / self.cwnd.min(SCALABLE_AI_CNT);
+        } else {
+            // Reno: one segment per window.
+            self.cwnd += acked / self.cwnd;
+        }
+    }
+
+    fn on_ack_in_recovery(&mut self, sample: &AckSample) {
+        if let Some(rtt) = sample.rtt {
+            self.base_rtt = Some(self.base_rtt.map_or(rtt, |b| b.min(rtt)));
+            self.round_min = Some(self.round_min.map_or(rtt, |m| m.min(rtt)));
+            self.round_samples += 1;
+        }
+    }
+
+    fn on_round(&mut self, _round: &RoundSample) {
+        let samples = std::mem::take(&mut self.round_samples);
+        let round_min = self.round_min.take();
+        let (Some(rtt), Some(base)) = (round_min, self.base_rtt) else {
+            return;
+        };
+        if samples < MIN_SAMPLES || self.cwnd < self.ssthresh {
+            return;
+        }
+        let (rtt, base) = (rtt.as_secs_f64(), base.as_secs_f64());
+        // YeAH paper §2 / Linux: Q = cwnd (RTT - base) / RTT, packets queued by this flow.
+        let queue = self.cwnd * (rtt - base) / rtt;
+        if queue > self.alpha || rtt - base > base / self.phy {
+            if queue > self.alpha && self.cwnd > self.reno_count {
+                // Precautionary decongestion: drain the flow's own queue.
+                let reduction = (queue / GAMMA)
+                    .min((self.cwnd / f64::from(1u32 << self.epsilon)).floor())
+                    .floor();
+                self.cwnd = (self.cwnd - reduction).max(self.reno_count);
+                self.ssthresh = self.cwnd;
+            }
+            if self.reno_count <= 2.0 {
+                self.reno_count = (self.cwnd / 2.0).floor().max(2.0);
+            } else {
+                self.reno_count += 1.0;
+            }
+            self.slow_rounds = self.slow_rounds.saturating_add(1);
+        } else {
+            self.fast_rounds += 1;
+            if self.fast_rounds > self.zeta {
+                self.reno_count = 2.0;
+                self.fast_rounds = 0;
+            }
+            self.slow_rounds = 0;
+        }
+        self.last_queue = queue;
+    }
+
+    fn on_congestion_event(&mut self, _now: Time, _in_flight: u64) {
+        self.ssthresh = self.after_loss();
+        self.cwnd = self.ssthresh;
+    }
+
+    fn on_recovery_end(&mut self, _now: Time) {
+        self.cwnd = self.ssthresh;
+    }
+
+    fn on_retransmission_timeout(&mut self, _now: Time, _in_flight: u64) {
+        self.ssthresh = self.after_loss();
+        self.cwnd = 1.0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::cc::testkit::run_rounds;
+    use super::*;
+
+    const MSS: u64 = 1000;
+
+    fn yeah_at(w: u64) -> Yeah {
+        let mut cc = Yeah::new(MSS as u32);
+        cc.init(w * MSS, w * MSS);
+        cc
+    }
+
+    #[test]
+    fn an_empty_queue_means_scalable_growth() {
+        let mut cc = yeah_at(1000);
+        let (_, w) = run_rounds(&mut cc, MSS, Time::ZERO, 10, Duration::from_millis(100));
+        assert!(cc.fast_mode());
+        // One segment per 100 acknowledged: 1% per round.
+        let growth = w[9] / w[8];
+        assert!((1.009..=1.011).contains(&growth), "{w:?}");
+    }
+
+    #[test]
+    fn a_long_queue_triggers_decongestion_and_reno_growth() {
+        let mut cc = yeah_at(1000);
+        let base = Duration::from_millis(100);
+        run_rounds(&mut cc, MSS, Time::ZERO, 1, base);
+        // RTT 125 ms after a round of 1% growth (1010 -> 1020.1 segments): the queue estimate
+        // is 1020.1 (25/125) = 204 packets > alpha = 80.
+        let (_, w) = run_rounds(&mut cc, MSS, Time::ZERO, 1, Duration::from_millis(125));
+        assert!(!cc.fast_mode());
+        // Decongestion removed those 204 packets.
+        assert!((w[0] - 816.1).abs() < 0.5, "{w:?}");
+        // 14 ms of queueing (> 100/8 ms): slow mode; decongestion shrinks the window until its
+        // queue (cwnd 14/114) is below 80 packets, then it grows as Reno, one segment per round.
+        let (_, w) = run_rounds(&mut cc, MSS, Time::ZERO, 8, Duration::from_millis(114));
+        assert!(!cc.fast_mode());
+        assert!(w[7] * 14.0 / 114.0 < 80.0, "{w:?}");
+        assert!((w[7] - w[6] - 1.0).abs() < 0.1, "{w:?}");
+    }
+
+    #[test]
+    fn a_loss_in_fast_mode_removes_the_queue_but_at_least_an_eighth() {
+        let mut cc = yeah_at(1000);
+        run_rounds(&mut cc, MSS, Time::ZERO, 1, Duration::from_millis(100));
+        // No queue: the reduction is its floor, cwnd / 2^3.
+        let before = cc.cwnd() / MSS;
+        cc.on_congestion_event(Time::ZERO, 0);
+        assert_eq!(cc.cwnd() / MSS, before - before / 8);
+    }
+
+    #[test]
+    fn after_rho_slow_rounds_a_loss_halves() {
+        let mut cc = yeah_at(100);
+        run_rounds(&mut cc, MSS, Time::ZERO, 1, Duration::from_millis(100));
+        // Delay above base/phy (12.5 ms) with a short queue: slow mode without decongestion.
+        run_rounds(&mut cc, MSS, Time::ZERO, 17, Duration::from_millis(120));
+        assert!(!cc.fast_mode());
+        let before = cc.cwnd() / MSS;
+        cc.on_congestion_event(Time::ZERO, 0);
+        assert_eq!(cc.cwnd() / MSS, before - before / 2);
+    }
+}
