@@ -5,6 +5,7 @@
 //! Sequence numbers count bytes from 0; the sender always has data (a saturated bulk transfer).
 
 mod cc;
+mod compound;
 mod config;
 mod cubic;
 mod illinois;
@@ -22,6 +23,7 @@ pub use cc::{
     known_names, lookup, AckSample, CcError, CcSpec, CongestionControl, Param, Params, Registered,
     RoundSample,
 };
+pub use compound::Compound;
 pub use config::{TcpConfig, TcpConfigError, TcpOptions};
 pub use cubic::Cubic;
 pub use illinois::Illinois;
@@ -50,4 +52,10 @@ pub struct Segment {
 }
 
 /// Every congestion control the simulator knows, in the order `--help` lists them.
-pub const REGISTRY: &[Registered] = &[newreno::ENTRY, cubic::ENTRY, illinois::ENTRY, yeah::ENTRY];
+pub const REGISTRY: &[Registered] = &[
+    newreno::ENTRY,
+    cubic::ENTRY,
+    illinois::ENTRY,
+    yeah::ENTRY,
+    compound::ENTRY,
+];
