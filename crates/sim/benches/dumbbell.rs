@@ -57,6 +57,7 @@ fn spec(protocol: Protocol, seconds: u64) -> SimSpec {
             target: None,
             marker: None,
             start: Duration::ZERO,
+            access: None,
         }],
         bin: Duration::from_secs(1),
     }

@@ -15,15 +15,17 @@ pub enum SimError {
     },
     /// A group's base RTT cannot hold the bottleneck's propagation delay both ways.
     #[error(
-        "group '{group}': rtt {rtt} is shorter than twice the bottleneck delay {bottleneck_delay}"
+        "group '{group}': rtt {rtt} is shorter than the path's propagation both ways (bottleneck delay {bottleneck_delay}, access delay {access_delay} on each side)"
     )]
-    RttShorterThanBottleneck {
+    RttShorterThanPath {
         /// The group.
         group: String,
         /// Its base RTT.
         rtt: Duration,
         /// The bottleneck's one-way delay.
         bottleneck_delay: Duration,
+        /// The group's access delay, each side.
+        access_delay: Duration,
     },
     /// A TCP group's congestion control is unknown or has a bad parameter.
     #[error("group '{group}': {error}")]

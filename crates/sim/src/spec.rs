@@ -245,6 +245,21 @@ pub struct GroupSpec {
     pub marker: Option<MarkerSpec>,
     /// When the flows start (each flow adds a small seeded jitter of up to one RTT).
     pub start: Duration,
+    /// Each flow's own access links (sender side and receiver side); `None`: uncongested links
+    /// at ten times the bottleneck rate carrying all the propagation delay off the bottleneck.
+    pub access: Option<AccessSpec>,
+}
+
+/// The access links of a group's flows: each flow's sender reaches the edge, and the egress
+/// reaches each flow's receiver, over a link of this rate and one-way delay (both directions).
+/// The group's `rtt` stays the whole base round trip: what the bottleneck and the access delays
+/// do not account for is added to the sender's access link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccessSpec {
+    /// Rate of each access link.
+    pub rate: Rate,
+    /// One-way delay of each access link.
+    pub delay: Duration,
 }
 
 /// Drop precedence of a packet, set by an edge marker.

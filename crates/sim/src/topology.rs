@@ -65,11 +65,19 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
         });
     }
     for group in &spec.groups {
-        if group.rtt < bottleneck.delay.saturating_mul(2) {
-            return Err(SimError::RttShorterThanBottleneck {
+        let access_delay = group.access.map_or(Duration::ZERO, |a| a.delay);
+        if group.rtt < (bottleneck.delay + access_delay.saturating_mul(2)).saturating_mul(2) {
+            return Err(SimError::RttShorterThanPath {
                 group: group.name.clone(),
                 rtt: group.rtt,
                 bottleneck_delay: bottleneck.delay,
+                access_delay,
+            });
+        }
+        if group.access.is_some_and(|a| a.rate.is_zero()) {
+            return Err(SimError::Invalid {
+                key: format!("groups[{}].access.rate", group.name),
+                reason: "must be positive".into(),
             });
         }
     }
@@ -121,11 +129,20 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
     let mut flows = Vec::new();
     for (g, group) in spec.groups.iter().enumerate() {
         let edge = net.add_node(NodeKind::Router);
+        // The trunk carries the whole group: never slower than its access links together.
+        let access_rate = group.access.map_or(fast, |a| a.rate);
+        let trunk_rate = match group.access {
+            Some(a) => Rate::from_bps(
+                fast.bps()
+                    .max(a.rate.bps().saturating_mul(u64::from(group.flows))),
+            ),
+            None => fast,
+        };
         let trunk = link(
             &mut net,
             edge,
             core,
-            fast,
+            trunk_rate,
             Duration::ZERO,
             &fast_queue,
             "trunk",
@@ -134,7 +151,7 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
             &mut net,
             core,
             edge,
-            fast,
+            trunk_rate,
             Duration::ZERO,
             &fast_queue,
             "reverse trunk",
@@ -149,8 +166,10 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
                 rng,
             });
         }
-        // The group's rtt is all propagation: the bottleneck both ways, the access links the rest.
-        let access_delay = (group.rtt - bottleneck.delay.saturating_mul(2)) / 2;
+        // The group's rtt is all propagation: the bottleneck both ways, the receivers' access
+        // links their own delay, the senders' access links the rest.
+        let sink_delay = group.access.map_or(Duration::ZERO, |a| a.delay);
+        let access_delay = (group.rtt - (bottleneck.delay + sink_delay).saturating_mul(2)) / 2;
         for flow in 0..group.flows {
             let source = net.add_node(NodeKind::Host);
             let sink = net.add_node(NodeKind::Host);
@@ -158,7 +177,7 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
                 &mut net,
                 source,
                 edge,
-                fast,
+                access_rate,
                 access_delay,
                 &fast_queue,
                 "access",
@@ -167,7 +186,7 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
                 &mut net,
                 edge,
                 source,
-                fast,
+                access_rate,
                 access_delay,
                 &fast_queue,
                 "reverse access",
@@ -176,8 +195,8 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
                 &mut net,
                 egress,
                 sink,
-                fast,
-                Duration::ZERO,
+                access_rate,
+                sink_delay,
                 &fast_queue,
                 "egress",
             )?;
@@ -185,8 +204,8 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
                 &mut net,
                 sink,
                 egress,
-                fast,
-                Duration::ZERO,
+                access_rate,
+                sink_delay,
                 &fast_queue,
                 "reverse egress",
             )?;
@@ -222,6 +241,7 @@ mod tests {
             target: None,
             marker: None,
             start: Duration::ZERO,
+            access: None,
         };
         SimSpec {
             duration: Duration::from_secs(1),
@@ -278,5 +298,45 @@ mod tests {
                 assert_eq!(built.network.link(l).rate, fast_rate(spec.bottleneck.rate));
             }
         }
+    }
+
+    #[test]
+    fn access_links_have_their_own_rate_and_delay_and_the_rtt_is_kept() {
+        let mut spec = spec();
+        spec.groups[1].access = Some(crate::spec::AccessSpec {
+            rate: Rate::from_mbps(3),
+            delay: Duration::from_millis(5),
+        });
+        let built = dumbbell(&spec).unwrap();
+        for ends in built.flows.iter().filter(|e| e.group == 1) {
+            let forward = path(&built.network, ends.source, ends.sink);
+            let back = path(&built.network, ends.sink, ends.source);
+            let net = &built.network;
+            let delay: Duration = forward
+                .iter()
+                .chain(&back)
+                .map(|&l| net.link(l).delay)
+                .fold(Duration::ZERO, |a, b| a + b);
+            assert_eq!(delay, spec.groups[1].rtt);
+            // First and last hops are the flow's own access links.
+            for l in [
+                forward[0],
+                *forward.last().unwrap(),
+                back[0],
+                *back.last().unwrap(),
+            ] {
+                assert_eq!(net.link(l).rate, Rate::from_mbps(3));
+            }
+            assert_eq!(
+                net.link(*forward.last().unwrap()).delay,
+                Duration::from_millis(5)
+            );
+        }
+        // Too short an rtt for the access delays is refused.
+        spec.groups[1].rtt = Duration::from_millis(30);
+        assert!(matches!(
+            dumbbell(&spec),
+            Err(SimError::RttShorterThanPath { .. })
+        ));
     }
 }

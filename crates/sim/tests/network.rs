@@ -154,7 +154,7 @@ fn an_rtt_shorter_than_the_bottleneck_both_ways_is_refused() {
     ));
     assert!(matches!(
         run(&spec),
-        Err(SimError::RttShorterThanBottleneck { .. })
+        Err(SimError::RttShorterThanPath { .. })
     ));
 }
 

@@ -8,7 +8,7 @@
 use super::fields::{duration, rate, FieldResult, Fields};
 use qstp_proto::{Config, CongestionControl, Duration, ErrorControl, Order, Preset, Rate};
 use qstp_sim::tcp::{self, CcSpec, TcpOptions};
-use qstp_sim::{GroupSpec, Protocol};
+use qstp_sim::{AccessSpec, GroupSpec, Protocol};
 use toml::Value;
 
 /// Most flows in one group: a bound on the simulator's state.
@@ -39,6 +39,18 @@ pub(crate) fn group(mut f: Fields, packet_size: usize) -> FieldResult<GroupSpec>
         .map(super::network::marker)
         .transpose()?;
     let start = f.opt_duration("start")?.unwrap_or(Duration::ZERO);
+    let access = match f.opt_table("access")? {
+        None => None,
+        Some(mut a) => {
+            let rate = a.rate("rate")?;
+            if rate.is_zero() {
+                return Err(a.error("rate", "must be positive"));
+            }
+            let delay = a.opt_duration("delay")?.unwrap_or(Duration::ZERO);
+            a.finish()?;
+            Some(AccessSpec { rate, delay })
+        }
+    };
     let protocol = protocol(&mut f, target, flows as u32, packet_size)?;
     f.finish()?;
     Ok(GroupSpec {
@@ -49,6 +61,7 @@ pub(crate) fn group(mut f: Fields, packet_size: usize) -> FieldResult<GroupSpec>
         target,
         marker,
         start,
+        access,
     })
 }
 

@@ -417,10 +417,18 @@ fn groups(f: &mut Fields, packet_size: usize) -> Result<Vec<GroupSpec>, FieldErr
 /// Cross-checks between the bottleneck and the groups.
 fn check_paths(link: &LinkSpec, groups: &[GroupSpec]) -> Result<(), FieldError> {
     for g in groups {
-        if g.rtt < link.delay.saturating_mul(2) {
+        let access = g.access.map_or(Duration::ZERO, |a| a.delay);
+        if g.rtt < (link.delay + access.saturating_mul(2)).saturating_mul(2) {
             return Err(FieldError::new(
                 format!("group.{}.rtt", g.name),
-                format!("shorter than twice the bottleneck delay ({:?})", link.delay),
+                if access.is_zero() {
+                    format!("shorter than twice the bottleneck delay ({:?})", link.delay)
+                } else {
+                    format!(
+                        "shorter than the path both ways (bottleneck {:?} and twice the access delay {:?})",
+                        link.delay, access
+                    )
+                },
             ));
         }
     }

@@ -31,6 +31,7 @@ pub fn group(name: &str, protocol: Protocol, flows: u32, rtt: Duration) -> Group
         target: None,
         marker: None,
         start: Duration::ZERO,
+        access: None,
     }
 }
 
