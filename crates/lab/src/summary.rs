@@ -84,6 +84,64 @@ pub struct PointSummary {
     /// Jain's index of every flow's throughput over its share of its group's target, mean over
     /// runs; only when every group has a target.
     pub target_fairness: Option<f64>,
+    /// Efficiency, fairness and performance over all the point's flows (the high-speed TCP
+    /// paper's metrics); absent from summaries written before they existed.
+    #[serde(default)]
+    pub metrics: Option<PointMetrics>,
+}
+
+/// The high-speed TCP paper's metrics of one point (`002_b59ef6c014a62b94.txt` §III B-D), over
+/// every flow of every group, each run one sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointMetrics {
+    /// E = Q / Q_opt: the mean per-flow throughput Q over the optimal share Q_opt = C / n of the
+    /// bottleneck rate C (that is, the flows' total over C).
+    pub efficiency: Stats,
+    /// Jain's index F over the per-flow throughputs normalised by the optimal share.
+    pub jain: Stats,
+    /// a E + (1 - a) F for a = 0.2, 0.5 and 0.8, from the means of E and F.
+    pub performance: std::collections::BTreeMap<String, f64>,
+}
+
+/// The weights `a` the summary reports performance for (the paper's Figs. 5-7).
+pub const PERFORMANCE_WEIGHTS: [f64; 3] = [0.2, 0.5, 0.8];
+
+/// The paper's performance: `a E + (1 - a) F` (§III D).
+pub fn performance(a: f64, efficiency: f64, jain: f64) -> f64 {
+    a * efficiency + (1.0 - a) * jain
+}
+
+/// The key of weight `a` in [`PointMetrics::performance`] (`"0.2"`).
+pub fn weight_key(a: f64) -> String {
+    format!("{a}")
+}
+
+fn point_metrics(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> Option<PointMetrics> {
+    let capacity = pt.scenario.bottleneck.rate.bps() as f64;
+    let mut efficiency = Vec::new();
+    let mut fairness = Vec::new();
+    for r in runs {
+        let n = r.flows.len();
+        if n == 0 || capacity <= 0.0 {
+            continue;
+        }
+        let optimal = capacity / n as f64;
+        let normalised: Vec<f64> = r.flows.iter().map(|f| f.throughput_bps / optimal).collect();
+        // E = (1/n) sum q_i / Q_opt.
+        efficiency.push(normalised.iter().sum::<f64>() / n as f64);
+        fairness.extend(jain(&normalised));
+    }
+    let efficiency = Stats::of(&efficiency)?;
+    let jain = Stats::of(&fairness)?;
+    let performance = PERFORMANCE_WEIGHTS
+        .iter()
+        .map(|&a| (weight_key(a), performance(a, efficiency.mean, jain.mean)))
+        .collect();
+    Some(PointMetrics {
+        efficiency,
+        jain,
+        performance,
+    })
 }
 
 /// One group at one point.
@@ -217,6 +275,7 @@ fn point(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> PointSummary {
         flows,
         queues: queues(runs),
         target_fairness,
+        metrics: point_metrics(pt, runs),
     }
 }
 
@@ -404,6 +463,21 @@ pub fn text_table(s: &Summary) -> String {
                 &of_target,
             ]));
         }
+        if let Some(m) = &p.metrics {
+            let perf: Vec<String> = m
+                .performance
+                .iter()
+                .map(|(a, v)| format!("a={a} {v:.3}"))
+                .collect();
+            out.push_str(&format!(
+                "{:<width$}  E {:.3} ±{:.3}  F {:.3}  performance {}\n",
+                "",
+                m.efficiency.mean,
+                m.efficiency.ci95,
+                m.jain.mean,
+                perf.join(", ")
+            ));
+        }
         for q in &p.queues {
             if diffserv {
                 out.push_str(&format!(
@@ -431,6 +505,8 @@ pub fn text_table(s: &Summary) -> String {
          \x20    per run after the warm-up: mean, min and max over runs. goodput: the group's in-order\n\
          \x20    application bytes, mean per run. jitter: mean IPDV (difference of consecutive one-way\n\
          \x20    delays) per flow. thr/target: mean thr over the group's target.\n\
+         E: efficiency, all flows' throughput over the bottleneck rate (±: 95% confidence of the\n\
+         \x20    mean); F: Jain's index over all flows; performance: a E + (1 - a) F.\n\
          queue: packets arriving per run (mean over runs); ldrops: dropped because the queue was full;\n\
          \x20    edrops: dropped early by RED/RIO.",
     );

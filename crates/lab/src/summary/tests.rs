@@ -184,3 +184,31 @@ fn sweep_labels_are_whole_and_comma_separated() {
         "never cut mid-value: {t}"
     );
 }
+
+#[test]
+fn efficiency_fairness_and_performance_follow_the_papers_definitions() {
+    let s = summary();
+    let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
+    let results = execute(&plan, 2, fake, &|_| {}).unwrap();
+    // Point 1: flows A/0, B/0 and B/1 in each run; E = sum q_i / C, F = Jain over them.
+    let capacity = 1e6;
+    let mut e = Vec::new();
+    let mut f = Vec::new();
+    for run in &results[1].runs {
+        let q: Vec<f64> = run.flows.iter().map(|x| x.throughput_bps).collect();
+        e.push(q.iter().sum::<f64>() / capacity);
+        let (sum, squares) = (q.iter().sum::<f64>(), q.iter().map(|v| v * v).sum::<f64>());
+        f.push(sum * sum / (q.len() as f64 * squares));
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let m = s.points[1].metrics.as_ref().unwrap();
+    assert!((m.efficiency.mean - mean(&e)).abs() < 1e-12);
+    assert!((m.jain.mean - mean(&f)).abs() < 1e-12);
+    let p = m.performance["0.2"];
+    assert!((p - (0.2 * mean(&e) + 0.8 * mean(&f))).abs() < 1e-12);
+    assert_eq!(
+        m.performance.keys().collect::<Vec<_>>(),
+        ["0.2", "0.5", "0.8"]
+    );
+    assert!(text_table(&s).contains("performance a=0.2"));
+}
