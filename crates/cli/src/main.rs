@@ -12,6 +12,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod choose;
 mod plot;
 mod recv;
 mod run;
@@ -29,6 +30,9 @@ struct Cli {
 enum Command {
     /// Run a simulation scenario: every sweep point and run, then a summary, plots and a report.
     Run(run::RunArgs),
+    /// Name the best TCP congestion control for a number of flows and a weight between
+    /// efficiency and fairness, from a sweep's results (the high-speed TCP paper's tool).
+    Choose(choose::ChooseArgs),
     /// Draw a results folder's figures and report again from its saved data, without simulating.
     Plot(plot::PlotArgs),
     /// Send a file (or stdin) to a `qstp recv`.
@@ -42,6 +46,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::main(args),
         Command::Plot(args) => plot::main(args),
+        Command::Choose(args) => choose::main(args),
         Command::Send(args) => send::main(args),
         Command::Recv(args) => recv::main(args),
     };

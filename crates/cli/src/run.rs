@@ -37,6 +37,12 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// Run `qstp run`.
 pub fn main(args: RunArgs) -> anyhow::Result<()> {
+    run(args, true).map(|_| ())
+}
+
+/// Run the scenario and write its results; returns the results folder. Without `report`, the
+/// table and the list of files written are left out (the progress bar still shows).
+pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
     let overrides = Overrides {
         runs: args.runs,
         seed: args.seed,
@@ -80,6 +86,10 @@ pub fn main(args: RunArgs) -> anyhow::Result<()> {
 
     let summary = summary::build(&plan, &results, &overrides);
     let written = output::write_all(&out, &plan, &results, &summary)?;
+    if !report {
+        eprintln!("results: {}", out.display());
+        return Ok(out);
+    }
     print!("{}", summary::text_table(&summary));
     println!(
         "\n{:.0} s simulated, {} events, in {:.1} s wall-clock ({:.0}x real time)",
@@ -113,5 +123,5 @@ pub fn main(args: RunArgs) -> anyhow::Result<()> {
         written.plots.len(),
         out.join("plots").display()
     );
-    Ok(())
+    Ok(out)
 }

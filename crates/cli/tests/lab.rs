@@ -90,3 +90,78 @@ fn run_refuses_a_folder_it_did_not_write_before_simulating() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn choose_ranks_the_controls_of_a_sweep_per_flow_count_and_weight() {
+    let out = scratch("choose");
+    std::fs::create_dir_all(&out).unwrap();
+    let file = out.join("sweep.toml");
+    std::fs::write(
+        &file,
+        r#"name = "choose-test"
+duration = "5s"
+runs = 2
+[bottleneck]
+rate = "20M"
+delay = "10ms"
+queue = { kind = "droptail", limit = 50 }
+[[group]]
+name = "S"
+protocol = "tcp"
+rtt = "40ms"
+access = { rate = "100M", delay = "1ms" }
+[sweep]
+"group.S.congestion" = ["newreno", "cubic"]
+"group.S.flows" = [1, 3]
+"#,
+    )
+    .unwrap();
+    let results = out.join("results");
+    let (ok, _, stderr) = qstp(&[
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        results.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let dir = results.to_str().unwrap();
+    let (ok, stdout, stderr) = qstp(&["choose", dir, "--flows", "3", "--alpha", "0.5", "--json"]);
+    assert!(ok, "{stderr}");
+    let choice: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        (choice["flows"].as_u64(), choice["alpha"].as_f64()),
+        (Some(3), Some(0.5))
+    );
+    let ranking = choice["ranking"].as_array().unwrap();
+    let names: Vec<&str> = ranking
+        .iter()
+        .map(|r| r["congestion"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2);
+    assert!(
+        names.contains(&"newreno") && names.contains(&"cubic"),
+        "{names:?}"
+    );
+    assert_eq!(choice["best"], ranking[0]["congestion"]);
+    let perf = |r: &serde_json::Value| r["performance"].as_f64().unwrap();
+    assert!(perf(&ranking[0]) >= perf(&ranking[1]));
+    let (e, f) = (
+        ranking[0]["efficiency"].as_f64().unwrap(),
+        ranking[0]["jain"].as_f64().unwrap(),
+    );
+    assert!((perf(&ranking[0]) - (0.5 * e + 0.5 * f)).abs() < 1e-12);
+    assert!(e > 0.3 && e <= 1.05 && f > 0.3 && f <= 1.0, "{e} {f}");
+
+    // Without --flows and --alpha: every flow count times the paper's three weights.
+    let (ok, stdout, _) = qstp(&["choose", dir]);
+    assert!(ok);
+    assert_eq!(stdout.lines().count(), 1 + 2 * 3, "{stdout}");
+
+    let (ok, _, stderr) = qstp(&["choose", dir, "--flows", "7"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("no point of the results has 7 flows (they have: 1, 3)"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -12,6 +12,7 @@ pub mod scenario;
 
 /// The simulator's entry point, as the runner calls it.
 pub use qstp_sim::run_with_progress as simulate;
+pub mod choose;
 pub mod figures;
 pub mod output;
 pub mod plot;
