@@ -124,6 +124,17 @@ access = { rate = "100M", delay = "1ms" }
         results.to_str().unwrap(),
     ]);
     assert!(ok, "{stderr}");
+    // The paper's Figs. 3-7: efficiency, fairness and performance against the number of flows.
+    for stem in [
+        "efficiency-vs-flows",
+        "jain-vs-flows",
+        "performance-0.5-vs-flows",
+    ] {
+        assert!(
+            results.join("plots").join(format!("{stem}.svg")).is_file(),
+            "{stem}"
+        );
+    }
     let dir = results.to_str().unwrap();
     let (ok, stdout, stderr) = qstp(&["choose", dir, "--flows", "3", "--alpha", "0.5", "--json"]);
     assert!(ok, "{stderr}");

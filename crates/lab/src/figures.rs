@@ -244,7 +244,119 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
     }
     out.extend(flow_sweep_figures(plan, summary));
     out.extend(swept_key_figures(plan, summary));
+    out.extend(metric_figures(plan, summary));
     out
+}
+
+/// The points grouped by the values of the swept keys other than `key`, in order of first
+/// appearance, each group labelled `key=value, ...` (empty when `key` is the only one).
+fn by_other_keys(plan: &Plan, key: &str) -> Vec<(String, Vec<usize>)> {
+    let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+    for (p, point) in plan.points.iter().enumerate() {
+        let others: serde_json::Map<String, serde_json::Value> = point
+            .params
+            .iter()
+            .filter(|(k, _)| k != key)
+            .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default()))
+            .collect();
+        let label = if others.is_empty() {
+            String::new()
+        } else {
+            params_label(&others)
+        };
+        match groups.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, ps)) => ps.push(p),
+            None => groups.push((label, vec![p])),
+        }
+    }
+    groups
+}
+
+/// The high-speed TCP paper's Figs. 3-7 for a sweep over a number of TCP flows: efficiency, Jain's
+/// fairness and performance for each weight against the number of flows, one line per value of
+/// the other swept keys (one per congestion control in `scenarios/hstcp-qos.toml`).
+fn metric_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
+    let Some(axis) = plan
+        .sweep_keys
+        .iter()
+        .position(|k| k.split('+').any(|part| part.ends_with(".flows")))
+    else {
+        return Vec::new();
+    };
+    // The paper's setting: TCP flows alone share the bottleneck.
+    let all_tcp = plan.points.iter().all(|p| {
+        p.scenario
+            .groups
+            .iter()
+            .all(|g| matches!(g.protocol, qstp_sim::Protocol::Tcp { .. }))
+    });
+    if !all_tcp || summary.points.iter().any(|p| p.metrics.is_none()) {
+        return Vec::new();
+    }
+    let x_of = |p: usize| plan.points[p].params[axis].1.as_integer().unwrap_or(0) as f64;
+    let series = by_other_keys(plan, &plan.sweep_keys[axis]);
+    let metric = |p: usize, which: &str| {
+        let m = summary.points[p].metrics.as_ref().expect("checked above");
+        match which {
+            "efficiency" => m.efficiency.mean,
+            "jain" => m.jain.mean,
+            a => m.performance.get(a).copied().unwrap_or(f64::NAN),
+        }
+    };
+    let mut charts: Vec<(String, String, String)> = vec![
+        (
+            "efficiency".into(),
+            "efficiency-vs-flows".into(),
+            "Efficiency E = Q / Q_opt".into(),
+        ),
+        (
+            "jain".into(),
+            "jain-vs-flows".into(),
+            "Jain's fairness index F".into(),
+        ),
+    ];
+    for a in crate::summary::PERFORMANCE_WEIGHTS.iter().rev() {
+        let key = crate::summary::weight_key(*a);
+        charts.push((
+            key.clone(),
+            format!("performance-{key}-vs-flows"),
+            format!("Performance a E + (1 - a) F, a = {key}"),
+        ));
+    }
+    charts
+        .into_iter()
+        .map(|(which, stem, title)| {
+            let lines = series
+                .iter()
+                .map(|(label, ps)| {
+                    let mut ps = ps.clone();
+                    ps.sort_by(|&a, &b| x_of(a).total_cmp(&x_of(b)));
+                    Line {
+                        label: if label.is_empty() {
+                            "all".into()
+                        } else {
+                            label.clone()
+                        },
+                        points: ps.iter().map(|&p| (x_of(p), metric(p, &which))).collect(),
+                        ..Default::default()
+                    }
+                })
+                .collect();
+            Figure {
+                stem,
+                point: None,
+                panels: Vec::new(),
+                chart: Chart {
+                    title: format!("{title}, mean of {} run(s)", summary.runs),
+                    x_label: "number of flows".into(),
+                    y_label: which.clone(),
+                    lines,
+                    y_range: Some((0.0, 1.05)),
+                    ..Default::default()
+                },
+            }
+        })
+        .collect()
 }
 
 /// For every swept key with numbers for values (other than flow counts, which
@@ -266,25 +378,7 @@ fn swept_key_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
                 .or(v.as_integer().map(|i| i as f64))
                 .unwrap_or(0.0)
         };
-        // Points grouped by the other keys' values, in order of first appearance.
-        let mut series: Vec<(String, Vec<usize>)> = Vec::new();
-        for (p, point) in plan.points.iter().enumerate() {
-            let others: serde_json::Map<String, serde_json::Value> = point
-                .params
-                .iter()
-                .filter(|(k, _)| k != key)
-                .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default()))
-                .collect();
-            let label = if others.is_empty() {
-                String::new()
-            } else {
-                params_label(&others)
-            };
-            match series.iter_mut().find(|(l, _)| *l == label) {
-                Some((_, ps)) => ps.push(p),
-                None => series.push((label, vec![p])),
-            }
-        }
+        let series = by_other_keys(plan, key);
         let groups = summary.points[0].flows.len();
         let mut lines = Vec::new();
         for (label, ps) in &series {
@@ -357,27 +451,17 @@ fn flow_sweep_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
         return Vec::new();
     };
     let axis_key = &plan.sweep_keys[axis];
-    // Points grouped by the values of the other swept keys, in order of first appearance.
-    let mut panels: Vec<(String, Vec<usize>)> = Vec::new();
-    for (p, point) in plan.points.iter().enumerate() {
-        let others: Vec<_> = point
-            .params
-            .iter()
-            .filter(|(k, _)| k != axis_key)
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let label = {
-            let map = others
-                .iter()
-                .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default()))
-                .collect();
-            params_label(&map)
-        };
-        match panels.iter_mut().find(|(l, _)| *l == label) {
-            Some((_, ps)) => ps.push(p),
-            None => panels.push((label, vec![p])),
-        }
-    }
+    let panels: Vec<(String, Vec<usize>)> = by_other_keys(plan, axis_key)
+        .into_iter()
+        .map(|(label, ps)| {
+            let label = if label.is_empty() {
+                params_label(&serde_json::Map::new())
+            } else {
+                label
+            };
+            (label, ps)
+        })
+        .collect();
     let x_of = |p: usize| plan.points[p].params[axis].1.as_integer().unwrap_or(0) as f64;
     let groups = plan.base().groups.len();
     let mut out = Vec::new();
