@@ -5,6 +5,10 @@
 //! Two more scenarios put 8 QSTP flows (the real protocol core) there instead, and 8
 //! constant-bit-rate UDP flows (the network's own cost, without transport logic).
 //!
+//! Then the 24-flow point of the high-speed TCP paper's sweep (`scenarios/hstcp-qos.toml`): 1 Gbit/s,
+//! 1 ms access links, a 200 Mbit/s, 98 ms bottleneck with 100 packets of drop-tail, once per
+//! congestion control.
+//!
 //! Run with `cargo bench -p qstp-sim --bench dumbbell` (add `-- --seconds 10` for a shorter run).
 
 // A benchmark measures wall-clock time: the determinism bans of clippy.toml do not apply.
@@ -111,4 +115,22 @@ fn main() {
         schedule: vec![(Duration::ZERO, Rate::from_mbps(30))],
     };
     measure("8 x CBR 30 Mbit/s", &spec(cbr, seconds));
+    for entry in qstp_sim::tcp::REGISTRY {
+        let mut spec = spec(
+            Protocol::Tcp {
+                congestion: qstp_sim::tcp::CcSpec::named(entry.name),
+                options: qstp_sim::tcp::TcpOptions::default(),
+            },
+            seconds,
+        );
+        // High-speed TCP paper §III A: 2 x (1 + 98 + 1) ms of propagation.
+        spec.bottleneck.delay = Duration::from_millis(98);
+        spec.groups[0].flows = 24;
+        spec.groups[0].rtt = Duration::from_millis(200);
+        spec.groups[0].access = Some(qstp_sim::AccessSpec {
+            rate: Rate::from_mbps(1000),
+            delay: Duration::from_millis(1),
+        });
+        measure(&format!("24 x TCP {} (hstcp-qos)", entry.name), &spec);
+    }
 }
