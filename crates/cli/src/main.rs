@@ -12,6 +12,8 @@
 
 use clap::{Parser, Subcommand};
 
+// `Cli::parse` is replaced by `parse()`, which adds the registry's help text.
+
 mod choose;
 mod plot;
 mod recv;
@@ -41,8 +43,16 @@ enum Command {
     Recv(recv::RecvArgs),
 }
 
+/// The command line, with `qstp run --help` listing the simulator's congestion controls.
+fn parse() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let command =
+        Cli::command().mut_subcommand("run", |c| c.after_long_help(run::congestion_help()));
+    Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
     let result = match cli.command {
         Command::Run(args) => run::main(args),
         Command::Plot(args) => plot::main(args),

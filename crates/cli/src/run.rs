@@ -31,6 +31,34 @@ pub struct RunArgs {
     pub jobs: Option<usize>,
 }
 
+/// The TCP congestion controls a scenario may name, with their parameters, from the simulator's
+/// registry (for `qstp run --help`).
+pub fn congestion_help() -> String {
+    let mut out = String::from(
+        "Scenario keys: docs/scenarios.md. TCP congestion controls of a tcp group\n\
+         (congestion = \"NAME\" or congestion = { name = \"NAME\", PARAM = VALUE, .. }):\n",
+    );
+    for entry in qstp_sim::tcp::REGISTRY {
+        let aliases = if entry.aliases.is_empty() {
+            String::new()
+        } else {
+            format!(" (also {})", entry.aliases.join(", "))
+        };
+        out.push_str(&format!("  {}{aliases}: {}\n", entry.name, entry.doc));
+        for p in entry.params {
+            out.push_str(&format!(
+                "      {} = {} ({}; {} to {})\n",
+                p.name, p.default, p.doc, p.min, p.max
+            ));
+        }
+    }
+    out.push_str(
+        "TCP options: tcp = { initial_window = 2, delayed_ack = false, min_rto = \"200ms\", sack = true, window = BYTES }\n\
+         Access links: access = { rate = \"1G\", delay = \"1ms\" }\n",
+    );
+    out
+}
+
 fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::parse(text).map_err(|e| e.to_string())
 }

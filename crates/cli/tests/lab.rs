@@ -176,3 +176,17 @@ access = { rate = "100M", delay = "1ms" }
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn run_help_lists_every_congestion_control_and_its_parameters() {
+    let (ok, stdout, _) = qstp(&["run", "--help"]);
+    assert!(ok);
+    for name in ["newreno", "cubic", "illinois", "yeah", "compound"] {
+        assert!(
+            stdout.contains(&format!("  {name}")),
+            "{name} missing:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("fast_convergence = 1"), "{stdout}");
+    assert!(stdout.contains("access = { rate"), "{stdout}");
+}
