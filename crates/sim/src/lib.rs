@@ -8,6 +8,13 @@
 //! Inside: an event [`engine`] keyed by (time, insertion order); a [`network`] of nodes and links
 //! in arenas addressed by typed [`ids`]; [`agent`]s on hosts; [`topology`] builders; a recorder
 //! whose memory grows with duration / bin, never with packets.
+//!
+//! Seams for what builds on it: [`tcp`] is a sans-IO TCP whose congestion controls live in a
+//! registry ([`tcp::REGISTRY`]: one file and one entry per control, parameters from the scenario)
+//! and whose sender can be steered from outside (congestion-signal events, deferred or delegated
+//! window reductions, per-round samples: what a host-level controller such as loss delegation
+//! needs); its SACK scoreboard does O(log W) work per ACK. Groups may give each flow access links
+//! of its own ([`AccessSpec`]).
 
 pub mod spec;
 
