@@ -6,6 +6,7 @@
 
 mod cc;
 mod config;
+mod highspeed;
 mod newreno;
 mod ranges;
 mod receiver;
@@ -20,6 +21,7 @@ pub use cc::{
     RoundSample,
 };
 pub use config::{TcpConfig, TcpConfigError, TcpOptions};
+pub use highspeed::HighSpeed;
 pub use newreno::NewReno;
 pub use ranges::{SackBlocks, MAX_SACK_BLOCKS};
 pub use receiver::TcpReceiver;
@@ -44,4 +46,4 @@ pub struct Segment {
 }
 
 /// Every congestion control the simulator knows, in the order `--help` lists them.
-pub const REGISTRY: &[Registered] = &[newreno::ENTRY];
+pub const REGISTRY: &[Registered] = &[newreno::ENTRY, highspeed::ENTRY];
