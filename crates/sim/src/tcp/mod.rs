@@ -11,6 +11,7 @@ mod newreno;
 mod ranges;
 mod receiver;
 mod rtt;
+mod scalable;
 mod scoreboard;
 mod sender;
 #[cfg(test)]
@@ -26,6 +27,7 @@ pub use newreno::NewReno;
 pub use ranges::{SackBlocks, MAX_SACK_BLOCKS};
 pub use receiver::TcpReceiver;
 pub use rtt::RttEstimator;
+pub use scalable::Scalable;
 pub use sender::{LossPolicy, Signal, TcpEvent, TcpSender, TcpSenderStats};
 
 /// A TCP segment, data or pure ACK, as the simulator carries it (no bytes, just sizes).
@@ -46,4 +48,4 @@ pub struct Segment {
 }
 
 /// Every congestion control the simulator knows, in the order `--help` lists them.
-pub const REGISTRY: &[Registered] = &[newreno::ENTRY, highspeed::ENTRY];
+pub const REGISTRY: &[Registered] = &[newreno::ENTRY, highspeed::ENTRY, scalable::ENTRY];
