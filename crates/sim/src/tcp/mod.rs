@@ -4,6 +4,7 @@
 //!
 //! Sequence numbers count bytes from 0; the sender always has data (a saturated bulk transfer).
 
+mod bic;
 mod cc;
 mod config;
 mod highspeed;
@@ -17,6 +18,7 @@ mod sender;
 #[cfg(test)]
 mod tests;
 
+pub use bic::Bic;
 pub use cc::{
     known_names, lookup, AckSample, CcError, CcSpec, CongestionControl, Param, Params, Registered,
     RoundSample,
@@ -48,4 +50,9 @@ pub struct Segment {
 }
 
 /// Every congestion control the simulator knows, in the order `--help` lists them.
-pub const REGISTRY: &[Registered] = &[newreno::ENTRY, highspeed::ENTRY, scalable::ENTRY];
+pub const REGISTRY: &[Registered] = &[
+    newreno::ENTRY,
+    highspeed::ENTRY,
+    bic::ENTRY,
+    scalable::ENTRY,
+];
