@@ -8,6 +8,7 @@ mod bic;
 mod cc;
 mod config;
 mod highspeed;
+mod htcp;
 mod newreno;
 mod ranges;
 mod receiver;
@@ -25,6 +26,7 @@ pub use cc::{
 };
 pub use config::{TcpConfig, TcpConfigError, TcpOptions};
 pub use highspeed::HighSpeed;
+pub use htcp::Htcp;
 pub use newreno::NewReno;
 pub use ranges::{SackBlocks, MAX_SACK_BLOCKS};
 pub use receiver::TcpReceiver;
@@ -55,4 +57,5 @@ pub const REGISTRY: &[Registered] = &[
     highspeed::ENTRY,
     bic::ENTRY,
     scalable::ENTRY,
+    htcp::ENTRY,
 ];
