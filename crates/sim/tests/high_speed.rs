@@ -1,6 +1,6 @@
 //! The high-speed TCPs on the high-speed TCP paper's dumbbell (`002_b59ef6c014a62b94.txt` §III A:
 //! 1 Gbit/s, 1 ms access links; 200 Mbit/s, 98 ms, 100-packet drop-tail bottleneck; MSS 1460),
-//! one flow alone: each regains the link after its losses far sooner than NewReno, whose window
+//! one flow alone: each of the eight regains the link after its losses far sooner than NewReno, whose window
 //! grows by one segment per 200 ms round trip against a bandwidth-delay product of 3,333.
 
 mod common;
@@ -54,7 +54,16 @@ fn high_speed_controls_hold_the_link_where_newreno_cannot() {
     let reno = utilisation("newreno");
     let reno_late = late_mean(&reno);
     assert!(reno_late < 0.5, "newreno {reno_late:.3}");
-    for cc in ["cubic", "illinois", "yeah", "compound"] {
+    for cc in [
+        "highspeed",
+        "bic",
+        "scalable",
+        "cubic",
+        "htcp",
+        "illinois",
+        "yeah",
+        "compound",
+    ] {
         let u = utilisation(cc);
         let late = late_mean(&u);
         // After the first losses (the slow-start overshoot, within 10 s), the link is back at
@@ -74,6 +83,12 @@ fn high_speed_controls_hold_the_link_where_newreno_cannot() {
 fn print_curves() {
     for entry in qstp_sim::tcp::REGISTRY {
         let u = utilisation(entry.name);
-        println!("{:>9} late {:.3} {:?}", entry.name, late_mean(&u), &u[..20]);
+        let every5: Vec<String> = u.iter().step_by(5).map(|x| format!("{x:.2}")).collect();
+        println!(
+            "{:>9} late {:.3} {}",
+            entry.name,
+            late_mean(&u),
+            every5.join(" ")
+        );
     }
 }

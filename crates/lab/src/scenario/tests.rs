@@ -249,6 +249,7 @@ fn the_scenario_files_of_the_repository_load() {
             let expected_points = match plan.base().name.as_str() {
                 "qstp-fig5" => 60,
                 "qstp-fig4" => 3,
+                "hstcp-qos" => 9 * 9,
                 _ => 2,
             };
             assert_eq!(plan.points.len(), expected_points, "{}", path.display());

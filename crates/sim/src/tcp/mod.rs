@@ -1,24 +1,29 @@
 //! TCP for the simulator: a bulk sender and a receiver as sans-IO state machines (like
-//! `qstp-proto`), with congestion control behind a trait so that NewReno now and HighSpeed, BIC,
-//! CUBIC, Scalable, H-TCP, Illinois, YeAH and Compound TCP later plug in without touching the rest.
+//! `qstp-proto`), with congestion control behind a trait: NewReno, HighSpeed, BIC, Scalable,
+//! CUBIC, H-TCP, Illinois, YeAH and Compound TCP, one file each, listed in [`REGISTRY`].
 //!
 //! Sequence numbers count bytes from 0; the sender always has data (a saturated bulk transfer).
 
+mod bic;
 mod cc;
 mod compound;
 mod config;
 mod cubic;
+mod highspeed;
+mod htcp;
 mod illinois;
 mod newreno;
 mod ranges;
 mod receiver;
 mod rtt;
+mod scalable;
 mod scoreboard;
 mod sender;
 #[cfg(test)]
 mod tests;
 mod yeah;
 
+pub use bic::Bic;
 pub use cc::{
     known_names, lookup, AckSample, CcError, CcSpec, CongestionControl, Param, Params, Registered,
     RoundSample,
@@ -26,11 +31,14 @@ pub use cc::{
 pub use compound::Compound;
 pub use config::{TcpConfig, TcpConfigError, TcpOptions};
 pub use cubic::Cubic;
+pub use highspeed::HighSpeed;
+pub use htcp::Htcp;
 pub use illinois::Illinois;
 pub use newreno::NewReno;
 pub use ranges::{SackBlocks, MAX_SACK_BLOCKS};
 pub use receiver::TcpReceiver;
 pub use rtt::RttEstimator;
+pub use scalable::Scalable;
 pub use sender::{LossPolicy, Signal, TcpEvent, TcpSender, TcpSenderStats};
 pub use yeah::Yeah;
 
@@ -54,7 +62,11 @@ pub struct Segment {
 /// Every congestion control the simulator knows, in the order `--help` lists them.
 pub const REGISTRY: &[Registered] = &[
     newreno::ENTRY,
+    highspeed::ENTRY,
+    bic::ENTRY,
+    scalable::ENTRY,
     cubic::ENTRY,
+    htcp::ENTRY,
     illinois::ENTRY,
     yeah::ENTRY,
     compound::ENTRY,

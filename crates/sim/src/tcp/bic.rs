@@ -1,0 +1,355 @@
+//! BIC TCP, binary increase congestion control (Xu, Harfoush, Rhee, "Binary Increase Congestion
+//! Control for Fast, Long Distance Networks", IEEE INFOCOM 2004), with the constants and the
+//! per-ACK increment of Linux `tcp_bic.c`.
+//!
+//! After a loss the window is a binary search between the reduced window and the window where
+//! the loss happened (`last_max`): far below it, at most `max_increment` segments per round trip;
+//! closer, a fixed fraction of the remaining distance per round trip; within a few segments,
+//! very slowly. Above `last_max` it probes for a new maximum, slowly at first, then faster, then
+//! at `max_increment` per round trip. Fast convergence lowers `last_max` when a loss comes below
+//! the previous one. At or below `low_window` segments it is standard TCP.
+//!
+//! Unlike Linux, the increment is not divided by the ACK ratio (`delayed_ack`): here growth is
+//! counted per acknowledged segment already. Linux recomputes the increment at most every
+//! HZ/32 while the window is unchanged; as it depends only on the window and `last_max`, we
+//! recompute it on every ACK.
+
+use super::{AckSample, CongestionControl, Param, Registered};
+use qstp_proto::Time;
+
+/// Linux tcp_bic.c: BICTCP_B = 4, the binary search goes to a point (max - cwnd) / B away.
+const B: u64 = 4;
+
+/// Registry entry.
+pub(super) const ENTRY: Registered = Registered {
+    name: "bic",
+    aliases: &["bictcp"],
+    doc: "BIC TCP (Xu, Harfoush, Rhee 2004; Linux tcp_bic.c): binary search for the window",
+    params: &[
+        Param {
+            name: "beta",
+            // Linux tcp_bic.c: beta = 819 / BICTCP_BETA_SCALE (1024).
+            default: 819.0 / 1024.0,
+            min: 0.1,
+            max: 0.99,
+            doc: "window kept on a loss (above low_window)",
+        },
+        Param {
+            name: "max_increment",
+            // Linux tcp_bic.c: max_increment = 16 (the paper's S_max is 32).
+            default: 16.0,
+            min: 1.0,
+            max: 10_000.0,
+            doc: "largest increase per round trip, segments",
+        },
+        Param {
+            name: "low_window",
+            // Linux tcp_bic.c: low_window = 14.
+            default: 14.0,
+            min: 2.0,
+            max: 1e6,
+            doc: "window (segments) at or below which it is standard TCP",
+        },
+        Param {
+            name: "smooth_part",
+            // Linux tcp_bic.c: smooth_part = 20.
+            default: 20.0,
+            min: 1.0,
+            max: 1000.0,
+            doc: "round trips to creep the last B segments to last_max",
+        },
+    ],
+    build: |mss, p| {
+        Box::new(Bic::new(
+            mss,
+            p.get("beta"),
+            p.get("max_increment"),
+            p.get("low_window"),
+            p.get("smooth_part"),
+        ))
+    },
+};
+
+/// BIC TCP's window.
+#[derive(Debug, Clone)]
+pub struct Bic {
+    mss: u64,
+    cwnd: u64,
+    ssthresh: u64,
+    /// Bytes acknowledged in congestion avoidance since the window last grew.
+    acked: u64,
+    /// Window, segments, where the last loss happened (0: none yet).
+    last_max: u64,
+    beta: f64,
+    max_increment: u64,
+    low_window: u64,
+    smooth_part: u64,
+}
+
+impl Bic {
+    /// BIC for segments of `mss` bytes with the Linux tcp_bic.c parameters given.
+    pub fn new(mss: u32, beta: f64, max_increment: f64, low_window: f64, smooth_part: f64) -> Self {
+        let mss = u64::from(mss.max(1));
+        Bic {
+            mss,
+            cwnd: 2 * mss,
+            // RFC 5681 §3.1: ssthresh starts arbitrarily high (Linux initial_ssthresh = 0).
+            ssthresh: u64::MAX,
+            acked: 0,
+            last_max: 0,
+            beta,
+            max_increment: (max_increment.round() as u64).max(1),
+            low_window: (low_window.round() as u64).max(2),
+            smooth_part: (smooth_part.round() as u64).max(1),
+        }
+    }
+
+    fn segments(&self) -> u64 {
+        self.cwnd / self.mss
+    }
+
+    /// Segments to acknowledge per one-segment increase at window `w` segments (Linux
+    /// tcp_bic.c bictcp_update's `cnt`): the window grows by about w / cnt per round trip.
+    fn cnt(&self, w: u64) -> u64 {
+        let (max, max_inc) = (self.last_max, self.max_increment);
+        let cnt = if w <= self.low_window {
+            // Linux tcp_bic.c: "start off normal", one segment per window like standard TCP.
+            w
+        } else if w < max {
+            let dist = (max - w) / B;
+            if dist > max_inc {
+                // Far below: linear increase, max_increment per round trip.
+                w / max_inc
+            } else if dist <= 1 {
+                // Almost there: B / smooth_part segments per round trip.
+                w * self.smooth_part / B
+            } else {
+                // Binary search: dist segments per round trip.
+                w / dist
+            }
+        } else if w < max + B {
+            // Just above last_max: creep as just below it.
+            w * self.smooth_part / B
+        } else if w < max + max_inc * (B - 1) {
+            // Max probing, slow start-like: (w - max) / (B - 1) segments per round trip.
+            w * (B - 1) / (w - max)
+        } else {
+            // Far above: linear increase, max_increment per round trip.
+            w / max_inc
+        };
+        // Linux tcp_bic.c: with no loss yet, at least 5% per round trip (cnt at most 20).
+        let cnt = if max == 0 { cnt.min(20) } else { cnt };
+        cnt.max(1)
+    }
+
+    /// Linux tcp_bic.c bictcp_recalc_ssthresh: remember the window (lowered by fast
+    /// convergence if the loss came below the previous maximum) and return the new ssthresh.
+    fn on_loss(&mut self) -> u64 {
+        let w = self.segments();
+        self.last_max = if w < self.last_max {
+            // Fast convergence (on in Linux): last_max = w (1 + beta) / 2.
+            (w as f64 * (1.0 + self.beta) / 2.0) as u64
+        } else {
+            w
+        };
+        self.acked = 0;
+        let kept = if w <= self.low_window {
+            // Standard TCP's halving at small windows.
+            w / 2
+        } else {
+            (w as f64 * self.beta) as u64
+        };
+        // Linux tcp_bic.c: at least 2 segments.
+        kept.max(2) * self.mss
+    }
+}
+
+impl CongestionControl for Bic {
+    fn name(&self) -> &'static str {
+        "bic"
+    }
+
+    fn init(&mut self, initial_cwnd: u64, initial_ssthresh: u64) {
+        self.cwnd = initial_cwnd.max(self.mss);
+        self.ssthresh = initial_ssthresh.max(2 * self.mss);
+        self.acked = 0;
+        self.last_max = 0;
+    }
+
+    fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+
+    fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+
+    fn on_ack(&mut self, sample: &AckSample) {
+        if self.cwnd < self.ssthresh {
+            // RFC 5681 §3.1 eq. (2): cwnd += min(N, SMSS).
+            self.cwnd += sample.acked_bytes.min(self.mss);
+            return;
+        }
+        // Linux tcp_cong_avoid_ai(tp, cnt, acked): one segment per cnt acknowledged.
+        let per = self.cnt(self.segments()) * self.mss;
+        self.acked += sample.acked_bytes;
+        if self.acked >= per {
+            let segments = self.acked / per;
+            self.acked -= segments * per;
+            self.cwnd += segments * self.mss;
+        }
+    }
+
+    fn on_congestion_event(&mut self, _now: Time, _in_flight: u64) {
+        // Linux reduces from the window, not FlightSize.
+        self.ssthresh = self.on_loss();
+        self.cwnd = self.ssthresh;
+    }
+
+    fn on_recovery_end(&mut self, _now: Time) {
+        // RFC 6582 §3.2 step 3: on a full ACK, cwnd = ssthresh.
+        self.cwnd = self.ssthresh;
+    }
+
+    fn on_retransmission_timeout(&mut self, _now: Time, _in_flight: u64) {
+        self.ssthresh = self.on_loss();
+        // Linux tcp_bic.c bictcp_state: entering the Loss state resets the search (after the
+        // ssthresh computation), so last_max is forgotten.
+        self.last_max = 0;
+        // RFC 5681 §3.1: after a timeout cwnd is one segment.
+        self.cwnd = self.mss;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::CcSpec;
+    use qstp_proto::Duration;
+
+    const MSS: u64 = 1000;
+
+    fn ack(acked_bytes: u64) -> AckSample {
+        AckSample {
+            now: Time::ZERO,
+            acked_bytes,
+            rtt: None,
+            srtt: Duration::ZERO,
+            min_rtt: Duration::ZERO,
+            in_flight: 0,
+        }
+    }
+
+    fn linux() -> Bic {
+        Bic::new(MSS as u32, 819.0 / 1024.0, 16.0, 14.0, 20.0)
+    }
+
+    /// In congestion avoidance at `w` segments, no loss yet.
+    fn at(w: u64) -> Bic {
+        let mut cc = linux();
+        cc.init(w * MSS, 2 * MSS);
+        cc
+    }
+
+    /// Acknowledge one window (as it stands now) segment by segment; returns the growth in
+    /// segments.
+    fn round(cc: &mut Bic) -> u64 {
+        let before = cc.segments();
+        for _ in 0..before {
+            cc.on_ack(&ack(MSS));
+        }
+        cc.segments() - before
+    }
+
+    #[test]
+    fn a_loss_at_1000_keeps_beta_of_it() {
+        let mut cc = at(1000);
+        cc.on_congestion_event(Time::ZERO, 1000 * MSS);
+        // Linux: 1000 * 819 / 1024 = 799.8, rounded down.
+        assert_eq!((cc.cwnd(), cc.ssthresh()), (799 * MSS, 799 * MSS));
+        assert_eq!(cc.last_max, 1000);
+        cc.on_recovery_end(Time::ZERO);
+        assert_eq!(cc.cwnd(), 799 * MSS);
+    }
+
+    #[test]
+    fn far_below_last_max_growth_is_capped_at_max_increment() {
+        let mut cc = at(1000);
+        cc.on_congestion_event(Time::ZERO, 1000 * MSS);
+        // 201 segments short, a quarter of that (50) exceeds S_max = 16: +16 per round trip
+        // (integer division of cnt makes it a little more).
+        for _ in 0..3 {
+            let grown = round(&mut cc);
+            assert!((16..=17).contains(&grown), "{grown}");
+        }
+    }
+
+    #[test]
+    fn near_last_max_the_search_slows_down() {
+        let mut cc = at(1000);
+        cc.on_congestion_event(Time::ZERO, 1000 * MSS);
+        // 40 short: the pace is a quarter (B = 4) of the distance, 10 segments, per round trip,
+        // i.e. one segment per 96 acknowledged; the distance shrinks as the window grows, so a
+        // whole round trip adds a little less.
+        cc.cwnd = 960 * MSS;
+        assert_eq!(cc.cnt(960), 96);
+        let grown = round(&mut cc);
+        assert!((8..=10).contains(&grown), "{grown}");
+        // 4 short: within B segments, B / smooth_part = 0.2 segments per round trip, so five
+        // round trips for one segment.
+        cc.cwnd = 996 * MSS;
+        cc.acked = 0;
+        let grown: u64 = (0..5).map(|_| round(&mut cc)).sum();
+        assert_eq!(grown, 1);
+    }
+
+    #[test]
+    fn above_last_max_it_probes_ever_faster() {
+        let mut cc = at(1000);
+        cc.on_congestion_event(Time::ZERO, 1000 * MSS);
+        // 24 above: (w - max) / (B - 1) = 8 segments per round trip.
+        cc.cwnd = 1024 * MSS;
+        let grown = round(&mut cc);
+        assert!((8..=9).contains(&grown), "{grown}");
+        // Past max + S_max (B - 1) = 1048: S_max = 16 per round trip.
+        cc.cwnd = 1100 * MSS;
+        let grown = round(&mut cc);
+        assert!((16..=17).contains(&grown), "{grown}");
+    }
+
+    #[test]
+    fn fast_convergence_lowers_last_max() {
+        let mut cc = at(1000);
+        cc.on_congestion_event(Time::ZERO, 0);
+        cc.cwnd = 900 * MSS;
+        cc.on_congestion_event(Time::ZERO, 0);
+        // 900 (1 + 0.8) / 2 = 810 (809.9 with beta = 819/1024).
+        assert_eq!(cc.last_max, 809);
+        assert_eq!(cc.cwnd(), 719 * MSS);
+    }
+
+    #[test]
+    fn standard_tcp_at_small_windows() {
+        let mut cc = at(10);
+        assert_eq!(round(&mut cc), 1);
+        cc.on_congestion_event(Time::ZERO, 0);
+        assert_eq!(cc.cwnd(), 5 * MSS);
+    }
+
+    #[test]
+    fn a_timeout_forgets_last_max() {
+        let mut cc = at(1000);
+        cc.on_retransmission_timeout(Time::ZERO, 0);
+        assert_eq!((cc.cwnd(), cc.ssthresh(), cc.last_max), (MSS, 799 * MSS, 0));
+        // With no maximum known, at least 5% per round trip: 1000 grows by 50.
+        cc.cwnd = 1000 * MSS;
+        cc.ssthresh = 2 * MSS;
+        assert_eq!(round(&mut cc), 50);
+    }
+
+    #[test]
+    fn builds_from_the_registry() {
+        let cc = CcSpec::named("bic").build(1460).unwrap();
+        assert_eq!(cc.name(), "bic");
+    }
+}

@@ -1,0 +1,326 @@
+//! H-TCP (Leith & Shorten, "H-TCP: TCP for high-speed and long-distance networks", PFLDnet
+//! 2004; Linux `tcp_htcp.c`): the additive increase alpha grows with the time since the last
+//! congestion event (standard TCP for the first `delta_l` seconds, then quadratically), and the
+//! backoff beta adapts to the queue, RTTmin / RTTmax clamped to [`beta_min`, `beta_max`]; alpha is
+//! scaled by 2 (1 - beta) so that a flow with a larger beta is no more aggressive on average.
+//!
+//! Left out, compared with Linux: RTT scaling of alpha (`use_rtt_scaling`, on by default in
+//! Linux; H-TCP's optional RTT-unfairness fix), the bandwidth switch that falls back to
+//! `beta_min` when throughput changes by more than 20% between congestion events
+//! (`use_bandwidth_switch`), and its 10 ms floor on RTTmin. RTTmin and RTTmax are taken from the
+//! per-ACK RTT samples since the last congestion event, where Linux tracks the smoothed RTT over
+//! the connection and lets RTTmax fade.
+
+use super::{AckSample, CongestionControl, Param, Registered};
+use qstp_proto::{Duration, Time};
+
+/// Registry entry.
+pub(super) const ENTRY: Registered = Registered {
+    name: "htcp",
+    aliases: &["h-tcp"],
+    doc: "H-TCP (Leith & Shorten 2004; Linux tcp_htcp.c): increase grows with time since loss",
+    params: &[
+        Param {
+            name: "delta_l",
+            // Leith & Shorten 2004: Delta_L = 1 s (Linux tcp_htcp.c: HZ).
+            default: 1.0,
+            min: 0.0,
+            max: 100.0,
+            doc: "seconds after a congestion event during which it is standard TCP",
+        },
+        Param {
+            name: "beta_min",
+            // Linux tcp_htcp.c: BETA_MIN = 0.5 (1 << 6 out of 1 << 7).
+            default: 0.5,
+            min: 0.1,
+            max: 0.95,
+            doc: "smallest backoff factor",
+        },
+        Param {
+            name: "beta_max",
+            // Linux tcp_htcp.c: BETA_MAX = 0.8 (102 out of 1 << 7).
+            default: 0.8,
+            min: 0.1,
+            max: 0.95,
+            doc: "largest backoff factor",
+        },
+    ],
+    build: |mss, p| {
+        Box::new(Htcp::new(
+            mss,
+            p.get("delta_l"),
+            p.get("beta_min"),
+            p.get("beta_max"),
+        ))
+    },
+};
+
+/// H-TCP's window.
+#[derive(Debug, Clone)]
+pub struct Htcp {
+    mss: f64,
+    /// Congestion window, bytes.
+    cwnd: f64,
+    /// Slow-start threshold, bytes.
+    ssthresh: f64,
+    /// Time of the last congestion event (or of the first ACK before any).
+    last_congestion: Option<Time>,
+    /// Smallest and largest RTT samples since the last congestion event.
+    rtt_min: Option<Duration>,
+    rtt_max: Option<Duration>,
+    /// Backoff factor set at the last congestion event.
+    beta: f64,
+    delta_l: f64,
+    beta_min: f64,
+    beta_max: f64,
+}
+
+impl Htcp {
+    /// H-TCP for segments of `mss` bytes.
+    pub fn new(mss: u32, delta_l: f64, beta_min: f64, beta_max: f64) -> Self {
+        let mss = f64::from(mss.max(1));
+        let beta_max = beta_max.max(beta_min);
+        Htcp {
+            mss,
+            cwnd: 2.0 * mss,
+            // RFC 5681 §3.1: ssthresh starts arbitrarily high.
+            ssthresh: f64::MAX,
+            last_congestion: None,
+            rtt_min: None,
+            rtt_max: None,
+            // Linux tcp_htcp.c htcp_init: beta starts at BETA_MIN.
+            beta: beta_min,
+            delta_l,
+            beta_min,
+            beta_max,
+        }
+    }
+
+    /// The increase alpha(Delta), segments per round trip, `delta` after the last congestion
+    /// event, before the 2 (1 - beta) scaling (Leith & Shorten 2004).
+    pub fn alpha_unscaled(&self, delta: Duration) -> f64 {
+        let d = delta.as_secs_f64() - self.delta_l;
+        if d <= 0.0 {
+            // Leith & Shorten 2004: alpha = 1 for Delta <= Delta_L.
+            1.0
+        } else {
+            // Leith & Shorten 2004: alpha = 1 + 10 (Delta - Delta_L) + ((Delta - Delta_L) / 2)^2.
+            1.0 + 10.0 * d + (d / 2.0).powi(2)
+        }
+    }
+
+    /// The increase, segments per round trip, at `now`: alpha(Delta) * 2 (1 - beta) (Leith &
+    /// Shorten 2004; Linux tcp_htcp.c htcp_alpha_update).
+    pub fn alpha(&self, now: Time) -> f64 {
+        let delta = self
+            .last_congestion
+            .map_or(Duration::ZERO, |t| now.saturating_since(t));
+        self.alpha_unscaled(delta) * 2.0 * (1.0 - self.beta)
+    }
+
+    /// The backoff factor.
+    pub fn beta(&self) -> f64 {
+        self.beta
+    }
+
+    /// Leith & Shorten 2004, adaptive backoff: beta = RTTmin / RTTmax, clamped to
+    /// [beta_min, beta_max]; beta_min without samples (as Linux does before it has measured).
+    fn update_beta(&mut self) {
+        self.beta = match (self.rtt_min, self.rtt_max) {
+            (Some(min), Some(max)) if !max.is_zero() => {
+                (min.as_secs_f64() / max.as_secs_f64()).clamp(self.beta_min, self.beta_max)
+            }
+            _ => self.beta_min,
+        };
+    }
+
+    /// A congestion event at `now`: new beta, the reduced window, and a new epoch.
+    fn reduce(&mut self, now: Time) -> f64 {
+        self.update_beta();
+        self.rtt_min = None;
+        self.rtt_max = None;
+        self.last_congestion = Some(now);
+        // Linux tcp_htcp.c htcp_recalc_ssthresh: max(cwnd * beta, 2 segments).
+        (self.cwnd * self.beta).max(2.0 * self.mss)
+    }
+
+    fn sample_min(&mut self, rtt: Option<Duration>) {
+        if let Some(rtt) = rtt {
+            self.rtt_min = Some(self.rtt_min.map_or(rtt, |m| m.min(rtt)));
+        }
+    }
+}
+
+impl CongestionControl for Htcp {
+    fn name(&self) -> &'static str {
+        "htcp"
+    }
+
+    fn init(&mut self, initial_cwnd: u64, initial_ssthresh: u64) {
+        self.cwnd = (initial_cwnd as f64).max(self.mss);
+        self.ssthresh = (initial_ssthresh as f64).max(2.0 * self.mss);
+    }
+
+    fn cwnd(&self) -> u64 {
+        self.cwnd as u64
+    }
+
+    fn ssthresh(&self) -> u64 {
+        if self.ssthresh >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            self.ssthresh as u64
+        }
+    }
+
+    fn on_ack(&mut self, sample: &AckSample) {
+        // Linux tcp_htcp.c htcp_init: the first epoch starts with the connection.
+        self.last_congestion.get_or_insert(sample.now);
+        self.sample_min(sample.rtt);
+        if let Some(rtt) = sample.rtt {
+            self.rtt_max = Some(self.rtt_max.map_or(rtt, |m| m.max(rtt)));
+        }
+        let acked = sample.acked_bytes as f64;
+        if self.cwnd < self.ssthresh {
+            // RFC 5681 §3.1 eq. (2): cwnd += min(N, SMSS).
+            self.cwnd += acked.min(self.mss);
+        } else {
+            // Leith & Shorten 2004: cwnd += alpha / cwnd per acknowledged segment; in bytes,
+            // alpha * SMSS per window of bytes acknowledged.
+            self.cwnd += self.alpha(sample.now) * self.mss * acked / self.cwnd;
+        }
+    }
+
+    fn on_ack_in_recovery(&mut self, sample: &AckSample) {
+        // Linux tcp_htcp.c measure_rtt: RTTmax only grows in the Open state, RTTmin always.
+        self.sample_min(sample.rtt);
+    }
+
+    fn on_congestion_event(&mut self, now: Time, _in_flight: u64) {
+        self.ssthresh = self.reduce(now);
+        self.cwnd = self.ssthresh;
+    }
+
+    fn on_recovery_end(&mut self, _now: Time) {
+        // RFC 6582 §3.2 step 3: on a full ACK, cwnd = ssthresh.
+        self.cwnd = self.ssthresh;
+    }
+
+    fn on_retransmission_timeout(&mut self, now: Time, _in_flight: u64) {
+        self.ssthresh = self.reduce(now);
+        // RFC 5681 §3.1: after a timeout cwnd is one segment.
+        self.cwnd = self.mss;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::CcSpec;
+
+    const MSS: u64 = 1000;
+
+    fn ack(now: Time, rtt_ms: Option<u64>) -> AckSample {
+        AckSample {
+            now,
+            acked_bytes: MSS,
+            rtt: rtt_ms.map(Duration::from_millis),
+            srtt: Duration::ZERO,
+            min_rtt: Duration::ZERO,
+            in_flight: 0,
+        }
+    }
+
+    fn secs(s: f64) -> Time {
+        Time::ZERO + Duration::from_secs_f64(s)
+    }
+
+    /// In congestion avoidance at `w` segments, epoch started at time zero.
+    fn at(w: u64) -> Htcp {
+        let mut cc = Htcp::new(MSS as u32, 1.0, 0.5, 0.8);
+        cc.init(w * MSS, 2 * MSS);
+        cc.on_ack(&ack(Time::ZERO, None));
+        cc.cwnd = (w * MSS) as f64;
+        cc
+    }
+
+    #[test]
+    fn alpha_after_one_and_three_seconds() {
+        let mut cc = at(100);
+        // Delta <= Delta_L: standard TCP's 1.
+        assert_eq!(cc.alpha_unscaled(Duration::from_millis(500)), 1.0);
+        assert_eq!(cc.alpha_unscaled(Duration::from_secs(1)), 1.0);
+        // Delta = 3 s: 1 + 10 * 2 + (2 / 2)^2 = 22.
+        assert!((cc.alpha_unscaled(Duration::from_secs(3)) - 22.0).abs() < 1e-9);
+        // Delta = 2 s: 1 + 10 + 0.25.
+        assert!((cc.alpha_unscaled(Duration::from_secs(2)) - 11.25).abs() < 1e-9);
+        // Scaled by 2 (1 - beta): beta = 0.5 leaves it, beta = 0.8 makes it 0.4 of it.
+        assert!((cc.alpha(secs(1.0)) - 1.0).abs() < 1e-9);
+        assert!((cc.alpha(secs(3.0)) - 22.0).abs() < 1e-9);
+        cc.beta = 0.8;
+        assert!((cc.alpha(secs(3.0)) - 8.8).abs() < 1e-9);
+        assert!((cc.alpha(secs(1.0)) - 0.4).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_window_of_acks_adds_alpha() {
+        // Three seconds into the epoch, beta = 0.5: 1000 segments grow by about 22 in a window.
+        let mut cc = at(1000);
+        for _ in 0..1000 {
+            cc.on_ack(&ack(secs(3.0), None));
+        }
+        let grown = cc.cwnd() as f64 / MSS as f64 - 1000.0;
+        assert!((grown - 22.0).abs() < 0.5, "{grown}");
+    }
+
+    #[test]
+    fn beta_is_rtt_min_over_rtt_max_clamped() {
+        // (RTT samples in ms, beta): 100 / 150 = 0.667 inside the range; 100 / 400 = 0.25 up
+        // to 0.5; 100 / 110 = 0.91 down to 0.8; no samples, 0.5.
+        for (samples, beta) in [
+            (&[100, 150, 120][..], 100.0 / 150.0),
+            (&[400, 100][..], 0.5),
+            (&[100, 110][..], 0.8),
+            (&[][..], 0.5),
+        ] {
+            let mut cc = at(1000);
+            for &ms in samples {
+                cc.on_ack(&ack(secs(0.5), Some(ms)));
+            }
+            let w = cc.cwnd() as f64;
+            cc.on_congestion_event(secs(0.5), 0);
+            assert!(
+                (cc.beta() - beta).abs() < 1e-9,
+                "{samples:?}: {}",
+                cc.beta()
+            );
+            assert!((cc.cwnd() as f64 - w * beta).abs() <= 1.0);
+            assert_eq!(cc.cwnd(), cc.ssthresh());
+        }
+    }
+
+    #[test]
+    fn a_congestion_event_starts_a_new_epoch() {
+        let mut cc = at(1000);
+        for ms in [100, 125] {
+            cc.on_ack(&ack(secs(4.0), Some(ms)));
+        }
+        cc.on_congestion_event(secs(5.0), 0);
+        assert!((cc.beta() - 0.8).abs() < 1e-9);
+        // Back to alpha = 1, times 2 (1 - 0.8).
+        assert!((cc.alpha(secs(5.5)) - 0.4).abs() < 1e-9);
+        assert!((cc.alpha(secs(8.0)) - 22.0 * 0.4).abs() < 1e-9);
+        // The RTT range starts afresh: one sample gives beta = 1, clamped to 0.8.
+        cc.on_recovery_end(secs(5.1));
+        cc.on_ack(&ack(secs(6.0), Some(300)));
+        cc.on_retransmission_timeout(secs(7.0), 0);
+        assert!((cc.beta() - 0.8).abs() < 1e-9);
+        assert_eq!(cc.cwnd(), MSS);
+    }
+
+    #[test]
+    fn builds_from_the_registry() {
+        let cc = CcSpec::named("htcp").build(1460).unwrap();
+        assert_eq!(cc.name(), "htcp");
+    }
+}
