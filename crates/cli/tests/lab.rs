@@ -135,6 +135,20 @@ access = { rate = "100M", delay = "1ms" }
             "{stem}"
         );
     }
+    // Figs. 8-19: each flow's throughput, RTT and loss rate over time, per point.
+    let per_flow = std::fs::read_dir(results.join("plots"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("flows-p") && name.ends_with(".svg")
+        })
+        .count();
+    assert_eq!(per_flow, 4);
+    let series = std::fs::read_to_string(results.join("series.csv")).unwrap();
+    for metric in [",rtt_ms,", ",cwnd_bytes,", ",loss_rate,"] {
+        assert!(series.contains(metric), "{metric}");
+    }
     let dir = results.to_str().unwrap();
     let (ok, stdout, stderr) = qstp(&["choose", dir, "--flows", "3", "--alpha", "0.5", "--json"]);
     assert!(ok, "{stderr}");

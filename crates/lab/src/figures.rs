@@ -208,6 +208,9 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
             },
             panels: Vec::new(),
         });
+        if let Some(figure) = sender_figure(point, first, summary, p, &label, result.runs[0].seed) {
+            out.push(figure);
+        }
     }
     if (2..=4).contains(&panels.len()) {
         // One y scale for every panel, so they compare at a glance.
@@ -246,6 +249,75 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
     out.extend(swept_key_figures(plan, summary));
     out.extend(metric_figures(plan, summary));
     out
+}
+
+/// The high-speed TCP paper's Figs. 8-19 for one point where TCP flows alone share the
+/// bottleneck: each flow's throughput, smoothed RTT and loss rate (share of its data packets sent
+/// again) against time, in the point's first run, as three panels.
+fn sender_figure(
+    point: &crate::scenario::Point,
+    series: &RunSeries,
+    summary: &Summary,
+    p: usize,
+    label: &str,
+    seed: u64,
+) -> Option<Figure> {
+    let groups = &point.scenario.groups;
+    let all_tcp = groups
+        .iter()
+        .all(|g| matches!(g.protocol, qstp_sim::Protocol::Tcp { .. }));
+    if !all_tcp || series.flows.iter().all(|f| f.rtt_ms.is_empty()) {
+        return None;
+    }
+    let bin = series.bin.as_secs_f64();
+    let time = |i: usize| (i + 1) as f64 * bin;
+    let name = |f: &crate::metrics::FlowSeries| format!("{}.{}", groups[f.group].name, f.flow);
+    let panel =
+        |title: &str,
+         y_label: &str,
+         pick: &dyn Fn(&crate::metrics::FlowSeries) -> Vec<(f64, f64)>| Chart {
+            title: title.into(),
+            x_label: "time (s)".into(),
+            y_label: y_label.into(),
+            lines: series
+                .flows
+                .iter()
+                .map(|f| Line {
+                    label: name(f),
+                    points: pick(f),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+    let present = |v: &[Option<f64>], scale: f64| -> Vec<(f64, f64)> {
+        v.iter()
+            .enumerate()
+            .filter_map(|(i, x)| x.map(|x| (time(i), x * scale)))
+            .collect()
+    };
+    let panels = vec![
+        panel("Throughput (1 s TSW)", "throughput (Mbit/s)", &|f| {
+            f.throughput_bps
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| (time(i), x / 1e6))
+                .collect()
+        }),
+        panel("Smoothed RTT", "RTT (ms)", &|f| present(&f.rtt_ms, 1.0)),
+        panel("Loss rate (data packets sent again)", "loss rate", &|f| {
+            present(&f.loss_rate, 1.0)
+        }),
+    ];
+    Some(Figure {
+        stem: format!("flows-{}", point_stem(summary, p)),
+        point: Some(p),
+        chart: Chart {
+            title: format!("Each flow's throughput, RTT and loss rate, {label}, seed {seed}"),
+            ..Default::default()
+        },
+        panels,
+    })
 }
 
 /// The points grouped by the values of the swept keys other than `key`, in order of first

@@ -54,6 +54,16 @@ pub struct FlowSeries {
     pub goodput_bps: Vec<f64>,
     /// Mean jitter of the bin's packets, ms (`None` for a bin without packets).
     pub jitter_ms: Vec<Option<f64>>,
+    /// The sender's mean smoothed RTT over the bin's acknowledgements, ms (TCP; `None` without).
+    #[serde(default)]
+    pub rtt_ms: Vec<Option<f64>>,
+    /// The sender's congestion window after the bin's last acknowledgement, bytes (TCP).
+    #[serde(default)]
+    pub cwnd_bytes: Vec<Option<f64>>,
+    /// Share of the bin's data packets that were retransmissions (TCP; `None` when none sent):
+    /// the sender's view of the loss rate.
+    #[serde(default)]
+    pub loss_rate: Vec<Option<f64>>,
 }
 
 /// The series of one run.
@@ -158,6 +168,26 @@ fn flow_series(f: &FlowRecord, bin: Duration) -> FlowSeries {
             .iter()
             .zip(&f.received_packets)
             .map(|(&j, &n)| (n > 0).then(|| j as f64 / n as f64 / 1e6))
+            .collect(),
+        rtt_ms: f
+            .sender
+            .rtt_ns
+            .iter()
+            .zip(&f.sender.rtt_samples)
+            .map(|(&r, &n)| (n > 0).then(|| r as f64 / n as f64 / 1e6))
+            .collect(),
+        cwnd_bytes: f
+            .sender
+            .cwnd_bytes
+            .iter()
+            .map(|&c| (c > 0).then_some(c as f64))
+            .collect(),
+        loss_rate: f
+            .sender
+            .retransmitted
+            .iter()
+            .zip(&f.sender.sent)
+            .map(|(&r, &n)| (n > 0).then(|| r as f64 / n as f64))
             .collect(),
     }
 }
@@ -276,6 +306,7 @@ mod tests {
             received_packets: vec![2; bins],
             packets_sent: 2 * bins as u64,
             packets_retransmitted: 1,
+            sender: Default::default(),
         }
     }
 

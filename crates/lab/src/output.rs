@@ -285,7 +285,9 @@ pub fn runs_csv(plan: &Plan, results: &[PointResult], summary: &Summary) -> Stri
 
 /// Every kept run's series in long format: one row per time, point, run, flow and metric
 /// (`throughput_bps` and `goodput_bps` through the 1 s time-sliding window, `jitter_ms` where the
-/// bin had packets). `time_s` is the end of the bin; `point` joins with `runs.csv` and the
+/// bin had packets; for TCP senders `rtt_ms` (mean smoothed RTT), `cwnd_bytes` and `loss_rate`
+/// (share of data packets sent again) where the bin had acknowledgements or sends). `time_s` is
+/// the end of the bin; `point` joins with `runs.csv` and the
 /// summary's `points`, where the swept values are.
 pub fn long_series_csv(plan: &Plan, results: &[PointResult]) -> String {
     let mut out = String::from("time_s,point,run,group,flow,metric,value\n");
@@ -311,9 +313,16 @@ pub fn long_series_csv(plan: &Plan, results: &[PointResult]) -> String {
                 for (i, v) in f.goodput_bps.iter().enumerate() {
                     row(i, "goodput_bps", format!("{v:.0}"));
                 }
-                for (i, v) in f.jitter_ms.iter().enumerate() {
-                    if let Some(j) = v {
-                        row(i, "jitter_ms", format!("{j:.3}"));
+                for (metric, values, digits) in [
+                    ("jitter_ms", &f.jitter_ms, 3),
+                    ("rtt_ms", &f.rtt_ms, 3),
+                    ("cwnd_bytes", &f.cwnd_bytes, 0),
+                    ("loss_rate", &f.loss_rate, 6),
+                ] {
+                    for (i, v) in values.iter().enumerate() {
+                        if let Some(v) = v {
+                            row(i, metric, format!("{v:.digits$}"));
+                        }
                     }
                 }
             }

@@ -264,11 +264,24 @@ fn read_series(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<
                 throughput_bps: vec![0.0; bins],
                 goodput_bps: vec![0.0; bins],
                 jitter_ms: vec![None; bins],
+                rtt_ms: Vec::new(),
+                cwnd_bytes: Vec::new(),
+                loss_rate: Vec::new(),
             });
+        // Sender series exist only for the flows whose senders report them.
+        let sparse = |v: &mut Vec<Option<f64>>| {
+            if v.is_empty() {
+                v.resize(bins, None);
+            }
+            v[bin] = Some(value);
+        };
         match &r[5] {
             "throughput_bps" => series.throughput_bps[bin] = value,
             "goodput_bps" => series.goodput_bps[bin] = value,
             "jitter_ms" => series.jitter_ms[bin] = Some(value),
+            "rtt_ms" => sparse(&mut series.rtt_ms),
+            "cwnd_bytes" => sparse(&mut series.cwnd_bytes),
+            "loss_rate" => sparse(&mut series.loss_rate),
             other => return Err(csv_error(path, line, format!("unknown metric '{other}'"))),
         }
     }

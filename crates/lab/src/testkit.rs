@@ -1,7 +1,7 @@
 //! A small plan and a stand-in simulator for the lab's unit tests.
 
 use qstp_proto::Time;
-use qstp_sim::{CodePointCounters, FlowRecord, QueueRecord, RunOutput, SimSpec};
+use qstp_sim::{CodePointCounters, FlowRecord, QueueRecord, RunOutput, SenderSeries, SimSpec};
 
 pub(crate) const PLAN: &str = r#"
 name = "t"
@@ -46,6 +46,13 @@ pub(crate) fn fake(spec: &SimSpec, progress: &mut dyn FnMut(Time)) -> Result<Run
                 received_packets: vec![1; bins],
                 packets_sent: bins as u64,
                 packets_retransmitted: 0,
+                sender: SenderSeries {
+                    sent: vec![10; bins],
+                    retransmitted: vec![1; bins],
+                    rtt_ns: vec![30_000_000; bins],
+                    rtt_samples: vec![1; bins],
+                    cwnd_bytes: vec![15_000; bins],
+                },
             });
         }
     }

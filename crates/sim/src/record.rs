@@ -1,7 +1,7 @@
 //! Per-flow series recorded at fixed bins: memory grows with duration / bin, never with packets.
 
 use crate::ids::FlowId;
-use crate::spec::FlowRecord;
+use crate::spec::{FlowRecord, SenderSeries};
 use qstp_proto::{Duration, Time};
 
 /// Collects what the receivers saw, bin by bin.
@@ -28,6 +28,7 @@ impl Recorder {
                 received_packets: vec![0; bins],
                 packets_sent: 0,
                 packets_retransmitted: 0,
+                sender: SenderSeries::default(),
             })
             .collect();
         Recorder {
@@ -69,12 +70,42 @@ impl Recorder {
         }
     }
 
-    /// The flow's sender emitted a data packet (`retransmission` if it carried old data).
+    /// The flow's sender emitted a data packet at `now` (`retransmission` if it carried old
+    /// data); `per_bin` also counts it in the flow's sender series.
     #[inline]
-    pub fn on_sent(&mut self, flow: FlowId, retransmission: bool) {
+    pub fn on_sent(&mut self, flow: FlowId, now: Time, retransmission: bool, per_bin: bool) {
+        let bin = self.bin_of(now);
+        let bins = self.bins;
         let record = &mut self.flows[flow.index()];
         record.packets_sent += 1;
         record.packets_retransmitted += u64::from(retransmission);
+        if let (true, Some(bin)) = (per_bin, bin) {
+            let s = &mut record.sender;
+            if s.sent.is_empty() {
+                s.sent = vec![0; bins];
+                s.retransmitted = vec![0; bins];
+            }
+            s.sent[bin] += 1;
+            s.retransmitted[bin] += u64::from(retransmission);
+        }
+    }
+
+    /// The flow's sender took an acknowledgement at `now`: its smoothed RTT and window after it.
+    #[inline]
+    pub fn on_sender_state(&mut self, flow: FlowId, now: Time, srtt: Duration, cwnd: u64) {
+        let Some(bin) = self.bin_of(now) else { return };
+        let bins = self.bins;
+        let s = &mut self.flows[flow.index()].sender;
+        if s.rtt_ns.is_empty() {
+            s.rtt_ns = vec![0; bins];
+            s.rtt_samples = vec![0; bins];
+            s.cwnd_bytes = vec![0; bins];
+        }
+        if !srtt.is_zero() {
+            s.rtt_ns[bin] += srtt.as_nanos();
+            s.rtt_samples[bin] += 1;
+        }
+        s.cwnd_bytes[bin] = cwnd;
     }
 
     /// Set the sender's totals directly (for agents that count them themselves).
@@ -104,9 +135,17 @@ mod tests {
         r.on_received(f, ms(1500), 500, ms(1440)); // delay 60 ms: jitter 10 ms
         r.on_received(f, ms(2500), 500, ms(2400)); // after the last bin: not counted
         r.on_delivered(f, ms(1500), 1000);
-        r.on_sent(f, false);
-        r.on_sent(f, true);
+        r.on_sent(f, ms(10), false, true);
+        r.on_sent(f, ms(1200), true, true);
+        r.on_sender_state(f, ms(300), Duration::from_millis(40), 3000);
+        r.on_sender_state(f, ms(700), Duration::from_millis(60), 4500);
         let rec = &r.into_records()[0];
+        // Per bin: sends, retransmissions, mean smoothed RTT, the last window.
+        assert_eq!(rec.sender.sent, vec![1, 1]);
+        assert_eq!(rec.sender.retransmitted, vec![0, 1]);
+        assert_eq!(rec.sender.rtt_ns, vec![100_000_000, 0]);
+        assert_eq!(rec.sender.rtt_samples, vec![2, 0]);
+        assert_eq!(rec.sender.cwnd_bytes, vec![4500, 0]);
         assert_eq!(rec.received_bytes, vec![3000, 500]);
         assert_eq!(rec.received_packets, vec![2, 1]);
         assert_eq!(rec.jitter_ns, vec![20_000_000, 10_000_000]);

@@ -318,6 +318,24 @@ pub struct FlowRecord {
     pub packets_sent: u64,
     /// Data packets the sender sent again.
     pub packets_retransmitted: u64,
+    /// What the sender saw, per bin (TCP senders; empty for others).
+    pub sender: SenderSeries,
+}
+
+/// A sender's state per bin: data packets sent and sent again, and its smoothed RTT and window as
+/// its acknowledgements arrived. Vectors are empty for senders that do not report them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SenderSeries {
+    /// Data packets sent, retransmissions included.
+    pub sent: Vec<u64>,
+    /// Data packets sent again.
+    pub retransmitted: Vec<u64>,
+    /// Smoothed RTT at each ACK, summed, nanoseconds (with `rtt_samples`, the bin's mean).
+    pub rtt_ns: Vec<u64>,
+    /// ACKs that contributed to `rtt_ns`.
+    pub rtt_samples: Vec<u64>,
+    /// Congestion window after the bin's last ACK, bytes (0: no ACK in the bin).
+    pub cwnd_bytes: Vec<u64>,
 }
 
 /// Everything one run produced.

@@ -169,13 +169,24 @@ fn series_csv_holds_every_run_in_long_format() {
         "time_s,point,run,group,flow,metric,value"
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    // (2 + 3 flows) x 3 runs x 10 bins x 3 metrics (the fake has a packet in every bin).
-    assert_eq!(rows.len(), 5 * 3 * 10 * 3);
+    // (2 + 3 flows) x 3 runs x 10 bins x 6 metrics (the fake has a packet, a send and an ACK
+    // in every bin).
+    assert_eq!(rows.len(), 5 * 3 * 10 * 6);
     let runs: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[2]).collect();
     assert_eq!(runs.into_iter().collect::<Vec<_>>(), ["0", "1", "2"]);
     assert!(rows
         .iter()
         .any(|r| r[0] == "10.000" && r[5] == "jitter_ms" && r[6] == "1.000"));
+    for (metric, value) in [
+        ("rtt_ms", "30.000"),
+        ("cwnd_bytes", "15000"),
+        ("loss_rate", "0.100000"),
+    ] {
+        assert!(
+            rows.iter().any(|r| r[5] == metric && r[6] == value),
+            "{metric}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -73,6 +73,12 @@ impl TcpSource {
     pub(super) fn on_packet(&mut self, ctx: &mut Ctx, packet: Packet) {
         if let Payload::Tcp(segment) = &packet.payload {
             self.sender.on_ack(ctx.now, segment);
+            ctx.recorder.on_sender_state(
+                self.binding.flow,
+                ctx.now,
+                self.sender.srtt(),
+                self.sender.cwnd(),
+            );
         }
         ctx.network.packets.recycle(packet.payload);
         self.send(ctx);
@@ -97,7 +103,7 @@ impl TcpSource {
     fn send(&mut self, ctx: &mut Ctx) {
         while let Some(segment) = self.sender.poll_segment(ctx.now) {
             ctx.recorder
-                .on_sent(self.binding.flow, segment.retransmission);
+                .on_sent(self.binding.flow, ctx.now, segment.retransmission, true);
             let size = segment.len + self.header_bytes + sack_option_bytes(&segment);
             ctx.send(
                 self.binding.node,

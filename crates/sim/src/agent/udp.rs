@@ -118,7 +118,8 @@ impl UdpSource {
             self.next_send = step;
             return;
         }
-        ctx.recorder.on_sent(self.binding.flow, false);
+        ctx.recorder
+            .on_sent(self.binding.flow, ctx.now, false, false);
         ctx.send(
             self.binding.node,
             self.binding.packet(now, self.size, Payload::Udp),

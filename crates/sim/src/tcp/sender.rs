@@ -610,6 +610,16 @@ impl TcpSender {
         }
     }
 
+    /// Smoothed RTT (zero before the first sample).
+    pub fn srtt(&self) -> Duration {
+        self.rtt.srtt()
+    }
+
+    /// Congestion window, bytes.
+    pub fn cwnd(&self) -> u64 {
+        self.cc.cwnd()
+    }
+
     /// The current retransmission timeout (backed off).
     pub fn rto(&self) -> Duration {
         self.rtt.rto()
