@@ -315,7 +315,7 @@ pub(crate) mod testkit {
             let acks = (cc.cwnd() / mss).max(1);
             let step = rtt / acks;
             for _ in 0..acks {
-                now = now + step;
+                now += step;
                 cc.on_ack(&ack(now, mss, 1, rtt));
             }
             cc.on_round(&RoundSample {

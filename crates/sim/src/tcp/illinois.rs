@@ -170,7 +170,7 @@ impl CongestionControl for Illinois {
         if let Some(rtt) = sample.rtt {
             self.base_rtt = Some(self.base_rtt.map_or(rtt, |b| b.min(rtt)));
             self.max_rtt = Some(self.max_rtt.map_or(rtt, |m| m.max(rtt)));
-            self.sum_rtt = self.sum_rtt + rtt;
+            self.sum_rtt += rtt;
             self.samples += 1;
         }
     }
