@@ -44,7 +44,7 @@ fn stats_cells(s: &Stats, scale: fn(f64) -> String) -> String {
 const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}\
 table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}figure{margin:1em 0}\
-figcaption{font-size:0.9em;color:#555}.short{color:#b00}";
+figcaption{font-size:0.9em;color:#555}.short{color:#b00}pre.notes{white-space:pre-wrap;background:#f8f8f8;padding:0.5em}";
 
 /// The whole page; `file` names the scenario file and `source` is its text, shown folded at the
 /// end. Like summary.json it holds no wall-clock time: the same inputs give the same page.
@@ -72,6 +72,24 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], file: &str, sourc
         summary.simulated_s,
         summary.events
     ));
+    // The file's opening comments: where the experiment comes from, what the paper found, the
+    // choices made where it is silent.
+    let notes: Vec<&str> = source
+        .lines()
+        .take_while(|l| l.trim_start().starts_with('#') || l.trim().is_empty())
+        .map(|l| {
+            l.trim_start()
+                .trim_start_matches('#')
+                .strip_prefix(' ')
+                .unwrap_or("")
+        })
+        .collect();
+    if notes.iter().any(|l| !l.trim().is_empty()) {
+        h.push_str(&format!(
+            "<h2>About this experiment</h2>\n<pre class=\"notes\">{}</pre>\n",
+            esc(notes.join("\n").trim())
+        ));
+    }
     h.push_str(
         "<p>Throughput is measured at the receiver at the network level (retransmissions included); goodput is what \
          reached the application in order. <em>Per flow</em> statistics take every flow of every run as a sample; \
@@ -84,6 +102,20 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], file: &str, sourc
             "<h2 id=\"p{p}\">Point {p}: {}</h2>\n",
             esc(&params_label(&point.params))
         ));
+        if let Some(m) = &point.metrics {
+            let perf: Vec<String> = m
+                .performance
+                .iter()
+                .map(|(a, v)| format!("{v:.3} (a = {a})"))
+                .collect();
+            h.push_str(&format!(
+                "<p>All flows: efficiency E = {:.3} ± {:.3}, Jain's fairness F = {:.3}, performance a E + (1 - a) F = {}.</p>\n",
+                m.efficiency.mean,
+                m.efficiency.ci95,
+                m.jain.mean,
+                perf.join(", ")
+            ));
+        }
         h.push_str(
             "<table><tr><th>group</th><th>protocol</th><th>flows</th><th>target</th>\
              <th>group mean</th><th>group min</th><th>group max</th><th>group std</th>\
@@ -177,4 +209,30 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], file: &str, sourc
     ));
     h.push_str("</body></html>\n");
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::execute;
+    use crate::scenario::{parse, Overrides};
+    use crate::summary::build;
+    use crate::testkit::{fake, PLAN};
+
+    #[test]
+    fn the_page_opens_with_the_files_notes_and_gives_each_points_metrics() {
+        let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
+        let results = execute(&plan, 1, fake, &|_| {}).unwrap();
+        let summary = build(&plan, &results, &Overrides::default());
+        let source = format!("# Paper: 96% at 1 flow <b>\n#\n# Lab: see below\n\n{PLAN}");
+        let page = html(&summary, &[], "t.toml", &source);
+        assert!(page.contains("<h2>About this experiment</h2>"));
+        assert!(
+            page.contains("Paper: 96% at 1 flow &lt;b&gt;\n\nLab: see below</pre>"),
+            "{page}"
+        );
+        assert_eq!(page.matches("All flows: efficiency E = ").count(), 2);
+        // No notes, no section.
+        assert!(!html(&summary, &[], "t.toml", PLAN).contains("About this experiment"));
+    }
 }
