@@ -51,6 +51,12 @@ pub enum SimError {
         /// Why.
         reason: String,
     },
+    /// Packets met a node with no route to their destination (a topology defect).
+    #[error("{packets} packet(s) found no route to their destination: the topology is incomplete")]
+    Unroutable {
+        /// Packets discarded.
+        packets: u64,
+    },
     /// More flows than the simulator can address.
     #[error("{flows} flows in total; at most {limit} are supported")]
     TooManyFlows {

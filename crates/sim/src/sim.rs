@@ -32,6 +32,13 @@ pub fn run_with_progress(
     validate(spec)?;
     let mut world = World::build(spec)?;
     world.run(Time::ZERO + spec.duration, progress);
+    // Every topology builder routes every flow both ways: a packet without a route is a defect
+    // of the builder, reported rather than hidden in the counts.
+    if world.network.unroutable > 0 {
+        return Err(SimError::Unroutable {
+            packets: world.network.unroutable,
+        });
+    }
     Ok(world.finish(spec))
 }
 

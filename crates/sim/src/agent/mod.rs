@@ -96,11 +96,6 @@ pub enum Agent {
 }
 
 impl Agent {
-    /// The agent's host.
-    pub fn node(&self) -> NodeId {
-        self.binding().node
-    }
-
     /// The agent's binding.
     pub fn binding(&self) -> &Binding {
         match self {
