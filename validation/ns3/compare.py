@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""The lab against ns-3 on the high-speed TCP paper's dumbbell, control by control.
+
+For each congestion control and flow count, runs the same dumbbell in ns-3 (ns3_dumbbell.py,
+needs `pip install ns3==3.44.post0`) and in the lab (`qstp run` on a generated scenario with the
+same settings), and prints utilisation (in-order payload over the bottleneck rate) and Jain's index
+side by side, with a verdict: within 0.05 of ns-3 on both.
+
+    python3 validation/ns3/compare.py                       # 8 controls x {1, 2, 8} flows, 60 s
+    python3 validation/ns3/compare.py --cc cubic --flows 2  # one row
+    python3 validation/ns3/compare.py --markdown > validation/ns3/table.md
+
+Both simulators use ns-3's TCP defaults, which the lab can take through scenario keys: initial
+window 10, delayed ACKs (every second segment, 200 ms), minimum RTO 1 s, SACK; no timestamps, so
+data packets are 1500 bytes in both. ns-3 results are cached in validation/ns3/results/ by
+settings; `--fresh` runs them again. Not part of CI: a full table takes tens of minutes.
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CONTROLS = ["newreno", "highspeed", "bic", "scalable", "cubic", "htcp", "illinois", "yeah"]
+TOLERANCE = 0.05
+
+
+def jain(xs):
+    s, q = sum(xs), sum(x * x for x in xs)
+    return s * s / (len(xs) * q) if q > 0 else float("nan")
+
+
+def ns3_run(cc, flows, duration, fresh):
+    cache = os.path.join(HERE, "results", f"{cc}-{flows}-{int(duration)}s.json")
+    if os.path.exists(cache) and not fresh:
+        with open(cache) as f:
+            return json.load(f)
+    out = subprocess.run(
+        [sys.executable, os.path.join(HERE, "ns3_dumbbell.py"), "--cc", cc, "--flows",
+         str(flows), "--duration", str(duration)],
+        check=True, capture_output=True, text=True)
+    result = json.loads(out.stdout)
+    os.makedirs(os.path.dirname(cache), exist_ok=True)
+    with open(cache, "w") as f:
+        json.dump(result, f)
+    return result
+
+
+SCENARIO = """name = "ns3-compare"
+duration = "{duration}s"
+runs = 1
+seed = 1
+packet_size = 1500
+[bottleneck]
+rate = "200M"
+delay = "98ms"
+queue = {{ kind = "droptail", limit = 100 }}
+[[group]]
+name = "S"
+protocol = "tcp"
+congestion = "{cc}"
+flows = {flows}
+rtt = "200ms"
+access = {{ rate = "1G", delay = "1ms" }}
+# ns-3 3.44 defaults: InitialCwnd 10, DelAckCount 2 (200 ms timer), MinRto 1 s, Sack on.
+tcp = {{ initial_window = 10, delayed_ack = true, min_rto = "1s", sack = true }}
+"""
+
+
+def lab_run(qstp, cc, flows, duration):
+    work = tempfile.mkdtemp(prefix="qstp-ns3-compare-")
+    try:
+        path = os.path.join(work, "s.toml")
+        with open(path, "w") as f:
+            f.write(SCENARIO.format(cc=cc, flows=flows, duration=int(duration)))
+        out = os.path.join(work, "out")
+        subprocess.run([qstp, "run", path, "--out", out], check=True, capture_output=True)
+        with open(os.path.join(out, "runs.csv")) as f:
+            rows = list(csv.DictReader(f))
+        goodput = [float(r["goodput_bps"]) for r in rows]
+        return {"per_flow_bps": goodput, "utilisation": sum(goodput) / 200e6, "jain": jain(goodput)}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cc", action="append", choices=CONTROLS, help="control (repeatable)")
+    p.add_argument("--flows", action="append", type=int, help="flow count (repeatable)")
+    p.add_argument("--duration", type=float, default=60.0, help="simulated seconds")
+    p.add_argument("--qstp", default=os.path.join(ROOT, "target", "release", "qstp"),
+                   help="the qstp binary (cargo build --release -p qstp)")
+    p.add_argument("--fresh", action="store_true", help="run ns-3 again despite the cache")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    args = p.parse_args()
+    if not os.path.exists(args.qstp):
+        sys.exit(f"{args.qstp} not found: build it with `cargo build --release -p qstp`")
+    rows = []
+    for cc in args.cc or CONTROLS:
+        for n in args.flows or [1, 2, 8]:
+            ns3 = ns3_run(cc, n, args.duration, args.fresh)
+            lab = lab_run(args.qstp, cc, n, args.duration)
+            du = lab["utilisation"] - ns3["utilisation"]
+            dj = lab["jain"] - ns3["jain"]
+            ok = abs(du) <= TOLERANCE and abs(dj) <= TOLERANCE
+            rows.append((cc, n, ns3["utilisation"], lab["utilisation"], du, ns3["jain"],
+                         lab["jain"], dj, "agrees" if ok else "DIFFERS"))
+            if not args.markdown:
+                print("%-9s %2d flows  utilisation ns-3 %.3f lab %.3f (%+.3f)  "
+                      "Jain ns-3 %.3f lab %.3f (%+.3f)  %s" % rows[-1], flush=True)
+    if args.markdown:
+        print("| control | flows | utilisation ns-3 | lab | diff | Jain ns-3 | lab | diff | verdict |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print("| %s | %d | %.3f | %.3f | %+.3f | %.3f | %.3f | %+.3f | %s |" % r)
+    agree = sum(1 for r in rows if r[-1] == "agrees")
+    print(f"\n{agree} of {len(rows)} within {TOLERANCE} of ns-3 on both", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
