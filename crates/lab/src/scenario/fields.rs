@@ -31,6 +31,8 @@ pub(crate) type FieldResult<T> = Result<T, FieldError>;
 pub(crate) struct Fields {
     path: String,
     table: Table,
+    /// Every key a reader asked for, present or not: the keys this table may hold.
+    asked: Vec<String>,
 }
 
 impl Fields {
@@ -39,6 +41,7 @@ impl Fields {
         Fields {
             path: path.into(),
             table,
+            asked: Vec::new(),
         }
     }
 
@@ -68,6 +71,9 @@ impl Fields {
 
     /// Take a raw value out.
     pub(crate) fn take(&mut self, key: &str) -> Option<Value> {
+        if !self.asked.iter().any(|k| k == key) {
+            self.asked.push(key.to_string());
+        }
         self.table.remove(key)
     }
 
@@ -182,21 +188,51 @@ impl Fields {
         }
     }
 
-    /// Refuse whatever was not read: every key left is unknown.
+    /// Refuse whatever was not read: every key left is unknown, with the nearest key the table
+    /// knows when one is close ("did you mean rtt?").
     pub(crate) fn finish(self) -> FieldResult<()> {
         match self.table.keys().next() {
             None => Ok(()),
-            Some(key) => Err(FieldError {
-                key: if self.path.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{}.{key}", self.path)
-                },
-                reason: "unknown key".into(),
-                unknown: true,
-            }),
+            Some(key) => {
+                let nearest = self
+                    .asked
+                    .iter()
+                    .map(|k| (edit_distance(key, k), k))
+                    .filter(|&(d, k)| d <= 2 && d < k.len())
+                    .min();
+                Err(FieldError {
+                    key: if self.path.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{}.{key}", self.path)
+                    },
+                    reason: match nearest {
+                        Some((_, k)) => format!("unknown key (did you mean {k}?)"),
+                        None => "unknown key".into(),
+                    },
+                    unknown: true,
+                })
+            }
         }
     }
+}
+
+/// Levenshtein distance between two keys (insertions, deletions, substitutions).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// A number from an integer or float value.
@@ -209,9 +245,17 @@ pub(crate) fn number(v: &Value) -> Result<f64, String> {
     }
 }
 
-/// A rate from a string value.
+/// A rate from a string value, which must name its unit (a bare "1000" could be bit/s or
+/// kbit/s; times need a unit too).
 pub(crate) fn rate(v: &Value) -> Result<Rate, String> {
     match v {
+        Value::String(s)
+            if !s.trim().is_empty() && s.trim().chars().all(|c| c.is_ascii_digit() || c == '.') =>
+        {
+            Err(format!(
+                "\"{s}\" has no unit: write \"{s}bps\", \"{s}k\" (kbit/s), \"{s}M\" or \"{s}G\""
+            ))
+        }
         Value::String(s) => Rate::parse(s).map_err(|e| e.to_string()),
         other => Err(format!(
             "expected a rate string such as \"500k\", found {}",
@@ -263,6 +307,29 @@ mod tests {
         let err = f.finish().unwrap_err();
         assert_eq!(err.key, "bottleneck.speed");
         assert!(err.unknown);
+        assert_eq!(err.reason, "unknown key");
+    }
+
+    #[test]
+    fn a_misspelt_key_is_reported_with_the_nearest_known_one() {
+        let mut f = fields("rate = \"1M\"\ndelya = \"10ms\"");
+        f.rate("rate").unwrap();
+        f.opt_duration("delay").unwrap();
+        f.opt_table("loss").unwrap();
+        let err = f.finish().unwrap_err();
+        assert_eq!(err.key, "bottleneck.delya");
+        assert_eq!(err.reason, "unknown key (did you mean delay?)");
+        assert_eq!(edit_distance("rtt", "rt"), 1);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn a_rate_without_a_unit_is_refused() {
+        let mut f = fields("rate = \"1000\"");
+        let err = f.rate("rate").unwrap_err();
+        assert!(err.reason.contains("has no unit"), "{}", err.reason);
+        let mut f = fields("rate = \"1000bps\"");
+        assert_eq!(f.rate("rate").unwrap(), Rate::from_bps(1000));
     }
 
     #[test]
