@@ -88,6 +88,9 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
         .unwrap_or_else(|| PathBuf::from("results").join(&base.name));
     // Refuse a folder of someone else's files before any work.
     output::claim(&out)?;
+    for warning in plan.warnings() {
+        eprintln!("warning: {}: {warning}", args.scenario.display());
+    }
     eprintln!(
         "{}: {} point(s) x {} run(s) of {:.0} s simulated, on {jobs} thread(s)",
         base.name,

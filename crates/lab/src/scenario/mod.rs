@@ -192,6 +192,40 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Settings that are legal but probably not what was meant, one line each, for the user to
+    /// read before the run (a group no CBQ class names, a target above the bottleneck rate).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for point in &self.points {
+            let s = &point.scenario;
+            let mut add = |w: String| {
+                if !out.contains(&w) {
+                    out.push(w);
+                }
+            };
+            if let QueueSpec::Cbq { classes } = &s.bottleneck.queue {
+                for g in &s.groups {
+                    if !classes.iter().any(|c| c.groups.contains(&g.name)) {
+                        let last = classes.last().map_or("", |c| c.name.as_str());
+                        add(format!(
+                            "group.{}: in no CBQ class, so its packets go to the last class, '{last}'",
+                            g.name
+                        ));
+                    }
+                }
+            }
+            for g in &s.groups {
+                if let Some(t) = g.target.filter(|t| t.bps() > s.bottleneck.rate.bps()) {
+                    add(format!(
+                        "group.{}.target: {t:?} is above the bottleneck rate {:?}: it cannot be met",
+                        g.name, s.bottleneck.rate
+                    ));
+                }
+            }
+        }
+        out
+    }
+
     /// The scenario as written (the first point's).
     pub fn base(&self) -> &Scenario {
         &self.points[0].scenario

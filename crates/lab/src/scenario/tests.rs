@@ -279,3 +279,29 @@ fn keys_joined_with_plus_move_together() {
     assert_eq!(last.groups[1].flows, 2);
     assert_eq!(p.points[1].params[1].1.as_integer(), Some(2));
 }
+
+#[test]
+fn legal_but_doubtful_settings_are_warned_about() {
+    let text = FIG4.replace("target = \"500k\"", "target = \"5M\"");
+    let p = plan(&text).unwrap();
+    let w = p.warnings();
+    assert!(
+        w.iter()
+            .any(|l| l.starts_with("group.AB.target:") && l.contains("cannot be met")),
+        "{w:?}"
+    );
+    assert!(plan(FIG4).unwrap().warnings().is_empty());
+}
+
+#[test]
+fn a_group_no_cbq_class_names_is_warned_about() {
+    let text = FIG4.replace(
+        "queue = { kind = \"rio\", limit = 50, in = [20, 40, 0.02], out = [10, 20, 0.1] }",
+        "queue = { kind = \"cbq\", classes = [{ name = \"pipe\", rate = \"300k\", limit = 20, groups = [\"AB\"] }, { name = \"rest\", rate = \"700k\", limit = 20, groups = [] }] }",
+    );
+    let w = plan(&text).unwrap().warnings();
+    assert_eq!(
+        w,
+        ["group.CD: in no CBQ class, so its packets go to the last class, 'rest'"]
+    );
+}
