@@ -122,11 +122,16 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
         return Ok(out);
     }
     print!("{}", summary::text_table(&summary));
+    // Sub-second runs in milliseconds, so that a fast run never reads "0.0 s".
+    let wall = if wall_s < 1.0 {
+        format!("{:.0} ms", wall_s * 1e3)
+    } else {
+        format!("{wall_s:.1} s")
+    };
     println!(
-        "\n{:.0} s simulated, {} events, in {:.1} s wall-clock ({:.0}x real time)",
+        "\n{:.0} s simulated, {} events, in {wall} wall-clock ({:.0}x real time)",
         summary.simulated_s,
         summary.events,
-        wall_s,
         summary.simulated_s / wall_s.max(1e-9)
     );
     println!("summary: {}", written.summary.display());

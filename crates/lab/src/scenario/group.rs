@@ -101,15 +101,15 @@ fn protocol(
         },
         "qstp" => {
             let g = needs_target(f)?;
-            Protocol::Qstp {
-                name,
-                config: config(Config::qstp(g)),
-            }
+            let mut c = config(Config::qstp(g));
+            c.gtfrc_rule = gtfrc_rule(f)?;
+            Protocol::Qstp { name, config: c }
         }
         "gtfrc" => {
             // gTFRC paper §4: ns-2 TFRC agents, so no repair and no ordering.
             let g = needs_target(f)?;
             let mut c = config(Config::qstp(g));
+            c.gtfrc_rule = gtfrc_rule(f)?;
             c.congestion = CongestionControl::Gtfrc { target: g };
             c.error = ErrorControl::None;
             c.order = Order::Unordered;
@@ -138,6 +138,19 @@ fn protocol(
             ));
         }
     })
+}
+
+/// `gtfrc_rule = "qstp"` (QSTP paper eq. (2), the default) or `"fig1"` (gTFRC paper Fig. 1).
+fn gtfrc_rule(f: &mut Fields) -> FieldResult<qstp_proto::config::GtfrcRule> {
+    match f.opt_str("gtfrc_rule")? {
+        None => Ok(Default::default()),
+        Some(name) => name.parse().map_err(|_| {
+            f.error(
+                "gtfrc_rule",
+                format!("unknown rule '{name}' (use qstp, QSTP paper eq. (2), or fig1, gTFRC paper Fig. 1)"),
+            )
+        }),
+    }
 }
 
 /// `congestion = "cubic"` or `congestion = { name = "cubic", beta = 0.7, c = 0.4 }`, checked
@@ -374,6 +387,24 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.reason.contains("start at 0s"));
+    }
+
+    #[test]
+    fn the_gtfrc_rule_is_chosen_per_group() {
+        use qstp_proto::config::GtfrcRule;
+        let rule = |extra: &str| {
+            let g = read(&format!(
+                "name = \"Q\"\nprotocol = \"gtfrc\"\nrtt = \"40ms\"\ntarget = \"200k\"\n{extra}"
+            ))?;
+            let Protocol::Qstp { config, .. } = g.protocol else {
+                panic!()
+            };
+            Ok::<_, super::super::fields::FieldError>(config.gtfrc_rule)
+        };
+        assert_eq!(rule("").unwrap(), GtfrcRule::Qstp);
+        assert_eq!(rule("gtfrc_rule = \"fig1\"").unwrap(), GtfrcRule::Fig1);
+        let err = rule("gtfrc_rule = \"eq3\"").unwrap_err();
+        assert_eq!(err.key, "group.X.gtfrc_rule");
     }
 
     #[test]
