@@ -11,7 +11,8 @@ side by side, with a verdict: within 0.05 of ns-3 on both.
     python3 validation/ns3/compare.py --markdown > validation/ns3/table.md
 
 Both simulators use ns-3's TCP defaults, which the lab can take through scenario keys: initial
-window 10, delayed ACKs (every second segment, 200 ms), minimum RTO 1 s, SACK; no timestamps, so
+window 10, delayed ACKs (every second segment, 200 ms), minimum RTO 1 s, SACK, PRR recovery
+(RFC 6937); no timestamps, so
 data packets are 1500 bytes in both. ns-3 results are cached in validation/ns3/results/ by
 settings; `--fresh` runs them again. Not part of CI: a full table takes tens of minutes.
 """
@@ -69,17 +70,18 @@ congestion = "{cc}"
 flows = {flows}
 rtt = "200ms"
 access = {{ rate = "1G", delay = "1ms" }}
-# ns-3 3.44 defaults: InitialCwnd 10, DelAckCount 2 (200 ms timer), MinRto 1 s, Sack on.
-tcp = {{ initial_window = 10, delayed_ack = true, min_rto = "1s", sack = true }}
+# ns-3 3.44 defaults: InitialCwnd 10, DelAckCount 2 (200 ms timer), MinRto 1 s, Sack on,
+# RecoveryType TcpPrrRecovery.
+tcp = {{ initial_window = 10, delayed_ack = true, min_rto = "1s", sack = true, recovery = "{recovery}" }}
 """
 
 
-def lab_run(qstp, cc, flows, duration):
+def lab_run(qstp, cc, flows, duration, recovery):
     work = tempfile.mkdtemp(prefix="qstp-ns3-compare-")
     try:
         path = os.path.join(work, "s.toml")
         with open(path, "w") as f:
-            f.write(SCENARIO.format(cc=cc, flows=flows, duration=int(duration)))
+            f.write(SCENARIO.format(cc=cc, flows=flows, duration=int(duration), recovery=recovery))
         out = os.path.join(work, "out")
         subprocess.run([qstp, "run", path, "--out", out], check=True, capture_output=True)
         with open(os.path.join(out, "runs.csv")) as f:
@@ -99,6 +101,8 @@ def main():
     p.add_argument("--qstp", default=os.path.join(ROOT, "target", "release", "qstp"),
                    help="the qstp binary (cargo build --release -p qstp)")
     p.add_argument("--fresh", action="store_true", help="run ns-3 again despite the cache")
+    p.add_argument("--recovery", default="prr", choices=["prr", "rfc6675"],
+                   help="the lab's fast-recovery sending (ns-3's default is PRR)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = p.parse_args()
     if not os.path.exists(args.qstp):
@@ -107,7 +111,7 @@ def main():
     for cc in args.cc or CONTROLS:
         for n in args.flows or [1, 2, 8]:
             ns3 = ns3_run(cc, n, args.duration, args.fresh)
-            lab = lab_run(args.qstp, cc, n, args.duration)
+            lab = lab_run(args.qstp, cc, n, args.duration, args.recovery)
             du = lab["utilisation"] - ns3["utilisation"]
             dj = lab["jain"] - ns3["jain"]
             ok = abs(du) <= TOLERANCE and abs(dj) <= TOLERANCE

@@ -53,7 +53,7 @@ pub fn congestion_help() -> String {
         }
     }
     out.push_str(
-        "TCP options: tcp = { initial_window = 2, delayed_ack = false, min_rto = \"200ms\", sack = true, window = BYTES }\n\
+        "TCP options: tcp = { initial_window = 2, delayed_ack = false, min_rto = \"200ms\", sack = true, window = BYTES, recovery = \"rfc6675\" | \"prr\" }\n\
          Access links: access = { rate = \"1G\", delay = \"1ms\" }\n",
     );
     out

@@ -7,7 +7,7 @@
 
 use super::fields::{duration, rate, FieldResult, Fields};
 use qstp_proto::{Config, CongestionControl, Duration, ErrorControl, Order, Preset, Rate};
-use qstp_sim::tcp::{self, CcSpec, TcpOptions};
+use qstp_sim::tcp::{self, CcSpec, Recovery, TcpOptions};
 use qstp_sim::{AccessSpec, GroupSpec, Protocol};
 use toml::Value;
 
@@ -186,7 +186,7 @@ fn congestion(f: &mut Fields) -> FieldResult<CcSpec> {
     Ok(spec)
 }
 
-/// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window }`; `delayed_ack`
+/// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window, recovery }`; `delayed_ack`
 /// and `window` may also sit in the group itself (the older spelling).
 fn tcp_options(f: &mut Fields) -> FieldResult<TcpOptions> {
     let mut o = TcpOptions::default();
@@ -220,6 +220,17 @@ fn tcp_options(f: &mut Fields) -> FieldResult<TcpOptions> {
             }
             if let Some(sack) = t.opt_bool("sack")? {
                 o.sack = sack;
+            }
+            match t.opt_str("recovery")?.as_deref() {
+                None => {}
+                Some("rfc6675") => o.recovery = Recovery::Rfc6675,
+                Some("prr") => o.recovery = Recovery::Prr,
+                Some(other) => {
+                    return Err(t.error(
+                        "recovery",
+                        format!("'{other}' is not a recovery (use rfc6675 or prr, RFC 6937)"),
+                    ))
+                }
             }
         }
         Ok(())
@@ -428,6 +439,13 @@ mod tests {
         assert_eq!(err.key, "group.X.window");
         let err = tcp("tcp = { initial_window = 0 }").unwrap_err();
         assert_eq!(err.key, "group.X.tcp.initial_window");
+        let err = tcp("tcp = { recovery = \"fast\" }").unwrap_err();
+        assert_eq!(err.key, "group.X.tcp.recovery");
+        let g = tcp("tcp = { recovery = \"prr\" }").unwrap();
+        let Protocol::Tcp { options, .. } = g.protocol else {
+            panic!()
+        };
+        assert_eq!(options.recovery, Recovery::Prr);
         let err = tcp("tcp = { nagle = true }").unwrap_err();
         assert_eq!((err.key.as_str(), err.unknown), ("group.X.tcp.nagle", true));
     }

@@ -2,6 +2,19 @@
 
 use qstp_proto::Duration;
 
+/// How the sender paces its sending during fast recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Recovery {
+    /// RFC 6675: cwnd drops to ssthresh at once and the sender sends whenever pipe < cwnd (a
+    /// burst once pipe falls below it).
+    #[default]
+    Rfc6675,
+    /// RFC 6937 Proportional Rate Reduction (with its slow-start reduction bound): sending in
+    /// recovery follows the data delivered, so the window reaches ssthresh smoothly (ns-3's and
+    /// Linux's default).
+    Prr,
+}
+
 /// Parameters of one TCP connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TcpConfig {
@@ -18,6 +31,8 @@ pub struct TcpConfig {
     /// Whether the receiver sends SACK blocks (RFC 2018); without them the sender recovers by
     /// NewReno partial ACKs alone (RFC 6582).
     pub sack: bool,
+    /// How sending is paced during fast recovery.
+    pub recovery: Recovery,
     /// Longest an ACK is delayed (RFC 5681 §4.2: at most 500 ms; 200 ms is usual).
     pub delayed_ack_timeout: Duration,
     /// Lower bound of the retransmission timeout (RFC 6298 §2.4: 1 s; simulations often 200 ms).
@@ -37,6 +52,7 @@ impl Default for TcpConfig {
             receive_window: 1 << 20,
             delayed_ack: false,
             sack: true,
+            recovery: Recovery::Rfc6675,
             delayed_ack_timeout: Duration::from_millis(200),
             min_rto: Duration::from_secs(1),
             max_rto: Duration::from_secs(60),
@@ -58,6 +74,8 @@ pub struct TcpOptions {
     pub sack: bool,
     /// The receiver's window, bytes.
     pub receive_window: u64,
+    /// Sending during fast recovery.
+    pub recovery: Recovery,
 }
 
 impl Default for TcpOptions {
@@ -71,6 +89,7 @@ impl Default for TcpOptions {
             sack: true,
             // Unlimited: a receive buffer that never caps the window (Linux autotuning).
             receive_window: u64::MAX,
+            recovery: Recovery::Rfc6675,
         }
     }
 }
@@ -89,6 +108,7 @@ impl TcpOptions {
             max_rto: defaults.max_rto.max(self.min_rto),
             sack: self.sack,
             receive_window: self.receive_window,
+            recovery: self.recovery,
             ..defaults
         }
     }

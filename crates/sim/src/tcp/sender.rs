@@ -10,7 +10,7 @@
 
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, DUP_THRESH};
-use super::{AckSample, CongestionControl, RoundSample, SackBlocks, Segment, TcpConfig};
+use super::{AckSample, CongestionControl, Recovery, RoundSample, SackBlocks, Segment, TcpConfig};
 use qstp_proto::{Duration, Rate, Time};
 use std::collections::VecDeque;
 
@@ -172,6 +172,12 @@ pub struct TcpSender {
     paced_wait: Option<Time>,
     external_reductions: u64,
     absorbed: u64,
+    /// RFC 6937 state of the current recovery: data delivered and sent since it began, the
+    /// FlightSize when it began, and the bytes this ACK lets out.
+    prr_delivered: u64,
+    prr_out: u64,
+    recover_fs: u64,
+    prr_sndcnt: u64,
     segments_sent: u64,
     retransmissions: u64,
     timeouts: u64,
@@ -216,6 +222,10 @@ impl TcpSender {
             paced_wait: None,
             external_reductions: 0,
             absorbed: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            recover_fs: 0,
+            prr_sndcnt: 0,
             segments_sent: 0,
             retransmissions: 0,
             timeouts: 0,
@@ -235,7 +245,43 @@ impl TcpSender {
     /// Whether the window has room for `len` more bytes (always for a first segment in flight).
     fn window_allows(&self, len: u64) -> bool {
         let pipe = self.pipe();
+        if self.in_recovery && self.config.recovery == Recovery::Prr {
+            // RFC 6937 §3: in recovery, send what the ACKs' sndcnt allows.
+            return pipe == 0 || len <= self.prr_sndcnt;
+        }
         pipe == 0 || pipe + len <= self.cc.cwnd()
+    }
+
+    /// Count a segment sent in recovery against PRR's allowance (RFC 6937 §3 prr_out).
+    fn count_prr_out(&mut self, len: u64) {
+        if self.in_recovery {
+            self.prr_out += len;
+            self.prr_sndcnt = self.prr_sndcnt.saturating_sub(len);
+        }
+    }
+
+    /// RFC 6937 §3: on an ACK during recovery, the bytes that may be sent now.
+    fn update_prr(&mut self, delivered: u64) {
+        if !self.in_recovery || self.config.recovery != Recovery::Prr {
+            return;
+        }
+        self.prr_delivered += delivered;
+        let pipe = u128::from(self.pipe());
+        let ssthresh = u128::from(self.cc.ssthresh());
+        let sndcnt: u128 = if pipe > ssthresh {
+            // Proportional part: CEIL(prr_delivered * ssthresh / RecoverFS) - prr_out.
+            let fs = u128::from(self.recover_fs.max(1));
+            (u128::from(self.prr_delivered) * ssthresh)
+                .div_ceil(fs)
+                .saturating_sub(u128::from(self.prr_out))
+        } else {
+            // PRR-SSRB: MIN(ssthresh - pipe, MAX(prr_delivered - prr_out, DeliveredData) + MSS).
+            let limit = u128::from(self.prr_delivered.saturating_sub(self.prr_out))
+                .max(u128::from(delivered))
+                + u128::from(self.mss());
+            (ssthresh - pipe).min(limit)
+        };
+        self.prr_sndcnt = u64::try_from(sndcnt).unwrap_or(u64::MAX);
     }
 
     fn data_segment(&self, seq: u64, len: u32, retransmission: bool) -> Segment {
@@ -277,6 +323,7 @@ impl TcpSender {
             self.segments_sent += 1;
             self.retransmissions += 1;
             self.arm_timer(now);
+            self.count_prr_out(u64::from(lost.len));
             return Some(self.data_segment(lost.seq, lost.len, true));
         }
         self.resend_now = false;
@@ -292,6 +339,7 @@ impl TcpSender {
         self.board.push(seq, self.config.mss.max(1), now);
         self.segments_sent += 1;
         self.arm_timer(now);
+        self.count_prr_out(mss);
         Some(self.data_segment(seq, self.config.mss.max(1), false))
     }
 
@@ -417,6 +465,7 @@ impl TcpSender {
         {
             self.enter_recovery(now);
         }
+        self.update_prr(acked_bytes);
     }
 
     /// Close the round when its last byte is acknowledged, and tell the control.
@@ -461,6 +510,11 @@ impl TcpSender {
         self.recover = Some(self.snd_nxt);
         // RFC 5681 §3.1 eq. (4) uses FlightSize, the data outstanding.
         self.recovery_flight = self.snd_nxt - self.snd_una;
+        // RFC 6937 §3: RecoverFS = snd.nxt - snd.una; nothing delivered or sent yet.
+        self.recover_fs = self.recovery_flight;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.prr_sndcnt = 0;
         let deferred = self.policy == LossPolicy::Defer;
         self.push_event(TcpEvent::CongestionSignal {
             now,

@@ -544,3 +544,52 @@ mod steering {
         }
     }
 }
+
+/// RFC 6937 against RFC 6675 on one loss in a window of 40: what the sender sends per ACK.
+mod prr {
+    use super::*;
+
+    /// Segments sent after each of the 39 duplicate ACKs that follow the loss of segment 0.
+    fn sends_per_ack(recovery: Recovery) -> (Vec<usize>, TcpSenderStats) {
+        let config = TcpConfig {
+            mss: MSS,
+            initial_window: 40,
+            recovery,
+            ..config(1 << 20, false)
+        };
+        let cc = CcSpec::named("newreno").build(MSS).unwrap();
+        let mut sender = TcpSender::new(config.clone(), cc);
+        let mut receiver = TcpReceiver::new(&config);
+        let t = Time::ZERO;
+        let sent: Vec<Segment> = std::iter::from_fn(|| sender.poll_segment(t)).collect();
+        assert_eq!(sent.len(), 40);
+        let mut per_ack = Vec::new();
+        for s in &sent[1..] {
+            receiver.on_segment(t, s);
+            let ack = receiver.poll_ack(t).unwrap();
+            sender.on_ack(t, &ack);
+            per_ack.push(std::iter::from_fn(|| sender.poll_segment(t)).count());
+        }
+        (per_ack, sender.stats())
+    }
+
+    #[test]
+    fn prr_spreads_the_reduction_over_the_recovery() {
+        let (rfc6675, a) = sends_per_ack(Recovery::Rfc6675);
+        let (prr, b) = sends_per_ack(Recovery::Prr);
+        assert_eq!((a.fast_retransmits, b.fast_retransmits), (1, 1));
+        assert_eq!(a.ssthresh, b.ssthresh);
+        // RFC 6675: after the fast retransmit, silence until pipe falls below cwnd = 20.
+        let first_new = |v: &[usize]| v.iter().skip(3).position(|&n| n > 0).map(|i| i + 3);
+        assert!(first_new(&rfc6675).unwrap() >= 18, "{rfc6675:?}");
+        // PRR: about one segment per two ACKs from the start (ssthresh / RecoverFS = 1/2).
+        assert!(first_new(&prr).unwrap() <= 5, "{prr:?}");
+        assert!(prr.iter().all(|&n| n <= 2), "{prr:?}");
+        // Both have sent about the same by the end: the window is ssthresh either way.
+        let total = |v: &[usize]| v.iter().sum::<usize>() as i64;
+        assert!(
+            (total(&rfc6675) - total(&prr)).abs() <= 2,
+            "{rfc6675:?} {prr:?}"
+        );
+    }
+}
