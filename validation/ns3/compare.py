@@ -69,6 +69,8 @@ protocol = "tcp"
 congestion = "{cc}"
 flows = {flows}
 rtt = "200ms"
+# ns3_dumbbell.py starts each flow at a uniform time in [0, 100 ms).
+start_spread = "100ms"
 access = {{ rate = "1G", delay = "1ms" }}
 # ns-3 3.44 defaults: InitialCwnd 10, DelAckCount 2 (200 ms timer), MinRto 1 s, Sack on,
 # RecoveryType TcpPrrRecovery.

@@ -62,6 +62,7 @@ fn spec(protocol: Protocol, seconds: u64) -> SimSpec {
             marker: None,
             start: Duration::ZERO,
             access: None,
+            start_spread: None,
         }],
         bin: Duration::from_secs(1),
     }

@@ -230,8 +230,10 @@ fn flow_agents(
     let stream_id = |side: u64| ((ends.group as u64) << 33) | (u64::from(ends.flow) << 1) | side;
     let mut sender_rng = stream(spec.seed, StreamKind::Agent, stream_id(0));
     let mut receiver_rng = stream(spec.seed, StreamKind::Agent, stream_id(1));
-    // Flows of a group start within one RTT of the group's start, at a seeded offset.
-    let offset = Duration::from_nanos(sender_rng.next_u64() % group.rtt.as_nanos().max(1));
+    // Flows of a group start within one RTT (or the group's start_spread) of the group's start,
+    // at a seeded offset.
+    let spread = group.start_spread.unwrap_or(group.rtt);
+    let offset = Duration::from_nanos(sender_rng.next_u64() % spread.as_nanos().max(1));
     let start = Time::ZERO + group.start + offset;
     let size = spec.packet_size as u32;
     let (sender, receiver) = match &group.protocol {

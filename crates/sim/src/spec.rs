@@ -243,8 +243,10 @@ pub struct GroupSpec {
     /// The edge marker for the group's aggregate; `None` sends every packet best effort, which
     /// queues treat as out-of-profile (red).
     pub marker: Option<MarkerSpec>,
-    /// When the flows start (each flow adds a small seeded jitter of up to one RTT).
+    /// When the flows start (each flow adds a seeded offset of up to `start_spread`).
     pub start: Duration,
+    /// Flows start at a seeded offset within this span after `start`; `None`: one `rtt`.
+    pub start_spread: Option<Duration>,
     /// Each flow's own access links (sender side and receiver side); `None`: uncongested links
     /// at ten times the bottleneck rate carrying all the propagation delay off the bottleneck.
     pub access: Option<AccessSpec>,

@@ -242,6 +242,7 @@ mod tests {
             marker: None,
             start: Duration::ZERO,
             access: None,
+            start_spread: None,
         };
         SimSpec {
             duration: Duration::from_secs(1),

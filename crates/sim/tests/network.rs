@@ -217,3 +217,22 @@ fn a_source_scheduled_at_zero_rate_waits_for_its_next_step() {
     assert_eq!(out.flows[0].received_packets, vec![0, 0, 125, 125, 0]);
     assert_eq!(out.flows[0].packets_sent, 250);
 }
+
+#[test]
+fn a_zero_start_spread_starts_every_flow_at_once() {
+    // Four CBR flows of 1 packet per 10 ms from t = 0: with no spread, each delivers in its first
+    // bin exactly what the others do.
+    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 1);
+    spec.bin = Duration::from_millis(100);
+    let mut g = group("C", cbr(Rate::from_kbps(800)), 4, Duration::from_millis(40));
+    g.start_spread = Some(Duration::ZERO);
+    spec.groups.push(g);
+    let out = run(&spec).unwrap();
+    let first: Vec<u64> = out.flows.iter().map(|f| f.received_bytes[0]).collect();
+    assert!(first.iter().all(|&b| b == first[0] && b > 0), "{first:?}");
+    // With the default spread (one rtt) the flows start apart.
+    spec.groups[0].start_spread = None;
+    let out = run(&spec).unwrap();
+    let first: Vec<u64> = out.flows.iter().map(|f| f.received_bytes[0]).collect();
+    assert!(first.iter().any(|&b| b != first[0]), "{first:?}");
+}

@@ -39,6 +39,7 @@ pub(crate) fn group(mut f: Fields, packet_size: usize) -> FieldResult<GroupSpec>
         .map(super::network::marker)
         .transpose()?;
     let start = f.opt_duration("start")?.unwrap_or(Duration::ZERO);
+    let start_spread = f.opt_duration("start_spread")?;
     let access = match f.opt_table("access")? {
         None => None,
         Some(mut a) => {
@@ -61,6 +62,7 @@ pub(crate) fn group(mut f: Fields, packet_size: usize) -> FieldResult<GroupSpec>
         target,
         marker,
         start,
+        start_spread,
         access,
     })
 }

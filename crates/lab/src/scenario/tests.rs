@@ -305,3 +305,12 @@ fn a_group_no_cbq_class_names_is_warned_about() {
         ["group.CD: in no CBQ class, so its packets go to the last class, 'rest'"]
     );
 }
+
+#[test]
+fn start_spread_is_read_per_group() {
+    let text = FIG4.replace("name = \"CD\"", "name = \"CD\"\nstart_spread = \"0s\"");
+    let p = plan(&text).unwrap();
+    let groups = &p.points[0].scenario.groups;
+    assert_eq!(groups[0].start_spread, None);
+    assert_eq!(groups[1].start_spread, Some(Duration::ZERO));
+}

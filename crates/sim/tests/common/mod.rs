@@ -32,6 +32,7 @@ pub fn group(name: &str, protocol: Protocol, flows: u32, rtt: Duration) -> Group
         marker: None,
         start: Duration::ZERO,
         access: None,
+        start_spread: None,
     }
 }
 
