@@ -4,6 +4,9 @@
 //!
 //! Run with `cargo run --release -p qstp-net --example stream_with_target`.
 
+// A program in real time: it reads the clock (the determinism bans are for the core).
+#![allow(clippy::disallowed_types)]
+
 use qstp_net::{Config, Endpoint, Rate};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
