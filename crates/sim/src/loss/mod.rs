@@ -10,7 +10,7 @@ pub use bernoulli::Bernoulli;
 pub use gilbert_elliott::GilbertElliott;
 
 /// A link's random loss.
-pub trait LossModel {
+pub trait LossModel: Send {
     /// Whether the next packet is lost; `rng` is the link's own random stream.
     fn lose(&mut self, rng: &mut dyn RngCore) -> bool;
 }

@@ -18,7 +18,7 @@ pub use trtcm::Trtcm;
 pub use tsw::{Tsw2, Tsw3, TswRateEstimator};
 
 /// An edge marker.
-pub trait Marker {
+pub trait Marker: Send {
     /// Colour a packet of `size` bytes arriving at `now`.
     fn mark(&mut self, now: Time, size: usize, rng: &mut dyn RngCore) -> Color;
 }

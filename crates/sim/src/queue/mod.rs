@@ -19,7 +19,7 @@ pub use red::{AverageQueue, IdleClock, Red, RedCurve};
 pub use rio::Rio;
 
 /// What a queue needs to know of a packet.
-pub trait Queued {
+pub trait Queued: Send {
     /// Size on the wire, bytes.
     fn size(&self) -> usize;
     /// Drop precedence set by the edge marker.
@@ -50,7 +50,7 @@ pub enum Dequeue<P> {
 }
 
 /// A queue discipline at a link's input.
-pub trait QueueDiscipline<P: Queued> {
+pub trait QueueDiscipline<P: Queued>: Send {
     /// Offer a packet arriving at `now`; a refused packet is handed back with the reason.
     /// `rng` is this queue's own random stream (RED's early-drop coin).
     fn enqueue(&mut self, now: Time, packet: P, rng: &mut dyn RngCore)
