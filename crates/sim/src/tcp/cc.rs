@@ -282,6 +282,33 @@ mod tests {
     }
 }
 
+/// Window arithmetic for the controls that keep their window in (fractional) segments.
+pub(crate) mod segments {
+    /// `(cwnd, ssthresh)` in segments from the sender's initial values in bytes: at least one
+    /// segment of window and two of threshold (RFC 5681 §3.1).
+    pub(crate) fn initial(initial_cwnd: u64, initial_ssthresh: u64, mss: u64) -> (f64, f64) {
+        let mss = mss.max(1) as f64;
+        (
+            (initial_cwnd as f64 / mss).max(1.0),
+            (initial_ssthresh as f64 / mss).max(2.0),
+        )
+    }
+
+    /// `segments` in bytes, rounded; an infinite threshold is `u64::MAX`.
+    pub(crate) fn bytes(segments: f64, mss: u64) -> u64 {
+        if segments.is_finite() {
+            (segments * mss as f64).round() as u64
+        } else {
+            u64::MAX
+        }
+    }
+
+    /// Bytes acknowledged, in segments.
+    pub(crate) fn acked(bytes: u64, mss: u64) -> f64 {
+        bytes as f64 / mss.max(1) as f64
+    }
+}
+
 /// Drivers for the controls' unit tests: ACK clocks without a network.
 #[cfg(test)]
 pub(crate) mod testkit {

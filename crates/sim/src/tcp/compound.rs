@@ -10,6 +10,7 @@
 //! paper adopts). The paper leaves the round's RTT estimate open; here it is the round's smallest
 //! sample, as in the Vegas machinery CTCP builds on.
 
+use super::cc::segments;
 use super::{AckSample, CongestionControl, Param, Params, Registered, RoundSample};
 use qstp_proto::{Duration, Time};
 
@@ -104,8 +105,7 @@ impl CongestionControl for Compound {
     }
 
     fn init(&mut self, initial_cwnd: u64, initial_ssthresh: u64) {
-        self.cwnd = (initial_cwnd as f64 / self.mss as f64).max(1.0);
-        self.ssthresh = (initial_ssthresh as f64 / self.mss as f64).max(2.0);
+        (self.cwnd, self.ssthresh) = segments::initial(initial_cwnd, initial_ssthresh, self.mss);
     }
 
     fn in_slow_start(&self) -> bool {
@@ -113,20 +113,16 @@ impl CongestionControl for Compound {
     }
 
     fn cwnd(&self) -> u64 {
-        (self.win() * self.mss as f64).round() as u64
+        segments::bytes(self.win(), self.mss)
     }
 
     fn ssthresh(&self) -> u64 {
-        if self.ssthresh.is_finite() {
-            (self.ssthresh * self.mss as f64).round() as u64
-        } else {
-            u64::MAX
-        }
+        segments::bytes(self.ssthresh, self.mss)
     }
 
     fn on_ack(&mut self, sample: &AckSample) {
         self.on_ack_in_recovery(sample);
-        let acked = sample.acked_bytes as f64 / self.mss as f64;
+        let acked = segments::acked(sample.acked_bytes, self.mss);
         if self.cwnd < self.ssthresh {
             // RFC 5681 §3.1: slow start (the paper keeps dwnd at zero meanwhile).
             self.cwnd += acked.min(1.0);

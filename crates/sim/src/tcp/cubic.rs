@@ -7,6 +7,7 @@
 //! followed: ssthresh from cwnd (not FlightSize), the epoch starting at the first ACK of
 //! congestion avoidance.
 
+use super::cc::segments;
 use super::{AckSample, CongestionControl, Param, Params, Registered, RoundSample};
 use qstp_proto::{Duration, Time};
 
@@ -166,8 +167,7 @@ impl CongestionControl for Cubic {
     }
 
     fn init(&mut self, initial_cwnd: u64, initial_ssthresh: u64) {
-        self.cwnd = (initial_cwnd as f64 / self.mss as f64).max(1.0);
-        self.ssthresh = (initial_ssthresh as f64 / self.mss as f64).max(2.0);
+        (self.cwnd, self.ssthresh) = segments::initial(initial_cwnd, initial_ssthresh, self.mss);
     }
 
     fn in_slow_start(&self) -> bool {
@@ -175,22 +175,18 @@ impl CongestionControl for Cubic {
     }
 
     fn cwnd(&self) -> u64 {
-        (self.cwnd * self.mss as f64).round() as u64
+        segments::bytes(self.cwnd, self.mss)
     }
 
     fn ssthresh(&self) -> u64 {
-        if self.ssthresh.is_finite() {
-            (self.ssthresh * self.mss as f64).round() as u64
-        } else {
-            u64::MAX
-        }
+        segments::bytes(self.ssthresh, self.mss)
     }
 
     fn on_ack(&mut self, sample: &AckSample) {
         if let Some(rtt) = sample.rtt {
             self.hystart_sample(rtt);
         }
-        let acked = sample.acked_bytes as f64 / self.mss as f64;
+        let acked = segments::acked(sample.acked_bytes, self.mss);
         if self.cwnd < self.ssthresh {
             // RFC 9438 §4.10 / RFC 5681 §3.1: slow start, at most one segment per ACK.
             self.cwnd += acked.min(1.0);

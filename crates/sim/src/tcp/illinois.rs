@@ -7,6 +7,7 @@
 //! 1/8..1/2, theta 5, win_thresh 15): d1 = dm/100, d2 = dm/10, d3 = 8 dm/10, where dm is the
 //! largest queueing delay seen and da the round's average.
 
+use super::cc::segments;
 use super::{AckSample, CongestionControl, Param, Params, Registered, RoundSample};
 use qstp_proto::{Duration, Time};
 
@@ -134,8 +135,7 @@ impl CongestionControl for Illinois {
     }
 
     fn init(&mut self, initial_cwnd: u64, initial_ssthresh: u64) {
-        self.cwnd = (initial_cwnd as f64 / self.mss as f64).max(1.0);
-        self.ssthresh = (initial_ssthresh as f64 / self.mss as f64).max(2.0);
+        (self.cwnd, self.ssthresh) = segments::initial(initial_cwnd, initial_ssthresh, self.mss);
     }
 
     fn in_slow_start(&self) -> bool {
@@ -143,20 +143,16 @@ impl CongestionControl for Illinois {
     }
 
     fn cwnd(&self) -> u64 {
-        (self.cwnd * self.mss as f64).round() as u64
+        segments::bytes(self.cwnd, self.mss)
     }
 
     fn ssthresh(&self) -> u64 {
-        if self.ssthresh.is_finite() {
-            (self.ssthresh * self.mss as f64).round() as u64
-        } else {
-            u64::MAX
-        }
+        segments::bytes(self.ssthresh, self.mss)
     }
 
     fn on_ack(&mut self, sample: &AckSample) {
         self.on_ack_in_recovery(sample);
-        let acked = sample.acked_bytes as f64 / self.mss as f64;
+        let acked = segments::acked(sample.acked_bytes, self.mss);
         if self.cwnd < self.ssthresh {
             // RFC 5681 §3.1: slow start.
             self.cwnd += acked.min(1.0);

@@ -7,6 +7,7 @@
 //! 3, epsilon 1, phy 8, rho 16, zeta 50; Scalable increase of one segment per 100 acknowledged).
 //! The round's RTT is its smallest sample, as in Linux's Vegas machinery.
 
+use super::cc::segments;
 use super::{AckSample, CongestionControl, Param, Params, Registered, RoundSample};
 use qstp_proto::{Duration, Time};
 
@@ -127,8 +128,7 @@ impl CongestionControl for Yeah {
     }
 
     fn init(&mut self, initial_cwnd: u64, initial_ssthresh: u64) {
-        self.cwnd = (initial_cwnd as f64 / self.mss as f64).max(1.0);
-        self.ssthresh = (initial_ssthresh as f64 / self.mss as f64).max(2.0);
+        (self.cwnd, self.ssthresh) = segments::initial(initial_cwnd, initial_ssthresh, self.mss);
     }
 
     fn in_slow_start(&self) -> bool {
@@ -136,20 +136,16 @@ impl CongestionControl for Yeah {
     }
 
     fn cwnd(&self) -> u64 {
-        (self.cwnd * self.mss as f64).round() as u64
+        segments::bytes(self.cwnd, self.mss)
     }
 
     fn ssthresh(&self) -> u64 {
-        if self.ssthresh.is_finite() {
-            (self.ssthresh * self.mss as f64).round() as u64
-        } else {
-            u64::MAX
-        }
+        segments::bytes(self.ssthresh, self.mss)
     }
 
     fn on_ack(&mut self, sample: &AckSample) {
         self.on_ack_in_recovery(sample);
-        let acked = sample.acked_bytes as f64 / self.mss as f64;
+        let acked = segments::acked(sample.acked_bytes, self.mss);
         if self.cwnd < self.ssthresh {
             // RFC 5681 §3.1: slow start.
             self.cwnd += acked.min(1.0);
