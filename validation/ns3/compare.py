@@ -41,14 +41,15 @@ def jain(xs):
     return s * s / (len(xs) * q) if q > 0 else float("nan")
 
 
-def ns3_run(cc, flows, duration, fresh):
-    cache = os.path.join(HERE, "results", f"{cc}-{flows}-{int(duration)}s.json")
+def ns3_run(cc, flows, duration, fresh, seed=1):
+    suffix = "" if seed == 1 else f"-seed{seed}"
+    cache = os.path.join(HERE, "results", f"{cc}-{flows}-{int(duration)}s{suffix}.json")
     if os.path.exists(cache) and not fresh:
         with open(cache) as f:
             return json.load(f)
     out = subprocess.run(
         [sys.executable, os.path.join(HERE, "ns3_dumbbell.py"), "--cc", cc, "--flows",
-         str(flows), "--duration", str(duration)],
+         str(flows), "--duration", str(duration), "--seed", str(seed)],
         check=True, capture_output=True, text=True)
     result = json.loads(out.stdout)
     os.makedirs(os.path.dirname(cache), exist_ok=True)
@@ -60,7 +61,7 @@ def ns3_run(cc, flows, duration, fresh):
 SCENARIO = """name = "ns3-compare"
 duration = "{duration}s"
 runs = 1
-seed = 1
+seed = {seed}
 packet_size = 1500
 [bottleneck]
 rate = "200M"
@@ -81,14 +82,14 @@ tcp = {{ initial_window = 10, delayed_ack = true, min_rto = "1s", sack = true, r
 """
 
 
-def lab_run(qstp, cc, flows, duration, recovery):
+def lab_run(qstp, cc, flows, duration, recovery, seed=1):
     work = tempfile.mkdtemp(prefix="qstp-ns3-compare-")
     try:
         path = os.path.join(work, "s.toml")
         with open(path, "w") as f:
             congestion = NS3_PARAMS.get(cc, f'"{cc}"')
             f.write(SCENARIO.format(cc=congestion, flows=flows, duration=int(duration),
-                                    recovery=recovery))
+                                    recovery=recovery, seed=seed))
         out = os.path.join(work, "out")
         subprocess.run([qstp, "run", path, "--out", out], check=True, capture_output=True)
         with open(os.path.join(out, "runs.csv")) as f:
@@ -111,14 +112,22 @@ def main():
     p.add_argument("--recovery", default="prr", choices=["prr", "rfc6675"],
                    help="the lab's fast-recovery sending (ns-3's default is PRR)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--seeds", type=int, default=1,
+                   help="runs per row on each side (seeds 1..N), compared by their means: with "
+                        "few flows one run is one draw of a bimodal outcome (do two flows leave "
+                        "slow start in the same loss episode?)")
     args = p.parse_args()
     if not os.path.exists(args.qstp):
         sys.exit(f"{args.qstp} not found: build it with `cargo build --release -p qstp`")
     rows = []
     for cc in args.cc or CONTROLS:
         for n in args.flows or [1, 2, 8]:
-            ns3 = ns3_run(cc, n, args.duration, args.fresh)
-            lab = lab_run(args.qstp, cc, n, args.duration, args.recovery)
+            seeds = range(1, args.seeds + 1)
+            ns3s = [ns3_run(cc, n, args.duration, args.fresh, seed) for seed in seeds]
+            labs = [lab_run(args.qstp, cc, n, args.duration, args.recovery, seed) for seed in seeds]
+            mean = lambda runs, key: sum(r[key] for r in runs) / len(runs)
+            ns3 = {"utilisation": mean(ns3s, "utilisation"), "jain": mean(ns3s, "jain")}
+            lab = {"utilisation": mean(labs, "utilisation"), "jain": mean(labs, "jain")}
             du = lab["utilisation"] - ns3["utilisation"]
             dj = lab["jain"] - ns3["jain"]
             ok = abs(du) <= TOLERANCE and abs(dj) <= TOLERANCE

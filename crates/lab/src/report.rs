@@ -94,7 +94,7 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], file: &str, sourc
         "<p>Throughput is measured at the receiver at the network level (retransmissions included); goodput is what \
          reached the application in order. <em>Per flow</em> statistics take every flow of every run as a sample; \
          <em>group</em> statistics the group's total in each run. Rates in kbit/s; a group total below its target \
-         is shown <span class=\"short\">in red</span>. Queue counts are means per run; in-profile is green, \
+         is shown <span class=\"short\">in red</span>. Queue counts are means per run after the warm-up; in-profile is green, \
          out-profile yellow and red.</p>\n",
     );
     for (p, point) in summary.points.iter().enumerate() {

@@ -3,7 +3,7 @@
 //!
 //! Throughput statistics are per flow (`throughput_bps`: every flow of every run is one sample) and
 //! per group (`aggregate_bps`: the group's total in each run is one sample). Queue counters are
-//! means per run over the whole run (warm-up included); `in_profile` is green, `out_profile` yellow
+//! means per run after the warm-up, like throughput; `in_profile` is green, `out_profile` yellow
 //! plus red.
 
 use crate::metrics::{jain, RunMetrics, Stats};
@@ -507,7 +507,7 @@ pub fn text_table(s: &Summary) -> String {
          \x20    delays) per flow. thr/target: mean thr over the group's target.\n\
          E: efficiency, all flows' throughput over the bottleneck rate (±: 95% confidence of the\n\
          \x20    mean); F: Jain's index over all flows; performance: a E + (1 - a) F.\n\
-         queue: packets arriving per run (mean over runs); ldrops: dropped because the queue was full;\n\
+         queue: packets arriving per run after the warm-up (mean over runs); ldrops: dropped because the queue was full;\n\
          \x20    edrops: dropped early by RED/RIO.",
     );
     if diffserv {

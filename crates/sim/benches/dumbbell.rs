@@ -65,6 +65,7 @@ fn spec(protocol: Protocol, seconds: u64) -> SimSpec {
             start_spread: None,
         }],
         bin: Duration::from_secs(1),
+        warmup: Duration::ZERO,
     }
 }
 

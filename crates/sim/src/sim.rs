@@ -52,6 +52,9 @@ struct World {
     armed: Vec<Option<Time>>,
     recorder: Recorder,
     scratch: Vec<u8>,
+    /// When the queue counters start to count, and what they held then.
+    warmup: Time,
+    at_warmup: Option<Vec<QueueRecord>>,
 }
 
 impl World {
@@ -76,6 +79,8 @@ impl World {
             agents,
             recorder,
             scratch: Vec::new(),
+            warmup: Time::ZERO + spec.warmup,
+            at_warmup: None,
         })
     }
 
@@ -83,6 +88,9 @@ impl World {
         let second = Duration::from_secs(1);
         let mut next_report = Time::ZERO + second;
         while let Some((now, event)) = self.events.pop_before(end) {
+            if self.at_warmup.is_none() && now >= self.warmup {
+                self.at_warmup = Some(self.queue_records());
+            }
             while now >= next_report {
                 progress(next_report);
                 next_report += second;
@@ -161,6 +169,28 @@ impl World {
         for agent in &self.agents {
             agent.finish(&mut self.recorder);
         }
+        let mut queues = self.queue_records();
+        // Leave the warm-up out, as the lab does for throughput.
+        if let Some(before) = &self.at_warmup {
+            for q in &mut queues {
+                if let Some(b) = before.iter().find(|b| b.name == q.name) {
+                    q.green = q.green.minus(b.green);
+                    q.yellow = q.yellow.minus(b.yellow);
+                    q.red = q.red.minus(b.red);
+                }
+            }
+        }
+        RunOutput {
+            events: self.events.processed(),
+            bottleneck_packets: self.network.link(self.bottleneck).stats.packets_delivered,
+            simulated: spec.duration,
+            flows: self.recorder.into_records(),
+            queues,
+        }
+    }
+
+    /// The bottleneck's queue counters so far, the whole queue and each class.
+    fn queue_records(&self) -> Vec<QueueRecord> {
         let bottleneck = self.network.link(self.bottleneck);
         let queue = &bottleneck.queue;
         let mut queues = vec![QueueRecord {
@@ -190,13 +220,7 @@ impl World {
                 Color::Red => record.red = counters,
             }
         }
-        RunOutput {
-            events: self.events.processed(),
-            bottleneck_packets: bottleneck.stats.packets_delivered,
-            simulated: spec.duration,
-            flows: self.recorder.into_records(),
-            queues,
-        }
+        queues
     }
 }
 

@@ -26,6 +26,9 @@ pub struct SimSpec {
     pub groups: Vec<GroupSpec>,
     /// Width of the bins of the recorded series.
     pub bin: Duration,
+    /// Time left out of the queue counters at the start of the run (the lab's warm-up; the
+    /// per-bin series cover the whole run and the lab leaves the warm-up out of their means).
+    pub warmup: Duration,
 }
 
 /// A link: a serialisation rate, a propagation delay, a queue and an optional loss model.
@@ -286,6 +289,17 @@ pub struct CodePointCounters {
     pub edrops: u64,
 }
 
+impl CodePointCounters {
+    /// What these counters gained since `earlier`.
+    pub fn minus(self, earlier: CodePointCounters) -> CodePointCounters {
+        CodePointCounters {
+            packets: self.packets.saturating_sub(earlier.packets),
+            ldrops: self.ldrops.saturating_sub(earlier.ldrops),
+            edrops: self.edrops.saturating_sub(earlier.edrops),
+        }
+    }
+}
+
 /// Statistics of one queue.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct QueueRecord {
@@ -351,6 +365,6 @@ pub struct RunOutput {
     pub simulated: Duration,
     /// One per flow, groups in order, flows in order.
     pub flows: Vec<FlowRecord>,
-    /// One per queue on the bottleneck.
+    /// One per queue on the bottleneck, counted after `SimSpec::warmup`.
     pub queues: Vec<QueueRecord>,
 }

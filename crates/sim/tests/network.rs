@@ -236,3 +236,20 @@ fn a_zero_start_spread_starts_every_flow_at_once() {
     let first: Vec<u64> = out.flows.iter().map(|f| f.received_bytes[0]).collect();
     assert!(first.iter().any(|&b| b != first[0]), "{first:?}");
 }
+
+#[test]
+fn queue_counters_leave_the_warm_up_out() {
+    // One CBR flow at a steady rate: after a warm-up of half the run the queue counts half.
+    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 4);
+    spec.groups.push(group(
+        "C",
+        cbr(Rate::from_mbps(1)),
+        1,
+        Duration::from_millis(20),
+    ));
+    let whole = run(&spec).unwrap().queues[0].red.packets;
+    spec.warmup = Duration::from_secs(2);
+    let after = run(&spec).unwrap().queues[0].red.packets;
+    assert!(whole > 0);
+    assert!(after.abs_diff(whole / 2) <= 2, "{after} of {whole}");
+}

@@ -165,6 +165,7 @@ impl Scenario {
             bottleneck: self.bottleneck.clone(),
             groups: self.groups.clone(),
             bin: self.bin,
+            warmup: self.warmup,
         }
     }
 }
