@@ -17,8 +17,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// Arguments of `qstp recv`.
 #[derive(clap::Args)]
 pub struct RecvArgs {
-    /// The address to listen on, `HOST:PORT`.
-    #[arg(long)]
+    /// The address to listen on: `HOST:PORT`, `:PORT` (every local address), or `HOST` (port
+    /// 4433).
+    #[arg(long, default_value = ":4433")]
     pub listen: String,
     /// Where to store files (default: the current directory). A directory, existing or given
     /// with a trailing '/' (then created): files keep the sender's name, hidden names and paths
@@ -238,7 +239,7 @@ pub fn main(args: RecvArgs) -> anyhow::Result<()> {
 }
 
 async fn run(args: RecvArgs, destination: Destination) -> anyhow::Result<()> {
-    let listen = crate::send::resolve(&args.listen).await?;
+    let listen = crate::send::resolve(&crate::send::with_default_port(&args.listen, true)).await?;
     // The bound on transfers is the bound on memory: each holds its window and file buffers.
     let options = EndpointOptions {
         accept: Some(accept_config(args.idle_timeout)),

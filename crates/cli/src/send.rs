@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 pub struct SendArgs {
     /// The file to send, or `-` for standard input.
     pub file: String,
-    /// The receiver's address, `HOST:PORT`.
+    /// The receiver's address: `HOST:PORT`, or `HOST` for port 4433, or `:PORT` for this host.
     #[arg(long)]
     pub to: String,
     /// The target rate g negotiated with the network, e.g. `500k`, `20M`, `2Mbit/s` (none by default).
@@ -90,6 +90,39 @@ fn plan(args: &SendArgs) -> anyhow::Result<Plan> {
     })
 }
 
+/// The port `qstp recv` listens on and `qstp send` connects to when none is given.
+pub(crate) const DEFAULT_PORT: u16 = 4433;
+
+/// `text` with a port: `:PORT` means every local address (`listen`) or this host (not
+/// `listen`); `HOST` or an IP alone gets [`DEFAULT_PORT`].
+pub(crate) fn with_default_port(text: &str, listen: bool) -> String {
+    use std::net::IpAddr;
+    let t = text.trim();
+    if let Some(port) = t
+        .strip_prefix(':')
+        .filter(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+    {
+        let host = if listen { "0.0.0.0" } else { "127.0.0.1" };
+        return format!("{host}:{port}");
+    }
+    if t.parse::<SocketAddr>().is_ok() {
+        return t.to_string();
+    }
+    if let Ok(ip) = t
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    {
+        return SocketAddr::new(ip, DEFAULT_PORT).to_string();
+    }
+    match t.rsplit_once(':') {
+        Some((_, port)) if !port.is_empty() && port.chars().all(|c| c.is_ascii_digit()) => {
+            t.to_string()
+        }
+        _ => format!("{t}:{DEFAULT_PORT}"),
+    }
+}
+
 /// Resolve `HOST:PORT` to its first address.
 pub(crate) async fn resolve(text: &str) -> anyhow::Result<SocketAddr> {
     let mut addresses = tokio::net::lookup_host(text)
@@ -141,7 +174,7 @@ async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
             },
         )
     };
-    let remote = resolve(&args.to).await?;
+    let remote = resolve(&with_default_port(&args.to, false)).await?;
     let local: SocketAddr = if remote.is_ipv4() {
         "0.0.0.0:0".parse()?
     } else {
@@ -282,6 +315,18 @@ async fn show_stats(conn: Connection, bar: ProgressBar) {
 mod tests {
     use super::*;
     use clap::Parser;
+
+    #[test]
+    fn addresses_get_the_default_port_and_a_bare_port_its_host() {
+        assert_eq!(with_default_port(":5000", true), "0.0.0.0:5000");
+        assert_eq!(with_default_port(":5000", false), "127.0.0.1:5000");
+        assert_eq!(with_default_port("10.0.0.2", false), "10.0.0.2:4433");
+        assert_eq!(with_default_port("::1", false), "[::1]:4433");
+        assert_eq!(with_default_port("[::1]:80", false), "[::1]:80");
+        assert_eq!(with_default_port("example.org", false), "example.org:4433");
+        assert_eq!(with_default_port("example.org:9", false), "example.org:9");
+        assert_eq!(with_default_port("127.0.0.1:7", true), "127.0.0.1:7");
+    }
 
     #[derive(Parser)]
     struct Cli {
