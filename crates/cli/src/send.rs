@@ -17,9 +17,13 @@ pub struct SendArgs {
     /// The receiver's address: `HOST:PORT`, or `HOST` for port 4433, or `:PORT` for this host.
     #[arg(long)]
     pub to: String,
-    /// The target rate g negotiated with the network, e.g. `500k`, `20M`, `2Mbit/s` (none by default).
+    /// The target rate g negotiated with the network, e.g. `500k`, `20M`, `2Mbit/s`: a FLOOR,
+    /// the rate qstp keeps even when TCP would back off (none by default).
     #[arg(long, value_name = "RATE")]
     pub target_rate: Option<String>,
+    /// A CAP on the sending rate, like iperf3's `-b` (none by default); at least the target.
+    #[arg(long, value_name = "RATE")]
+    pub max_rate: Option<String>,
     /// The composition: `qstp` (gTFRC + SACK), `tfrc-sack`; `tfrc` has no reliable stream and is refused.
     #[arg(long, default_value = "qstp")]
     pub profile: String,
@@ -81,7 +85,16 @@ fn plan(args: &SendArgs) -> anyhow::Result<Plan> {
         Some(text) => Some(text.parse::<Dscp>().with_context(|| "invalid --dscp")?),
         None => None,
     };
-    let config = Config::preset(profile, target);
+    let mut config = Config::preset(profile, target);
+    if let Some(text) = &args.max_rate {
+        let cap = Rate::parse(text).with_context(|| "invalid --max-rate")?;
+        if cap < target {
+            bail!(
+                "--max-rate {cap:?} is below --target-rate {target:?}: the floor could not be met"
+            );
+        }
+        config.max_rate = Some(cap);
+    }
     config.validate().map_err(anyhow::Error::msg)?;
     Ok(Plan {
         config,
@@ -363,5 +376,11 @@ mod tests {
         );
         let e = plan(&parse(&["--profile", "quic"])).err().unwrap();
         assert!(format!("{e:#}").contains("unknown profile"), "{e:#}");
+        let e = plan(&parse(&["--target-rate", "2M", "--max-rate", "1M"]))
+            .err()
+            .unwrap();
+        assert!(format!("{e:#}").contains("below --target-rate"), "{e:#}");
+        let ok = plan(&parse(&["--target-rate", "1M", "--max-rate", "5M"])).unwrap();
+        assert_eq!(ok.config.max_rate, Some(Rate::from_mbps(5)));
     }
 }

@@ -183,6 +183,9 @@ pub struct Config {
     /// Most datagrams the pacer lets out back to back at high rates (a burst stays small at low
     /// rates: see the pacing module).
     pub max_burst: u32,
+    /// A cap on the sending rate: the pacer never goes faster, whatever the congestion control
+    /// allows (iperf3's `-b`); `None` for no cap. Never below a gTFRC target. Local to the sender.
+    pub max_rate: Option<Rate>,
 }
 
 impl Config {
@@ -289,6 +292,23 @@ impl Config {
                 reason: "must be positive".into(),
             });
         }
+        if let Some(cap) = self.max_rate {
+            if cap.is_zero() {
+                return Err(ConfigError::Invalid {
+                    key: "max_rate",
+                    reason: "must be positive".into(),
+                });
+            }
+            if cap < self.congestion.target() {
+                return Err(ConfigError::Invalid {
+                    key: "max_rate",
+                    reason: format!(
+                        "{cap:?} is below the target rate {:?}: the floor cannot be met",
+                        self.congestion.target()
+                    ),
+                });
+            }
+        }
         if self.max_burst == 0 {
             return Err(ConfigError::Invalid {
                 key: "max_burst",
@@ -350,6 +370,7 @@ impl Default for Config {
             idle_timeout: Duration::from_secs(30),
             handshake_timeout: Duration::from_secs(10),
             max_burst: 16,
+            max_rate: None,
         }
     }
 }

@@ -174,3 +174,50 @@ fn the_target_can_change_at_run_time() {
     tfrc.client.conn_mut().set_target_rate(g);
     assert_eq!(tfrc.client.conn().stats().target, Rate::ZERO);
 }
+
+/// `Config::max_rate` caps the pacer: on a clean 100 ms path where TFRC would climb far higher,
+/// the sender never averages more than the cap over a second.
+#[test]
+fn max_rate_caps_the_sending_rate() {
+    let cap = Rate::from_kbps(800);
+    let path = PathModel::with_delay(Duration::from_millis(50));
+    let mut pair = Pair::new(Config::default(), path.clone(), 5);
+    pair.to_client = path;
+    pair.connect_and_establish(Config {
+        max_rate: Some(cap),
+        ..Config::default()
+    });
+    let chunk = vec![0x5Au8; 64 * 1024];
+    let mut sink = vec![0u8; 64 * 1024];
+    let start = pair.time;
+    let mut per_second = Vec::new();
+    let (mut last_bytes, mut next) = (0u64, start + Duration::from_secs(1));
+    pair.drive_until(Duration::from_secs(10), |p| {
+        while p.client.conn_mut().write(&chunk).is_ok() {}
+        while let Ok(n) = p.server.conn_mut().read(&mut sink) {
+            if n == 0 {
+                break;
+            }
+        }
+        if p.time >= next {
+            let sent = p.client.conn().stats().bytes_sent;
+            per_second.push(sent - last_bytes);
+            last_bytes = sent;
+            next += Duration::from_secs(1);
+        }
+        false
+    });
+    // 800 kbit/s is 100,000 B/s; allow one burst of datagrams above it per second.
+    let most = cap.bytes_per_sec() as u64 + 16 * 1500;
+    assert!(per_second.len() >= 8, "{per_second:?}");
+    assert!(per_second.iter().all(|&b| b <= most), "{per_second:?}");
+    // And it does use the cap (TFRC on a clean path would allow far more).
+    assert!(
+        per_second[3..].iter().all(|&b| b >= 80_000),
+        "{per_second:?}"
+    );
+    // A cap below a gTFRC target is refused.
+    let mut bad = Config::qstp(Rate::from_mbps(1));
+    bad.max_rate = Some(cap);
+    assert!(bad.validate().is_err());
+}

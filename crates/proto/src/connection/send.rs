@@ -252,7 +252,7 @@ impl Connection {
         if self.wants_to_send() {
             let pace = self.sender.pacer.next_send_time(
                 self.last_now,
-                self.sender.rate.allowed_rate(),
+                self.sending_rate(),
                 self.sender.last_data_size,
             );
             next = min_time(next, Some(pace));
@@ -271,11 +271,19 @@ impl Connection {
             || self.sender.sack.outstanding() > 0
             || self.sender.sack.has_retransmissions();
         busy.then(|| {
-            self.sender
-                .rate
-                .allowed_rate()
+            self.sending_rate()
                 .transmit_time(self.config.segment_size())
         })
+    }
+
+    /// The rate the pacer follows: the congestion control's allowed rate X, under the
+    /// configured cap if any.
+    fn sending_rate(&self) -> Rate {
+        let allowed = self.sender.rate.allowed_rate();
+        match self.config.max_rate {
+            Some(cap) => allowed.min(cap),
+            None => allowed,
+        }
     }
 
     /// Whether a data packet might go out if pacing allowed it.
@@ -307,7 +315,7 @@ impl Connection {
         let Some(destination) = self.remote_id.filter(|_| self.wants_to_send()) else {
             return false;
         };
-        let rate = self.sender.rate.allowed_rate();
+        let rate = self.sending_rate();
         if self
             .sender
             .pacer
