@@ -291,12 +291,12 @@ fn progress_bar(size: Option<u64>, quiet: bool) -> ProgressBar {
     let bar = match size {
         Some(size) => ProgressBar::new(size).with_style(
             ProgressStyle::with_template(
-                "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta} {msg}",
+                "{bar:30} {decimal_bytes}/{decimal_total_bytes} {decimal_bytes_per_sec} eta {eta} {msg}",
             )
             .expect("valid template"),
         ),
         None => ProgressBar::new_spinner().with_style(
-            ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec} {msg}")
+            ProgressStyle::with_template("{spinner} {decimal_bytes} {decimal_bytes_per_sec} {msg}")
                 .expect("valid template"),
         ),
     };
@@ -304,30 +304,59 @@ fn progress_bar(size: Option<u64>, quiet: bool) -> ProgressBar {
     bar
 }
 
-/// Refresh the bar's message with the connection's rate, target, RTT and loss.
+/// Refresh the bar's message with the connection's rate, target, RTT and losses.
 async fn show_stats(conn: Connection, bar: ProgressBar) {
     loop {
         tokio::time::sleep(Duration::from_millis(250)).await;
         let Ok(stats) = conn.stats() else { return };
-        let target = if stats.target.is_zero() {
-            "none".to_string()
-        } else {
-            stats.target.to_string()
-        };
-        bar.set_message(format!(
-            "rate {} target {} rtt {:.1} ms loss {:.3}%",
-            stats.rate,
-            target,
-            stats.rtt.as_secs_f64() * 1e3,
-            stats.loss_event_rate * 100.0
-        ));
+        bar.set_message(progress_message(&stats));
     }
+}
+
+/// The progress line's figures, in decimal units (as iperf3): the allowed rate X and the target
+/// in bit/s, the RTT, the share of data packets sent again, and TFRC's loss event rate p (RFC
+/// 5348 §5), each named.
+fn progress_message(stats: &qstp_net::Stats) -> String {
+    let target = if stats.target.is_zero() {
+        "none".to_string()
+    } else {
+        stats.target.to_string()
+    };
+    let retransmitted = if stats.packets_sent == 0 {
+        0.0
+    } else {
+        stats.packets_retransmitted as f64 / stats.packets_sent as f64 * 100.0
+    };
+    format!(
+        "rate {} target {} rtt {:.1} ms retransmitted {retransmitted:.2}% loss-event-rate {:.4}",
+        stats.rate,
+        target,
+        stats.rtt.as_secs_f64() * 1e3,
+        stats.loss_event_rate
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+
+    #[test]
+    fn the_progress_line_names_both_loss_figures_in_decimal_units() {
+        let stats = qstp_net::Stats {
+            rate: Rate::from_mbps(20),
+            target: Rate::from_mbps(8),
+            rtt: qstp_net::proto::Duration::from_millis(12),
+            packets_sent: 2000,
+            packets_retransmitted: 30,
+            loss_event_rate: 0.0042,
+            ..Default::default()
+        };
+        assert_eq!(
+            progress_message(&stats),
+            "rate 20Mbit/s target 8Mbit/s rtt 12.0 ms retransmitted 1.50% loss-event-rate 0.0042"
+        );
+    }
 
     #[test]
     fn addresses_get_the_default_port_and_a_bare_port_its_host() {
