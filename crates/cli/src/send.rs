@@ -34,9 +34,22 @@ pub struct SendArgs {
     /// Write final statistics as JSON to this file.
     #[arg(long, value_name = "PATH")]
     pub stats_json: Option<PathBuf>,
+    /// Print the final statistics as JSON on stdout (the `--stats-json` object).
+    #[arg(long)]
+    pub json: bool,
+    /// Also report every SECONDS seconds, one line each on stderr: bytes sent, rate, losses.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
+    pub interval: Option<f64>,
     /// Hide the progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+fn parse_interval(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if (0.1..=3600.0).contains(&s) => Ok(s),
+        _ => Err(format!("'{text}' is not a number of seconds in 0.1..=3600")),
+    }
 }
 
 /// What `--stats-json` holds.
@@ -59,6 +72,8 @@ struct FinalStats {
     delivered_rate_bps: u64,
     profile: String,
     dscp: String,
+    /// Whether the receiver confirmed every byte (the end-to-end hash matched).
+    verified: bool,
 }
 
 /// Everything checked before the network is touched.
@@ -204,7 +219,8 @@ async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
         .with_context(|| format!("cannot connect to {remote}"))?;
 
     let bar = progress_bar(header.size, args.quiet);
-    let ticker = tokio::spawn(show_stats(conn.clone(), bar.clone()));
+    let interval = args.interval.map(Duration::from_secs_f64);
+    let ticker = tokio::spawn(show_stats(conn.clone(), bar.clone(), interval));
     let started = Instant::now();
     let outcome = transfer::send(&mut conn, &header, &mut source, |n| bar.set_position(n)).await;
     let outcome = match outcome {
@@ -254,7 +270,11 @@ async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
         delivered_rate_bps: stats.delivered_rate.bps(),
         profile: plan.profile.to_string(),
         dscp: conn.dscp().to_string(),
+        verified: verdict == Verdict::Verified,
     };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&final_stats)?);
+    }
     if let Some(path) = &args.stats_json {
         let json = serde_json::to_string_pretty(&final_stats)?;
         std::fs::write(path, json + "\n")
@@ -304,13 +324,56 @@ fn progress_bar(size: Option<u64>, quiet: bool) -> ProgressBar {
     bar
 }
 
-/// Refresh the bar's message with the connection's rate, target, RTT and losses.
-async fn show_stats(conn: Connection, bar: ProgressBar) {
+/// Refresh the bar's message with the connection's rate, target, RTT and losses; with an
+/// interval, also print one line per interval (above the bar, or alone with --quiet).
+async fn show_stats(conn: Connection, bar: ProgressBar, interval: Option<Duration>) {
+    let started = Instant::now();
+    let mut last = (Duration::ZERO, 0u64, 0u64, 0u64);
     loop {
         tokio::time::sleep(Duration::from_millis(250)).await;
         let Ok(stats) = conn.stats() else { return };
         bar.set_message(progress_message(&stats));
+        let Some(every) = interval else { continue };
+        let now = started.elapsed();
+        if now < last.0 + every {
+            continue;
+        }
+        let (t0, bytes0, sent0, again0) = last;
+        let line = interval_line(
+            t0.as_secs_f64(),
+            now.as_secs_f64(),
+            stats.bytes_sent - bytes0,
+            stats.packets_sent - sent0,
+            stats.packets_retransmitted - again0,
+        );
+        if bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            bar.println(line);
+        }
+        last = (
+            now,
+            stats.bytes_sent,
+            stats.packets_sent,
+            stats.packets_retransmitted,
+        );
     }
+}
+
+/// One interval report: its span, the bytes sent in it (decimal units), the rate, and the share
+/// of its data packets sent again.
+fn interval_line(from_s: f64, to_s: f64, bytes: u64, sent: u64, again: u64) -> String {
+    let span = (to_s - from_s).max(1e-9);
+    let share = if sent == 0 {
+        0.0
+    } else {
+        again as f64 / sent as f64 * 100.0
+    };
+    format!(
+        "[{from_s:6.2}-{to_s:6.2} s] {:.3} MB sent, {}, retransmitted {share:.2}% ({again} of {sent})",
+        bytes as f64 / 1e6,
+        Rate::from_bps((bytes as f64 * 8.0 / span) as u64)
+    )
 }
 
 /// The progress line's figures, in decimal units (as iperf3): the allowed rate X and the target
@@ -340,6 +403,16 @@ fn progress_message(stats: &qstp_net::Stats) -> String {
 mod tests {
     use super::*;
     use clap::Parser;
+
+    #[test]
+    fn an_interval_line_gives_its_span_bytes_rate_and_retransmissions() {
+        assert_eq!(
+            interval_line(1.0, 2.0, 2_500_000, 1700, 17),
+            "[  1.00-  2.00 s] 2.500 MB sent, 20Mbit/s, retransmitted 1.00% (17 of 1700)"
+        );
+        assert!(parse_interval("0").is_err());
+        assert_eq!(parse_interval("0.5"), Ok(0.5));
+    }
 
     #[test]
     fn the_progress_line_names_both_loss_figures_in_decimal_units() {

@@ -111,8 +111,10 @@ fn stdin_sent_to_a_file_path_arrives_identical() {
             "--quiet",
             "--profile",
             "tfrc-sack",
+            "--json",
         ])
         .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -125,6 +127,11 @@ fn stdin_sent_to_a_file_path_arrives_identical() {
     );
     assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
     assert!(std::fs::read(&target).unwrap() == data);
+    // --json: the final statistics on stdout, and nothing else there.
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["bytes"], data.len() as u64);
+    assert_eq!(json["verified"], true);
+    assert_eq!(json["profile"], "tfrc-sack");
 }
 
 /// Run `qstp` with `args`; it must fail with exactly one line on stderr containing `expect`.
