@@ -49,6 +49,27 @@ pub struct RecvArgs {
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print each verified transfer's statistics on stdout, one JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How a finished transfer is reported.
+#[derive(Debug, Clone, Copy)]
+struct Report {
+    quiet: bool,
+    json: bool,
+}
+
+/// What `--json` prints for a verified transfer.
+#[derive(serde::Serialize)]
+struct TransferStats<'a> {
+    file: &'a str,
+    bytes: u64,
+    duration_s: f64,
+    goodput_bps: f64,
+    remote: String,
+    verified: bool,
 }
 
 /// A rate such as `500k` or `20M`.
@@ -255,13 +276,17 @@ async fn run(args: RecvArgs, destination: Destination) -> anyhow::Result<()> {
     if !args.quiet {
         eprintln!("listening on {}", endpoint.local_addr());
     }
+    let report = Report {
+        quiet: args.quiet,
+        json: args.json,
+    };
     let mut interrupted = std::pin::pin!(tokio::signal::ctrl_c());
     if args.once {
         // On Ctrl-C the transfer is dropped, and with it its temporary file.
         return tokio::select! {
             result = async {
                 let conn = endpoint.accept().await.context("the endpoint stopped before a transfer arrived")?;
-                serve(conn, &destination, args.quiet).await
+                serve(conn, &destination, report).await
             } => result,
             _ = &mut interrupted => bail!("interrupted"),
         };
@@ -271,9 +296,8 @@ async fn run(args: RecvArgs, destination: Destination) -> anyhow::Result<()> {
             conn = endpoint.accept() => {
                 let Some(conn) = conn else { bail!("the endpoint stopped") };
                 let destination = destination.clone();
-                let quiet = args.quiet;
                 tokio::spawn(async move {
-                    if let Err(e) = serve(conn, &destination, quiet).await {
+                    if let Err(e) = serve(conn, &destination, report).await {
                         eprintln!("qstp: {e:#}");
                     }
                 });
@@ -285,7 +309,11 @@ async fn run(args: RecvArgs, destination: Destination) -> anyhow::Result<()> {
 
 /// Receive one transfer on `conn`, store it if verified, and answer with the verdict; an error
 /// names the sender and says first what went wrong with the transfer.
-async fn serve(mut conn: Connection, destination: &Destination, quiet: bool) -> anyhow::Result<()> {
+async fn serve(
+    mut conn: Connection,
+    destination: &Destination,
+    report: Report,
+) -> anyhow::Result<()> {
     let remote = conn.remote()?;
     let started = Instant::now();
     let header = match Header::read_from(&mut conn).await {
@@ -326,8 +354,19 @@ async fn serve(mut conn: Connection, destination: &Destination, quiet: bool) -> 
                     final_path.display()
                 )
             })?;
-            if !quiet {
-                let secs = started.elapsed().as_secs_f64().max(1e-9);
+            let secs = started.elapsed().as_secs_f64().max(1e-9);
+            if report.json {
+                let stats = TransferStats {
+                    file: &final_path.to_string_lossy(),
+                    bytes,
+                    duration_s: secs,
+                    goodput_bps: bytes as f64 * 8.0 / secs,
+                    remote: remote.to_string(),
+                    verified: true,
+                };
+                println!("{}", serde_json::to_string(&stats)?);
+            }
+            if !report.quiet {
                 eprintln!(
                     "received {} ({bytes} bytes) from {remote} in {secs:.2} s ({}), verified",
                     final_path.display(),

@@ -5,7 +5,7 @@
 // clippy.toml do not apply here.
 #![allow(clippy::disallowed_types)]
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -546,4 +546,52 @@ fn a_named_file_is_replaced_only_with_overwrite() {
         (true, true)
     );
     assert!(std::fs::read(&target).unwrap() == pattern(40_000));
+}
+
+#[test]
+fn recv_json_prints_one_object_per_verified_transfer() {
+    let dir = scratch("recv-json");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("in.bin");
+    std::fs::write(&file, pattern(200_000)).unwrap();
+    let out = dir.join("out/");
+    let mut receiver = Command::new(QSTP)
+        .args([
+            "recv",
+            "--listen",
+            "127.0.0.1:0",
+            "--once",
+            "--json",
+            "--out",
+        ])
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(receiver.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
+    let (status, err) = send_file(&file, &addr);
+    assert!(status.success(), "{err}");
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    let mut stdout = String::new();
+    receiver
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    let json: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(json["bytes"], 200_000);
+    assert_eq!(json["verified"], true);
+    assert!(json["file"].as_str().unwrap().ends_with("in.bin"), "{json}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
