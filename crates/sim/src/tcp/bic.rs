@@ -14,6 +14,7 @@
 //! HZ/32 while the window is unchanged; as it depends only on the window and `last_max`, we
 //! recompute it on every ACK.
 
+use super::cc::AdditiveIncrease;
 use super::{AckSample, CongestionControl, Param, Registered};
 use qstp_proto::Time;
 
@@ -77,7 +78,7 @@ pub struct Bic {
     cwnd: u64,
     ssthresh: u64,
     /// Bytes acknowledged in congestion avoidance since the window last grew.
-    acked: u64,
+    acked: AdditiveIncrease,
     /// Window, segments, where the last loss happened (0: none yet).
     last_max: u64,
     beta: f64,
@@ -95,7 +96,7 @@ impl Bic {
             cwnd: 2 * mss,
             // RFC 5681 §3.1: ssthresh starts arbitrarily high (Linux initial_ssthresh = 0).
             ssthresh: u64::MAX,
-            acked: 0,
+            acked: AdditiveIncrease::default(),
             last_max: 0,
             beta,
             max_increment: (max_increment.round() as u64).max(1),
@@ -152,7 +153,7 @@ impl Bic {
         } else {
             w
         };
-        self.acked = 0;
+        self.acked.reset();
         let kept = if w <= self.low_window {
             // Standard TCP's halving at small windows.
             w / 2
@@ -172,7 +173,7 @@ impl CongestionControl for Bic {
     fn init(&mut self, initial_cwnd: u64, initial_ssthresh: u64) {
         self.cwnd = initial_cwnd.max(self.mss);
         self.ssthresh = initial_ssthresh.max(2 * self.mss);
-        self.acked = 0;
+        self.acked.reset();
         self.last_max = 0;
     }
 
@@ -191,13 +192,9 @@ impl CongestionControl for Bic {
             return;
         }
         // Linux tcp_cong_avoid_ai(tp, cnt, acked): one segment per cnt acknowledged.
-        let per = self.cnt(self.segments()) * self.mss;
-        self.acked += sample.acked_bytes;
-        if self.acked >= per {
-            let segments = self.acked / per;
-            self.acked -= segments * per;
-            self.cwnd += segments * self.mss;
-        }
+        let per = self.cnt(self.segments());
+        self.acked
+            .grow(&mut self.cwnd, sample.acked_bytes, per, self.mss);
     }
 
     fn on_congestion_event(&mut self, _now: Time, _in_flight: u64) {
@@ -223,22 +220,11 @@ impl CongestionControl for Bic {
 
 #[cfg(test)]
 mod tests {
+    use super::super::cc::testkit::ack_bytes as ack;
     use super::*;
     use crate::tcp::CcSpec;
-    use qstp_proto::Duration;
 
     const MSS: u64 = 1000;
-
-    fn ack(acked_bytes: u64) -> AckSample {
-        AckSample {
-            now: Time::ZERO,
-            acked_bytes,
-            rtt: None,
-            srtt: Duration::ZERO,
-            min_rtt: Duration::ZERO,
-            in_flight: 0,
-        }
-    }
 
     fn linux() -> Bic {
         Bic::new(MSS as u32, 819.0 / 1024.0, 16.0, 14.0, 20.0)
@@ -298,7 +284,7 @@ mod tests {
         // 4 short: within B segments, B / smooth_part = 0.2 segments per round trip, so five
         // round trips for one segment.
         cc.cwnd = 996 * MSS;
-        cc.acked = 0;
+        cc.acked.reset();
         let grown: u64 = (0..5).map(|_| round(&mut cc)).sum();
         assert_eq!(grown, 1);
     }

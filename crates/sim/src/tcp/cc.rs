@@ -309,10 +309,48 @@ pub(crate) mod segments {
     }
 }
 
+/// Linux `tcp_cong_avoid_ai`: the window grows by one segment per `per` segments acknowledged,
+/// the bytes acknowledged in between carried over.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct AdditiveIncrease {
+    /// Bytes acknowledged since the last increase.
+    acked: u64,
+}
+
+impl AdditiveIncrease {
+    /// Count `acked_bytes` and grow `cwnd` (bytes) by one `mss` per `per` segments they complete.
+    pub(crate) fn grow(&mut self, cwnd: &mut u64, acked_bytes: u64, per: u64, mss: u64) {
+        let per = per.max(1) * mss;
+        self.acked += acked_bytes;
+        if self.acked >= per {
+            let segments = self.acked / per;
+            self.acked -= segments * per;
+            *cwnd += segments * mss;
+        }
+    }
+
+    /// Forget the carried-over bytes (after a reduction).
+    pub(crate) fn reset(&mut self) {
+        self.acked = 0;
+    }
+}
+
 /// Drivers for the controls' unit tests: ACK clocks without a network.
 #[cfg(test)]
 pub(crate) mod testkit {
     use super::*;
+
+    /// An ACK of `acked_bytes` at time zero, without an RTT sample.
+    pub(crate) fn ack_bytes(acked_bytes: u64) -> AckSample {
+        AckSample {
+            now: Time::ZERO,
+            acked_bytes,
+            rtt: None,
+            srtt: Duration::ZERO,
+            min_rtt: Duration::ZERO,
+            in_flight: 0,
+        }
+    }
 
     /// An ACK of `segments` segments of `mss` bytes at `now`, with RTT sample `rtt`.
     pub(crate) fn ack(now: Time, mss: u64, segments: u64, rtt: Duration) -> AckSample {

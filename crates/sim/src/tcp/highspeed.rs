@@ -206,22 +206,11 @@ impl CongestionControl for HighSpeed {
 
 #[cfg(test)]
 mod tests {
+    use super::super::cc::testkit::ack_bytes as ack;
     use super::*;
     use crate::tcp::CcSpec;
-    use qstp_proto::Duration;
 
     const MSS: u32 = 1000;
-
-    fn ack(acked_bytes: u64) -> AckSample {
-        AckSample {
-            now: Time::ZERO,
-            acked_bytes,
-            rtt: None,
-            srtt: Duration::ZERO,
-            min_rtt: Duration::ZERO,
-            in_flight: 0,
-        }
-    }
 
     fn rfc() -> HighSpeed {
         HighSpeed::new(MSS, 38.0, 83_000.0, 1e-7, 0.1)

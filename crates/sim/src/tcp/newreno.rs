@@ -90,19 +90,8 @@ impl CongestionControl for NewReno {
 
 #[cfg(test)]
 mod tests {
+    use super::super::cc::testkit::ack_bytes as ack;
     use super::*;
-    use qstp_proto::Duration;
-
-    fn ack(acked_bytes: u64) -> AckSample {
-        AckSample {
-            now: Time::ZERO,
-            acked_bytes,
-            rtt: None,
-            srtt: Duration::ZERO,
-            min_rtt: Duration::ZERO,
-            in_flight: 0,
-        }
-    }
 
     #[test]
     fn slow_start_then_congestion_avoidance() {

@@ -7,6 +7,7 @@
 //! The window is counted in bytes, with a counter of bytes acknowledged since the last increase
 //! in place of Linux's `snd_cwnd_cnt` (which counts segments).
 
+use super::cc::AdditiveIncrease;
 use super::{AckSample, CongestionControl, Param, Registered};
 use qstp_proto::Time;
 
@@ -45,7 +46,7 @@ pub struct Scalable {
     cwnd: u64,
     ssthresh: u64,
     /// Bytes acknowledged in congestion avoidance since the window last grew.
-    acked: u64,
+    acked: AdditiveIncrease,
     ai_cnt: u64,
     md_shift: u32,
 }
@@ -60,7 +61,7 @@ impl Scalable {
             cwnd: 2 * mss,
             // RFC 5681 §3.1: ssthresh starts arbitrarily high.
             ssthresh: u64::MAX,
-            acked: 0,
+            acked: AdditiveIncrease::default(),
             ai_cnt: (ai_cnt.round() as u64).max(1),
             md_shift: (md_shift.round() as u32).clamp(1, 63),
         }
@@ -80,7 +81,7 @@ impl CongestionControl for Scalable {
     fn init(&mut self, initial_cwnd: u64, initial_ssthresh: u64) {
         self.cwnd = initial_cwnd.max(self.mss);
         self.ssthresh = initial_ssthresh.max(2 * self.mss);
-        self.acked = 0;
+        self.acked.reset();
     }
 
     fn cwnd(&self) -> u64 {
@@ -99,20 +100,16 @@ impl CongestionControl for Scalable {
         }
         // Linux tcp_scalable.c: tcp_cong_avoid_ai(tp, min(cwnd, AI_CNT), acked), i.e. one more
         // segment per min(cwnd, ai_cnt) segments acknowledged.
-        let per = (self.cwnd / self.mss).clamp(1, self.ai_cnt) * self.mss;
-        self.acked += sample.acked_bytes;
-        if self.acked >= per {
-            let segments = self.acked / per;
-            self.acked -= segments * per;
-            self.cwnd += segments * self.mss;
-        }
+        let per = (self.cwnd / self.mss).clamp(1, self.ai_cnt);
+        self.acked
+            .grow(&mut self.cwnd, sample.acked_bytes, per, self.mss);
     }
 
     fn on_congestion_event(&mut self, _now: Time, _in_flight: u64) {
         // Linux reduces from the window, not FlightSize.
         self.ssthresh = self.reduced();
         self.cwnd = self.ssthresh;
-        self.acked = 0;
+        self.acked.reset();
     }
 
     fn on_recovery_end(&mut self, _now: Time) {
@@ -124,28 +121,17 @@ impl CongestionControl for Scalable {
         self.ssthresh = self.reduced();
         // RFC 5681 §3.1: after a timeout cwnd is one segment.
         self.cwnd = self.mss;
-        self.acked = 0;
+        self.acked.reset();
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::cc::testkit::ack_bytes as ack;
     use super::*;
     use crate::tcp::CcSpec;
-    use qstp_proto::Duration;
 
     const MSS: u64 = 1000;
-
-    fn ack(acked_bytes: u64) -> AckSample {
-        AckSample {
-            now: Time::ZERO,
-            acked_bytes,
-            rtt: None,
-            srtt: Duration::ZERO,
-            min_rtt: Duration::ZERO,
-            in_flight: 0,
-        }
-    }
 
     /// In congestion avoidance at `w` segments.
     fn at(w: u64, ai_cnt: f64) -> Scalable {
