@@ -324,8 +324,8 @@ fn an_existing_file_is_kept_and_the_new_one_takes_a_numbered_name() {
     assert_eq!(entries(&out), ["notes.txt", "notes.txt.1"]);
 }
 
-/// Start `qstp recv` (not `--once`) with `extra` flags; returns it, its address and a thread
-/// that collects the rest of its stderr.
+/// Start `qstp recv` (not `--once`) with `extra` flags; returns it (its stdout piped, for
+/// `--json`), its address and a thread that collects the rest of its stderr.
 fn start_server(
     out: &Path,
     extra: &[&str],
@@ -335,7 +335,7 @@ fn start_server(
         .arg(out)
         .args(extra)
         .stderr(Stdio::piped())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
@@ -555,28 +555,7 @@ fn recv_json_prints_one_object_per_verified_transfer() {
     let file = dir.join("in.bin");
     std::fs::write(&file, pattern(200_000)).unwrap();
     let out = dir.join("out/");
-    let mut receiver = Command::new(QSTP)
-        .args([
-            "recv",
-            "--listen",
-            "127.0.0.1:0",
-            "--once",
-            "--json",
-            "--out",
-        ])
-        .arg(&out)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(receiver.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_string();
+    let (mut receiver, addr, _stderr) = start_server(&out, &["--once", "--json"]);
     let (status, err) = send_file(&file, &addr);
     assert!(status.success(), "{err}");
     assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
