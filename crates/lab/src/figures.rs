@@ -263,10 +263,7 @@ fn sender_figure(
     seed: u64,
 ) -> Option<Figure> {
     let groups = &point.scenario.groups;
-    let all_tcp = groups
-        .iter()
-        .all(|g| matches!(g.protocol, qstp_sim::Protocol::Tcp { .. }));
-    if !all_tcp || series.flows.iter().all(|f| f.rtt_ms.is_empty()) {
+    if !tcp_only(groups) || series.flows.iter().all(|f| f.rtt_ms.is_empty()) {
         return None;
     }
     let bin = series.bin.as_secs_f64();
@@ -320,6 +317,23 @@ fn sender_figure(
     })
 }
 
+/// Whether a swept key (or one of the keys joined with `+`) is a number of flows.
+fn is_flows_key(key: &str) -> bool {
+    key.split('+').any(|part| part.ends_with(".flows"))
+}
+
+/// The index of the swept key that is a number of flows, if one is.
+fn flows_axis(plan: &Plan) -> Option<usize> {
+    plan.sweep_keys.iter().position(|k| is_flows_key(k))
+}
+
+/// Whether every group runs TCP (the high-speed TCP paper's setting).
+fn tcp_only(groups: &[qstp_sim::GroupSpec]) -> bool {
+    groups
+        .iter()
+        .all(|g| matches!(g.protocol, qstp_sim::Protocol::Tcp { .. }))
+}
+
 /// The points grouped by the values of the swept keys other than `key`, in order of first
 /// appearance, each group labelled `key=value, ...` (empty when `key` is the only one).
 fn by_other_keys(plan: &Plan, key: &str) -> Vec<(String, Vec<usize>)> {
@@ -348,20 +362,11 @@ fn by_other_keys(plan: &Plan, key: &str) -> Vec<(String, Vec<usize>)> {
 /// fairness and performance for each weight against the number of flows, one line per value of
 /// the other swept keys (one per congestion control in `scenarios/hstcp-qos.toml`).
 fn metric_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
-    let Some(axis) = plan
-        .sweep_keys
-        .iter()
-        .position(|k| k.split('+').any(|part| part.ends_with(".flows")))
-    else {
+    let Some(axis) = flows_axis(plan) else {
         return Vec::new();
     };
     // The paper's setting: TCP flows alone share the bottleneck.
-    let all_tcp = plan.points.iter().all(|p| {
-        p.scenario
-            .groups
-            .iter()
-            .all(|g| matches!(g.protocol, qstp_sim::Protocol::Tcp { .. }))
-    });
+    let all_tcp = plan.points.iter().all(|p| tcp_only(&p.scenario.groups));
     if !all_tcp || summary.points.iter().any(|p| p.metrics.is_none()) {
         return Vec::new();
     }
@@ -441,7 +446,7 @@ fn swept_key_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
         let numeric = plan.points.iter().all(|p| {
             p.params[axis].1.as_integer().is_some() || p.params[axis].1.as_float().is_some()
         });
-        if !numeric || key.split('+').any(|part| part.ends_with(".flows")) {
+        if !numeric || is_flows_key(key) {
             continue;
         }
         let x_of = |p: usize| {
@@ -515,11 +520,7 @@ fn mean_jitter(series: &RunSeries, group: usize) -> Vec<Option<f64>> {
 
 /// QSTP Figs. 5 and 6: when one swept key is a number of flows, the group throughputs against it.
 fn flow_sweep_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
-    let Some(axis) = plan
-        .sweep_keys
-        .iter()
-        .position(|k| k.split('+').any(|part| part.ends_with(".flows")))
-    else {
+    let Some(axis) = flows_axis(plan) else {
         return Vec::new();
     };
     let axis_key = &plan.sweep_keys[axis];
