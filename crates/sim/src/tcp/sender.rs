@@ -157,7 +157,7 @@ pub struct TcpSender {
     policy: LossPolicy,
     /// Whether the window was reduced in the current recovery.
     reduced_this_recovery: bool,
-    /// FlightSize when the current recovery began.
+    /// FlightSize when the current recovery began (RFC 5681 eq. (4); RFC 6937's RecoverFS).
     recovery_flight: u64,
     events: VecDeque<TcpEvent>,
     record_events: bool,
@@ -172,11 +172,10 @@ pub struct TcpSender {
     paced_wait: Option<Time>,
     external_reductions: u64,
     absorbed: u64,
-    /// RFC 6937 state of the current recovery: data delivered and sent since it began, the
-    /// FlightSize when it began, and the bytes this ACK lets out.
+    /// RFC 6937 state of the current recovery: data delivered and sent since it began, and the
+    /// bytes this ACK lets out.
     prr_delivered: u64,
     prr_out: u64,
-    recover_fs: u64,
     prr_sndcnt: u64,
     segments_sent: u64,
     retransmissions: u64,
@@ -224,7 +223,6 @@ impl TcpSender {
             absorbed: 0,
             prr_delivered: 0,
             prr_out: 0,
-            recover_fs: 0,
             prr_sndcnt: 0,
             segments_sent: 0,
             retransmissions: 0,
@@ -270,7 +268,7 @@ impl TcpSender {
         let ssthresh = u128::from(self.cc.ssthresh());
         let sndcnt: u128 = if pipe > ssthresh {
             // Proportional part: CEIL(prr_delivered * ssthresh / RecoverFS) - prr_out.
-            let fs = u128::from(self.recover_fs.max(1));
+            let fs = u128::from(self.recovery_flight.max(1));
             (u128::from(self.prr_delivered) * ssthresh)
                 .div_ceil(fs)
                 .saturating_sub(u128::from(self.prr_out))
@@ -510,8 +508,7 @@ impl TcpSender {
         self.recover = Some(self.snd_nxt);
         // RFC 5681 §3.1 eq. (4) uses FlightSize, the data outstanding.
         self.recovery_flight = self.snd_nxt - self.snd_una;
-        // RFC 6937 §3: RecoverFS = snd.nxt - snd.una; nothing delivered or sent yet.
-        self.recover_fs = self.recovery_flight;
+        // RFC 6937 §3: RecoverFS is that same FlightSize; nothing delivered or sent yet.
         self.prr_delivered = 0;
         self.prr_out = 0;
         self.prr_sndcnt = 0;
