@@ -113,15 +113,6 @@ impl SackBlocks {
         }
     }
 
-    /// The first [`MAX_SACK_BLOCKS`] of `blocks`.
-    pub fn from_slice(blocks: &[(u64, u64)]) -> Self {
-        let mut list = SackBlocks::new();
-        for &b in blocks.iter().take(MAX_SACK_BLOCKS) {
-            list.push(b);
-        }
-        list
-    }
-
     /// Remove every block.
     pub fn clear(&mut self) {
         self.len = 0;
@@ -182,8 +173,6 @@ mod tests {
         }
         assert!(!b.push((9, 10)));
         assert_eq!(b, [(0, 1), (1, 2), (2, 3), (3, 4)]);
-        let c = SackBlocks::from_slice(&[(1, 2); 6]);
-        assert_eq!(c.len(), 4);
         b.clear();
         assert!(b.is_empty());
     }
