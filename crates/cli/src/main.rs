@@ -12,6 +12,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod papers;
 mod plot;
 mod recv;
 mod run;
@@ -31,6 +32,8 @@ enum Command {
     Run(run::RunArgs),
     /// Draw a results folder's figures and report again from its saved data, without simulating.
     Plot(plot::PlotArgs),
+    /// Hold every number the QSTP and gTFRC papers state against the lab's (validation/papers.md).
+    Papers(papers::PapersArgs),
     /// Send a file (or stdin) to a `qstp recv`.
     Send(send::SendArgs),
     /// Receive files sent with `qstp send`.
@@ -42,6 +45,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::main(args),
         Command::Plot(args) => plot::main(args),
+        Command::Papers(args) => papers::main(args),
         Command::Send(args) => send::main(args),
         Command::Recv(args) => recv::main(args),
     };

@@ -14,6 +14,7 @@ pub mod scenario;
 pub use qstp_sim::run_with_progress as simulate;
 pub mod figures;
 pub mod output;
+pub mod papers;
 pub mod plot;
 pub mod reload;
 pub mod report;
