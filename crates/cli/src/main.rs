@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 // `Cli::parse` is replaced by `parse()`, which adds the registry's help text.
 
 mod choose;
+mod papers;
 mod plot;
 mod recv;
 mod run;
@@ -37,6 +38,8 @@ enum Command {
     Choose(choose::ChooseArgs),
     /// Draw a results folder's figures and report again from its saved data, without simulating.
     Plot(plot::PlotArgs),
+    /// Hold every number the QSTP and gTFRC papers state against the lab's (validation/papers.md).
+    Papers(papers::PapersArgs),
     /// Send a file (or stdin) to a `qstp recv`.
     Send(send::SendArgs),
     /// Receive files sent with `qstp send`.
@@ -57,6 +60,7 @@ fn main() -> std::process::ExitCode {
         Command::Run(args) => run::main(args),
         Command::Plot(args) => plot::main(args),
         Command::Choose(args) => choose::main(args),
+        Command::Papers(args) => papers::main(args),
         Command::Send(args) => send::main(args),
         Command::Recv(args) => recv::main(args),
     };

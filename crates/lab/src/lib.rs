@@ -15,6 +15,7 @@ pub use qstp_sim::run_with_progress as simulate;
 pub mod choose;
 pub mod figures;
 pub mod output;
+pub mod papers;
 pub mod plot;
 pub mod reload;
 pub mod report;

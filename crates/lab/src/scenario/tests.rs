@@ -250,6 +250,8 @@ fn the_scenario_files_of_the_repository_load() {
                 "qstp-fig5" => 60,
                 "qstp-fig4" => 3,
                 "hstcp-qos" => 9 * 9,
+                // gTFRC paper Fig. 8: two TCP flows, nothing to sweep.
+                "gtfrc-fig8a" | "gtfrc-fig8b" => 1,
                 _ => 2,
             };
             assert_eq!(plan.points.len(), expected_points, "{}", path.display());
