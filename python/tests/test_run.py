@@ -196,7 +196,7 @@ def test_gil_released_while_running(tiny: Path) -> None:
 
     from qstp import _native
 
-    plan = _native.Plan.load(str(tiny), 8, None, "30s")
+    plan = _native.Plan.load(str(tiny), 6, None, "300s")
     counting = threading.Thread(target=count)
     counting.start()
     try:
@@ -206,3 +206,19 @@ def test_gil_released_while_running(tiny: Path) -> None:
         counting.join()
     assert len(seen) >= 2
     assert seen[-1] - seen[0] > 1000
+
+
+def test_module_cli_writes_the_results_folder(tiny: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "qstp", "run", str(tiny), "--out", str(tmp_path / "m"),
+         "--runs", "1", "--jobs", "2"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "bottleneck.rate=2M" in done.stdout
+    expected = qstp.run(tiny, runs=1, progress=False).to_json()
+    assert (tmp_path / "m" / "summary.json").read_text() == expected
