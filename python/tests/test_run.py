@@ -136,7 +136,11 @@ def test_series_in_long_format(tiny: Path) -> None:
     series = s.series(1)
     assert list(series.columns) == ["time_s", "point", "run", "group", "flow", "metric", "value"]
     assert (series["point"] == 1).all()
-    assert set(series["metric"]) == {"throughput_bps", "goodput_bps", "jitter_ms"}
+    # Every flow's receiver series, and the TCP sender's own (group B is TCP) for B only.
+    assert {"throughput_bps", "goodput_bps", "jitter_ms"} <= set(series["metric"])
+    tcp_only = {"cwnd_bytes", "rtt_ms", "loss_rate"}
+    assert tcp_only <= set(series["metric"])
+    assert set(series[series.metric.isin(tcp_only)]["group"]) == {"B"}
     assert set(series["run"]) == {0, 1}
     # 4 s in 200 ms bins, for the 3 flows of each of the 2 runs.
     thr = series[series.metric == "throughput_bps"]
