@@ -16,11 +16,13 @@ pub use time::{Duration, DurationParseError, Time};
 
 pub mod connection;
 pub mod endpoint;
+pub mod protection;
 
 pub use connection::{CloseReason, Connection, Event, ReadError, Stats, WriteError};
 pub use endpoint::{
     ConnectError, ConnectionHandle, Endpoint, EndpointConfig, EndpointStats, ServerPolicy, Transmit,
 };
+pub use protection::{PreSharedKey, Protection};
 pub mod cc;
 pub mod delivery;
 pub mod ec;

@@ -1,0 +1,342 @@
+//! Packet protection: an ephemeral X25519 key exchange in the hello and the accept, then
+//! ChaCha20-Poly1305 on every data, feedback and close packet.
+//!
+//! - The client's hello carries its key share; the server's accept carries its own and a tag that
+//!   proves it derived the same keys (key confirmation). The keys come from blake3's key
+//!   derivation over the shared secret, an optional pre-shared key and a transcript of what both
+//!   hellos and the accept negotiated, so a middlebox that changes the composition, or does not
+//!   know the pre-shared key, makes the accept fail to authenticate at the client.
+//! - A protected packet keeps the cleartext header (version, type, destination id), adds an
+//!   8-byte protection sequence number, then the encrypted rest of the packet and a 16-byte tag.
+//!   The header and the sequence number are the associated data; the nonce is the direction's IV
+//!   XOR the sequence number (as TLS 1.3, RFC 8446 §5.3), so no nonce repeats under one key.
+//! - A datagram that does not authenticate, or whose sequence number was seen before (a replay
+//!   window as IPsec's, RFC 4303 §3.4.3), is dropped before anything in it is read.
+//!
+//! The core draws no randomness: key shares are made from secrets the caller's endpoint drew from
+//! its generator, which the driver seeds (the UDP endpoint from the operating system).
+//!
+//! [`Protection::Null`] leaves packets as they are: the simulator runs it (its runs stay fast and
+//! byte-exact), and nothing on a real network should.
+
+use chacha20poly1305::aead::AeadInPlace;
+use chacha20poly1305::{ChaCha20Poly1305, KeyInit, Nonce, Tag};
+use x25519_dalek::{PublicKey, StaticSecret};
+
+/// Length of a key share (an X25519 public key), bytes.
+pub const KEY_SHARE_LEN: usize = 32;
+
+/// Length of an authentication tag, bytes.
+pub const TAG_LEN: usize = 16;
+
+/// Length of the protection sequence number after the cleartext header, bytes.
+pub const SEQUENCE_LEN: usize = 8;
+
+/// Bytes protection adds to every data, feedback and close packet.
+pub const OVERHEAD: usize = SEQUENCE_LEN + TAG_LEN;
+
+/// Length of the cleartext header a protected packet keeps: version, type, destination id.
+pub const CLEAR_HEADER_LEN: usize = 10;
+
+/// Sequence numbers this far behind the largest seen are still accepted once (the replay window).
+const REPLAY_WINDOW: u64 = 1024;
+
+/// The nonce of the accept's confirmation tag: never a packet's (sequence numbers start at 0 and
+/// a connection closes long before 2^64 - 1 packets).
+const CONFIRM_SEQUENCE: u64 = u64::MAX;
+
+/// How a connection's packets are protected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protection {
+    /// Authenticated encryption of every packet after the handshake (the default).
+    #[default]
+    Aead,
+    /// None: packets travel as encoded, readable and forgeable by anyone on the path. For the
+    /// simulator and for tests; never for a real network.
+    Null,
+}
+
+/// A pre-shared key: both sides must hold the same one, or the handshake fails.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PreSharedKey(pub [u8; 32]);
+
+impl std::fmt::Debug for PreSharedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PreSharedKey(..)")
+    }
+}
+
+impl PreSharedKey {
+    /// A key from any secret text or bytes (a key file's content): blake3 derives 32 bytes from it.
+    pub fn from_secret(secret: &[u8]) -> Self {
+        PreSharedKey(blake3::derive_key("qstp 2026-11 pre-shared key", secret))
+    }
+}
+
+/// One side's ephemeral key pair.
+#[derive(Clone)]
+pub struct KeyShare {
+    secret: StaticSecret,
+    public: [u8; KEY_SHARE_LEN],
+}
+
+impl std::fmt::Debug for KeyShare {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyShare")
+            .field("public", &self.public)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KeyShare {
+    /// The key pair of a secret the caller drew at random.
+    pub fn from_secret(secret: [u8; 32]) -> Self {
+        let secret = StaticSecret::from(secret);
+        let public = PublicKey::from(&secret).to_bytes();
+        KeyShare { secret, public }
+    }
+
+    /// The public half, sent to the peer.
+    pub fn public(&self) -> [u8; KEY_SHARE_LEN] {
+        self.public
+    }
+}
+
+/// Why packet keys could not be made or a packet not opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ProtectionError {
+    /// The peer's key share is a low-order point: the shared secret would be known to anyone.
+    #[error("the peer's key share is not acceptable")]
+    WeakKeyShare,
+    /// The datagram is too short to hold a sequence number and a tag.
+    #[error("too short for a protected packet")]
+    Short,
+    /// The tag did not verify: forged, corrupted, or keyed with another secret.
+    #[error("authentication failed")]
+    Forged,
+    /// The sequence number was seen before, or is older than the replay window.
+    #[error("replayed")]
+    Replayed,
+}
+
+/// Which end of the connection a side is, for the direction of each key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Sent the hello.
+    Client,
+    /// Sent the accept.
+    Server,
+}
+
+/// What both sides bind into their keys: everything the handshake negotiated.
+#[derive(Debug, Clone, Copy)]
+pub struct Transcript<'a> {
+    /// The hello's fields but the timestamp and cookie (which change between repeated hellos).
+    pub hello: &'a [u8],
+    /// The client's key share.
+    pub client_share: [u8; KEY_SHARE_LEN],
+    /// The server's key share.
+    pub server_share: [u8; KEY_SHARE_LEN],
+}
+
+/// One direction's cipher and IV.
+struct Direction {
+    cipher: ChaCha20Poly1305,
+    iv: [u8; 12],
+}
+
+impl Direction {
+    fn nonce(&self, sequence: u64) -> Nonce {
+        // RFC 8446 §5.3: the sequence number, left-padded to the IV's length, XOR the IV.
+        let mut nonce = self.iv;
+        for (n, s) in nonce[4..].iter_mut().zip(sequence.to_be_bytes()) {
+            *n ^= s;
+        }
+        Nonce::from(nonce)
+    }
+}
+
+/// A connection's packet keys, both directions, and the state that keeps nonces and replays in
+/// check.
+pub struct PacketKeys {
+    seal: Direction,
+    open: Direction,
+    next_sequence: u64,
+    /// Largest sequence number opened, and a bit per number up to `REPLAY_WINDOW` below it.
+    largest_opened: Option<u64>,
+    window: [u64; (REPLAY_WINDOW / 64) as usize],
+}
+
+impl std::fmt::Debug for PacketKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PacketKeys")
+            .field("next_sequence", &self.next_sequence)
+            .field("largest_opened", &self.largest_opened)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PacketKeys {
+    /// The keys of `side`, from its own key share, the peer's public share, the optional
+    /// pre-shared key and the handshake transcript.
+    pub fn derive(
+        side: Side,
+        own: &KeyShare,
+        peer: [u8; KEY_SHARE_LEN],
+        psk: Option<&PreSharedKey>,
+        transcript: &Transcript<'_>,
+    ) -> Result<PacketKeys, ProtectionError> {
+        let shared = own.secret.diffie_hellman(&PublicKey::from(peer));
+        // RFC 7748 §6.1: an all-zero output means a low-order point; refuse it.
+        if !shared.was_contributory() {
+            return Err(ProtectionError::WeakKeyShare);
+        }
+        let mut kdf = blake3::Hasher::new_derive_key("qstp 2026-11 packet protection keys v1");
+        kdf.update(&psk.map_or([0; 32], |k| k.0));
+        kdf.update(shared.as_bytes());
+        kdf.update(&(transcript.hello.len() as u64).to_be_bytes());
+        kdf.update(transcript.hello);
+        kdf.update(&transcript.client_share);
+        kdf.update(&transcript.server_share);
+        let mut okm = [0u8; 2 * (32 + 12)];
+        kdf.finalize_xof().fill(&mut okm);
+        let direction = |at: usize| {
+            let mut iv = [0; 12];
+            iv.copy_from_slice(&okm[at + 32..at + 44]);
+            Direction {
+                cipher: ChaCha20Poly1305::new_from_slice(&okm[at..at + 32]).expect("a 32-byte key"),
+                iv,
+            }
+        };
+        let (client_to_server, server_to_client) = (direction(0), direction(44));
+        let (seal, open) = match side {
+            Side::Client => (client_to_server, server_to_client),
+            Side::Server => (server_to_client, client_to_server),
+        };
+        Ok(PacketKeys {
+            seal,
+            open,
+            next_sequence: 0,
+            largest_opened: None,
+            window: [0; (REPLAY_WINDOW / 64) as usize],
+        })
+    }
+
+    /// The tag the server puts on its accept (`accept` is the accept without the tag): proof it
+    /// holds the keys the client will derive.
+    pub fn confirmation(&self, accept: &[u8]) -> [u8; TAG_LEN] {
+        let tag = self
+            .seal
+            .cipher
+            .encrypt_in_place_detached(&self.seal.nonce(CONFIRM_SEQUENCE), accept, &mut [])
+            .expect("an empty message always seals");
+        tag.into()
+    }
+
+    /// Whether `tag` is the server's confirmation of `accept` under these keys.
+    pub fn check_confirmation(&self, accept: &[u8], tag: &[u8; TAG_LEN]) -> bool {
+        self.open
+            .cipher
+            .decrypt_in_place_detached(
+                &self.open.nonce(CONFIRM_SEQUENCE),
+                accept,
+                &mut [],
+                Tag::from_slice(tag),
+            )
+            .is_ok()
+    }
+
+    /// Protect the encoded packet in `buf` in place: its first `CLEAR_HEADER_LEN` bytes stay in
+    /// the clear, a sequence number follows them, the rest is encrypted, a tag is appended.
+    pub fn seal(&mut self, buf: &mut Vec<u8>) {
+        let sequence = self.next_sequence;
+        self.next_sequence += 1;
+        let body = buf.len() - CLEAR_HEADER_LEN;
+        buf.extend_from_slice(&[0; SEQUENCE_LEN]);
+        buf.copy_within(
+            CLEAR_HEADER_LEN..CLEAR_HEADER_LEN + body,
+            CLEAR_HEADER_LEN + SEQUENCE_LEN,
+        );
+        buf[CLEAR_HEADER_LEN..CLEAR_HEADER_LEN + SEQUENCE_LEN]
+            .copy_from_slice(&sequence.to_be_bytes());
+        let (aad, body) = buf.split_at_mut(CLEAR_HEADER_LEN + SEQUENCE_LEN);
+        let tag = self
+            .seal
+            .cipher
+            .encrypt_in_place_detached(&self.seal.nonce(sequence), aad, body)
+            .expect("a packet is far below ChaCha20-Poly1305's message limit");
+        buf.extend_from_slice(&tag);
+    }
+
+    /// Open the protected `datagram` into `out` (cleared first) as the packet that was sealed:
+    /// the cleartext header followed by the decrypted rest. Nothing is kept of a datagram that
+    /// fails; a replay is refused after authentication, so a forged sequence number cannot move
+    /// the window.
+    pub fn open(&mut self, datagram: &[u8], out: &mut Vec<u8>) -> Result<(), ProtectionError> {
+        out.clear();
+        if datagram.len() < CLEAR_HEADER_LEN + OVERHEAD {
+            return Err(ProtectionError::Short);
+        }
+        let (aad, rest) = datagram.split_at(CLEAR_HEADER_LEN + SEQUENCE_LEN);
+        let (body, tag) = rest.split_at(rest.len() - TAG_LEN);
+        let mut sequence = [0; SEQUENCE_LEN];
+        sequence.copy_from_slice(&aad[CLEAR_HEADER_LEN..]);
+        let sequence = u64::from_be_bytes(sequence);
+        if self.seen(sequence) {
+            return Err(ProtectionError::Replayed);
+        }
+        out.extend_from_slice(&aad[..CLEAR_HEADER_LEN]);
+        out.extend_from_slice(body);
+        let result = self.open.cipher.decrypt_in_place_detached(
+            &self.open.nonce(sequence),
+            aad,
+            &mut out[CLEAR_HEADER_LEN..],
+            Tag::from_slice(tag),
+        );
+        if result.is_err() {
+            out.clear();
+            return Err(ProtectionError::Forged);
+        }
+        self.mark(sequence);
+        Ok(())
+    }
+
+    /// Whether `sequence` was opened before or is too old to tell.
+    fn seen(&self, sequence: u64) -> bool {
+        let Some(largest) = self.largest_opened else {
+            return false;
+        };
+        if sequence > largest {
+            return false;
+        }
+        let behind = largest - sequence;
+        if behind >= REPLAY_WINDOW {
+            return true;
+        }
+        let bit = sequence % REPLAY_WINDOW;
+        self.window[(bit / 64) as usize] & (1 << (bit % 64)) != 0
+    }
+
+    /// Remember `sequence` as opened (RFC 4303 §3.4.3's sliding window).
+    fn mark(&mut self, sequence: u64) {
+        let largest = self.largest_opened.unwrap_or(0);
+        if self.largest_opened.is_none() || sequence > largest {
+            // Clear the bits of the numbers the window slides over.
+            let from = self.largest_opened.map_or(0, |l| l + 1);
+            if sequence - from >= REPLAY_WINDOW {
+                self.window = [0; (REPLAY_WINDOW / 64) as usize];
+            } else {
+                for n in from..sequence {
+                    let bit = n % REPLAY_WINDOW;
+                    self.window[(bit / 64) as usize] &= !(1 << (bit % 64));
+                }
+            }
+            self.largest_opened = Some(sequence);
+        }
+        let bit = sequence % REPLAY_WINDOW;
+        self.window[(bit / 64) as usize] |= 1 << (bit % 64);
+    }
+}
+
+#[cfg(test)]
+mod tests;
