@@ -14,6 +14,6 @@ fuzz_target!(|datagram: &[u8]| {
         packet.max_datagram(),
         packet.recv_window(),
     );
-    let _ = packet.timestamp_echo();
+    let _ = (packet.timestamp_echo(), packet.keys());
     let _ = Accept::parse(&packet);
 });

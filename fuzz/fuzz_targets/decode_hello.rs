@@ -16,5 +16,6 @@ fuzz_target!(|datagram: &[u8]| {
         packet.timestamp(),
     );
     let _ = (packet.composition(), packet.cookie(), packet.padding());
+    let _ = packet.key_share();
     let _ = Hello::parse(&packet);
 });

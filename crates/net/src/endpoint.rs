@@ -5,7 +5,7 @@ use crate::dscp::Dscp;
 use crate::error::Error;
 use crate::socket::{self, SocketStats};
 use crate::state::{Shared, Slot, State};
-use qstp_proto::{Config, EndpointConfig, EndpointStats, ServerPolicy};
+use qstp_proto::{CloseReason, Config, EndpointConfig, EndpointStats, PreSharedKey, ServerPolicy};
 use rand::RngCore;
 use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
@@ -27,8 +27,12 @@ pub struct EndpointOptions {
     /// Most connections at once.
     pub max_connections: usize,
     /// Which compositions and targets incoming connections may ask for (by default the
-    /// fixed-rate controller is refused and any target accepted).
+    /// fixed-rate controller is refused, unprotected connections too, and any target accepted).
     pub policy: ServerPolicy,
+    /// A key both ends must hold: only a peer with the same key completes a handshake, so a man
+    /// in the middle cannot (without one, packets are still encrypted and authenticated, but the
+    /// first peer to answer is trusted).
+    pub psk: Option<PreSharedKey>,
 }
 
 impl Default for EndpointOptions {
@@ -38,6 +42,7 @@ impl Default for EndpointOptions {
             dscp: None,
             max_connections: 1024,
             policy: ServerPolicy::default(),
+            psk: None,
         }
     }
 }
@@ -98,9 +103,12 @@ impl Endpoint {
         };
         config.max_connections = options.max_connections;
         config.policy = options.policy;
-        let seed = rand::rngs::OsRng.next_u64();
+        config.psk = options.psk.clone();
+        // Key shares are drawn from a generator seeded by the operating system: 256 bits.
+        let mut entropy = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut entropy);
         let state = State {
-            proto: qstp_proto::Endpoint::new(config, seed),
+            proto: qstp_proto::Endpoint::with_entropy(config, entropy),
             epoch: Instant::now(),
             slots: HashMap::new(),
             incoming: VecDeque::new(),
@@ -153,8 +161,16 @@ impl Endpoint {
             let Some(slot) = state.slots.get_mut(&handle) else {
                 return Poll::Ready(Err(Error::EndpointStopped("connection vanished".into())));
             };
-            if let Some(reason) = &slot.closed {
-                return Poll::Ready(Err(Error::from_close(reason).unwrap_or(Error::Finished)));
+            if let Some(reason) = slot.closed.clone() {
+                // Answers came but none authenticated: another pre-shared key, or a middlebox.
+                let forged = state
+                    .proto
+                    .connection(handle)
+                    .map_or(0, |c| c.stats().auth_failures);
+                if reason == CloseReason::HandshakeTimeout && forged > 0 {
+                    return Poll::Ready(Err(Error::HandshakeNotAuthenticated(forged)));
+                }
+                return Poll::Ready(Err(Error::from_close(&reason).unwrap_or(Error::Finished)));
             }
             if slot.connected {
                 return Poll::Ready(Ok(()));

@@ -12,6 +12,12 @@ pub enum Error {
     /// Nothing was heard from the peer for the idle timeout: it vanished or the path broke.
     #[error("connection timed out: nothing heard from the peer for the idle timeout")]
     IdleTimeout,
+    /// The peer answered the handshake, but no answer authenticated: the two ends hold different
+    /// pre-shared keys (or one has none), or something on the path altered the handshake.
+    #[error(
+        "handshake failed: {0} answer(s) from the peer did not authenticate (do both ends use the same --psk?)"
+    )]
+    HandshakeNotAuthenticated(u64),
     /// The peer refused the connection.
     #[error("connection refused by the peer")]
     Refused,
@@ -71,6 +77,7 @@ impl Error {
         match self {
             Error::ConnectTimeout | Error::IdleTimeout => io::ErrorKind::TimedOut,
             Error::Refused => io::ErrorKind::ConnectionRefused,
+            Error::HandshakeNotAuthenticated(_) => io::ErrorKind::PermissionDenied,
             Error::PeerClosed { .. } | Error::ProtocolViolation(_) => {
                 io::ErrorKind::ConnectionReset
             }

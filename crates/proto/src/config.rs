@@ -3,6 +3,7 @@
 //! QSTP is `gtfrc + sack-full + ordered` (QSTP paper §4); "TFRC/SACK" is `tfrc + sack-full +
 //! ordered`; plain `tfrc` is a DCCP-like `tfrc + none + unordered` message service.
 
+use crate::protection::Protection;
 use crate::rate::Rate;
 use crate::time::Duration;
 use core::fmt;
@@ -186,6 +187,9 @@ pub struct Config {
     /// A cap on the sending rate: the pacer never goes faster, whatever the congestion control
     /// allows (iperf3's `-b`); `None` for no cap. Never below a gTFRC target. Local to the sender.
     pub max_rate: Option<Rate>,
+    /// Packet protection: authenticated encryption by default; [`Protection::Null`] for the
+    /// simulator and tests only. The client's choice, carried by its hello.
+    pub protection: Protection,
 }
 
 impl Config {
@@ -225,6 +229,22 @@ impl Config {
     /// The TFRC segment size s in bytes (RFC 5348 §3.1): the largest datagram.
     pub fn segment_size(&self) -> usize {
         self.max_datagram
+    }
+
+    /// Bytes packet protection adds to each data, feedback and close packet.
+    pub fn packet_overhead(&self) -> usize {
+        match self.protection {
+            Protection::Aead => crate::protection::OVERHEAD,
+            Protection::Null => 0,
+        }
+    }
+
+    /// Payload bytes one data packet carries at most: a datagram less the largest data header and
+    /// the protection overhead.
+    pub(crate) fn payload_per_packet(&self) -> usize {
+        self.max_datagram
+            .saturating_sub(crate::wire::MAX_DATA_HEADER + self.packet_overhead())
+            .max(1)
     }
 
     /// Whether the ordered byte-stream API (`write`/`read`) is available: it needs full
@@ -371,6 +391,7 @@ impl Default for Config {
             handshake_timeout: Duration::from_secs(10),
             max_burst: 16,
             max_rate: None,
+            protection: Protection::Aead,
         }
     }
 }

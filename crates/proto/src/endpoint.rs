@@ -9,10 +9,11 @@
 mod cookie;
 
 use crate::config::{Config, ConfigError, CongestionControl};
-use crate::connection::{Connection, Event};
+use crate::connection::{is_protected_type, Connection, Event};
+use crate::protection::{KeyShare, PacketKeys, PreSharedKey, Protection, Side, Transcript};
 use crate::rate::Rate;
 use crate::time::{Duration, Time};
-use crate::wire::{Close, ConnectionId, Hello, Packet, Retry};
+use crate::wire::{destination_of, Close, ConnectionId, Hello, Packet, Retry};
 use cookie::CookieJar;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -47,6 +48,9 @@ pub struct ServerPolicy {
     pub allow_fixed_rate: bool,
     /// The largest gTFRC target g (or fixed rate) accepted; `None` for no limit.
     pub max_target: Option<Rate>,
+    /// Accept hellos that ask for no packet protection (the simulator's and tests'); refused by
+    /// default.
+    pub allow_unprotected: bool,
 }
 
 impl Default for ServerPolicy {
@@ -55,6 +59,7 @@ impl Default for ServerPolicy {
         ServerPolicy {
             allow_fixed_rate: false,
             max_target: None,
+            allow_unprotected: false,
         }
     }
 }
@@ -65,6 +70,7 @@ impl ServerPolicy {
         ServerPolicy {
             allow_fixed_rate: true,
             max_target: None,
+            allow_unprotected: true,
         }
     }
 
@@ -102,6 +108,9 @@ pub struct EndpointConfig {
     pub server: Option<Config>,
     /// Which compositions and targets a server accepts.
     pub policy: ServerPolicy,
+    /// A key both ends must hold: with one, only a peer holding the same key completes a
+    /// handshake (a man in the middle cannot), and unprotected connections are refused.
+    pub psk: Option<PreSharedKey>,
 }
 
 impl EndpointConfig {
@@ -113,6 +122,7 @@ impl EndpointConfig {
             max_connections: 1024,
             server: None,
             policy: ServerPolicy::default(),
+            psk: None,
         }
     }
     /// An endpoint that also accepts connections with the given limits.
@@ -150,6 +160,9 @@ pub struct EndpointStats {
     pub accepted: u64,
     /// Stateless replies (retries, refusals) not sent: `MAX_STATELESS_REPLIES` were waiting.
     pub stateless_dropped: u64,
+    /// Datagrams for a protected connection that failed authentication (also counted in that
+    /// connection's stats).
+    pub auth_failures: u64,
 }
 
 /// Many connections behind one address.
@@ -171,15 +184,29 @@ pub struct Endpoint {
     /// Round-robin position of `poll_transmit`.
     next_to_poll: ConnectionHandle,
     stats: EndpointStats,
+    /// Where a protected datagram is opened before it is decoded.
+    opened: Vec<u8>,
 }
 
 impl Endpoint {
-    /// A new endpoint; `seed` feeds its random generator (connection ids).
+    /// A new endpoint whose generator (connection ids, key shares, skipped packet numbers) is
+    /// seeded with 64 bits: for simulations and tests, whose runs must repeat. Key shares drawn
+    /// from it are only as secret as the seed: a real network wants [`Endpoint::with_entropy`].
     pub fn new(config: EndpointConfig, seed: u64) -> Self {
+        Endpoint::with_rng(config, ChaCha20Rng::seed_from_u64(seed))
+    }
+
+    /// A new endpoint whose generator is seeded with 256 bits the caller drew from a real random
+    /// source (the operating system's): the key shares of its connections are secret.
+    pub fn with_entropy(config: EndpointConfig, entropy: [u8; 32]) -> Self {
+        Endpoint::with_rng(config, ChaCha20Rng::from_seed(entropy))
+    }
+
+    fn with_rng(config: EndpointConfig, rng: ChaCha20Rng) -> Self {
         Endpoint {
             cookies: CookieJar::new(config.cookie_key, config.cookie_lifetime),
             config,
-            rng: ChaCha20Rng::seed_from_u64(seed),
+            rng,
             connections: BTreeMap::new(),
             by_id: BTreeMap::new(),
             by_client: BTreeMap::new(),
@@ -187,6 +214,7 @@ impl Endpoint {
             next_handle: 0,
             next_to_poll: ConnectionHandle(0),
             stats: EndpointStats::default(),
+            opened: Vec::new(),
         }
     }
 
@@ -198,15 +226,45 @@ impl Endpoint {
         config: Config,
     ) -> Result<ConnectionHandle, ConnectError> {
         config.validate()?;
+        if self.config.psk.is_some() && config.protection == Protection::Null {
+            return Err(ConnectError::Config(ConfigError::Invalid {
+                key: "protection",
+                reason: "a pre-shared key needs packet protection".into(),
+            }));
+        }
         if self.live_connections() >= self.config.max_connections {
             return Err(ConnectError::TooManyConnections);
         }
         let id = self.fresh_id();
-        Ok(self.insert(Connection::new_client(now, remote, id, config), None))
+        let share = (config.protection == Protection::Aead).then(|| self.fresh_key_share());
+        let psk = self.config.psk.clone();
+        Ok(self.insert(
+            Connection::new_client(now, remote, id, config, share, psk),
+            None,
+        ))
     }
 
     /// Feed one received datagram.
     pub fn handle_datagram(&mut self, now: Time, remote: SocketAddr, datagram: &[u8]) {
+        // A datagram for a protected connection is opened first; nothing in it is read unless
+        // it authenticates.
+        if is_protected_type(datagram) {
+            let handle = destination_of(datagram).and_then(|id| self.by_id.get(&id).copied());
+            if let Some(conn) = handle.and_then(|h| self.connections.get_mut(&h)) {
+                if conn.is_protected() {
+                    if conn.open(datagram, &mut self.opened).is_err() {
+                        self.stats.auth_failures += 1;
+                        return;
+                    }
+                    match Packet::decode(&self.opened) {
+                        Ok(packet) => conn.handle_packet(now, remote, &packet, datagram.len()),
+                        // Authentic but malformed: the peer's bug, not an attack.
+                        Err(_) => self.stats.malformed += 1,
+                    }
+                    return;
+                }
+            }
+        }
         let packet = match Packet::decode(datagram) {
             Ok(packet) => packet,
             Err(_) => {
@@ -270,8 +328,22 @@ impl Endpoint {
             self.queue_stateless(remote, &Packet::Retry(retry));
             return;
         }
+        let protected = hello.key_share.is_some();
+        if !protected && (!self.config.policy.allow_unprotected || self.config.psk.is_some()) {
+            self.refuse(
+                remote,
+                hello.source,
+                b"unprotected connections are not accepted",
+            );
+            return;
+        }
         // The composition is the client's; the limits are the server's (smaller datagram wins).
         let mut config = limits.clone();
+        config.protection = if protected {
+            Protection::Aead
+        } else {
+            Protection::Null
+        };
         config.congestion = hello.composition.congestion;
         config.error = hello.composition.error;
         config.order = hello.composition.order;
@@ -288,8 +360,27 @@ impl Endpoint {
             self.refuse(remote, hello.source, b"too many connections");
             return;
         }
+        let keys = match hello.key_share {
+            None => None,
+            Some(client_share) => {
+                let share = self.fresh_key_share();
+                let transcript = Transcript {
+                    hello: &hello.transcript(),
+                    client_share,
+                    server_share: share.public(),
+                };
+                let psk = self.config.psk.as_ref();
+                match PacketKeys::derive(Side::Server, &share, client_share, psk, &transcript) {
+                    Ok(keys) => Some((share, keys)),
+                    Err(error) => {
+                        self.refuse(remote, hello.source, error.to_string().as_bytes());
+                        return;
+                    }
+                }
+            }
+        };
         let id = self.fresh_id();
-        let conn = Connection::new_server(now, remote, id, hello, config);
+        let conn = Connection::new_server(now, remote, id, hello, config, keys);
         self.insert(conn, Some((remote, hello.source)));
         self.stats.accepted += 1;
     }
@@ -340,6 +431,13 @@ impl Endpoint {
                 return id;
             }
         }
+    }
+
+    /// An ephemeral key pair from the endpoint's generator.
+    fn fresh_key_share(&mut self) -> KeyShare {
+        let mut secret = [0; 32];
+        self.rng.fill_bytes(&mut secret);
+        KeyShare::from_secret(secret)
     }
 
     fn live_connections(&self) -> usize {

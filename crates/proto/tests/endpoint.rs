@@ -112,6 +112,7 @@ fn stateless_replies_beyond_the_bound_are_counted_as_dropped() {
             recv_window: 1 << 20,
             timestamp: 0,
             cookie: None,
+            key_share: None,
         };
         let mut datagram = Vec::new();
         Packet::Hello(hello).encode(&mut datagram);

@@ -54,6 +54,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         recv_window: 1 << 22,
         timestamp: 123_456,
         cookie,
+        key_share: None,
     };
     let data = |chunk, skip_to, payload| Data {
         destination: ConnectionId(7),
@@ -100,6 +101,28 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
                 max_datagram: 1400,
                 recv_window: 65_536,
                 timestamp_echo: 7,
+                keys: None,
+            })),
+        ),
+        (
+            "accept_protected",
+            encode(Packet::Accept(Accept {
+                destination: ConnectionId(1),
+                source: ConnectionId(2),
+                max_datagram: 1400,
+                recv_window: 65_536,
+                timestamp_echo: 7,
+                keys: Some(AcceptKeys {
+                    share: [0x42; 32],
+                    confirmation: [0x17; 16],
+                }),
+            })),
+        ),
+        (
+            "hello_key_share",
+            encode(Packet::Hello(Hello {
+                key_share: Some([0x33; 32]),
+                ..hello(qstp, None)
             })),
         ),
         (

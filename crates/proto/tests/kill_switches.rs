@@ -4,7 +4,7 @@
 mod support;
 
 use qstp_proto::wire::{Chunk, ConnectionId, Data, Feedback, Packet};
-use qstp_proto::{Config, Duration};
+use qstp_proto::{Config, Duration, Protection};
 use support::{pattern, Direction, Pair, PathModel};
 
 const BYTES: usize = 300_000;
@@ -16,9 +16,16 @@ fn transfer_under_way(seed: u64) -> (Pair, Vec<u8>, ConnectionId, ConnectionId) 
         loss: 0.02,
         ..PathModel::with_delay(Duration::from_millis(10))
     };
-    let mut pair = Pair::new(Config::default(), path, seed);
+    // Unprotected: the probes forge readable packets to test the core's own defences, which
+    // also hold against an authenticated peer that lies. With protection (the default) the same
+    // forgeries fail authentication: `tests/protection.rs`.
+    let cleartext = Config {
+        protection: Protection::Null,
+        ..Config::default()
+    };
+    let mut pair = Pair::new(cleartext.clone(), path, seed);
     pair.capture = Some(Vec::new());
-    pair.connect_and_establish(Config::default());
+    pair.connect_and_establish(cleartext);
     let data = pattern(BYTES, 3);
     pair.client.conn_mut().write(&data).unwrap();
     pair.drive(Duration::from_millis(100));

@@ -6,7 +6,7 @@ mod support;
 use qstp_proto::wire::{Chunk, Packet};
 use qstp_proto::{Config, CongestionControl, Duration, ErrorControl, Order, Preset, Rate, Time};
 use std::collections::BTreeSet;
-use support::{Direction, Pair, PathModel};
+use support::{cleartext, Direction, Pair, PathModel};
 
 /// A message of `len` bytes that carries its id and write time in its first 16 bytes.
 fn message(id: u64, written: Time, len: usize) -> Vec<u8> {
@@ -35,7 +35,7 @@ fn composition(error: ErrorControl, order: Order) -> Config {
         error,
         order,
         min_rto: Duration::from_millis(20),
-        ..Config::default()
+        ..cleartext()
     }
 }
 
@@ -79,7 +79,7 @@ fn unordered_messages_all_arrive_as_each_completes() {
         reorder_delay: Duration::from_millis(15),
         ..PathModel::with_delay(Duration::from_millis(10))
     };
-    let mut pair = Pair::new(Config::default(), path, 21);
+    let mut pair = Pair::new(cleartext(), path, 21);
     let config = composition(ErrorControl::SackFull, Order::Unordered);
     let delivered = exchange(
         &mut pair,
@@ -106,7 +106,7 @@ fn unordered_messages_all_arrive_as_each_completes() {
 #[test]
 fn messages_larger_than_a_datagram_are_fragmented_and_rebuilt() {
     let mut pair = Pair::new(
-        Config::default(),
+        cleartext(),
         PathModel {
             loss: 0.05,
             ..PathModel::default()
@@ -137,7 +137,7 @@ fn without_error_control_losses_stay_lost() {
         loss: 0.1,
         ..PathModel::with_delay(Duration::from_millis(10))
     };
-    let mut pair = Pair::new(Config::default(), path, 23);
+    let mut pair = Pair::new(cleartext(), path, 23);
     let delivered = exchange(
         &mut pair,
         Config::preset(Preset::Tfrc, Rate::ZERO),
@@ -175,7 +175,7 @@ fn partial_reliability_never_delivers_a_message_past_its_deadline() {
         ..PathModel::with_delay(Duration::from_millis(30))
     };
     let max_one_way = path.delay + path.reorder_delay;
-    let mut pair = Pair::new(Config::default(), path, 24);
+    let mut pair = Pair::new(cleartext(), path, 24);
     let config = composition(
         ErrorControl::SackPartial {
             deadline: Some(deadline),
@@ -218,7 +218,7 @@ fn ordered_partial_reliability_skips_abandoned_messages_and_keeps_order() {
         loss: 0.2,
         ..PathModel::with_delay(Duration::from_millis(30))
     };
-    let mut pair = Pair::new(Config::default(), path, 25);
+    let mut pair = Pair::new(cleartext(), path, 25);
     let error = ErrorControl::SackPartial {
         deadline: Some(Duration::from_millis(100)),
         max_retransmissions: Some(1),
@@ -249,7 +249,7 @@ fn abandoned_messages_do_not_hold_back_the_rest_of_a_burst() {
         loss: 0.3,
         ..PathModel::with_delay(Duration::from_millis(30))
     };
-    let mut pair = Pair::new(Config::default(), path, 26);
+    let mut pair = Pair::new(cleartext(), path, 26);
     pair.arrivals = Some(Vec::new());
     let error = ErrorControl::SackPartial {
         deadline: Some(Duration::from_millis(80)),
@@ -311,7 +311,7 @@ fn a_large_lost_message_is_not_starved_by_the_messages_after_it() {
     }
     let limits = Config {
         recv_buffer: 24 * 1024,
-        ..Config::default()
+        ..cleartext()
     };
     let path = PathModel {
         drop_if: Some(drop_big_early),
@@ -369,7 +369,7 @@ fn a_large_lost_message_is_not_starved_by_the_messages_after_it() {
 fn a_message_larger_than_the_peers_buffer_is_refused() {
     let limits = Config {
         recv_buffer: 16 * 1024,
-        ..Config::default()
+        ..cleartext()
     };
     let mut pair = Pair::new(limits, PathModel::default(), 28);
     pair.connect_and_establish(composition(ErrorControl::SackFull, Order::Unordered));
@@ -399,7 +399,7 @@ fn without_error_control_reordering_alone_loses_nothing() {
             reorder_delay: Duration::from_millis(5),
             ..PathModel::with_delay(Duration::from_millis(10))
         };
-        let mut pair = Pair::new(Config::default(), path, 29);
+        let mut pair = Pair::new(cleartext(), path, 29);
         let config = composition(ErrorControl::None, order);
         let delivered = exchange(
             &mut pair,
@@ -433,7 +433,7 @@ fn a_skip_notice_goes_out_alone_and_again_when_lost() {
         drop_if: Some(drop_first_message),
         ..PathModel::with_delay(Duration::from_millis(10))
     };
-    let mut pair = Pair::new(Config::default(), path, 30);
+    let mut pair = Pair::new(cleartext(), path, 30);
     pair.capture = Some(Vec::new());
     let error = ErrorControl::SackPartial {
         deadline: Some(Duration::from_millis(200)),
@@ -491,7 +491,7 @@ fn a_skip_point_counts_even_on_a_refused_fragment() {
     }
     let limits = Config {
         recv_buffer: 8 * 1024,
-        ..Config::default()
+        ..cleartext()
     };
     let path = PathModel {
         drop_if: Some(drop_first_message),
@@ -543,7 +543,7 @@ fn a_granted_message_window_is_honoured() {
     }
     let limits = Config {
         recv_buffer: 8 * 1024,
-        ..Config::default()
+        ..cleartext()
     };
     let path = PathModel {
         drop_if: Some(drop_first_message),
@@ -576,7 +576,7 @@ fn a_granted_message_window_is_honoured() {
 #[test]
 fn readable_is_announced_for_whole_messages_only() {
     let mut pair = Pair::new(
-        Config::default(),
+        cleartext(),
         PathModel::with_delay(Duration::from_millis(10)),
         33,
     );
@@ -636,7 +636,7 @@ fn a_message_is_abandoned_exactly_at_its_deadline() {
         drop_if: Some(drop_message_1),
         ..PathModel::with_delay(Duration::from_millis(10))
     };
-    let mut pair = Pair::new(Config::default(), path, 34);
+    let mut pair = Pair::new(cleartext(), path, 34);
     let deadline = Duration::from_millis(700);
     let error = ErrorControl::SackPartial {
         deadline: Some(deadline),
@@ -680,7 +680,7 @@ fn a_message_is_abandoned_exactly_at_its_deadline() {
 fn a_slow_reader_with_a_full_buffer_is_not_network_loss() {
     let server = Config {
         recv_buffer: 16_000,
-        ..Config::default()
+        ..cleartext()
     };
     let mut pair = Pair::new(server, PathModel::with_delay(Duration::from_millis(10)), 41);
     let error = ErrorControl::SackPartial {
@@ -742,7 +742,7 @@ fn messages_are_abandoned_at_their_own_deadlines() {
         drop_if: Some(drop_messages),
         ..PathModel::with_delay(Duration::from_millis(10))
     };
-    let mut pair = Pair::new(Config::default(), path, 35);
+    let mut pair = Pair::new(cleartext(), path, 35);
     let default_deadline = Duration::from_millis(1_500);
     let error = ErrorControl::SackPartial {
         deadline: Some(default_deadline),
@@ -786,7 +786,7 @@ fn messages_are_abandoned_at_their_own_deadlines() {
 
 #[test]
 fn a_message_deadline_needs_partial_reliability() {
-    let mut pair = Pair::new(Config::default(), PathModel::default(), 36);
+    let mut pair = Pair::new(cleartext(), PathModel::default(), 36);
     pair.connect_and_establish(composition(ErrorControl::SackFull, Order::Unordered));
     let now = pair.time;
     let result =

@@ -15,7 +15,7 @@ use crate::rng::{stream, StreamKind};
 use crate::spec::{Color, GroupSpec, Protocol, QueueRecord, RunOutput, SimSpec};
 use crate::topology::{self, FlowEnds};
 use crate::validate::{bin_count, validate};
-use qstp_proto::{Duration, Endpoint, EndpointConfig, Time};
+use qstp_proto::{Duration, Endpoint, EndpointConfig, Protection, Time};
 use rand::RngCore;
 use rand_chacha::ChaCha8Rng;
 
@@ -293,6 +293,9 @@ fn flow_agents(
             // Data packets are `packet_size` on the wire: the datagram is what IP and UDP leave.
             let mut config = config.clone();
             config.max_datagram = spec.packet_size - UDP_IP_HEADER as usize;
+            // The lab runs without packet protection: its packets are the protocol's own bytes,
+            // its runs stay fast and repeatable, and no one on a simulated path is an attacker.
+            config.protection = Protection::Null;
             config.validate().map_err(|source| SimError::QstpConfig {
                 group: group.name.clone(),
                 source,
@@ -302,10 +305,9 @@ fn flow_agents(
                 EndpointConfig::client(key(&mut sender_rng)),
                 sender_rng.next_u64(),
             );
-            let server = Endpoint::new(
-                EndpointConfig::server(key(&mut receiver_rng), config.clone()),
-                receiver_rng.next_u64(),
-            );
+            let mut server_config = EndpointConfig::server(key(&mut receiver_rng), config.clone());
+            server_config.policy.allow_unprotected = true;
+            let server = Endpoint::new(server_config, receiver_rng.next_u64());
             (
                 Agent::QstpClient(Box::new(QstpClient::new(
                     sender_binding,

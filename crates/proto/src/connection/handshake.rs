@@ -3,8 +3,9 @@
 
 use super::{CloseReason, Connection, Event, Role, State, Timer};
 use crate::config::MIN_DATAGRAM;
+use crate::protection::{PacketKeys, Side, Transcript, TAG_LEN};
 use crate::time::{Duration, Time};
-use crate::wire::{Accept, Composition, Cookie, Hello, Packet, Retry};
+use crate::wire::{Accept, AcceptKeys, Composition, Cookie, Hello, Packet, Retry};
 
 /// Most retries a client follows in one handshake (a server sends one per cookie-less hello).
 const MAX_RETRIES: u32 = 3;
@@ -99,6 +100,12 @@ impl Connection {
         if self.role != Role::Client || self.state != State::Handshaking {
             return false;
         }
+        if !self.accept_keys(now, accept) {
+            // Forged, keyed with another pre-shared key, or stripped of its keys (a downgrade):
+            // dropped, and the handshake goes on waiting for the real accept.
+            self.counters.auth_failures += 1;
+            return false;
+        }
         let max_datagram = usize::from(accept.max_datagram);
         if max_datagram < MIN_DATAGRAM {
             let reason =
@@ -127,23 +134,62 @@ impl Connection {
         true
     }
 
+    /// Client: derive the packet keys from the accept's key share and check the server's
+    /// confirmation; true when the accept may be acted on (also when neither side asked for keys).
+    fn accept_keys(&mut self, now: Time, accept: &Accept) -> bool {
+        let (share, offered) = match (&self.key_share, &accept.keys) {
+            (None, None) => return true,
+            (Some(share), Some(offered)) => (share, offered),
+            _ => return false,
+        };
+        let hello = self.own_hello(now).transcript();
+        let transcript = Transcript {
+            hello: &hello,
+            client_share: share.public(),
+            server_share: offered.share,
+        };
+        let Ok(keys) = PacketKeys::derive(
+            Side::Client,
+            share,
+            offered.share,
+            self.psk.as_ref(),
+            &transcript,
+        ) else {
+            return false;
+        };
+        let mut encoded = Vec::with_capacity(accept.buffer_len());
+        Packet::Accept(accept.clone()).encode(&mut encoded);
+        if !keys.check_confirmation(Accept::confirmed_bytes(&encoded), &offered.confirmation) {
+            return false;
+        }
+        self.keys = Some(keys);
+        // The secret is not needed any more.
+        self.key_share = None;
+        true
+    }
+
+    /// The client's hello as it stands (the timestamp is `now`'s).
+    fn own_hello(&self, now: Time) -> Hello {
+        Hello {
+            source: self.local_id,
+            composition: Composition {
+                congestion: self.config.congestion,
+                error: self.config.error,
+                order: self.config.order,
+            },
+            max_datagram: u16::try_from(self.config.max_datagram).unwrap_or(u16::MAX),
+            recv_window: self.config.recv_buffer as u64,
+            timestamp: now.wire_micros(),
+            cookie: self.handshake.cookie,
+            key_share: self.key_share.as_ref().map(|k| k.public()),
+        }
+    }
+
     /// The hello (client) or accept (server) if one is due.
     pub(super) fn poll_handshake_packet(&mut self, now: Time, buf: &mut Vec<u8>) -> bool {
         if self.state == State::Handshaking && self.role == Role::Client && self.handshake.hello_due
         {
-            let hello = Hello {
-                source: self.local_id,
-                composition: Composition {
-                    congestion: self.config.congestion,
-                    error: self.config.error,
-                    order: self.config.order,
-                },
-                max_datagram: u16::try_from(self.config.max_datagram).unwrap_or(u16::MAX),
-                recv_window: self.config.recv_buffer as u64,
-                timestamp: now.wire_micros(),
-                cookie: self.handshake.cookie,
-            };
-            Packet::Hello(hello).encode(buf);
+            Packet::Hello(self.own_hello(now)).encode(buf);
             self.handshake.hello_due = false;
             // RFC 6298 §5.5: back off the retransmission timer, doubling each time.
             let backoff = self
@@ -166,8 +212,17 @@ impl Connection {
                 max_datagram: u16::try_from(self.config.max_datagram).unwrap_or(u16::MAX),
                 recv_window: self.config.recv_buffer as u64,
                 timestamp_echo: self.handshake.hello_timestamp,
+                keys: self.key_share.as_ref().map(|share| AcceptKeys {
+                    share: share.public(),
+                    confirmation: [0; TAG_LEN],
+                }),
             };
             Packet::Accept(accept).encode(buf);
+            if let Some(keys) = &self.keys {
+                let tag = keys.confirmation(Accept::confirmed_bytes(buf));
+                let at = buf.len() - TAG_LEN;
+                buf[at..].copy_from_slice(&tag);
+            }
             self.handshake.accept_due = false;
             return true;
         }

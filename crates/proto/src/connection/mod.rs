@@ -103,6 +103,9 @@ pub struct Stats {
     /// Feedback that lied: ranges naming packets never sent (clipped away, the rest kept), or a
     /// sequence number jumping further ahead than any honest receiver would (ignored whole).
     pub bogus_acks: u64,
+    /// Datagrams that failed authentication (forged, corrupted, replayed, or keyed with another
+    /// pre-shared key), an accept among them: dropped unread.
+    pub auth_failures: u64,
     /// Bytes of datagrams sent.
     pub bytes_sent: u64,
     /// Bytes of datagrams received.
@@ -143,7 +146,8 @@ mod sla;
 mod stats;
 mod timers;
 
-use crate::wire::{ConnectionId, Packet};
+use crate::protection::{KeyShare, PacketKeys, PreSharedKey, ProtectionError};
+use crate::wire::{ConnectionId, Packet, PacketType};
 use close::Closing;
 use events::EventQueue;
 use handshake::Handshake;
@@ -171,6 +175,15 @@ enum State {
     Established,
     /// Over; a close packet may still be repeated to the peer until the drain timer ends.
     Closed(CloseReason),
+}
+
+/// Whether an encoded packet is of a kind protection seals: data, feedback and close (the
+/// handshake's hello, retry and accept travel in the clear).
+pub(crate) fn is_protected_type(packet: &[u8]) -> bool {
+    matches!(
+        crate::wire::peek_type(packet),
+        Ok(PacketType::Data | PacketType::Feedback | PacketType::Close)
+    )
 }
 
 /// One QSTP connection.
@@ -201,6 +214,12 @@ pub struct Connection {
     idle: IdleClock,
     /// The latest time the driver passed in (for deadlines computed without a `now`).
     last_now: Time,
+    /// Packet keys once derived (a server's from its start, a client's from the accept).
+    keys: Option<PacketKeys>,
+    /// Client: its key share, until the accept arrives.
+    key_share: Option<KeyShare>,
+    /// The pre-shared key both sides must hold, if any.
+    psk: Option<PreSharedKey>,
 }
 
 impl Connection {
@@ -210,8 +229,12 @@ impl Connection {
         remote: SocketAddr,
         local_id: ConnectionId,
         config: Config,
+        key_share: Option<KeyShare>,
+        psk: Option<PreSharedKey>,
     ) -> Connection {
         let mut conn = Connection::new(Role::Client, now, remote, local_id, None, config);
+        conn.key_share = key_share;
+        conn.psk = psk;
         conn.start_handshake(now);
         conn
     }
@@ -223,6 +246,7 @@ impl Connection {
         local_id: ConnectionId,
         hello: &crate::wire::Hello,
         config: Config,
+        keys: Option<(KeyShare, PacketKeys)>,
     ) -> Connection {
         let mut conn = Connection::new(
             Role::Server,
@@ -232,6 +256,10 @@ impl Connection {
             Some(hello.source),
             config,
         );
+        if let Some((share, keys)) = keys {
+            conn.key_share = Some(share);
+            conn.keys = Some(keys);
+        }
         conn.accept_hello(now, hello);
         conn
     }
@@ -262,6 +290,9 @@ impl Connection {
             idle: IdleClock::default(),
             last_now: now,
             config,
+            keys: None,
+            key_share: None,
+            psk: None,
         }
     }
 
@@ -318,6 +349,26 @@ impl Connection {
             self.counters.packets_dropped += 1;
         }
         self.check_graceful_close(now);
+    }
+
+    /// Whether datagrams for this connection must be opened before they are read.
+    pub(crate) fn is_protected(&self) -> bool {
+        self.keys.is_some()
+    }
+
+    /// Open a protected datagram into `out`; a failure is counted and the datagram dropped.
+    pub(crate) fn open(
+        &mut self,
+        datagram: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), ProtectionError> {
+        let keys = self.keys.as_mut().ok_or(ProtectionError::Forged)?;
+        let opened = keys.open(datagram, out);
+        if opened.is_err() {
+            self.counters.auth_failures += 1;
+            self.counters.packets_dropped += 1;
+        }
+        opened
     }
 
     /// Run every timer due at `now`.
@@ -380,6 +431,12 @@ impl Connection {
             || self.poll_feedback(now, buf)
             || self.poll_data(now, buf);
         if sent {
+            if let Some(keys) = self.keys.as_mut() {
+                // Everything after the handshake is sealed; the accept carries its own proof.
+                if is_protected_type(buf) {
+                    keys.seal(buf);
+                }
+            }
             self.counters.packets_sent += 1;
             self.counters.bytes_sent += buf.len() as u64;
         }

@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::delivery::{DeliveryError, MessageReassembler, StreamReassembler};
 use crate::ec::ReceivedPackets;
 use crate::time::{Duration, Time};
-use crate::wire::{Chunk, Data, Feedback, Packet, MAX_ACK_RANGES, MAX_DATA_HEADER};
+use crate::wire::{Chunk, Data, Feedback, Packet, MAX_ACK_RANGES};
 
 /// A data packet numbered this far beyond the largest received is refused (out of window).
 pub(crate) const PACKET_NUMBER_WINDOW: u64 = 1 << 20;
@@ -54,7 +54,7 @@ impl Receiver {
     /// The receiver of a connection with `config`.
     pub(crate) fn new(config: &Config) -> Self {
         let stream_mode = config.supports_stream();
-        let per_packet = config.max_datagram.saturating_sub(MAX_DATA_HEADER).max(1);
+        let per_packet = config.payload_per_packet();
         let stream = stream_mode.then(|| StreamReassembler::new(config.recv_buffer));
         let messages = (!stream_mode)
             .then(|| MessageReassembler::new(config.order, config.recv_buffer, per_packet));

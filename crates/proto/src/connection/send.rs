@@ -11,7 +11,7 @@ use crate::delivery::{MessageSendQueue, StreamSendBuffer};
 use crate::ec::{AckError, SackSender, SentChunk, SentPacket};
 use crate::rate::Rate;
 use crate::time::{Duration, Time};
-use crate::wire::{Chunk, Data, Feedback, Packet, MAX_DATA_HEADER};
+use crate::wire::{Chunk, Data, Feedback, Packet};
 
 /// The wait between two window probes grows to at most 2^this RTOs.
 const MAX_PROBE_BACKOFF: u32 = 6;
@@ -83,7 +83,7 @@ impl Sender {
     /// The sender of a connection with `config`.
     pub(crate) fn new(now: Time, config: &Config) -> Self {
         let stream_mode = config.supports_stream();
-        let per_packet = config.max_datagram.saturating_sub(MAX_DATA_HEADER).max(1);
+        let per_packet = config.payload_per_packet();
         let max_outstanding = (2 * config.send_buffer / per_packet).clamp(64, MAX_OUTSTANDING_CAP);
         Sender {
             rate: cc::build(
@@ -148,7 +148,7 @@ impl Sender {
             recv_window
         } else {
             // Message windows count message ids: a window's worth of full-size packets.
-            let per_packet = config.max_datagram.saturating_sub(MAX_DATA_HEADER).max(1) as u64;
+            let per_packet = config.payload_per_packet() as u64;
             (recv_window / per_packet).max(1)
         };
     }
@@ -454,7 +454,8 @@ impl Connection {
         if self.sender.sack.outstanding() >= self.sender.max_outstanding {
             return None;
         }
-        let segment = self.config.segment_size();
+        // The plaintext a datagram has room for once protection added its sequence and tag.
+        let segment = self.config.segment_size() - self.config.packet_overhead();
         let has_skip = self.advertised_skip().is_some();
         let max_data = self.sender.peer_max_data;
         payload.clear();

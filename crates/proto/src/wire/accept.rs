@@ -1,14 +1,16 @@
 //! Accept: server to client, the connection exists.
 //!
 //! Layout (integers big-endian): version (1), type (1), destination id (8), source id (8),
-//! max datagram (2), receive window (8), timestamp echo (4); nothing may follow. Once
-//! `check_len` passed, no accessor panics.
+//! max datagram (2), receive window (8), timestamp echo (4); then, answering a hello with a key
+//! share, the server's key share (32) and its confirmation tag (16) over all bytes before the tag;
+//! nothing else may follow. Once `check_len` passed, no accessor panics.
 
 use super::header::{
     be_u16, be_u32, be_u64, check_exact_len, destination, emit_destination, emit_type, Field,
 };
-use super::{Accept, ConnectionId, PacketType, WireError};
+use super::{Accept, AcceptKeys, ConnectionId, PacketType, WireError};
 use crate::config::{MAX_DATAGRAM, MIN_DATAGRAM};
+use crate::protection::{KEY_SHARE_LEN, TAG_LEN};
 
 /// Field offsets.
 mod field {
@@ -17,10 +19,15 @@ mod field {
     pub const MAX_DATAGRAM: Field = 18..20;
     pub const RECV_WINDOW: Field = 20..28;
     pub const TIMESTAMP_ECHO: Field = 28..32;
+    pub const KEY_SHARE: Field = 32..64;
+    pub const CONFIRMATION: Field = 64..80;
 }
 
-/// Length of an accept, bytes.
+/// Length of an accept without keys, bytes.
 pub const ACCEPT_LEN: usize = field::TIMESTAMP_ECHO.end;
+
+/// Length of an accept with the server's key share and confirmation, bytes.
+pub const PROTECTED_ACCEPT_LEN: usize = field::CONFIRMATION.end;
 
 /// A raw octet buffer viewed as an accept.
 #[derive(Debug, Clone, Copy)]
@@ -34,16 +41,36 @@ impl<T: AsRef<[u8]>> AcceptPacket<T> {
         AcceptPacket { buffer }
     }
 
-    /// Imbue a buffer with accept structure, checking its length is exactly `ACCEPT_LEN`.
+    /// Imbue a buffer with accept structure, checking its length is `ACCEPT_LEN` or
+    /// `PROTECTED_ACCEPT_LEN`.
     pub fn new_checked(buffer: T) -> Result<Self, WireError> {
         let packet = Self::new_unchecked(buffer);
         packet.check_len()?;
         Ok(packet)
     }
 
-    /// Refuse a buffer that is not exactly `ACCEPT_LEN` bytes.
+    /// Refuse a buffer that is neither `ACCEPT_LEN` nor `PROTECTED_ACCEPT_LEN` bytes.
     pub fn check_len(&self) -> Result<(), WireError> {
-        check_exact_len(self.buffer.as_ref().len(), ACCEPT_LEN)
+        let len = self.buffer.as_ref().len();
+        if len == PROTECTED_ACCEPT_LEN {
+            return Ok(());
+        }
+        check_exact_len(len, ACCEPT_LEN)
+    }
+
+    /// The server's key share and confirmation, in a protected accept.
+    pub fn keys(&self) -> Option<AcceptKeys> {
+        let buf = self.buffer.as_ref();
+        (buf.len() == PROTECTED_ACCEPT_LEN).then(|| {
+            let mut share = [0; KEY_SHARE_LEN];
+            share.copy_from_slice(&buf[field::KEY_SHARE]);
+            let mut confirmation = [0; TAG_LEN];
+            confirmation.copy_from_slice(&buf[field::CONFIRMATION]);
+            AcceptKeys {
+                share,
+                confirmation,
+            }
+        })
     }
 
     /// The client's connection id.
@@ -85,12 +112,22 @@ impl Accept {
             max_datagram,
             recv_window: packet.recv_window(),
             timestamp_echo: packet.timestamp_echo(),
+            keys: packet.keys(),
         })
     }
 
     /// Bytes `emit` writes.
     pub fn buffer_len(&self) -> usize {
-        ACCEPT_LEN
+        if self.keys.is_some() {
+            PROTECTED_ACCEPT_LEN
+        } else {
+            ACCEPT_LEN
+        }
+    }
+
+    /// The bytes the confirmation tag covers: the encoded accept up to the tag.
+    pub fn confirmed_bytes(encoded: &[u8]) -> &[u8] {
+        &encoded[..encoded.len().min(field::CONFIRMATION.start)]
     }
 
     /// Write the accept into a buffer of `buffer_len` bytes.
@@ -101,6 +138,10 @@ impl Accept {
         buf[field::MAX_DATAGRAM].copy_from_slice(&self.max_datagram.to_be_bytes());
         buf[field::RECV_WINDOW].copy_from_slice(&self.recv_window.to_be_bytes());
         buf[field::TIMESTAMP_ECHO].copy_from_slice(&self.timestamp_echo.to_be_bytes());
+        if let Some(keys) = &self.keys {
+            buf[field::KEY_SHARE].copy_from_slice(&keys.share);
+            buf[field::CONFIRMATION].copy_from_slice(&keys.confirmation);
+        }
     }
 }
 
@@ -117,6 +158,7 @@ mod tests {
             max_datagram: 1200,
             recv_window: 65_536,
             timestamp_echo: 0x0102_0304,
+            keys: None,
         };
         let mut buf = Vec::new();
         Packet::Accept(accept.clone()).encode(&mut buf);
@@ -143,5 +185,33 @@ mod tests {
             Packet::decode(&buf),
             Err(WireError::InvalidField("max datagram out of range"))
         );
+    }
+
+    #[test]
+    fn protected_accept_carries_share_and_confirmation() {
+        let accept = Accept {
+            destination: ConnectionId(1),
+            source: ConnectionId(2),
+            max_datagram: 1500,
+            recv_window: 1 << 20,
+            timestamp_echo: 7,
+            keys: Some(AcceptKeys {
+                share: [0x11; KEY_SHARE_LEN],
+                confirmation: [0x22; TAG_LEN],
+            }),
+        };
+        let mut buf = Vec::new();
+        Packet::Accept(accept.clone()).encode(&mut buf);
+        assert_eq!(buf.len(), PROTECTED_ACCEPT_LEN);
+        assert_eq!(&buf[32..64], &[0x11; KEY_SHARE_LEN]);
+        assert_eq!(&buf[64..], &[0x22; TAG_LEN]);
+        assert_eq!(Accept::confirmed_bytes(&buf), &buf[..64]);
+        assert_eq!(Packet::decode(&buf), Ok(Packet::Accept(accept)));
+        // Between the two lengths, or beyond the longer: refused.
+        for len in [ACCEPT_LEN + 1, PROTECTED_ACCEPT_LEN - 1] {
+            assert!(Packet::decode(&buf[..len]).is_err(), "{len}");
+        }
+        buf.push(0);
+        assert!(Packet::decode(&buf).is_err());
     }
 }

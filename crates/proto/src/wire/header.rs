@@ -102,6 +102,12 @@ pub(crate) fn destination(buf: &[u8]) -> ConnectionId {
     ConnectionId(be_u64(&buf[field::DESTINATION]))
 }
 
+/// The destination id of a datagram of any type but hello, without decoding the rest; `None`
+/// when it is too short to hold one.
+pub fn destination_of(datagram: &[u8]) -> Option<ConnectionId> {
+    (datagram.len() >= field::DESTINATION.end).then(|| destination(datagram))
+}
+
 /// Write the destination id into a buffer that holds it.
 pub(crate) fn emit_destination(buf: &mut [u8], id: ConnectionId) {
     buf[field::DESTINATION].copy_from_slice(&id.0.to_be_bytes());

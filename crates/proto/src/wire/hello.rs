@@ -2,13 +2,14 @@
 //!
 //! Layout (integers big-endian): version (1), type (1), flags (1), source id (8), max datagram
 //! (2), receive window (8), timestamp (4), composition (24), cookie (24, zero unless flagged),
-//! then zero padding up to at least `MIN_HELLO_SIZE` bytes so that the server's answer is never
+//! X25519 key share (32, zero unless flagged: see `protection`), then zero padding up to at least `MIN_HELLO_SIZE` bytes so that the server's answer is never
 //! larger than the request (anti-amplification). Once `check_len` passed, no accessor panics.
 
 use super::composition;
 use super::header::{be_u16, be_u32, be_u64, emit_type, Field};
 use super::{ConnectionId, Cookie, Hello, PacketType, WireError, COOKIE_LEN, MIN_HELLO_SIZE};
 use crate::config::{MAX_DATAGRAM, MIN_DATAGRAM};
+use crate::protection::KEY_SHARE_LEN;
 
 /// Field offsets.
 mod field {
@@ -20,11 +21,13 @@ mod field {
     pub const TIMESTAMP: Field = 21..25;
     pub const COMPOSITION: Field = 25..49;
     pub const COOKIE: Field = 49..73;
-    pub const PADDING: usize = 73;
+    pub const KEY_SHARE: Field = 73..105;
+    pub const PADDING: usize = 105;
 }
 
 /// Flag bit: the cookie field holds a cookie.
 const HAS_COOKIE: u8 = 0x01;
+const HAS_KEY_SHARE: u8 = 0x02;
 
 /// A raw octet buffer viewed as a hello.
 #[derive(Debug, Clone, Copy)]
@@ -92,6 +95,12 @@ impl<T: AsRef<[u8]>> HelloPacket<T> {
     }
 
     /// The padding after the last field.
+    pub fn key_share(&self) -> [u8; KEY_SHARE_LEN] {
+        let mut share = [0; KEY_SHARE_LEN];
+        share.copy_from_slice(&self.buffer.as_ref()[field::KEY_SHARE]);
+        share
+    }
+
     pub fn padding(&self) -> &[u8] {
         &self.buffer.as_ref()[field::PADDING..]
     }
@@ -101,7 +110,7 @@ impl Hello {
     /// Parse and validate a hello whose length was checked.
     pub fn parse<T: AsRef<[u8]>>(packet: &HelloPacket<T>) -> Result<Hello, WireError> {
         let flags = packet.flags();
-        if flags & !HAS_COOKIE != 0 {
+        if flags & !(HAS_COOKIE | HAS_KEY_SHARE) != 0 {
             return Err(WireError::InvalidField("reserved hello flag bits"));
         }
         let max_datagram = packet.max_datagram();
@@ -116,6 +125,14 @@ impl Hello {
         } else {
             None
         };
+        let share = packet.key_share();
+        let key_share = if flags & HAS_KEY_SHARE != 0 {
+            Some(share)
+        } else if share != [0; KEY_SHARE_LEN] {
+            return Err(WireError::InvalidField("key share without its flag"));
+        } else {
+            None
+        };
         if packet.padding().iter().any(|&b| b != 0) {
             return Err(WireError::InvalidField("hello padding not zero"));
         }
@@ -126,6 +143,7 @@ impl Hello {
             recv_window: packet.recv_window(),
             timestamp: packet.timestamp(),
             cookie,
+            key_share,
         })
     }
 
@@ -134,10 +152,26 @@ impl Hello {
         MIN_HELLO_SIZE
     }
 
+    /// What packet keys bind of the hello: its fields but the flags, the timestamp, the cookie
+    /// and the key share (the first three change between repeated hellos; the share is bound
+    /// on its own).
+    pub fn transcript(&self) -> Vec<u8> {
+        let mut buf = vec![0; self.buffer_len()];
+        self.emit(&mut buf);
+        let mut out = buf[field::SOURCE.start..field::TIMESTAMP.start].to_vec();
+        out.extend_from_slice(&buf[field::COMPOSITION]);
+        out
+    }
+
     /// Write the hello, padding included, into a zeroed buffer of `buffer_len` bytes.
     pub fn emit(&self, buf: &mut [u8]) {
         emit_type(buf, PacketType::Hello);
-        buf[field::FLAGS] = if self.cookie.is_some() { HAS_COOKIE } else { 0 };
+        buf[field::FLAGS] = if self.cookie.is_some() { HAS_COOKIE } else { 0 }
+            | if self.key_share.is_some() {
+                HAS_KEY_SHARE
+            } else {
+                0
+            };
         buf[field::SOURCE].copy_from_slice(&self.source.0.to_be_bytes());
         buf[field::MAX_DATAGRAM].copy_from_slice(&self.max_datagram.to_be_bytes());
         buf[field::RECV_WINDOW].copy_from_slice(&self.recv_window.to_be_bytes());
@@ -145,6 +179,9 @@ impl Hello {
         composition::emit(&self.composition, &mut buf[field::COMPOSITION]);
         if let Some(cookie) = &self.cookie {
             buf[field::COOKIE].copy_from_slice(&cookie.0);
+        }
+        if let Some(share) = &self.key_share {
+            buf[field::KEY_SHARE].copy_from_slice(share);
         }
     }
 }
@@ -170,6 +207,7 @@ mod tests {
             recv_window: 4 << 20,
             timestamp: 0xdead_beef,
             cookie: Some(Cookie([0xc0; COOKIE_LEN])),
+            key_share: None,
         }
     }
 
@@ -192,6 +230,24 @@ mod tests {
         assert_eq!(&buf[49..73], &[0xc0; COOKIE_LEN]);
         assert!(buf[73..].iter().all(|&b| b == 0));
         assert_eq!(Packet::decode(&buf), Ok(Packet::Hello(example())));
+    }
+
+    #[test]
+    fn key_share_round_trips_and_needs_its_flag() {
+        let hello = Hello {
+            key_share: Some([0x5a; KEY_SHARE_LEN]),
+            ..example()
+        };
+        let mut buf = Vec::new();
+        Packet::Hello(hello.clone()).encode(&mut buf);
+        assert_eq!(buf[2], HAS_COOKIE | HAS_KEY_SHARE);
+        assert_eq!(&buf[73..105], &[0x5a; KEY_SHARE_LEN]);
+        assert_eq!(Packet::decode(&buf), Ok(Packet::Hello(hello)));
+        buf[2] = HAS_COOKIE;
+        assert_eq!(
+            Packet::decode(&buf),
+            Err(WireError::InvalidField("key share without its flag"))
+        );
     }
 
     #[test]
@@ -224,7 +280,7 @@ mod tests {
         Packet::Hello(hello.clone()).encode(&mut buf);
         assert_eq!(Packet::decode(&buf), Ok(Packet::Hello(hello)));
         let mut bad = buf.clone();
-        bad[field::FLAGS] = 0x02;
+        bad[field::FLAGS] = 0x04;
         assert_eq!(
             Packet::decode(&bad),
             Err(WireError::InvalidField("reserved hello flag bits"))

@@ -26,12 +26,12 @@ mod retry;
 mod tests;
 mod varint;
 
-pub use accept::{AcceptPacket, ACCEPT_LEN};
+pub use accept::{AcceptPacket, ACCEPT_LEN, PROTECTED_ACCEPT_LEN};
 pub use close::ClosePacket;
 pub use data::DataPacket;
 pub use error::WireError;
 pub use feedback::{check_ack_ranges, FeedbackPacket, PPB_ONE};
-pub use header::{peek_type, PacketType};
+pub use header::{destination_of, peek_type, PacketType};
 pub use hello::HelloPacket;
 pub use retry::{RetryPacket, RETRY_LEN};
 
@@ -87,6 +87,8 @@ pub struct Hello {
     pub timestamp: u32,
     /// The cookie from a `Retry`, if the client has one.
     pub cookie: Option<Cookie>,
+    /// The client's X25519 key share when it asks for protected packets (see `protection`).
+    pub key_share: Option<[u8; crate::protection::KEY_SHARE_LEN]>,
 }
 
 /// Server to client: come back with this cookie (no server state is kept).
@@ -113,6 +115,18 @@ pub struct Accept {
     pub recv_window: u64,
     /// The hello's timestamp, echoed (the client's first RTT sample).
     pub timestamp_echo: u32,
+    /// The server's key share and key confirmation, when the hello carried a key share.
+    pub keys: Option<AcceptKeys>,
+}
+
+/// What a protected accept adds: the server's key share and a tag over the accept made with the
+/// derived keys (see `protection`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcceptKeys {
+    /// The server's X25519 key share.
+    pub share: [u8; crate::protection::KEY_SHARE_LEN],
+    /// The server's confirmation tag over the accept's other bytes.
+    pub confirmation: [u8; crate::protection::TAG_LEN],
 }
 
 /// What the payload of a data packet is.

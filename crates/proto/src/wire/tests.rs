@@ -64,15 +64,19 @@ fn hello() -> impl Strategy<Value = Hello> {
         any::<u64>(),
         any::<u32>(),
         option::of(cookie()),
+        option::of(any::<[u8; 32]>()),
     )
         .prop_map(
-            |(source, composition, max_datagram, recv_window, timestamp, cookie)| Hello {
-                source,
-                composition,
-                max_datagram,
-                recv_window,
-                timestamp,
-                cookie,
+            |(source, composition, max_datagram, recv_window, timestamp, cookie, key_share)| {
+                Hello {
+                    source,
+                    composition,
+                    max_datagram,
+                    recv_window,
+                    timestamp,
+                    cookie,
+                    key_share,
+                }
             },
         )
 }
@@ -94,14 +98,19 @@ fn accept() -> impl Strategy<Value = Accept> {
         max_datagram(),
         any::<u64>(),
         any::<u32>(),
+        option::of((any::<[u8; 32]>(), any::<[u8; 16]>())),
     )
         .prop_map(
-            |(destination, source, max_datagram, recv_window, timestamp_echo)| Accept {
+            |(destination, source, max_datagram, recv_window, timestamp_echo, keys)| Accept {
                 destination,
                 source,
                 max_datagram,
                 recv_window,
                 timestamp_echo,
+                keys: keys.map(|(share, confirmation)| crate::wire::AcceptKeys {
+                    share,
+                    confirmation,
+                }),
             },
         )
 }

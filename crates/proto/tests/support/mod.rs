@@ -12,3 +12,13 @@ pub fn pattern(len: usize, seed: u8) -> Vec<u8> {
         .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0] ^ seed ^ (i / 251) as u8)
         .collect()
 }
+
+/// The default configuration without packet protection, for stories whose path model or
+/// assertions read the packets on the wire (which protection makes unreadable).
+#[allow(dead_code)]
+pub fn cleartext() -> qstp_proto::Config {
+    qstp_proto::Config {
+        protection: qstp_proto::Protection::Null,
+        ..qstp_proto::Config::default()
+    }
+}

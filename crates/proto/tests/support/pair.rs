@@ -46,6 +46,8 @@ pub struct PathModel {
     pub queue_limit: usize,
     /// A targeted loss: datagrams for which this returns true (given the send time) are lost.
     pub drop_if: Option<fn(Time, &[u8]) -> bool>,
+    /// Probability that one bit of a datagram is flipped on the way (a corrupting relay).
+    pub corrupt: f64,
 }
 
 impl Default for PathModel {
@@ -59,6 +61,7 @@ impl Default for PathModel {
             rate: None,
             queue_limit: 50,
             drop_if: None,
+            corrupt: 0.0,
         }
     }
 }
@@ -86,6 +89,8 @@ pub struct PathStats {
     pub queue_drops: u64,
     /// Extra copies made.
     pub duplicated: u64,
+    /// Datagrams with a bit flipped.
+    pub corrupted: u64,
     /// Datagrams delivered (copies included).
     pub delivered: u64,
 }
@@ -318,7 +323,7 @@ impl Pair {
         progress
     }
 
-    fn enqueue(&mut self, direction: Direction, datagram: Vec<u8>) {
+    fn enqueue(&mut self, direction: Direction, mut datagram: Vec<u8>) {
         if let Some(log) = self.capture.as_mut() {
             log.push((self.time, direction, datagram.clone()));
         }
@@ -341,6 +346,11 @@ impl Pair {
         {
             stats.lost += 1;
             return;
+        }
+        if chance(&mut self.rng, model.corrupt) && !datagram.is_empty() {
+            let at = (self.rng.next_u64() % datagram.len() as u64) as usize;
+            datagram[at] ^= 1 << (self.rng.next_u64() % 8);
+            stats.corrupted += 1;
         }
         let mut departure = self.time;
         if let Some(rate) = model.rate {
