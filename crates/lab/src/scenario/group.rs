@@ -469,7 +469,11 @@ mod tests {
         }
         let err = version("qstp", "tfrc = \"rfc793\"").unwrap_err();
         assert_eq!(err.key, "group.X.tfrc");
-        assert!(err.reason.contains("use rfc5348 or rfc3448"), "{}", err.reason);
+        assert!(
+            err.reason.contains("use rfc5348 or rfc3448"),
+            "{}",
+            err.reason
+        );
         let err = version("qstp", "tfrcc = \"rfc3448\"").unwrap_err();
         assert_eq!(err.reason, "unknown key (did you mean tfrc?)");
         let err = read("name = \"T\"\nprotocol = \"tcp\"\nrtt = \"40ms\"\ntfrc = \"rfc3448\"")
