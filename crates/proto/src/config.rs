@@ -81,6 +81,50 @@ impl FromStr for GtfrcRule {
     }
 }
 
+/// Which TFRC specification the sender follows. Local to the sender, so the wire does not carry
+/// it: the feedback format is the same, and the receiver's rules are those of both RFCs (RFC 3448
+/// §5, §6 and RFC 5348 §5, §6 agree on loss detection, loss events, the average loss interval and
+/// feedback timing). They differ only in the receive rate that seeds the first loss interval (RFC
+/// 3448 §6.3.1: the last round trip's; RFC 5348 §6.3.1: the largest so far), where the receiver
+/// takes the larger of the last round trip's and the last reported, the same while slow start
+/// still raises the rate at each report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TfrcVersion {
+    /// RFC 5348 (2008): initial window W_init / R, X_recv_set, data-limited rules. The default.
+    #[default]
+    Rfc5348,
+    /// RFC 3448 (2003), which the QSTP and gTFRC papers cite: one packet per second until the
+    /// first feedback, X = max(min(X_calc, 2 X_recv), s/t_mbi) from the last report alone, and
+    /// the nofeedback timer halving X_recv.
+    Rfc3448,
+}
+
+impl TfrcVersion {
+    /// Every version, for help texts.
+    pub const ALL: [TfrcVersion; 2] = [TfrcVersion::Rfc5348, TfrcVersion::Rfc3448];
+
+    /// The version's name as written in configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            TfrcVersion::Rfc5348 => "rfc5348",
+            TfrcVersion::Rfc3448 => "rfc3448",
+        }
+    }
+}
+
+impl FromStr for TfrcVersion {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        TfrcVersion::ALL
+            .into_iter()
+            .find(|v| v.name() == s)
+            .ok_or_else(|| ConfigError::Invalid {
+                key: "tfrc",
+                reason: format!("unknown TFRC version '{s}' (use rfc5348 or rfc3448)"),
+            })
+    }
+}
+
 /// Which error control repairs losses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorControl {
@@ -163,6 +207,9 @@ pub struct Config {
     pub congestion: CongestionControl,
     /// How gTFRC applies its target (only read when `congestion` is gTFRC); local to the sender.
     pub gtfrc_rule: GtfrcRule,
+    /// Which TFRC specification the rate controller follows (TFRC and gTFRC only); local to the
+    /// sender.
+    pub tfrc: TfrcVersion,
     /// Error control.
     pub error: ErrorControl,
     /// Delivery order.
@@ -378,6 +425,7 @@ impl Default for Config {
         Config {
             congestion: CongestionControl::Gtfrc { target: Rate::ZERO },
             gtfrc_rule: GtfrcRule::Qstp,
+            tfrc: TfrcVersion::Rfc5348,
             error: ErrorControl::SackFull,
             order: Order::Ordered,
             max_datagram: 1500,
@@ -437,6 +485,18 @@ mod tests {
         assert!(matches!(
             "quic".parse::<Preset>(),
             Err(ConfigError::UnknownPreset(_))
+        ));
+    }
+
+    #[test]
+    fn tfrc_versions_parse_and_default_to_rfc5348() {
+        assert_eq!(Config::default().tfrc, TfrcVersion::Rfc5348);
+        for v in TfrcVersion::ALL {
+            assert_eq!(v.name().parse::<TfrcVersion>().unwrap(), v);
+        }
+        assert!(matches!(
+            "rfc2581".parse::<TfrcVersion>(),
+            Err(ConfigError::Invalid { key: "tfrc", .. })
         ));
     }
 

@@ -10,7 +10,9 @@ pub mod config;
 pub mod rate;
 pub mod time;
 
-pub use config::{Config, ConfigError, CongestionControl, ErrorControl, GtfrcRule, Order, Preset};
+pub use config::{
+    Config, ConfigError, CongestionControl, ErrorControl, GtfrcRule, Order, Preset, TfrcVersion,
+};
 pub use rate::{Rate, RateParseError};
 pub use time::{Duration, DurationParseError, Time};
 

@@ -18,6 +18,8 @@ const DEFAULT_ON_OFF: Duration = Duration::from_secs(1);
 
 /// The protocol names a group may use.
 pub const PROTOCOLS: [&str; 7] = ["tcp", "tfrc", "tfrc-sack", "gtfrc", "qstp", "cbr", "onoff"];
+/// The protocols that run TFRC, and so take the `tfrc` key.
+pub const TFRC_PROTOCOLS: [&str; 4] = ["tfrc", "tfrc-sack", "gtfrc", "qstp"];
 
 /// Read one group; `packet_size` becomes the datagram size of qstp-proto flows.
 pub(crate) fn group(mut f: Fields, packet_size: usize) -> FieldResult<GroupSpec> {
@@ -88,23 +90,35 @@ fn protocol(
         config.max_datagram = packet_size;
         config
     };
+    if !TFRC_PROTOCOLS.contains(&name.as_str()) && f.has("tfrc") {
+        return Err(f.error(
+            "tfrc",
+            format!(
+                "protocol '{name}' does not run TFRC (the key applies to {})",
+                TFRC_PROTOCOLS.join(", ")
+            ),
+        ));
+    }
     Ok(match name.as_str() {
         "tcp" => Protocol::Tcp {
             congestion: congestion(f)?,
             options: tcp_options(f)?,
         },
-        "tfrc" => Protocol::Qstp {
-            name,
-            config: config(Config::preset(Preset::Tfrc, Rate::ZERO)),
-        },
-        "tfrc-sack" => Protocol::Qstp {
-            name,
-            config: config(Config::preset(Preset::TfrcSack, Rate::ZERO)),
-        },
+        "tfrc" => {
+            let mut c = config(Config::preset(Preset::Tfrc, Rate::ZERO));
+            c.tfrc = tfrc_version(f)?;
+            Protocol::Qstp { name, config: c }
+        }
+        "tfrc-sack" => {
+            let mut c = config(Config::preset(Preset::TfrcSack, Rate::ZERO));
+            c.tfrc = tfrc_version(f)?;
+            Protocol::Qstp { name, config: c }
+        }
         "qstp" => {
             let g = needs_target(f)?;
             let mut c = config(Config::qstp(g));
             c.gtfrc_rule = gtfrc_rule(f)?;
+            c.tfrc = tfrc_version(f)?;
             Protocol::Qstp { name, config: c }
         }
         "gtfrc" => {
@@ -112,6 +126,7 @@ fn protocol(
             let g = needs_target(f)?;
             let mut c = config(Config::qstp(g));
             c.gtfrc_rule = gtfrc_rule(f)?;
+            c.tfrc = tfrc_version(f)?;
             c.congestion = CongestionControl::Gtfrc { target: g };
             c.error = ErrorControl::None;
             c.order = Order::Unordered;
@@ -140,6 +155,19 @@ fn protocol(
             ));
         }
     })
+}
+
+/// `tfrc = "rfc5348"` (the default) or `"rfc3448"`: which RFC the TFRC sender follows.
+fn tfrc_version(f: &mut Fields) -> FieldResult<qstp_proto::TfrcVersion> {
+    match f.opt_str("tfrc")? {
+        None => Ok(Default::default()),
+        Some(name) => name.parse().map_err(|_| {
+            f.error(
+                "tfrc",
+                format!("unknown TFRC version '{name}' (use rfc5348 or rfc3448)"),
+            )
+        }),
+    }
 }
 
 /// `gtfrc_rule = "qstp"` (QSTP paper eq. (2), the default) or `"fig1"` (gTFRC paper Fig. 1).
@@ -418,6 +446,45 @@ mod tests {
         assert_eq!(rule("gtfrc_rule = \"fig1\"").unwrap(), GtfrcRule::Fig1);
         let err = rule("gtfrc_rule = \"eq3\"").unwrap_err();
         assert_eq!(err.key, "group.X.gtfrc_rule");
+    }
+
+    #[test]
+    fn the_tfrc_version_is_chosen_per_group_and_refused_where_no_tfrc_runs() {
+        use qstp_proto::TfrcVersion;
+        let version = |protocol: &str, extra: &str| {
+            let g = read(&format!(
+                "name = \"Q\"\nprotocol = \"{protocol}\"\nrtt = \"40ms\"\ntarget = \"200k\"\n{extra}"
+            ))?;
+            let Protocol::Qstp { config, .. } = g.protocol else {
+                panic!()
+            };
+            Ok::<_, super::super::fields::FieldError>(config.tfrc)
+        };
+        for protocol in TFRC_PROTOCOLS {
+            assert_eq!(version(protocol, "").unwrap(), TfrcVersion::Rfc5348);
+            assert_eq!(
+                version(protocol, "tfrc = \"rfc3448\"").unwrap(),
+                TfrcVersion::Rfc3448
+            );
+        }
+        let err = version("qstp", "tfrc = \"rfc793\"").unwrap_err();
+        assert_eq!(err.key, "group.X.tfrc");
+        assert!(
+            err.reason.contains("use rfc5348 or rfc3448"),
+            "{}",
+            err.reason
+        );
+        let err = version("qstp", "tfrcc = \"rfc3448\"").unwrap_err();
+        assert_eq!(err.reason, "unknown key (did you mean tfrc?)");
+        let err = read("name = \"T\"\nprotocol = \"tcp\"\nrtt = \"40ms\"\ntfrc = \"rfc3448\"")
+            .unwrap_err();
+        assert_eq!(err.key, "group.X.tfrc");
+        assert!(err.reason.contains("does not run TFRC"), "{}", err.reason);
+        let err = read(
+            "name = \"U\"\nprotocol = \"cbr\"\nrtt = \"30ms\"\nrate = \"300k\"\ntfrc = \"rfc3448\"",
+        )
+        .unwrap_err();
+        assert!(err.reason.contains("does not run TFRC"), "{}", err.reason);
     }
 
     #[test]

@@ -249,12 +249,26 @@ fn the_scenario_files_of_the_repository_load() {
             let expected_points = match plan.base().name.as_str() {
                 "qstp-fig5" => 60,
                 "qstp-fig4" => 3,
+                // The RFC 3448 twins sweep TFRC/SACK and QSTP only (TCP runs no TFRC).
+                "qstp-fig5-rfc3448" => 40,
+                "qstp-fig4-rfc3448" => 2,
                 "hstcp-qos" => 9 * 9,
                 // gTFRC paper Fig. 8: two TCP flows, nothing to sweep.
                 "gtfrc-fig8a" | "gtfrc-fig8b" => 1,
                 _ => 2,
             };
             assert_eq!(plan.points.len(), expected_points, "{}", path.display());
+            if plan.base().name.ends_with("-rfc3448") {
+                // The key reaches the flow's configuration at every point of the sweep.
+                for point in &plan.points {
+                    let qstp_sim::Protocol::Qstp { config, .. } =
+                        &point.scenario.groups[0].protocol
+                    else {
+                        panic!("{}: group AB runs no TFRC", path.display())
+                    };
+                    assert_eq!(config.tfrc, qstp_proto::TfrcVersion::Rfc3448);
+                }
+            }
             assert_eq!(
                 plan.base().name,
                 path.file_stem().unwrap().to_str().unwrap(),

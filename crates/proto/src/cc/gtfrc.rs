@@ -20,7 +20,7 @@
 
 use crate::cc::tfrc::sender::TfrcSender;
 use crate::cc::{FeedbackReport, RateController, RateState};
-use crate::config::GtfrcRule;
+use crate::config::{GtfrcRule, TfrcVersion};
 use crate::rate::Rate;
 use crate::time::{Duration, Time};
 
@@ -49,7 +49,28 @@ impl Gtfrc {
         initial_rtt: Option<Duration>,
         now: Time,
     ) -> Self {
-        let mut tfrc = TfrcSender::new(segment_size, initial_rtt, now);
+        Gtfrc::with_version(
+            target,
+            rule,
+            TfrcVersion::Rfc5348,
+            segment_size,
+            initial_rtt,
+            now,
+        )
+    }
+
+    /// A gTFRC sender with target `target` applied by `rule` on top of `version`'s TFRC: under
+    /// RFC 3448 the same composition, X = min(max(X_calc, g), 2 X_recv) (QSTP paper eq. (2)), with
+    /// the last reported X_recv in place of RFC 5348's X_recv_set.
+    pub fn with_version(
+        target: Rate,
+        rule: GtfrcRule,
+        version: TfrcVersion,
+        segment_size: usize,
+        initial_rtt: Option<Duration>,
+        now: Time,
+    ) -> Self {
+        let mut tfrc = TfrcSender::with_version(version, segment_size, initial_rtt, now);
         tfrc.set_floor(target);
         tfrc.set_rule(rule);
         Gtfrc { tfrc }
@@ -222,6 +243,32 @@ mod tests {
         let st = drive(&mut gtfrc, &[report(2e6, 0.05)]);
         assert!(!st[0].slow_start);
         assert_eq!(st[0].rate, g);
+    }
+
+    #[test]
+    fn rfc3448_gtfrc_caps_g_by_the_last_x_recv_alone() {
+        // QSTP paper eq. (2) on RFC 3448 §4.3: X = min(max(X_calc, g), 2 X_recv) with the last
+        // report's X_recv, where RFC 5348 keeps the largest X_recv of the last two RTTs.
+        let g = Rate::from_kbps(600);
+        let mut v3448 = Gtfrc::with_version(
+            g,
+            GtfrcRule::Qstp,
+            TfrcVersion::Rfc3448,
+            S,
+            None,
+            Time::ZERO,
+        );
+        let mut v5348 = Gtfrc::new(g, S, Some(Duration::from_millis(100)), Time::ZERO);
+        let stream = [report(100_000.0, 0.1), report(10_000.0, 0.1)];
+        let a = drive(&mut v3448, &stream);
+        let b = drive(&mut v5348, &stream);
+        // X_calc(p = 0.1) = 25843 B/s < g = 75000 B/s <= 2 X_recv = 200000 B/s: X = g.
+        assert_eq!(a[0].rate, g);
+        assert_eq!(b[0].rate, g);
+        // Then 2 X_recv = 20000 B/s < g: RFC 3448 follows it, RFC 5348's X_recv_set still holds
+        // the 100000 B/s of the round trip before.
+        assert_eq!(a[1].rate, Rate::from_bytes_per_sec(20_000.0));
+        assert_eq!(b[1].rate, g);
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub use pacing::Pacer;
 pub use tfrc::receiver::{ReceiverReport, TfrcReceiver};
 pub use tfrc::sender::TfrcSender;
 
-use crate::config::{CongestionControl, GtfrcRule};
+use crate::config::{CongestionControl, GtfrcRule, TfrcVersion};
 
 /// A reported loss event rate made usable: clamped to [0, 1], NaN taken as no loss.
 pub(crate) fn sane_loss_event_rate(p: f64) -> f64 {
@@ -78,7 +78,7 @@ pub(crate) fn sane_loss_event_rate(p: f64) -> f64 {
     }
 }
 
-/// Construct the rate controller a configuration names.
+/// Construct the rate controller a configuration names, with RFC 5348's TFRC.
 pub fn build(
     congestion: &CongestionControl,
     gtfrc_rule: GtfrcRule,
@@ -86,12 +86,37 @@ pub fn build(
     initial_rtt: Option<Duration>,
     now: Time,
 ) -> Box<dyn RateController> {
+    build_with_version(
+        congestion,
+        gtfrc_rule,
+        TfrcVersion::Rfc5348,
+        segment_size,
+        initial_rtt,
+        now,
+    )
+}
+
+/// Construct the rate controller a configuration names; TFRC and gTFRC follow `version`.
+pub fn build_with_version(
+    congestion: &CongestionControl,
+    gtfrc_rule: GtfrcRule,
+    version: TfrcVersion,
+    segment_size: usize,
+    initial_rtt: Option<Duration>,
+    now: Time,
+) -> Box<dyn RateController> {
     match *congestion {
         CongestionControl::Fixed { rate } => Box::new(FixedRate::new(rate)),
-        CongestionControl::Tfrc => Box::new(TfrcSender::new(segment_size, initial_rtt, now)),
-        CongestionControl::Gtfrc { target } => Box::new(Gtfrc::with_rule(
+        CongestionControl::Tfrc => Box::new(TfrcSender::with_version(
+            version,
+            segment_size,
+            initial_rtt,
+            now,
+        )),
+        CongestionControl::Gtfrc { target } => Box::new(Gtfrc::with_version(
             target,
             gtfrc_rule,
+            version,
             segment_size,
             initial_rtt,
             now,

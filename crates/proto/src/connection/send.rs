@@ -86,9 +86,10 @@ impl Sender {
         let per_packet = config.payload_per_packet();
         let max_outstanding = (2 * config.send_buffer / per_packet).clamp(64, MAX_OUTSTANDING_CAP);
         Sender {
-            rate: cc::build(
+            rate: cc::build_with_version(
                 &config.congestion,
                 config.gtfrc_rule,
+                config.tfrc,
                 config.segment_size(),
                 None,
                 now,
@@ -127,9 +128,10 @@ impl Sender {
         config: &Config,
         rtt: Option<Duration>,
     ) {
-        self.rate = cc::build(
+        self.rate = cc::build_with_version(
             &config.congestion,
             config.gtfrc_rule,
+            config.tfrc,
             config.segment_size(),
             rtt,
             now,

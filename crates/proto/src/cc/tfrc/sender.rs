@@ -1,11 +1,15 @@
-//! The TFRC sender's rate rules (RFC 5348 §4).
+//! The TFRC sender's rate rules (RFC 5348 §4), and as a named variant those of RFC 3448 §4.
+//!
+//! [`TfrcVersion::Rfc3448`] follows the older RFC where it differs: the initial rate (§4.2), the
+//! rate update from the last reported X_recv alone with no X_recv_set and no data-limited rules
+//! (§4.3), and the nofeedback timer (§4.4). Each such rule cites RFC 3448 beside it.
 //!
 //! Rates are kept in bytes per second as `f64`, the unit of RFC 5348's equations, and converted to
 //! [`Rate`] at the trait boundary.
 
 use crate::cc::tfrc::equation;
 use crate::cc::{FeedbackReport, RateController, RateState};
-use crate::config::GtfrcRule;
+use crate::config::{GtfrcRule, TfrcVersion};
 use crate::rate::Rate;
 use crate::time::{Duration, Time};
 
@@ -108,14 +112,33 @@ pub struct TfrcSender {
     target: f64,
     /// How g combines with X_calc and X_recv.
     rule: GtfrcRule,
+    /// Which RFC's rules apply.
+    version: TfrcVersion,
 }
 
 impl TfrcSender {
     /// A sender of `segment_size`-byte packets, optionally knowing the handshake RTT.
     pub fn new(segment_size: usize, initial_rtt: Option<Duration>, now: Time) -> Self {
+        TfrcSender::with_version(TfrcVersion::Rfc5348, segment_size, initial_rtt, now)
+    }
+
+    /// A sender following `version`'s rules.
+    pub fn with_version(
+        version: TfrcVersion,
+        segment_size: usize,
+        initial_rtt: Option<Duration>,
+        now: Time,
+    ) -> Self {
         let segment_size = segment_size.max(1) as f64;
-        let rtt = initial_rtt_secs(initial_rtt);
-        let x = initial_rate(segment_size, rtt);
+        let (rtt, x) = match version {
+            TfrcVersion::Rfc5348 => {
+                let rtt = initial_rtt_secs(initial_rtt);
+                (rtt, initial_rate(segment_size, rtt))
+            }
+            // RFC 3448 §4.2: X starts at 1 packet/second and R is undefined until the first
+            // feedback; a handshake RTT is not used.
+            TfrcVersion::Rfc3448 => (None, segment_size),
+        };
         TfrcSender {
             segment_size,
             x,
@@ -141,7 +164,13 @@ impl TfrcSender {
             t_next: None,
             target: 0.0,
             rule: GtfrcRule::Qstp,
+            version,
         }
+    }
+
+    /// Which RFC's rules this sender follows.
+    pub fn version(&self) -> TfrcVersion {
+        self.version
     }
 
     /// Set the gTFRC floor g (zero for plain TFRC); used by [`crate::cc::Gtfrc`].
@@ -227,17 +256,7 @@ impl TfrcSender {
     /// RFC 5348 §4.3 step 4, with the gTFRC floor outside slow start.
     fn update_rate(&mut self, now: Time, recv_limit: f64) {
         if self.p > 0.0 {
-            self.x_calc =
-                equation::throughput(self.segment_size, self.rtt.unwrap_or(MIN_RTT_SECS), self.p);
-            self.x = match self.rule {
-                // QSTP paper eq. (2), §4.3.2: X = min(max(X_calc, g), 2 X_recv); with g = 0 this is
-                // RFC 5348 §4.3 step 4, X = max(min(X_Bps, recv_limit), s/t_mbi).
-                GtfrcRule::Qstp => self.x_calc.max(self.target).min(recv_limit),
-                // gTFRC paper Fig. 1 (else branch: rate_ = gtfrc_ whenever the equation rate is not
-                // above g, whatever X_recv): X = max(min(X_calc, 2 X_recv), g).
-                GtfrcRule::Fig1 => self.x_calc.min(recv_limit).max(self.target),
-            }
-            .max(self.min_rate());
+            self.update_equation_rate(recv_limit);
         } else {
             let r = self.rtt.unwrap_or(MIN_RTT_SECS);
             let due = match self.time_last_doubled {
@@ -251,6 +270,108 @@ impl TfrcSender {
                 self.time_last_doubled = Some(now);
             }
         }
+    }
+
+    /// X from the equation once p > 0, lifted to g by the gTFRC rule: RFC 5348 §4.3 step 4 and
+    /// RFC 3448 §4.3 step 4, which differ only in `recv_limit`.
+    fn update_equation_rate(&mut self, recv_limit: f64) {
+        self.x_calc =
+            equation::throughput(self.segment_size, self.rtt.unwrap_or(MIN_RTT_SECS), self.p);
+        self.x = match self.rule {
+            // QSTP paper eq. (2), §4.3.2: X = min(max(X_calc, g), 2 X_recv); with g = 0 this is
+            // RFC 5348 §4.3 step 4, X = max(min(X_Bps, recv_limit), s/t_mbi), and RFC 3448 §4.3
+            // step 4, X = max(min(X_calc, 2*X_recv), s/t_mbi).
+            GtfrcRule::Qstp => self.x_calc.max(self.target).min(recv_limit),
+            // gTFRC paper Fig. 1 (else branch: rate_ = gtfrc_ whenever the equation rate is not
+            // above g, whatever X_recv): X = max(min(X_calc, 2 X_recv), g).
+            GtfrcRule::Fig1 => self.x_calc.min(recv_limit).max(self.target),
+        }
+        .max(self.min_rate());
+    }
+
+    /// RFC 3448 §4.3, sender behaviour when a feedback packet is received.
+    fn on_feedback_rfc3448(&mut self, now: Time, report: &FeedbackReport) {
+        // RFC 3448 §4.3 steps 1-2: R_sample, then R = q*R + (1-q)*R_sample (as RFC 5348).
+        self.rtt = Some(smoothed_rtt(
+            self.rtt,
+            self.feedback_seen,
+            report.rtt_sample,
+        ));
+        self.p = crate::cc::sane_loss_event_rate(report.loss_event_rate);
+        // RFC 3448 §4.3: the sender keeps the last reported X_recv only (no X_recv_set, and no
+        // data-limited rules: those came with RFC 5348 §4.3 and §8.2).
+        self.x_recv = report.x_recv.bytes_per_sec();
+        self.update_rate_rfc3448(now);
+        self.feedback_seen = true;
+        // RFC 3448 §4.3 step 5: the nofeedback timer runs max(4*R, 2*s/X), from the new X.
+        self.restart_no_feedback_timer_rfc3448(now);
+    }
+
+    /// RFC 3448 §4.3 step 4, from the cached X_recv.
+    fn update_rate_rfc3448(&mut self, now: Time) {
+        let recv_limit = 2.0 * self.x_recv;
+        if self.p > 0.0 {
+            // RFC 3448 §4.3 step 4: X = max(min(X_calc, 2*X_recv), s/t_mbi), with g composed as
+            // the gTFRC rule says.
+            self.update_equation_rate(recv_limit);
+        } else {
+            let r = self.rtt.unwrap_or(MIN_RTT_SECS);
+            let due = match self.time_last_doubled {
+                None => true,
+                Some(tld) => now.saturating_since(tld).as_secs_f64() >= r,
+            };
+            if due {
+                // RFC 3448 §4.3 step 4, slow start: X = max(min(2*X, 2*X_recv), s/R); tld = now.
+                self.x = (2.0 * self.x).min(recv_limit).max(self.segment_size / r);
+                self.time_last_doubled = Some(now);
+            }
+        }
+    }
+
+    /// RFC 3448 §4.3 step 5 and §4.4 step 2: expire after max(4*R, 2*s/X); before any R, the
+    /// two seconds of §4.2, or 2*s/X if longer.
+    fn restart_no_feedback_timer_rfc3448(&mut self, now: Time) {
+        let two_packets = 2.0 * self.segment_size / self.x;
+        let interval = match self.rtt {
+            Some(r) => (4.0 * r).max(two_packets),
+            None => INITIAL_NO_FEEDBACK.as_secs_f64().max(two_packets),
+        };
+        self.no_feedback_deadline = now + Duration::from_secs_f64(interval);
+        self.no_feedback_set_at = now;
+    }
+
+    /// RFC 3448 §4.4, expiration of the nofeedback timer.
+    fn handle_timeout_rfc3448(&mut self, now: Time) {
+        let idle = match self.last_sent {
+            Some(sent) => sent < self.no_feedback_set_at,
+            None => true,
+        };
+        let r = self.rtt.unwrap_or(MIN_RTT_SECS);
+        if !self.feedback_seen || self.p <= 0.0 {
+            // RFC 3448 §4.4 step 1 (with its verified erratum 1458): without an RTT sample and any
+            // feedback, or when p == 0, X is cut in half directly: X = max(X/2, s/t_mbi). The
+            // idle exception below keeps at least two packets per RTT once feedback came.
+            let idle_at_low_rate =
+                self.feedback_seen && idle && self.x_recv < 4.0 * self.segment_size / r;
+            if !idle_at_low_rate {
+                self.x = (self.x / 2.0).max(self.min_rate());
+            }
+        } else if idle && self.x_recv < 4.0 * self.segment_size / r {
+            // RFC 3448 §4.4: idle since the timer was set and X_recv below four packets per RTT,
+            // so X_recv is not halved (X stays at two packets per RTT or more).
+        } else {
+            // RFC 3448 §4.4 step 1: halve through the cached X_recv, which caps X at 2*X_recv.
+            self.x_recv = if self.x_calc > 2.0 * self.x_recv {
+                (self.x_recv / 2.0).max(self.segment_size / (2.0 * T_MBI_SECS))
+            } else {
+                self.x_calc / 4.0
+            };
+            // "Recalculate X as in step (4)" (p > 0 here). The gTFRC floor is a rule of the
+            // feedback path, as in the RFC 5348 mode, so without feedback X may fall below g.
+            self.x = self.x_calc.min(2.0 * self.x_recv).max(self.min_rate());
+        }
+        // RFC 3448 §4.4 step 2.
+        self.restart_no_feedback_timer_rfc3448(now);
     }
 
     /// Update_Limits (RFC 5348 §4.4) after the nofeedback timer expired.
@@ -271,6 +392,10 @@ impl TfrcSender {
 
 impl RateController for TfrcSender {
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
+        if self.version == TfrcVersion::Rfc3448 {
+            self.on_feedback_rfc3448(now, report);
+            return;
+        }
         let r = smoothed_rtt(self.rtt, self.feedback_seen, report.rtt_sample);
         self.rtt = Some(r);
         // RFC 5348 §4.3 step 2: the timeout, from the rate before this update.
@@ -338,6 +463,10 @@ impl RateController for TfrcSender {
 
     fn handle_timeout(&mut self, now: Time) {
         if now < self.no_feedback_deadline {
+            return;
+        }
+        if self.version == TfrcVersion::Rfc3448 {
+            self.handle_timeout_rfc3448(now);
             return;
         }
         // RFC 5348 §4.4, expiration of the nofeedback timer.

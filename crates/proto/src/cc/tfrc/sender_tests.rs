@@ -313,3 +313,145 @@ fn state_reports_the_rate_variables() {
     assert_eq!(st.target, Rate::ZERO);
     assert!(!st.slow_start);
 }
+
+// RFC 3448 mode: each test below would fail under RFC 5348's rules (the comments say how).
+
+fn rfc3448(initial_rtt: Option<Duration>) -> TfrcSender {
+    TfrcSender::with_version(TfrcVersion::Rfc3448, S, initial_rtt, Time::ZERO)
+}
+
+#[test]
+fn rfc3448_starts_at_one_packet_per_second_even_with_a_handshake_rtt() {
+    // RFC 3448 §4.2: X = 1 packet/second, R undefined; RFC 5348 §4.2 would give W_init / R =
+    // 43800 B/s here.
+    let c = rfc3448(Some(ms(100)));
+    assert_eq!(c.version(), TfrcVersion::Rfc3448);
+    assert!(close(bytes_per_sec(&c), S as f64, 1e-3));
+    assert_eq!(c.state().rtt, Duration::ZERO);
+    assert_eq!(c.poll_timeout(), Some(Time::ZERO + Duration::from_secs(2)));
+    let c5348 = TfrcSender::new(S, Some(ms(100)), Time::ZERO);
+    assert!(close(bytes_per_sec(&c5348), 43_800.0, 1e-3));
+}
+
+#[test]
+fn rfc3448_slow_start_starts_from_one_packet_per_rtt_and_doubles_capped_by_2_x_recv() {
+    let mut c = rfc3448(None);
+    send(&mut c, at(0));
+    c.on_feedback(at(100), &report(100, 1460.0, 0.0));
+    // RFC 3448 §4.3 step 4: max(min(2 * 1460, 2 * 1460), s/R = 14600) = 14600 B/s, where RFC 5348
+    // raises X to W_init / R = 43800 B/s.
+    assert!(
+        close(bytes_per_sec(&c), 14_600.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
+    send_span(&mut c, 100, 200);
+    c.on_feedback(at(200), &report(100, 14_600.0, 0.0));
+    assert!(
+        close(bytes_per_sec(&c), 29_200.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
+    // Capped by 2 X_recv.
+    send_span(&mut c, 200, 300);
+    c.on_feedback(at(300), &report(100, 20_000.0, 0.0));
+    assert!(
+        close(bytes_per_sec(&c), 40_000.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
+    // At most one doubling per RTT.
+    c.on_feedback(at(350), &report(100, 1e6, 0.0));
+    assert!(
+        close(bytes_per_sec(&c), 40_000.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
+    // The nofeedback timer runs max(4R, 2s/X) from the new X (§4.3 step 5): 4 * 100 ms.
+    assert_eq!(c.poll_timeout(), Some(at(350) + ms(400)));
+}
+
+#[test]
+fn rfc3448_a_data_limited_period_lets_a_low_x_recv_cut_the_rate() {
+    // The RFC 5348 twin of this test (data_limited_interval_does_not_let_a_low_x_recv_cut_the_rate)
+    // keeps 100000 B/s through the quiet period; RFC 3448 §4.3 has no X_recv_set and no
+    // data-limited rule, so X = max(min(X_calc, 2 X_recv), s/t_mbi) follows the last report.
+    let mut c = rfc3448(None);
+    let mut now = 0;
+    for _ in 0..3 {
+        now += 100;
+        send(&mut c, at(now - 50));
+        c.on_feedback(at(now), &report(100, 50_000.0, 0.01));
+    }
+    assert!(
+        close(bytes_per_sec(&c), 100_000.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
+    for _ in 0..5 {
+        c.on_data_limited(at(now + 10));
+        now += 100;
+        c.on_feedback(at(now), &report(100, 5_000.0, 0.01));
+    }
+    assert!(
+        close(bytes_per_sec(&c), 10_000.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
+}
+
+#[test]
+fn rfc3448_no_feedback_before_any_report_halves_x_and_waits_2s_over_x() {
+    // RFC 3448 §4.4: X = max(X/2, s/t_mbi), then the timer runs max(2 s, 2s/X) with no R yet:
+    // 2 * 1460 / 730 = 4 s (RFC 5348 restarts it at 2 s).
+    let mut c = rfc3448(None);
+    c.handle_timeout(at(2000));
+    assert!(
+        close(bytes_per_sec(&c), 730.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
+    assert_eq!(c.poll_timeout(), Some(at(6000)));
+    let mut c5348 = TfrcSender::new(S, None, Time::ZERO);
+    c5348.handle_timeout(at(2000));
+    assert_eq!(c5348.poll_timeout(), Some(at(4000)));
+}
+
+#[test]
+fn rfc3448_no_feedback_halves_the_cached_x_recv() {
+    let mut c = rfc3448(None);
+    let mut now = 0;
+    for _ in 0..3 {
+        now += 100;
+        send(&mut c, at(now - 50));
+        c.on_feedback(at(now), &report(100, 200_000.0, 0.01));
+    }
+    let x_calc = c.state().x_calc.bytes_per_sec();
+    assert!(close(bytes_per_sec(&c), x_calc, 1e-3));
+    // X_calc <= 2 X_recv: X_recv = X_calc / 4, X = min(X_calc, 2 X_recv) = X_calc / 2.
+    send(&mut c, at(now + 10));
+    let t = c.poll_timeout().unwrap();
+    c.handle_timeout(t);
+    assert!(
+        close(bytes_per_sec(&c), x_calc / 2.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
+    assert!(close(c.state().x_recv.bytes_per_sec(), x_calc / 4.0, 1e-3));
+    // X_calc > 2 X_recv now: X_recv = X_recv / 2 and X = 2 X_recv = X_calc / 4.
+    send(&mut c, t + ms(10));
+    let t = c.poll_timeout().unwrap();
+    c.handle_timeout(t);
+    assert!(
+        close(bytes_per_sec(&c), x_calc / 4.0, 1e-3),
+        "{}",
+        bytes_per_sec(&c)
+    );
+    // Idle since the timer was set with X_recv below four packets per RTT: not halved again.
+    let mut idle = rfc3448(None);
+    idle.on_feedback(at(100), &report(100, 20_000.0, 0.01));
+    let before = bytes_per_sec(&idle);
+    let t = idle.poll_timeout().unwrap();
+    idle.handle_timeout(t);
+    assert_eq!(bytes_per_sec(&idle), before);
+}
