@@ -17,6 +17,7 @@ use clap::{Parser, Subcommand};
 mod choose;
 mod papers;
 mod plot;
+mod psk;
 mod recv;
 mod run;
 mod send;

@@ -52,6 +52,11 @@ pub struct RecvArgs {
     /// Print each verified transfer's statistics on stdout, one JSON object per line.
     #[arg(long)]
     pub json: bool,
+    /// A file holding a secret both ends share: only a peer with the same file completes the
+    /// handshake, so no one in the middle can. Without it packets are still encrypted and
+    /// authenticated, but the first peer to answer is trusted.
+    #[arg(long, value_name = "FILE")]
+    pub psk: Option<PathBuf>,
 }
 
 /// How a finished transfer is reported.
@@ -252,14 +257,19 @@ impl Drop for PartFile {
 /// Run `qstp recv`.
 pub fn main(args: RecvArgs) -> anyhow::Result<()> {
     let destination = Destination::from_args(args.out.as_deref(), args.once, args.overwrite)?;
+    let psk = args.psk.as_deref().map(crate::psk::load).transpose()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(run(args, destination))
+    runtime.block_on(run(args, destination, psk))
 }
 
-async fn run(args: RecvArgs, destination: Destination) -> anyhow::Result<()> {
+async fn run(
+    args: RecvArgs,
+    destination: Destination,
+    psk: Option<qstp_proto::PreSharedKey>,
+) -> anyhow::Result<()> {
     let listen = crate::send::resolve(&crate::send::with_default_port(&args.listen, true)).await?;
     // The bound on transfers is the bound on memory: each holds its window and file buffers.
     let options = EndpointOptions {
@@ -269,6 +279,7 @@ async fn run(args: RecvArgs, destination: Destination) -> anyhow::Result<()> {
             max_target: args.max_target,
             ..ServerPolicy::default()
         },
+        psk,
         ..EndpointOptions::default()
     };
     let endpoint = Endpoint::bind_with(listen, options)

@@ -43,6 +43,11 @@ pub struct SendArgs {
     /// Hide the progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// A file holding a secret both ends share: only a peer with the same file completes the
+    /// handshake, so no one in the middle can. Without it packets are still encrypted and
+    /// authenticated, but the first peer to answer is trusted.
+    #[arg(long, value_name = "FILE")]
+    pub psk: Option<PathBuf>,
 }
 
 fn parse_interval(text: &str) -> Result<f64, String> {
@@ -81,6 +86,7 @@ struct Plan {
     config: Config,
     dscp: Option<Dscp>,
     profile: Preset,
+    psk: Option<qstp_proto::PreSharedKey>,
 }
 
 fn plan(args: &SendArgs) -> anyhow::Result<Plan> {
@@ -111,10 +117,12 @@ fn plan(args: &SendArgs) -> anyhow::Result<Plan> {
         config.max_rate = Some(cap);
     }
     config.validate().map_err(anyhow::Error::msg)?;
+    let psk = args.psk.as_deref().map(crate::psk::load).transpose()?;
     Ok(Plan {
         config,
         dscp,
         profile,
+        psk,
     })
 }
 
@@ -210,6 +218,7 @@ async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
     };
     let options = EndpointOptions {
         dscp: plan.dscp,
+        psk: plan.psk.clone(),
         ..EndpointOptions::default()
     };
     let endpoint = Endpoint::bind_with(local, options).context("cannot open a UDP socket")?;

@@ -6,43 +6,19 @@
 #![allow(clippy::disallowed_types)]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const QSTP: &str = env!("CARGO_BIN_EXE_qstp");
+mod common;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("qstp-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| ((i * 31) ^ (i >> 9)) as u8).collect()
-}
+use common::{pattern, scratch, start_server, wait_bounded, QSTP};
 
 /// Start `qstp recv --once` on an ephemeral port and return it with the address it listens on.
 fn start_receiver(out: &Path) -> (Child, String) {
     // The thread keeps draining stderr, so the receiver never blocks on a full pipe.
     let (child, addr, _lines) = start_server(out, &["--once"]);
     (child, addr)
-}
-
-/// Wait for `child` at most `limit`, killing it after.
-fn wait_bounded(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("process did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -322,32 +298,6 @@ fn an_existing_file_is_kept_and_the_new_one_takes_a_numbered_name() {
     assert_eq!(std::fs::read(out.join("notes.txt")).unwrap(), b"mine");
     assert!(std::fs::read(out.join("notes.txt.1")).unwrap() == data);
     assert_eq!(entries(&out), ["notes.txt", "notes.txt.1"]);
-}
-
-/// Start `qstp recv` (not `--once`) with `extra` flags; returns it (its stdout piped, for
-/// `--json`), its address and a thread that collects the rest of its stderr.
-fn start_server(
-    out: &Path,
-    extra: &[&str],
-) -> (Child, String, std::thread::JoinHandle<Vec<String>>) {
-    let mut child = Command::new(QSTP)
-        .args(["recv", "--listen", "127.0.0.1:0", "--out"])
-        .arg(out)
-        .args(extra)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected: {line}"))
-        .to_string();
-    let lines = std::thread::spawn(move || stderr.lines().map_while(Result::ok).collect());
-    (child, addr, lines)
 }
 
 /// A `qstp send -` whose stdin stays open: the transfer lasts until the pipe is closed.

@@ -1,0 +1,62 @@
+//! Helpers the CLI's transfer tests share.
+
+#![allow(dead_code, clippy::disallowed_types)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const QSTP: &str = env!("CARGO_BIN_EXE_qstp");
+
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("qstp-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| ((i * 31) ^ (i >> 9)) as u8).collect()
+}
+
+/// Wait for `child` at most `limit`, killing it after.
+pub fn wait_bounded(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("process did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Start `qstp recv` (not `--once`) with `extra` flags; returns it (its stdout piped, for
+/// `--json`), its address and a thread that collects the rest of its stderr.
+pub fn start_server(
+    out: &Path,
+    extra: &[&str],
+) -> (Child, String, std::thread::JoinHandle<Vec<String>>) {
+    let mut child = Command::new(QSTP)
+        .args(["recv", "--listen", "127.0.0.1:0", "--out"])
+        .arg(out)
+        .args(extra)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected: {line}"))
+        .to_string();
+    let lines = std::thread::spawn(move || stderr.lines().map_while(Result::ok).collect());
+    (child, addr, lines)
+}
