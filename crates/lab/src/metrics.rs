@@ -66,6 +66,18 @@ pub struct FlowSeries {
     pub loss_rate: Vec<Option<f64>>,
 }
 
+/// One bottleneck queue's occupancy over a whole run, at the end of each bin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueLength {
+    /// `bottleneck`, or `bottleneck/<class>` for a CBQ class.
+    pub name: String,
+    /// Packets queued at the end of each bin.
+    pub packets: Vec<f64>,
+    /// Bytes queued at the end of each bin (empty when not known).
+    #[serde(default)]
+    pub bytes: Vec<f64>,
+}
+
 /// The series of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSeries {
@@ -74,6 +86,9 @@ pub struct RunSeries {
     pub bin: Duration,
     /// One per flow, groups in order.
     pub flows: Vec<FlowSeries>,
+    /// One per bottleneck queue: the whole queue, then each class.
+    #[serde(default)]
+    pub queues: Vec<QueueLength>,
 }
 
 /// One run reduced to what the reports need.
@@ -110,6 +125,15 @@ pub fn reduce(
     let series = keep_series.then(|| RunSeries {
         bin,
         flows: output.flows.iter().map(|f| flow_series(f, bin)).collect(),
+        queues: output
+            .queue_series
+            .iter()
+            .map(|q| QueueLength {
+                name: q.name.clone(),
+                packets: q.packets.iter().map(|&v| v as f64).collect(),
+                bytes: q.bytes.iter().map(|&v| v as f64).collect(),
+            })
+            .collect(),
     });
     RunMetrics {
         seed,
@@ -322,6 +346,7 @@ mod tests {
             bottleneck_packets: 0,
             simulated: Duration::from_secs(1),
             flows: vec![f],
+            queue_series: Vec::new(),
             queues: vec![QueueRecord {
                 name: "bottleneck".into(),
                 green: CodePointCounters {

@@ -286,11 +286,14 @@ pub fn runs_csv(plan: &Plan, results: &[PointResult], summary: &Summary) -> Stri
 /// Every kept run's series in long format: one row per time, point, run, flow and metric
 /// (`throughput_bps` and `goodput_bps` through the 1 s time-sliding window, `jitter_ms` where the
 /// bin had packets; for TCP senders `rtt_ms` (mean smoothed RTT), `cwnd_bytes` and `loss_rate`
-/// (share of data packets sent again) where the bin had acknowledgements or sends). `time_s` is
-/// the end of the bin; `point` joins with `runs.csv` and the
-/// summary's `points`, where the swept values are.
+/// (share of data packets sent again) where the bin had acknowledgements or sends), then one row
+/// per time, point, run, bottleneck queue and metric (`queue_packets`, `queue_bytes`: what the
+/// queue held at the end of the bin), whose `group` and `flow` are empty and whose last column,
+/// `queue`, names the queue (`bottleneck`, `bottleneck/<class>`; empty on flow rows). `time_s` is
+/// the end of the bin; `point` joins with `runs.csv` and the summary's `points`, where the swept
+/// values are.
 pub fn long_series_csv(plan: &Plan, results: &[PointResult]) -> String {
-    let mut out = String::from("time_s,point,run,group,flow,metric,value\n");
+    let mut out = String::from("time_s,point,run,group,flow,metric,value,queue\n");
     for (p, (point, result)) in plan.points.iter().zip(results).enumerate() {
         for (run, metrics) in result.runs.iter().enumerate() {
             let Some(s) = &metrics.series else {
@@ -302,7 +305,7 @@ pub fn long_series_csv(plan: &Plan, results: &[PointResult]) -> String {
                 let mut row = |i: usize, metric: &str, value: String| {
                     let _ = writeln!(
                         out,
-                        "{:.3},{p},{run},{group},{},{metric},{value}",
+                        "{:.3},{p},{run},{group},{},{metric},{value},",
                         (i + 1) as f64 * bin,
                         f.flow
                     );
@@ -323,6 +326,18 @@ pub fn long_series_csv(plan: &Plan, results: &[PointResult]) -> String {
                         if let Some(v) = v {
                             row(i, metric, format!("{v:.digits$}"));
                         }
+                    }
+                }
+            }
+            for q in &s.queues {
+                let name = field(&q.name);
+                for (metric, values) in [("queue_packets", &q.packets), ("queue_bytes", &q.bytes)] {
+                    for (i, v) in values.iter().enumerate() {
+                        let _ = writeln!(
+                            out,
+                            "{:.3},{p},{run},,,{metric},{v:.0},{name}",
+                            (i + 1) as f64 * bin
+                        );
                     }
                 }
             }

@@ -12,7 +12,7 @@ use crate::ids::{AgentId, FlowId, LinkId};
 use crate::network::Network;
 use crate::record::Recorder;
 use crate::rng::{stream, StreamKind};
-use crate::spec::{Color, GroupSpec, Protocol, QueueRecord, RunOutput, SimSpec};
+use crate::spec::{Color, GroupSpec, Protocol, QueueRecord, QueueSeries, RunOutput, SimSpec};
 use crate::topology::{self, FlowEnds};
 use crate::validate::{bin_count, validate};
 use qstp_proto::{Duration, Endpoint, EndpointConfig, Time};
@@ -55,6 +55,12 @@ struct World {
     /// When the queue counters start to count, and what they held then.
     warmup: Time,
     at_warmup: Option<Vec<QueueRecord>>,
+    /// The bottleneck's queue lengths at the end of each bin so far (the whole queue, then each
+    /// class), and when the next bin ends.
+    queue_series: Vec<QueueSeries>,
+    bin: Duration,
+    bins: usize,
+    next_sample: Time,
 }
 
 impl World {
@@ -70,7 +76,19 @@ impl World {
             agents.push(receiver);
         }
         let flows: Vec<(usize, u32)> = built.flows.iter().map(|f| (f.group, f.flow)).collect();
-        let recorder = Recorder::new(spec.bin, bin_count(spec) as usize, &flows);
+        let bins = bin_count(spec) as usize;
+        let recorder = Recorder::new(spec.bin, bins, &flows);
+        let queue = &built.network.link(built.bottleneck).queue;
+        let mut queue_series = vec![QueueSeries {
+            name: "bottleneck".into(),
+            packets: Vec::with_capacity(bins),
+            bytes: Vec::with_capacity(bins),
+        }];
+        queue_series.extend(queue.class_lengths().iter().map(|(class, ..)| QueueSeries {
+            name: format!("bottleneck/{class}"),
+            packets: Vec::with_capacity(bins),
+            bytes: Vec::with_capacity(bins),
+        }));
         Ok(World {
             events,
             network: built.network,
@@ -81,6 +99,10 @@ impl World {
             scratch: Vec::new(),
             warmup: Time::ZERO + spec.warmup,
             at_warmup: None,
+            queue_series,
+            bin: spec.bin,
+            bins,
+            next_sample: Time::ZERO + spec.bin,
         })
     }
 
@@ -90,6 +112,11 @@ impl World {
         while let Some((now, event)) = self.events.pop_before(end) {
             if self.at_warmup.is_none() && now >= self.warmup {
                 self.at_warmup = Some(self.queue_records());
+            }
+            // The queues hold still between events: their state now, before this event, is
+            // their state at the end of every bin that ended since the last event.
+            while now >= self.next_sample {
+                self.sample_queues();
             }
             while now >= next_report {
                 progress(next_report);
@@ -121,6 +148,32 @@ impl World {
             next_report += second;
         }
         progress(end);
+        // The bins that end after the last event see the queues as it left them.
+        while self.queue_series[0].packets.len() < self.bins {
+            self.sample_queues();
+        }
+    }
+
+    /// Record the bottleneck's queue lengths as those at the end of the next bin.
+    fn sample_queues(&mut self) {
+        self.next_sample = if self.queue_series[0].packets.len() + 1 >= self.bins {
+            Time::MAX
+        } else {
+            self.next_sample + self.bin
+        };
+        if self.queue_series[0].packets.len() >= self.bins {
+            return;
+        }
+        let queue = &self.network.link(self.bottleneck).queue;
+        let whole = &mut self.queue_series[0];
+        whole.packets.push(queue.len() as u64);
+        whole.bytes.push(queue.bytes());
+        for (series, (_, packets, bytes)) in
+            self.queue_series[1..].iter_mut().zip(queue.class_lengths())
+        {
+            series.packets.push(packets as u64);
+            series.bytes.push(bytes);
+        }
     }
 
     fn deliver(&mut self, now: Time, agent: AgentId, packet: crate::ids::PacketId) {
@@ -186,6 +239,7 @@ impl World {
             simulated: spec.duration,
             flows: self.recorder.into_records(),
             queues,
+            queue_series: self.queue_series,
         }
     }
 

@@ -313,6 +313,18 @@ pub struct QueueRecord {
     pub red: CodePointCounters,
 }
 
+/// The occupancy of one queue, sampled at the end of every bin of width `SimSpec::bin`: what it
+/// held at that instant (not a mean over the bin), as ns-3 users sample a queue's length.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueSeries {
+    /// Name, as in [`QueueRecord::name`] (`bottleneck`, `bottleneck/<class>`).
+    pub name: String,
+    /// Packets queued at the end of each bin.
+    pub packets: Vec<u64>,
+    /// Bytes queued (sizes on the wire) at the end of each bin.
+    pub bytes: Vec<u64>,
+}
+
 /// What one flow did, recorded at fixed bins of width `SimSpec::bin`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowRecord {
@@ -367,4 +379,6 @@ pub struct RunOutput {
     pub flows: Vec<FlowRecord>,
     /// One per queue on the bottleneck, counted after `SimSpec::warmup`.
     pub queues: Vec<QueueRecord>,
+    /// The occupancy of the same queues over the whole run, one value per bin.
+    pub queue_series: Vec<QueueSeries>,
 }

@@ -236,6 +236,9 @@ mod tests {
         fn len(&self) -> usize {
             self.0.len()
         }
+        fn bytes(&self) -> u64 {
+            crate::queue::fifo_bytes(&self.0)
+        }
         fn counters(&self, _: Color) -> CodePointCounters {
             CodePointCounters::default()
         }
