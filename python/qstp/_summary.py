@@ -131,7 +131,7 @@ class Summary:
         per time, run, flow and metric, with columns ``time_s`` (end of the bin), ``point``,
         ``run``, ``group``, ``flow``, ``metric`` (``throughput_bps`` and ``goodput_bps`` through the
         1 s time-sliding window, ``jitter_ms`` where the bin had packets; for TCP senders
-        ``rtt_ms``, ``cwnd_bytes`` and ``loss_rate``), ``value`` and ``queue``
+        ``rtt_ms``, ``cwnd_bytes``, ``loss_rate`` and ``loss_events``), ``value`` and ``queue``
         (empty on flow rows). The bottleneck queues add rows with ``metric`` ``queue_packets`` or
         ``queue_bytes`` (what the queue held at the end of the bin), ``queue`` naming it
         (``bottleneck``, ``bottleneck/<class>``), an empty ``group`` and ``flow`` <NA>

@@ -64,6 +64,10 @@ pub struct FlowSeries {
     /// the sender's view of the loss rate.
     #[serde(default)]
     pub loss_rate: Vec<Option<f64>>,
+    /// Loss events the sender saw in the bin (TCP: entries into fast recovery and retransmission
+    /// timeouts; `None` for senders that do not report them).
+    #[serde(default)]
+    pub loss_events: Vec<Option<f64>>,
 }
 
 /// One bottleneck queue's occupancy over a whole run, at the end of each bin.
@@ -212,6 +216,12 @@ fn flow_series(f: &FlowRecord, bin: Duration) -> FlowSeries {
             .iter()
             .zip(&f.sender.sent)
             .map(|(&r, &n)| (n > 0).then(|| r as f64 / n as f64))
+            .collect(),
+        loss_events: f
+            .sender
+            .loss_events
+            .iter()
+            .map(|&n| Some(n as f64))
             .collect(),
     }
 }

@@ -286,7 +286,8 @@ pub fn runs_csv(plan: &Plan, results: &[PointResult], summary: &Summary) -> Stri
 /// Every kept run's series in long format: one row per time, point, run, flow and metric
 /// (`throughput_bps` and `goodput_bps` through the 1 s time-sliding window, `jitter_ms` where the
 /// bin had packets; for TCP senders `rtt_ms` (mean smoothed RTT), `cwnd_bytes` and `loss_rate`
-/// (share of data packets sent again) where the bin had acknowledgements or sends), then one row
+/// (share of data packets sent again) where the bin had acknowledgements or sends, and
+/// `loss_events` (entries into fast recovery and timeouts) in every bin), then one row
 /// per time, point, run, bottleneck queue and metric (`queue_packets`, `queue_bytes`: what the
 /// queue held at the end of the bin), whose `group` and `flow` are empty and whose last column,
 /// `queue`, names the queue (`bottleneck`, `bottleneck/<class>`; empty on flow rows). `time_s` is
@@ -321,6 +322,7 @@ pub fn long_series_csv(plan: &Plan, results: &[PointResult]) -> String {
                     ("rtt_ms", &f.rtt_ms, 3),
                     ("cwnd_bytes", &f.cwnd_bytes, 0),
                     ("loss_rate", &f.loss_rate, 6),
+                    ("loss_events", &f.loss_events, 0),
                 ] {
                     for (i, v) in values.iter().enumerate() {
                         if let Some(v) = v {

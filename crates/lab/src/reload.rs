@@ -296,6 +296,7 @@ fn read_series(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<
                 rtt_ms: Vec::new(),
                 cwnd_bytes: Vec::new(),
                 loss_rate: Vec::new(),
+                loss_events: Vec::new(),
             });
         // Sender series exist only for the flows whose senders report them.
         let sparse = |v: &mut Vec<Option<f64>>| {
@@ -311,6 +312,7 @@ fn read_series(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<
             "rtt_ms" => sparse(&mut series.rtt_ms),
             "cwnd_bytes" => sparse(&mut series.cwnd_bytes),
             "loss_rate" => sparse(&mut series.loss_rate),
+            "loss_events" => sparse(&mut series.loss_events),
             other => return Err(csv_error(path, line, format!("unknown metric '{other}'"))),
         }
     }

@@ -54,6 +54,7 @@ pub(crate) fn fake(spec: &SimSpec, progress: &mut dyn FnMut(Time)) -> Result<Run
                     rtt_ns: vec![30_000_000; bins],
                     rtt_samples: vec![1; bins],
                     cwnd_bytes: vec![15_000; bins],
+                    loss_events: vec![2; bins],
                 },
             });
         }

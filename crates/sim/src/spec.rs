@@ -364,6 +364,9 @@ pub struct SenderSeries {
     pub rtt_samples: Vec<u64>,
     /// Congestion window after the bin's last ACK, bytes (0: no ACK in the bin).
     pub cwnd_bytes: Vec<u64>,
+    /// Loss events the sender reacted to in the bin: TCP's entries into fast recovery and
+    /// retransmission timeouts.
+    pub loss_events: Vec<u64>,
 }
 
 /// Everything one run produced.

@@ -35,6 +35,19 @@ fn tcp_flows_share_a_drop_tail_bottleneck_and_fill_it() {
     }
     assert!(out.queues[0].red.ldrops > 0);
     assert!(out.flows.iter().any(|f| f.packets_retransmitted > 0));
+    // Each flow's loss events per bin: some, and never more than its retransmissions (each
+    // event retransmits at least one packet); the drop-tail queue fills up between them.
+    for flow in &out.flows {
+        let events: u64 = flow.sender.loss_events.iter().sum();
+        let resent: u64 = flow.sender.retransmitted.iter().sum();
+        assert_eq!(flow.sender.loss_events.len(), 30);
+        assert!(
+            events > 0 && events <= resent,
+            "{events} events, {resent} resent"
+        );
+    }
+    let peak = out.queue_series[0].packets.iter().max().copied();
+    assert!(peak.is_some_and(|p| p > 25 && p <= 50), "{peak:?}");
 }
 
 #[test]

@@ -171,9 +171,9 @@ fn series_csv_holds_every_run_in_long_format() {
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert!(rows.iter().all(|r| r.len() == 8));
     let (queue_rows, flow_rows): (Vec<_>, Vec<_>) = rows.iter().partition(|r| !r[7].is_empty());
-    // (2 + 3 flows) x 3 runs x 10 bins x 6 metrics (the fake has a packet, a send and an ACK
-    // in every bin).
-    assert_eq!(flow_rows.len(), 5 * 3 * 10 * 6);
+    // (2 + 3 flows) x 3 runs x 10 bins x 7 metrics (the fake has a packet, a send, an ACK and
+    // loss events in every bin).
+    assert_eq!(flow_rows.len(), 5 * 3 * 10 * 7);
     // 2 points x 3 runs x 10 bins x 2 queues (the whole and a class) x 2 metrics.
     assert_eq!(queue_rows.len(), 2 * 3 * 10 * 2 * 2);
     assert!(queue_rows
@@ -196,6 +196,7 @@ fn series_csv_holds_every_run_in_long_format() {
         ("rtt_ms", "30.000"),
         ("cwnd_bytes", "15000"),
         ("loss_rate", "0.100000"),
+        ("loss_events", "2"),
     ] {
         assert!(
             rows.iter().any(|r| r[5] == metric && r[6] == value),
