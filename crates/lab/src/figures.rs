@@ -37,10 +37,15 @@ fn file_safe(text: &str) -> String {
 
 /// A file-name-safe label of point `p`: `p03-AB.protocol=qstp`.
 pub fn point_stem(summary: &Summary, p: usize) -> String {
-    let label = if summary.points[p].params.is_empty() {
+    stem_of(&summary.points[p].params, p)
+}
+
+/// The file-name-safe label of point `p` with the swept values `params`.
+pub fn stem_of(params: &serde_json::Map<String, serde_json::Value>, p: usize) -> String {
+    let label = if params.is_empty() {
         String::new()
     } else {
-        params_label(&summary.points[p].params)
+        params_label(params)
     };
     let safe = file_safe(&label);
     if safe.is_empty() {

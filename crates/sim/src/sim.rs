@@ -5,6 +5,7 @@ use crate::agent::qstp::{addresses, QstpClient, QstpServer};
 use crate::agent::tcp;
 use crate::agent::udp::{OnOff, UdpSink, UdpSource};
 use crate::agent::{Agent, Binding, Ctx, UDP_IP_HEADER};
+use crate::capture::{Capture, CaptureSink, Tap};
 use crate::engine::Scheduler;
 use crate::error::SimError;
 use crate::event::Event;
@@ -29,8 +30,18 @@ pub fn run_with_progress(
     spec: &SimSpec,
     progress: &mut dyn FnMut(Time),
 ) -> Result<RunOutput, SimError> {
+    run_with_capture(spec, progress, None)
+}
+
+/// Run `spec` as [`run_with_progress`] does, capturing the packets of one link into
+/// `capture.sink` (see [`crate::capture`]); an unknown link name is refused before the run.
+pub fn run_with_capture(
+    spec: &SimSpec,
+    progress: &mut dyn FnMut(Time),
+    capture: Option<Capture<'_>>,
+) -> Result<RunOutput, SimError> {
     validate(spec)?;
-    let mut world = World::build(spec)?;
+    let mut world = World::build(spec, capture)?;
     world.run(Time::ZERO + spec.duration, progress);
     // Every topology builder routes every flow both ways: a packet without a route is a defect
     // of the builder, reported rather than hidden in the counts.
@@ -43,7 +54,7 @@ pub fn run_with_progress(
 }
 
 /// Everything a run holds.
-struct World {
+struct World<'a> {
     events: Scheduler<Event>,
     network: Network,
     bottleneck: LinkId,
@@ -61,11 +72,38 @@ struct World {
     bin: Duration,
     bins: usize,
     next_sample: Time,
+    /// Where the captured link's frames go, and the link.
+    capture: Option<(&'a mut dyn CaptureSink, LinkId)>,
 }
 
-impl World {
-    fn build(spec: &SimSpec) -> Result<World, SimError> {
-        let built = topology::build(spec)?;
+impl<'a> World<'a> {
+    fn build(spec: &SimSpec, capture: Option<Capture<'a>>) -> Result<World<'a>, SimError> {
+        let mut built = topology::build(spec)?;
+        let capture = match capture {
+            None => None,
+            Some(c) => {
+                let Some(&(_, link, after_marker)) =
+                    built.named_links.iter().find(|(name, ..)| *name == c.link)
+                else {
+                    let known: Vec<&str> =
+                        built.named_links.iter().map(|(n, ..)| n.as_str()).collect();
+                    return Err(SimError::Invalid {
+                        key: "capture".into(),
+                        reason: format!("no link named '{}' (known: {})", c.link, known.join(", ")),
+                    });
+                };
+                let flows: Vec<(usize, u32)> =
+                    built.flows.iter().map(|f| (f.group, f.flow)).collect();
+                built.network.link_mut(link).tap = Some(Box::new(Tap::new(
+                    spec,
+                    link,
+                    &flows,
+                    after_marker,
+                    c.limit,
+                )));
+                Some((c.sink, link))
+            }
+        };
         let mut events = Scheduler::new();
         let mut agents = Vec::with_capacity(built.flows.len() * 2);
         for (index, ends) in built.flows.iter().enumerate() {
@@ -103,6 +141,7 @@ impl World {
             bin: spec.bin,
             bins,
             next_sample: Time::ZERO + spec.bin,
+            capture,
         })
     }
 
@@ -140,6 +179,11 @@ impl World {
                         self.armed[agent.index()] = None;
                         self.with_agent(now, agent, true, |a, ctx| a.on_timer(ctx));
                     }
+                }
+            }
+            if let Some((sink, link)) = &mut self.capture {
+                if let Some(tap) = self.network.link_mut(*link).tap.as_deref_mut() {
+                    tap.drain(&mut **sink);
                 }
             }
         }

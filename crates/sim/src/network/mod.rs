@@ -85,6 +85,11 @@ impl Network {
         &self.links[id.index()]
     }
 
+    /// A link, to change it.
+    pub fn link_mut(&mut self, id: LinkId) -> &mut Link {
+        &mut self.links[id.index()]
+    }
+
     /// Every link.
     pub fn links(&self) -> &[Link] {
         &self.links
