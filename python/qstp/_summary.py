@@ -130,7 +130,12 @@ class Summary:
         """The recorded series of ``point`` in long format (series.csv's rows of the point): one row
         per time, run, flow and metric, with columns ``time_s`` (end of the bin), ``point``,
         ``run``, ``group``, ``flow``, ``metric`` (``throughput_bps`` and ``goodput_bps`` through the
-        1 s time-sliding window, ``jitter_ms`` where the bin had packets) and ``value``.
+        1 s time-sliding window, ``jitter_ms`` where the bin had packets; for TCP senders
+        ``rtt_ms``, ``cwnd_bytes``, ``loss_rate`` and ``loss_events``), ``value`` and ``queue``
+        (empty on flow rows). The bottleneck queues add rows with ``metric`` ``queue_packets`` or
+        ``queue_bytes`` (what the queue held at the end of the bin), ``queue`` naming it
+        (``bottleneck``, ``bottleneck/<class>``), an empty ``group`` and ``flow`` <NA>
+        (``flow`` is a nullable integer column).
 
         Which runs have series is ``to_dict()["series_runs"]``: ``all``, or ``first`` when every
         run's would not fit the lab's memory bound.
@@ -143,8 +148,9 @@ class Summary:
 
             self._series = pandas.read_csv(
                 io.StringIO(self._results.series_csv()),
-                dtype={"group": str, "metric": str},
+                dtype={"group": str, "metric": str, "queue": str, "flow": "Int64"},
                 keep_default_na=False,
+                na_values={"flow": [""]},
             )
         frame = self._series[self._series["point"] == point]
         return frame.reset_index(drop=True)

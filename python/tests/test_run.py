@@ -134,11 +134,20 @@ def test_flows_has_a_row_per_point_group_and_statistic(tiny: Path) -> None:
 def test_series_in_long_format(tiny: Path) -> None:
     s = qstp.run(tiny, progress=False)
     series = s.series(1)
-    assert list(series.columns) == ["time_s", "point", "run", "group", "flow", "metric", "value"]
+    assert list(series.columns) == [
+        "time_s", "point", "run", "group", "flow", "metric", "value", "queue"
+    ]
     assert (series["point"] == 1).all()
+    # Rows of the bottleneck queue name it in `queue` and have no group nor flow.
+    queues = series[series.queue != ""]
+    assert set(queues["metric"]) == {"queue_packets", "queue_bytes"}
+    assert set(queues["queue"]) == {"bottleneck"}
+    assert queues["flow"].isna().all() and (queues["group"] == "").all()
+    assert len(queues) == 20 * 2 * 2
+    series = series[series.queue == ""]
     # Every flow's receiver series, and the TCP sender's own (group B is TCP) for B only.
     assert {"throughput_bps", "goodput_bps", "jitter_ms"} <= set(series["metric"])
-    tcp_only = {"cwnd_bytes", "rtt_ms", "loss_rate"}
+    tcp_only = {"cwnd_bytes", "rtt_ms", "loss_rate", "loss_events"}
     assert tcp_only <= set(series["metric"])
     assert set(series[series.metric.isin(tcp_only)]["group"]) == {"B"}
     assert set(series["run"]) == {0, 1}

@@ -34,6 +34,8 @@ pub fn main(args: ChooseArgs) -> anyhow::Result<()> {
                 seed: None,
                 duration: None,
                 jobs: None,
+                pcap: None,
+                pcap_limit: qstp_lab::pcap::DEFAULT_LIMIT,
             },
             false,
         )?

@@ -29,6 +29,14 @@ pub struct RunArgs {
     /// Worker threads [default: the available cores].
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Capture the packets entering this link onto the wire (`bottleneck`, or a flow's
+    /// `access/GROUP/FLOW` or `sink/GROUP/FLOW`) in the first run of each point, into
+    /// pcap/<point>.pcap (raw IPv4, for Wireshark or tcpdump).
+    #[arg(long, value_name = "LINK")]
+    pub pcap: Option<String>,
+    /// Most packets captured per pcap file; later packets are left out.
+    #[arg(long, value_name = "PACKETS", default_value_t = qstp_lab::pcap::DEFAULT_LIMIT, requires = "pcap")]
+    pub pcap_limit: u64,
 }
 
 /// The TCP congestion controls a scenario may name, with their parameters, from the simulator's
@@ -86,8 +94,11 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(&base.name));
-    // Refuse a folder of someone else's files before any work.
+    // Refuse a folder of someone else's files, or a link the topology lacks, before any work.
     output::claim(&out)?;
+    if let Some(link) = &args.pcap {
+        qstp_lab::pcap::check_link(&plan, link).map_err(anyhow::Error::msg)?;
+    }
     for warning in plan.warnings() {
         eprintln!("warning: {}: {warning}", args.scenario.display());
     }
@@ -110,13 +121,23 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
         bar.set_message(format!("runs {}/{}", p.runs_done, p.runs_total));
     };
     let started = Instant::now();
-    let results = execute(&plan, jobs, qstp_lab::simulate, &on_progress);
+    let results = match &args.pcap {
+        None => execute(&plan, jobs, qstp_lab::simulate, &on_progress).map_err(anyhow::Error::from),
+        Some(link) => {
+            qstp_lab::pcap::execute_captured(&plan, jobs, &out, link, args.pcap_limit, &on_progress)
+                .map_err(anyhow::Error::from)
+        }
+    };
     bar.finish_and_clear();
     let results = results.context("simulation failed")?;
     let wall_s = started.elapsed().as_secs_f64();
 
     let summary = summary::build(&plan, &results, &overrides);
-    let written = output::write_all(&out, &plan, &results, &summary)?;
+    let written = if args.pcap.is_some() {
+        output::write_all_keeping_pcap(&out, &plan, &results, &summary)?
+    } else {
+        output::write_all(&out, &plan, &results, &summary)?
+    };
     if !report {
         eprintln!("results: {}", out.display());
         return Ok(out);
@@ -159,5 +180,13 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
         written.plots.len(),
         out.join("plots").display()
     );
+    if let Some(link) = &args.pcap {
+        println!(
+            "pcap:    {} file(s) in {} (link {link}, the first run of each point, at most {} packets each)",
+            plan.points.len(),
+            out.join(qstp_lab::pcap::FOLDER).display(),
+            args.pcap_limit
+        );
+    }
     Ok(out)
 }

@@ -146,7 +146,7 @@ access = { rate = "100M", delay = "1ms" }
         .count();
     assert_eq!(per_flow, 4);
     let series = std::fs::read_to_string(results.join("series.csv")).unwrap();
-    for metric in [",rtt_ms,", ",cwnd_bytes,", ",loss_rate,"] {
+    for metric in [",rtt_ms,", ",cwnd_bytes,", ",loss_rate,", ",loss_events,"] {
         assert!(series.contains(metric), "{metric}");
     }
     let dir = results.to_str().unwrap();

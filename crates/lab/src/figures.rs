@@ -37,10 +37,15 @@ fn file_safe(text: &str) -> String {
 
 /// A file-name-safe label of point `p`: `p03-AB.protocol=qstp`.
 pub fn point_stem(summary: &Summary, p: usize) -> String {
-    let label = if summary.points[p].params.is_empty() {
+    stem_of(&summary.points[p].params, p)
+}
+
+/// The file-name-safe label of point `p` with the swept values `params`.
+pub fn stem_of(params: &serde_json::Map<String, serde_json::Value>, p: usize) -> String {
+    let label = if params.is_empty() {
         String::new()
     } else {
-        params_label(&summary.points[p].params)
+        params_label(params)
     };
     let safe = file_safe(&label);
     if safe.is_empty() {
@@ -211,6 +216,9 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
         if let Some(figure) = sender_figure(point, first, summary, p, &label, result.runs[0].seed) {
             out.push(figure);
         }
+        if let Some(figure) = queue_figure(first, summary, p, &label, result.runs[0].seed, warmup) {
+            out.push(figure);
+        }
     }
     if (2..=4).contains(&panels.len()) {
         // One y scale for every panel, so they compare at a glance.
@@ -249,6 +257,55 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
     out.extend(swept_key_figures(plan, summary));
     out.extend(metric_figures(plan, summary));
     out
+}
+
+/// The bottleneck queue's length (and each CBQ class's) over time in the point's first run, in
+/// packets at the end of each bin.
+fn queue_figure(
+    series: &RunSeries,
+    summary: &Summary,
+    p: usize,
+    label: &str,
+    seed: u64,
+    warmup: f64,
+) -> Option<Figure> {
+    if series.queues.is_empty() {
+        return None;
+    }
+    let bin = series.bin.as_secs_f64();
+    let lines = series
+        .queues
+        .iter()
+        .map(|q| Line {
+            label: q.name.clone(),
+            points: q
+                .packets
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| ((i + 1) as f64 * bin, v))
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    Some(Figure {
+        stem: format!("queue-{}", point_stem(summary, p)),
+        point: Some(p),
+        chart: Chart {
+            title: format!(
+                "Bottleneck queue length at the end of each {bin} s bin, {label}, seed {seed}"
+            ),
+            x_label: "time (s)".into(),
+            y_label: "queue length (packets)".into(),
+            lines,
+            shade: (warmup > 0.0).then(|| Shade {
+                label: "warm-up".into(),
+                from: 0.0,
+                to: warmup,
+            }),
+            ..Default::default()
+        },
+        panels: Vec::new(),
+    })
 }
 
 /// The high-speed TCP paper's Figs. 8-19 for one point where TCP flows alone share the
@@ -627,8 +684,10 @@ mod tests {
             [
                 "throughput-p00-B.flows=1",
                 "jitter-cdf-p00-B.flows=1",
+                "queue-p00-B.flows=1",
                 "throughput-p01-B.flows=2",
                 "jitter-cdf-p01-B.flows=2",
+                "queue-p01-B.flows=2",
                 "throughput-panels",
                 "mean-vs-flows-00",
                 "std-vs-flows"
@@ -648,8 +707,13 @@ mod tests {
         assert_eq!(cdf.len(), 24);
         assert_eq!(cdf.last().unwrap().1, 1.0);
         assert!(cdf.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
-        assert_eq!(figs[4].panels.len(), 2);
-        let thr = &figs[2].chart;
+        // The queue figure: the whole queue and its class, in packets at the end of each bin.
+        let queue = &figs[2].chart;
+        let names: Vec<&str> = queue.lines.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(names, ["bottleneck", "bottleneck/af"]);
+        assert_eq!(queue.lines[0].points[9], (10.0, 9.0));
+        assert_eq!(figs[6].panels.len(), 2);
+        let thr = &figs[3].chart;
         assert_eq!(
             thr.references,
             vec![Reference {
@@ -661,7 +725,7 @@ mod tests {
         // Group B's line is the sum of its two flows.
         let b = &thr.lines[1];
         assert!(b.label.starts_with("B (tcp/newreno, 2 flows)"));
-        let mean = &figs[5].chart;
+        let mean = &figs[7].chart;
         assert_eq!(
             mean.lines[1].points.iter().map(|p| p.0).collect::<Vec<_>>(),
             [1.0, 2.0]

@@ -16,6 +16,7 @@ pub mod choose;
 pub mod figures;
 pub mod output;
 pub mod papers;
+pub mod pcap;
 pub mod plot;
 pub mod reload;
 pub mod report;

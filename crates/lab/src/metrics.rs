@@ -64,6 +64,22 @@ pub struct FlowSeries {
     /// the sender's view of the loss rate.
     #[serde(default)]
     pub loss_rate: Vec<Option<f64>>,
+    /// Loss events the sender saw in the bin (TCP: entries into fast recovery and retransmission
+    /// timeouts; `None` for senders that do not report them).
+    #[serde(default)]
+    pub loss_events: Vec<Option<f64>>,
+}
+
+/// One bottleneck queue's occupancy over a whole run, at the end of each bin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueLength {
+    /// `bottleneck`, or `bottleneck/<class>` for a CBQ class.
+    pub name: String,
+    /// Packets queued at the end of each bin.
+    pub packets: Vec<f64>,
+    /// Bytes queued at the end of each bin (empty when not known).
+    #[serde(default)]
+    pub bytes: Vec<f64>,
 }
 
 /// The series of one run.
@@ -74,6 +90,9 @@ pub struct RunSeries {
     pub bin: Duration,
     /// One per flow, groups in order.
     pub flows: Vec<FlowSeries>,
+    /// One per bottleneck queue: the whole queue, then each class.
+    #[serde(default)]
+    pub queues: Vec<QueueLength>,
 }
 
 /// One run reduced to what the reports need.
@@ -110,6 +129,15 @@ pub fn reduce(
     let series = keep_series.then(|| RunSeries {
         bin,
         flows: output.flows.iter().map(|f| flow_series(f, bin)).collect(),
+        queues: output
+            .queue_series
+            .iter()
+            .map(|q| QueueLength {
+                name: q.name.clone(),
+                packets: q.packets.iter().map(|&v| v as f64).collect(),
+                bytes: q.bytes.iter().map(|&v| v as f64).collect(),
+            })
+            .collect(),
     });
     RunMetrics {
         seed,
@@ -188,6 +216,12 @@ fn flow_series(f: &FlowRecord, bin: Duration) -> FlowSeries {
             .iter()
             .zip(&f.sender.sent)
             .map(|(&r, &n)| (n > 0).then(|| r as f64 / n as f64))
+            .collect(),
+        loss_events: f
+            .sender
+            .loss_events
+            .iter()
+            .map(|&n| Some(n as f64))
             .collect(),
     }
 }
@@ -322,6 +356,7 @@ mod tests {
             bottleneck_packets: 0,
             simulated: Duration::from_secs(1),
             flows: vec![f],
+            queue_series: Vec::new(),
             queues: vec![QueueRecord {
                 name: "bottleneck".into(),
                 green: CodePointCounters {

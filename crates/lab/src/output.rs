@@ -1,7 +1,8 @@
 //! Writes a finished plan to its results folder: `summary.json`, `runs.csv` (every run's per-flow
 //! results, one row per run and flow), `series.csv` (every run's time series in long format, one
-//! row per time, run, flow and metric), `series/*.csv` (the first run's series, one column per
-//! flow), `plots/*.svg` and `plots/*.pdf`, and `report.html`.
+//! row per time, run, flow and metric, and per bottleneck queue), `series/*.csv` (the first run's
+//! series, one column per flow), `plots/*.svg` and `plots/*.pdf`, `report.html`, and with
+//! `--pcap` the packet captures in `pcap/` ([`crate::pcap`]).
 //!
 //! The folder is the lab's: it holds a `.qstp-results` marker, and a later run into it first
 //! removes what an earlier run wrote there (and nothing else). A folder that exists, is not empty
@@ -45,7 +46,7 @@ pub enum OutputError {
 pub const MARKER: &str = ".qstp-results";
 
 /// What the lab writes into a results folder, and removes from it before writing again.
-pub const OWNED: [&str; 7] = [
+pub const OWNED: [&str; 8] = [
     "summary.json",
     "scenario.toml",
     "runs.csv",
@@ -53,7 +54,13 @@ pub const OWNED: [&str; 7] = [
     "report.html",
     "series",
     "plots",
+    "pcap",
 ];
+
+/// What the marker file says.
+const MARKER_TEXT: &str =
+    "Written by `qstp run`. A later run into this folder replaces summary.json, scenario.toml,\n\
+     runs.csv, series.csv, report.html, series/, plots/ and pcap/, and nothing else.\n";
 
 /// Check that `dir` may receive results: it does not exist, is empty, or was written by the lab.
 /// Call it before running anything, so that a refusal costs no work.
@@ -77,9 +84,28 @@ pub fn claim(dir: &Path) -> Result<(), OutputError> {
     }
 }
 
-/// Remove what an earlier run of the lab wrote in `dir` (only the names in [`OWNED`]).
-fn clear_owned(dir: &Path) -> Result<(), OutputError> {
-    for name in OWNED {
+/// Make `dir/pcap/` an empty folder for this run's packet captures, before the run: `dir` is
+/// claimed ([`claim`]) and marked as the lab's, and the captures of an earlier run are removed.
+/// Then write the other results with [`write_all_keeping_pcap`].
+pub fn prepare_pcap(dir: &Path) -> Result<PathBuf, OutputError> {
+    claim(dir)?;
+    mkdir(dir)?;
+    write(&dir.join(MARKER), MARKER_TEXT)?;
+    let folder = dir.join(crate::pcap::FOLDER);
+    if folder.is_dir() {
+        std::fs::remove_dir_all(&folder).map_err(|error| OutputError::Io {
+            path: folder.clone(),
+            error,
+        })?;
+    }
+    mkdir(&folder)?;
+    Ok(folder)
+}
+
+/// Remove what an earlier run of the lab wrote in `dir` (only the names in [`OWNED`], but for
+/// those in `keep`).
+fn clear_owned(dir: &Path, keep: &[&str]) -> Result<(), OutputError> {
+    for name in OWNED.into_iter().filter(|n| !keep.contains(n)) {
         let path = dir.join(name);
         let removed = if path.is_dir() {
             std::fs::remove_dir_all(&path)
@@ -124,21 +150,37 @@ fn mkdir(path: &Path) -> Result<(), OutputError> {
     })
 }
 
-/// Write every output of the plan under `dir`.
+/// Write every output of the plan under `dir` (removing the captures of an earlier run).
 pub fn write_all(
     dir: &Path,
     plan: &Plan,
     results: &[PointResult],
     summary: &Summary,
 ) -> Result<Written, OutputError> {
+    write_outputs(dir, plan, results, summary, &[])
+}
+
+/// [`write_all`] for a run whose packet captures are already in `dir/pcap/` ([`prepare_pcap`]).
+pub fn write_all_keeping_pcap(
+    dir: &Path,
+    plan: &Plan,
+    results: &[PointResult],
+    summary: &Summary,
+) -> Result<Written, OutputError> {
+    write_outputs(dir, plan, results, summary, &[crate::pcap::FOLDER])
+}
+
+fn write_outputs(
+    dir: &Path,
+    plan: &Plan,
+    results: &[PointResult],
+    summary: &Summary,
+    keep: &[&str],
+) -> Result<Written, OutputError> {
     claim(dir)?;
     mkdir(dir)?;
-    clear_owned(dir)?;
-    write(
-        &dir.join(MARKER),
-        "Written by `qstp run`. A later run into this folder replaces summary.json, scenario.toml,\n\
-         runs.csv, series.csv, report.html, series/ and plots/, and nothing else.\n",
-    )?;
+    clear_owned(dir, keep)?;
+    write(&dir.join(MARKER), MARKER_TEXT)?;
     // The scenario as run, so that `qstp plot` can redraw from this folder alone.
     write(&dir.join("scenario.toml"), &plan.source)?;
     let series_dir = dir.join("series");
@@ -286,11 +328,15 @@ pub fn runs_csv(plan: &Plan, results: &[PointResult], summary: &Summary) -> Stri
 /// Every kept run's series in long format: one row per time, point, run, flow and metric
 /// (`throughput_bps` and `goodput_bps` through the 1 s time-sliding window, `jitter_ms` where the
 /// bin had packets; for TCP senders `rtt_ms` (mean smoothed RTT), `cwnd_bytes` and `loss_rate`
-/// (share of data packets sent again) where the bin had acknowledgements or sends). `time_s` is
-/// the end of the bin; `point` joins with `runs.csv` and the
-/// summary's `points`, where the swept values are.
+/// (share of data packets sent again) where the bin had acknowledgements or sends, and
+/// `loss_events` (entries into fast recovery and timeouts) in every bin), then one row
+/// per time, point, run, bottleneck queue and metric (`queue_packets`, `queue_bytes`: what the
+/// queue held at the end of the bin), whose `group` and `flow` are empty and whose last column,
+/// `queue`, names the queue (`bottleneck`, `bottleneck/<class>`; empty on flow rows). `time_s` is
+/// the end of the bin; `point` joins with `runs.csv` and the summary's `points`, where the swept
+/// values are.
 pub fn long_series_csv(plan: &Plan, results: &[PointResult]) -> String {
-    let mut out = String::from("time_s,point,run,group,flow,metric,value\n");
+    let mut out = String::from("time_s,point,run,group,flow,metric,value,queue\n");
     for (p, (point, result)) in plan.points.iter().zip(results).enumerate() {
         for (run, metrics) in result.runs.iter().enumerate() {
             let Some(s) = &metrics.series else {
@@ -302,7 +348,7 @@ pub fn long_series_csv(plan: &Plan, results: &[PointResult]) -> String {
                 let mut row = |i: usize, metric: &str, value: String| {
                     let _ = writeln!(
                         out,
-                        "{:.3},{p},{run},{group},{},{metric},{value}",
+                        "{:.3},{p},{run},{group},{},{metric},{value},",
                         (i + 1) as f64 * bin,
                         f.flow
                     );
@@ -318,11 +364,24 @@ pub fn long_series_csv(plan: &Plan, results: &[PointResult]) -> String {
                     ("rtt_ms", &f.rtt_ms, 3),
                     ("cwnd_bytes", &f.cwnd_bytes, 0),
                     ("loss_rate", &f.loss_rate, 6),
+                    ("loss_events", &f.loss_events, 0),
                 ] {
                     for (i, v) in values.iter().enumerate() {
                         if let Some(v) = v {
                             row(i, metric, format!("{v:.digits$}"));
                         }
+                    }
+                }
+            }
+            for q in &s.queues {
+                let name = field(&q.name);
+                for (metric, values) in [("queue_packets", &q.packets), ("queue_bytes", &q.bytes)] {
+                    for (i, v) in values.iter().enumerate() {
+                        let _ = writeln!(
+                            out,
+                            "{:.3},{p},{run},,,{metric},{v:.0},{name}",
+                            (i + 1) as f64 * bin
+                        );
                     }
                 }
             }

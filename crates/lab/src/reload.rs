@@ -5,7 +5,7 @@
 //! in `summary.json`), `runs.csv` (each run's per-flow means) and `series.csv` (the series of the
 //! runs it kept). Queue counters and event counts are in the summary only.
 
-use crate::metrics::{FlowRun, FlowSeries, RunMetrics, RunSeries};
+use crate::metrics::{FlowRun, FlowSeries, QueueLength, RunMetrics, RunSeries};
 use crate::runner::PointResult;
 use crate::scenario::{parse, Overrides, Plan, ScenarioError};
 use crate::summary::Summary;
@@ -231,21 +231,21 @@ fn read_runs(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<()
 fn read_series(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<(), ReloadError> {
     // (point, run) -> (group, flow) -> series.
     let mut kept: BTreeMap<(usize, usize), BTreeMap<(usize, u32), FlowSeries>> = BTreeMap::new();
+    // (point, run) -> queues in the order first seen.
+    let mut queues: BTreeMap<(usize, usize), Vec<QueueLength>> = BTreeMap::new();
+    // Files written before the `queue` column have seven columns and flow rows only.
     let columns = ["time_s", "point", "run", "group", "flow", "metric", "value"];
     for (i, r) in records(path, &columns)?.iter().enumerate() {
         let line = i as u64 + 2;
         let time: f64 = field(path, line, r, 0, "time_s")?;
         let p: usize = field(path, line, r, 1, "point")?;
         let run: usize = field(path, line, r, 2, "run")?;
-        let flow: u32 = field(path, line, r, 4, "flow")?;
         let value: f64 = field(path, line, r, 6, "value")?;
         let scenario = &plan
             .points
             .get(p)
             .ok_or_else(|| csv_error(path, line, format!("no point {p}")))?
             .scenario;
-        let group = group_index(plan, p, &r[3])
-            .ok_or_else(|| csv_error(path, line, format!("no group '{}'", &r[3])))?;
         let bins = scenario
             .duration
             .as_nanos()
@@ -254,6 +254,35 @@ fn read_series(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<
             .checked_sub(1)
             .filter(|&b| b < bins)
             .ok_or_else(|| csv_error(path, line, format!("time {time} s is outside the run")))?;
+        if let Some(name) = r.get(7).filter(|q| !q.is_empty()) {
+            let list = queues.entry((p, run)).or_default();
+            let index = match list.iter().position(|q| q.name == name) {
+                Some(index) => index,
+                None => {
+                    list.push(QueueLength {
+                        name: name.to_string(),
+                        packets: vec![0.0; bins],
+                        bytes: vec![0.0; bins],
+                    });
+                    list.len() - 1
+                }
+            };
+            match &r[5] {
+                "queue_packets" => list[index].packets[bin] = value,
+                "queue_bytes" => list[index].bytes[bin] = value,
+                other => {
+                    return Err(csv_error(
+                        path,
+                        line,
+                        format!("unknown queue metric '{other}'"),
+                    ))
+                }
+            }
+            continue;
+        }
+        let flow: u32 = field(path, line, r, 4, "flow")?;
+        let group = group_index(plan, p, &r[3])
+            .ok_or_else(|| csv_error(path, line, format!("no group '{}'", &r[3])))?;
         let series = kept
             .entry((p, run))
             .or_default()
@@ -267,6 +296,7 @@ fn read_series(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<
                 rtt_ms: Vec::new(),
                 cwnd_bytes: Vec::new(),
                 loss_rate: Vec::new(),
+                loss_events: Vec::new(),
             });
         // Sender series exist only for the flows whose senders report them.
         let sparse = |v: &mut Vec<Option<f64>>| {
@@ -282,6 +312,7 @@ fn read_series(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<
             "rtt_ms" => sparse(&mut series.rtt_ms),
             "cwnd_bytes" => sparse(&mut series.cwnd_bytes),
             "loss_rate" => sparse(&mut series.loss_rate),
+            "loss_events" => sparse(&mut series.loss_events),
             other => return Err(csv_error(path, line, format!("unknown metric '{other}'"))),
         }
     }
@@ -293,7 +324,15 @@ fn read_series(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<
         metrics.series = Some(RunSeries {
             bin: plan.points[p].scenario.bin,
             flows: flows.into_values().collect(),
+            queues: queues.remove(&(p, run)).unwrap_or_default(),
         });
+    }
+    if let Some(((p, run), _)) = queues.into_iter().next() {
+        return Err(csv_error(
+            path,
+            0,
+            format!("queue rows for run {run} at point {p}, which has no flow rows"),
+        ));
     }
     Ok(())
 }

@@ -220,6 +220,26 @@ where
     F: Fn(&SimSpec, &mut dyn FnMut(Time)) -> Result<RunOutput, E> + Sync,
     E: Display,
 {
+    execute_tasks(
+        plan,
+        jobs,
+        |_, spec, on_time| simulate(spec, on_time),
+        progress,
+    )
+}
+
+/// [`execute`] with a `simulate` that is also told which task it runs (to capture the packets of
+/// some runs only, say).
+pub fn execute_tasks<F, E>(
+    plan: &Plan,
+    jobs: usize,
+    simulate: F,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Vec<PointResult>, RunError>
+where
+    F: Fn(Task, &SimSpec, &mut dyn FnMut(Time)) -> Result<RunOutput, E> + Sync,
+    E: Display,
+{
     let tasks = tasks(plan);
     let simulated_ns_total = simulated_ns_total(plan);
     let runs_total = tasks.len() as u64;
@@ -255,7 +275,12 @@ where
                 report(runs_done.load(Ordering::Relaxed), sim);
             }
         };
-        let outcome = run_task(plan, task, &simulate, &mut on_time);
+        let outcome = run_task(
+            plan,
+            task,
+            |spec: &SimSpec, on_time: &mut dyn FnMut(Time)| simulate(task, spec, on_time),
+            &mut on_time,
+        );
         if outcome.is_err() {
             failed.store(true, Ordering::Relaxed);
         }

@@ -229,9 +229,9 @@ pub fn build(plan: &Plan, results: &[PointResult], overrides: &Overrides) -> Sum
     }
 }
 
-fn point(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> PointSummary {
-    let params = pt
-        .params
+/// A point's swept values as the summary holds them.
+pub fn point_params(pt: &crate::scenario::Point) -> serde_json::Map<String, serde_json::Value> {
+    pt.params
         .iter()
         .map(|(k, v)| {
             (
@@ -239,7 +239,11 @@ fn point(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> PointSummary {
                 serde_json::to_value(v).unwrap_or(serde_json::Value::Null),
             )
         })
-        .collect();
+        .collect()
+}
+
+fn point(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> PointSummary {
+    let params = point_params(pt);
     let groups = &pt.scenario.groups;
     let flows = groups
         .iter()

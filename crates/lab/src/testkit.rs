@@ -1,7 +1,9 @@
 //! A small plan and a stand-in simulator for the lab's unit tests.
 
 use qstp_proto::Time;
-use qstp_sim::{CodePointCounters, FlowRecord, QueueRecord, RunOutput, SenderSeries, SimSpec};
+use qstp_sim::{
+    CodePointCounters, FlowRecord, QueueRecord, QueueSeries, RunOutput, SenderSeries, SimSpec,
+};
 
 pub(crate) const PLAN: &str = r#"
 name = "t"
@@ -52,6 +54,7 @@ pub(crate) fn fake(spec: &SimSpec, progress: &mut dyn FnMut(Time)) -> Result<Run
                     rtt_ns: vec![30_000_000; bins],
                     rtt_samples: vec![1; bins],
                     cwnd_bytes: vec![15_000; bins],
+                    loss_events: vec![2; bins],
                 },
             });
         }
@@ -80,5 +83,18 @@ pub(crate) fn fake(spec: &SimSpec, progress: &mut dyn FnMut(Time)) -> Result<Run
         simulated: spec.duration,
         flows,
         queues,
+        // A queue that fills by one packet of 1000 bytes per bin, and a class holding half of it.
+        queue_series: vec![
+            QueueSeries {
+                name: "bottleneck".into(),
+                packets: (0..bins as u64).collect(),
+                bytes: (0..bins as u64).map(|i| i * 1000).collect(),
+            },
+            QueueSeries {
+                name: "bottleneck/af".into(),
+                packets: (0..bins as u64).map(|i| i / 2).collect(),
+                bytes: (0..bins as u64).map(|i| i / 2 * 1000).collect(),
+            },
+        ],
     })
 }

@@ -25,6 +25,7 @@ pub mod queue;
 pub mod tcp;
 
 pub mod agent;
+pub mod capture;
 mod components;
 pub mod engine;
 pub mod error;
@@ -38,4 +39,4 @@ pub mod topology;
 pub mod validate;
 
 pub use error::SimError;
-pub use sim::{run, run_with_progress};
+pub use sim::{run, run_with_capture, run_with_progress};

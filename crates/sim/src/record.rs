@@ -101,11 +101,25 @@ impl Recorder {
             s.rtt_samples = vec![0; bins];
             s.cwnd_bytes = vec![0; bins];
         }
+        if s.loss_events.is_empty() {
+            s.loss_events = vec![0; bins];
+        }
         if !srtt.is_zero() {
             s.rtt_ns[bin] += srtt.as_nanos();
             s.rtt_samples[bin] += 1;
         }
         s.cwnd_bytes[bin] = cwnd;
+    }
+
+    /// The flow's sender saw `count` more loss events (congestion signals) at `now`.
+    pub fn on_loss_events(&mut self, flow: FlowId, now: Time, count: u64) {
+        let Some(bin) = self.bin_of(now) else { return };
+        let bins = self.bins;
+        let s = &mut self.flows[flow.index()].sender;
+        if s.loss_events.is_empty() {
+            s.loss_events = vec![0; bins];
+        }
+        s.loss_events[bin] += count;
     }
 
     /// Set the sender's totals directly (for agents that count them themselves).
@@ -139,7 +153,11 @@ mod tests {
         r.on_sent(f, ms(1200), true, true);
         r.on_sender_state(f, ms(300), Duration::from_millis(40), 3000);
         r.on_sender_state(f, ms(700), Duration::from_millis(60), 4500);
+        r.on_loss_events(f, ms(1100), 1);
+        r.on_loss_events(f, ms(1900), 2);
+        r.on_loss_events(f, ms(2100), 5); // after the last bin: not counted
         let rec = &r.into_records()[0];
+        assert_eq!(rec.sender.loss_events, vec![0, 3]);
         // Per bin: sends, retransmissions, mean smoothed RTT, the last window.
         assert_eq!(rec.sender.sent, vec![1, 1]);
         assert_eq!(rec.sender.retransmitted, vec![0, 1]);

@@ -5,6 +5,7 @@ use crate::agent::qstp::{addresses, QstpClient, QstpServer};
 use crate::agent::tcp;
 use crate::agent::udp::{OnOff, UdpSink, UdpSource};
 use crate::agent::{Agent, Binding, Ctx, UDP_IP_HEADER};
+use crate::capture::{Capture, CaptureSink, Tap};
 use crate::engine::Scheduler;
 use crate::error::SimError;
 use crate::event::Event;
@@ -12,7 +13,7 @@ use crate::ids::{AgentId, FlowId, LinkId};
 use crate::network::Network;
 use crate::record::Recorder;
 use crate::rng::{stream, StreamKind};
-use crate::spec::{Color, GroupSpec, Protocol, QueueRecord, RunOutput, SimSpec};
+use crate::spec::{Color, GroupSpec, Protocol, QueueRecord, QueueSeries, RunOutput, SimSpec};
 use crate::topology::{self, FlowEnds};
 use crate::validate::{bin_count, validate};
 use qstp_proto::{Duration, Endpoint, EndpointConfig, Protection, Time};
@@ -29,8 +30,18 @@ pub fn run_with_progress(
     spec: &SimSpec,
     progress: &mut dyn FnMut(Time),
 ) -> Result<RunOutput, SimError> {
+    run_with_capture(spec, progress, None)
+}
+
+/// Run `spec` as [`run_with_progress`] does, capturing the packets of one link into
+/// `capture.sink` (see [`crate::capture`]); an unknown link name is refused before the run.
+pub fn run_with_capture(
+    spec: &SimSpec,
+    progress: &mut dyn FnMut(Time),
+    capture: Option<Capture<'_>>,
+) -> Result<RunOutput, SimError> {
     validate(spec)?;
-    let mut world = World::build(spec)?;
+    let mut world = World::build(spec, capture)?;
     world.run(Time::ZERO + spec.duration, progress);
     // Every topology builder routes every flow both ways: a packet without a route is a defect
     // of the builder, reported rather than hidden in the counts.
@@ -43,7 +54,7 @@ pub fn run_with_progress(
 }
 
 /// Everything a run holds.
-struct World {
+struct World<'a> {
     events: Scheduler<Event>,
     network: Network,
     bottleneck: LinkId,
@@ -55,11 +66,44 @@ struct World {
     /// When the queue counters start to count, and what they held then.
     warmup: Time,
     at_warmup: Option<Vec<QueueRecord>>,
+    /// The bottleneck's queue lengths at the end of each bin so far (the whole queue, then each
+    /// class), and when the next bin ends.
+    queue_series: Vec<QueueSeries>,
+    bin: Duration,
+    bins: usize,
+    next_sample: Time,
+    /// Where the captured link's frames go, and the link.
+    capture: Option<(&'a mut dyn CaptureSink, LinkId)>,
 }
 
-impl World {
-    fn build(spec: &SimSpec) -> Result<World, SimError> {
-        let built = topology::build(spec)?;
+impl<'a> World<'a> {
+    fn build(spec: &SimSpec, capture: Option<Capture<'a>>) -> Result<World<'a>, SimError> {
+        let mut built = topology::build(spec)?;
+        let capture = match capture {
+            None => None,
+            Some(c) => {
+                let Some(&(_, link, after_marker)) =
+                    built.named_links.iter().find(|(name, ..)| *name == c.link)
+                else {
+                    let known: Vec<&str> =
+                        built.named_links.iter().map(|(n, ..)| n.as_str()).collect();
+                    return Err(SimError::Invalid {
+                        key: "capture".into(),
+                        reason: format!("no link named '{}' (known: {})", c.link, known.join(", ")),
+                    });
+                };
+                let flows: Vec<(usize, u32)> =
+                    built.flows.iter().map(|f| (f.group, f.flow)).collect();
+                built.network.link_mut(link).tap = Some(Box::new(Tap::new(
+                    spec,
+                    link,
+                    &flows,
+                    after_marker,
+                    c.limit,
+                )));
+                Some((c.sink, link))
+            }
+        };
         let mut events = Scheduler::new();
         let mut agents = Vec::with_capacity(built.flows.len() * 2);
         for (index, ends) in built.flows.iter().enumerate() {
@@ -70,7 +114,19 @@ impl World {
             agents.push(receiver);
         }
         let flows: Vec<(usize, u32)> = built.flows.iter().map(|f| (f.group, f.flow)).collect();
-        let recorder = Recorder::new(spec.bin, bin_count(spec) as usize, &flows);
+        let bins = bin_count(spec) as usize;
+        let recorder = Recorder::new(spec.bin, bins, &flows);
+        let queue = &built.network.link(built.bottleneck).queue;
+        let mut queue_series = vec![QueueSeries {
+            name: "bottleneck".into(),
+            packets: Vec::with_capacity(bins),
+            bytes: Vec::with_capacity(bins),
+        }];
+        queue_series.extend(queue.class_lengths().iter().map(|(class, ..)| QueueSeries {
+            name: format!("bottleneck/{class}"),
+            packets: Vec::with_capacity(bins),
+            bytes: Vec::with_capacity(bins),
+        }));
         Ok(World {
             events,
             network: built.network,
@@ -81,6 +137,11 @@ impl World {
             scratch: Vec::new(),
             warmup: Time::ZERO + spec.warmup,
             at_warmup: None,
+            queue_series,
+            bin: spec.bin,
+            bins,
+            next_sample: Time::ZERO + spec.bin,
+            capture,
         })
     }
 
@@ -90,6 +151,11 @@ impl World {
         while let Some((now, event)) = self.events.pop_before(end) {
             if self.at_warmup.is_none() && now >= self.warmup {
                 self.at_warmup = Some(self.queue_records());
+            }
+            // The queues hold still between events: their state now, before this event, is
+            // their state at the end of every bin that ended since the last event.
+            while now >= self.next_sample {
+                self.sample_queues();
             }
             while now >= next_report {
                 progress(next_report);
@@ -115,12 +181,43 @@ impl World {
                     }
                 }
             }
+            if let Some((sink, link)) = &mut self.capture {
+                if let Some(tap) = self.network.link_mut(*link).tap.as_deref_mut() {
+                    tap.drain(&mut **sink);
+                }
+            }
         }
         while next_report < end {
             progress(next_report);
             next_report += second;
         }
         progress(end);
+        // The bins that end after the last event see the queues as it left them.
+        while self.queue_series[0].packets.len() < self.bins {
+            self.sample_queues();
+        }
+    }
+
+    /// Record the bottleneck's queue lengths as those at the end of the next bin.
+    fn sample_queues(&mut self) {
+        self.next_sample = if self.queue_series[0].packets.len() + 1 >= self.bins {
+            Time::MAX
+        } else {
+            self.next_sample + self.bin
+        };
+        if self.queue_series[0].packets.len() >= self.bins {
+            return;
+        }
+        let queue = &self.network.link(self.bottleneck).queue;
+        let whole = &mut self.queue_series[0];
+        whole.packets.push(queue.len() as u64);
+        whole.bytes.push(queue.bytes());
+        for (series, (_, packets, bytes)) in
+            self.queue_series[1..].iter_mut().zip(queue.class_lengths())
+        {
+            series.packets.push(packets as u64);
+            series.bytes.push(bytes);
+        }
     }
 
     fn deliver(&mut self, now: Time, agent: AgentId, packet: crate::ids::PacketId) {
@@ -186,6 +283,7 @@ impl World {
             simulated: spec.duration,
             flows: self.recorder.into_records(),
             queues,
+            queue_series: self.queue_series,
         }
     }
 

@@ -313,6 +313,18 @@ pub struct QueueRecord {
     pub red: CodePointCounters,
 }
 
+/// The occupancy of one queue, sampled at the end of every bin of width `SimSpec::bin`: what it
+/// held at that instant (not a mean over the bin), as ns-3 users sample a queue's length.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueSeries {
+    /// Name, as in [`QueueRecord::name`] (`bottleneck`, `bottleneck/<class>`).
+    pub name: String,
+    /// Packets queued at the end of each bin.
+    pub packets: Vec<u64>,
+    /// Bytes queued (sizes on the wire) at the end of each bin.
+    pub bytes: Vec<u64>,
+}
+
 /// What one flow did, recorded at fixed bins of width `SimSpec::bin`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowRecord {
@@ -352,6 +364,9 @@ pub struct SenderSeries {
     pub rtt_samples: Vec<u64>,
     /// Congestion window after the bin's last ACK, bytes (0: no ACK in the bin).
     pub cwnd_bytes: Vec<u64>,
+    /// Loss events the sender reacted to in the bin: TCP's entries into fast recovery and
+    /// retransmission timeouts.
+    pub loss_events: Vec<u64>,
 }
 
 /// Everything one run produced.
@@ -367,4 +382,6 @@ pub struct RunOutput {
     pub flows: Vec<FlowRecord>,
     /// One per queue on the bottleneck, counted after `SimSpec::warmup`.
     pub queues: Vec<QueueRecord>,
+    /// The occupancy of the same queues over the whole run, one value per bin.
+    pub queue_series: Vec<QueueSeries>,
 }

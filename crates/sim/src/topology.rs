@@ -1,5 +1,6 @@
 //! Builders of whole topologies from a [`SimSpec`].
 
+use crate::capture;
 use crate::components;
 use crate::error::SimError;
 use crate::ids::{LinkId, NodeId};
@@ -30,6 +31,9 @@ pub struct Built {
     pub bottleneck: LinkId,
     /// Every flow, groups in order, flows in order.
     pub flows: Vec<FlowEnds>,
+    /// The links that can be captured, by name (see [`crate::capture::link_names`]), and
+    /// whether the edge markers have coloured the packets on them.
+    pub named_links: Vec<(String, LinkId, bool)>,
 }
 
 /// The topology a spec describes (the papers' dumbbell is the only one so far).
@@ -127,6 +131,7 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
     )?;
 
     let mut flows = Vec::new();
+    let mut named_links = vec![("bottleneck".to_string(), bottleneck_link, true)];
     for (g, group) in spec.groups.iter().enumerate() {
         let edge = net.add_node(NodeKind::Router);
         // The trunk carries the whole group: never slower than its access links together.
@@ -173,7 +178,7 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
         for flow in 0..group.flows {
             let source = net.add_node(NodeKind::Host);
             let sink = net.add_node(NodeKind::Host);
-            link(
+            let access = link(
                 &mut net,
                 source,
                 edge,
@@ -191,7 +196,7 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
                 &fast_queue,
                 "reverse access",
             )?;
-            link(
+            let to_sink = link(
                 &mut net,
                 egress,
                 sink,
@@ -209,6 +214,8 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
                 &fast_queue,
                 "reverse egress",
             )?;
+            named_links.push((capture::access_name(&group.name, flow), access, false));
+            named_links.push((capture::sink_name(&group.name, flow), to_sink, true));
             flows.push(FlowEnds {
                 group: g,
                 flow,
@@ -222,6 +229,7 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
         network: net,
         bottleneck: bottleneck_link,
         flows,
+        named_links,
     })
 }
 

@@ -88,6 +88,24 @@ fn cbq_reports_each_class_and_holds_the_guaranteed_rate() {
     assert!(out.queues[2].red.ldrops > 0);
     let protected: u64 = out.flows[0].received_bytes[3..].iter().sum();
     assert!(protected >= 37_500 * 17 * 98 / 100, "{protected}");
+    // The queue lengths at the end of each bin: the overloaded class stays about full, the pipe
+    // nearly empty, and the whole queue is the sum of its classes.
+    let series: Vec<&str> = out.queue_series.iter().map(|q| q.name.as_str()).collect();
+    assert_eq!(series, names);
+    let [whole, pipe, rest] = &out.queue_series[..] else {
+        panic!("three queues")
+    };
+    assert!(out
+        .queue_series
+        .iter()
+        .all(|q| q.packets.len() == 20 && q.bytes.len() == 20));
+    for i in 0..20 {
+        assert_eq!(whole.packets[i], pipe.packets[i] + rest.packets[i]);
+        assert_eq!(whole.bytes[i], pipe.bytes[i] + rest.bytes[i]);
+        assert_eq!(whole.bytes[i], whole.packets[i] * 1500);
+    }
+    assert!(rest.packets[5..].iter().all(|&n| n >= 45), "{rest:?}");
+    assert!(pipe.packets[5..].iter().all(|&n| n <= 3), "{pipe:?}");
 }
 
 #[test]

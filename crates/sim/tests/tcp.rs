@@ -4,8 +4,9 @@ mod common;
 
 use common::{dumbbell, group, newreno};
 use qstp_proto::{Duration, Rate};
+use qstp_sim::capture::{Capture, CaptureSink};
 use qstp_sim::tcp::{CcError, CcSpec, TcpOptions};
-use qstp_sim::{run, Protocol, SimError};
+use qstp_sim::{run, run_with_capture, Protocol, SimError};
 
 #[test]
 fn tcp_flows_share_a_drop_tail_bottleneck_and_fill_it() {
@@ -35,6 +36,19 @@ fn tcp_flows_share_a_drop_tail_bottleneck_and_fill_it() {
     }
     assert!(out.queues[0].red.ldrops > 0);
     assert!(out.flows.iter().any(|f| f.packets_retransmitted > 0));
+    // Each flow's loss events per bin: some, and never more than its retransmissions (each
+    // event retransmits at least one packet); the drop-tail queue fills up between them.
+    for flow in &out.flows {
+        let events: u64 = flow.sender.loss_events.iter().sum();
+        let resent: u64 = flow.sender.retransmitted.iter().sum();
+        assert_eq!(flow.sender.loss_events.len(), 30);
+        assert!(
+            events > 0 && events <= resent,
+            "{events} events, {resent} resent"
+        );
+    }
+    let peak = out.queue_series[0].packets.iter().max().copied();
+    assert!(peak.is_some_and(|p| p > 25 && p <= 50), "{peak:?}");
 }
 
 #[test]
@@ -71,4 +85,37 @@ fn an_unknown_congestion_control_is_refused() {
     assert!(
         matches!(run(&spec), Err(SimError::CongestionControl { error: CcError::Unknown { name }, .. }) if name == "warp")
     );
+}
+
+#[test]
+fn a_capture_sees_the_bottleneck_packets_and_changes_nothing() {
+    struct Frames(Vec<(qstp_proto::Time, usize)>);
+    impl CaptureSink for Frames {
+        fn frame(&mut self, time: qstp_proto::Time, frame: &[u8]) {
+            self.0.push((time, frame.len()));
+        }
+    }
+    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(10), 50, 5);
+    spec.packet_size = 1500;
+    spec.groups
+        .push(group("tcp", newreno(), 2, Duration::from_millis(40)));
+    let plain = run(&spec).unwrap();
+    let mut frames = Frames(Vec::new());
+    fn capture<'a>(link: &str, sink: &'a mut dyn CaptureSink) -> Capture<'a> {
+        Capture {
+            link: link.into(),
+            limit: 1000,
+            sink,
+        }
+    }
+    let captured =
+        run_with_capture(&spec, &mut |_| {}, Some(capture("bottleneck", &mut frames))).unwrap();
+    assert_eq!(plain, captured, "capturing does not change the run");
+    assert_eq!(frames.0.len(), 1000, "the limit holds");
+    assert!(frames.0.windows(2).all(|w| w[0].0 <= w[1].0));
+    assert!(frames.0.iter().all(|&(_, len)| len == 1500));
+    let err = run_with_capture(&spec, &mut |_| {}, Some(capture("nowhere", &mut frames)))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no link named 'nowhere' (known: bottleneck, access/tcp/0, sink/tcp/0, access/tcp/1, sink/tcp/1)"), "{err}");
 }

@@ -44,6 +44,8 @@ fn a_results_folder_reads_back_into_the_same_figures() {
                     .all(|(x, y)| (x - y).abs() <= 0.5));
                 assert_eq!(fa.jitter_ms.len(), fb.jitter_ms.len());
             }
+            // Queue lengths are whole numbers: they come back exactly.
+            assert_eq!(sa.queues, sb.queues);
         }
     }
     let before = figures(&plan, &results, &summary);

@@ -52,6 +52,8 @@ pub struct TcpSource {
     sender: TcpSender,
     header_bytes: u32,
     started: bool,
+    /// Loss events already recorded.
+    loss_events: u64,
 }
 
 impl TcpSource {
@@ -62,6 +64,7 @@ impl TcpSource {
             sender,
             header_bytes,
             started: false,
+            loss_events: 0,
         }
     }
 
@@ -79,6 +82,7 @@ impl TcpSource {
                 self.sender.srtt(),
                 self.sender.cwnd(),
             );
+            self.record_loss_events(ctx);
         }
         ctx.network.packets.recycle(packet.payload);
         self.send(ctx);
@@ -87,8 +91,19 @@ impl TcpSource {
     pub(super) fn on_timer(&mut self, ctx: &mut Ctx) {
         if self.sender.poll_timeout().is_some_and(|t| t <= ctx.now) {
             self.sender.handle_timeout(ctx.now);
+            self.record_loss_events(ctx);
         }
         self.send(ctx);
+    }
+
+    /// Count the loss events the sender saw since the last call in the flow's series.
+    fn record_loss_events(&mut self, ctx: &mut Ctx) {
+        let now = self.sender.loss_events();
+        if now > self.loss_events {
+            ctx.recorder
+                .on_loss_events(self.binding.flow, ctx.now, now - self.loss_events);
+            self.loss_events = now;
+        }
     }
 
     pub(super) fn poll_timeout(&self) -> Option<Time> {

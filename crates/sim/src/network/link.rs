@@ -59,6 +59,8 @@ pub struct Link {
     last_transmit: (u32, Duration),
     /// Counters.
     pub stats: LinkStats,
+    /// The packet capture on this link, if any.
+    pub tap: Option<Box<crate::capture::Tap>>,
 }
 
 impl std::fmt::Debug for Link {
@@ -103,6 +105,7 @@ impl Link {
             in_flight: VecDeque::new(),
             last_transmit: (0, Duration::ZERO),
             stats: LinkStats::default(),
+            tap: None,
         }
     }
 
@@ -156,6 +159,9 @@ impl Link {
     fn send_next(&mut self, now: Time, store: &mut PacketStore, events: &mut Scheduler<Event>) {
         match self.queue.dequeue(now, self.rate) {
             Dequeue::Packet(packet) => {
+                if let Some(tap) = self.tap.as_deref_mut() {
+                    tap.record(now, store.get(packet.id));
+                }
                 if self.last_transmit.0 != packet.size {
                     self.last_transmit =
                         (packet.size, self.rate.transmit_time(packet.size as usize));

@@ -85,6 +85,11 @@ impl Network {
         &self.links[id.index()]
     }
 
+    /// A link, to change it.
+    pub fn link_mut(&mut self, id: LinkId) -> &mut Link {
+        &mut self.links[id.index()]
+    }
+
     /// Every link.
     pub fn links(&self) -> &[Link] {
         &self.links
@@ -235,6 +240,9 @@ mod tests {
         }
         fn len(&self) -> usize {
             self.0.len()
+        }
+        fn bytes(&self) -> u64 {
+            crate::queue::fifo_bytes(&self.0)
         }
         fn counters(&self, _: Color) -> CodePointCounters {
             CodePointCounters::default()

@@ -218,6 +218,20 @@ impl<P: Queued> QueueDiscipline<P> for Cbq<P> {
         self.len
     }
 
+    fn bytes(&self) -> u64 {
+        self.classes
+            .iter()
+            .map(|c| super::fifo_bytes(&c.fifo))
+            .sum()
+    }
+
+    fn class_lengths(&self) -> Vec<(&str, usize, u64)> {
+        self.classes
+            .iter()
+            .map(|c| (c.name.as_str(), c.fifo.len(), super::fifo_bytes(&c.fifo)))
+            .collect()
+    }
+
     fn counters(&self, color: Color) -> CodePointCounters {
         self.classes
             .iter()

@@ -52,6 +52,10 @@ impl<P: Queued> QueueDiscipline<P> for DropTail<P> {
         self.fifo.len()
     }
 
+    fn bytes(&self) -> u64 {
+        super::fifo_bytes(&self.fifo)
+    }
+
     fn counters(&self, color: Color) -> CodePointCounters {
         self.counters.get(color)
     }

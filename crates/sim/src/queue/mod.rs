@@ -59,6 +59,8 @@ pub trait QueueDiscipline<P: Queued>: Send {
     fn dequeue(&mut self, now: Time, link_rate: Rate) -> Dequeue<P>;
     /// Packets queued.
     fn len(&self) -> usize;
+    /// Bytes queued (sizes on the wire).
+    fn bytes(&self) -> u64;
     /// Whether no packet is queued.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -69,6 +71,16 @@ pub trait QueueDiscipline<P: Queued>: Send {
     fn class_counters(&self) -> Vec<(String, Color, CodePointCounters)> {
         Vec::new()
     }
+    /// Per-class occupancy as `(class name, packets, bytes)`, in class order; empty for
+    /// single-FIFO queues.
+    fn class_lengths(&self) -> Vec<(&str, usize, u64)> {
+        Vec::new()
+    }
+}
+
+/// Bytes of the packets in `fifo`.
+pub(crate) fn fifo_bytes<P: Queued>(fifo: &std::collections::VecDeque<P>) -> u64 {
+    fifo.iter().map(|p| p.size() as u64).sum()
 }
 
 /// The three colours, in counter order.

@@ -661,6 +661,12 @@ impl TcpSender {
         }
     }
 
+    /// Loss events so far: entries into fast recovery plus retransmission timeouts (each a
+    /// congestion signal the sender reacted to, or was told to leave to someone else).
+    pub fn loss_events(&self) -> u64 {
+        self.fast_retransmits + self.timeouts
+    }
+
     /// Smoothed RTT (zero before the first sample).
     pub fn srtt(&self) -> Duration {
         self.rtt.srtt()
