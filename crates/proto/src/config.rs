@@ -237,6 +237,10 @@ pub struct Config {
     /// Packet protection: authenticated encryption by default; [`Protection::Null`] for the
     /// simulator and tests only. The client's choice, carried by its hello.
     pub protection: Protection,
+    /// Leave a packet number unused now and then, so that a receiver acknowledging what it never
+    /// received is caught (RFC 9000 §21.4). On by default; the simulator turns it off, as the
+    /// papers' protocols numbered every packet.
+    pub skip_packet_numbers: bool,
 }
 
 impl Config {
@@ -440,6 +444,7 @@ impl Default for Config {
             max_burst: 16,
             max_rate: None,
             protection: Protection::Aead,
+            skip_packet_numbers: true,
         }
     }
 }

@@ -237,9 +237,15 @@ impl Endpoint {
         }
         let id = self.fresh_id();
         let share = (config.protection == Protection::Aead).then(|| self.fresh_key_share());
+        // Drawn only when used, so the lab's runs (no protection, no skips) keep their ids.
+        let skip_seed = if config.skip_packet_numbers {
+            self.rng.next_u64()
+        } else {
+            0
+        };
         let psk = self.config.psk.clone();
         Ok(self.insert(
-            Connection::new_client(now, remote, id, config, share, psk),
+            Connection::new_client(now, remote, id, config, share, psk, skip_seed),
             None,
         ))
     }
@@ -380,7 +386,12 @@ impl Endpoint {
             }
         };
         let id = self.fresh_id();
-        let conn = Connection::new_server(now, remote, id, hello, config, keys);
+        let skip_seed = if config.skip_packet_numbers {
+            self.rng.next_u64()
+        } else {
+            0
+        };
+        let conn = Connection::new_server(now, remote, id, hello, config, keys, skip_seed);
         self.insert(conn, Some((remote, hello.source)));
         self.stats.accepted += 1;
     }

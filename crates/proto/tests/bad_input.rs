@@ -126,6 +126,7 @@ fn replayed_and_out_of_window_data_is_dropped_and_counted() {
             fin: false,
         },
         skip_to: None,
+        previous_skipped: false,
         payload: b"from the far future",
     };
     pair.server

@@ -63,6 +63,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         rtt: 30_000,
         chunk,
         skip_to,
+        previous_skipped: false,
         payload,
     };
     let feedback = |ack_ranges| Feedback {

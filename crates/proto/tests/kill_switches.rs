@@ -102,6 +102,7 @@ fn a_spoofed_data_packet_far_ahead_does_not_poison_honest_feedback() {
         rtt: 20_000,
         chunk: Chunk::Empty,
         skip_to: None,
+        previous_skipped: false,
         payload: &[],
     };
     let (now, from) = (pair.time, pair.client.addr);
@@ -113,4 +114,74 @@ fn a_spoofed_data_packet_far_ahead_does_not_poison_honest_feedback() {
     let got = finish(&mut pair, Duration::from_secs(10)).expect("transfer completes");
     assert_eq!(got, data);
     assert!(pair.client.conn().stats().bogus_acks >= 1);
+}
+
+/// RFC 9000 §21.4: the sender leaves a packet number unused now and then and flags the next one;
+/// an honest receiver never acknowledges it (and counts no loss for it), while a receiver that
+/// acknowledges it, optimistically, ahead of what it received, has the connection closed.
+#[test]
+fn acknowledging_a_skipped_packet_number_closes_the_connection() {
+    let cleartext = Config {
+        protection: Protection::Null,
+        ..Config::default()
+    };
+    let mut pair = Pair::new(
+        cleartext.clone(),
+        PathModel::with_delay(Duration::from_millis(10)),
+        43,
+    );
+    pair.capture = Some(Vec::new());
+    pair.connect_and_establish(cleartext);
+    let data = pattern(6 << 20, 4);
+    pair.client.conn_mut().write(&data).unwrap();
+    let skipped_seen = |p: &Pair| {
+        p.capture
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find_map(|(_, _, b)| match Packet::decode(b) {
+                Ok(Packet::Data(d)) if d.previous_skipped => Some(d.packet_number - 1),
+                _ => None,
+            })
+    };
+    assert!(pair.drive_until(Duration::from_secs(30), |p| skipped_seen(p).is_some()));
+    let skipped = skipped_seen(&pair).unwrap();
+    pair.drive(Duration::from_millis(100));
+    // The honest receiver's feedback so far never covered the skipped number, and its loss
+    // detection saw no loss on this lossless path.
+    let feedbacks: Vec<Feedback> = pair
+        .capture
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter_map(|(_, _, b)| match Packet::decode(b) {
+            Ok(Packet::Feedback(f)) => Some(f),
+            _ => None,
+        })
+        .collect();
+    let last = feedbacks.last().expect("feedback").clone();
+    assert!(last.ack_ranges.iter().any(|&(_, hi)| hi > skipped));
+    assert!(feedbacks.iter().all(|f| f
+        .ack_ranges
+        .iter()
+        .all(|&(lo, hi)| !(lo..=hi).contains(&skipped))));
+    assert_eq!(pair.client.conn().stats().loss_event_rate, 0.0);
+    assert!(!pair.client.conn().is_closed());
+    // An optimistic receiver acknowledges everything up to the newest number.
+    let optimistic = Feedback {
+        sequence: last.sequence + 1,
+        ack_ranges: vec![(0, last.ack_ranges[0].1)],
+        ..last
+    };
+    let (now, from) = (pair.time, pair.server.addr);
+    pair.client
+        .endpoint
+        .handle_datagram(now, from, &encode(&Packet::Feedback(optimistic)));
+    assert!(pair.client.conn().is_closed());
+    match pair.client.conn().close_reason() {
+        Some(qstp_proto::CloseReason::ProtocolViolation(why)) => {
+            assert!(why.contains(&skipped.to_string()), "{why}")
+        }
+        other => panic!("closed for {other:?}"),
+    }
 }

@@ -142,6 +142,7 @@ fn forged_packets_with_the_right_ids_are_dropped() {
         timestamp: 0,
         rtt: 0,
         skip_to: None,
+        previous_skipped: false,
         chunk: Chunk::Stream {
             offset: 0,
             fin: false,

@@ -394,6 +394,7 @@ fn flow_agents(
             // The lab runs without packet protection: its packets are the protocol's own bytes,
             // its runs stay fast and repeatable, and no one on a simulated path is an attacker.
             config.protection = Protection::Null;
+            config.skip_packet_numbers = false;
             config.validate().map_err(|source| SimError::QstpConfig {
                 group: group.name.clone(),
                 source,

@@ -142,6 +142,7 @@ mod idle;
 mod recv;
 mod rto;
 mod send;
+mod skip;
 mod sla;
 mod stats;
 mod timers;
@@ -231,8 +232,10 @@ impl Connection {
         config: Config,
         key_share: Option<KeyShare>,
         psk: Option<PreSharedKey>,
+        skip_seed: u64,
     ) -> Connection {
         let mut conn = Connection::new(Role::Client, now, remote, local_id, None, config);
+        conn.enable_skips(skip_seed);
         conn.key_share = key_share;
         conn.psk = psk;
         conn.start_handshake(now);
@@ -247,6 +250,7 @@ impl Connection {
         hello: &crate::wire::Hello,
         config: Config,
         keys: Option<(KeyShare, PacketKeys)>,
+        skip_seed: u64,
     ) -> Connection {
         let mut conn = Connection::new(
             Role::Server,
@@ -260,6 +264,7 @@ impl Connection {
             conn.key_share = Some(share);
             conn.keys = Some(keys);
         }
+        conn.enable_skips(skip_seed);
         conn.accept_hello(now, hello);
         conn
     }
@@ -293,6 +298,13 @@ impl Connection {
             keys: None,
             key_share: None,
             psk: None,
+        }
+    }
+
+    /// Skip a packet number now and then (RFC 9000 §21.4) if the configuration asks for it.
+    fn enable_skips(&mut self, seed: u64) {
+        if self.config.skip_packet_numbers {
+            self.sender.skips = Some(skip::Skips::new(seed));
         }
     }
 

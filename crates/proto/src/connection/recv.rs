@@ -131,6 +131,11 @@ impl Connection {
         // path (RFC 5348 §5: loss events are packets the network lost), so a slow reader must not
         // look like congestion.
         let sender_rtt = Duration::from_micros(u64::from(data.rtt));
+        if data.previous_skipped && data.packet_number > 0 {
+            // RFC 9000 §21.4: the sender never sent the number before this one; the network did
+            // not lose it. Left out of the SACK ranges, so acknowledging it stays a lie.
+            self.receiver.tfrc.on_skipped(now, data.packet_number - 1);
+        }
         // RFC 5348 §6.1: feedback at once for the first packet and on a new loss event.
         if self
             .receiver

@@ -37,6 +37,8 @@ pub(crate) struct Sender {
     pub(crate) messages: Option<MessageSendQueue>,
     /// The next packet number; every packet takes a fresh one, retransmissions included.
     next_packet_number: u64,
+    /// Packet numbers left unused now and then (RFC 9000 §21.4); `None` without protection.
+    pub(crate) skips: Option<super::skip::Skips>,
     /// Flow control: stream bytes or message ids below this may be sent.
     peer_max_data: u64,
     /// The peer's receive buffer from the handshake: no message larger can ever be delivered.
@@ -99,6 +101,7 @@ impl Sender {
             stream: stream_mode.then(|| StreamSendBuffer::new(config.send_buffer)),
             messages: (!stream_mode).then(|| MessageSendQueue::new(config.send_buffer)),
             next_packet_number: 0,
+            skips: None,
             peer_max_data: 0,
             peer_recv_window: None,
             last_feedback_sequence: None,
@@ -358,8 +361,11 @@ impl Connection {
             }
             return false;
         };
-        let packet_number = self.sender.next_packet_number;
-        self.sender.next_packet_number += 1;
+        let (packet_number, previous_skipped) = match self.sender.skips.as_mut() {
+            Some(skips) => skips.number_for(self.sender.next_packet_number),
+            None => (self.sender.next_packet_number, false),
+        };
+        self.sender.next_packet_number = packet_number + 1;
         let skip_to = self.advertised_skip();
         let rtt_micros =
             u32::try_from(self.sender.rate.state().rtt.as_micros()).unwrap_or(u32::MAX);
@@ -371,6 +377,7 @@ impl Connection {
             rtt: rtt_micros,
             chunk,
             skip_to,
+            previous_skipped,
             payload: &payload,
         };
         Packet::Data(data).encode(buf);
@@ -583,6 +590,23 @@ impl Connection {
         let (ranges, clipped) = clip_to_sent(&feedback.ack_ranges, self.sender.sack.largest_sent());
         if clipped {
             self.counters.bogus_acks += 1;
+        }
+        if let Some(skipped) = self
+            .sender
+            .skips
+            .as_ref()
+            .and_then(|s| s.acknowledged(&ranges))
+        {
+            // RFC 9000 §21.4: acknowledging a number never sent is an optimistic acknowledgement.
+            let reason = format!("the peer acknowledged packet {skipped}, which was never sent");
+            self.close_with_packet(
+                now,
+                crate::connection::CloseReason::ProtocolViolation(reason),
+                false,
+                0,
+                b"optimistic acknowledgement",
+            );
+            return true;
         }
         let result = match self.sender.sack.on_ack(now, &ranges) {
             Ok(result) => result,

@@ -5,7 +5,9 @@
 //! the sender's RTT estimate; QSTP paper Fig. 1), then the chunk fields (stream: offset (8);
 //! message: id (8), offset (4), total length (4); empty: nothing), then the skip-to point (8)
 //! if flagged, then the payload up to the end of the datagram. Flags: bits 0-1 the chunk kind,
-//! bit 2 fin (stream only), bit 3 skip-to present, bits 4-7 reserved (zero). Once `check_len`
+//! bit 2 fin (stream only), bit 3 skip-to present, bit 4 "the previous packet number was skipped"
+//! (never sent: RFC 9000 §21.4's defence against optimistic acknowledgements), bits 5-7 reserved
+//! (zero). Once `check_len`
 //! passed, no accessor panics.
 
 use super::header::{be_u32, be_u64, destination, emit_destination, emit_type, Field};
@@ -30,7 +32,8 @@ mod flag {
     pub const KIND: u8 = 0x03;
     pub const FIN: u8 = 0x04;
     pub const HAS_SKIP_TO: u8 = 0x08;
-    pub const RESERVED: u8 = 0xf0;
+    pub const PREVIOUS_SKIPPED: u8 = 0x10;
+    pub const RESERVED: u8 = 0xe0;
 }
 
 mod kind {
@@ -215,6 +218,7 @@ impl<'a> Data<'a> {
             rtt: packet.rtt(),
             chunk,
             skip_to: packet.skip_to(),
+            previous_skipped: packet.flags() & flag::PREVIOUS_SKIPPED != 0,
             payload,
         })
     }
@@ -254,6 +258,9 @@ impl<'a> Data<'a> {
         if fin {
             flags |= flag::FIN;
         }
+        if self.previous_skipped {
+            flags |= flag::PREVIOUS_SKIPPED;
+        }
         let header_len = Data::header_len(&self.chunk, self.skip_to.is_some());
         if let Some(skip_to) = self.skip_to {
             flags |= flag::HAS_SKIP_TO;
@@ -288,6 +295,7 @@ mod tests {
                 fin: true,
             },
             skip_to: None,
+            previous_skipped: false,
             payload: b"hi",
         }
     }
@@ -324,6 +332,7 @@ mod tests {
                 total_len: 4,
             },
             skip_to: Some(4),
+            previous_skipped: true,
             payload: b"z",
         };
         let mut buf = Vec::new();
@@ -331,7 +340,7 @@ mod tests {
         #[rustfmt::skip]
         let expected: &[u8] = &[
             1, 4, 0, 0, 0, 0, 0, 0, 0, 2,
-            0x0a, // flags: message, skip-to
+            0x1a, // flags: message, skip-to, previous skipped
             0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0, 2,
             0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 3, 0, 0, 0, 4, // id, offset, total length
             0, 0, 0, 0, 0, 0, 0, 4, // skip to
@@ -374,7 +383,7 @@ mod tests {
             Packet::decode(&b).map(|_| ())
         };
         assert_eq!(
-            with_flags(0x15),
+            with_flags(0x25),
             Err(WireError::InvalidField("reserved data flag bits"))
         );
         assert_eq!(with_flags(0x03), Err(WireError::InvalidField("chunk kind")));

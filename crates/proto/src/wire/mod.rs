@@ -169,6 +169,10 @@ pub struct Data<'a> {
     /// offset or id (they were abandoned).
     pub skip_to: Option<u64>,
     /// Application bytes.
+    /// The packet number before this one was skipped, never sent (RFC 9000 §21.4): the receiver
+    /// leaves it out of loss detection, and acknowledging it proves the peer acknowledges what
+    /// it never received.
+    pub previous_skipped: bool,
     pub payload: &'a [u8],
 }
 

@@ -245,6 +245,7 @@ fn any_valid_encoding() -> impl Strategy<Value = Vec<u8>> {
                     rtt,
                     chunk,
                     skip_to,
+                    previous_skipped: packet_number % 3 == 0,
                     payload: &payload,
                 }))
             }
@@ -280,7 +281,8 @@ proptest! {
 
     #[test]
     fn data_round_trips((destination, packet_number, timestamp, rtt, skip_to, chunk, payload) in data_parts()) {
-        let data = Data { destination, packet_number, timestamp, rtt, chunk, skip_to, payload: &payload };
+        let previous_skipped = packet_number % 3 == 0;
+        let data = Data { destination, packet_number, timestamp, rtt, chunk, skip_to, previous_skipped, payload: &payload };
         let bytes = assert_round_trip(&Packet::Data(data))?;
         prop_assert!(bytes.len() - payload.len() <= MAX_DATA_HEADER);
         prop_assert_eq!(bytes.len() - payload.len(), Data::header_len(&chunk, skip_to.is_some()));

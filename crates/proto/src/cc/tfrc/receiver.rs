@@ -47,6 +47,7 @@ pub struct TfrcReceiver {
     previous_period: Option<(u64, Duration)>,
     /// The last X_recv reported, bytes/s.
     last_x_recv: f64,
+
     /// When the feedback timer expires (RFC 5348 §6.2).
     feedback_deadline: Option<Time>,
     /// The feedback timer expired with no data: send feedback on the next packet (RFC 5348 §6.2).
@@ -115,6 +116,18 @@ impl TfrcReceiver {
         });
         let owed = std::mem::take(&mut self.feedback_owed);
         first || new_loss_event || owed
+    }
+
+    /// The sender skipped packet number `number` (never sent): loss detection counts it as
+    /// arrived at `now`, so the gap it leaves is no loss (RFC 5348 §5.1 counts only packets the
+    /// network lost). Nothing else (receive rate, feedback timing) hears of it.
+    pub fn on_skipped(&mut self, now: Time, number: u64) {
+        let (s, r) = (self.segment_size, self.rtt.as_secs_f64());
+        let x_recv = self.last_x_recv;
+        self.history.on_packet(number, now, self.rtt, || {
+            let x_target = if x_recv > 0.0 { x_recv } else { s / (2.0 * r) };
+            1.0 / equation::loss_event_rate_for(s, r, x_target)
+        });
     }
 
     /// When the feedback timer expires (once per RTT while data arrives, RFC 5348 §6.2).
