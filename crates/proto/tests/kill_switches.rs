@@ -5,7 +5,7 @@ mod support;
 
 use qstp_proto::wire::{Chunk, ConnectionId, Data, Feedback, Packet};
 use qstp_proto::{Config, Duration, Protection};
-use support::{pattern, Direction, Pair, PathModel};
+use support::{pattern, read_stream, Direction, Pair, PathModel};
 
 const BYTES: usize = 300_000;
 
@@ -49,18 +49,7 @@ fn transfer_under_way(seed: u64) -> (Pair, Vec<u8>, ConnectionId, ConnectionId) 
 
 /// Drive until the server read everything; the bytes read, or None after `limit`.
 fn finish(pair: &mut Pair, limit: Duration) -> Option<Vec<u8>> {
-    let mut got = vec![0u8; BYTES];
-    let mut read = 0;
-    let done = pair.drive_until(limit, |p| {
-        while let Ok(n) = p.server.conn_mut().read(&mut got[read..]) {
-            if n == 0 {
-                break;
-            }
-            read += n;
-        }
-        read == BYTES
-    });
-    done.then_some(got)
+    read_stream(pair, BYTES, limit)
 }
 
 fn encode(packet: &Packet<'_>) -> Vec<u8> {

@@ -9,7 +9,7 @@ use qstp_proto::wire::{Chunk, ConnectionId, Data, Feedback, Packet, PacketType};
 use qstp_proto::{
     CloseReason, Config, Duration, Endpoint, EndpointConfig, Event, PreSharedKey, Protection,
 };
-use support::{cleartext, pattern, Direction, Pair, PathModel};
+use support::{cleartext, pattern, read_stream, Direction, Pair, PathModel};
 
 /// A marker the application writes; it must never be seen on the wire.
 const MARKER: &[u8] = b"QSTP-PLAINTEXT-MARKER-7f3a";
@@ -21,22 +21,6 @@ fn stream(len: usize) -> Vec<u8> {
         data[at..at + MARKER.len()].copy_from_slice(MARKER);
     }
     data
-}
-
-/// Drive until the server read `data.len()` bytes; what it read, or `None` after `limit`.
-fn read_all(pair: &mut Pair, len: usize, limit: Duration) -> Option<Vec<u8>> {
-    let mut got = vec![0u8; len];
-    let mut read = 0;
-    let done = pair.drive_until(limit, |p| {
-        while let Ok(n) = p.server.conn_mut().read(&mut got[read..]) {
-            if n == 0 {
-                break;
-            }
-            read += n;
-        }
-        read == len
-    });
-    done.then_some(got)
 }
 
 fn path() -> PathModel {
@@ -52,7 +36,7 @@ fn the_application_bytes_never_appear_on_the_wire() {
     pair.client.conn_mut().write(&data).unwrap();
     pair.client.conn_mut().finish().unwrap();
     assert_eq!(
-        read_all(&mut pair, data.len(), Duration::from_secs(20)),
+        read_stream(&mut pair, data.len(), Duration::from_secs(20)),
         Some(data)
     );
     let log = pair.capture.as_ref().unwrap();
@@ -68,7 +52,7 @@ fn the_application_bytes_never_appear_on_the_wire() {
     open.capture = Some(Vec::new());
     open.connect_and_establish(cleartext());
     open.client.conn_mut().write(&data).unwrap();
-    assert!(read_all(&mut open, data.len(), Duration::from_secs(20)).is_some());
+    assert!(read_stream(&mut open, data.len(), Duration::from_secs(20)).is_some());
     assert!(open
         .capture
         .unwrap()
@@ -87,7 +71,7 @@ fn flipped_bits_are_dropped_and_the_stream_arrives_intact() {
     let mut pair = Pair::new(Config::default(), rough, 2);
     pair.connect_and_establish(Config::default());
     pair.client.conn_mut().write(&data).unwrap();
-    let got = read_all(&mut pair, data.len(), Duration::from_secs(60));
+    let got = read_stream(&mut pair, data.len(), Duration::from_secs(60));
     assert!(got == Some(data), "the stream was cut or corrupted");
     let flipped = pair.to_server_stats.corrupted + pair.to_client_stats.corrupted;
     assert!(flipped > 5, "{flipped} datagrams flipped");
@@ -179,7 +163,7 @@ fn forged_packets_with_the_right_ids_are_dropped() {
         reason: b"",
     }));
     pair.inject(Direction::ToClient, forged_close);
-    let got = read_all(&mut pair, data.len(), Duration::from_secs(60));
+    let got = read_stream(&mut pair, data.len(), Duration::from_secs(60));
     assert!(
         got == Some(data),
         "the forged packets cut or corrupted the stream"
@@ -196,7 +180,7 @@ fn a_replayed_sealed_packet_is_dropped_once_seen() {
     pair.capture = Some(Vec::new());
     pair.connect_and_establish(Config::default());
     pair.client.conn_mut().write(&data).unwrap();
-    assert!(read_all(&mut pair, data.len(), Duration::from_secs(20)).is_some());
+    assert!(read_stream(&mut pair, data.len(), Duration::from_secs(20)).is_some());
     let sealed: Vec<Vec<u8>> = pair
         .capture
         .as_ref()
@@ -240,7 +224,7 @@ fn the_same_pre_shared_key_connects_and_another_does_not() {
     let data = stream(30_000);
     pair.client.conn_mut().write(&data).unwrap();
     assert_eq!(
-        read_all(&mut pair, data.len(), Duration::from_secs(20)),
+        read_stream(&mut pair, data.len(), Duration::from_secs(20)),
         Some(data)
     );
 
@@ -359,7 +343,7 @@ fn a_tampered_accept_is_dropped_and_the_real_one_still_counts() {
     let data = stream(20_000);
     pair.client.conn_mut().write(&data).unwrap();
     assert_eq!(
-        read_all(&mut pair, data.len(), Duration::from_secs(20)),
+        read_stream(&mut pair, data.len(), Duration::from_secs(20)),
         Some(data)
     );
 }
@@ -401,7 +385,7 @@ proptest! {
             prop_assert!(data.starts_with(&got), "wrong bytes delivered");
             prop_assert!(!pair.server.saw(&Event::Closed(CloseReason::Graceful)) || got.len() == data.len());
         }
-        let rest = read_all(&mut pair, data.len() - got.len(), Duration::from_secs(30));
+        let rest = read_stream(&mut pair, data.len() - got.len(), Duration::from_secs(30));
         prop_assert!(rest.is_some(), "the stream stalled");
         got.extend_from_slice(&rest.unwrap());
         prop_assert!(got == data);

@@ -22,3 +22,21 @@ pub fn cleartext() -> qstp_proto::Config {
         ..qstp_proto::Config::default()
     }
 }
+
+/// Drive until the server read `len` bytes of the client's stream; what it read, or `None` after
+/// `limit`.
+#[allow(dead_code)]
+pub fn read_stream(pair: &mut Pair, len: usize, limit: qstp_proto::Duration) -> Option<Vec<u8>> {
+    let mut got = vec![0u8; len];
+    let mut read = 0;
+    let done = pair.drive_until(limit, |p| {
+        while let Ok(n) = p.server.conn_mut().read(&mut got[read..]) {
+            if n == 0 {
+                break;
+            }
+            read += n;
+        }
+        read == len
+    });
+    done.then_some(got)
+}

@@ -258,18 +258,20 @@ impl TfrcSender {
         if self.p > 0.0 {
             self.update_equation_rate(recv_limit);
         } else {
-            let r = self.rtt.unwrap_or(MIN_RTT_SECS);
-            let due = match self.time_last_doubled {
-                None => true,
-                Some(tld) => now.saturating_since(tld).as_secs_f64() >= r,
-            };
-            if due {
+            if self.doubling_due(now) {
                 // RFC 5348 §4.3 step 4, slow start: X = max(min(2X, recv_limit), initial_rate).
                 let initial = self.initial_rate().unwrap_or(self.segment_size);
                 self.x = (2.0 * self.x).min(recv_limit).max(initial);
                 self.time_last_doubled = Some(now);
             }
         }
+    }
+
+    /// Slow start doubles at most once per RTT (RFC 5348 and RFC 3448 §4.3 step 4: tld).
+    fn doubling_due(&self, now: Time) -> bool {
+        let r = self.rtt.unwrap_or(MIN_RTT_SECS);
+        self.time_last_doubled
+            .map_or(true, |tld| now.saturating_since(tld).as_secs_f64() >= r)
     }
 
     /// X from the equation once p > 0, lifted to g by the gTFRC rule: RFC 5348 §4.3 step 4 and
@@ -315,12 +317,8 @@ impl TfrcSender {
             // the gTFRC rule says.
             self.update_equation_rate(recv_limit);
         } else {
-            let r = self.rtt.unwrap_or(MIN_RTT_SECS);
-            let due = match self.time_last_doubled {
-                None => true,
-                Some(tld) => now.saturating_since(tld).as_secs_f64() >= r,
-            };
-            if due {
+            if self.doubling_due(now) {
+                let r = self.rtt.unwrap_or(MIN_RTT_SECS);
                 // RFC 3448 §4.3 step 4, slow start: X = max(min(2*X, 2*X_recv), s/R); tld = now.
                 self.x = (2.0 * self.x).min(recv_limit).max(self.segment_size / r);
                 self.time_last_doubled = Some(now);
