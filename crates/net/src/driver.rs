@@ -56,6 +56,7 @@ pub(crate) fn spawn(
                         shared: driven,
                         io,
                         batch: SendBatch::default(),
+                        refused: Vec::new(),
                     }
                     .run()
                     .await
@@ -90,6 +91,8 @@ struct Driver {
     shared: Arc<Shared>,
     io: UdpIo,
     batch: SendBatch,
+    /// Destinations the kernel reported unreachable this turn (empty, unallocated, normally).
+    refused: Vec<std::net::SocketAddr>,
 }
 
 /// What one turn left to do.
@@ -106,6 +109,7 @@ impl Driver {
     async fn run(mut self) -> io::Result<()> {
         loop {
             self.receive()?;
+            self.read_errors();
             let turn = self.step();
             let blocked = match self.io.try_send(&mut self.batch) {
                 Ok(()) => false,
@@ -143,6 +147,16 @@ impl Driver {
             }
         }
         Ok(())
+    }
+
+    /// Fail the handshakes whose destination an ICMP "port unreachable" came back from; every
+    /// other connection (a server's peers included) carries on.
+    fn read_errors(&mut self) {
+        self.io.take_refused(&mut self.refused);
+        if !self.refused.is_empty() {
+            self.shared.lock().refuse(&self.refused);
+            self.refused.clear();
+        }
     }
 
     /// Run timers, collect datagrams to send and dispatch events, all under one lock.
@@ -212,6 +226,7 @@ impl Driver {
         tokio::select! {
             ready = self.io.readable() => ready?,
             ready = self.io.writable(), if blocked => ready?,
+            ready = self.io.error_ready() => ready?,
             () = self.shared.driver.notified() => {}
             () = sleep_until(coarse) => {}
         }

@@ -134,7 +134,9 @@ impl Endpoint {
     }
 
     /// Open a connection to `remote` with `config` (its composition, limits and target rate);
-    /// resolves once the handshake completes.
+    /// resolves once the handshake completes. Where the operating system reports it (Linux), an
+    /// ICMP "port unreachable" from `remote` fails it at once with [`Error::NothingListens`]
+    /// instead of after the handshake timeout.
     pub async fn connect(&self, remote: SocketAddr, config: Config) -> Result<Connection, Error> {
         let handle = {
             let mut state = self.shared.lock();
@@ -161,6 +163,9 @@ impl Endpoint {
             let Some(slot) = state.slots.get_mut(&handle) else {
                 return Poll::Ready(Err(Error::EndpointStopped("connection vanished".into())));
             };
+            if let Some(destination) = slot.refused {
+                return Poll::Ready(Err(Error::NothingListens(destination)));
+            }
             if let Some(reason) = slot.closed.clone() {
                 // Answers came but none authenticated: another pre-shared key, or a middlebox.
                 let forged = state
