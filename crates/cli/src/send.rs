@@ -142,7 +142,7 @@ const CLOSE_INTERRUPTED: u32 = 1;
 fn file_bytes_within(stream: u64, header: u64) -> u64 {
     let body = stream.saturating_sub(header);
     let frame = transfer::MAX_CHUNK as u64 + 4;
-    body - 4 * body.div_ceil(frame).min(body / 4)
+    body.saturating_sub(4 * body.div_ceil(frame))
 }
 
 /// The port `qstp recv` listens on and `qstp send` connects to when none is given.
