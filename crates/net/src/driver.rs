@@ -26,6 +26,7 @@ const PRECISE_SLEEP: Duration = Duration::from_millis(2);
 pub(crate) fn spawn(
     shared: Arc<Shared>,
     socket: std::net::UdpSocket,
+    tap: Option<crate::tap::Tap>,
 ) -> io::Result<std::net::SocketAddr> {
     let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
     std::thread::Builder::new()
@@ -45,7 +46,7 @@ pub(crate) fn spawn(
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 runtime.block_on(async move {
                     let io = match UdpIo::new(socket) {
-                        Ok(io) => io,
+                        Ok(io) => io.with_tap(tap),
                         Err(e) => {
                             let _ = ready_tx.send(Err(e));
                             return Ok(());

@@ -5,6 +5,7 @@
 //! `sendmsg` on Linux because `quinn-udp` writes a TOS control message holding only the ECN bits,
 //! which would erase the DSCP; elsewhere it falls back to one `send_to` per datagram.
 
+use crate::tap::{Direction, Tap, Tapped};
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
 
@@ -180,6 +181,10 @@ pub(crate) struct UdpIo {
     rx_meta: Vec<quinn_udp::RecvMeta>,
     rx_filled: usize,
     pub(crate) stats: SocketStats,
+    /// Sees every datagram sent and received, if set.
+    tap: Option<Tap>,
+    /// The bound address, for the tap.
+    local: SocketAddr,
 }
 
 impl UdpIo {
@@ -188,6 +193,7 @@ impl UdpIo {
         let state = quinn_udp::UdpSocketState::new((&socket).into())?;
         let max_segments = state.max_gso_segments().clamp(1, 64);
         let socket = tokio::net::UdpSocket::from_std(socket)?;
+        let local = socket.local_addr()?;
         let batch = quinn_udp::BATCH_SIZE.clamp(1, 32);
         Ok(UdpIo {
             socket,
@@ -199,7 +205,15 @@ impl UdpIo {
             rx_meta: vec![quinn_udp::RecvMeta::default(); batch],
             rx_filled: 0,
             stats: SocketStats::default(),
+            tap: None,
+            local,
         })
+    }
+
+    /// Show every datagram sent and received to `tap`.
+    pub(crate) fn with_tap(mut self, tap: Option<Tap>) -> UdpIo {
+        self.tap = tap;
+        self
     }
 
     /// The bound address.
@@ -273,11 +287,32 @@ impl UdpIo {
         stats.recv_calls += 1;
         drop(slices);
         self.stats.datagrams_received += self.received().count() as u64;
+        if let Some(tap) = &self.tap {
+            let port = self.local.port();
+            let local = self.local;
+            tap.call(
+                self.received_with_destination()
+                    .map(|(remote, to, datagram)| Tapped {
+                        direction: Direction::Received,
+                        local: to.map_or(local, |ip| SocketAddr::new(ip, port)),
+                        remote,
+                        datagram,
+                    }),
+            );
+        }
         Ok(filled)
     }
 
     /// The datagrams read by the last [`UdpIo::try_recv`], GRO batches split at their stride.
     pub(crate) fn received(&self) -> impl Iterator<Item = (SocketAddr, &[u8])> {
+        self.received_with_destination()
+            .map(|(remote, _, datagram)| (remote, datagram))
+    }
+
+    /// [`UdpIo::received`] with each datagram's destination IP where the OS reports it.
+    fn received_with_destination(
+        &self,
+    ) -> impl Iterator<Item = (SocketAddr, Option<std::net::IpAddr>, &[u8])> {
         self.rx_meta
             .iter()
             .zip(self.rx_buffers.iter())
@@ -290,7 +325,7 @@ impl UdpIo {
                 };
                 buf[..meta.len]
                     .chunks(stride.max(1))
-                    .map(move |datagram| (meta.addr, datagram))
+                    .map(move |datagram| (meta.addr, meta.dst_ip, datagram))
             })
     }
 
@@ -325,6 +360,14 @@ impl UdpIo {
                 Ok(()) => {
                     self.stats.send_calls += 1;
                     self.stats.datagrams_sent += run as u64;
+                    if let Some(tap) = &self.tap {
+                        tap.call(batch.slices(run).map(|datagram| Tapped {
+                            direction: Direction::Sent,
+                            local: self.local,
+                            remote: first.destination,
+                            datagram,
+                        }));
+                    }
                     batch.next += run;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(e),

@@ -351,3 +351,51 @@ async fn a_handshake_to_a_closed_port_fails_at_once_and_only_that_one() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tap_sees_every_datagram_both_ways_as_the_socket_counts_them() {
+    use qstp_net::{Direction, Tap};
+    use std::sync::{Arc, Mutex};
+    bounded(async {
+        let server = server(Duration::from_secs(10));
+        let addr = server.local_addr();
+        let receiver = tokio::spawn(accept_and_drain(server));
+        let seen: Arc<Mutex<Vec<(Direction, std::net::SocketAddr, usize)>>> = Arc::default();
+        let log = seen.clone();
+        let client = Endpoint::bind_with(
+            "127.0.0.1:0".parse().unwrap(),
+            EndpointOptions {
+                tap: Some(Tap::new(move |t| {
+                    log.lock()
+                        .unwrap()
+                        .push((t.direction, t.remote, t.datagram.len()))
+                })),
+                ..EndpointOptions::default()
+            },
+        )
+        .unwrap();
+        let mut conn = client.connect(addr, Config::default()).await.unwrap();
+        let data = pattern(200_000);
+        write_and_confirm(&mut conn, &data).await.unwrap();
+        assert!(receiver.await.unwrap().unwrap() == data);
+        let socket = client.stats().socket;
+        let seen = seen.lock().unwrap().clone();
+        let sent = seen.iter().filter(|s| s.0 == Direction::Sent).count() as u64;
+        let received = seen.len() as u64 - sent;
+        // The tap runs before the socket's counters are published: it has seen at least as many.
+        assert!(sent >= socket.datagrams_sent, "{sent} {socket:?}");
+        assert!(
+            received >= socket.datagrams_received,
+            "{received} {socket:?}"
+        );
+        assert!(sent > 0 && received > 0);
+        assert!(seen.iter().all(|s| s.1 == addr && s.2 > 0));
+        let bytes: usize = seen
+            .iter()
+            .filter(|s| s.0 == Direction::Sent)
+            .map(|s| s.2)
+            .sum();
+        assert!(bytes > data.len(), "{bytes} bytes sent");
+    })
+    .await;
+}
