@@ -63,6 +63,16 @@ pub struct RecvArgs {
     /// authenticated, but the first peer to answer is trusted.
     #[arg(long, value_name = "FILE")]
     pub psk: Option<PathBuf>,
+    /// Write every datagram this side sends and receives to FILE as a pcap capture (linktype
+    /// RAW: IPv4/IPv6 packets with synthesized IP and UDP headers around the real, encrypted
+    /// payloads, the real addresses and ports, wall-clock timestamps), which Wireshark and
+    /// tcpdump open as UDP. An existing FILE is never replaced.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// Most packets written to the --pcap file.
+    #[arg(long, value_name = "N", default_value_t = crate::capture::DEFAULT_LIMIT,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub pcap_limit: u64,
 }
 
 /// How a finished transfer is reported.
@@ -270,13 +280,21 @@ pub fn main(args: RecvArgs) -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(run(args, destination, psk))
+    let capture = args
+        .pcap
+        .as_deref()
+        .map(|path| crate::capture::Capture::create(path, args.pcap_limit))
+        .transpose()?;
+    let tap = capture.as_ref().map(crate::capture::Capture::tap);
+    let result = runtime.block_on(run(args, destination, psk, tap));
+    crate::capture::finish_after(capture, result)
 }
 
 async fn run(
     args: RecvArgs,
     destination: Destination,
     psk: Option<qstp_proto::PreSharedKey>,
+    tap: Option<qstp_net::Tap>,
 ) -> anyhow::Result<()> {
     let listen = crate::send::resolve(&crate::send::with_default_port(&args.listen, true)?).await?;
     // The bound on transfers is the bound on memory: each holds its window and file buffers.
@@ -288,6 +306,7 @@ async fn run(
             ..ServerPolicy::default()
         },
         psk,
+        tap,
         ..EndpointOptions::default()
     };
     let endpoint = Endpoint::bind_with(listen, options).map_err(|e| match e {

@@ -52,6 +52,16 @@ pub struct SendArgs {
     /// authenticated, but the first peer to answer is trusted.
     #[arg(long, value_name = "FILE")]
     pub psk: Option<PathBuf>,
+    /// Write every datagram this side sends and receives to FILE as a pcap capture (linktype
+    /// RAW: IPv4/IPv6 packets with synthesized IP and UDP headers around the real, encrypted
+    /// payloads, the real addresses and ports, wall-clock timestamps), which Wireshark and
+    /// tcpdump open as UDP. An existing FILE is never replaced.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// Most packets written to the --pcap file.
+    #[arg(long, value_name = "N", default_value_t = crate::capture::DEFAULT_LIMIT,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub pcap_limit: u64,
 }
 
 /// A number of seconds between reports (`--interval` of `send` and `recv`).
@@ -204,13 +214,20 @@ pub(crate) async fn resolve(text: &str) -> anyhow::Result<SocketAddr> {
 /// Run `qstp send`.
 pub fn main(args: SendArgs) -> anyhow::Result<()> {
     let plan = plan(&args)?;
+    let capture = args
+        .pcap
+        .as_deref()
+        .map(|path| crate::capture::Capture::create(path, args.pcap_limit))
+        .transpose()?;
+    let tap = capture.as_ref().map(crate::capture::Capture::tap);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(run(args, plan))
+    let result = runtime.block_on(run(args, plan, tap));
+    crate::capture::finish_after(capture, result)
 }
 
-async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
+async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::Result<()> {
     let (mut source, header): (Box<dyn AsyncRead + Unpin>, Header) = if args.file == "-" {
         (
             Box::new(tokio::io::BufReader::with_capacity(
@@ -254,6 +271,7 @@ async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
     let options = EndpointOptions {
         dscp: plan.dscp,
         psk: plan.psk.clone(),
+        tap,
         ..EndpointOptions::default()
     };
     let endpoint = Endpoint::bind_with(local, options).context("cannot open a UDP socket")?;

@@ -716,3 +716,131 @@ fn ctrl_c_on_recv_during_a_transfer_drops_the_partial_file_and_says_so() {
     let _ = sender.kill();
     let _ = sender.wait();
 }
+
+/// The IP version, source and destination ports and UDP payload of a raw IP packet.
+fn udp_of(frame: &[u8]) -> (u8, u16, u16, &[u8]) {
+    let version = frame[0] >> 4;
+    let header = if version == 4 {
+        usize::from(frame[0] & 0x0f) * 4
+    } else {
+        40
+    };
+    let udp = &frame[header..];
+    let port = |at: usize| u16::from_be_bytes([udp[at], udp[at + 1]]);
+    (version, port(0), port(2), &udp[8..])
+}
+
+#[test]
+fn pcap_captures_both_directions_with_real_ports_and_no_readable_payload() {
+    use pcap_file::pcap::PcapReader;
+    let dir = scratch("pcap");
+    let out = dir.join("out/");
+    let recv_capture = dir.join("recv.pcap");
+    let (mut receiver, addr, _lines) =
+        start_server(&out, &["--once", "--pcap", recv_capture.to_str().unwrap()]);
+    let marker = b"QSTP-PCAP-MARKER-be7c1d";
+    let mut data = pattern(300_000);
+    for at in [1000, 150_000, 290_000] {
+        data[at..at + marker.len()].copy_from_slice(marker);
+    }
+    let file = dir.join("marked.bin");
+    std::fs::write(&file, &data).unwrap();
+    let send_capture = dir.join("send.pcap");
+    let output = Command::new(QSTP)
+        .arg("send")
+        .arg(&file)
+        .args(["--to", &addr, "--quiet", "--pcap"])
+        .arg(&send_capture)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    let port: u16 = addr.rsplit_once(':').unwrap().1.parse().unwrap();
+    for capture in [&send_capture, &recv_capture] {
+        let mut reader = PcapReader::new(std::fs::File::open(capture).unwrap()).unwrap();
+        let (mut to_receiver, mut from_receiver, mut payload) = (0, 0, 0usize);
+        while let Some(packet) = reader.next_packet() {
+            let packet = packet.unwrap();
+            let (version, source, destination, udp) = udp_of(&packet.data);
+            assert_eq!(version, 4);
+            assert_eq!(&packet.data[12..16], &[127, 0, 0, 1], "source address");
+            assert_eq!(&packet.data[16..20], &[127, 0, 0, 1], "destination address");
+            if destination == port {
+                to_receiver += 1;
+            } else {
+                assert_eq!(source, port, "a datagram of another flow");
+                from_receiver += 1;
+            }
+            assert!(
+                !udp.windows(marker.len()).any(|w| w == marker),
+                "the marker is readable in {}",
+                capture.display()
+            );
+            payload += udp.len();
+            // Wall-clock timestamps: after 2020.
+            assert!(packet.timestamp.as_secs() > 1_577_836_800);
+        }
+        assert!(
+            to_receiver > 0 && from_receiver > 0,
+            "{to_receiver} {from_receiver}"
+        );
+        assert!(payload > data.len(), "{payload} bytes captured");
+    }
+    // A capture never replaces a file: refused before anything is sent.
+    let before = std::fs::read(&send_capture).unwrap();
+    fails_with_one_line(
+        &[
+            "send",
+            file.to_str().unwrap(),
+            "--to",
+            &addr,
+            "--pcap",
+            send_capture.to_str().unwrap(),
+        ],
+        "the file exists",
+    );
+    assert!(std::fs::read(&send_capture).unwrap() == before);
+    fails_with_one_line(
+        &[
+            "recv",
+            "--listen",
+            "127.0.0.1:0",
+            "--pcap",
+            recv_capture.to_str().unwrap(),
+        ],
+        "the file exists",
+    );
+}
+
+#[test]
+fn pcap_limit_bounds_the_capture() {
+    use pcap_file::pcap::PcapReader;
+    let dir = scratch("pcap-limit");
+    let out = dir.join("out/");
+    let (mut receiver, addr, _lines) = start_server(&out, &["--once"]);
+    let file = dir.join("f.bin");
+    std::fs::write(&file, pattern(200_000)).unwrap();
+    let capture = dir.join("small.pcap");
+    let output = Command::new(QSTP)
+        .arg("send")
+        .arg(&file)
+        .args(["--to", &addr, "--quiet", "--pcap-limit", "5", "--pcap"])
+        .arg(&capture)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("stopped at --pcap-limit 5"), "{stderr}");
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    let mut reader = PcapReader::new(std::fs::File::open(&capture).unwrap()).unwrap();
+    let mut count = 0;
+    while let Some(packet) = reader.next_packet() {
+        packet.unwrap();
+        count += 1;
+    }
+    assert_eq!(count, 5);
+}
