@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 
 // `Cli::parse` is replaced by `parse()`, which adds the registry's help text.
 
+mod capture;
 mod choose;
 mod papers;
 mod plot;

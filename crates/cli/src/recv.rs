@@ -11,6 +11,8 @@ use qstp_net::transfer::{self, Header, Verdict};
 use qstp_net::{Config, Connection, Endpoint, EndpointOptions, Rate, ServerPolicy};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -52,11 +54,25 @@ pub struct RecvArgs {
     /// Print each verified transfer's statistics on stdout, one JSON object per line.
     #[arg(long)]
     pub json: bool,
+    /// Also report every SECONDS seconds, one line per transfer on stderr (even with --quiet):
+    /// the bytes received in the interval and their rate, the file's name and the sender.
+    #[arg(long, value_name = "SECONDS", value_parser = crate::send::parse_interval)]
+    pub interval: Option<f64>,
     /// A file holding a secret both ends share: only a peer with the same file completes the
     /// handshake, so no one in the middle can. Without it packets are still encrypted and
     /// authenticated, but the first peer to answer is trusted.
     #[arg(long, value_name = "FILE")]
     pub psk: Option<PathBuf>,
+    /// Write every datagram this side sends and receives to FILE as a pcap capture (linktype
+    /// RAW: IPv4/IPv6 packets with synthesized IP and UDP headers around the real, encrypted
+    /// payloads, the real addresses and ports, wall-clock timestamps), which Wireshark and
+    /// tcpdump open as UDP. An existing FILE is never replaced.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// Most packets written to the --pcap file.
+    #[arg(long, value_name = "N", default_value_t = crate::capture::DEFAULT_LIMIT,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub pcap_limit: u64,
 }
 
 /// How a finished transfer is reported.
@@ -64,6 +80,8 @@ pub struct RecvArgs {
 struct Report {
     quiet: bool,
     json: bool,
+    /// Print a line per transfer this often.
+    interval: Option<Duration>,
 }
 
 /// What `--json` prints for a verified transfer.
@@ -262,15 +280,23 @@ pub fn main(args: RecvArgs) -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(run(args, destination, psk))
+    let capture = args
+        .pcap
+        .as_deref()
+        .map(|path| crate::capture::Capture::create(path, args.pcap_limit))
+        .transpose()?;
+    let tap = capture.as_ref().map(crate::capture::Capture::tap);
+    let result = runtime.block_on(run(args, destination, psk, tap));
+    crate::capture::finish_after(capture, result)
 }
 
 async fn run(
     args: RecvArgs,
     destination: Destination,
     psk: Option<qstp_proto::PreSharedKey>,
+    tap: Option<qstp_net::Tap>,
 ) -> anyhow::Result<()> {
-    let listen = crate::send::resolve(&crate::send::with_default_port(&args.listen, true)).await?;
+    let listen = crate::send::resolve(&crate::send::with_default_port(&args.listen, true)?).await?;
     // The bound on transfers is the bound on memory: each holds its window and file buffers.
     let options = EndpointOptions {
         accept: Some(accept_config(args.idle_timeout)),
@@ -280,41 +306,134 @@ async fn run(
             ..ServerPolicy::default()
         },
         psk,
+        tap,
         ..EndpointOptions::default()
     };
-    let endpoint = Endpoint::bind_with(listen, options)
-        .with_context(|| format!("cannot listen on {listen}"))?;
+    let endpoint = Endpoint::bind_with(listen, options).map_err(|e| match e {
+        qstp_net::Error::Io(e) if e.kind() == io::ErrorKind::AddrInUse => {
+            anyhow::anyhow!("cannot listen on {listen}: address already in use")
+        }
+        e => anyhow::Error::new(e).context(format!("cannot listen on {listen}")),
+    })?;
     if !args.quiet {
         eprintln!("listening on {}", endpoint.local_addr());
     }
     let report = Report {
         quiet: args.quiet,
         json: args.json,
+        interval: args.interval.map(Duration::from_secs_f64),
     };
+    let running = Running::default();
     let mut interrupted = std::pin::pin!(tokio::signal::ctrl_c());
     if args.once {
-        // On Ctrl-C the transfer is dropped, and with it its temporary file.
-        return tokio::select! {
+        let result = tokio::select! {
             result = async {
                 let conn = endpoint.accept().await.context("the endpoint stopped before a transfer arrived")?;
-                serve(conn, &destination, report).await
-            } => result,
-            _ = &mut interrupted => bail!("interrupted"),
+                serve(conn, &destination, report, &running).await
+            } => Some(result),
+            _ = &mut interrupted => None,
+        };
+        // On Ctrl-C the transfer was dropped, and with it its temporary file.
+        return match result {
+            Some(result) => result,
+            None => match running.cut() {
+                Some(cut) => bail!("{cut}"),
+                None => bail!("interrupted before a transfer was received"),
+            },
         };
     }
+    let mut tasks = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             conn = endpoint.accept() => {
                 let Some(conn) = conn else { bail!("the endpoint stopped") };
                 let destination = destination.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = serve(conn, &destination, report).await {
+                let running = running.clone();
+                tasks.spawn(async move {
+                    if let Err(e) = serve(conn, &destination, report, &running).await {
                         eprintln!("qstp: {e:#}");
                     }
                 });
             }
-            _ = &mut interrupted => return Ok(()),
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            _ = &mut interrupted => break,
         }
+    }
+    // Drop the transfers under way, and with them their temporary files, before saying so.
+    tasks.abort_all();
+    while tasks.join_next().await.is_some() {}
+    match running.cut() {
+        Some(cut) => bail!("{cut}"),
+        None => Ok(()),
+    }
+}
+
+/// The transfers receiving bytes now: each leaves the list when its bytes stop coming, so those
+/// left once the tasks are dropped are the transfers Ctrl-C cut.
+#[derive(Debug, Clone, Default)]
+struct Running(Arc<std::sync::Mutex<Vec<RunningTransfer>>>);
+
+#[derive(Debug)]
+struct RunningTransfer {
+    id: u64,
+    name: String,
+    remote: std::net::SocketAddr,
+    received: Arc<AtomicU64>,
+}
+
+impl Running {
+    fn add(&self, entry: RunningTransfer) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(entry);
+    }
+
+    fn remove(&self, id: u64) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|t| t.id != id);
+    }
+
+    /// One line on the transfers still listed (cut), or `None` if there are none.
+    fn cut(&self) -> Option<String> {
+        let list = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let each = |t: &RunningTransfer| {
+            (
+                format!("{} from {}", t.name, t.remote),
+                format!("after {} bytes", t.received.load(Ordering::Relaxed)),
+            )
+        };
+        match list.as_slice() {
+            [] => None,
+            [one] => {
+                let (what, when) = each(one);
+                Some(format!(
+                    "interrupted: transfer of {what} cut {when}, partial file removed"
+                ))
+            }
+            many => {
+                let all: Vec<String> = many
+                    .iter()
+                    .map(|t| {
+                        let (what, when) = each(t);
+                        format!("{what} {when}")
+                    })
+                    .collect();
+                Some(format!(
+                    "interrupted: {} transfers cut ({}), partial files removed",
+                    many.len(),
+                    all.join("; ")
+                ))
+            }
+        }
+    }
+}
+
+/// A task aborted when this is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -324,6 +443,7 @@ async fn serve(
     mut conn: Connection,
     destination: &Destination,
     report: Report,
+    running: &Running,
 ) -> anyhow::Result<()> {
     let remote = conn.remote()?;
     let started = Instant::now();
@@ -341,7 +461,25 @@ async fn serve(
             return Err(e).context(format!("transfer from {remote} refused"));
         }
     };
-    let (outcome, part) = receive_into(&mut conn, &header, &dir, &name).await;
+    let received = Arc::new(AtomicU64::new(0));
+    let id = rand::random::<u64>();
+    running.add(RunningTransfer {
+        id,
+        name: header.name.clone(),
+        remote,
+        received: received.clone(),
+    });
+    let ticker = report.interval.map(|every| {
+        let what = format!("{} from {remote}", header.name);
+        AbortOnDrop(tokio::spawn(show_intervals(received.clone(), every, what)))
+    });
+    let counter = received.clone();
+    let (outcome, part) = receive_into(&mut conn, &header, &dir, &name, move |n| {
+        counter.store(n, Ordering::Relaxed)
+    })
+    .await;
+    drop(ticker);
+    running.remove(id);
     let mut final_path = dir.join(&name);
     let verdict = match (&outcome, part) {
         (Ok(_), Some(mut part)) => match destination.place(&part.path, &name) {
@@ -391,6 +529,25 @@ async fn serve(
     }
 }
 
+/// Print one line every `every` while a transfer runs: the bytes `received` counted in that
+/// interval, their rate, and `what` (the file's name and its sender).
+async fn show_intervals(received: Arc<AtomicU64>, every: Duration, what: String) {
+    let started = tokio::time::Instant::now();
+    let mut ticks = tokio::time::interval_at(started + every, every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let (mut t0, mut bytes0) = (0.0, 0u64);
+    loop {
+        ticks.tick().await;
+        let t1 = started.elapsed().as_secs_f64();
+        let bytes = received.load(Ordering::Relaxed);
+        eprintln!(
+            "{}: {what}",
+            crate::send::interval_bytes(t0, t1, bytes - bytes0, "received")
+        );
+        (t0, bytes0) = (t1, bytes);
+    }
+}
+
 /// Why receiving failed: the transfer itself, or storing it.
 enum ReceiveFailure {
     Transfer(transfer::TransferError),
@@ -425,6 +582,7 @@ async fn receive_into(
     header: &Header,
     dir: &Path,
     base: &str,
+    progress: impl FnMut(u64),
 ) -> (Result<u64, ReceiveFailure>, Option<PartFile>) {
     let part_path = dir.join(format!(".{base}.qstp-part-{:016x}", rand::random::<u64>()));
     let file = match tokio::fs::OpenOptions::new()
@@ -445,7 +603,7 @@ async fn receive_into(
         kept: false,
     };
     let mut sink = tokio::io::BufWriter::with_capacity(FILE_BUFFER, file);
-    let result = transfer::receive(conn, header, &mut sink, |_| {}).await;
+    let result = transfer::receive(conn, header, &mut sink, progress).await;
     let result = match result {
         Ok(moved) => match sink.shutdown().await {
             Ok(()) => Ok(moved.bytes),

@@ -14,6 +14,10 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 pub struct SendArgs {
     /// The file to send, or `-` for standard input.
     pub file: String,
+    /// The file name announced to the receiver (default: the file's own name, `stdin` for `-`);
+    /// a plain visible name, no path, checked as the receiver checks it before any byte moves.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
     /// The receiver's address: `HOST:PORT`, or `HOST` for port 4433, or `:PORT` for this host.
     #[arg(long)]
     pub to: String,
@@ -48,9 +52,20 @@ pub struct SendArgs {
     /// authenticated, but the first peer to answer is trusted.
     #[arg(long, value_name = "FILE")]
     pub psk: Option<PathBuf>,
+    /// Write every datagram this side sends and receives to FILE as a pcap capture (linktype
+    /// RAW: IPv4/IPv6 packets with synthesized IP and UDP headers around the real, encrypted
+    /// payloads, the real addresses and ports, wall-clock timestamps), which Wireshark and
+    /// tcpdump open as UDP. An existing FILE is never replaced.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// Most packets written to the --pcap file.
+    #[arg(long, value_name = "N", default_value_t = crate::capture::DEFAULT_LIMIT,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub pcap_limit: u64,
 }
 
-fn parse_interval(text: &str) -> Result<f64, String> {
+/// A number of seconds between reports (`--interval` of `send` and `recv`).
+pub(crate) fn parse_interval(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(s) if (0.1..=3600.0).contains(&s) => Ok(s),
         _ => Err(format!("'{text}' is not a number of seconds in 0.1..=3600")),
@@ -117,6 +132,9 @@ fn plan(args: &SendArgs) -> anyhow::Result<Plan> {
         config.max_rate = Some(cap);
     }
     config.validate().map_err(anyhow::Error::msg)?;
+    if let Some(name) = &args.name {
+        transfer::check_file_name(name).context("invalid --name")?;
+    }
     let psk = args.psk.as_deref().map(crate::psk::load).transpose()?;
     Ok(Plan {
         config,
@@ -126,36 +144,60 @@ fn plan(args: &SendArgs) -> anyhow::Result<Plan> {
     })
 }
 
+/// The application close code of a transfer the user interrupted (Ctrl-C).
+const CLOSE_INTERRUPTED: u32 = 1;
+
+/// The file bytes in the first `stream` bytes of a transfer: its header and each chunk's 4-byte
+/// length left out (chunks counted full-size, so shorter ones make this a slight overestimate).
+fn file_bytes_within(stream: u64, header: u64) -> u64 {
+    let body = stream.saturating_sub(header);
+    let frame = transfer::MAX_CHUNK as u64 + 4;
+    body.saturating_sub(4 * body.div_ceil(frame))
+}
+
 /// The port `qstp recv` listens on and `qstp send` connects to when none is given.
 pub(crate) const DEFAULT_PORT: u16 = 4433;
 
 /// `text` with a port: `:PORT` means every local address (`listen`) or this host (not
-/// `listen`); `HOST` or an IP alone gets [`DEFAULT_PORT`].
-pub(crate) fn with_default_port(text: &str, listen: bool) -> String {
+/// `listen`); `HOST` or an IP alone gets [`DEFAULT_PORT`]. Refused: a `:` with no port after it,
+/// a port that is not a number up to 65535, and port 0 where a peer is named (not `listen`).
+pub(crate) fn with_default_port(text: &str, listen: bool) -> anyhow::Result<String> {
     use std::net::IpAddr;
     let t = text.trim();
-    if let Some(port) = t
-        .strip_prefix(':')
-        .filter(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
-    {
+    let checked = |port: &str| -> anyhow::Result<u16> {
+        match port.parse::<u16>() {
+            Ok(0) if !listen => {
+                bail!("'{t}': port 0 cannot be connected to; give the receiver's port")
+            }
+            Ok(port) => Ok(port),
+            Err(_) if port.is_empty() => {
+                bail!("'{t}': no port after ':' (write HOST:PORT, or HOST for port {DEFAULT_PORT})")
+            }
+            Err(_) => bail!("'{t}': '{port}' is not a port number (0 to 65535)"),
+        }
+    };
+    if let Some(port) = t.strip_prefix(':').filter(|p| !p.contains(':')) {
+        let port = checked(port)?;
         let host = if listen { "0.0.0.0" } else { "127.0.0.1" };
-        return format!("{host}:{port}");
+        return Ok(format!("{host}:{port}"));
     }
-    if t.parse::<SocketAddr>().is_ok() {
-        return t.to_string();
+    if let Ok(addr) = t.parse::<SocketAddr>() {
+        checked(&addr.port().to_string())?;
+        return Ok(t.to_string());
     }
     if let Ok(ip) = t
         .trim_start_matches('[')
         .trim_end_matches(']')
         .parse::<IpAddr>()
     {
-        return SocketAddr::new(ip, DEFAULT_PORT).to_string();
+        return Ok(SocketAddr::new(ip, DEFAULT_PORT).to_string());
     }
     match t.rsplit_once(':') {
-        Some((_, port)) if !port.is_empty() && port.chars().all(|c| c.is_ascii_digit()) => {
-            t.to_string()
+        Some((_, port)) => {
+            checked(port)?;
+            Ok(t.to_string())
         }
-        _ => format!("{t}:{DEFAULT_PORT}"),
+        None => Ok(format!("{t}:{DEFAULT_PORT}")),
     }
 }
 
@@ -172,13 +214,20 @@ pub(crate) async fn resolve(text: &str) -> anyhow::Result<SocketAddr> {
 /// Run `qstp send`.
 pub fn main(args: SendArgs) -> anyhow::Result<()> {
     let plan = plan(&args)?;
+    let capture = args
+        .pcap
+        .as_deref()
+        .map(|path| crate::capture::Capture::create(path, args.pcap_limit))
+        .transpose()?;
+    let tap = capture.as_ref().map(crate::capture::Capture::tap);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(run(args, plan))
+    let result = runtime.block_on(run(args, plan, tap));
+    crate::capture::finish_after(capture, result)
 }
 
-async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
+async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::Result<()> {
     let (mut source, header): (Box<dyn AsyncRead + Unpin>, Header) = if args.file == "-" {
         (
             Box::new(tokio::io::BufReader::with_capacity(
@@ -186,7 +235,7 @@ async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
                 tokio::io::stdin(),
             )),
             Header {
-                name: "stdin".into(),
+                name: args.name.clone().unwrap_or_else(|| "stdin".into()),
                 size: None,
             },
         )
@@ -201,7 +250,10 @@ async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
         if !meta.is_file() {
             bail!("cannot read '{}': not a regular file", args.file);
         }
-        let name = transfer::safe_file_name(&args.file);
+        let name = match &args.name {
+            Some(name) => name.clone(),
+            None => transfer::safe_file_name(&args.file),
+        };
         (
             Box::new(tokio::io::BufReader::with_capacity(1 << 20, file)),
             Header {
@@ -210,7 +262,7 @@ async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
             },
         )
     };
-    let remote = resolve(&with_default_port(&args.to, false)).await?;
+    let remote = resolve(&with_default_port(&args.to, false)?).await?;
     let local: SocketAddr = if remote.is_ipv4() {
         "0.0.0.0:0".parse()?
     } else {
@@ -219,38 +271,64 @@ async fn run(args: SendArgs, plan: Plan) -> anyhow::Result<()> {
     let options = EndpointOptions {
         dscp: plan.dscp,
         psk: plan.psk.clone(),
+        tap,
         ..EndpointOptions::default()
     };
     let endpoint = Endpoint::bind_with(local, options).context("cannot open a UDP socket")?;
     let mut conn = endpoint
         .connect(remote, plan.config.clone())
         .await
-        .with_context(|| format!("cannot connect to {remote}"))?;
+        .map_err(|e| match e {
+            // The error names the address already.
+            qstp_net::Error::NothingListens(_) => anyhow::Error::new(e),
+            e => anyhow::Error::new(e).context(format!("cannot connect to {remote}")),
+        })?;
 
     let bar = progress_bar(header.size, args.quiet);
     let interval = args.interval.map(Duration::from_secs_f64);
     let ticker = tokio::spawn(show_stats(conn.clone(), bar.clone(), interval));
     let started = Instant::now();
-    let outcome = transfer::send(&mut conn, &header, &mut source, |n| bar.set_position(n)).await;
-    let outcome = match outcome {
-        Ok(moved) => moved,
-        Err(e) => {
-            ticker.abort();
-            bar.abandon();
-            return Err(e).context("transfer failed");
-        }
+    let sent = std::cell::Cell::new(0u64);
+    let exchange = async {
+        let progress = |n| {
+            sent.set(n);
+            bar.set_position(n);
+        };
+        let outcome = transfer::send(&mut conn, &header, &mut source, progress)
+            .await
+            .context("transfer failed")?;
+        conn.finish()?;
+        let verdict = Verdict::read_from(&mut conn)
+            .await
+            .context("no verdict from the receiver")?;
+        anyhow::Ok((outcome, verdict))
     };
-    conn.finish()?;
-    let verdict = Verdict::read_from(&mut conn)
-        .await
-        .context("no verdict from the receiver");
+    let finished = tokio::select! {
+        result = exchange => Some(result),
+        _ = tokio::signal::ctrl_c() => None,
+    };
     let duration = started.elapsed();
     ticker.abort();
-    let verdict = match verdict {
-        Ok(v) => v,
-        Err(e) => {
+    let (outcome, verdict) = match finished {
+        Some(Ok(done)) => done,
+        Some(Err(e)) => {
             bar.abandon();
             return Err(e);
+        }
+        None => {
+            bar.finish_and_clear();
+            // Tell the receiver now, so that it drops the partial file instead of waiting for
+            // its idle timeout; the driver sends the close within a turn.
+            conn.close(CLOSE_INTERRUPTED, b"interrupted by the sender");
+            let _ = tokio::time::timeout(Duration::from_millis(500), conn.closed()).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            // What the receiver acknowledged, in file bytes (the framing taken out).
+            let acked = conn.stats().map_or(0, |s| s.bytes_acked);
+            let n = file_bytes_within(acked, header.encode().len() as u64).min(sent.get());
+            match header.size {
+                Some(m) => bail!("interrupted: {n} of {m} bytes sent, transfer not complete"),
+                None => bail!("interrupted: {n} bytes sent, transfer not complete"),
+            }
         }
     };
     let stats = conn.stats()?;
@@ -372,14 +450,24 @@ async fn show_stats(conn: Connection, bar: ProgressBar, interval: Option<Duratio
 /// One interval report: its span, the bytes sent in it (decimal units), the rate, and the share
 /// of its data packets sent again.
 fn interval_line(from_s: f64, to_s: f64, bytes: u64, sent: u64, again: u64) -> String {
-    let span = (to_s - from_s).max(1e-9);
     let share = if sent == 0 {
         0.0
     } else {
         again as f64 / sent as f64 * 100.0
     };
     format!(
-        "[{from_s:6.2}-{to_s:6.2} s] {:.3} MB sent, {}, retransmitted {share:.2}% ({again} of {sent})",
+        "{}, retransmitted {share:.2}% ({again} of {sent})",
+        interval_bytes(from_s, to_s, bytes, "sent")
+    )
+}
+
+/// The start of every interval report of `send` and `recv`: the span, the bytes that `verb`
+/// (sent, received) in it in decimal megabytes, and their rate in bit/s (decimal units, as
+/// iperf3).
+pub(crate) fn interval_bytes(from_s: f64, to_s: f64, bytes: u64, verb: &str) -> String {
+    let span = (to_s - from_s).max(1e-9);
+    format!(
+        "[{from_s:6.2}-{to_s:6.2} s] {:.3} MB {verb}, {}",
         bytes as f64 / 1e6,
         Rate::from_bps((bytes as f64 * 8.0 / span) as u64)
     )
@@ -424,6 +512,14 @@ mod tests {
     }
 
     #[test]
+    fn acknowledged_stream_bytes_count_as_file_bytes_without_framing() {
+        assert_eq!(file_bytes_within(10, 20), 0);
+        assert_eq!(file_bytes_within(20 + 4 + 100, 20), 100);
+        assert_eq!(file_bytes_within(20 + 2 * 65540, 20), 2 * 65536);
+        assert_eq!(file_bytes_within(22, 20), 0);
+    }
+
+    #[test]
     fn the_progress_line_names_both_loss_figures_in_decimal_units() {
         let stats = qstp_net::Stats {
             rate: Rate::from_mbps(20),
@@ -442,14 +538,28 @@ mod tests {
 
     #[test]
     fn addresses_get_the_default_port_and_a_bare_port_its_host() {
-        assert_eq!(with_default_port(":5000", true), "0.0.0.0:5000");
-        assert_eq!(with_default_port(":5000", false), "127.0.0.1:5000");
-        assert_eq!(with_default_port("10.0.0.2", false), "10.0.0.2:4433");
-        assert_eq!(with_default_port("::1", false), "[::1]:4433");
-        assert_eq!(with_default_port("[::1]:80", false), "[::1]:80");
-        assert_eq!(with_default_port("example.org", false), "example.org:4433");
-        assert_eq!(with_default_port("example.org:9", false), "example.org:9");
-        assert_eq!(with_default_port("127.0.0.1:7", true), "127.0.0.1:7");
+        let ok = |text: &str, listen: bool| with_default_port(text, listen).unwrap();
+        assert_eq!(ok(":5000", true), "0.0.0.0:5000");
+        assert_eq!(ok(":5000", false), "127.0.0.1:5000");
+        assert_eq!(ok("10.0.0.2", false), "10.0.0.2:4433");
+        assert_eq!(ok("::1", false), "[::1]:4433");
+        assert_eq!(ok("::", true), "[::]:4433");
+        assert_eq!(ok("[::1]:80", false), "[::1]:80");
+        assert_eq!(ok("example.org", false), "example.org:4433");
+        assert_eq!(ok("example.org:9", false), "example.org:9");
+        assert_eq!(ok("127.0.0.1:7", true), "127.0.0.1:7");
+        assert_eq!(ok(":0", true), "0.0.0.0:0");
+        let err = |text: &str, listen: bool| {
+            format!("{:#}", with_default_port(text, listen).unwrap_err())
+        };
+        assert!(err("127.0.0.1:", false).contains("no port after ':'"));
+        assert!(err("[::1]:", true).contains("no port after ':'"));
+        assert!(err(":", true).contains("no port after ':'"));
+        assert!(err("example.org:", false).contains("no port after ':'"));
+        assert!(err("host:http", false).contains("not a port number"));
+        assert!(err("10.0.0.2:70000", false).contains("not a port number"));
+        assert!(err("127.0.0.1:0", false).contains("port 0"));
+        assert!(err(":0", false).contains("port 0"));
     }
 
     #[derive(Parser)]
@@ -491,6 +601,9 @@ mod tests {
             .err()
             .unwrap();
         assert!(format!("{e:#}").contains("below --target-rate"), "{e:#}");
+        let e = plan(&parse(&["--name", "../etc/passwd"])).err().unwrap();
+        assert!(format!("{e:#}").contains("invalid --name"), "{e:#}");
+        assert!(plan(&parse(&["--name", "data.bin"])).is_ok());
         let ok = plan(&parse(&["--target-rate", "1M", "--max-rate", "5M"])).unwrap();
         assert_eq!(ok.config.max_rate, Some(Rate::from_mbps(5)));
     }

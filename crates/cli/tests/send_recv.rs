@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{pattern, scratch, start_server, wait_bounded, QSTP};
+use common::{
+    pattern, scratch, start_server, start_server_streaming, wait_bounded, wait_for_line, QSTP,
+};
 
 /// Start `qstp recv --once` on an ephemeral port and return it with the address it listens on.
 fn start_receiver(out: &Path) -> (Child, String) {
@@ -167,7 +169,19 @@ fn bad_input_gives_one_line_and_a_non_zero_exit() {
     );
     let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
-    fails_with_one_line(&["recv", "--listen", &addr, "--once"], "cannot listen");
+    fails_with_one_line(
+        &["recv", "--listen", &addr, "--once"],
+        &format!("cannot listen on {addr}: address already in use"),
+    );
+    let port = addr.rsplit_once(':').unwrap().1;
+    fails_with_one_line(
+        &["recv", "--listen", &format!(":{port}"), "--once"],
+        "address already in use",
+    );
+    fails_with_one_line(&["recv", "--listen", "127.0.0.1:"], "no port after ':'");
+    fails_with_one_line(&["send", file, "--to", "127.0.0.1:"], "no port after ':'");
+    fails_with_one_line(&["send", file, "--to", "localhost:0"], "port 0");
+    fails_with_one_line(&["send", file, "--to", "host:http"], "not a port number");
     fails_with_one_line(
         &[
             "recv",
@@ -523,4 +537,310 @@ fn recv_json_prints_one_object_per_verified_transfer() {
     assert_eq!(json["verified"], true);
     assert!(json["file"].as_str().unwrap().ends_with("in.bin"), "{json}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn recv_interval_reports_each_running_transfer_in_decimal_units() {
+    let dir = scratch("recv-interval");
+    let out = dir.join("out/");
+    let (mut receiver, addr, lines) =
+        start_server_streaming(&out, &["--once", "--interval", "0.1"]);
+    let mut sender = start_stdin_sender(&addr);
+    let mut pipe = sender.stdin.take().unwrap();
+    pipe.write_all(&pattern(300_000)).unwrap();
+    // The transfer stays open until the receiver has reported on it.
+    let line = wait_for_line(
+        &lines,
+        |l| l.contains("MB received"),
+        Duration::from_secs(20),
+    );
+    pipe.write_all(&pattern(100_000)).unwrap();
+    drop(pipe);
+    assert!(sender.wait().unwrap().success());
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    // "[  0.00-  0.10 s] 0.300 MB received, 24Mbit/s: stdin from 127.0.0.1:PORT"
+    assert!(line.starts_with('[') && line.contains(" s] "), "{line}");
+    assert!(line.contains("bit/s: stdin from 127.0.0.1:"), "{line}");
+    let mb: f64 = line
+        .split("s] ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no byte count: {line}"));
+    assert!(mb <= 0.4, "more bytes than were sent: {line}");
+}
+
+#[test]
+fn send_name_names_stdin_and_renames_a_file_and_a_bad_name_is_refused_first() {
+    let dir = scratch("name");
+    let out = dir.join("out/");
+    let (mut receiver, addr, _lines) = start_server(&out, &[]);
+    let mut sender = Command::new(QSTP)
+        .args(["send", "-", "--name", "data.bin", "--to", &addr, "--quiet"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    sender
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&pattern(50_000))
+        .unwrap();
+    assert!(wait_bounded(&mut sender, Duration::from_secs(30)).success());
+    let file = dir.join("local.txt");
+    std::fs::write(&file, pattern(20_000)).unwrap();
+    let renamed = Command::new(QSTP)
+        .arg("send")
+        .arg(&file)
+        .args(["--name", "remote.txt", "--to", &addr, "--quiet"])
+        .output()
+        .unwrap();
+    assert!(
+        renamed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&renamed.stderr)
+    );
+    assert!(std::fs::read(out.join("data.bin")).unwrap() == pattern(50_000));
+    assert!(std::fs::read(out.join("remote.txt")).unwrap() == pattern(20_000));
+    // Refused before connecting: the receiver never hears of it.
+    for bad in ["../x", ".hidden", "a/b", ""] {
+        fails_with_one_line(
+            &["send", file.to_str().unwrap(), "--name", bad, "--to", &addr],
+            "invalid --name",
+        );
+    }
+    assert_eq!(entries(&out), ["data.bin", "remote.txt"]);
+    let _ = receiver.kill();
+    let _ = receiver.wait();
+}
+
+#[test]
+fn send_to_a_port_where_nothing_listens_fails_fast_with_one_line() {
+    let dir = scratch("nothing-listens");
+    let file = dir.join("f.bin");
+    std::fs::write(&file, b"data").unwrap();
+    let closed = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let started = Instant::now();
+    fails_with_one_line(
+        &["send", file.to_str().unwrap(), "--to", &closed],
+        &format!("connection refused: nothing listens on {closed}"),
+    );
+    // The handshake would otherwise time out after 10 s.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+/// Send SIGINT to `child`, as Ctrl-C in a terminal does.
+fn interrupt(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn ctrl_c_on_send_says_how_far_it_got_and_the_receiver_drops_the_partial_file() {
+    let dir = scratch("interrupt-send");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let (mut receiver, addr, lines) = start_server_streaming(&out, &[]);
+    let source = dir.join("big.bin");
+    std::fs::write(&source, pattern(2_000_000)).unwrap();
+    // At most 1 Mbit/s, the 2 MB take 16 s: plenty of time to interrupt.
+    let sender = Command::new(QSTP)
+        .arg("send")
+        .arg(&source)
+        .args(["--to", &addr, "--quiet", "--max-rate", "1M"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_part_file(&out);
+    interrupt(&sender);
+    let output = sender.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "an interrupted send succeeded");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    let line = stderr.trim_end();
+    let sent: u64 = line
+        .strip_prefix("qstp: interrupted: ")
+        .and_then(|rest| rest.strip_suffix(" of 2000000 bytes sent, transfer not complete"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected: {line}"));
+    assert!(sent < 2_000_000, "{line}");
+    // The sender's close reaches the receiver, which drops the partial file and carries on.
+    let error = wait_for_line(&lines, |l| l.starts_with("qstp: "), Duration::from_secs(20));
+    assert!(
+        error.contains("transfer from 127.0.0.1:") && error.contains("interrupted by the sender"),
+        "{error}"
+    );
+    assert!(entries(&out).is_empty(), "left behind: {:?}", entries(&out));
+    assert!(
+        receiver.try_wait().unwrap().is_none(),
+        "the receiver stopped"
+    );
+    interrupt(&receiver);
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(10)).success());
+}
+
+#[test]
+fn ctrl_c_on_recv_during_a_transfer_drops_the_partial_file_and_says_so() {
+    let dir = scratch("interrupt-recv");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let (mut receiver, addr, lines) = start_server(&out, &[]);
+    let mut sender = start_stdin_sender(&addr);
+    let mut pipe = sender.stdin.take().unwrap();
+    pipe.write_all(&pattern(300_000)).unwrap();
+    wait_for_part_file(&out);
+    interrupt(&receiver);
+    let status = wait_bounded(&mut receiver, Duration::from_secs(10));
+    assert!(!status.success(), "a cut transfer exited 0");
+    assert!(entries(&out).is_empty(), "left behind: {:?}", entries(&out));
+    let lines = lines.join().unwrap();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("qstp: interrupted: transfer of stdin from 127.0.0.1:")
+            && lines[0].ends_with(" bytes, partial file removed"),
+        "{}",
+        lines[0]
+    );
+    drop(pipe);
+    let _ = sender.kill();
+    let _ = sender.wait();
+}
+
+/// The IP version, source and destination ports and UDP payload of a raw IP packet.
+fn udp_of(frame: &[u8]) -> (u8, u16, u16, &[u8]) {
+    let version = frame[0] >> 4;
+    let header = if version == 4 {
+        usize::from(frame[0] & 0x0f) * 4
+    } else {
+        40
+    };
+    let udp = &frame[header..];
+    let port = |at: usize| u16::from_be_bytes([udp[at], udp[at + 1]]);
+    (version, port(0), port(2), &udp[8..])
+}
+
+#[test]
+fn pcap_captures_both_directions_with_real_ports_and_no_readable_payload() {
+    use pcap_file::pcap::PcapReader;
+    let dir = scratch("pcap");
+    let out = dir.join("out/");
+    let recv_capture = dir.join("recv.pcap");
+    let (mut receiver, addr, _lines) =
+        start_server(&out, &["--once", "--pcap", recv_capture.to_str().unwrap()]);
+    let marker = b"QSTP-PCAP-MARKER-be7c1d";
+    let mut data = pattern(300_000);
+    for at in [1000, 150_000, 290_000] {
+        data[at..at + marker.len()].copy_from_slice(marker);
+    }
+    let file = dir.join("marked.bin");
+    std::fs::write(&file, &data).unwrap();
+    let send_capture = dir.join("send.pcap");
+    let output = Command::new(QSTP)
+        .arg("send")
+        .arg(&file)
+        .args(["--to", &addr, "--quiet", "--pcap"])
+        .arg(&send_capture)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    let port: u16 = addr.rsplit_once(':').unwrap().1.parse().unwrap();
+    for capture in [&send_capture, &recv_capture] {
+        let mut reader = PcapReader::new(std::fs::File::open(capture).unwrap()).unwrap();
+        let (mut to_receiver, mut from_receiver, mut payload) = (0, 0, 0usize);
+        while let Some(packet) = reader.next_packet() {
+            let packet = packet.unwrap();
+            let (version, source, destination, udp) = udp_of(&packet.data);
+            assert_eq!(version, 4);
+            assert_eq!(&packet.data[12..16], &[127, 0, 0, 1], "source address");
+            assert_eq!(&packet.data[16..20], &[127, 0, 0, 1], "destination address");
+            if destination == port {
+                to_receiver += 1;
+            } else {
+                assert_eq!(source, port, "a datagram of another flow");
+                from_receiver += 1;
+            }
+            assert!(
+                !udp.windows(marker.len()).any(|w| w == marker),
+                "the marker is readable in {}",
+                capture.display()
+            );
+            payload += udp.len();
+            // Wall-clock timestamps: after 2020.
+            assert!(packet.timestamp.as_secs() > 1_577_836_800);
+        }
+        assert!(
+            to_receiver > 0 && from_receiver > 0,
+            "{to_receiver} {from_receiver}"
+        );
+        assert!(payload > data.len(), "{payload} bytes captured");
+    }
+    // A capture never replaces a file: refused before anything is sent.
+    let before = std::fs::read(&send_capture).unwrap();
+    fails_with_one_line(
+        &[
+            "send",
+            file.to_str().unwrap(),
+            "--to",
+            &addr,
+            "--pcap",
+            send_capture.to_str().unwrap(),
+        ],
+        "the file exists",
+    );
+    assert!(std::fs::read(&send_capture).unwrap() == before);
+    fails_with_one_line(
+        &[
+            "recv",
+            "--listen",
+            "127.0.0.1:0",
+            "--pcap",
+            recv_capture.to_str().unwrap(),
+        ],
+        "the file exists",
+    );
+}
+
+#[test]
+fn pcap_limit_bounds_the_capture() {
+    use pcap_file::pcap::PcapReader;
+    let dir = scratch("pcap-limit");
+    let out = dir.join("out/");
+    let (mut receiver, addr, _lines) = start_server(&out, &["--once"]);
+    let file = dir.join("f.bin");
+    std::fs::write(&file, pattern(200_000)).unwrap();
+    let capture = dir.join("small.pcap");
+    let output = Command::new(QSTP)
+        .arg("send")
+        .arg(&file)
+        .args(["--to", &addr, "--quiet", "--pcap-limit", "5", "--pcap"])
+        .arg(&capture)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("stopped at --pcap-limit 5"), "{stderr}");
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    let mut reader = PcapReader::new(std::fs::File::open(&capture).unwrap()).unwrap();
+    let mut count = 0;
+    while let Some(packet) = reader.next_packet() {
+        packet.unwrap();
+        count += 1;
+    }
+    assert_eq!(count, 5);
 }

@@ -26,6 +26,7 @@ const PRECISE_SLEEP: Duration = Duration::from_millis(2);
 pub(crate) fn spawn(
     shared: Arc<Shared>,
     socket: std::net::UdpSocket,
+    tap: Option<crate::tap::Tap>,
 ) -> io::Result<std::net::SocketAddr> {
     let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
     std::thread::Builder::new()
@@ -45,7 +46,7 @@ pub(crate) fn spawn(
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 runtime.block_on(async move {
                     let io = match UdpIo::new(socket) {
-                        Ok(io) => io,
+                        Ok(io) => io.with_tap(tap),
                         Err(e) => {
                             let _ = ready_tx.send(Err(e));
                             return Ok(());
@@ -56,6 +57,7 @@ pub(crate) fn spawn(
                         shared: driven,
                         io,
                         batch: SendBatch::default(),
+                        refused: Vec::new(),
                     }
                     .run()
                     .await
@@ -90,6 +92,8 @@ struct Driver {
     shared: Arc<Shared>,
     io: UdpIo,
     batch: SendBatch,
+    /// Destinations the kernel reported unreachable this turn (empty, unallocated, normally).
+    refused: Vec<std::net::SocketAddr>,
 }
 
 /// What one turn left to do.
@@ -106,6 +110,7 @@ impl Driver {
     async fn run(mut self) -> io::Result<()> {
         loop {
             self.receive()?;
+            self.read_errors();
             let turn = self.step();
             let blocked = match self.io.try_send(&mut self.batch) {
                 Ok(()) => false,
@@ -143,6 +148,16 @@ impl Driver {
             }
         }
         Ok(())
+    }
+
+    /// Fail the handshakes whose destination an ICMP "port unreachable" came back from; every
+    /// other connection (a server's peers included) carries on.
+    fn read_errors(&mut self) {
+        self.io.take_refused(&mut self.refused);
+        if !self.refused.is_empty() {
+            self.shared.lock().refuse(&self.refused);
+            self.refused.clear();
+        }
     }
 
     /// Run timers, collect datagrams to send and dispatch events, all under one lock.
@@ -212,6 +227,7 @@ impl Driver {
         tokio::select! {
             ready = self.io.readable() => ready?,
             ready = self.io.writable(), if blocked => ready?,
+            ready = self.io.error_ready() => ready?,
             () = self.shared.driver.notified() => {}
             () = sleep_until(coarse) => {}
         }

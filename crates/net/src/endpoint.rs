@@ -5,6 +5,7 @@ use crate::dscp::Dscp;
 use crate::error::Error;
 use crate::socket::{self, SocketStats};
 use crate::state::{Shared, Slot, State};
+use crate::tap::Tap;
 use qstp_proto::{CloseReason, Config, EndpointConfig, EndpointStats, PreSharedKey, ServerPolicy};
 use rand::RngCore;
 use std::collections::{HashMap, VecDeque};
@@ -33,6 +34,9 @@ pub struct EndpointOptions {
     /// in the middle cannot (without one, packets are still encrypted and authenticated, but the
     /// first peer to answer is trusted).
     pub psk: Option<PreSharedKey>,
+    /// A hook that sees every datagram sent and received (a packet capture); none by default,
+    /// and then the driver does no work for it.
+    pub tap: Option<Tap>,
 }
 
 impl Default for EndpointOptions {
@@ -43,6 +47,7 @@ impl Default for EndpointOptions {
             max_connections: 1024,
             policy: ServerPolicy::default(),
             psk: None,
+            tap: None,
         }
     }
 }
@@ -124,7 +129,7 @@ impl Endpoint {
             driver: Notify::new(),
             incoming: Notify::new(),
         });
-        let local_addr = crate::driver::spawn(shared.clone(), socket)?;
+        let local_addr = crate::driver::spawn(shared.clone(), socket, options.tap)?;
         Ok(Endpoint { shared, local_addr })
     }
 
@@ -134,7 +139,9 @@ impl Endpoint {
     }
 
     /// Open a connection to `remote` with `config` (its composition, limits and target rate);
-    /// resolves once the handshake completes.
+    /// resolves once the handshake completes. Where the operating system reports it (Linux), an
+    /// ICMP "port unreachable" from `remote` fails it at once with [`Error::NothingListens`]
+    /// instead of after the handshake timeout.
     pub async fn connect(&self, remote: SocketAddr, config: Config) -> Result<Connection, Error> {
         let handle = {
             let mut state = self.shared.lock();
@@ -161,6 +168,9 @@ impl Endpoint {
             let Some(slot) = state.slots.get_mut(&handle) else {
                 return Poll::Ready(Err(Error::EndpointStopped("connection vanished".into())));
             };
+            if let Some(destination) = slot.refused {
+                return Poll::Ready(Err(Error::NothingListens(destination)));
+            }
             if let Some(reason) = slot.closed.clone() {
                 // Answers came but none authenticated: another pre-shared key, or a middlebox.
                 let forged = state

@@ -21,6 +21,10 @@ pub enum Error {
     /// The peer refused the connection.
     #[error("connection refused by the peer")]
     Refused,
+    /// The handshake's destination answered with ICMP "port unreachable": no socket is bound
+    /// to that port.
+    #[error("connection refused: nothing listens on {0}")]
+    NothingListens(std::net::SocketAddr),
     /// The peer aborted the connection.
     #[error("connection closed by the peer (code {code}): {reason}")]
     PeerClosed {
@@ -76,7 +80,7 @@ impl Error {
     pub fn io_kind(&self) -> io::ErrorKind {
         match self {
             Error::ConnectTimeout | Error::IdleTimeout => io::ErrorKind::TimedOut,
-            Error::Refused => io::ErrorKind::ConnectionRefused,
+            Error::Refused | Error::NothingListens(_) => io::ErrorKind::ConnectionRefused,
             Error::HandshakeNotAuthenticated(_) => io::ErrorKind::PermissionDenied,
             Error::PeerClosed { .. } | Error::ProtocolViolation(_) => {
                 io::ErrorKind::ConnectionReset

@@ -52,6 +52,7 @@ mod endpoint;
 mod error;
 mod socket;
 mod state;
+mod tap;
 
 pub use connection::Connection;
 pub use dscp::{Dscp, DscpError};
@@ -61,6 +62,7 @@ pub use error::Error;
 #[cfg(target_os = "linux")]
 pub use socket::received_tos;
 pub use socket::SocketStats;
+pub use tap::{Direction, Tap, Tapped};
 
 /// The protocol core, for its configuration and time types.
 pub use qstp_proto as proto;

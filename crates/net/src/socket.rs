@@ -5,6 +5,7 @@
 //! `sendmsg` on Linux because `quinn-udp` writes a TOS control message holding only the ECN bits,
 //! which would erase the DSCP; elsewhere it falls back to one `send_to` per datagram.
 
+use crate::tap::{Direction, Tap, Tapped};
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
 
@@ -27,8 +28,37 @@ pub(crate) fn bind(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
     let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
     socket.bind(&addr.into())?;
     socket.set_nonblocking(true)?;
-    Ok(socket.into())
+    let socket: std::net::UdpSocket = socket.into();
+    enable_error_queue(&socket);
+    Ok(socket)
 }
+
+/// Have the kernel queue ICMP errors for every destination, not only a connected one (Linux's
+/// IP_RECVERR): an unreachable port then shows up on the error queue with the destination it
+/// concerns ([`UdpIo::take_refused`]). Best effort; without it handshakes just time out.
+#[cfg(target_os = "linux")]
+fn enable_error_queue(socket: &std::net::UdpSocket) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    for (level, name) in [
+        (libc::IPPROTO_IP, libc::IP_RECVERR),
+        (libc::IPPROTO_IPV6, libc::IPV6_RECVERR),
+    ] {
+        // SAFETY: setsockopt with a valid descriptor and a c_int option value.
+        unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                level,
+                name,
+                &on as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn enable_error_queue(_socket: &std::net::UdpSocket) {}
 
 /// One datagram of a send batch.
 #[derive(Debug, Clone, Copy)]
@@ -137,6 +167,8 @@ pub struct SocketStats {
     pub recv_calls: u64,
     /// Datagrams the kernel refused to send (unreachable, too big); UDP gives no other recourse.
     pub send_errors: u64,
+    /// ICMP "port unreachable" reports read off the error queue (Linux).
+    pub unreachable: u64,
 }
 
 /// A bound UDP socket on the tokio reactor, with the kernel's batching features detected.
@@ -149,6 +181,10 @@ pub(crate) struct UdpIo {
     rx_meta: Vec<quinn_udp::RecvMeta>,
     rx_filled: usize,
     pub(crate) stats: SocketStats,
+    /// Sees every datagram sent and received, if set.
+    tap: Option<Tap>,
+    /// The bound address, for the tap.
+    local: SocketAddr,
 }
 
 impl UdpIo {
@@ -157,6 +193,7 @@ impl UdpIo {
         let state = quinn_udp::UdpSocketState::new((&socket).into())?;
         let max_segments = state.max_gso_segments().clamp(1, 64);
         let socket = tokio::net::UdpSocket::from_std(socket)?;
+        let local = socket.local_addr()?;
         let batch = quinn_udp::BATCH_SIZE.clamp(1, 32);
         Ok(UdpIo {
             socket,
@@ -168,7 +205,15 @@ impl UdpIo {
             rx_meta: vec![quinn_udp::RecvMeta::default(); batch],
             rx_filled: 0,
             stats: SocketStats::default(),
+            tap: None,
+            local,
         })
+    }
+
+    /// Show every datagram sent and received to `tap`.
+    pub(crate) fn with_tap(mut self, tap: Option<Tap>) -> UdpIo {
+        self.tap = tap;
+        self
     }
 
     /// The bound address.
@@ -185,6 +230,40 @@ impl UdpIo {
     pub(crate) async fn writable(&self) -> io::Result<()> {
         self.socket.writable().await
     }
+
+    /// Wait until the kernel has an error to report (an ICMP message about a datagram sent).
+    pub(crate) async fn error_ready(&self) -> io::Result<()> {
+        self.socket
+            .ready(tokio::io::Interest::ERROR)
+            .await
+            .map(|_| ())
+    }
+
+    /// Empty the kernel's error queue without blocking, appending to `refused` each destination
+    /// an ICMP "port unreachable" came back for (nothing listens there). Costs one readiness
+    /// check when no error is pending.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn take_refused(&mut self, refused: &mut Vec<SocketAddr>) {
+        use std::os::fd::AsRawFd;
+        let fd = self.socket.as_raw_fd();
+        for _ in 0..1024 {
+            match self
+                .socket
+                .try_io(tokio::io::Interest::ERROR, || read_error_queue(fd))
+            {
+                Ok(Some(destination)) => {
+                    self.stats.unreachable += 1;
+                    refused.push(destination);
+                }
+                Ok(None) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return, // WouldBlock: the queue is empty
+            }
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn take_refused(&mut self, _refused: &mut Vec<SocketAddr>) {}
 
     /// Read one batch of datagrams without blocking into the receive buffers; returns how many
     /// buffers were filled (`WouldBlock` when nothing was waiting). [`UdpIo::received`] lists them.
@@ -208,11 +287,32 @@ impl UdpIo {
         stats.recv_calls += 1;
         drop(slices);
         self.stats.datagrams_received += self.received().count() as u64;
+        if let Some(tap) = &self.tap {
+            let port = self.local.port();
+            let local = self.local;
+            tap.call(
+                self.received_with_destination()
+                    .map(|(remote, to, datagram)| Tapped {
+                        direction: Direction::Received,
+                        local: to.map_or(local, |ip| SocketAddr::new(ip, port)),
+                        remote,
+                        datagram,
+                    }),
+            );
+        }
         Ok(filled)
     }
 
     /// The datagrams read by the last [`UdpIo::try_recv`], GRO batches split at their stride.
     pub(crate) fn received(&self) -> impl Iterator<Item = (SocketAddr, &[u8])> {
+        self.received_with_destination()
+            .map(|(remote, _, datagram)| (remote, datagram))
+    }
+
+    /// [`UdpIo::received`] with each datagram's destination IP where the OS reports it.
+    fn received_with_destination(
+        &self,
+    ) -> impl Iterator<Item = (SocketAddr, Option<std::net::IpAddr>, &[u8])> {
         self.rx_meta
             .iter()
             .zip(self.rx_buffers.iter())
@@ -225,7 +325,7 @@ impl UdpIo {
                 };
                 buf[..meta.len]
                     .chunks(stride.max(1))
-                    .map(move |datagram| (meta.addr, datagram))
+                    .map(move |datagram| (meta.addr, meta.dst_ip, datagram))
             })
     }
 
@@ -260,6 +360,14 @@ impl UdpIo {
                 Ok(()) => {
                     self.stats.send_calls += 1;
                     self.stats.datagrams_sent += run as u64;
+                    if let Some(tap) = &self.tap {
+                        tap.call(batch.slices(run).map(|datagram| Tapped {
+                            direction: Direction::Sent,
+                            local: self.local,
+                            remote: first.destination,
+                            datagram,
+                        }));
+                    }
                     batch.next += run;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(e),
@@ -362,6 +470,91 @@ fn send_datagrams<'a>(
             if e.kind() != io::ErrorKind::Interrupted {
                 return Err(e);
             }
+        }
+    }
+}
+
+/// One entry of the socket's error queue: the destination of the datagram that drew an ICMP
+/// "port unreachable", `None` for any other error; `WouldBlock` once the queue is empty.
+#[cfg(target_os = "linux")]
+fn read_error_queue(fd: std::os::fd::RawFd) -> io::Result<Option<SocketAddr>> {
+    /// Room for the control messages of one error, 8-byte aligned as `cmsghdr` needs.
+    #[repr(C, align(8))]
+    struct ControlBuffer([u8; 256]);
+
+    // The start of the datagram that caused the error, unused (MSG_TRUNC cuts the rest).
+    let mut data = [0u8; 64];
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    let mut control = ControlBuffer([0; 256]);
+    // SAFETY: recvmsg into owned buffers; the name and control messages are read only within the
+    // lengths the kernel returned, with unaligned reads.
+    unsafe {
+        let mut name: libc::sockaddr_storage = std::mem::zeroed();
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_name = &mut name as *mut libc::sockaddr_storage as *mut libc::c_void;
+        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.0.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = control.0.len() as _;
+        if libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut refused = false;
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            let c = &*cmsg;
+            let is_error = (c.cmsg_level == libc::IPPROTO_IP && c.cmsg_type == libc::IP_RECVERR)
+                || (c.cmsg_level == libc::IPPROTO_IPV6 && c.cmsg_type == libc::IPV6_RECVERR);
+            if is_error {
+                let err: libc::sock_extended_err =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const _);
+                let from_icmp = err.ee_origin == libc::SO_EE_ORIGIN_ICMP
+                    || err.ee_origin == libc::SO_EE_ORIGIN_ICMP6;
+                refused |= from_icmp && err.ee_errno == libc::ECONNREFUSED as u32;
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+        if !refused {
+            return Ok(None);
+        }
+        Ok(socket_addr(&name, msg.msg_namelen))
+    }
+}
+
+/// The address in a `sockaddr_storage` the kernel filled, IPv4-mapped IPv6 addresses as IPv4.
+#[cfg(target_os = "linux")]
+fn socket_addr(name: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<SocketAddr> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
+    let len = len as usize;
+    // SAFETY: the family says which structure the kernel wrote, and its length is checked.
+    unsafe {
+        match name.ss_family as libc::c_int {
+            libc::AF_INET if len >= std::mem::size_of::<libc::sockaddr_in>() => {
+                let a: libc::sockaddr_in = std::ptr::read_unaligned(name as *const _ as *const _);
+                Some(SocketAddr::V4(SocketAddrV4::new(
+                    Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
+                    u16::from_be(a.sin_port),
+                )))
+            }
+            libc::AF_INET6 if len >= std::mem::size_of::<libc::sockaddr_in6>() => {
+                let a: libc::sockaddr_in6 = std::ptr::read_unaligned(name as *const _ as *const _);
+                let ip = Ipv6Addr::from(a.sin6_addr.s6_addr);
+                let port = u16::from_be(a.sin6_port);
+                Some(match ip.to_ipv4_mapped() {
+                    Some(v4) => SocketAddr::V4(SocketAddrV4::new(v4, port)),
+                    None => SocketAddr::V6(SocketAddrV6::new(
+                        ip,
+                        port,
+                        a.sin6_flowinfo,
+                        a.sin6_scope_id,
+                    )),
+                })
+            }
+            _ => None,
         }
     }
 }

@@ -9,6 +9,7 @@ use crate::dscp::Dscp;
 use crate::socket::SocketStats;
 use qstp_proto::{CloseReason, ConnectionHandle, Event, Time};
 use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
 use std::sync::{Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::Instant;
@@ -72,6 +73,8 @@ pub(crate) struct Slot {
     pub(crate) message_reader: Option<Waker>,
     /// Tasks waiting for the handshake, acknowledgement or the close.
     pub(crate) watchers: Vec<Waker>,
+    /// The handshake's destination answered with ICMP "port unreachable": nothing listens there.
+    pub(crate) refused: Option<SocketAddr>,
 }
 
 impl Slot {
@@ -100,6 +103,17 @@ impl Slot {
         if !self.watchers.iter().any(|w| w.will_wake(waker)) {
             self.watchers.push(waker.clone());
         }
+    }
+}
+
+/// `addr` with an IPv4-mapped IPv6 address written as IPv4, as the error queue reports it.
+fn canonical(addr: SocketAddr) -> SocketAddr {
+    match addr {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(v4.into(), v6.port()),
+            None => addr,
+        },
+        SocketAddr::V4(_) => addr,
     }
 }
 
@@ -208,6 +222,25 @@ impl State {
             _ => {}
         }
         false
+    }
+
+    /// The kernel reported these destinations unreachable: fail the handshakes still waiting for
+    /// one of them (the connect call returns [`crate::Error::NothingListens`]). Established and
+    /// accepted connections are left alone: a stray ICMP error does not end them.
+    pub(crate) fn refuse(&mut self, destinations: &[SocketAddr]) {
+        for (handle, slot) in self.slots.iter_mut() {
+            if slot.connected || slot.closed.is_some() || slot.refused.is_some() {
+                continue;
+            }
+            let Some(conn) = self.proto.connection(*handle) else {
+                continue;
+            };
+            let remote = canonical(conn.remote());
+            if !conn.is_established() && !conn.is_closed() && destinations.contains(&remote) {
+                slot.refused = Some(remote);
+                slot.wake_watchers();
+            }
+        }
     }
 
     /// Drop the retiring connections from the protocol endpoint and the slots.

@@ -311,3 +311,91 @@ async fn an_abort_reaches_the_peer_with_its_code_and_reason() {
     })
     .await;
 }
+
+/// Linux reports ICMP "port unreachable" for unconnected sockets with IP_RECVERR, which the
+/// endpoint sets: a handshake towards a closed port fails at once, and only that one.
+#[cfg(target_os = "linux")]
+#[allow(clippy::disallowed_types)] // wall-clock time is what the test bounds
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_to_a_closed_port_fails_at_once_and_only_that_one() {
+    bounded(async {
+        let server = server(Duration::from_secs(10));
+        let addr = server.local_addr();
+        let receiver = tokio::spawn(accept_and_drain(server));
+        let client = client();
+        let mut conn = client.connect(addr, Config::default()).await.unwrap();
+        let closed = {
+            let probe = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            probe.local_addr().unwrap()
+        };
+        // The handshake timeout is 10 s by default: `bounded` and this margin catch a wait for it.
+        let started = std::time::Instant::now();
+        let err = client
+            .connect(closed, Config::default())
+            .await
+            .expect_err("nothing listens there");
+        assert!(
+            matches!(err, Error::NothingListens(a) if a == closed),
+            "{err}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(
+            err.to_string(),
+            format!("connection refused: nothing listens on {closed}")
+        );
+        // The other connection of the same endpoint carries on.
+        let data = pattern(300_000);
+        write_and_confirm(&mut conn, &data).await.unwrap();
+        assert!(receiver.await.unwrap().unwrap() == data);
+        assert!(client.stats().socket.unreachable >= 1);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tap_sees_every_datagram_both_ways_as_the_socket_counts_them() {
+    use qstp_net::{Direction, Tap};
+    use std::sync::{Arc, Mutex};
+    bounded(async {
+        let server = server(Duration::from_secs(10));
+        let addr = server.local_addr();
+        let receiver = tokio::spawn(accept_and_drain(server));
+        let seen: Arc<Mutex<Vec<(Direction, std::net::SocketAddr, usize)>>> = Arc::default();
+        let log = seen.clone();
+        let client = Endpoint::bind_with(
+            "127.0.0.1:0".parse().unwrap(),
+            EndpointOptions {
+                tap: Some(Tap::new(move |t| {
+                    log.lock()
+                        .unwrap()
+                        .push((t.direction, t.remote, t.datagram.len()))
+                })),
+                ..EndpointOptions::default()
+            },
+        )
+        .unwrap();
+        let mut conn = client.connect(addr, Config::default()).await.unwrap();
+        let data = pattern(200_000);
+        write_and_confirm(&mut conn, &data).await.unwrap();
+        assert!(receiver.await.unwrap().unwrap() == data);
+        let socket = client.stats().socket;
+        let seen = seen.lock().unwrap().clone();
+        let sent = seen.iter().filter(|s| s.0 == Direction::Sent).count() as u64;
+        let received = seen.len() as u64 - sent;
+        // The tap runs before the socket's counters are published: it has seen at least as many.
+        assert!(sent >= socket.datagrams_sent, "{sent} {socket:?}");
+        assert!(
+            received >= socket.datagrams_received,
+            "{received} {socket:?}"
+        );
+        assert!(sent > 0 && received > 0);
+        assert!(seen.iter().all(|s| s.1 == addr && s.2 > 0));
+        let bytes: usize = seen
+            .iter()
+            .filter(|s| s.0 == Direction::Sent)
+            .map(|s| s.2)
+            .sum();
+        assert!(bytes > data.len(), "{bytes} bytes sent");
+    })
+    .await;
+}

@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub const QSTP: &str = env!("CARGO_BIN_EXE_qstp");
@@ -41,6 +41,13 @@ pub fn start_server(
     out: &Path,
     extra: &[&str],
 ) -> (Child, String, std::thread::JoinHandle<Vec<String>>) {
+    let (child, addr, stderr) = spawn_server(out, extra);
+    let lines = std::thread::spawn(move || stderr.lines().map_while(Result::ok).collect());
+    (child, addr, lines)
+}
+
+/// Start `qstp recv` and read its first line, the address it listens on.
+fn spawn_server(out: &Path, extra: &[&str]) -> (Child, String, BufReader<ChildStderr>) {
     let mut child = Command::new(QSTP)
         .args(["recv", "--listen", "127.0.0.1:0", "--out"])
         .arg(out)
@@ -57,6 +64,41 @@ pub fn start_server(
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("unexpected: {line}"))
         .to_string();
-    let lines = std::thread::spawn(move || stderr.lines().map_while(Result::ok).collect());
-    (child, addr, lines)
+    (child, addr, stderr)
+}
+
+/// Like [`start_server`], but the rest of stderr arrives line by line on a channel as printed.
+pub fn start_server_streaming(
+    out: &Path,
+    extra: &[&str],
+) -> (Child, String, std::sync::mpsc::Receiver<String>) {
+    let (child, addr, stderr) = spawn_server(out, extra);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, addr, rx)
+}
+
+/// The next line from `lines` that `wanted` accepts, waiting at most `limit` in all; panics with
+/// the lines seen otherwise.
+pub fn wait_for_line(
+    lines: &std::sync::mpsc::Receiver<String>,
+    wanted: impl Fn(&str) -> bool,
+    limit: Duration,
+) -> String {
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    loop {
+        let left = limit.saturating_sub(start.elapsed());
+        match lines.recv_timeout(left) {
+            Ok(line) if wanted(&line) => return line,
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("no such line within {limit:?}; seen: {seen:?}"),
+        }
+    }
 }
