@@ -55,6 +55,7 @@ pub(crate) fn fake(spec: &SimSpec, progress: &mut dyn FnMut(Time)) -> Result<Run
                     rtt_samples: vec![1; bins],
                     cwnd_bytes: vec![15_000; bins],
                     loss_events: vec![2; bins],
+                    rate: Vec::new(),
                 },
             });
         }
