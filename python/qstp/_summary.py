@@ -131,7 +131,9 @@ class Summary:
         per time, run, flow and metric, with columns ``time_s`` (end of the bin), ``point``,
         ``run``, ``group``, ``flow``, ``metric`` (``throughput_bps`` and ``goodput_bps`` through the
         1 s time-sliding window, ``jitter_ms`` where the bin had packets; for TCP senders
-        ``rtt_ms``, ``cwnd_bytes``, ``loss_rate`` and ``loss_events``), ``value`` and ``queue``
+        ``rtt_ms``, ``cwnd_bytes``, ``loss_rate`` and ``loss_events``; for qstp/gTFRC/TFRC senders
+        ``rate_bps`` (allowed rate X, bit/s), ``x_recv_bps`` (bit/s), ``loss_event_rate`` (p),
+        ``rtt_ms`` and ``loss_events`` (feedbacks whose p rose)), ``value`` and ``queue``
         (empty on flow rows). The bottleneck queues add rows with ``metric`` ``queue_packets`` or
         ``queue_bytes`` (what the queue held at the end of the bin), ``queue`` naming it
         (``bottleneck``, ``bottleneck/<class>``), an empty ``group`` and ``flow`` <NA>

@@ -145,11 +145,17 @@ def test_series_in_long_format(tiny: Path) -> None:
     assert queues["flow"].isna().all() and (queues["group"] == "").all()
     assert len(queues) == 20 * 2 * 2
     series = series[series.queue == ""]
-    # Every flow's receiver series, and the TCP sender's own (group B is TCP) for B only.
+    # Every flow's receiver series, and each sender's own: the TCP sender's (group B) window and
+    # retransmission share, the gTFRC sender's (group A) rate X, X_recv and p, and both RTT and
+    # loss events.
     assert {"throughput_bps", "goodput_bps", "jitter_ms"} <= set(series["metric"])
-    tcp_only = {"cwnd_bytes", "rtt_ms", "loss_rate", "loss_events"}
-    assert tcp_only <= set(series["metric"])
+    tcp_only = {"cwnd_bytes", "loss_rate"}
+    rate_only = {"rate_bps", "x_recv_bps", "loss_event_rate"}
+    both = {"rtt_ms", "loss_events"}
+    assert tcp_only | rate_only | both <= set(series["metric"])
     assert set(series[series.metric.isin(tcp_only)]["group"]) == {"B"}
+    assert set(series[series.metric.isin(rate_only)]["group"]) == {"A"}
+    assert set(series[series.metric.isin(both)]["group"]) == {"A", "B"}
     assert set(series["run"]) == {0, 1}
     # 4 s in 200 ms bins, for the 3 flows of each of the 2 runs.
     thr = series[series.metric == "throughput_bps"]

@@ -216,6 +216,9 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
         if let Some(figure) = sender_figure(point, first, summary, p, &label, result.runs[0].seed) {
             out.push(figure);
         }
+        if let Some(figure) = rate_figure(point, first, summary, p, &label, result.runs[0].seed) {
+            out.push(figure);
+        }
         if let Some(figure) = queue_figure(first, summary, p, &label, result.runs[0].seed, warmup) {
             out.push(figure);
         }
@@ -368,6 +371,102 @@ fn sender_figure(
         point: Some(p),
         chart: Chart {
             title: format!("Each flow's throughput, RTT and loss rate, {label}, seed {seed}"),
+            ..Default::default()
+        },
+        panels,
+    })
+}
+
+/// For a point with qstp/gTFRC/TFRC groups: each such flow's allowed sending rate X (dashed: its
+/// gTFRC target g, in the flow's colour), the receive rate X_recv its feedback reported, and the
+/// loss event rate p, at the end of each bin of the point's first run, as three panels.
+fn rate_figure(
+    point: &crate::scenario::Point,
+    series: &RunSeries,
+    summary: &Summary,
+    p: usize,
+    label: &str,
+    seed: u64,
+) -> Option<Figure> {
+    let groups = &point.scenario.groups;
+    let flows: Vec<&crate::metrics::FlowSeries> = series
+        .flows
+        .iter()
+        .filter(|f| !f.rate_bps.is_empty())
+        .collect();
+    if flows.is_empty() {
+        return None;
+    }
+    let bin = series.bin.as_secs_f64();
+    let warmup = point.scenario.warmup.as_secs_f64();
+    let present = |v: &[Option<f64>], scale: f64| -> Vec<(f64, f64)> {
+        v.iter()
+            .enumerate()
+            .filter_map(|(i, x)| x.map(|x| ((i + 1) as f64 * bin, x * scale)))
+            .collect()
+    };
+    let panel =
+        |title: &str,
+         y_label: &str,
+         pick: &dyn Fn(&crate::metrics::FlowSeries) -> Vec<(f64, f64)>| Chart {
+            title: title.into(),
+            x_label: "time (s)".into(),
+            y_label: y_label.into(),
+            lines: flows
+                .iter()
+                .map(|f| Line {
+                    label: format!("{}.{}", groups[f.group].name, f.flow),
+                    points: pick(f),
+                    ..Default::default()
+                })
+                .collect(),
+            shade: (warmup > 0.0).then(|| Shade {
+                label: "warm-up".into(),
+                from: 0.0,
+                to: warmup,
+            }),
+            ..Default::default()
+        };
+    let mut rate = panel(
+        "Allowed sending rate X (dashed: target g)",
+        "X (kbit/s)",
+        &|f| present(&f.rate_bps, 1e-3),
+    );
+    // Each flow's own gTFRC floor g (the group's target over its flows).
+    rate.references = flows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let g = match &groups.get(f.group)?.protocol {
+                qstp_sim::Protocol::Qstp { config, .. } => match config.congestion {
+                    qstp_proto::CongestionControl::Gtfrc { target } if !target.is_zero() => target,
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            Some(Reference {
+                label: format!("{}.{} target", groups[f.group].name, f.flow),
+                y: g.bps() as f64 / 1e3,
+                line: Some(i),
+            })
+        })
+        .collect();
+    let panels = vec![
+        rate,
+        panel("Receive rate X_recv (feedback)", "X_recv (kbit/s)", &|f| {
+            present(&f.x_recv_bps, 1e-3)
+        }),
+        panel("Loss event rate p (feedback)", "p", &|f| {
+            present(&f.loss_event_rate, 1.0)
+        }),
+    ];
+    Some(Figure {
+        stem: format!("rates-{}", point_stem(summary, p)),
+        point: Some(p),
+        chart: Chart {
+            title: format!(
+                "Each rate-controlled flow's X, X_recv and p at the end of each {bin} s bin, {label}, seed {seed}"
+            ),
             ..Default::default()
         },
         panels,
@@ -684,9 +783,11 @@ mod tests {
             [
                 "throughput-p00-B.flows=1",
                 "jitter-cdf-p00-B.flows=1",
+                "rates-p00-B.flows=1",
                 "queue-p00-B.flows=1",
                 "throughput-p01-B.flows=2",
                 "jitter-cdf-p01-B.flows=2",
+                "rates-p01-B.flows=2",
                 "queue-p01-B.flows=2",
                 "throughput-panels",
                 "mean-vs-flows-00",
@@ -707,13 +808,34 @@ mod tests {
         assert_eq!(cdf.len(), 24);
         assert_eq!(cdf.last().unwrap().1, 1.0);
         assert!(cdf.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
+        // The qstp flow's X (its target dashed in its colour), X_recv and p: the TCP flows have
+        // no lines there, and the first bin (not yet established) no point.
+        let rates = &figs[2];
+        assert_eq!(rates.panels.len(), 3);
+        for panel in &rates.panels {
+            let names: Vec<&str> = panel.lines.iter().map(|l| l.label.as_str()).collect();
+            assert_eq!(names, ["A.0"]);
+            assert_eq!(panel.lines[0].points.len(), 9);
+            assert_eq!(panel.shade.as_ref().map(|s| s.to), Some(2.0));
+        }
+        assert_eq!(rates.panels[0].lines[0].points[0], (2.0, 410.0));
+        assert_eq!(
+            rates.panels[0].references,
+            vec![Reference {
+                label: "A.0 target".into(),
+                y: 500.0,
+                line: Some(0)
+            }]
+        );
+        assert_eq!(rates.panels[1].lines[0].points[8], (10.0, 390.0));
+        assert_eq!(rates.panels[2].lines[0].points[8], (10.0, 0.001234567));
         // The queue figure: the whole queue and its class, in packets at the end of each bin.
-        let queue = &figs[2].chart;
+        let queue = &figs[3].chart;
         let names: Vec<&str> = queue.lines.iter().map(|l| l.label.as_str()).collect();
         assert_eq!(names, ["bottleneck", "bottleneck/af"]);
         assert_eq!(queue.lines[0].points[9], (10.0, 9.0));
-        assert_eq!(figs[6].panels.len(), 2);
-        let thr = &figs[3].chart;
+        assert_eq!(figs[8].panels.len(), 2);
+        let thr = &figs[4].chart;
         assert_eq!(
             thr.references,
             vec![Reference {
@@ -725,7 +847,7 @@ mod tests {
         // Group B's line is the sum of its two flows.
         let b = &thr.lines[1];
         assert!(b.label.starts_with("B (tcp/newreno, 2 flows)"));
-        let mean = &figs[7].chart;
+        let mean = &figs[9].chart;
         assert_eq!(
             mean.lines[1].points.iter().map(|p| p.0).collect::<Vec<_>>(),
             [1.0, 2.0]

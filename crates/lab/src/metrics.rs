@@ -65,9 +65,20 @@ pub struct FlowSeries {
     #[serde(default)]
     pub loss_rate: Vec<Option<f64>>,
     /// Loss events the sender saw in the bin (TCP: entries into fast recovery and retransmission
-    /// timeouts; `None` for senders that do not report them).
+    /// timeouts; qstp: feedbacks whose loss event rate p rose; `None` for senders that do not
+    /// report them).
     #[serde(default)]
     pub loss_events: Vec<Option<f64>>,
+    /// The qstp sender's allowed sending rate X at the end of the bin (under its `max_rate`
+    /// cap), bit/s (`None` before the connection is established; empty for other senders).
+    #[serde(default)]
+    pub rate_bps: Vec<Option<f64>>,
+    /// The receive rate X_recv of the latest feedback at the end of the bin, bit/s (qstp).
+    #[serde(default)]
+    pub x_recv_bps: Vec<Option<f64>>,
+    /// The loss event rate p of the latest feedback at the end of the bin (qstp).
+    #[serde(default)]
+    pub loss_event_rate: Vec<Option<f64>>,
 }
 
 /// One bottleneck queue's occupancy over a whole run, at the end of each bin.
@@ -223,7 +234,19 @@ fn flow_series(f: &FlowRecord, bin: Duration) -> FlowSeries {
             .iter()
             .map(|&n| Some(n as f64))
             .collect(),
+        rate_bps: rate_series(f, |r| r.rate_bps as f64),
+        x_recv_bps: rate_series(f, |r| r.x_recv_bps as f64),
+        loss_event_rate: rate_series(f, |r| r.loss_event_rate_ppb as f64 / 1e9),
     }
+}
+
+/// One field of a rate-based sender's per-bin samples.
+fn rate_series(f: &FlowRecord, pick: impl Fn(&qstp_sim::RateSample) -> f64) -> Vec<Option<f64>> {
+    f.sender
+        .rate
+        .iter()
+        .map(|r| r.as_ref().map(&pick))
+        .collect()
 }
 
 /// The time-sliding-window rate estimator of RFC 2859 §2.1, fed one bin at a time (each bin's bytes

@@ -329,7 +329,10 @@ pub fn runs_csv(plan: &Plan, results: &[PointResult], summary: &Summary) -> Stri
 /// (`throughput_bps` and `goodput_bps` through the 1 s time-sliding window, `jitter_ms` where the
 /// bin had packets; for TCP senders `rtt_ms` (mean smoothed RTT), `cwnd_bytes` and `loss_rate`
 /// (share of data packets sent again) where the bin had acknowledgements or sends, and
-/// `loss_events` (entries into fast recovery and timeouts) in every bin), then one row
+/// `loss_events` (entries into fast recovery and timeouts) in every bin; for qstp senders, sampled
+/// at the end of each bin once the connection is established, `rate_bps` (the allowed rate X),
+/// `x_recv_bps` (the latest feedback's X_recv), `loss_event_rate` (its p), `rtt_ms` (the smoothed
+/// RTT) and `loss_events` (feedbacks in the bin whose p rose)), then one row
 /// per time, point, run, bottleneck queue and metric (`queue_packets`, `queue_bytes`: what the
 /// queue held at the end of the bin), whose `group` and `flow` are empty and whose last column,
 /// `queue`, names the queue (`bottleneck`, `bottleneck/<class>`; empty on flow rows). `time_s` is
@@ -365,6 +368,9 @@ pub fn long_series_csv(plan: &Plan, results: &[PointResult]) -> String {
                     ("cwnd_bytes", &f.cwnd_bytes, 0),
                     ("loss_rate", &f.loss_rate, 6),
                     ("loss_events", &f.loss_events, 0),
+                    ("rate_bps", &f.rate_bps, 0),
+                    ("x_recv_bps", &f.x_recv_bps, 0),
+                    ("loss_event_rate", &f.loss_event_rate, 9),
                 ] {
                     for (i, v) in values.iter().enumerate() {
                         if let Some(v) = v {

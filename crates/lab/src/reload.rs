@@ -297,6 +297,9 @@ fn read_series(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<
                 cwnd_bytes: Vec::new(),
                 loss_rate: Vec::new(),
                 loss_events: Vec::new(),
+                rate_bps: Vec::new(),
+                x_recv_bps: Vec::new(),
+                loss_event_rate: Vec::new(),
             });
         // Sender series exist only for the flows whose senders report them.
         let sparse = |v: &mut Vec<Option<f64>>| {
@@ -313,6 +316,9 @@ fn read_series(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<
             "cwnd_bytes" => sparse(&mut series.cwnd_bytes),
             "loss_rate" => sparse(&mut series.loss_rate),
             "loss_events" => sparse(&mut series.loss_events),
+            "rate_bps" => sparse(&mut series.rate_bps),
+            "x_recv_bps" => sparse(&mut series.x_recv_bps),
+            "loss_event_rate" => sparse(&mut series.loss_event_rate),
             other => return Err(csv_error(path, line, format!("unknown metric '{other}'"))),
         }
     }

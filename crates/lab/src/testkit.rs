@@ -2,7 +2,8 @@
 
 use qstp_proto::Time;
 use qstp_sim::{
-    CodePointCounters, FlowRecord, QueueRecord, QueueSeries, RunOutput, SenderSeries, SimSpec,
+    CodePointCounters, FlowRecord, Protocol, QueueRecord, QueueSeries, RateSample, RunOutput,
+    SenderSeries, SimSpec,
 };
 
 pub(crate) const PLAN: &str = r#"
@@ -55,6 +56,22 @@ pub(crate) fn fake(spec: &SimSpec, progress: &mut dyn FnMut(Time)) -> Result<Run
                     rtt_samples: vec![1; bins],
                     cwnd_bytes: vec![15_000; bins],
                     loss_events: vec![2; bins],
+                    // qstp senders: their rate state at the end of each bin but the first (not
+                    // yet established), X rising by 10 kbit/s a bin.
+                    rate: if matches!(group.protocol, Protocol::Qstp { .. }) {
+                        (0..bins as u64)
+                            .map(|i| {
+                                (i > 0).then_some(RateSample {
+                                    rate_bps: 400_000 + i * 10_000,
+                                    x_recv_bps: 390_000,
+                                    loss_event_rate_ppb: 1_234_567,
+                                    rtt_ns: 30_000_000,
+                                })
+                            })
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
                 },
             });
         }

@@ -221,3 +221,40 @@ fn max_rate_caps_the_sending_rate() {
     bad.max_rate = Some(cap);
     assert!(bad.validate().is_err());
 }
+
+/// `Stats::loss_event_rate_increases` counts the feedbacks whose p rose: none on a clean path
+/// (p stays 0), and on a lossy one some, never more than the packets lost (each new loss event
+/// loses at least one).
+#[test]
+fn loss_event_rate_increases_count_new_loss_events() {
+    let run = bulk_transfer(
+        CongestionControl::Tfrc,
+        53,
+        Duration::from_secs(2),
+        Duration::from_secs(20),
+    );
+    let (increases, lost) = (run.end.loss_event_rate_increases, run.end.packets_lost);
+    assert!(run.end.loss_event_rate > 0.0);
+    assert!(
+        increases > 10 && increases <= lost,
+        "{increases} rises, {lost} lost"
+    );
+
+    let mut pair = Pair::new(
+        Config::default(),
+        PathModel::with_delay(Duration::from_millis(20)),
+        54,
+    );
+    pair.connect_and_establish(Config::default());
+    let chunk = vec![0u8; 64 * 1024];
+    let mut sink = vec![0u8; 64 * 1024];
+    pair.drive_until(Duration::from_secs(3), |p| {
+        while p.client.conn_mut().write(&chunk).is_ok() {}
+        while matches!(p.server.conn_mut().read(&mut sink), Ok(n) if n > 0) {}
+        false
+    });
+    let clean = pair.client.conn().stats();
+    assert!(clean.bytes_acked > 1_000_000, "{clean:?}");
+    assert_eq!(clean.loss_event_rate, 0.0);
+    assert_eq!(clean.loss_event_rate_increases, 0);
+}

@@ -1,7 +1,7 @@
 //! Per-flow series recorded at fixed bins: memory grows with duration / bin, never with packets.
 
 use crate::ids::FlowId;
-use crate::spec::{FlowRecord, SenderSeries};
+use crate::spec::{FlowRecord, RateSample, SenderSeries};
 use qstp_proto::{Duration, Time};
 
 /// Collects what the receivers saw, bin by bin.
@@ -122,6 +122,35 @@ impl Recorder {
         s.loss_events[bin] += count;
     }
 
+    /// A rate-based sender's state at the end of bin `bin` (`None`: no connection yet), and the
+    /// loss events it learnt of during the bin. Called once per bin, at its end.
+    pub fn on_rate_sample(
+        &mut self,
+        flow: FlowId,
+        bin: usize,
+        sample: Option<RateSample>,
+        loss_events: u64,
+    ) {
+        if bin >= self.bins {
+            return;
+        }
+        let bins = self.bins;
+        let s = &mut self.flows[flow.index()].sender;
+        if s.rate.is_empty() {
+            s.rate = vec![None; bins];
+            s.rtt_ns = vec![0; bins];
+            s.rtt_samples = vec![0; bins];
+            s.loss_events = vec![0; bins];
+        }
+        s.rate[bin] = sample;
+        s.loss_events[bin] += loss_events;
+        if let Some(rtt) = sample.map(|r| r.rtt_ns).filter(|&r| r > 0) {
+            // One sample: the smoothed RTT at the end of the bin.
+            s.rtt_ns[bin] = rtt;
+            s.rtt_samples[bin] = 1;
+        }
+    }
+
     /// Set the sender's totals directly (for agents that count them themselves).
     pub fn set_sent(&mut self, flow: FlowId, sent: u64, retransmitted: u64) {
         let record = &mut self.flows[flow.index()];
@@ -169,5 +198,26 @@ mod tests {
         assert_eq!(rec.jitter_ns, vec![20_000_000, 10_000_000]);
         assert_eq!(rec.delivered_bytes, vec![0, 1000]);
         assert_eq!((rec.packets_sent, rec.packets_retransmitted), (2, 1));
+    }
+
+    #[test]
+    fn rate_samples_fill_their_bins() {
+        let mut r = Recorder::new(Duration::from_secs(1), 3, &[(0, 0)]);
+        let f = FlowId(0);
+        let sample = RateSample {
+            rate_bps: 400_000,
+            x_recv_bps: 390_000,
+            loss_event_rate_ppb: 1_000_000,
+            rtt_ns: 30_000_000,
+        };
+        r.on_rate_sample(f, 0, None, 0);
+        r.on_rate_sample(f, 1, Some(sample), 2);
+        r.on_rate_sample(f, 3, Some(sample), 7); // past the last bin: ignored
+        let s = &r.into_records()[0].sender;
+        assert_eq!(s.rate, vec![None, Some(sample), None]);
+        assert_eq!(s.loss_events, vec![0, 2, 0]);
+        assert_eq!(s.rtt_ns, vec![0, 30_000_000, 0]);
+        assert_eq!(s.rtt_samples, vec![0, 1, 0]);
+        assert!(s.cwnd_bytes.is_empty() && s.sent.is_empty());
     }
 }

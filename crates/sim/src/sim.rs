@@ -72,6 +72,8 @@ struct World<'a> {
     bin: Duration,
     bins: usize,
     next_sample: Time,
+    /// The agents sampled at the end of each bin (qstp clients).
+    sampled_agents: Vec<usize>,
     /// Where the captured link's frames go, and the link.
     capture: Option<(&'a mut dyn CaptureSink, LinkId)>,
 }
@@ -115,6 +117,12 @@ impl<'a> World<'a> {
         }
         let flows: Vec<(usize, u32)> = built.flows.iter().map(|f| (f.group, f.flow)).collect();
         let bins = bin_count(spec) as usize;
+        let sampled_agents = agents
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| matches!(a, Agent::QstpClient(_)))
+            .map(|(i, _)| i)
+            .collect();
         let recorder = Recorder::new(spec.bin, bins, &flows);
         let queue = &built.network.link(built.bottleneck).queue;
         let mut queue_series = vec![QueueSeries {
@@ -141,6 +149,7 @@ impl<'a> World<'a> {
             bin: spec.bin,
             bins,
             next_sample: Time::ZERO + spec.bin,
+            sampled_agents,
             capture,
         })
     }
@@ -152,10 +161,10 @@ impl<'a> World<'a> {
             if self.at_warmup.is_none() && now >= self.warmup {
                 self.at_warmup = Some(self.queue_records());
             }
-            // The queues hold still between events: their state now, before this event, is
-            // their state at the end of every bin that ended since the last event.
+            // The queues and senders hold still between events: their state now, before this
+            // event, is their state at the end of every bin that ended since the last event.
             while now >= self.next_sample {
-                self.sample_queues();
+                self.sample_bin();
             }
             while now >= next_report {
                 progress(next_report);
@@ -192,21 +201,28 @@ impl<'a> World<'a> {
             next_report += second;
         }
         progress(end);
-        // The bins that end after the last event see the queues as it left them.
+        // The bins that end after the last event see the queues and senders as it left them.
         while self.queue_series[0].packets.len() < self.bins {
-            self.sample_queues();
+            self.sample_bin();
         }
     }
 
-    /// Record the bottleneck's queue lengths as those at the end of the next bin.
-    fn sample_queues(&mut self) {
-        self.next_sample = if self.queue_series[0].packets.len() + 1 >= self.bins {
+    /// Record the bottleneck's queue lengths and the qstp senders' rate state as those at the end
+    /// of the next bin.
+    fn sample_bin(&mut self) {
+        let bin = self.queue_series[0].packets.len();
+        self.next_sample = if bin + 1 >= self.bins {
             Time::MAX
         } else {
             self.next_sample + self.bin
         };
-        if self.queue_series[0].packets.len() >= self.bins {
+        if bin >= self.bins {
             return;
+        }
+        for &i in &self.sampled_agents {
+            if let Agent::QstpClient(client) = &mut self.agents[i] {
+                client.sample(bin, &mut self.recorder);
+            }
         }
         let queue = &self.network.link(self.bottleneck).queue;
         let whole = &mut self.queue_series[0];

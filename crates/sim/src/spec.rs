@@ -346,7 +346,7 @@ pub struct FlowRecord {
     pub packets_sent: u64,
     /// Data packets the sender sent again.
     pub packets_retransmitted: u64,
-    /// What the sender saw, per bin (TCP senders; empty for others).
+    /// What the sender saw, per bin (TCP and qstp senders; empty for others).
     pub sender: SenderSeries,
 }
 
@@ -365,8 +365,26 @@ pub struct SenderSeries {
     /// Congestion window after the bin's last ACK, bytes (0: no ACK in the bin).
     pub cwnd_bytes: Vec<u64>,
     /// Loss events the sender reacted to in the bin: TCP's entries into fast recovery and
-    /// retransmission timeouts.
+    /// retransmission timeouts; qstp's feedbacks whose loss event rate p rose
+    /// (`qstp_proto::Stats::loss_event_rate_increases`, a lower bound on new loss events).
     pub loss_events: Vec<u64>,
+    /// The rate controller's state at the end of each bin (qstp senders; `None` for a bin that
+    /// ended before the connection was established).
+    pub rate: Vec<Option<RateSample>>,
+}
+
+/// A qstp sender's rate controller at one instant (`qstp_proto::Connection::stats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RateSample {
+    /// The allowed sending rate X, bit/s (under the group's `max_rate` cap, if any: the rate the
+    /// sender paces at).
+    pub rate_bps: u64,
+    /// The receive rate X_recv the latest feedback reported, bit/s.
+    pub x_recv_bps: u64,
+    /// The loss event rate p the latest feedback reported, parts per billion (as on the wire).
+    pub loss_event_rate_ppb: u64,
+    /// The smoothed RTT, nanoseconds.
+    pub rtt_ns: u64,
 }
 
 /// Everything one run produced.

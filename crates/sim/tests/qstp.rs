@@ -155,3 +155,65 @@ fn qstp_keeps_its_cbq_pipe_while_udp_floods_and_borrows_the_rest_otherwise() {
         "holds its pipe: {flooded}"
     );
 }
+
+/// The sender's series, sampled once per bin from `Connection::stats()`: on a lossless path
+/// (the rate capped below the link, so the queue never overflows) the allowed rate X follows
+/// what arrives and p stays 0; on a path losing 1% of packets p and the loss events appear.
+#[test]
+fn a_qstp_senders_rate_rtt_and_p_are_sampled_every_bin() {
+    let seconds = 20;
+    let warmup = 5;
+    let flow_with = |loss: Option<qstp_sim::LossSpec>| {
+        let mut spec = dumbbell(Rate::from_mbps(2), Duration::from_millis(10), 50, seconds);
+        spec.packet_size = 1500;
+        spec.bottleneck.loss = loss;
+        let mut config = Config::qstp(Rate::from_kbps(500));
+        config.max_rate = Some(Rate::from_mbps(1));
+        spec.groups.push(group(
+            "qstp",
+            Protocol::Qstp {
+                name: "qstp".into(),
+                config,
+            },
+            1,
+            Duration::from_millis(40),
+        ));
+        run(&spec).unwrap().flows.remove(0)
+    };
+    let clean = flow_with(None);
+    let s = &clean.sender;
+    assert_eq!(s.rate.len(), seconds as usize);
+    assert!(
+        s.rate.iter().all(Option::is_some),
+        "established in the first bin"
+    );
+    let late = &s.rate[warmup..];
+    let mean_rate =
+        late.iter().map(|r| r.unwrap().rate_bps as f64).sum::<f64>() / late.len() as f64;
+    let throughput = clean.received_bytes[warmup..].iter().sum::<u64>() as f64 * 8.0
+        / (seconds as usize - warmup) as f64;
+    let ratio = mean_rate / throughput;
+    assert!(
+        (0.85..=1.15).contains(&ratio),
+        "X {mean_rate:.0} bit/s, throughput {throughput:.0} bit/s"
+    );
+    assert!(late.iter().all(|r| r.unwrap().loss_event_rate_ppb == 0));
+    assert!(late.iter().all(|r| r.unwrap().x_recv_bps > 500_000));
+    assert_eq!(s.loss_events, vec![0; seconds as usize]);
+    // The smoothed RTT, once per bin: about the 40 ms base RTT plus serialisation.
+    assert!(s.rtt_samples[warmup..].iter().all(|&n| n == 1));
+    assert!(s.rtt_ns[warmup..]
+        .iter()
+        .all(|&r| (40_000_000..60_000_000).contains(&r)));
+    // No window: cwnd is TCP's.
+    assert!(s.cwnd_bytes.is_empty());
+
+    let lossy = flow_with(Some(qstp_sim::LossSpec::Bernoulli { p: 0.01 }));
+    let late = &lossy.sender.rate[warmup..];
+    assert!(late.iter().all(|r| r.unwrap().loss_event_rate_ppb > 0));
+    let events: u64 = lossy.sender.loss_events.iter().sum();
+    assert!(
+        events > 5 && events <= lossy.packets_retransmitted.max(1) * 2,
+        "{events} loss events"
+    );
+}

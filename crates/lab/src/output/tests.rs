@@ -22,7 +22,7 @@ fn every_output_is_written_and_the_report_gathers_them() {
     let dir = temp_dir("outputs");
     let w = write_plan(&dir);
     assert_eq!(w.series.len(), 2);
-    assert_eq!(w.plots.len(), 18, "9 figures, each as SVG and PDF");
+    assert_eq!(w.plots.len(), 22, "11 figures, each as SVG and PDF");
     for pdf in w
         .plots
         .iter()
@@ -41,7 +41,7 @@ fn every_output_is_written_and_the_report_gathers_them() {
         !report.contains("src=\"") && !report.contains("href=\""),
         "self-contained: no external files"
     );
-    assert_eq!(report.matches("<svg").count(), 9, "every plot inline");
+    assert_eq!(report.matches("<svg").count(), 11, "every plot inline");
     assert_eq!(
         report.matches("<h2 id=\"p").count(),
         2,
@@ -119,7 +119,7 @@ fn with_many_points_the_time_series_are_linked_not_inlined() {
     let w = write_all(&dir, &plan, &results, &summary).unwrap();
     assert_eq!(
         w.plots.len(),
-        2 * (13 * 3 + 2),
+        2 * (13 * 4 + 2),
         "every figure is still written, as SVG and PDF"
     );
     let report = std::fs::read_to_string(&w.report).unwrap();
@@ -128,7 +128,7 @@ fn with_many_points_the_time_series_are_linked_not_inlined() {
         2,
         "only the mean and std figures inline"
     );
-    assert_eq!(report.matches("<li><a href=\"plots/").count(), 39);
+    assert_eq!(report.matches("<li><a href=\"plots/").count(), 52);
     assert!(report.contains("href=\"plots/throughput-p12-B.flows=13.svg\""));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -172,8 +172,9 @@ fn series_csv_holds_every_run_in_long_format() {
     assert!(rows.iter().all(|r| r.len() == 8));
     let (queue_rows, flow_rows): (Vec<_>, Vec<_>) = rows.iter().partition(|r| !r[7].is_empty());
     // (2 + 3 flows) x 3 runs x 10 bins x 7 metrics (the fake has a packet, a send, an ACK and
-    // loss events in every bin).
-    assert_eq!(flow_rows.len(), 5 * 3 * 10 * 7);
+    // loss events in every bin), and the qstp flow's rate, X_recv and p in the 9 bins after its
+    // connection was established (1 flow per point x 2 points x 3 runs).
+    assert_eq!(flow_rows.len(), 5 * 3 * 10 * 7 + 2 * 3 * 9 * 3);
     // 2 points x 3 runs x 10 bins x 2 queues (the whole and a class) x 2 metrics.
     assert_eq!(queue_rows.len(), 2 * 3 * 10 * 2 * 2);
     assert!(queue_rows
@@ -187,6 +188,12 @@ fn series_csv_holds_every_run_in_long_format() {
         && r[5] == "queue_bytes"
         && r[6] == "4000"
         && r[7] == "bottleneck/af"));
+    // The rate series are the qstp group's only, and absent in the bin before it connected.
+    let rate_rows: Vec<_> = flow_rows.iter().filter(|r| r[5] == "rate_bps").collect();
+    assert!(rate_rows.iter().all(|r| r[3] == "A" && r[0] != "1.000"));
+    assert!(rate_rows
+        .iter()
+        .any(|r| r[0] == "2.000" && r[6] == "410000"));
     let runs: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[2]).collect();
     assert_eq!(runs.into_iter().collect::<Vec<_>>(), ["0", "1", "2"]);
     assert!(rows
@@ -197,6 +204,9 @@ fn series_csv_holds_every_run_in_long_format() {
         ("cwnd_bytes", "15000"),
         ("loss_rate", "0.100000"),
         ("loss_events", "2"),
+        ("rate_bps", "490000"),
+        ("x_recv_bps", "390000"),
+        ("loss_event_rate", "0.001234567"),
     ] {
         assert!(
             rows.iter().any(|r| r[5] == metric && r[6] == value),

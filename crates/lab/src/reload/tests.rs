@@ -43,7 +43,17 @@ fn a_results_folder_reads_back_into_the_same_figures() {
                     .zip(&fb.throughput_bps)
                     .all(|(x, y)| (x - y).abs() <= 0.5));
                 assert_eq!(fa.jitter_ms.len(), fb.jitter_ms.len());
+                // The rate-based sender's series are written exactly (whole bit/s, p to 1e-9):
+                // they come back as they were, absent bins included.
+                assert_eq!(fa.rate_bps, fb.rate_bps);
+                assert_eq!(fa.x_recv_bps, fb.x_recv_bps);
+                assert_eq!(fa.loss_event_rate, fb.loss_event_rate);
+                assert_eq!(fa.loss_events, fb.loss_events);
             }
+            assert!(sa
+                .flows
+                .iter()
+                .any(|f| f.rate_bps.iter().flatten().count() == 9));
             // Queue lengths are whole numbers: they come back exactly.
             assert_eq!(sa.queues, sb.queues);
         }

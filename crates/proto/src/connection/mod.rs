@@ -122,6 +122,14 @@ pub struct Stats {
     pub x_recv: Rate,
     /// Loss event rate p as seen by the peer's receiver.
     pub loss_event_rate: f64,
+    /// Feedbacks that reported a higher loss event rate p than the feedback accepted before them
+    /// (the first with p > 0 among them): the new loss events this sender learnt of. Between loss
+    /// events the receiver's p only falls or holds (RFC 5348 §5.4: the open interval counts only
+    /// when it lengthens the mean), so each rise marks at least one new event; it is a lower
+    /// bound, since several events between two feedbacks count once and an event ending an
+    /// interval longer than the older intervals' mean leaves p about where it was. Read-only: no
+    /// field on the wire carries it.
+    pub loss_event_rate_increases: u64,
     /// Smoothed round-trip time.
     pub rtt: Duration,
     /// The gTFRC target g (zero if none).

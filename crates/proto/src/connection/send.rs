@@ -70,6 +70,8 @@ pub(crate) struct Sender {
     pub(crate) sla: SlaMonitor,
     /// The sender ran out of data at least once since the last feedback.
     limited_since_feedback: bool,
+    /// The loss event rate p of the newest feedback accepted, parts per billion (0 before any).
+    last_loss_event_rate_ppb: u32,
     /// SRTT and RTTVAR for the retransmission timeout (RFC 6298 §2).
     rto_estimator: RtoEstimator,
     /// When the retransmission timer last expired, while backed off.
@@ -117,6 +119,7 @@ impl Sender {
             rto_backoff: 0,
             sla: SlaMonitor::default(),
             limited_since_feedback: false,
+            last_loss_event_rate_ppb: 0,
             rto_estimator: RtoEstimator::default(),
             last_rto_expiry: None,
             last_data_size: config.max_datagram,
@@ -626,10 +629,16 @@ impl Connection {
             self.sender.rto_estimator.on_sample(sample);
         }
         let rtt_sample = measured.unwrap_or_else(|| self.sender.rate.state().rtt);
+        let ppb = feedback.loss_event_rate_ppb.min(1_000_000_000);
+        if ppb > self.sender.last_loss_event_rate_ppb {
+            // Between loss events p only falls or holds (RFC 5348 §5.4): a rise is a new event.
+            self.counters.loss_event_rate_increases += 1;
+        }
+        self.sender.last_loss_event_rate_ppb = ppb;
         let report = FeedbackReport {
             rtt_sample,
             x_recv: Rate::from_bps(feedback.x_recv),
-            loss_event_rate: f64::from(feedback.loss_event_rate_ppb.min(1_000_000_000)) / 1e9,
+            loss_event_rate: f64::from(ppb) / 1e9,
         };
         self.sender.rate.on_feedback(now, &report);
         let limited = std::mem::take(&mut self.sender.limited_since_feedback);

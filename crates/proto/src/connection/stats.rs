@@ -17,6 +17,7 @@ pub(crate) struct Counters {
     pub(crate) bytes_sent: u64,
     pub(crate) bytes_received: u64,
     pub(crate) bytes_delivered: u64,
+    pub(crate) loss_event_rate_increases: u64,
 }
 
 impl Counters {
@@ -41,6 +42,7 @@ impl Counters {
             rtt: rate.rtt,
             target: rate.target,
             slow_start: rate.slow_start,
+            loss_event_rate_increases: self.loss_event_rate_increases,
             target_met: true,
             delivered_rate: Rate::ZERO,
         }

@@ -8,6 +8,7 @@
 use super::{Binding, Ctx, UDP_IP_HEADER};
 use crate::network::{Packet, Payload};
 use crate::record::Recorder;
+use crate::spec::RateSample;
 use qstp_proto::wire::MAX_DATA_HEADER;
 use qstp_proto::{Config, ConnectionHandle, Endpoint, Event, Time};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -79,6 +80,8 @@ pub struct QstpClient {
     handle: Option<ConnectionHandle>,
     /// Size of each message, for compositions without a byte stream.
     message_size: usize,
+    /// Loss events (`Stats::loss_event_rate_increases`) already recorded.
+    loss_events: u64,
 }
 
 impl QstpClient {
@@ -93,6 +96,7 @@ impl QstpClient {
             remote,
             handle: None,
             message_size,
+            loss_events: 0,
         }
     }
 
@@ -148,6 +152,32 @@ impl QstpClient {
                 return;
             }
         }
+    }
+
+    /// Record the rate controller's state as that at the end of bin `bin`, with the loss events
+    /// learnt of since the last sample.
+    pub(crate) fn sample(&mut self, bin: usize, recorder: &mut Recorder) {
+        let stats = self
+            .handle
+            .and_then(|h| self.endpoint.connection(h))
+            .filter(|c| c.is_established())
+            .map(|c| c.stats());
+        let new_events = stats.as_ref().map_or(0, |s| {
+            s.loss_event_rate_increases.saturating_sub(self.loss_events)
+        });
+        self.loss_events += new_events;
+        let sample = stats.map(|s| RateSample {
+            // What the sender paces at: X, under the configured cap if any.
+            rate_bps: self
+                .config
+                .max_rate
+                .map_or(s.rate, |cap| s.rate.min(cap))
+                .bps(),
+            x_recv_bps: s.x_recv.bps(),
+            loss_event_rate_ppb: (s.loss_event_rate * 1e9).round() as u64,
+            rtt_ns: s.rtt.as_nanos(),
+        });
+        recorder.on_rate_sample(self.binding.flow, bin, sample, new_events);
     }
 
     pub(super) fn finish(&self, recorder: &mut Recorder) {
