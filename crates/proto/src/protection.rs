@@ -19,8 +19,7 @@
 //! [`Protection::Null`] leaves packets as they are: the simulator runs it (its runs stay fast and
 //! byte-exact), and nothing on a real network should.
 
-use chacha20poly1305::aead::AeadInPlace;
-use chacha20poly1305::{ChaCha20Poly1305, KeyInit, Nonce, Tag};
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305};
 use x25519_dalek::{PublicKey, StaticSecret};
 
 /// Length of a key share (an X25519 public key), bytes.
@@ -141,7 +140,7 @@ pub struct Transcript<'a> {
 
 /// One direction's cipher and IV.
 struct Direction {
-    cipher: ChaCha20Poly1305,
+    cipher: LessSafeKey,
     iv: [u8; 12],
 }
 
@@ -152,7 +151,27 @@ impl Direction {
         for (n, s) in nonce[4..].iter_mut().zip(sequence.to_be_bytes()) {
             *n ^= s;
         }
-        Nonce::from(nonce)
+        Nonce::assume_unique_for_key(nonce)
+    }
+
+    /// Encrypt `body` in place under `sequence` and `aad`; its tag.
+    fn seal(&self, sequence: u64, aad: &[u8], body: &mut [u8]) -> [u8; TAG_LEN] {
+        let tag = self
+            .cipher
+            .seal_in_place_separate_tag(self.nonce(sequence), Aad::from(aad), body)
+            .expect("a packet is far below ChaCha20-Poly1305's message limit");
+        let mut out = [0; TAG_LEN];
+        out.copy_from_slice(tag.as_ref());
+        out
+    }
+
+    /// Decrypt `body_and_tag` in place; the plaintext's length, or `None` if it does not
+    /// authenticate.
+    fn open(&self, sequence: u64, aad: &[u8], body_and_tag: &mut [u8]) -> Option<usize> {
+        self.cipher
+            .open_in_place(self.nonce(sequence), Aad::from(aad), body_and_tag)
+            .ok()
+            .map(|plain| plain.len())
     }
 }
 
@@ -203,8 +222,10 @@ impl PacketKeys {
         let direction = |at: usize| {
             let mut iv = [0; 12];
             iv.copy_from_slice(&okm[at + 32..at + 44]);
+            let key =
+                UnboundKey::new(&CHACHA20_POLY1305, &okm[at..at + 32]).expect("a 32-byte key");
             Direction {
-                cipher: ChaCha20Poly1305::new_from_slice(&okm[at..at + 32]).expect("a 32-byte key"),
+                cipher: LessSafeKey::new(key),
                 iv,
             }
         };
@@ -225,25 +246,13 @@ impl PacketKeys {
     /// The tag the server puts on its accept (`accept` is the accept without the tag): proof it
     /// holds the keys the client will derive.
     pub fn confirmation(&self, accept: &[u8]) -> [u8; TAG_LEN] {
-        let tag = self
-            .seal
-            .cipher
-            .encrypt_in_place_detached(&self.seal.nonce(CONFIRM_SEQUENCE), accept, &mut [])
-            .expect("an empty message always seals");
-        tag.into()
+        self.seal.seal(CONFIRM_SEQUENCE, accept, &mut [])
     }
 
     /// Whether `tag` is the server's confirmation of `accept` under these keys.
     pub fn check_confirmation(&self, accept: &[u8], tag: &[u8; TAG_LEN]) -> bool {
-        self.open
-            .cipher
-            .decrypt_in_place_detached(
-                &self.open.nonce(CONFIRM_SEQUENCE),
-                accept,
-                &mut [],
-                Tag::from_slice(tag),
-            )
-            .is_ok()
+        let mut tag = *tag;
+        self.open.open(CONFIRM_SEQUENCE, accept, &mut tag).is_some()
     }
 
     /// Protect the encoded packet in `buf` in place: its first `CLEAR_HEADER_LEN` bytes stay in
@@ -260,11 +269,7 @@ impl PacketKeys {
         buf[CLEAR_HEADER_LEN..CLEAR_HEADER_LEN + SEQUENCE_LEN]
             .copy_from_slice(&sequence.to_be_bytes());
         let (aad, body) = buf.split_at_mut(CLEAR_HEADER_LEN + SEQUENCE_LEN);
-        let tag = self
-            .seal
-            .cipher
-            .encrypt_in_place_detached(&self.seal.nonce(sequence), aad, body)
-            .expect("a packet is far below ChaCha20-Poly1305's message limit");
+        let tag = self.seal.seal(sequence, aad, body);
         buf.extend_from_slice(&tag);
     }
 
@@ -277,8 +282,7 @@ impl PacketKeys {
         if datagram.len() < CLEAR_HEADER_LEN + OVERHEAD {
             return Err(ProtectionError::Short);
         }
-        let (aad, rest) = datagram.split_at(CLEAR_HEADER_LEN + SEQUENCE_LEN);
-        let (body, tag) = rest.split_at(rest.len() - TAG_LEN);
+        let (aad, body_and_tag) = datagram.split_at(CLEAR_HEADER_LEN + SEQUENCE_LEN);
         let mut sequence = [0; SEQUENCE_LEN];
         sequence.copy_from_slice(&aad[CLEAR_HEADER_LEN..]);
         let sequence = u64::from_be_bytes(sequence);
@@ -286,17 +290,12 @@ impl PacketKeys {
             return Err(ProtectionError::Replayed);
         }
         out.extend_from_slice(&aad[..CLEAR_HEADER_LEN]);
-        out.extend_from_slice(body);
-        let result = self.open.cipher.decrypt_in_place_detached(
-            &self.open.nonce(sequence),
-            aad,
-            &mut out[CLEAR_HEADER_LEN..],
-            Tag::from_slice(tag),
-        );
-        if result.is_err() {
+        out.extend_from_slice(body_and_tag);
+        let Some(plain) = self.open.open(sequence, aad, &mut out[CLEAR_HEADER_LEN..]) else {
             out.clear();
             return Err(ProtectionError::Forged);
-        }
+        };
+        out.truncate(CLEAR_HEADER_LEN + plain);
         self.mark(sequence);
         Ok(())
     }
