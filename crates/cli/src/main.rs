@@ -22,6 +22,7 @@ mod psk;
 mod recv;
 mod run;
 mod send;
+mod wire_args;
 
 /// QSTP: QoS-aware transport, and the lab that proves it.
 #[derive(Parser)]

@@ -58,21 +58,9 @@ pub struct RecvArgs {
     /// the bytes received in the interval and their rate, the file's name and the sender.
     #[arg(long, value_name = "SECONDS", value_parser = crate::send::parse_interval)]
     pub interval: Option<f64>,
-    /// A file holding a secret both ends share: only a peer with the same file completes the
-    /// handshake, so no one in the middle can. Without it packets are still encrypted and
-    /// authenticated, but the first peer to answer is trusted.
-    #[arg(long, value_name = "FILE")]
-    pub psk: Option<PathBuf>,
-    /// Write every datagram this side sends and receives to FILE as a pcap capture (linktype
-    /// RAW: IPv4/IPv6 packets with synthesized IP and UDP headers around the real, encrypted
-    /// payloads, the real addresses and ports, wall-clock timestamps), which Wireshark and
-    /// tcpdump open as UDP. An existing FILE is never replaced.
-    #[arg(long, value_name = "FILE")]
-    pub pcap: Option<PathBuf>,
-    /// Most packets written to the --pcap file.
-    #[arg(long, value_name = "N", default_value_t = crate::capture::DEFAULT_LIMIT,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub pcap_limit: u64,
+    /// --psk, --pcap and --pcap-limit, shared with the other side's command.
+    #[command(flatten)]
+    pub wire: crate::wire_args::WireArgs,
 }
 
 /// How a finished transfer is reported.
@@ -275,16 +263,12 @@ impl Drop for PartFile {
 /// Run `qstp recv`.
 pub fn main(args: RecvArgs) -> anyhow::Result<()> {
     let destination = Destination::from_args(args.out.as_deref(), args.once, args.overwrite)?;
-    let psk = args.psk.as_deref().map(crate::psk::load).transpose()?;
+    let psk = args.wire.psk()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let capture = args
-        .pcap
-        .as_deref()
-        .map(|path| crate::capture::Capture::create(path, args.pcap_limit))
-        .transpose()?;
+    let capture = args.wire.capture()?;
     let tap = capture.as_ref().map(crate::capture::Capture::tap);
     let result = runtime.block_on(run(args, destination, psk, tap));
     crate::capture::finish_after(capture, result)

@@ -47,21 +47,9 @@ pub struct SendArgs {
     /// Hide the progress bar.
     #[arg(long, short)]
     pub quiet: bool,
-    /// A file holding a secret both ends share: only a peer with the same file completes the
-    /// handshake, so no one in the middle can. Without it packets are still encrypted and
-    /// authenticated, but the first peer to answer is trusted.
-    #[arg(long, value_name = "FILE")]
-    pub psk: Option<PathBuf>,
-    /// Write every datagram this side sends and receives to FILE as a pcap capture (linktype
-    /// RAW: IPv4/IPv6 packets with synthesized IP and UDP headers around the real, encrypted
-    /// payloads, the real addresses and ports, wall-clock timestamps), which Wireshark and
-    /// tcpdump open as UDP. An existing FILE is never replaced.
-    #[arg(long, value_name = "FILE")]
-    pub pcap: Option<PathBuf>,
-    /// Most packets written to the --pcap file.
-    #[arg(long, value_name = "N", default_value_t = crate::capture::DEFAULT_LIMIT,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub pcap_limit: u64,
+    /// --psk, --pcap and --pcap-limit, shared with the other side's command.
+    #[command(flatten)]
+    pub wire: crate::wire_args::WireArgs,
 }
 
 /// A number of seconds between reports (`--interval` of `send` and `recv`).
@@ -135,7 +123,7 @@ fn plan(args: &SendArgs) -> anyhow::Result<Plan> {
     if let Some(name) = &args.name {
         transfer::check_file_name(name).context("invalid --name")?;
     }
-    let psk = args.psk.as_deref().map(crate::psk::load).transpose()?;
+    let psk = args.wire.psk()?;
     Ok(Plan {
         config,
         dscp,
@@ -214,11 +202,7 @@ pub(crate) async fn resolve(text: &str) -> anyhow::Result<SocketAddr> {
 /// Run `qstp send`.
 pub fn main(args: SendArgs) -> anyhow::Result<()> {
     let plan = plan(&args)?;
-    let capture = args
-        .pcap
-        .as_deref()
-        .map(|path| crate::capture::Capture::create(path, args.pcap_limit))
-        .transpose()?;
+    let capture = args.wire.capture()?;
     let tap = capture.as_ref().map(crate::capture::Capture::tap);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
