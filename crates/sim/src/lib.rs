@@ -9,6 +9,10 @@
 //! in arenas addressed by typed [`ids`]; [`agent`]s on hosts; [`topology`] builders; a recorder
 //! whose memory grows with duration / bin, never with packets.
 //!
+//! A [`network::Link`] is a sans-IO port (offer a packet; poll when it next has work; collect the
+//! packets whose serialisation or propagation ended) with no reference to the engine: the network
+//! drives it with engine events here, and a real-time forwarder can drive it on a wall clock.
+//!
 //! Seams for what builds on it: [`tcp`] is a sans-IO TCP whose congestion controls live in a
 //! registry ([`tcp::REGISTRY`]: one file and one entry per control, parameters from the scenario)
 //! and whose sender can be steered from outside (congestion-signal events, deferred or delegated

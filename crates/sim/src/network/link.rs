@@ -1,9 +1,16 @@
-//! A unidirectional link: a queue at its input, serialisation at its rate, a propagation delay,
-//! and optional random losses after the queue.
+//! A unidirectional link as a sans-IO port: a queue at its input, serialisation at its rate, a
+//! propagation delay, and optional random losses after the queue.
+//!
+//! The link never sees a clock or a scheduler. Whoever drives it (the simulator's event loop, or
+//! a real-time forwarder on a wall clock) offers packets with [`Link::offer`], asks
+//! [`Link::poll_timeout`] when it next has something to do, and at that instant calls
+//! [`Link::handle_timeout`] (the next queued packet starts serialising), then collects
+//! [`Link::poll_transmit`] (packets whose serialisation ended) and [`Link::poll_arrival`] (packets
+//! whose propagation delay elapsed). A driver that must order the two kinds of work against other
+//! work at equal instants (the simulator does) can ask for each on its own:
+//! [`Link::next_ready`] and [`Link::next_arrival`].
 
 use super::packet::{PacketStore, QueuedPacket};
-use crate::engine::Scheduler;
-use crate::event::Event;
 use crate::ids::{LinkId, NodeId, PacketId};
 use crate::loss::LossModel;
 use crate::queue::{Dequeue, DropKind, QueueDiscipline};
@@ -28,6 +35,32 @@ pub struct LinkStats {
     pub random_losses: u64,
 }
 
+/// What became of an offered packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offered {
+    /// It waits in the queue (or the queue let another packet go first).
+    Queued,
+    /// The queue refused it, and it was discarded from the store.
+    Dropped(DropKind),
+    /// The link was idle: a packet (this one, unless the queue reorders) started serialising.
+    Transmitting,
+}
+
+/// A packet whose serialisation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Departure {
+    /// The packet (already discarded from the store if lost).
+    pub packet: PacketId,
+    /// Its size in bytes.
+    pub size: u32,
+    /// When its serialisation started.
+    pub started: Time,
+    /// When its serialisation ended.
+    pub ended: Time,
+    /// When it reaches the far end; `None` if the loss model took it.
+    pub arrival: Option<Time>,
+}
+
 /// A unidirectional link.
 pub struct Link {
     /// Its id.
@@ -49,11 +82,15 @@ pub struct Link {
     loss_rng: ChaCha8Rng,
     /// When the packet being serialised will be out.
     busy_until: Time,
-    /// Whether a `LinkReady` event is pending.
-    ready_pending: bool,
-    /// Packets propagating, with their arrival times. Arrivals keep sending order (one rate, one
-    /// delay), so only the head has an `Arrive` event in the scheduler, which keeps the event heap
-    /// as small as the number of links and agents rather than the number of packets in flight.
+    /// When the link next asks the queue for a packet (the end of the current serialisation
+    /// with packets waiting, or the end of a queue's wait); `None` while it waits for an offer.
+    ready_at: Option<Time>,
+    /// Packets serialising or serialised and not yet collected by [`Link::poll_transmit`]: the
+    /// one on the wire, and at most the one before it if the driver polls only when it offers.
+    departures: VecDeque<Departure>,
+    /// Packets propagating, with their arrival times. One rate and one delay keep arrivals in
+    /// sending order, so this FIFO holds at most delay / (shortest serialisation time) + 1
+    /// packets.
     in_flight: VecDeque<(Time, PacketId)>,
     /// The serialisation time of the last packet size seen (most packets share a size).
     last_transmit: (u32, Duration),
@@ -101,7 +138,8 @@ impl Link {
             loss_rng: crate::rng::sibling(&rng, 1),
             rng,
             busy_until: Time::ZERO,
-            ready_pending: false,
+            ready_at: None,
+            departures: VecDeque::with_capacity(2),
             in_flight: VecDeque::new(),
             last_transmit: (0, Duration::ZERO),
             stats: LinkStats::default(),
@@ -110,53 +148,78 @@ impl Link {
     }
 
     /// Offer a packet to the link's queue at `now`; a refused packet is discarded from `store`.
-    pub fn offer(
-        &mut self,
-        now: Time,
-        packet: QueuedPacket,
-        store: &mut PacketStore,
-        events: &mut Scheduler<Event>,
-    ) {
+    pub fn offer(&mut self, now: Time, packet: QueuedPacket, store: &mut PacketStore) -> Offered {
         if let Err((refused, kind)) = self.queue.enqueue(now, packet, &mut self.rng) {
             match kind {
                 DropKind::Overflow => self.stats.overflow_drops += 1,
                 DropKind::Early => self.stats.early_drops += 1,
             }
             store.discard(refused.id);
-            return;
+            return Offered::Dropped(kind);
         }
-        if self.ready_pending {
-            return;
+        if self.ready_at.is_some() {
+            return Offered::Queued;
         }
         if self.busy_until <= now {
-            self.send_next(now, store, events);
+            if self.send_next(now, store) {
+                return Offered::Transmitting;
+            }
         } else {
-            self.ready_pending = true;
-            events.schedule(self.busy_until, Event::LinkReady(self.id));
+            self.ready_at = Some(self.busy_until);
+        }
+        Offered::Queued
+    }
+
+    /// The next instant the link has something to do: ask the queue for a packet, finish a
+    /// serialisation, or deliver a propagated packet. `None`: nothing until the next offer.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        let departure = self.departures.front().map(|d| d.ended);
+        [self.ready_at, departure, self.next_arrival()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// When the link next asks its queue for a packet, if it will.
+    pub fn next_ready(&self) -> Option<Time> {
+        self.ready_at
+    }
+
+    /// When the next propagating packet reaches the far end, if one is propagating.
+    pub fn next_arrival(&self) -> Option<Time> {
+        self.in_flight.front().map(|&(at, _)| at)
+    }
+
+    /// Do what is due at `now` on the sending side: if the link is ready, start serialising the
+    /// next queued packet (or learn how long the queue makes it wait).
+    pub fn handle_timeout(&mut self, now: Time, store: &mut PacketStore) {
+        if self.ready_at.is_some_and(|at| at <= now) {
+            self.ready_at = None;
+            self.send_next(now, store);
         }
     }
 
-    /// The pending `LinkReady` event fired.
-    pub fn on_ready(&mut self, now: Time, store: &mut PacketStore, events: &mut Scheduler<Event>) {
-        self.ready_pending = false;
-        self.send_next(now, store, events);
+    /// The next packet whose serialisation ended by `now`.
+    pub fn poll_transmit(&mut self, now: Time) -> Option<Departure> {
+        if self.departures.front()?.ended <= now {
+            self.departures.pop_front()
+        } else {
+            None
+        }
     }
 
-    /// The `Arrive` event fired: the packet at the head of the pipe reached the far end.
-    pub fn on_arrive(&mut self, now: Time, events: &mut Scheduler<Event>) -> PacketId {
-        let (_, packet) = self
-            .in_flight
-            .pop_front()
-            .expect("an Arrive event has a packet in flight");
+    /// The next packet that reached the far end by `now`.
+    pub fn poll_arrival(&mut self, now: Time) -> Option<PacketId> {
+        if self.in_flight.front()?.0 > now {
+            return None;
+        }
+        let (_, packet) = self.in_flight.pop_front()?;
         self.stats.packets_delivered += 1;
-        if let Some(&(next, _)) = self.in_flight.front() {
-            events.schedule(next.max(now), Event::Arrive(self.id));
-        }
-        packet
+        Some(packet)
     }
 
-    /// Start serialising the next queued packet, if the queue lets one go.
-    fn send_next(&mut self, now: Time, store: &mut PacketStore, events: &mut Scheduler<Event>) {
+    /// Start serialising the next queued packet, if the queue lets one go; whether one started.
+    fn send_next(&mut self, now: Time, store: &mut PacketStore) -> bool {
         match self.queue.dequeue(now, self.rate) {
             Dequeue::Packet(packet) => {
                 if let Some(tap) = self.tap.as_deref_mut() {
@@ -173,30 +236,195 @@ impl Link {
                     Some(loss) => loss.lose(&mut self.loss_rng),
                     None => false,
                 };
-                if lost {
+                let arrival = if lost {
                     self.stats.random_losses += 1;
                     store.discard(packet.id);
+                    None
                 } else {
                     let arrival = self.busy_until + self.delay;
-                    if self.in_flight.is_empty() {
-                        events.schedule(arrival, Event::Arrive(self.id));
-                    }
                     self.in_flight.push_back((arrival, packet.id));
+                    Some(arrival)
+                };
+                // A driver that never polls departures keeps only the last two.
+                if self.departures.len() >= 2 {
+                    self.departures.pop_front();
                 }
+                self.departures.push_back(Departure {
+                    packet: packet.id,
+                    size: packet.size,
+                    started: now,
+                    ended: self.busy_until,
+                    arrival,
+                });
                 if !self.queue.is_empty() {
-                    self.ready_pending = true;
-                    events.schedule(self.busy_until, Event::LinkReady(self.id));
+                    self.ready_at = Some(self.busy_until);
                 }
+                true
             }
             Dequeue::Wait(until) => {
                 // A wait that has already ended would spin; the next nanosecond is the soonest retry.
-                self.ready_pending = true;
-                events.schedule(
-                    until.max(now + Duration::from_nanos(1)),
-                    Event::LinkReady(self.id),
-                );
+                self.ready_at = Some(until.max(now + Duration::from_nanos(1)));
+                false
             }
-            Dequeue::Empty => {}
+            Dequeue::Empty => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{AgentId, FlowId};
+    use crate::network::{Packet, Payload};
+    use crate::queue::DropTail;
+    use crate::spec::Color;
+    use rand::SeedableRng;
+
+    fn packet(store: &mut PacketStore, size: u32) -> QueuedPacket {
+        let id = store.insert(Packet {
+            size,
+            flow: FlowId(0),
+            group: 0,
+            color: Color::Green,
+            sent: Time::ZERO,
+            source: AgentId(0),
+            destination: AgentId(1),
+            destination_node: NodeId(1),
+            payload: Payload::Udp,
+        });
+        QueuedPacket {
+            id,
+            size,
+            group: 0,
+            color: Color::Green,
+        }
+    }
+
+    fn ms(m: u64) -> Time {
+        Time::ZERO + Duration::from_millis(m)
+    }
+
+    /// Drives the port alone, the way a real-time forwarder would: sleep until the next offer or
+    /// `poll_timeout`, handle it, collect what is due, logging (instant, what, packet).
+    #[test]
+    fn the_port_alone_serialises_propagates_and_names_every_next_instant() {
+        let mut store = PacketStore::default();
+        let mut link = Link::new(
+            LinkId(0),
+            NodeId(0),
+            NodeId(1),
+            Rate::from_mbps(1),
+            Duration::from_millis(10),
+            Box::new(DropTail::new(2)),
+            None,
+            ChaCha8Rng::seed_from_u64(1),
+        );
+        assert_eq!(link.poll_timeout(), None);
+        // 1000 bytes at 1 Mbit/s take 8 ms; 500 bytes 4 ms. Offers: three at 0 (one goes on the
+        // wire, two wait), one at 1 ms (refused: the queue holds two), one of 500 bytes at 30 ms
+        // (the link is idle again).
+        let mut offers = vec![
+            (ms(0), 1000, Offered::Transmitting),
+            (ms(0), 1000, Offered::Queued),
+            (ms(0), 1000, Offered::Queued),
+            (ms(1), 1000, Offered::Dropped(DropKind::Overflow)),
+            (ms(30), 500, Offered::Transmitting),
+        ];
+        offers.reverse();
+        let mut ids = Vec::new();
+        let mut log = Vec::new();
+        let mut now = Time::ZERO;
+        loop {
+            // The next thing to happen: an offer, or what the link names.
+            let next_offer = offers.last().map(|o| o.0);
+            let timeout = link.poll_timeout();
+            let Some(next) = [next_offer, timeout].into_iter().flatten().min() else {
+                break;
+            };
+            assert!(next >= now, "time runs forwards");
+            now = next;
+            if next_offer == Some(now) {
+                let (_, size, expected) = offers.pop().unwrap();
+                let p = packet(&mut store, size);
+                ids.push(p.id);
+                assert_eq!(link.offer(now, p, &mut store), expected, "offer at {now:?}");
+            }
+            link.handle_timeout(now, &mut store);
+            // Woken exactly at each instant: had `poll_timeout` named one too late, the log
+            // below would show it late.
+            while let Some(d) = link.poll_transmit(now) {
+                assert_eq!(d.ended, now, "a departure is collected when it is due");
+                assert_eq!(d.arrival, Some(d.ended + link.delay));
+                log.push((now, "departed", d.packet));
+            }
+            while let Some(p) = link.poll_arrival(now) {
+                log.push((now, "arrived", p));
+                store.discard(p);
+            }
+        }
+        let (a, b, c, e) = (ids[0], ids[1], ids[2], ids[4]);
+        assert_eq!(
+            log,
+            vec![
+                (ms(8), "departed", a),
+                (ms(16), "departed", b),
+                (ms(18), "arrived", a),
+                (ms(24), "departed", c),
+                (ms(26), "arrived", b),
+                (ms(34), "departed", e),
+                (ms(34), "arrived", c),
+                (ms(44), "arrived", e),
+            ]
+        );
+        assert_eq!(link.stats.packets_sent, 4);
+        assert_eq!(link.stats.packets_delivered, 4);
+        assert_eq!(link.stats.overflow_drops, 1);
+        assert_eq!(store.live(), 0);
+    }
+
+    #[test]
+    fn poll_timeout_names_the_next_departure_or_arrival() {
+        let mut store = PacketStore::default();
+        let mut link = Link::new(
+            LinkId(0),
+            NodeId(0),
+            NodeId(1),
+            Rate::from_mbps(1),
+            Duration::from_millis(10),
+            Box::new(DropTail::new(10)),
+            None,
+            ChaCha8Rng::seed_from_u64(1),
+        );
+        let p = packet(&mut store, 1000);
+        link.offer(ms(0), p, &mut store);
+        assert_eq!(link.poll_timeout(), Some(ms(8)), "end of serialisation");
+        let q = packet(&mut store, 1000);
+        link.offer(ms(2), q, &mut store);
+        assert_eq!(
+            (link.next_ready(), link.next_arrival()),
+            (Some(ms(8)), Some(ms(18)))
+        );
+        assert_eq!(link.poll_arrival(ms(17)), None, "not before its time");
+        assert_eq!(link.poll_transmit(ms(7)), None);
+        link.handle_timeout(ms(8), &mut store);
+        assert_eq!(link.poll_transmit(ms(8)).map(|d| d.packet), Some(p.id));
+        assert_eq!(
+            link.poll_timeout(),
+            Some(ms(16)),
+            "end of the second serialisation"
+        );
+        assert_eq!(
+            link.poll_transmit(ms(16)).map(|d| (d.packet, d.started)),
+            Some((q.id, ms(8)))
+        );
+        assert_eq!(link.poll_timeout(), Some(ms(18)), "the first arrival");
+        assert_eq!(link.poll_arrival(ms(18)), Some(p.id));
+        assert_eq!(link.poll_timeout(), Some(ms(26)));
+        assert_eq!(
+            link.poll_arrival(ms(30)),
+            Some(q.id),
+            "late polls still deliver"
+        );
+        assert_eq!(link.poll_timeout(), None);
     }
 }

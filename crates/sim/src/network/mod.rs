@@ -1,11 +1,17 @@
 //! The network: nodes and links in arenas, the packets travelling between them, and forwarding
 //! by per-node routing tables. Any topology can be built; [`crate::topology`] builds the papers'.
+//!
+//! Each [`Link`] is a sans-IO port (offer, poll for timeouts, handle them, collect departures and
+//! arrivals) that knows nothing of the engine, so a real-time forwarder can drive it too. Here the
+//! network drives it on the engine: each link has at most one `LinkReady` and one `Arrive` event
+//! pending, armed from [`Link::next_ready`] and [`Link::next_arrival`] at the moment the link
+//! creates that work, which keeps the engine's (time, insertion) order of the per-packet events.
 
 pub mod link;
 pub mod node;
 pub mod packet;
 
-pub use link::{Link, LinkStats};
+pub use link::{Departure, Link, LinkStats, Offered};
 pub use node::{Conditioner, Node, NodeKind};
 pub use packet::{Packet, PacketStore, Payload, QueuedPacket};
 
@@ -27,11 +33,22 @@ impl std::fmt::Debug for Network {
     }
 }
 
+/// Which of a link's two engine events are pending.
+#[derive(Debug, Clone, Copy, Default)]
+struct Armed {
+    /// A `LinkReady` at [`Link::next_ready`].
+    ready: bool,
+    /// An `Arrive` at [`Link::next_arrival`].
+    arrival: bool,
+}
+
 /// Nodes, links and the packets in flight.
 #[derive(Default)]
 pub struct Network {
     nodes: Vec<Node>,
     links: Vec<Link>,
+    /// Which of each link's engine events are pending.
+    armed: Vec<Armed>,
     /// Packets in flight.
     pub packets: PacketStore,
     /// Packets dropped because a node had no route to their destination.
@@ -66,6 +83,7 @@ impl Network {
         let id = LinkId(self.links.len() as u32);
         self.links
             .push(Link::new(id, from, to, rate, delay, queue, loss, rng));
+        self.armed.push(Armed::default());
         self.nodes[from.index()].out_links.push(id);
         id
     }
@@ -160,22 +178,48 @@ impl Network {
         self.forward(now, at, id, events)
     }
 
-    /// A packet crossed `link`; returns the agent it is for if it has arrived.
+    /// A link's `Arrive` event fired: the packet at the head of its pipe reached the far end;
+    /// returns the agent it is for if it has arrived.
     pub fn on_arrive(
         &mut self,
         now: Time,
         link: LinkId,
         events: &mut Scheduler<Event>,
     ) -> Option<(AgentId, PacketId)> {
+        self.armed[link.index()].arrival = false;
         let l = &mut self.links[link.index()];
-        let packet = l.on_arrive(now, events);
+        let packet = l
+            .poll_arrival(now)
+            .expect("an Arrive event has a packet arriving");
         let at = l.to;
+        self.arm(link, events);
         self.forward(now, at, packet, events)
     }
 
     /// A link's `LinkReady` event fired.
     pub fn on_link_ready(&mut self, now: Time, link: LinkId, events: &mut Scheduler<Event>) {
-        self.links[link.index()].on_ready(now, &mut self.packets, events);
+        self.armed[link.index()].ready = false;
+        self.links[link.index()].handle_timeout(now, &mut self.packets);
+        self.arm(link, events);
+    }
+
+    /// Schedule the link's events that its last step made due and that are not pending yet:
+    /// an arrival first, then the next dequeue, the order in which the link created them.
+    fn arm(&mut self, link: LinkId, events: &mut Scheduler<Event>) {
+        let l = &self.links[link.index()];
+        let armed = &mut self.armed[link.index()];
+        if !armed.arrival {
+            if let Some(at) = l.next_arrival() {
+                armed.arrival = true;
+                events.schedule(at, Event::Arrive(link));
+            }
+        }
+        if !armed.ready {
+            if let Some(at) = l.next_ready() {
+                armed.ready = true;
+                events.schedule(at, Event::LinkReady(link));
+            }
+        }
     }
 
     /// Pass a packet at node `at` on towards its destination, marking it at edge routers.
@@ -205,7 +249,8 @@ impl Network {
             group: packet.group,
             color: packet.color,
         };
-        self.links[out.index()].offer(now, queued, &mut self.packets, events);
+        self.links[out.index()].offer(now, queued, &mut self.packets);
+        self.arm(out, events);
         None
     }
 }
