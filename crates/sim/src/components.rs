@@ -1,17 +1,17 @@
 //! Builds the queues, markers and loss models a spec names, as the network needs them, after
 //! checking each spec (so a bad one is an error naming the component, never a panic).
 
-use crate::error::SimError;
+use crate::error::{ComponentError, SimError};
 use crate::loss::{self, LossModel};
 use crate::marker::{self, Marker};
 use crate::network::QueuedPacket;
 use crate::queue::{self, QueueDiscipline};
 use crate::spec::{LossSpec, MarkerSpec, QueueSpec};
 
-fn refused(component: &str, reason: impl std::fmt::Display) -> SimError {
+fn refused(component: &str, error: impl Into<ComponentError>) -> SimError {
     SimError::Component {
         component: component.to_string(),
-        reason: reason.to_string(),
+        error: error.into(),
     }
 }
 
@@ -21,18 +21,18 @@ pub(crate) fn queue(
     group_names: &[String],
     component: &str,
 ) -> Result<Box<dyn QueueDiscipline<QueuedPacket>>, SimError> {
-    queue::validate(spec).map_err(|e| refused(component, e))?;
+    spec.validate().map_err(|e| refused(component, e))?;
     Ok(queue::build(spec, group_names))
 }
 
 /// The marker `spec` describes.
 pub(crate) fn marker(spec: &MarkerSpec, component: &str) -> Result<Box<dyn Marker>, SimError> {
-    marker::validate(spec).map_err(|e| refused(component, e))?;
+    spec.validate().map_err(|e| refused(component, e))?;
     Ok(marker::build(spec))
 }
 
 /// The loss model `spec` describes.
 pub(crate) fn loss(spec: &LossSpec, component: &str) -> Result<Box<dyn LossModel>, SimError> {
-    loss::validate(spec).map_err(|e| refused(component, e))?;
+    spec.validate().map_err(|e| refused(component, e))?;
     Ok(loss::build(spec))
 }

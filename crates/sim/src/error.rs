@@ -2,6 +2,36 @@
 
 use qstp_proto::{ConfigError, Duration};
 
+/// What the check of one component spec refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ComponentError {
+    /// A queue discipline ([`crate::QueueSpec::validate`]).
+    #[error(transparent)]
+    Queue(#[from] crate::queue::QueueSpecError),
+    /// An edge marker ([`crate::MarkerSpec::validate`]).
+    #[error(transparent)]
+    Marker(#[from] crate::marker::MarkerSpecError),
+    /// A loss model ([`crate::LossSpec::validate`]).
+    #[error(transparent)]
+    Loss(#[from] crate::loss::LossSpecError),
+    /// A TCP group's options ([`crate::tcp::TcpOptions::validate`]).
+    #[error(transparent)]
+    Tcp(#[from] crate::tcp::TcpConfigError),
+}
+
+impl ComponentError {
+    /// The key inside the component's table the error is about (`in`, `cir`,
+    /// `classes.<name>.rate`, ...), empty when it is about the table as a whole.
+    pub fn field(&self) -> String {
+        match self {
+            ComponentError::Queue(e) => e.field(),
+            ComponentError::Marker(e) => e.field().to_string(),
+            ComponentError::Loss(e) => e.field().to_string(),
+            ComponentError::Tcp(e) => e.field().to_string(),
+        }
+    }
+}
+
 /// A [`crate::SimSpec`] the simulator cannot run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SimError {
@@ -43,13 +73,14 @@ pub enum SimError {
         /// What the protocol core refused.
         source: ConfigError,
     },
-    /// A queue, marker or loss model could not be built from its spec.
-    #[error("{component}: {reason}")]
+    /// A queue, marker, loss model or TCP configuration was refused by its own check.
+    #[error("{component}: {error}")]
     Component {
-        /// Which one (`bottleneck.queue`, `groups[<name>].marker`, ...).
+        /// Which one (`bottleneck.queue`, `groups[<name>].marker`, `groups[<name>].tcp`, ...).
         component: String,
-        /// Why.
-        reason: String,
+        /// What its check refused, typed, so that callers can match on it.
+        #[source]
+        error: ComponentError,
     },
     /// Packets met a node with no route to their destination (a topology defect).
     #[error("{packets} packet(s) found no route to their destination: the topology is incomplete")]

@@ -1,9 +1,16 @@
 //! Checks on a [`SimSpec`] before anything is built, each naming the field at fault.
+//!
+//! This is the single home of the rules on a run's description: each component spec checks
+//! itself ([`crate::QueueSpec::validate`], [`crate::MarkerSpec::validate`],
+//! [`crate::LossSpec::validate`], [`crate::tcp::TcpOptions::validate`], [`crate::tcp::CcSpec::validate`],
+//! and [`validate`] calls each of them with the whole-run checks (a qstp group's
+//! `qstp_proto::Config::validate` runs as the flow is built, on the configuration it runs with).
+//! The lab calls the same functions and maps their typed errors to the scenario's keys.
 
 use crate::agent::qstp::MAX_FLOWS;
 use crate::agent::UDP_IP_HEADER;
-use crate::error::SimError;
-use crate::spec::{Protocol, SimSpec};
+use crate::error::{ComponentError, SimError};
+use crate::spec::{LossSpec, MarkerSpec, Protocol, SimSpec};
 use qstp_proto::config::{MAX_DATAGRAM, MIN_DATAGRAM};
 use qstp_proto::{Duration, Rate};
 use std::collections::BTreeSet;
@@ -36,8 +43,14 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
     if spec.duration.is_zero() {
         return invalid("duration", "must be positive".into());
     }
-    if spec.bin.is_zero() {
-        return invalid("bin", "must be positive".into());
+    if spec.bin.is_zero() || spec.bin > spec.duration {
+        return invalid(
+            "bin",
+            "must be positive and no longer than the duration".into(),
+        );
+    }
+    if spec.warmup >= spec.duration {
+        return invalid("warmup", "must be shorter than the duration".into());
     }
     if spec.packet_size > MAX_DATAGRAM {
         return invalid(
@@ -45,6 +58,26 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
             format!("{} bytes is more than {MAX_DATAGRAM}", spec.packet_size),
         );
     }
+    let component =
+        |component: String, error: ComponentError| Err(SimError::Component { component, error });
+    let bottleneck = &spec.bottleneck;
+    if bottleneck.rate.is_zero() {
+        return invalid("bottleneck.rate", "must be positive".into());
+    }
+    let group_names: Vec<&str> = spec.groups.iter().map(|g| g.name.as_str()).collect();
+    if let Err(e) = bottleneck.queue.validate_on(bottleneck.rate, &group_names) {
+        return component("bottleneck.queue".into(), e.into());
+    }
+    if let Some(Err(e)) = bottleneck.loss.as_ref().map(LossSpec::validate) {
+        return component("bottleneck.loss".into(), e.into());
+    }
+    if let Some(g) = spec.groups.iter().find(|g| g.flows == 0) {
+        return invalid(
+            &format!("groups[{}].flows", g.name),
+            "a group needs at least one flow".into(),
+        );
+    }
+    // One limit on flows, the simulator's address space, whatever their grouping.
     let flows: u64 = spec.groups.iter().map(|g| u64::from(g.flows)).sum();
     if flows > MAX_FLOWS {
         return Err(SimError::TooManyFlows {
@@ -69,8 +102,29 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
         if !names.insert(group.name.as_str()) {
             return invalid(&key("name"), "two groups have this name".into());
         }
+        if group.rtt.is_zero() {
+            return invalid(&key("rtt"), "must be positive".into());
+        }
+        let access_delay = group.access.map_or(Duration::ZERO, |a| a.delay);
+        if group.rtt < (bottleneck.delay + access_delay.saturating_mul(2)).saturating_mul(2) {
+            return Err(SimError::RttShorterThanPath {
+                group: group.name.clone(),
+                rtt: group.rtt,
+                bottleneck_delay: bottleneck.delay,
+                access_delay,
+            });
+        }
+        if group.access.is_some_and(|a| a.rate.is_zero()) {
+            return invalid(&key("access.rate"), "must be positive".into());
+        }
+        if let Some(Err(e)) = group.marker.as_ref().map(MarkerSpec::validate) {
+            return component(key("marker"), e.into());
+        }
         match &group.protocol {
-            Protocol::Tcp { congestion, .. } => {
+            Protocol::Tcp {
+                congestion,
+                options,
+            } => {
                 // Refused before anything runs, with the list of known names.
                 congestion
                     .validate()
@@ -83,6 +137,10 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
                         "packet_size",
                         format!("TCP needs more than {TCP_IP_HEADER} bytes of headers"),
                     );
+                }
+                let mss = (spec.packet_size as u32).saturating_sub(TCP_IP_HEADER);
+                if let Err(e) = options.validate(mss) {
+                    return component(key("tcp"), e.into());
                 }
             }
             Protocol::Qstp { .. } => {
@@ -101,10 +159,16 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
                 mean_off,
             } => {
                 check_schedule(schedule, &key("schedule"))?;
-                if mean_on.is_zero() || mean_off.is_zero() {
+                if mean_on.is_zero() {
                     return invalid(
-                        &key("mean_on/mean_off"),
-                        "on and off periods must be positive".into(),
+                        &key("mean_on"),
+                        "the mean on period must be positive".into(),
+                    );
+                }
+                if mean_off.is_zero() {
+                    return invalid(
+                        &key("mean_off"),
+                        "the mean off period must be positive".into(),
                     );
                 }
             }
@@ -133,7 +197,7 @@ fn check_schedule(schedule: &[(Duration, Rate)], key: &str) -> Result<(), SimErr
     };
     match schedule.first() {
         None => return invalid("needs at least one (from, rate) step"),
-        Some((from, _)) if !from.is_zero() => return invalid("the first step must start at 0"),
+        Some((from, _)) if !from.is_zero() => return invalid("the first step must start at 0s"),
         _ => {}
     }
     if schedule.windows(2).any(|w| w[0].0 >= w[1].0) {

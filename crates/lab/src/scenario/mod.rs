@@ -41,9 +41,8 @@ mod sweep;
 pub use group::{protocol_name, PROTOCOLS};
 
 use fields::{FieldError, Fields};
-use qstp_proto::config::{MAX_DATAGRAM, MIN_DATAGRAM};
 use qstp_proto::Duration;
-use qstp_sim::{GroupSpec, LinkSpec, QueueSpec, SimSpec};
+use qstp_sim::{GroupSpec, LinkSpec, QueueSpec, SimError, SimSpec};
 use std::path::Path;
 use toml::{Table, Value};
 
@@ -51,8 +50,6 @@ use toml::{Table, Value};
 const DEFAULT_BIN: Duration = Duration::from_millis(100);
 /// Most runs per point: a bound on the work one file can ask for.
 const MAX_RUNS: u64 = 10_000;
-/// Most bins in one flow's series: a bound on memory.
-const MAX_BINS: u64 = 10_000_000;
 
 /// Why a scenario file was refused.
 #[derive(Debug, thiserror::Error)]
@@ -292,11 +289,28 @@ pub fn parse(text: &str, file: &str, overrides: &Overrides) -> Result<Plan, Scen
                 field(e)
             }
         })?;
-        // The simulator's own checks, so that nothing runs unless every point can.
-        qstp_sim::validate::validate(&scenario.spec(0)).map_err(|e| ScenarioError::Invalid {
-            file: file.to_string(),
-            key: params_key(&combination),
-            reason: format!("the simulator refuses it: {e}"),
+        // The simulator's checks, the only home of the rules on values, so that nothing runs
+        // unless every point can; what it refuses is reported at the key that set it.
+        qstp_sim::validate::validate(&scenario.spec(0)).map_err(|e| {
+            let (key, mut reason) = sim_error_key(&e).unwrap_or_else(|| {
+                (
+                    params_key(&combination),
+                    format!("the simulator refuses it: {e}"),
+                )
+            });
+            // A value the sweep set: say which point refused it.
+            let swept = combination.iter().any(|(k, _)| {
+                k.split('+')
+                    .any(|part| key == part || key.starts_with(&format!("{part}.")))
+            });
+            if swept {
+                reason = format!("{reason} (at sweep point {})", params_key(&combination));
+            }
+            ScenarioError::Invalid {
+                file: file.to_string(),
+                key,
+                reason,
+            }
         })?;
         points.push(Point {
             params: combination,
@@ -308,6 +322,48 @@ pub fn parse(text: &str, file: &str, overrides: &Overrides) -> Result<Plan, Scen
         source: text.to_string(),
         sweep_keys,
         points,
+    })
+}
+
+/// The scenario key a simulator key stands for: `groups[<name>].rest` is `group.<name>.rest`, the
+/// others are written alike.
+fn scenario_key(sim_key: &str) -> String {
+    match sim_key
+        .strip_prefix("groups[")
+        .and_then(|rest| rest.rsplit_once(']'))
+    {
+        Some((name, rest)) => format!("group.{name}{rest}"),
+        None => sim_key.to_string(),
+    }
+}
+
+/// The scenario key and the reason for what the simulator refused, `None` for an error about
+/// no key in particular.
+fn sim_error_key(e: &SimError) -> Option<(String, String)> {
+    let group = |name: &str, field: &str| format!("group.{name}.{field}");
+    Some(match e {
+        SimError::Invalid { key, reason } => (scenario_key(key), reason.clone()),
+        SimError::Component { component, error } => {
+            let field = error.field();
+            let key = match field.as_str() {
+                "" => scenario_key(component),
+                // A segment too small for any payload: the packet size is at fault.
+                "packet_size" => field,
+                _ => format!("{}.{field}", scenario_key(component)),
+            };
+            (key, error.to_string())
+        }
+        SimError::RttShorterThanPath { group: name, .. } => (group(name, "rtt"), e.to_string()),
+        SimError::CongestionControl { group: name, error } => {
+            (group(name, "congestion"), error.to_string())
+        }
+        SimError::QstpConfig {
+            group: name,
+            source,
+        } => (group(name, "protocol"), source.to_string()),
+        SimError::TooManyFlows { .. } => ("group".into(), e.to_string()),
+        SimError::TooManyBins { .. } => ("bin".into(), e.to_string()),
+        _ => return None,
     })
 }
 
@@ -373,38 +429,18 @@ fn read(doc: Table) -> Result<Scenario, FieldError> {
     }
     let description = f.opt_str("description")?.unwrap_or_default();
     let duration = f.duration("duration")?;
-    if duration.is_zero() {
-        return Err(f.error("duration", "must be positive"));
-    }
     let warmup = f.opt_duration("warmup")?.unwrap_or(Duration::ZERO);
-    if warmup >= duration {
-        return Err(f.error("warmup", "must be shorter than the duration"));
-    }
     let runs = f.opt_u64("runs")?.unwrap_or(1);
     if runs == 0 || runs > MAX_RUNS {
         return Err(f.error("runs", format!("{runs} is outside 1..={MAX_RUNS}")));
     }
     let seed = f.opt_u64("seed")?.unwrap_or(1);
     let packet_size = f.opt_u64("packet_size")?.unwrap_or(1500);
-    if !(MIN_DATAGRAM as u64..=MAX_DATAGRAM as u64).contains(&packet_size) {
-        return Err(f.error(
-            "packet_size",
-            format!("{packet_size} is outside {MIN_DATAGRAM}..={MAX_DATAGRAM} bytes"),
-        ));
-    }
+    let packet_size = usize::try_from(packet_size)
+        .map_err(|_| f.error("packet_size", format!("{packet_size} is too large")))?;
     let bin = f.opt_duration("bin")?.unwrap_or(DEFAULT_BIN);
-    if bin.is_zero() || bin > duration {
-        return Err(f.error("bin", "must be positive and no longer than the duration"));
-    }
-    if duration.as_nanos() / bin.as_nanos() > MAX_BINS {
-        return Err(f.error(
-            "bin",
-            format!("more than {MAX_BINS} bins per run; use wider bins"),
-        ));
-    }
     let bottleneck = network::link(f.table("bottleneck")?)?;
-    let groups = groups(&mut f, packet_size as usize)?;
-    check_paths(&bottleneck, &groups)?;
+    let groups = groups(&mut f, packet_size)?;
     f.finish()?;
     Ok(Scenario {
         name,
@@ -413,7 +449,7 @@ fn read(doc: Table) -> Result<Scenario, FieldError> {
         warmup,
         runs: runs as u32,
         seed,
-        packet_size: packet_size as usize,
+        packet_size,
         bin,
         bottleneck,
         groups,
@@ -435,63 +471,12 @@ fn groups(f: &mut Fields, packet_size: usize) -> Result<Vec<GroupSpec>, FieldErr
             .map(str::to_string)
             .unwrap_or_else(|| i.to_string());
         let g = group::group(Fields::new(format!("group.{label}"), t), packet_size)?;
-        if groups.iter().any(|other| other.name == g.name) {
-            return Err(FieldError::new(
-                format!("group.{label}.name"),
-                format!("duplicate group name '{}'", g.name),
-            ));
-        }
         groups.push(g);
     }
     if groups.is_empty() {
         return Err(f.error("group", "at least one [[group]] is needed"));
     }
     Ok(groups)
-}
-
-/// Cross-checks between the bottleneck and the groups.
-fn check_paths(link: &LinkSpec, groups: &[GroupSpec]) -> Result<(), FieldError> {
-    for g in groups {
-        let access = g.access.map_or(Duration::ZERO, |a| a.delay);
-        if g.rtt < (link.delay + access.saturating_mul(2)).saturating_mul(2) {
-            return Err(FieldError::new(
-                format!("group.{}.rtt", g.name),
-                if access.is_zero() {
-                    format!("shorter than twice the bottleneck delay ({:?})", link.delay)
-                } else {
-                    format!(
-                        "shorter than the path both ways (bottleneck {:?} and twice the access delay {:?})",
-                        link.delay, access
-                    )
-                },
-            ));
-        }
-    }
-    if let QueueSpec::Cbq { classes } = &link.queue {
-        let mut guaranteed = 0u64;
-        for c in classes {
-            guaranteed = guaranteed.saturating_add(c.rate.bps());
-            for name in &c.groups {
-                let key = format!("bottleneck.queue.classes.{}.groups", c.name);
-                if !groups.iter().any(|g| &g.name == name) {
-                    return Err(FieldError::new(key, format!("no group named '{name}'")));
-                }
-                if classes.iter().filter(|k| k.groups.contains(name)).count() > 1 {
-                    return Err(FieldError::new(
-                        key,
-                        format!("group '{name}' is in more than one class"),
-                    ));
-                }
-            }
-        }
-        if guaranteed > link.rate.bps() {
-            return Err(FieldError::new(
-                "bottleneck.queue.classes",
-                format!("the classes guarantee more than the link's {:?}", link.rate),
-            ));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

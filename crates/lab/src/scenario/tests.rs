@@ -162,7 +162,7 @@ fn rio_with_min_above_max_is_refused() {
     expect_invalid(
         &fig4_with("out = [10, 20, 0.1]", "out = [30, 20, 0.1]"),
         "bottleneck.queue.out",
-        "not below max",
+        "out curve needs 0 <= min_th (30) <= max_th (20)",
     );
 }
 
@@ -199,7 +199,7 @@ fn a_duplicate_group_name_is_refused() {
     expect_invalid(
         &fig4_with("name = \"CD\"", "name = \"AB\""),
         "group.AB.name",
-        "duplicate group name",
+        "two groups have this name",
     );
 }
 
@@ -214,7 +214,7 @@ fn other_cross_checks_name_their_key() {
     expect_invalid(
         &fig4_with("packet_size = 1500", "packet_size = 10"),
         "packet_size",
-        "outside",
+        "TCP needs more than 40 bytes",
     );
     let cbq = fig4_with(
         "queue = { kind = \"rio\", limit = 50, in = [20, 40, 0.02], out = [10, 20, 0.1] }",
@@ -223,7 +223,7 @@ fn other_cross_checks_name_their_key() {
     expect_invalid(
         &cbq,
         "bottleneck.queue.classes.pipe.groups",
-        "no group named 'ZZ'",
+        "lists 'ZZ', which is not a group of the run",
     );
 }
 
@@ -329,4 +329,255 @@ fn start_spread_is_read_per_group() {
     let groups = &p.points[0].scenario.groups;
     assert_eq!(groups[0].start_spread, None);
     assert_eq!(groups[1].start_spread, Some(Duration::ZERO));
+}
+
+/// A one-group scenario for the checks that used to be written twice.
+const ONE_RULE: &str = r#"
+name = "one-rule"
+duration = "1s"
+[bottleneck]
+rate = "1M"
+queue = { kind = "droptail", limit = 50 }
+[[group]]
+name = "A"
+protocol = "cbr"
+rate = "200k"
+rtt = "20ms"
+"#;
+
+/// One rule that the lab and the simulator used to hold in two copies that disagreed: the
+/// scenario text that exercises it, the same change made to a `SimSpec` directly, and where
+/// both must now refuse it (`None`: both accept it).
+struct OneRule {
+    what: &'static str,
+    old: &'static str,
+    new: &'static str,
+    change: fn(&mut qstp_sim::SimSpec),
+    refused_at: Option<(&'static str, IsExpected)>,
+}
+
+/// Whether the simulator's error is the one expected.
+type IsExpected = fn(&qstp_sim::SimError) -> bool;
+
+fn one_rule_cases() -> Vec<OneRule> {
+    use qstp_sim::error::ComponentError;
+    use qstp_sim::queue::QueueSpecError;
+    use qstp_sim::tcp::{CcSpec, TcpConfigError, TcpOptions};
+    use qstp_sim::{CbqClass, QueueSpec, RedParams, SimError};
+    let queue_line = "queue = { kind = \"droptail\", limit = 50 }";
+    vec![
+        OneRule {
+            // Floyd & Jacobson §4: equal thresholds and max_p = 0 give a step curve (the lab
+            // refused both, the simulator took them).
+            what: "RED with min_th = max_th and max_p = 0",
+            old: queue_line,
+            new: "queue = { kind = \"red\", limit = 50, curve = [20, 20, 0.0] }",
+            change: |s| {
+                s.bottleneck.queue = QueueSpec::Red {
+                    limit: 50,
+                    params: RedParams {
+                        min_th: 20.0,
+                        max_th: 20.0,
+                        max_p: 0.0,
+                    },
+                    weight: qstp_sim::DEFAULT_QUEUE_WEIGHT,
+                }
+            },
+            refused_at: None,
+        },
+        OneRule {
+            // RFC 2697 §2: one of CBS and EBS must be larger than 0; EBS = 0 alone is allowed
+            // (the lab refused it).
+            what: "srTCM with EBS = 0",
+            old: "rtt = \"20ms\"",
+            new: "rtt = \"20ms\"\nmarker = { kind = \"srtcm\", cir = \"100k\", cbs = 3000, ebs = 0 }",
+            change: |s| {
+                s.groups[0].marker = Some(MarkerSpec::Srtcm {
+                    cir: Rate::from_kbps(100),
+                    cbs: 3000,
+                    ebs: 0,
+                })
+            },
+            refused_at: None,
+        },
+        OneRule {
+            // QSTP paper §5.4: a borrowing class of rate 0 lives on idle capacity (the lab
+            // refused any class of rate 0).
+            what: "a borrowing CBQ class of rate 0",
+            old: queue_line,
+            new: "queue = { kind = \"cbq\", classes = [{ name = \"a\", rate = \"300k\", groups = [\"A\"], limit = 50 }, { name = \"be\", rate = \"0bps\", borrow = true, limit = 50 }] }",
+            change: |s| {
+                s.bottleneck.queue = QueueSpec::Cbq {
+                    classes: vec![
+                        CbqClass {
+                            name: "a".into(),
+                            rate: Rate::from_kbps(300),
+                            borrow: false,
+                            groups: vec!["A".into()],
+                            limit: 50,
+                        },
+                        CbqClass {
+                            name: "be".into(),
+                            rate: Rate::ZERO,
+                            borrow: true,
+                            groups: vec![],
+                            limit: 50,
+                        },
+                    ],
+                }
+            },
+            refused_at: None,
+        },
+        OneRule {
+            what: "a CBQ class of rate 0 that may not borrow",
+            old: queue_line,
+            new: "queue = { kind = \"cbq\", classes = [{ name = \"a\", rate = \"300k\", groups = [\"A\"], limit = 50 }, { name = \"be\", rate = \"0bps\", limit = 50 }] }",
+            change: |s| {
+                s.bottleneck.queue = QueueSpec::Cbq {
+                    classes: vec![
+                        CbqClass {
+                            name: "a".into(),
+                            rate: Rate::from_kbps(300),
+                            borrow: false,
+                            groups: vec!["A".into()],
+                            limit: 50,
+                        },
+                        CbqClass {
+                            name: "be".into(),
+                            rate: Rate::ZERO,
+                            borrow: false,
+                            groups: vec![],
+                            limit: 50,
+                        },
+                    ],
+                }
+            },
+            refused_at: Some(("bottleneck.queue.classes.be.rate", |e| {
+                matches!(e, SimError::Component { error: ComponentError::Queue(QueueSpecError::StarvedClass(c)), .. } if c == "be")
+            })),
+        },
+        OneRule {
+            // The flow limit is the simulator's address space, 65,536 in all (the lab allowed
+            // 10,000 per group, so 7 groups of 10,000 passed it).
+            what: "10,001 flows in one group",
+            old: "rtt = \"20ms\"",
+            new: "rtt = \"20ms\"\nflows = 10001",
+            change: |s| s.groups[0].flows = 10_001,
+            refused_at: None,
+        },
+        OneRule {
+            what: "70,000 flows",
+            old: "rtt = \"20ms\"",
+            new: "rtt = \"20ms\"\nflows = 70000",
+            change: |s| s.groups[0].flows = 70_000,
+            refused_at: Some(("group", |e| matches!(e, SimError::TooManyFlows { flows: 70_000, .. }))),
+        },
+        OneRule {
+            // The bin limit bounds the memory of all series, bins times flows (the lab bounded
+            // bins per flow at 10 million, above the simulator's 8 Mi entries in all).
+            what: "10 million bins of one flow",
+            old: "duration = \"1s\"",
+            new: "duration = \"1000s\"\nbin = \"100us\"",
+            change: |s| {
+                s.duration = qstp_proto::Duration::from_secs(1000);
+                s.bin = qstp_proto::Duration::from_micros(100);
+            },
+            refused_at: Some(("bin", |e| matches!(e, SimError::TooManyBins { .. }))),
+        },
+        OneRule {
+            // The queue limit (the simulator had no upper bound).
+            what: "a queue of 100,001 packets",
+            old: queue_line,
+            new: "queue = { kind = \"droptail\", limit = 100001 }",
+            change: |s| s.bottleneck.queue = QueueSpec::DropTail { limit: 100_001 },
+            refused_at: Some(("bottleneck.queue.limit", |e| {
+                matches!(e, SimError::Component { error: ComponentError::Queue(QueueSpecError::BadLimit { limit: 100_001, .. }), .. })
+            })),
+        },
+        OneRule {
+            // A max_th the queue can never reach (the simulator took it).
+            what: "a RED max_th above the limit",
+            old: queue_line,
+            new: "queue = { kind = \"red\", limit = 50, curve = [20, 60, 0.1] }",
+            change: |s| {
+                s.bottleneck.queue = QueueSpec::Red {
+                    limit: 50,
+                    params: RedParams {
+                        min_th: 20.0,
+                        max_th: 60.0,
+                        max_p: 0.1,
+                    },
+                    weight: qstp_sim::DEFAULT_QUEUE_WEIGHT,
+                }
+            },
+            refused_at: Some(("bottleneck.queue.curve", |e| {
+                matches!(e, SimError::Component { error: ComponentError::Queue(QueueSpecError::ThresholdAboveLimit { .. }), .. })
+            })),
+        },
+        OneRule {
+            // The packet size bound is the protocol's (the lab asked qstp's 256-byte minimum of
+            // UDP sources too).
+            what: "200-byte CBR packets",
+            old: "duration = \"1s\"",
+            new: "duration = \"1s\"\npacket_size = 200",
+            change: |s| s.packet_size = 200,
+            refused_at: None,
+        },
+        OneRule {
+            // The warm-up bound (the simulator did not check it).
+            what: "a warm-up as long as the run",
+            old: "duration = \"1s\"",
+            new: "duration = \"1s\"\nwarmup = \"1s\"",
+            change: |s| s.warmup = qstp_proto::Duration::from_secs(1),
+            refused_at: Some(("warmup", |e| matches!(e, SimError::Invalid { key, .. } if key == "warmup"))),
+        },
+        OneRule {
+            // A receive window below one segment (the lab refused only 0; the simulator failed
+            // the flow's build with a string).
+            what: "a TCP receive window below one segment",
+            old: "protocol = \"cbr\"\nrate = \"200k\"",
+            new: "protocol = \"tcp\"\ntcp = { window = 1000 }",
+            change: |s| {
+                s.groups[0].protocol = Protocol::Tcp {
+                    congestion: CcSpec::named("newreno"),
+                    options: TcpOptions {
+                        receive_window: 1000,
+                        ..TcpOptions::default()
+                    },
+                }
+            },
+            refused_at: Some(("group.A.tcp.window", |e| {
+                matches!(e, SimError::Component { error: ComponentError::Tcp(TcpConfigError::WindowBelowMss { window: 1000, .. }), .. })
+            })),
+        },
+    ]
+}
+
+#[test]
+fn each_rule_that_had_two_copies_is_one_rule_for_the_lab_and_the_simulator() {
+    let base = plan(ONE_RULE).unwrap().base().spec(0);
+    for case in one_rule_cases() {
+        let text = ONE_RULE.replacen(case.old, case.new, 1);
+        assert_ne!(text, ONE_RULE, "{}", case.what);
+        let loaded = plan(&text);
+        let mut spec = base.clone();
+        (case.change)(&mut spec);
+        if let Ok(p) = &loaded {
+            // The document and the direct spec describe the same run.
+            assert_eq!(p.base().spec(0), spec, "{}", case.what);
+        }
+        match case.refused_at {
+            None => {
+                assert!(loaded.is_ok(), "{}: {:?}", case.what, loaded.err());
+                let ran = qstp_sim::run(&spec);
+                assert!(ran.is_ok(), "{}: {:?}", case.what, ran.err());
+            }
+            Some((key, expected)) => {
+                let err = loaded.unwrap_err();
+                assert_eq!(err.key(), Some(key), "{}: {err}", case.what);
+                let err = qstp_sim::run(&spec).unwrap_err();
+                assert!(expected(&err), "{}: {err:?}", case.what);
+            }
+        }
+    }
 }

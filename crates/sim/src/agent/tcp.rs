@@ -16,11 +16,12 @@ pub fn flow(
     congestion: &CcSpec,
     options: &TcpOptions,
 ) -> Result<(TcpSource, TcpSink), SimError> {
-    let config = options.config(packet_size.saturating_sub(TcpConfig::default().header_bytes));
-    config.validate().map_err(|e| SimError::Component {
-        component: format!("groups[{}].protocol", group.name),
-        reason: e.to_string(),
+    let mss = packet_size.saturating_sub(TcpConfig::default().header_bytes);
+    options.validate(mss).map_err(|e| SimError::Component {
+        component: format!("groups[{}].tcp", group.name),
+        error: e.into(),
     })?;
+    let config = options.config(mss);
     let cc = congestion
         .build(config.mss)
         .map_err(|error| SimError::CongestionControl {

@@ -19,13 +19,30 @@ pub trait LossModel: Send {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LossSpecError {
     /// A probability outside `[0, 1]` (or NaN).
-    #[error("loss model: {name} = {value} is not a probability in [0, 1]")]
+    #[error("{name} = {value} is not a probability in [0, 1]")]
     NotAProbability {
         /// The offending field.
         name: &'static str,
         /// Its value.
         value: f64,
     },
+}
+
+impl LossSpecError {
+    /// The key inside the loss model's table the error is about.
+    pub fn field(&self) -> &'static str {
+        match self {
+            LossSpecError::NotAProbability { name, .. } => name,
+        }
+    }
+}
+
+impl LossSpec {
+    /// Check the description: the single home of the loss models' rules (the lab and
+    /// [`crate::run`] both call it).
+    pub fn validate(&self) -> Result<(), LossSpecError> {
+        validate(self)
+    }
 }
 
 /// Check that every probability of `spec` lies in `[0, 1]`.

@@ -3,7 +3,7 @@
 //! random numbers is given its own random stream.
 
 use crate::spec::{Color, MarkerSpec};
-use qstp_proto::Time;
+use qstp_proto::{Rate, Time};
 use rand::RngCore;
 
 mod bucket;
@@ -27,17 +27,42 @@ pub trait Marker: Send {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MarkerSpecError {
     /// A rate of zero would colour every packet out of profile.
-    #[error("marker: {0} must be a positive rate")]
+    #[error("must be a positive rate")]
     ZeroRate(&'static str),
-    /// RFC 2697 §2 and RFC 2698 §2: at least one burst size must be positive.
-    #[error("marker: {0} must be positive")]
+    /// A bucket that can hold no byte (RFC 2697 §2: one of CBS and EBS must be larger than 0;
+    /// RFC 2698 §2: both CBS and PBS must be).
+    #[error("must be positive")]
     ZeroBurst(&'static str),
     /// RFC 2698 §2: the peak rate must be at least the committed rate.
-    #[error("marker: pir must be at least cir")]
-    PeakBelowCommitted,
+    #[error("pir {pir} is below cir {cir}")]
+    PeakBelowCommitted {
+        /// The committed rate.
+        cir: Rate,
+        /// The peak rate.
+        pir: Rate,
+    },
     /// The TSW averaging window is zero.
-    #[error("marker: the averaging window must be positive")]
+    #[error("the averaging window must be positive")]
     ZeroWindow,
+}
+
+impl MarkerSpecError {
+    /// The key inside the marker's table the error is about (`cir`, `cbs`, `pir`, `window`).
+    pub fn field(&self) -> &'static str {
+        match self {
+            MarkerSpecError::ZeroRate(key) | MarkerSpecError::ZeroBurst(key) => key,
+            MarkerSpecError::PeakBelowCommitted { .. } => "pir",
+            MarkerSpecError::ZeroWindow => "window",
+        }
+    }
+}
+
+impl MarkerSpec {
+    /// Check the description: the single home of the markers' rules (the lab and
+    /// [`crate::run`] both call it).
+    pub fn validate(&self) -> Result<(), MarkerSpecError> {
+        validate(self)
+    }
 }
 
 /// Check a marker description before building it.
@@ -56,9 +81,10 @@ pub fn validate(spec: &MarkerSpec) -> Result<(), MarkerSpecError> {
             if cir.is_zero() {
                 return Err(ZeroRate("cir"));
             }
-            // RFC 2697 §2: one of CBS and EBS must be larger than zero.
+            // RFC 2697 §2: one of CBS and EBS must be larger than 0 (EBS = 0 alone is allowed:
+            // a two-colour srTCM).
             if cbs == 0 && ebs == 0 {
-                return Err(ZeroBurst("cbs or ebs"));
+                return Err(ZeroBurst("cbs"));
             }
         }
         MarkerSpec::Trtcm { cir, cbs, pir, pbs } => {
@@ -67,7 +93,7 @@ pub fn validate(spec: &MarkerSpec) -> Result<(), MarkerSpecError> {
             }
             // RFC 2698 §2: PIR must be equal to or greater than CIR.
             if pir < cir {
-                return Err(PeakBelowCommitted);
+                return Err(PeakBelowCommitted { cir, pir });
             }
             if cbs == 0 {
                 return Err(ZeroBurst("cbs"));
@@ -88,8 +114,9 @@ pub fn validate(spec: &MarkerSpec) -> Result<(), MarkerSpecError> {
             if cir.is_zero() {
                 return Err(ZeroRate("cir"));
             }
+            // RFC 2859 §2.2: the marker tests the rate against CTR, then PTR, so PTR >= CTR.
             if pir < cir {
-                return Err(PeakBelowCommitted);
+                return Err(PeakBelowCommitted { cir, pir });
             }
             if window.is_zero() {
                 return Err(ZeroWindow);
@@ -147,7 +174,7 @@ mod tests {
                 cbs: 0,
                 ebs: 0
             }),
-            Err(MarkerSpecError::ZeroBurst("cbs or ebs"))
+            Err(MarkerSpecError::ZeroBurst("cbs"))
         );
         assert_eq!(
             validate(&MarkerSpec::Trtcm {
@@ -156,7 +183,20 @@ mod tests {
                 pir: k(100),
                 pbs: 1
             }),
-            Err(MarkerSpecError::PeakBelowCommitted)
+            Err(MarkerSpecError::PeakBelowCommitted {
+                cir: k(200),
+                pir: k(100)
+            })
+        );
+        // RFC 2697 §2: EBS = 0 alone is allowed.
+        assert_eq!(
+            MarkerSpec::Srtcm {
+                cir: k(100),
+                cbs: 3000,
+                ebs: 0
+            }
+            .validate(),
+            Ok(())
         );
         assert_eq!(
             validate(&MarkerSpec::Tsw2 {

@@ -109,24 +109,42 @@ impl ColorCounters {
     }
 }
 
+/// Most packets a queue (or a CBQ class) may hold: a bound on the simulator's buffers.
+pub const MAX_QUEUE_LIMIT: usize = 100_000;
+
 /// Why a queue description was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum QueueSpecError {
-    /// A queue or class that can hold no packet.
-    #[error("queue: limit must be at least 1 packet")]
-    ZeroLimit,
+    /// A queue or class that can hold no packet, or more than [`MAX_QUEUE_LIMIT`].
+    #[error("{limit} packets is outside 1..={MAX_QUEUE_LIMIT}")]
+    BadLimit {
+        /// The CBQ class, if the limit is a class's.
+        class: Option<String>,
+        /// The limit asked for.
+        limit: usize,
+    },
     /// RED thresholds must satisfy 0 <= min_th <= max_th (finite).
-    #[error("queue: {curve} curve needs 0 <= min_th ({min_th}) <= max_th ({max_th})")]
+    #[error("{curve} curve needs 0 <= min_th ({min_th}) <= max_th ({max_th})")]
     BadThresholds {
-        /// Which curve (`red`, `in`, `out`, `middle`).
+        /// Which curve (`curve`, `in`, `out`, `middle`: the key it is written under).
         curve: &'static str,
         /// Its lower threshold.
         min_th: f64,
         /// Its upper threshold.
         max_th: f64,
     },
+    /// A max_th the average queue can never reach.
+    #[error("{curve} curve: max_th {max_th} is above the queue limit {limit}")]
+    ThresholdAboveLimit {
+        /// Which curve.
+        curve: &'static str,
+        /// Its upper threshold.
+        max_th: f64,
+        /// The queue's capacity, packets.
+        limit: usize,
+    },
     /// max_p must be a probability.
-    #[error("queue: {curve} curve has max_p {max_p} outside [0, 1]")]
+    #[error("{curve} curve has max_p {max_p} outside [0, 1]")]
     BadMaxP {
         /// Which curve.
         curve: &'static str,
@@ -134,23 +152,81 @@ pub enum QueueSpecError {
         max_p: f64,
     },
     /// The EWMA weight must lie in (0, 1].
-    #[error("queue: weight {0} must lie in (0, 1]")]
+    #[error("weight {0} must lie in (0, 1]")]
     BadWeight(f64),
     /// CBQ needs at least one class.
-    #[error("queue: CBQ needs at least one class")]
+    #[error("CBQ needs at least one class")]
     NoClasses,
     /// A CBQ class that may not borrow and has no rate would never send.
-    #[error("queue: CBQ class '{0}' has rate zero and may not borrow: it would never send")]
+    #[error("CBQ class '{0}' has rate zero and may not borrow: it would never send")]
     StarvedClass(String),
     /// Two CBQ classes with one name.
-    #[error("queue: CBQ class name '{0}' is used twice")]
+    #[error("CBQ class name '{0}' is used twice")]
     DuplicateClass(String),
     /// A group listed by two CBQ classes.
-    #[error("queue: group '{0}' is listed by two CBQ classes")]
-    DuplicateGroup(String),
+    #[error("group '{group}' is listed by two CBQ classes ('{class}' is the second)")]
+    DuplicateGroup {
+        /// The class listing it the second time.
+        class: String,
+        /// The group.
+        group: String,
+    },
+    /// A CBQ class lists a group the run does not have.
+    #[error("CBQ class '{class}' lists '{group}', which is not a group of the run")]
+    UnknownGroup {
+        /// The class.
+        class: String,
+        /// The group name.
+        group: String,
+    },
+    /// The CBQ classes guarantee more than the link carries.
+    #[error("the CBQ classes guarantee {guaranteed}, more than the link's {link}")]
+    Overbooked {
+        /// The sum of the classes' rates.
+        guaranteed: Rate,
+        /// The link's rate.
+        link: Rate,
+    },
 }
 
-fn validate_curve(curve: &'static str, p: &RedParams) -> Result<(), QueueSpecError> {
+impl QueueSpecError {
+    /// The key inside the queue's table the error is about, as a scenario writes it (`limit`,
+    /// `in`, `classes.<name>.rate`, ...).
+    pub fn field(&self) -> String {
+        use QueueSpecError::*;
+        match self {
+            BadLimit { class: None, .. } => "limit".into(),
+            BadLimit {
+                class: Some(class), ..
+            } => format!("classes.{class}.limit"),
+            BadThresholds { curve, .. }
+            | ThresholdAboveLimit { curve, .. }
+            | BadMaxP { curve, .. } => curve.to_string(),
+            BadWeight(_) => "weight".into(),
+            NoClasses | Overbooked { .. } => "classes".into(),
+            StarvedClass(class) => format!("classes.{class}.rate"),
+            DuplicateClass(class) => format!("classes.{class}.name"),
+            DuplicateGroup { class, .. } | UnknownGroup { class, .. } => {
+                format!("classes.{class}.groups")
+            }
+        }
+    }
+}
+
+fn validate_limit(limit: usize, class: Option<&str>) -> Result<(), QueueSpecError> {
+    if (1..=MAX_QUEUE_LIMIT).contains(&limit) {
+        Ok(())
+    } else {
+        Err(QueueSpecError::BadLimit {
+            class: class.map(str::to_string),
+            limit,
+        })
+    }
+}
+
+fn validate_curve(curve: &'static str, p: &RedParams, limit: usize) -> Result<(), QueueSpecError> {
+    // Floyd & Jacobson 1993 §4: p_b rises from 0 at min_th to max_p at max_th; min_th = max_th
+    // leaves no ramp (a step at max_th), which is still a well-defined curve.
     if !(p.min_th.is_finite() && p.max_th.is_finite() && 0.0 <= p.min_th && p.min_th <= p.max_th) {
         return Err(QueueSpecError::BadThresholds {
             curve,
@@ -158,6 +234,14 @@ fn validate_curve(curve: &'static str, p: &RedParams) -> Result<(), QueueSpecErr
             max_th: p.max_th,
         });
     }
+    if p.max_th > limit as f64 {
+        return Err(QueueSpecError::ThresholdAboveLimit {
+            curve,
+            max_th: p.max_th,
+            limit,
+        });
+    }
+    // max_p is a probability; 0 is allowed (no early drop below max_th, a step curve).
     if !(0.0..=1.0).contains(&p.max_p) {
         return Err(QueueSpecError::BadMaxP {
             curve,
@@ -175,66 +259,101 @@ fn validate_weight(weight: f64) -> Result<(), QueueSpecError> {
     }
 }
 
-/// Check a queue description before building it.
-pub fn validate(spec: &QueueSpec) -> Result<(), QueueSpecError> {
-    match spec {
-        QueueSpec::DropTail { limit } => {
-            (*limit > 0).then_some(()).ok_or(QueueSpecError::ZeroLimit)
-        }
-        QueueSpec::Red {
-            limit,
-            params,
-            weight,
-        } => {
-            if *limit == 0 {
-                return Err(QueueSpecError::ZeroLimit);
+impl QueueSpec {
+    /// Check the description on its own: limits, curves, weights, CBQ classes. The single home
+    /// of these rules (the lab and [`crate::run`] both call it).
+    pub fn validate(&self) -> Result<(), QueueSpecError> {
+        match self {
+            QueueSpec::DropTail { limit } => validate_limit(*limit, None),
+            QueueSpec::Red {
+                limit,
+                params,
+                weight,
+            } => {
+                validate_limit(*limit, None)?;
+                validate_curve("curve", params, *limit)?;
+                validate_weight(*weight)
             }
-            validate_curve("red", params)?;
-            validate_weight(*weight)
-        }
-        QueueSpec::Rio {
-            limit,
-            in_profile,
-            out_profile,
-            middle,
-            weight,
-            ..
-        } => {
-            if *limit == 0 {
-                return Err(QueueSpecError::ZeroLimit);
-            }
-            validate_curve("in", in_profile)?;
-            validate_curve("out", out_profile)?;
-            if let Some(m) = middle {
-                validate_curve("middle", m)?;
-            }
-            validate_weight(*weight)
-        }
-        QueueSpec::Cbq { classes } => {
-            if classes.is_empty() {
-                return Err(QueueSpecError::NoClasses);
-            }
-            let mut names = std::collections::BTreeSet::new();
-            let mut groups = std::collections::BTreeSet::new();
-            for class in classes {
-                if class.limit == 0 {
-                    return Err(QueueSpecError::ZeroLimit);
+            QueueSpec::Rio {
+                limit,
+                in_profile,
+                out_profile,
+                middle,
+                weight,
+                ..
+            } => {
+                validate_limit(*limit, None)?;
+                validate_curve("in", in_profile, *limit)?;
+                validate_curve("out", out_profile, *limit)?;
+                if let Some(m) = middle {
+                    validate_curve("middle", m, *limit)?;
                 }
-                if class.rate.is_zero() && !class.borrow {
-                    return Err(QueueSpecError::StarvedClass(class.name.clone()));
+                validate_weight(*weight)
+            }
+            QueueSpec::Cbq { classes } => {
+                if classes.is_empty() {
+                    return Err(QueueSpecError::NoClasses);
                 }
-                if !names.insert(&class.name) {
-                    return Err(QueueSpecError::DuplicateClass(class.name.clone()));
-                }
-                for g in &class.groups {
-                    if !groups.insert(g) {
-                        return Err(QueueSpecError::DuplicateGroup(g.clone()));
+                let mut names = std::collections::BTreeSet::new();
+                let mut groups = std::collections::BTreeSet::new();
+                for class in classes {
+                    if !names.insert(&class.name) {
+                        return Err(QueueSpecError::DuplicateClass(class.name.clone()));
+                    }
+                    validate_limit(class.limit, Some(&class.name))?;
+                    // QSTP paper §5.4: a borrowing class of rate 0 lives on idle capacity alone
+                    // (a best-effort class); one that may not borrow would never send.
+                    if class.rate.is_zero() && !class.borrow {
+                        return Err(QueueSpecError::StarvedClass(class.name.clone()));
+                    }
+                    for g in &class.groups {
+                        if !groups.insert(g) {
+                            return Err(QueueSpecError::DuplicateGroup {
+                                class: class.name.clone(),
+                                group: g.clone(),
+                            });
+                        }
                     }
                 }
+                Ok(())
             }
-            Ok(())
         }
     }
+
+    /// [`QueueSpec::validate`], then the checks against the link it sits on and the run's
+    /// groups: every group a CBQ class lists exists, and the classes guarantee no more than
+    /// `link_rate`.
+    pub fn validate_on(&self, link_rate: Rate, group_names: &[&str]) -> Result<(), QueueSpecError> {
+        self.validate()?;
+        if let QueueSpec::Cbq { classes } = self {
+            let mut guaranteed = 0u64;
+            for class in classes {
+                guaranteed = guaranteed.saturating_add(class.rate.bps());
+                if let Some(g) = class
+                    .groups
+                    .iter()
+                    .find(|g| !group_names.contains(&g.as_str()))
+                {
+                    return Err(QueueSpecError::UnknownGroup {
+                        class: class.name.clone(),
+                        group: g.clone(),
+                    });
+                }
+            }
+            if guaranteed > link_rate.bps() {
+                return Err(QueueSpecError::Overbooked {
+                    guaranteed: Rate::from_bps(guaranteed),
+                    link: link_rate,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Check a queue description before building it (as [`QueueSpec::validate`]).
+pub fn validate(spec: &QueueSpec) -> Result<(), QueueSpecError> {
+    spec.validate()
 }
 
 /// Build the queue `spec` describes; `group_names[i]` names the group of index `i` (what
@@ -326,7 +445,42 @@ mod tests {
     fn validate_explains_what_is_wrong() {
         assert_eq!(
             validate(&QueueSpec::DropTail { limit: 0 }),
-            Err(QueueSpecError::ZeroLimit)
+            Err(QueueSpecError::BadLimit {
+                class: None,
+                limit: 0
+            })
+        );
+        assert_eq!(
+            QueueSpec::DropTail {
+                limit: MAX_QUEUE_LIMIT + 1
+            }
+            .validate()
+            .unwrap_err()
+            .field(),
+            "limit"
+        );
+        // Equal thresholds and max_p = 0 are well-defined step curves (one rule, here).
+        assert_eq!(
+            QueueSpec::Red {
+                limit: 50,
+                params: curve(20.0, 20.0, 0.0),
+                weight: 0.002
+            }
+            .validate(),
+            Ok(())
+        );
+        assert_eq!(
+            QueueSpec::Red {
+                limit: 50,
+                params: curve(20.0, 60.0, 0.1),
+                weight: 0.002
+            }
+            .validate(),
+            Err(QueueSpecError::ThresholdAboveLimit {
+                curve: "curve",
+                max_th: 60.0,
+                limit: 50
+            })
         );
         assert_eq!(
             validate(&QueueSpec::Red {
@@ -335,7 +489,7 @@ mod tests {
                 weight: 0.002
             }),
             Err(QueueSpecError::BadThresholds {
-                curve: "red",
+                curve: "curve",
                 min_th: 20.0,
                 max_th: 10.0
             })
@@ -384,8 +538,28 @@ mod tests {
             validate(&QueueSpec::Cbq {
                 classes: vec![class("a", 300, true, &["x"]), class("b", 700, true, &["x"])]
             }),
-            Err(QueueSpecError::DuplicateGroup("x".into()))
+            Err(QueueSpecError::DuplicateGroup {
+                class: "b".into(),
+                group: "x".into()
+            })
         );
+        // A borrowing class of rate 0 is a best-effort class: allowed.
+        let best_effort = QueueSpec::Cbq {
+            classes: vec![class("a", 300, false, &["x"]), class("be", 0, true, &[])],
+        };
+        assert_eq!(best_effort.validate(), Ok(()));
+        assert_eq!(
+            best_effort.validate_on(Rate::from_kbps(1000), &["x"]),
+            Ok(())
+        );
+        let err = best_effort
+            .validate_on(Rate::from_kbps(1000), &["y"])
+            .unwrap_err();
+        assert_eq!(err.field(), "classes.a.groups");
+        assert!(matches!(
+            best_effort.validate_on(Rate::from_kbps(200), &["x"]),
+            Err(QueueSpecError::Overbooked { .. })
+        ));
         assert!(validate(&QueueSpec::Cbq {
             classes: vec![class("a", 300, true, &["x"]), class("b", 700, true, &[])]
         })

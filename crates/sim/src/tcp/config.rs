@@ -114,17 +114,34 @@ impl TcpOptions {
     }
 }
 
+impl TcpOptions {
+    /// Check the options for segments of `mss` payload bytes: the single home of these rules
+    /// (the lab and [`crate::run`] both call it).
+    pub fn validate(&self, mss: u32) -> Result<(), TcpConfigError> {
+        if self.initial_window > MAX_INITIAL_WINDOW {
+            return Err(TcpConfigError::InitialWindowTooLarge(self.initial_window));
+        }
+        // RFC 6298 §2.5: a maximum may be placed on RTO provided it is at least 60 s; a floor
+        // above that ceiling would leave no room for backing off.
+        let ceiling = TcpConfig::default().max_rto;
+        if self.min_rto > ceiling {
+            return Err(TcpConfigError::MinRtoTooLarge(self.min_rto, ceiling));
+        }
+        self.config(mss).validate()
+    }
+}
+
 /// Why a TCP configuration was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TcpConfigError {
     /// A segment must carry at least one byte.
-    #[error("tcp: mss must be at least 1 byte")]
+    #[error("mss must be at least 1 byte")]
     ZeroMss,
     /// The initial window must hold at least one segment.
-    #[error("tcp: initial_window must be at least 1 segment")]
+    #[error("initial_window must be at least 1 segment")]
     ZeroInitialWindow,
     /// The receive window must hold at least one full segment.
-    #[error("tcp: receive_window ({window} bytes) is smaller than one segment ({mss} bytes)")]
+    #[error("receive_window ({window} bytes) is smaller than one segment ({mss} bytes)")]
     WindowBelowMss {
         /// The receive window.
         window: u64,
@@ -132,8 +149,32 @@ pub enum TcpConfigError {
         mss: u32,
     },
     /// The RTO bounds are inverted or zero.
-    #[error("tcp: need 0 < min_rto <= initial_rto <= max_rto")]
+    #[error("need 0 < min_rto <= initial_rto <= max_rto")]
     BadRtoBounds,
+    /// An initial window above [`MAX_INITIAL_WINDOW`].
+    #[error("initial_window {0} is more than {MAX_INITIAL_WINDOW} segments")]
+    InitialWindowTooLarge(u32),
+    /// A floor of the retransmission timeout above its ceiling.
+    #[error("min_rto {0} is above the {1} ceiling of the retransmission timeout")]
+    MinRtoTooLarge(Duration, Duration),
+}
+
+/// Most segments an initial window may hold: a bound on the first burst.
+pub const MAX_INITIAL_WINDOW: u32 = 100_000;
+
+impl TcpConfigError {
+    /// The key of a scenario's `tcp` table the error is about (`packet_size`, a key of the
+    /// scenario's top level, for a segment that cannot carry a byte).
+    pub fn field(&self) -> &'static str {
+        match self {
+            TcpConfigError::ZeroMss => "packet_size",
+            TcpConfigError::ZeroInitialWindow | TcpConfigError::InitialWindowTooLarge(_) => {
+                "initial_window"
+            }
+            TcpConfigError::WindowBelowMss { .. } => "window",
+            TcpConfigError::BadRtoBounds | TcpConfigError::MinRtoTooLarge(..) => "min_rto",
+        }
+    }
 }
 
 impl TcpConfig {
@@ -196,6 +237,31 @@ mod tests {
         assert_eq!(
             bad(|c| c.min_rto = Duration::from_secs(5)),
             Err(TcpConfigError::BadRtoBounds)
+        );
+    }
+
+    #[test]
+    fn options_are_checked_against_the_segment_size() {
+        let o = TcpOptions::default();
+        assert_eq!(o.validate(1460), Ok(()));
+        let o = TcpOptions {
+            receive_window: 1000,
+            ..TcpOptions::default()
+        };
+        assert_eq!(o.validate(1460).unwrap_err().field(), "window");
+        let o = TcpOptions {
+            initial_window: MAX_INITIAL_WINDOW + 1,
+            ..TcpOptions::default()
+        };
+        assert_eq!(o.validate(1460).unwrap_err().field(), "initial_window");
+        let o = TcpOptions {
+            min_rto: Duration::from_secs(61),
+            ..TcpOptions::default()
+        };
+        assert_eq!(o.validate(1460).unwrap_err().field(), "min_rto");
+        assert_eq!(
+            TcpOptions::default().validate(0),
+            Err(TcpConfigError::ZeroMss)
         );
     }
 }
