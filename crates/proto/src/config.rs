@@ -10,6 +10,7 @@ use core::fmt;
 use core::str::FromStr;
 
 /// Which congestion control decides the allowed sending rate X.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CongestionControl {
     /// Send at a fixed rate, whatever the network says (for tests and calibration only).
@@ -43,6 +44,7 @@ impl CongestionControl {
 }
 
 /// How gTFRC combines its target g with TFRC's limits outside slow start.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GtfrcRule {
     /// X = min(max(X_calc, g), 2 X_recv): g lifts the equation rate but never the receive-rate
@@ -88,6 +90,7 @@ impl FromStr for GtfrcRule {
 /// 3448 §6.3.1: the last round trip's; RFC 5348 §6.3.1: the largest so far), where the receiver
 /// takes the larger of the last round trip's and the last reported, the same while slow start
 /// still raises the rate at each report.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TfrcVersion {
     /// RFC 5348 (2008): initial window W_init / R, X_recv_set, data-limited rules. The default.
@@ -126,6 +129,7 @@ impl FromStr for TfrcVersion {
 }
 
 /// Which error control repairs losses.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorControl {
     /// No repair: lost data stays lost (DCCP-like).
@@ -150,6 +154,7 @@ impl ErrorControl {
 }
 
 /// In which order the receiver hands data to the application.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
     /// In the order it was written: an ordered byte stream, or messages in order.
@@ -159,6 +164,7 @@ pub enum Order {
 }
 
 /// The named compositions.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Preset {
     /// gTFRC + SACK (full reliability) + ordered: QSTP.
@@ -201,6 +207,7 @@ impl fmt::Display for Preset {
 
 /// Everything that shapes one connection. Build it with a preset, adjust fields, then
 /// [`Config::validate`] (the endpoint validates again before use).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Congestion control.

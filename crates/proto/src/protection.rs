@@ -45,6 +45,7 @@ const REPLAY_WINDOW: u64 = 1024;
 const CONFIRM_SEQUENCE: u64 = u64::MAX;
 
 /// How a connection's packets are protected.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Protection {
     /// Authenticated encryption of every packet after the handshake (the default).

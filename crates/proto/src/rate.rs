@@ -5,6 +5,11 @@ use core::fmt;
 use core::str::FromStr;
 
 /// A data rate in bits per second.
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(transparent)
+)]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Rate(u64);
 

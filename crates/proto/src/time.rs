@@ -12,6 +12,11 @@ use core::str::FromStr;
 pub struct Time(u64);
 
 /// A span of time, in nanoseconds.
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(transparent)
+)]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Duration(u64);
 

@@ -12,7 +12,7 @@
 use qstp_proto::{Config, Duration, Rate};
 
 /// One simulation run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SimSpec {
     /// Simulated time to run.
     pub duration: Duration,
@@ -32,7 +32,7 @@ pub struct SimSpec {
 }
 
 /// A link: a serialisation rate, a propagation delay, a queue and an optional loss model.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LinkSpec {
     /// Serialisation rate.
     pub rate: Rate,
@@ -51,7 +51,7 @@ pub const DEFAULT_QUEUE_WEIGHT: f64 = 0.002;
 /// A RED curve: below `min_th` no early drop, between the thresholds a drop probability rising
 /// linearly to `max_p`, above `max_th` every packet dropped (Floyd & Jacobson; RIO per RFC 2597's
 /// usual realisation). Thresholds are in packets of average queue.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RedParams {
     /// Lower threshold, packets.
     pub min_th: f64,
@@ -62,7 +62,8 @@ pub struct RedParams {
 }
 
 /// Which average a RIO queue compares each precedence against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum RioMode {
     /// RIO-C: in-profile packets against the average of in-profile packets; out-profile against
     /// the average of all packets (the default).
@@ -72,7 +73,8 @@ pub enum RioMode {
 }
 
 /// A queue discipline.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
 pub enum QueueSpec {
     /// Drop-tail FIFO holding at most `limit` packets.
     DropTail {
@@ -112,7 +114,7 @@ pub enum QueueSpec {
 }
 
 /// One CBQ class.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CbqClass {
     /// Name, for statistics.
     pub name: String,
@@ -127,7 +129,8 @@ pub struct CbqClass {
 }
 
 /// A random loss model.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum LossSpec {
     /// Each packet lost independently with probability `p`.
     Bernoulli {
@@ -148,7 +151,8 @@ pub enum LossSpec {
 }
 
 /// An edge marker, colouring a group's aggregate.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum MarkerSpec {
     /// Two-colour token bucket: in-profile while tokens last.
     TokenBucket {
@@ -196,7 +200,8 @@ pub enum MarkerSpec {
 }
 
 /// What a group's flows run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Protocol {
     /// A saturated TCP bulk transfer.
     Tcp {
@@ -230,7 +235,7 @@ pub enum Protocol {
 }
 
 /// Flows sharing a path, an edge marker and a profile.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GroupSpec {
     /// Name, unique in the scenario.
     pub name: String,
@@ -259,7 +264,7 @@ pub struct GroupSpec {
 /// reaches each flow's receiver, over a link of this rate and one-way delay (both directions).
 /// The group's `rtt` stays the whole base round trip: what the bottleneck and the access delays
 /// do not account for is added to the sender's access link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AccessSpec {
     /// Rate of each access link.
     pub rate: Rate,
@@ -268,7 +273,9 @@ pub struct AccessSpec {
 }
 
 /// Drop precedence of a packet, set by an edge marker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum Color {
     /// In-profile (AFx1).
     Green,

@@ -581,3 +581,35 @@ fn each_rule_that_had_two_copies_is_one_rule_for_the_lab_and_the_simulator() {
         }
     }
 }
+
+#[test]
+fn specs_of_the_repository_scenarios_survive_a_json_round_trip() {
+    // The specs travel (to Python, to Ray workers) as JSON: each point of each scenario file
+    // must come back equal, floats, u64::MAX windows and all.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut kinds = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let plan = load(&path, &Overrides::default()).unwrap_or_else(|e| panic!("{e}"));
+        for point in &plan.points {
+            let spec = point.scenario.spec(3);
+            let json = serde_json::to_string(&spec).unwrap();
+            let back: qstp_sim::SimSpec = serde_json::from_str(&json)
+                .unwrap_or_else(|e| panic!("{}: {e}\n{json}", path.display()));
+            assert_eq!(back, spec, "{}", path.display());
+            let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+            kinds.insert(value["bottleneck"]["queue"]["kind"].to_string());
+            for g in value["groups"].as_array().unwrap() {
+                kinds.insert(g["protocol"]["kind"].to_string());
+                kinds.insert(g["marker"]["kind"].to_string());
+            }
+        }
+    }
+    // The tags are the scenario format's kind names.
+    for kind in ["\"rio\"", "\"tcp\"", "\"qstp\"", "\"token-bucket\""] {
+        assert!(kinds.contains(kind), "{kind} not in {kinds:?}");
+    }
+}

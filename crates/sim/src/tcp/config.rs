@@ -3,7 +3,8 @@
 use qstp_proto::Duration;
 
 /// How the sender paces its sending during fast recovery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Recovery {
     /// RFC 6675: cwnd drops to ssthresh at once and the sender sends whenever pipe < cwnd (a
     /// burst once pipe falls below it).
@@ -62,7 +63,7 @@ impl Default for TcpConfig {
 }
 
 /// The per-group TCP settings a scenario chooses; the rest of [`TcpConfig`] follows the RFCs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TcpOptions {
     /// Initial window, segments.
     pub initial_window: u32,

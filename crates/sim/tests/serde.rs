@@ -1,0 +1,132 @@
+//! Every spec type travels as JSON and comes back equal (what the Python and Ray side rely on).
+
+mod common;
+
+use common::{cbr, dumbbell, group, newreno, paper_rio};
+use qstp_proto::{Config, Duration, Rate};
+use qstp_sim::{
+    AccessSpec, CbqClass, Color, LossSpec, MarkerSpec, Protocol, QueueSpec, RedParams, RioMode,
+    SimSpec,
+};
+
+fn round_trip<T>(value: &T) -> T
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    serde_json::from_str(&serde_json::to_string(value).unwrap()).unwrap()
+}
+
+#[test]
+fn every_kind_of_queue_marker_loss_and_source_round_trips() {
+    let k = Rate::from_kbps;
+    let ms = Duration::from_millis;
+    let curve = RedParams {
+        min_th: 5.0,
+        max_th: 15.0,
+        max_p: 0.1,
+    };
+    let queues = [
+        QueueSpec::DropTail { limit: 50 },
+        QueueSpec::Red {
+            limit: 50,
+            params: curve,
+            weight: 0.002,
+        },
+        paper_rio(),
+        QueueSpec::Rio {
+            limit: 50,
+            in_profile: curve,
+            out_profile: curve,
+            middle: Some(curve),
+            weight: 0.1 + 0.2,
+            mode: RioMode::Decoupled,
+        },
+        QueueSpec::Cbq {
+            classes: vec![CbqClass {
+                name: "be".into(),
+                rate: Rate::ZERO,
+                borrow: true,
+                groups: vec!["a".into()],
+                limit: 50,
+            }],
+        },
+    ];
+    let markers = [
+        MarkerSpec::TokenBucket {
+            rate: k(500),
+            bucket: 10_000,
+        },
+        MarkerSpec::Srtcm {
+            cir: k(100),
+            cbs: 3000,
+            ebs: 0,
+        },
+        MarkerSpec::Trtcm {
+            cir: k(100),
+            cbs: 3000,
+            pir: k(200),
+            pbs: 3000,
+        },
+        MarkerSpec::Tsw2 {
+            cir: k(100),
+            window: ms(1000),
+        },
+        MarkerSpec::Tsw3 {
+            cir: k(100),
+            pir: k(200),
+            window: ms(1000),
+        },
+    ];
+    let losses = [
+        LossSpec::Bernoulli { p: 0.01 },
+        LossSpec::GilbertElliott {
+            p_good_to_bad: 0.01,
+            p_bad_to_good: 0.3,
+            loss_good: 0.0,
+            loss_bad: 1.0,
+        },
+    ];
+    let protocols = [
+        newreno(),
+        cbr(k(300)),
+        Protocol::OnOff {
+            schedule: vec![(Duration::ZERO, k(300)), (ms(60_000), k(1000))],
+            mean_on: ms(1000),
+            mean_off: ms(500),
+        },
+        Protocol::Qstp {
+            name: "qstp".into(),
+            config: Config::qstp(k(250)),
+        },
+    ];
+    for q in &queues {
+        assert_eq!(&round_trip(q), q);
+    }
+    for m in &markers {
+        assert_eq!(&round_trip(m), m);
+    }
+    for l in &losses {
+        assert_eq!(&round_trip(l), l);
+    }
+    for color in [Color::Green, Color::Yellow, Color::Red] {
+        assert_eq!(round_trip(&color), color);
+    }
+    let mut spec: SimSpec = dumbbell(Rate::from_mbps(10), ms(5), 50, 20);
+    spec.bottleneck.loss = Some(losses[1]);
+    for (i, protocol) in protocols.into_iter().enumerate() {
+        let mut g = group(&format!("g{i}"), protocol, 2, ms(40));
+        g.marker = Some(markers[i % markers.len()]);
+        g.access = Some(AccessSpec {
+            rate: Rate::from_mbps(100),
+            delay: ms(1),
+        });
+        g.start_spread = Some(ms(7));
+        spec.groups.push(g);
+    }
+    assert_eq!(round_trip(&spec), spec);
+    // The tags are the scenario format's kind names.
+    let json = serde_json::to_value(&spec).unwrap();
+    assert_eq!(json["bottleneck"]["loss"]["kind"], "gilbert-elliott");
+    assert_eq!(json["groups"][2]["protocol"]["kind"], "onoff");
+    assert_eq!(json["groups"][0]["marker"]["kind"], "token-bucket");
+}
