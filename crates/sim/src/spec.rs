@@ -11,6 +11,8 @@
 
 use qstp_proto::{Config, Duration, Rate};
 
+pub use crate::marker::ColorMode;
+
 /// One simulation run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimSpec {
@@ -157,7 +159,7 @@ pub enum MarkerSpec {
         /// Bucket depth, bytes.
         bucket: u64,
     },
-    /// Single-rate three-colour marker, RFC 2697 (colour-blind).
+    /// Single-rate three-colour marker, RFC 2697.
     Srtcm {
         /// Committed information rate.
         cir: Rate,
@@ -165,8 +167,10 @@ pub enum MarkerSpec {
         cbs: u64,
         /// Excess burst size, bytes.
         ebs: u64,
+        /// Colour-blind (the default) or colour-aware (RFC 2697 §3).
+        mode: ColorMode,
     },
-    /// Two-rate three-colour marker, RFC 2698 (colour-blind).
+    /// Two-rate three-colour marker, RFC 2698.
     Trtcm {
         /// Committed information rate.
         cir: Rate,
@@ -176,6 +180,8 @@ pub enum MarkerSpec {
         pir: Rate,
         /// Peak burst size, bytes.
         pbs: u64,
+        /// Colour-blind (the default) or colour-aware (RFC 2698 §3).
+        mode: ColorMode,
     },
     /// Time-sliding-window two-colour marker, RFC 2859.
     Tsw2 {

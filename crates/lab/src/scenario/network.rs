@@ -269,6 +269,7 @@ pub(crate) fn marker(mut f: Fields) -> FieldResult<MarkerSpec> {
             cir: positive_rate(&mut f, "cir")?,
             cbs: bytes(&mut f, "cbs")?,
             ebs: bytes(&mut f, "ebs")?,
+            mode: qstp_sim::ColorMode::Blind,
         },
         "trtcm" => {
             // RFC 2698 §2: PIR must be at least CIR.
@@ -283,6 +284,7 @@ pub(crate) fn marker(mut f: Fields) -> FieldResult<MarkerSpec> {
                 cbs,
                 pir,
                 pbs: bytes(&mut f, "pbs")?,
+                mode: qstp_sim::ColorMode::Blind,
             }
         }
         "tsw2" | "tsw3" => {

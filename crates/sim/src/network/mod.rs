@@ -19,6 +19,7 @@ use crate::engine::Scheduler;
 use crate::event::Event;
 use crate::ids::{AgentId, LinkId, NodeId, PacketId};
 use crate::loss::LossModel;
+use crate::marker::Verdict;
 use crate::queue::QueueDiscipline;
 use qstp_proto::{Duration, Rate, Time};
 use rand_chacha::ChaCha8Rng;
@@ -53,6 +54,8 @@ pub struct Network {
     pub packets: PacketStore,
     /// Packets dropped because a node had no route to their destination.
     pub unroutable: u64,
+    /// Packets dropped by edge policers (each node counts its own: [`Node::policed`]).
+    pub policed: u64,
 }
 
 impl Network {
@@ -222,7 +225,8 @@ impl Network {
         }
     }
 
-    /// Pass a packet at node `at` on towards its destination, marking it at edge routers.
+    /// Pass a packet at node `at` on towards its destination, marking (or policing) it at edge
+    /// routers.
     fn forward(
         &mut self,
         now: Time,
@@ -240,8 +244,14 @@ impl Network {
             self.packets.discard(id);
             return None;
         };
-        if let Some(color) = node.condition(now, packet.group, packet.size, out) {
-            packet.color = color;
+        match node.condition(now, packet.group, packet.size, packet.color, out) {
+            Some(Verdict::Pass(color)) => packet.color = color,
+            Some(Verdict::Drop) => {
+                self.policed += 1;
+                self.packets.discard(id);
+                return None;
+            }
+            None => {}
         }
         let queued = QueuedPacket {
             id,
@@ -298,8 +308,27 @@ mod tests {
     struct AllGreen;
 
     impl Marker for AllGreen {
-        fn mark(&mut self, _: Time, _: usize, _: &mut dyn RngCore) -> Color {
-            Color::Green
+        fn condition(&mut self, _: Time, _: usize, _: Color, _: &mut dyn RngCore) -> Verdict {
+            Verdict::Pass(Color::Green)
+        }
+    }
+
+    /// A policer passing `budget` packets (keeping their colour) and dropping the rest.
+    struct Budget(u32);
+
+    impl Marker for Budget {
+        fn condition(
+            &mut self,
+            _: Time,
+            _: usize,
+            incoming: Color,
+            _: &mut dyn RngCore,
+        ) -> Verdict {
+            if self.0 == 0 {
+                return Verdict::Drop;
+            }
+            self.0 -= 1;
+            Verdict::Pass(incoming)
         }
     }
 
@@ -427,5 +456,44 @@ mod tests {
         assert_eq!(net.link(l).stats.overflow_drops, 2);
         assert_eq!(net.link(l).stats.packets_delivered, 4);
         assert_eq!(net.packets.live(), 0);
+    }
+
+    #[test]
+    fn a_policer_drop_discards_the_packet_and_counts_it() {
+        // a -> r -> b; the conditioner at r on r -> b passes two packets of group 1 and drops the
+        // rest; group 2 is not policed.
+        let mut net = Network::new();
+        let a = net.add_node(NodeKind::Host);
+        let r = net.add_node(NodeKind::Router);
+        let b = net.add_node(NodeKind::Host);
+        link(&mut net, a, r, 1, 10);
+        let r_b = link(&mut net, r, b, 1, 10);
+        link(&mut net, b, r, 1, 10);
+        link(&mut net, r, a, 1, 10);
+        net.compute_routes();
+        net.node_mut(r).add_conditioner(Conditioner {
+            group: 1,
+            out_link: r_b,
+            marker: Box::new(Budget(2)),
+            rng: ChaCha8Rng::seed_from_u64(0),
+        });
+        let mut events = Scheduler::new();
+        for group in [1, 1, 2, 1, 1] {
+            net.send(Time::ZERO, a, packet(group, b), &mut events);
+        }
+        let delivered = drain(&mut net, &mut events);
+        let groups: Vec<u32> = delivered.iter().map(|d| d.2).collect();
+        assert_eq!(
+            groups,
+            vec![1, 1, 2],
+            "the third and fourth of group 1 are dropped"
+        );
+        // Passed packets keep the colour they came with (red, best effort).
+        assert!(delivered.iter().all(|d| d.1 == Color::Red));
+        assert_eq!(net.policed, 2);
+        assert_eq!(net.node(r).policed(), 2);
+        assert_eq!(net.node(a).policed(), 0);
+        assert_eq!(net.link(r_b).stats.packets_sent, 3);
+        assert_eq!(net.packets.live(), 0, "dropped packets left the store");
     }
 }

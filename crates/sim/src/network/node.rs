@@ -1,8 +1,8 @@
 //! Nodes: hosts where agents live and routers that forward, each with a routing table and,
-//! at edge routers, traffic conditioners that mark a group's aggregate.
+//! at edge routers, traffic conditioners that mark (or police) a group's aggregate.
 
 use crate::ids::{LinkId, NodeId};
-use crate::marker::Marker;
+use crate::marker::{Marker, Verdict};
 use crate::spec::Color;
 use qstp_proto::Time;
 use rand_chacha::ChaCha8Rng;
@@ -16,7 +16,8 @@ pub enum NodeKind {
     Router,
 }
 
-/// An edge marker colouring the packets of one group that leave a node over one link.
+/// An edge marker (or policer) conditioning the packets of one group that leave a node over one
+/// link.
 pub struct Conditioner {
     /// The group whose aggregate it meters.
     pub group: u32,
@@ -42,6 +43,8 @@ pub struct Node {
     routes: Vec<Option<LinkId>>,
     /// Edge markers.
     conditioners: Vec<Conditioner>,
+    /// Packets its conditioners dropped ([`Verdict::Drop`]).
+    policed: u64,
 }
 
 impl Node {
@@ -53,6 +56,7 @@ impl Node {
             out_links: Vec::new(),
             routes: Vec::new(),
             conditioners: Vec::new(),
+            policed: 0,
         }
     }
 
@@ -79,19 +83,31 @@ impl Node {
         self.conditioners.push(conditioner);
     }
 
-    /// The colour of a packet of `group` and `size` bytes leaving by `out_link` at `now`, if a
-    /// conditioner meters it.
+    /// What the conditioner metering packets of `group` leaving by `out_link` decides for one of
+    /// `size` bytes arriving at `now` coloured `incoming`; `None` if no conditioner meters it.
+    /// A drop is counted in [`Node::policed`]; the caller discards the packet.
     #[inline]
     pub fn condition(
         &mut self,
         now: Time,
         group: u32,
         size: u32,
+        incoming: Color,
         out_link: LinkId,
-    ) -> Option<Color> {
-        self.conditioners
+    ) -> Option<Verdict> {
+        let verdict = self
+            .conditioners
             .iter_mut()
             .find(|c| c.group == group && c.out_link == out_link)
-            .map(|c| c.marker.mark(now, size as usize, &mut c.rng))
+            .map(|c| c.marker.condition(now, size as usize, incoming, &mut c.rng))?;
+        if verdict == Verdict::Drop {
+            self.policed += 1;
+        }
+        Some(verdict)
+    }
+
+    /// Packets this node's conditioners dropped.
+    pub fn policed(&self) -> u64 {
+        self.policed
     }
 }
