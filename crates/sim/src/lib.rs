@@ -30,6 +30,7 @@ pub mod tcp;
 
 pub mod agent;
 pub mod capture;
+pub mod classify;
 mod components;
 pub mod engine;
 pub mod error;

@@ -244,7 +244,7 @@ impl Network {
             self.packets.discard(id);
             return None;
         };
-        match node.condition(now, packet.group, packet.size, packet.color, out) {
+        match node.condition(now, &packet.meta(), packet.size, packet.color, out) {
             Some(Verdict::Pass(color)) => packet.color = color,
             Some(Verdict::Drop) => {
                 self.policed += 1;
@@ -495,5 +495,41 @@ mod tests {
         assert_eq!(net.node(a).policed(), 0);
         assert_eq!(net.link(r_b).stats.packets_sent, 3);
         assert_eq!(net.packets.live(), 0, "dropped packets left the store");
+    }
+
+    #[test]
+    fn a_node_classifier_chooses_the_conditioner() {
+        // The node at r classifies by flow: flow 1 is class 4, which its conditioner marks green;
+        // flow 0 falls to the default class 9, which no conditioner meters.
+        let mut net = Network::new();
+        let a = net.add_node(NodeKind::Host);
+        let r = net.add_node(NodeKind::Router);
+        let b = net.add_node(NodeKind::Host);
+        link(&mut net, a, r, 1, 10);
+        let r_b = link(&mut net, r, b, 1, 10);
+        link(&mut net, b, r, 1, 10);
+        link(&mut net, r, a, 1, 10);
+        net.compute_routes();
+        net.node_mut(r)
+            .set_classifier(crate::classify::Classifier::ByFlow {
+                classes: vec![9, 4],
+                default: 9,
+            });
+        net.node_mut(r).add_conditioner(Conditioner {
+            group: 4,
+            out_link: r_b,
+            marker: Box::new(AllGreen),
+            rng: ChaCha8Rng::seed_from_u64(0),
+        });
+        let mut events = Scheduler::new();
+        for flow in [0, 1, 0] {
+            let p = Packet {
+                flow: FlowId(flow),
+                ..packet(0, b)
+            };
+            net.send(Time::ZERO, a, p, &mut events);
+        }
+        let colours: Vec<Color> = drain(&mut net, &mut events).iter().map(|d| d.1).collect();
+        assert_eq!(colours, vec![Color::Red, Color::Green, Color::Red]);
     }
 }

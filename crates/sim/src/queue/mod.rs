@@ -4,6 +4,7 @@
 //! queue counts, per colour, the packets that arrived, those dropped on overflow (`ldrops`) and
 //! those dropped early (`edrops`).
 
+use crate::classify::PacketMeta;
 use crate::spec::{CodePointCounters, Color, QueueSpec, RedParams};
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
@@ -24,8 +25,12 @@ pub trait Queued: Send {
     fn size(&self) -> usize;
     /// Drop precedence set by the edge marker.
     fn color(&self) -> Color;
-    /// Index of the flow group it belongs to (CBQ classifies by group).
+    /// Index of the flow group it belongs to.
     fn group(&self) -> usize;
+    /// What a classifier may look at (CBQ classifies by it): by default, the group alone.
+    fn meta(&self) -> PacketMeta {
+        PacketMeta::of_group(u32::try_from(self.group()).unwrap_or(u32::MAX))
+    }
 }
 
 /// Why a packet was not queued.
