@@ -31,6 +31,7 @@ pub mod tcp;
 pub mod agent;
 pub mod capture;
 pub mod classify;
+pub mod color;
 mod components;
 pub mod engine;
 pub mod error;

@@ -11,7 +11,10 @@
 
 use qstp_proto::{Config, Duration, Rate};
 
+// Types that belong to the modules that use them, named here too so that a spec reads whole.
+pub use crate::color::Color;
 pub use crate::marker::ColorMode;
+pub use crate::queue::{CodePointCounters, RedParams};
 
 /// One simulation run.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,19 +52,6 @@ pub struct LinkSpec {
 /// Weight of the average-queue EWMA of RED and RIO unless a scenario says otherwise (Floyd &
 /// Jacobson 1993 recommend w_q = 0.002).
 pub const DEFAULT_QUEUE_WEIGHT: f64 = 0.002;
-
-/// A RED curve: below `min_th` no early drop, between the thresholds a drop probability rising
-/// linearly to `max_p`, above `max_th` every packet dropped (Floyd & Jacobson; RIO per RFC 2597's
-/// usual realisation). Thresholds are in packets of average queue.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RedParams {
-    /// Lower threshold, packets.
-    pub min_th: f64,
-    /// Upper threshold, packets.
-    pub max_th: f64,
-    /// Drop probability at `max_th`.
-    pub max_p: f64,
-}
 
 /// Which average a RIO queue compares each precedence against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -271,39 +261,6 @@ pub struct AccessSpec {
     pub rate: Rate,
     /// One-way delay of each access link.
     pub delay: Duration,
-}
-
-/// Drop precedence of a packet, set by an edge marker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Color {
-    /// In-profile (AFx1).
-    Green,
-    /// Between the committed and the peak profile (AFx2), three-colour markers only.
-    Yellow,
-    /// Out-of-profile (AFx3, or best effort when unmarked).
-    Red,
-}
-
-/// Per-colour packet counters of one queue.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CodePointCounters {
-    /// Packets that arrived at the queue.
-    pub packets: u64,
-    /// Packets dropped because the queue was full.
-    pub ldrops: u64,
-    /// Packets dropped early by RED/RIO.
-    pub edrops: u64,
-}
-
-impl CodePointCounters {
-    /// What these counters gained since `earlier`.
-    pub fn minus(self, earlier: CodePointCounters) -> CodePointCounters {
-        CodePointCounters {
-            packets: self.packets.saturating_sub(earlier.packets),
-            ldrops: self.ldrops.saturating_sub(earlier.ldrops),
-            edrops: self.edrops.saturating_sub(earlier.edrops),
-        }
-    }
 }
 
 /// Statistics of one queue.

@@ -8,7 +8,8 @@
 //! out-of-profile packets, such as an ATM GCRA policer tagging or discarding cells) is a marker
 //! that returns [`Verdict::Drop`].
 
-use crate::spec::{Color, MarkerSpec};
+use crate::color::Color;
+use crate::spec::MarkerSpec;
 use qstp_proto::Time;
 use rand::RngCore;
 
@@ -53,7 +54,8 @@ pub enum ColorMode {
     Aware,
 }
 
-/// An edge conditioner's meter and marker (or policer).
+/// An edge conditioner's meter and marker (or policer); `Send`, so that a real-time forwarder
+/// can run it on a thread of its own.
 pub trait Marker: Send {
     /// Decide for a packet of `size` bytes arriving at `now` coloured `incoming` (red, best
     /// effort, unless an upstream marker coloured it): pass it with a colour, or drop it.

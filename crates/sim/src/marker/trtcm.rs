@@ -2,7 +2,7 @@
 
 use super::bucket::{Bucket, Refill};
 use super::{ColorMode, Marker, Verdict};
-use crate::spec::Color;
+use crate::color::Color;
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
 

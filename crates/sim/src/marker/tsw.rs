@@ -1,8 +1,8 @@
 //! Time sliding window markers, RFC 2859: a rate estimator and its two- and three-colour markers.
 
 use super::{Marker, Verdict};
+use crate::color::Color;
 use crate::loss::uniform;
-use crate::spec::Color;
 use qstp_proto::{Duration, Rate, Time};
 use rand::RngCore;
 

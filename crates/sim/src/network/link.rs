@@ -281,10 +281,10 @@ impl Link {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::color::Color;
     use crate::ids::{AgentId, FlowId};
     use crate::network::{Packet, Payload};
     use crate::queue::DropTail;
-    use crate::spec::Color;
     use rand::SeedableRng;
 
     fn packet(store: &mut PacketStore, size: u32) -> QueuedPacket {

@@ -2,9 +2,9 @@
 //! at edge routers, traffic conditioners that mark (or police) a group's aggregate.
 
 use crate::classify::{ClassId, Classifier, PacketMeta};
+use crate::color::Color;
 use crate::ids::{LinkId, NodeId};
 use crate::marker::{Marker, Verdict};
-use crate::spec::Color;
 use qstp_proto::Time;
 use rand_chacha::ChaCha8Rng;
 

@@ -6,9 +6,9 @@
 //! state does not allocate per packet.
 
 use crate::classify::PacketMeta;
+use crate::color::Color;
 use crate::ids::{AgentId, FlowId, NodeId, PacketId};
 use crate::queue::Queued;
-use crate::spec::Color;
 use crate::tcp::Segment;
 use qstp_proto::Time;
 

@@ -7,9 +7,11 @@
 //! follow the rates); when none is, borrowing classes share the idle capacity round robin without
 //! being charged; classes that may not borrow wait for their balance to recover.
 
+use super::CodePointCounters;
 use super::{ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued, COLORS};
 use crate::classify::{ClassId, Classifier, PacketMeta};
-use crate::spec::{CbqClass, CodePointCounters, Color};
+use crate::color::Color;
+use crate::spec::CbqClass;
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
 use std::collections::VecDeque;
