@@ -12,6 +12,11 @@
 //! A [`network::Link`] is a sans-IO port (offer a packet; poll when it next has work; collect the
 //! packets whose serialisation or propagation ended) with no reference to the engine: the network
 //! drives it with engine events here, and a real-time forwarder can drive it on a wall clock.
+//! Around it the data plane has the seams such a forwarder needs: markers see a packet's incoming
+//! colour and return a verdict, pass with a colour or drop ([`marker::Verdict`], so a policer
+//! plugs in); queues and edge conditioners find a packet's class through a [`classify::Classifier`]
+//! (by DSCP or 5-tuple as well as by the simulator's group); a [`network::QueueObserver`] on a
+//! link sees each enqueue, dequeue and drop; queues, markers and loss models are `Send`.
 //!
 //! Seams for what builds on it: [`tcp`] is a sans-IO TCP whose congestion controls live in a
 //! registry ([`tcp::REGISTRY`]: one file and one entry per control, parameters from the scenario)

@@ -11,7 +11,7 @@ pub mod link;
 pub mod node;
 pub mod packet;
 
-pub use link::{Departure, Link, LinkStats, Offered};
+pub use link::{Departure, Link, LinkStats, Offered, QueueEvent, QueueObserver};
 pub use node::{Conditioner, Node, NodeKind};
 pub use packet::{Packet, PacketStore, Payload, QueuedPacket};
 
