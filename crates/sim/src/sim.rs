@@ -8,7 +8,7 @@ use crate::agent::{Agent, Binding, Ctx, UDP_IP_HEADER};
 use crate::capture::{Capture, CaptureSink, Tap};
 use crate::engine::Scheduler;
 use crate::error::SimError;
-use crate::event::Event;
+use crate::event::{ComponentId, Event};
 use crate::ids::{AgentId, FlowId, LinkId};
 use crate::network::Network;
 use crate::record::Recorder;
@@ -172,8 +172,10 @@ impl<'a> World<'a> {
                 next_report += second;
             }
             match event {
-                Event::LinkReady(link) => self.network.on_link_ready(now, link, &mut self.events),
-                Event::Arrive(link) => {
+                Event::Timer(ComponentId::LinkSend(link)) => {
+                    self.network.on_link_ready(now, link, &mut self.events)
+                }
+                Event::Timer(ComponentId::LinkArrive(link)) => {
                     if let Some((agent, packet)) =
                         self.network.on_arrive(now, link, &mut self.events)
                     {
@@ -184,7 +186,7 @@ impl<'a> World<'a> {
                 Event::AgentStart(agent) => {
                     self.with_agent(now, agent, false, |a, ctx| a.start(ctx))
                 }
-                Event::AgentTimer(agent) => {
+                Event::Timer(ComponentId::Agent(agent)) => {
                     if self.armed[agent.index()] == Some(now) {
                         self.armed[agent.index()] = None;
                         self.with_agent(now, agent, true, |a, ctx| a.on_timer(ctx));
@@ -274,7 +276,8 @@ impl<'a> World<'a> {
             Some(pending) if pending <= at => {}
             _ => {
                 *armed = Some(at);
-                self.events.schedule(at, Event::AgentTimer(id));
+                self.events
+                    .schedule(at, Event::Timer(ComponentId::Agent(id)));
             }
         }
     }
