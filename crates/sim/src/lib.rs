@@ -22,8 +22,11 @@
 //! registry ([`tcp::REGISTRY`]: one file and one entry per control, parameters from the scenario)
 //! and whose sender can be steered from outside (congestion-signal events, deferred or delegated
 //! window reductions, per-round samples: what a host-level controller such as loss delegation
-//! needs); its SACK scoreboard does O(log W) work per ACK. Groups may give each flow access links
-//! of its own ([`AccessSpec`]).
+//! needs); its SACK scoreboard does O(log W) work per ACK. Every network is a
+//! [`graph::GraphSpec`] (nodes, links of their own rate, delay, queue and loss, markers on chosen
+//! links, several flows per host, per-group packet sizes down to a 53-byte cell); the papers'
+//! dumbbell is one builder of it ([`topology::dumbbell_graph`]), a scenario may write its own
+//! ([`Topology::Graph`]).
 
 pub mod spec;
 
@@ -41,6 +44,7 @@ mod components;
 pub mod engine;
 pub mod error;
 pub mod event;
+pub mod graph;
 pub mod ids;
 pub mod network;
 pub mod record;

@@ -5,9 +5,10 @@
 //! [`RunOutput`]; the lab computes the papers' metrics from it. A run is a pure function of its
 //! `SimSpec` (which carries the seed).
 //!
-//! The topology is the papers' DiffServ dumbbell: each group's flows go from their own sources
-//! through an edge router (where the group's marker colours the aggregate) over one bottleneck link
-//! to their sinks; the group's `rtt` is the base round-trip time of that path.
+//! The topology is the papers' DiffServ dumbbell ([`Topology::Dumbbell`]) or any graph
+//! ([`Topology::Graph`]). In the dumbbell, each group's flows go from their own sources through
+//! an edge router (where the group's marker colours the aggregate) over one bottleneck link to
+//! their sinks; the group's `rtt` is the base round-trip time of that path.
 
 use qstp_proto::{Config, Duration, Rate};
 
@@ -23,10 +24,10 @@ pub struct SimSpec {
     pub duration: Duration,
     /// Seed of this run; every random stream of the run derives from it.
     pub seed: u64,
-    /// Size of data packets on the wire, bytes.
+    /// Size of data packets on the wire, bytes (a group may set its own).
     pub packet_size: usize,
-    /// The shared bottleneck link.
-    pub bottleneck: LinkSpec,
+    /// The network: the papers' dumbbell around one bottleneck, or any graph.
+    pub topology: Topology,
     /// The flow groups.
     pub groups: Vec<GroupSpec>,
     /// Width of the bins of the recorded series.
@@ -34,6 +35,45 @@ pub struct SimSpec {
     /// Time left out of the queue counters at the start of the run (the lab's warm-up; the
     /// per-bin series cover the whole run and the lab leaves the warm-up out of their means).
     pub warmup: Duration,
+}
+
+/// The network a run simulates.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Topology {
+    /// The papers' DiffServ dumbbell ([`crate::topology::dumbbell_graph`]): each flow from its
+    /// own host through its group's edge router, over this one bottleneck link, to its own host;
+    /// each group's `rtt` (and `access`) set the delays around the bottleneck.
+    Dumbbell {
+        /// The shared bottleneck link.
+        bottleneck: LinkSpec,
+    },
+    /// Any graph; the groups' `rtt` and `access` do not apply (the links' delays make each flow's
+    /// round trip).
+    Graph(crate::graph::GraphSpec),
+}
+
+impl SimSpec {
+    /// The link whose queue the run records as `bottleneck` (`None` only in a graph whose
+    /// bottleneck index is out of range, which validation refuses).
+    pub fn bottleneck(&self) -> Option<&LinkSpec> {
+        match &self.topology {
+            Topology::Dumbbell { bottleneck } => Some(bottleneck),
+            Topology::Graph(g) => g.links.get(g.bottleneck).map(|l| &l.link),
+        }
+    }
+
+    /// The bottleneck link, to change it.
+    pub fn bottleneck_mut(&mut self) -> Option<&mut LinkSpec> {
+        match &mut self.topology {
+            Topology::Dumbbell { bottleneck } => Some(bottleneck),
+            Topology::Graph(g) => g.links.get_mut(g.bottleneck).map(|l| &mut l.link),
+        }
+    }
+
+    /// The size of group `group`'s data packets on the wire, bytes.
+    pub fn packet_size_of(&self, group: &GroupSpec) -> usize {
+        group.packet_size.unwrap_or(self.packet_size)
+    }
 }
 
 /// A link: a serialisation rate, a propagation delay, a queue and an optional loss model.
@@ -249,6 +289,8 @@ pub struct GroupSpec {
     /// Each flow's own access links (sender side and receiver side); `None`: uncongested links
     /// at ten times the bottleneck rate carrying all the propagation delay off the bottleneck.
     pub access: Option<AccessSpec>,
+    /// Size of the group's data packets on the wire, bytes; `None`: the spec's `packet_size`.
+    pub packet_size: Option<usize>,
 }
 
 /// The access links of a group's flows: each flow's sender reaches the edge, and the egress

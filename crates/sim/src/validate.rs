@@ -3,7 +3,7 @@
 use crate::agent::qstp::MAX_FLOWS;
 use crate::agent::UDP_IP_HEADER;
 use crate::error::SimError;
-use crate::spec::{Protocol, SimSpec};
+use crate::spec::{Protocol, SimSpec, Topology};
 use qstp_proto::config::{MAX_DATAGRAM, MIN_DATAGRAM};
 use qstp_proto::{Duration, Rate};
 use std::collections::BTreeSet;
@@ -60,9 +60,23 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
             limit: MAX_SERIES_BINS,
         });
     }
+    if let Topology::Graph(graph) = &spec.topology {
+        graph.validate()?;
+    }
     let mut names = BTreeSet::new();
     for group in &spec.groups {
         let key = |field: &str| format!("groups[{}].{field}", group.name);
+        let packet_size = spec.packet_size_of(group);
+        let size_key = match group.packet_size {
+            Some(_) => key("packet_size"),
+            None => "packet_size".to_string(),
+        };
+        if packet_size > MAX_DATAGRAM {
+            return invalid(
+                &size_key,
+                format!("{packet_size} bytes is more than {MAX_DATAGRAM}"),
+            );
+        }
         if group.name.is_empty() {
             return invalid("groups.name", "a group needs a name".into());
         }
@@ -78,18 +92,18 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
                         group: group.name.clone(),
                         error,
                     })?;
-                if spec.packet_size <= TCP_IP_HEADER as usize {
+                if packet_size <= TCP_IP_HEADER as usize {
                     return invalid(
-                        "packet_size",
+                        &size_key,
                         format!("TCP needs more than {TCP_IP_HEADER} bytes of headers"),
                     );
                 }
             }
             Protocol::Qstp { .. } => {
                 let least = MIN_DATAGRAM + UDP_IP_HEADER as usize;
-                if spec.packet_size < least {
+                if packet_size < least {
                     return invalid(
-                        "packet_size",
+                        &size_key,
                         format!("qstp needs packets of at least {least} bytes"),
                     );
                 }
@@ -112,10 +126,10 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
         if matches!(
             group.protocol,
             Protocol::Cbr { .. } | Protocol::OnOff { .. }
-        ) && spec.packet_size <= UDP_IP_HEADER as usize
+        ) && packet_size <= UDP_IP_HEADER as usize
         {
             return invalid(
-                "packet_size",
+                &size_key,
                 format!("UDP needs more than {UDP_IP_HEADER} bytes of headers"),
             );
         }

@@ -98,7 +98,7 @@ fn required_curve(f: &mut Fields, key: &str, limit: usize) -> FieldResult<RedPar
 }
 
 /// Read a queue table: `kind` = droptail | red | rio | cbq.
-fn queue(mut f: Fields) -> FieldResult<QueueSpec> {
+pub(crate) fn queue(mut f: Fields) -> FieldResult<QueueSpec> {
     let kind = f.str("kind")?;
     let spec = match kind.as_str() {
         "droptail" => QueueSpec::DropTail {
@@ -215,7 +215,7 @@ fn probability(f: &mut Fields, key: &str, default: Option<f64>) -> FieldResult<f
 }
 
 /// Read a loss table: `kind` = bernoulli | gilbert-elliott.
-fn loss(mut f: Fields) -> FieldResult<LossSpec> {
+pub(crate) fn loss(mut f: Fields) -> FieldResult<LossSpec> {
     let kind = f.str("kind")?;
     let spec = match kind.as_str() {
         "bernoulli" => LossSpec::Bernoulli {

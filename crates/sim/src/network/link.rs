@@ -192,6 +192,8 @@ impl Link {
     }
 
     /// Offer a packet to the link's queue at `now`; a refused packet is discarded from `store`.
+    /// A driver on a real clock calls [`Link::handle_timeout`] first, so that the packets due to
+    /// leave by `now` have left the queue.
     pub fn offer(&mut self, now: Time, packet: QueuedPacket, store: &mut PacketStore) -> Offered {
         if let Err((refused, kind)) = self.queue.enqueue(now, packet, &mut self.rng) {
             match kind {
@@ -249,12 +251,26 @@ impl Link {
         self.in_flight.front().map(|&(at, _)| at)
     }
 
-    /// Do what is due at `now` on the sending side: if the link is ready, start serialising the
-    /// next queued packet (or learn how long the queue makes it wait).
+    /// Do what is due by `now` on the sending side: if the link is ready, start serialising the
+    /// next queued packet (or learn how long the queue makes it wait). A driver that wakes late
+    /// (a real-time forwarder on a coarse timer) catches up: each packet starts at the instant it
+    /// was due, not at `now`, so the link keeps its rate and its packets their schedule. The
+    /// simulator calls it exactly when due, and then it starts one packet.
     pub fn handle_timeout(&mut self, now: Time, store: &mut PacketStore) {
-        if self.ready_at.is_some_and(|at| at <= now) {
+        let Some(mut at) = self.ready_at.filter(|&at| at <= now) else {
+            return;
+        };
+        loop {
             self.ready_at = None;
-            self.send_next(now, store);
+            if !self.send_next(at, store) {
+                return;
+            }
+            // Continue only for packets that were due strictly before `now`: one due at `now`
+            // itself is the driver's next timeout, which keeps the simulator's event order.
+            match self.ready_at {
+                Some(next) if next < now => at = next,
+                _ => return,
+            }
         }
     }
 
@@ -563,5 +579,48 @@ mod tests {
         let p = packet(&mut store, 1000);
         link.offer(ms(30), p, &mut store);
         assert_eq!(seen.lock().unwrap().len(), 7);
+    }
+
+    /// A driver that wakes late (a coarse real-time timer) still gets the link's rate: each
+    /// waiting packet starts at the instant it was due, and arrives one delay after it ends.
+    #[test]
+    fn a_late_driver_catches_up_on_the_schedule() {
+        let mut store = PacketStore::default();
+        let mut link = Link::new(
+            LinkId(0),
+            NodeId(0),
+            NodeId(1),
+            Rate::from_mbps(1),
+            Duration::from_millis(10),
+            Box::new(DropTail::new(10)),
+            None,
+            ChaCha8Rng::seed_from_u64(1),
+        );
+        let ids: Vec<PacketId> = (0..4)
+            .map(|_| {
+                let p = packet(&mut store, 1000);
+                link.offer(ms(0), p, &mut store);
+                p.id
+            })
+            .collect();
+        // 8 ms per packet: due at 8, 16 and 24 ms. Woken only at 20 ms: the second and third
+        // start at 8 and 16, the fourth (due at 24) waits for its own timeout.
+        link.handle_timeout(ms(20), &mut store);
+        assert_eq!(link.next_ready(), Some(ms(24)));
+        let mut starts = Vec::new();
+        while let Some(d) = link.poll_transmit(ms(24)) {
+            starts.push((d.packet, d.started));
+        }
+        assert_eq!(
+            starts,
+            [(ids[1], ms(8)), (ids[2], ms(16))],
+            "the last two kept"
+        );
+        let mut arrivals = Vec::new();
+        while let Some(p) = link.poll_arrival(ms(40)) {
+            arrivals.push(p);
+        }
+        assert_eq!(arrivals, ids[..3], "18, 26 and 34 ms");
+        assert_eq!(link.poll_timeout(), Some(ms(24)));
     }
 }

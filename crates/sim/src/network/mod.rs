@@ -3,7 +3,7 @@
 //!
 //! Each [`Link`] is a sans-IO port (offer, poll for timeouts, handle them, collect departures and
 //! arrivals) that knows nothing of the engine, so a real-time forwarder can drive it too. Here the
-//! network drives it on the engine: each link has at most one `LinkReady` and one `Arrive` event
+//! network drives it on the engine: each link has at most one `LinkSend` and one `LinkArrive` timer
 //! pending, armed from [`Link::next_ready`] and [`Link::next_arrival`] at the moment the link
 //! creates that work, which keeps the engine's (time, insertion) order of the per-packet events.
 
@@ -16,7 +16,7 @@ pub use node::{Conditioner, Node, NodeKind};
 pub use packet::{Packet, PacketStore, Payload, QueuedPacket};
 
 use crate::engine::Scheduler;
-use crate::event::Event;
+use crate::event::{ComponentId, Event};
 use crate::ids::{AgentId, LinkId, NodeId, PacketId};
 use crate::loss::LossModel;
 use crate::marker::Verdict;
@@ -37,9 +37,9 @@ impl std::fmt::Debug for Network {
 /// Which of a link's two engine events are pending.
 #[derive(Debug, Clone, Copy, Default)]
 struct Armed {
-    /// A `LinkReady` at [`Link::next_ready`].
+    /// A `LinkSend` timer at [`Link::next_ready`].
     ready: bool,
-    /// An `Arrive` at [`Link::next_arrival`].
+    /// A `LinkArrive` timer at [`Link::next_arrival`].
     arrival: bool,
 }
 
@@ -181,7 +181,7 @@ impl Network {
         self.forward(now, at, id, events)
     }
 
-    /// A link's `Arrive` event fired: the packet at the head of its pipe reached the far end;
+    /// A link's `LinkArrive` timer fired: the packet at the head of its pipe reached the far end;
     /// returns the agent it is for if it has arrived.
     pub fn on_arrive(
         &mut self,
@@ -193,13 +193,13 @@ impl Network {
         let l = &mut self.links[link.index()];
         let packet = l
             .poll_arrival(now)
-            .expect("an Arrive event has a packet arriving");
+            .expect("a LinkArrive timer has a packet arriving");
         let at = l.to;
         self.arm(link, events);
         self.forward(now, at, packet, events)
     }
 
-    /// A link's `LinkReady` event fired.
+    /// A link's `LinkSend` timer fired.
     pub fn on_link_ready(&mut self, now: Time, link: LinkId, events: &mut Scheduler<Event>) {
         self.armed[link.index()].ready = false;
         self.links[link.index()].handle_timeout(now, &mut self.packets);
@@ -214,13 +214,13 @@ impl Network {
         if !armed.arrival {
             if let Some(at) = l.next_arrival() {
                 armed.arrival = true;
-                events.schedule(at, Event::Arrive(link));
+                events.schedule(at, Event::Timer(ComponentId::LinkArrive(link)));
             }
         }
         if !armed.ready {
             if let Some(at) = l.next_ready() {
                 armed.ready = true;
-                events.schedule(at, Event::LinkReady(link));
+                events.schedule(at, Event::Timer(ComponentId::LinkSend(link)));
             }
         }
     }
@@ -366,8 +366,8 @@ mod tests {
         let mut delivered = Vec::new();
         while let Some((now, event)) = events.pop_before(Time::MAX) {
             let arrived = match event {
-                Event::Arrive(l) => net.on_arrive(now, l, events),
-                Event::LinkReady(l) => {
+                Event::Timer(ComponentId::LinkArrive(l)) => net.on_arrive(now, l, events),
+                Event::Timer(ComponentId::LinkSend(l)) => {
                     net.on_link_ready(now, l, events);
                     None
                 }
