@@ -30,7 +30,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub jobs: Option<usize>,
     /// Capture the packets entering this link onto the wire (`bottleneck`, or a flow's
-    /// `access/GROUP/FLOW` or `sink/GROUP/FLOW`) in the first run of each point, into
+    /// `access/GROUP/FLOW` or `sink/GROUP/FLOW`; in a file of `[[link]]` tables, a link's name or
+    /// `NAME.reverse`) in the first run of each point, into
     /// pcap/<point>.pcap (raw IPv4, for Wireshark or tcpdump).
     #[arg(long, value_name = "LINK")]
     pub pcap: Option<String>,

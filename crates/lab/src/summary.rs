@@ -117,7 +117,7 @@ pub fn weight_key(a: f64) -> String {
 }
 
 fn point_metrics(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> Option<PointMetrics> {
-    let capacity = pt.scenario.bottleneck.rate.bps() as f64;
+    let capacity = pt.scenario.bottleneck().rate.bps() as f64;
     let mut efficiency = Vec::new();
     let mut fairness = Vec::new();
     for r in runs {

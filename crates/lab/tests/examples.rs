@@ -67,8 +67,8 @@ fn the_examples_show_every_kind_at_least_once() {
         let plan = load(&file, &Overrides::default()).unwrap();
         for point in &plan.points {
             let s = &point.scenario;
-            queues.insert(variant(format!("{:?}", s.bottleneck.queue)));
-            if let Some(loss) = &s.bottleneck.loss {
+            queues.insert(variant(format!("{:?}", s.bottleneck().queue)));
+            if let Some(loss) = &s.bottleneck().loss {
                 losses.insert(variant(format!("{loss:?}")));
             }
             for g in &s.groups {

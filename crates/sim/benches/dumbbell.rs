@@ -15,7 +15,7 @@
 #![allow(clippy::disallowed_types)]
 
 use qstp_proto::{Duration, Rate};
-use qstp_sim::{run, GroupSpec, LinkSpec, Protocol, QueueSpec, SimSpec};
+use qstp_sim::{run, GroupSpec, LinkSpec, Protocol, QueueSpec, SimSpec, Topology};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -47,11 +47,13 @@ fn spec(protocol: Protocol, seconds: u64) -> SimSpec {
         duration: Duration::from_secs(seconds),
         seed: 1,
         packet_size: 1500,
-        bottleneck: LinkSpec {
-            rate: Rate::from_mbps(200),
-            delay: Duration::from_millis(45),
-            queue: QueueSpec::DropTail { limit: 100 },
-            loss: None,
+        topology: Topology::Dumbbell {
+            bottleneck: LinkSpec {
+                rate: Rate::from_mbps(200),
+                delay: Duration::from_millis(45),
+                queue: QueueSpec::DropTail { limit: 100 },
+                loss: None,
+            },
         },
         groups: vec![GroupSpec {
             name: "flows".into(),
@@ -63,6 +65,7 @@ fn spec(protocol: Protocol, seconds: u64) -> SimSpec {
             start: Duration::ZERO,
             access: None,
             start_spread: None,
+            packet_size: None,
         }],
         bin: Duration::from_secs(1),
         warmup: Duration::ZERO,
@@ -77,7 +80,7 @@ fn measure(name: &str, spec: &SimSpec) {
             let wall = started.elapsed().as_secs_f64();
             let allocations = ALLOCATIONS.load(Ordering::Relaxed) - allocations_before;
             let utilisation = out.bottleneck_packets as f64 * spec.packet_size as f64 * 8.0
-                / (spec.bottleneck.rate.bps() as f64 * spec.duration.as_secs_f64());
+                / (spec.bottleneck().unwrap().rate.bps() as f64 * spec.duration.as_secs_f64());
             println!(
                 "{name}: {} bottleneck packets, {} events, {wall:.2} s wall: {:.0} bottleneck packets/s, {:.0} events/s, utilisation {:.1}%, {:.3} allocations per bottleneck packet",
                 out.bottleneck_packets,
@@ -126,7 +129,7 @@ fn main() {
             seconds,
         );
         // High-speed TCP paper §III A: 2 x (1 + 98 + 1) ms of propagation.
-        spec.bottleneck.delay = Duration::from_millis(98);
+        spec.bottleneck_mut().unwrap().delay = Duration::from_millis(98);
         spec.groups[0].flows = 24;
         spec.groups[0].rtt = Duration::from_millis(200);
         spec.groups[0].access = Some(qstp_sim::AccessSpec {

@@ -51,10 +51,15 @@ impl std::fmt::Debug for Capture<'_> {
     }
 }
 
-/// The links of `spec`'s topology that can be captured: `bottleneck`, then per flow of each group
-/// `access/<group>/<flow>` (its sender's access link, before the edge marker) and
-/// `sink/<group>/<flow>` (the egress router to its receiver).
+/// The links of `spec`'s topology that can be captured. A dumbbell offers `bottleneck`, then per
+/// flow of each group `access/<group>/<flow>` (its sender's access link, before the edge marker)
+/// and `sink/<group>/<flow>` (the egress router to its receiver); its other links (`trunk/<group>`,
+/// and each `<name>.reverse`) may be captured too but are not listed. A graph offers every link by
+/// its name.
 pub fn link_names(spec: &SimSpec) -> Vec<String> {
+    if let crate::spec::Topology::Graph(graph) = &spec.topology {
+        return graph.links.iter().map(|l| l.name.clone()).collect();
+    }
     let mut names = vec!["bottleneck".to_string()];
     for group in &spec.groups {
         for flow in 0..group.flows {

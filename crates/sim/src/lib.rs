@@ -12,13 +12,21 @@
 //! A [`network::Link`] is a sans-IO port (offer a packet; poll when it next has work; collect the
 //! packets whose serialisation or propagation ended) with no reference to the engine: the network
 //! drives it with engine events here, and a real-time forwarder can drive it on a wall clock.
+//! Around it the data plane has the seams such a forwarder needs: markers see a packet's incoming
+//! colour and return a verdict, pass with a colour or drop ([`marker::Verdict`], so a policer
+//! plugs in); queues and edge conditioners find a packet's class through a [`classify::Classifier`]
+//! (by DSCP or 5-tuple as well as by the simulator's group); a [`network::QueueObserver`] on a
+//! link sees each enqueue, dequeue and drop; queues, markers and loss models are `Send`.
 //!
 //! Seams for what builds on it: [`tcp`] is a sans-IO TCP whose congestion controls live in a
 //! registry ([`tcp::REGISTRY`]: one file and one entry per control, parameters from the scenario)
 //! and whose sender can be steered from outside (congestion-signal events, deferred or delegated
 //! window reductions, per-round samples: what a host-level controller such as loss delegation
-//! needs); its SACK scoreboard does O(log W) work per ACK. Groups may give each flow access links
-//! of its own ([`AccessSpec`]).
+//! needs); its SACK scoreboard does O(log W) work per ACK. Every network is a
+//! [`graph::GraphSpec`] (nodes, links of their own rate, delay, queue and loss, markers on chosen
+//! links, several flows per host, per-group packet sizes down to a 53-byte cell); the papers'
+//! dumbbell is one builder of it ([`topology::dumbbell_graph`]), a scenario may write its own
+//! ([`Topology::Graph`]).
 
 pub mod spec;
 
@@ -30,10 +38,13 @@ pub mod tcp;
 
 pub mod agent;
 pub mod capture;
+pub mod classify;
+pub mod color;
 mod components;
 pub mod engine;
 pub mod error;
 pub mod event;
+pub mod graph;
 pub mod ids;
 pub mod network;
 pub mod record;

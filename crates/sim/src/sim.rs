@@ -8,12 +8,14 @@ use crate::agent::{Agent, Binding, Ctx, UDP_IP_HEADER};
 use crate::capture::{Capture, CaptureSink, Tap};
 use crate::engine::Scheduler;
 use crate::error::SimError;
-use crate::event::Event;
+use crate::event::{ComponentId, Event};
 use crate::ids::{AgentId, FlowId, LinkId};
 use crate::network::Network;
 use crate::record::Recorder;
 use crate::rng::{stream, StreamKind};
-use crate::spec::{Color, GroupSpec, Protocol, QueueRecord, QueueSeries, RunOutput, SimSpec};
+use crate::spec::{
+    Color, GroupSpec, Protocol, QueueRecord, QueueSeries, RunOutput, SimSpec, Topology,
+};
 use crate::topology::{self, FlowEnds};
 use crate::validate::{bin_count, validate};
 use qstp_proto::{Duration, Endpoint, EndpointConfig, Protection, Time};
@@ -87,8 +89,7 @@ impl<'a> World<'a> {
                 let Some(&(_, link, after_marker)) =
                     built.named_links.iter().find(|(name, ..)| *name == c.link)
                 else {
-                    let known: Vec<&str> =
-                        built.named_links.iter().map(|(n, ..)| n.as_str()).collect();
+                    let known = crate::capture::link_names(spec);
                     return Err(SimError::Invalid {
                         key: "capture".into(),
                         reason: format!("no link named '{}' (known: {})", c.link, known.join(", ")),
@@ -171,8 +172,10 @@ impl<'a> World<'a> {
                 next_report += second;
             }
             match event {
-                Event::LinkReady(link) => self.network.on_link_ready(now, link, &mut self.events),
-                Event::Arrive(link) => {
+                Event::Timer(ComponentId::LinkSend(link)) => {
+                    self.network.on_link_ready(now, link, &mut self.events)
+                }
+                Event::Timer(ComponentId::LinkArrive(link)) => {
                     if let Some((agent, packet)) =
                         self.network.on_arrive(now, link, &mut self.events)
                     {
@@ -183,7 +186,7 @@ impl<'a> World<'a> {
                 Event::AgentStart(agent) => {
                     self.with_agent(now, agent, false, |a, ctx| a.start(ctx))
                 }
-                Event::AgentTimer(agent) => {
+                Event::Timer(ComponentId::Agent(agent)) => {
                     if self.armed[agent.index()] == Some(now) {
                         self.armed[agent.index()] = None;
                         self.with_agent(now, agent, true, |a, ctx| a.on_timer(ctx));
@@ -273,7 +276,8 @@ impl<'a> World<'a> {
             Some(pending) if pending <= at => {}
             _ => {
                 *armed = Some(at);
-                self.events.schedule(at, Event::AgentTimer(id));
+                self.events
+                    .schedule(at, Event::Timer(ComponentId::Agent(id)));
             }
         }
     }
@@ -370,10 +374,14 @@ fn flow_agents(
     let mut receiver_rng = stream(spec.seed, StreamKind::Agent, stream_id(1));
     // Flows of a group start within one RTT (or the group's start_spread) of the group's start,
     // at a seeded offset.
-    let spread = group.start_spread.unwrap_or(group.rtt);
+    let base_rtt = match spec.topology {
+        Topology::Dumbbell { .. } => group.rtt,
+        Topology::Graph(_) => ends.base_rtt,
+    };
+    let spread = group.start_spread.unwrap_or(base_rtt);
     let offset = Duration::from_nanos(sender_rng.next_u64() % spread.as_nanos().max(1));
     let start = Time::ZERO + group.start + offset;
-    let size = spec.packet_size as u32;
+    let size = spec.packet_size_of(group) as u32;
     let (sender, receiver) = match &group.protocol {
         Protocol::Cbr { schedule } => (
             Agent::UdpSource(Box::new(UdpSource::new(
@@ -406,7 +414,7 @@ fn flow_agents(
         Protocol::Qstp { config, .. } => {
             // Data packets are `packet_size` on the wire: the datagram is what IP and UDP leave.
             let mut config = config.clone();
-            config.max_datagram = spec.packet_size - UDP_IP_HEADER as usize;
+            config.max_datagram = spec.packet_size_of(group) - UDP_IP_HEADER as usize;
             // The lab runs without packet protection: its packets are the protocol's own bytes,
             // its runs stay fast and repeatable, and no one on a simulated path is an attacker.
             config.protection = Protection::Null;

@@ -5,11 +5,17 @@
 //! [`RunOutput`]; the lab computes the papers' metrics from it. A run is a pure function of its
 //! `SimSpec` (which carries the seed).
 //!
-//! The topology is the papers' DiffServ dumbbell: each group's flows go from their own sources
-//! through an edge router (where the group's marker colours the aggregate) over one bottleneck link
-//! to their sinks; the group's `rtt` is the base round-trip time of that path.
+//! The topology is the papers' DiffServ dumbbell ([`Topology::Dumbbell`]) or any graph
+//! ([`Topology::Graph`]). In the dumbbell, each group's flows go from their own sources through
+//! an edge router (where the group's marker colours the aggregate) over one bottleneck link to
+//! their sinks; the group's `rtt` is the base round-trip time of that path.
 
 use qstp_proto::{Config, Duration, Rate};
+
+// Types that belong to the modules that use them, named here too so that a spec reads whole.
+pub use crate::color::Color;
+pub use crate::marker::ColorMode;
+pub use crate::queue::{CodePointCounters, RedParams};
 
 /// One simulation run.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -18,10 +24,10 @@ pub struct SimSpec {
     pub duration: Duration,
     /// Seed of this run; every random stream of the run derives from it.
     pub seed: u64,
-    /// Size of data packets on the wire, bytes.
+    /// Size of data packets on the wire, bytes (a group may set its own).
     pub packet_size: usize,
-    /// The shared bottleneck link.
-    pub bottleneck: LinkSpec,
+    /// The network: the papers' dumbbell around one bottleneck, or any graph.
+    pub topology: Topology,
     /// The flow groups.
     pub groups: Vec<GroupSpec>,
     /// Width of the bins of the recorded series.
@@ -29,6 +35,46 @@ pub struct SimSpec {
     /// Time left out of the queue counters at the start of the run (the lab's warm-up; the
     /// per-bin series cover the whole run and the lab leaves the warm-up out of their means).
     pub warmup: Duration,
+}
+
+/// The network a run simulates.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Topology {
+    /// The papers' DiffServ dumbbell ([`crate::topology::dumbbell_graph`]): each flow from its
+    /// own host through its group's edge router, over this one bottleneck link, to its own host;
+    /// each group's `rtt` (and `access`) set the delays around the bottleneck.
+    Dumbbell {
+        /// The shared bottleneck link.
+        bottleneck: LinkSpec,
+    },
+    /// Any graph; the groups' `rtt` and `access` do not apply (the links' delays make each flow's
+    /// round trip).
+    Graph(crate::graph::GraphSpec),
+}
+
+impl SimSpec {
+    /// The link whose queue the run records as `bottleneck` (`None` only in a graph whose
+    /// bottleneck index is out of range, which validation refuses).
+    pub fn bottleneck(&self) -> Option<&LinkSpec> {
+        match &self.topology {
+            Topology::Dumbbell { bottleneck } => Some(bottleneck),
+            Topology::Graph(g) => g.links.get(g.bottleneck).map(|l| &l.link),
+        }
+    }
+
+    /// The bottleneck link, to change it.
+    pub fn bottleneck_mut(&mut self) -> Option<&mut LinkSpec> {
+        match &mut self.topology {
+            Topology::Dumbbell { bottleneck } => Some(bottleneck),
+            Topology::Graph(g) => g.links.get_mut(g.bottleneck).map(|l| &mut l.link),
+        }
+    }
+
+    /// The size of group `group`'s data packets on the wire, bytes.
+    pub fn packet_size_of(&self, group: &GroupSpec) -> usize {
+        group.packet_size.unwrap_or(self.packet_size)
+    }
 }
 
 /// A link: a serialisation rate, a propagation delay, a queue and an optional loss model.
@@ -47,19 +93,6 @@ pub struct LinkSpec {
 /// Weight of the average-queue EWMA of RED and RIO unless a scenario says otherwise (Floyd &
 /// Jacobson 1993 recommend w_q = 0.002).
 pub const DEFAULT_QUEUE_WEIGHT: f64 = 0.002;
-
-/// A RED curve: below `min_th` no early drop, between the thresholds a drop probability rising
-/// linearly to `max_p`, above `max_th` every packet dropped (Floyd & Jacobson; RIO per RFC 2597's
-/// usual realisation). Thresholds are in packets of average queue.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RedParams {
-    /// Lower threshold, packets.
-    pub min_th: f64,
-    /// Upper threshold, packets.
-    pub max_th: f64,
-    /// Drop probability at `max_th`.
-    pub max_p: f64,
-}
 
 /// Which average a RIO queue compares each precedence against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -161,7 +194,7 @@ pub enum MarkerSpec {
         /// Bucket depth, bytes.
         bucket: u64,
     },
-    /// Single-rate three-colour marker, RFC 2697 (colour-blind).
+    /// Single-rate three-colour marker, RFC 2697.
     Srtcm {
         /// Committed information rate.
         cir: Rate,
@@ -169,8 +202,11 @@ pub enum MarkerSpec {
         cbs: u64,
         /// Excess burst size, bytes.
         ebs: u64,
+        /// Colour-blind (the default) or colour-aware (RFC 2697 §3).
+        #[serde(default)]
+        mode: ColorMode,
     },
-    /// Two-rate three-colour marker, RFC 2698 (colour-blind).
+    /// Two-rate three-colour marker, RFC 2698.
     Trtcm {
         /// Committed information rate.
         cir: Rate,
@@ -180,6 +216,9 @@ pub enum MarkerSpec {
         pir: Rate,
         /// Peak burst size, bytes.
         pbs: u64,
+        /// Colour-blind (the default) or colour-aware (RFC 2698 §3).
+        #[serde(default)]
+        mode: ColorMode,
     },
     /// Time-sliding-window two-colour marker, RFC 2859.
     Tsw2 {
@@ -258,6 +297,8 @@ pub struct GroupSpec {
     /// Each flow's own access links (sender side and receiver side); `None`: uncongested links
     /// at ten times the bottleneck rate carrying all the propagation delay off the bottleneck.
     pub access: Option<AccessSpec>,
+    /// Size of the group's data packets on the wire, bytes; `None`: the spec's `packet_size`.
+    pub packet_size: Option<usize>,
 }
 
 /// The access links of a group's flows: each flow's sender reaches the edge, and the egress
@@ -270,41 +311,6 @@ pub struct AccessSpec {
     pub rate: Rate,
     /// One-way delay of each access link.
     pub delay: Duration,
-}
-
-/// Drop precedence of a packet, set by an edge marker.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-pub enum Color {
-    /// In-profile (AFx1).
-    Green,
-    /// Between the committed and the peak profile (AFx2), three-colour markers only.
-    Yellow,
-    /// Out-of-profile (AFx3, or best effort when unmarked).
-    Red,
-}
-
-/// Per-colour packet counters of one queue.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CodePointCounters {
-    /// Packets that arrived at the queue.
-    pub packets: u64,
-    /// Packets dropped because the queue was full.
-    pub ldrops: u64,
-    /// Packets dropped early by RED/RIO.
-    pub edrops: u64,
-}
-
-impl CodePointCounters {
-    /// What these counters gained since `earlier`.
-    pub fn minus(self, earlier: CodePointCounters) -> CodePointCounters {
-        CodePointCounters {
-            packets: self.packets.saturating_sub(earlier.packets),
-            ldrops: self.ldrops.saturating_sub(earlier.ldrops),
-            edrops: self.edrops.saturating_sub(earlier.edrops),
-        }
-    }
 }
 
 /// Statistics of one queue.

@@ -1,67 +1,68 @@
-//! Builders of whole topologies from a [`SimSpec`].
+//! Builders of whole topologies from a [`SimSpec`]: every network is a [`GraphSpec`], and the
+//! papers' DiffServ dumbbell is the one builder of it that the groups' `rtt` and `access` drive.
 
 use crate::capture;
-use crate::components;
 use crate::error::SimError;
-use crate::ids::{LinkId, NodeId};
-use crate::network::{Conditioner, Network, NodeKind};
-use crate::rng::{stream, StreamKind};
-use crate::spec::{QueueSpec, SimSpec};
+use crate::graph::{self, ConditionerSpec, FlowPlacement, GraphLink, GraphNode, GraphSpec};
+use crate::network::NodeKind;
+use crate::spec::{LinkSpec, QueueSpec, SimSpec, Topology};
 use qstp_proto::{Duration, Rate};
 
-/// Where one flow's two ends live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FlowEnds {
-    /// Index of the group in the spec.
-    pub group: usize,
-    /// Index of the flow in its group.
-    pub flow: u32,
-    /// The host of the sending agent.
-    pub source: NodeId,
-    /// The host of the receiving agent.
-    pub sink: NodeId,
-}
+pub use crate::graph::{Built, FlowEnds};
 
-/// A built topology: the network and where its flows attach.
-#[derive(Debug)]
-pub struct Built {
-    /// The network.
-    pub network: Network,
-    /// The link whose queue the run reports on.
-    pub bottleneck: LinkId,
-    /// Every flow, groups in order, flows in order.
-    pub flows: Vec<FlowEnds>,
-    /// The links that can be captured, by name (see [`crate::capture::link_names`]), and
-    /// whether the edge markers have coloured the packets on them.
-    pub named_links: Vec<(String, LinkId, bool)>,
-}
-
-/// The topology a spec describes (the papers' dumbbell is the only one so far).
+/// The network of `spec`, built.
 pub fn build(spec: &SimSpec) -> Result<Built, SimError> {
-    dumbbell(spec)
+    let group_names: Vec<String> = spec.groups.iter().map(|g| g.name.clone()).collect();
+    match &spec.topology {
+        Topology::Dumbbell { bottleneck } => {
+            let graph = dumbbell_graph(spec, bottleneck)?;
+            graph::realise(&graph, &group_names, spec.seed)
+        }
+        Topology::Graph(graph) => {
+            if graph.flows.len() != spec.groups.len() {
+                return Err(SimError::Invalid {
+                    key: "network".into(),
+                    reason: format!(
+                        "places {} groups, the spec has {}",
+                        graph.flows.len(),
+                        spec.groups.len()
+                    ),
+                });
+            }
+            for (group, placed) in spec.groups.iter().zip(&graph.flows) {
+                if placed.len() != group.flows as usize {
+                    return Err(SimError::Invalid {
+                        key: format!("groups[{}].flows", group.name),
+                        reason: format!("{} flows, the graph places {}", group.flows, placed.len()),
+                    });
+                }
+                if group.access.is_some() {
+                    return Err(SimError::Invalid {
+                        key: format!("groups[{}].access", group.name),
+                        reason: "a graph gives each link its own rate and delay".into(),
+                    });
+                }
+            }
+            graph::realise(graph, &group_names, spec.seed)
+        }
+    }
 }
 
-/// Capacity of the queues of the uncongested links (access, trunk, reverse path), packets.
+/// Queue limit of the uncongested links around the bottleneck, packets.
 pub const FAST_QUEUE_LIMIT: usize = 1000;
 
-/// Rate of the uncongested links: ten times the bottleneck, at least 100 Mbit/s.
+/// Rate of the links around a bottleneck of rate `bottleneck`: ten times it, and at least
+/// 100 Mbit/s, so they never congest.
 pub fn fast_rate(bottleneck: Rate) -> Rate {
     Rate::from_bps(bottleneck.bps().saturating_mul(10).max(100_000_000))
 }
 
-/// The papers' DiffServ dumbbell (QSTP paper Fig. 3).
-///
-/// Per flow a source host and a sink host; per group an edge router whose marker colours the
-/// group's aggregate on its way to the core; the core router feeds the bottleneck link to the
-/// egress router, which reaches every sink. Access links carry the group's share of the
-/// propagation delay so that the base RTT is the group's `rtt`; the reverse path has the same
-/// delays over uncongested links, so acknowledgements and feedback are never the bottleneck.
-///
-/// ```text
-/// source --access--> edge(group) --trunk--> core ==bottleneck==> egress --> sink
-/// ```
-pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
-    let bottleneck = &spec.bottleneck;
+/// The papers' DiffServ dumbbell as a graph. Per group, an edge router (where the group's marker
+/// sits) joins the core over a trunk; per flow, a sender host and a receiver host of its own. The
+/// group's `rtt` is all propagation: the bottleneck both ways, the receivers' access links their
+/// own delay, the senders' access links the rest. Nodes and links are listed in the order the
+/// simulator has always created them, so each link keeps its random stream.
+pub fn dumbbell_graph(spec: &SimSpec, bottleneck: &LinkSpec) -> Result<GraphSpec, SimError> {
     if bottleneck.rate.is_zero() {
         return Err(SimError::Invalid {
             key: "bottleneck.rate".into(),
@@ -85,55 +86,55 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
             });
         }
     }
-    let group_names: Vec<String> = spec.groups.iter().map(|g| g.name.clone()).collect();
     let fast = fast_rate(bottleneck.rate);
-    let fast_queue = QueueSpec::DropTail {
-        limit: FAST_QUEUE_LIMIT,
+    let fast_link = |rate: Rate, delay: Duration| LinkSpec {
+        rate,
+        delay,
+        queue: QueueSpec::DropTail {
+            limit: FAST_QUEUE_LIMIT,
+        },
+        loss: None,
     };
-    let mut net = Network::new();
-    let seed = spec.seed;
-    let link = |net: &mut Network, from, to, rate, delay, queue: &QueueSpec, component: &str| {
-        let index = net.links().len() as u64;
-        let queue = components::queue(queue, &group_names, component)?;
-        let rng = stream(seed, StreamKind::Link, index);
-        Ok::<_, SimError>(net.add_link(from, to, rate, delay, queue, None, rng))
+    let mut g = GraphSpec {
+        nodes: Vec::new(),
+        links: Vec::new(),
+        bottleneck: 0,
+        flows: Vec::with_capacity(spec.groups.len()),
+        conditioners: Vec::new(),
     };
-
-    let core = net.add_node(NodeKind::Router);
-    let egress = net.add_node(NodeKind::Router);
-    let bottleneck_link = {
-        let index = net.links().len() as u64;
-        let queue = components::queue(&bottleneck.queue, &group_names, "bottleneck.queue")?;
-        let loss = bottleneck
-            .loss
-            .as_ref()
-            .map(|l| components::loss(l, "bottleneck.loss"))
-            .transpose()?;
-        let rng = stream(seed, StreamKind::Link, index);
-        net.add_link(
-            core,
-            egress,
-            bottleneck.rate,
-            bottleneck.delay,
-            queue,
-            loss,
-            rng,
-        )
+    let node = |g: &mut GraphSpec, name: String, kind: NodeKind| {
+        g.nodes.push(GraphNode { name, kind });
+        g.nodes.len() - 1
     };
+    let link = |g: &mut GraphSpec, name: String, from: usize, to: usize, link: LinkSpec| {
+        let after_marker = g.nodes[from].kind != NodeKind::Host;
+        g.links.push(GraphLink {
+            name,
+            from,
+            to,
+            link,
+            after_marker,
+        });
+        g.links.len() - 1
+    };
+    let core = node(&mut g, "core".into(), NodeKind::Router);
+    let egress = node(&mut g, "egress".into(), NodeKind::Router);
+    g.bottleneck = link(
+        &mut g,
+        "bottleneck".into(),
+        core,
+        egress,
+        bottleneck.clone(),
+    );
     link(
-        &mut net,
+        &mut g,
+        "bottleneck.reverse".into(),
         egress,
         core,
-        fast,
-        bottleneck.delay,
-        &fast_queue,
-        "reverse bottleneck",
-    )?;
-
-    let mut flows = Vec::new();
-    let mut named_links = vec![("bottleneck".to_string(), bottleneck_link, true)];
-    for (g, group) in spec.groups.iter().enumerate() {
-        let edge = net.add_node(NodeKind::Router);
+        fast_link(fast, bottleneck.delay),
+    );
+    for (index, group) in spec.groups.iter().enumerate() {
+        let edge = node(&mut g, format!("edge/{}", group.name), NodeKind::Router);
         // The trunk carries the whole group: never slower than its access links together.
         let access_rate = group.access.map_or(fast, |a| a.rate);
         let trunk_rate = match group.access {
@@ -143,100 +144,70 @@ pub fn dumbbell(spec: &SimSpec) -> Result<Built, SimError> {
             ),
             None => fast,
         };
+        let trunk_name = format!("trunk/{}", group.name);
         let trunk = link(
-            &mut net,
+            &mut g,
+            trunk_name.clone(),
             edge,
             core,
-            trunk_rate,
-            Duration::ZERO,
-            &fast_queue,
-            "trunk",
-        )?;
+            fast_link(trunk_rate, Duration::ZERO),
+        );
         link(
-            &mut net,
+            &mut g,
+            format!("{trunk_name}.reverse"),
             core,
             edge,
-            trunk_rate,
-            Duration::ZERO,
-            &fast_queue,
-            "reverse trunk",
-        )?;
+            fast_link(trunk_rate, Duration::ZERO),
+        );
         if let Some(marker) = &group.marker {
-            let marker = components::marker(marker, &format!("groups[{}].marker", group.name))?;
-            let rng = stream(seed, StreamKind::Marker, g as u64);
-            net.node_mut(edge).add_conditioner(Conditioner {
-                group: g as u32,
-                out_link: trunk,
-                marker,
-                rng,
+            g.conditioners.push(ConditionerSpec {
+                group: index,
+                node: edge,
+                link: Some(trunk),
+                marker: *marker,
             });
         }
-        // The group's rtt is all propagation: the bottleneck both ways, the receivers' access
-        // links their own delay, the senders' access links the rest.
         let sink_delay = group.access.map_or(Duration::ZERO, |a| a.delay);
         let access_delay = (group.rtt - (bottleneck.delay + sink_delay).saturating_mul(2)) / 2;
+        let mut placed = Vec::with_capacity(group.flows as usize);
         for flow in 0..group.flows {
-            let source = net.add_node(NodeKind::Host);
-            let sink = net.add_node(NodeKind::Host);
-            let access = link(
-                &mut net,
-                source,
-                edge,
-                access_rate,
-                access_delay,
-                &fast_queue,
-                "access",
-            )?;
+            let (access_name, sink_name) = (
+                capture::access_name(&group.name, flow),
+                capture::sink_name(&group.name, flow),
+            );
+            let source = node(&mut g, format!("{access_name}.host"), NodeKind::Host);
+            let sink = node(&mut g, format!("{sink_name}.host"), NodeKind::Host);
+            let access = fast_link(access_rate, access_delay);
+            link(&mut g, access_name.clone(), source, edge, access.clone());
             link(
-                &mut net,
+                &mut g,
+                format!("{access_name}.reverse"),
                 edge,
                 source,
-                access_rate,
-                access_delay,
-                &fast_queue,
-                "reverse access",
-            )?;
-            let to_sink = link(
-                &mut net,
-                egress,
-                sink,
-                access_rate,
-                sink_delay,
-                &fast_queue,
-                "egress",
-            )?;
+                access,
+            );
+            let egress_link = fast_link(access_rate, sink_delay);
+            link(&mut g, sink_name.clone(), egress, sink, egress_link.clone());
             link(
-                &mut net,
+                &mut g,
+                format!("{sink_name}.reverse"),
                 sink,
                 egress,
-                access_rate,
-                sink_delay,
-                &fast_queue,
-                "reverse egress",
-            )?;
-            named_links.push((capture::access_name(&group.name, flow), access, false));
-            named_links.push((capture::sink_name(&group.name, flow), to_sink, true));
-            flows.push(FlowEnds {
-                group: g,
-                flow,
-                source,
-                sink,
-            });
+                egress_link,
+            );
+            placed.push(FlowPlacement { source, sink });
         }
+        g.flows.push(placed);
     }
-    net.compute_routes();
-    Ok(Built {
-        network: net,
-        bottleneck: bottleneck_link,
-        flows,
-        named_links,
-    })
+    Ok(g)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{GroupSpec, LinkSpec, Protocol};
+    use crate::ids::{LinkId, NodeId};
+    use crate::network::Network;
+    use crate::spec::{GroupSpec, Protocol};
 
     fn spec() -> SimSpec {
         let group = |name: &str, rtt_ms: u64, flows: u32| GroupSpec {
@@ -251,16 +222,19 @@ mod tests {
             start: Duration::ZERO,
             access: None,
             start_spread: None,
+            packet_size: None,
         };
         SimSpec {
             duration: Duration::from_secs(1),
             seed: 3,
             packet_size: 1500,
-            bottleneck: LinkSpec {
-                rate: Rate::from_mbps(1),
-                delay: Duration::from_millis(10),
-                queue: QueueSpec::DropTail { limit: 50 },
-                loss: None,
+            topology: Topology::Dumbbell {
+                bottleneck: LinkSpec {
+                    rate: Rate::from_mbps(1),
+                    delay: Duration::from_millis(10),
+                    queue: QueueSpec::DropTail { limit: 50 },
+                    loss: None,
+                },
             },
             groups: vec![group("near", 40, 2), group("far", 640, 3)],
             bin: Duration::from_secs(1),
@@ -284,7 +258,7 @@ mod tests {
     #[test]
     fn every_flow_crosses_the_bottleneck_and_its_base_rtt_is_the_groups() {
         let spec = spec();
-        let built = dumbbell(&spec).unwrap();
+        let built = build(&spec).unwrap();
         assert_eq!(built.flows.len(), 5);
         for ends in &built.flows {
             let forward = path(&built.network, ends.source, ends.sink);
@@ -305,7 +279,10 @@ mod tests {
                 .chain(&back)
                 .filter(|&&l| l != built.bottleneck)
             {
-                assert_eq!(built.network.link(l).rate, fast_rate(spec.bottleneck.rate));
+                assert_eq!(
+                    built.network.link(l).rate,
+                    fast_rate(spec.bottleneck().unwrap().rate)
+                );
             }
         }
     }
@@ -317,7 +294,7 @@ mod tests {
             rate: Rate::from_mbps(3),
             delay: Duration::from_millis(5),
         });
-        let built = dumbbell(&spec).unwrap();
+        let built = build(&spec).unwrap();
         for ends in built.flows.iter().filter(|e| e.group == 1) {
             let forward = path(&built.network, ends.source, ends.sink);
             let back = path(&built.network, ends.sink, ends.source);
@@ -345,7 +322,7 @@ mod tests {
         // Too short an rtt for the access delays is refused.
         spec.groups[1].rtt = Duration::from_millis(30);
         assert!(matches!(
-            dumbbell(&spec),
+            build(&spec),
             Err(SimError::RttShorterThanPath { .. })
         ));
     }

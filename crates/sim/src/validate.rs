@@ -10,7 +10,7 @@
 use crate::agent::qstp::MAX_FLOWS;
 use crate::agent::UDP_IP_HEADER;
 use crate::error::{ComponentError, SimError};
-use crate::spec::{LossSpec, MarkerSpec, Protocol, SimSpec};
+use crate::spec::{LinkSpec, LossSpec, MarkerSpec, Protocol, SimSpec, Topology};
 use qstp_proto::config::{MAX_DATAGRAM, MIN_DATAGRAM};
 use qstp_proto::{Duration, Rate};
 use std::collections::BTreeSet;
@@ -60,16 +60,30 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
     }
     let component =
         |component: String, error: ComponentError| Err(SimError::Component { component, error });
-    let bottleneck = &spec.bottleneck;
-    if bottleneck.rate.is_zero() {
-        return invalid("bottleneck.rate", "must be positive".into());
-    }
+    // Every link: the dumbbell's bottleneck, or each direction of a graph's links.
+    let links: Vec<(String, &LinkSpec)> = match &spec.topology {
+        Topology::Dumbbell { bottleneck } => vec![("bottleneck".into(), bottleneck)],
+        Topology::Graph(graph) => {
+            graph.validate()?;
+            let key = |name: &str| format!("link.{name}");
+            graph
+                .links
+                .iter()
+                .map(|l| (key(&l.name), &l.link))
+                .collect()
+        }
+    };
     let group_names: Vec<&str> = spec.groups.iter().map(|g| g.name.as_str()).collect();
-    if let Err(e) = bottleneck.queue.validate_on(bottleneck.rate, &group_names) {
-        return component("bottleneck.queue".into(), e.into());
-    }
-    if let Some(Err(e)) = bottleneck.loss.as_ref().map(LossSpec::validate) {
-        return component("bottleneck.loss".into(), e.into());
+    for (key, link) in &links {
+        if link.rate.is_zero() {
+            return invalid(&format!("{key}.rate"), "must be positive".into());
+        }
+        if let Err(e) = link.queue.validate_on(link.rate, &group_names) {
+            return component(format!("{key}.queue"), e.into());
+        }
+        if let Some(Err(e)) = link.loss.as_ref().map(LossSpec::validate) {
+            return component(format!("{key}.loss"), e.into());
+        }
     }
     if let Some(g) = spec.groups.iter().find(|g| g.flows == 0) {
         return invalid(
@@ -96,26 +110,41 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
     let mut names = BTreeSet::new();
     for group in &spec.groups {
         let key = |field: &str| format!("groups[{}].{field}", group.name);
+        let packet_size = spec.packet_size_of(group);
+        let size_key = match group.packet_size {
+            Some(_) => key("packet_size"),
+            None => "packet_size".to_string(),
+        };
+        if packet_size > MAX_DATAGRAM {
+            return invalid(
+                &size_key,
+                format!("{packet_size} bytes is more than {MAX_DATAGRAM}"),
+            );
+        }
         if group.name.is_empty() {
             return invalid("groups.name", "a group needs a name".into());
         }
         if !names.insert(group.name.as_str()) {
             return invalid(&key("name"), "two groups have this name".into());
         }
-        if group.rtt.is_zero() {
-            return invalid(&key("rtt"), "must be positive".into());
-        }
-        let access_delay = group.access.map_or(Duration::ZERO, |a| a.delay);
-        if group.rtt < (bottleneck.delay + access_delay.saturating_mul(2)).saturating_mul(2) {
-            return Err(SimError::RttShorterThanPath {
-                group: group.name.clone(),
-                rtt: group.rtt,
-                bottleneck_delay: bottleneck.delay,
-                access_delay,
-            });
-        }
-        if group.access.is_some_and(|a| a.rate.is_zero()) {
-            return invalid(&key("access.rate"), "must be positive".into());
+        // The dumbbell's paths come from each group's rtt and access links; a graph's from its
+        // links (and a group there has neither).
+        if let Topology::Dumbbell { bottleneck } = &spec.topology {
+            if group.rtt.is_zero() {
+                return invalid(&key("rtt"), "must be positive".into());
+            }
+            let access_delay = group.access.map_or(Duration::ZERO, |a| a.delay);
+            if group.rtt < (bottleneck.delay + access_delay.saturating_mul(2)).saturating_mul(2) {
+                return Err(SimError::RttShorterThanPath {
+                    group: group.name.clone(),
+                    rtt: group.rtt,
+                    bottleneck_delay: bottleneck.delay,
+                    access_delay,
+                });
+            }
+            if group.access.is_some_and(|a| a.rate.is_zero()) {
+                return invalid(&key("access.rate"), "must be positive".into());
+            }
         }
         if let Some(Err(e)) = group.marker.as_ref().map(MarkerSpec::validate) {
             return component(key("marker"), e.into());
@@ -132,22 +161,22 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
                         group: group.name.clone(),
                         error,
                     })?;
-                if spec.packet_size <= TCP_IP_HEADER as usize {
+                if packet_size <= TCP_IP_HEADER as usize {
                     return invalid(
-                        "packet_size",
+                        &size_key,
                         format!("TCP needs more than {TCP_IP_HEADER} bytes of headers"),
                     );
                 }
-                let mss = (spec.packet_size as u32).saturating_sub(TCP_IP_HEADER);
+                let mss = (packet_size as u32).saturating_sub(TCP_IP_HEADER);
                 if let Err(e) = options.validate(mss) {
                     return component(key("tcp"), e.into());
                 }
             }
             Protocol::Qstp { .. } => {
                 let least = MIN_DATAGRAM + UDP_IP_HEADER as usize;
-                if spec.packet_size < least {
+                if packet_size < least {
                     return invalid(
-                        "packet_size",
+                        &size_key,
                         format!("qstp needs packets of at least {least} bytes"),
                     );
                 }
@@ -176,10 +205,10 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
         if matches!(
             group.protocol,
             Protocol::Cbr { .. } | Protocol::OnOff { .. }
-        ) && spec.packet_size <= UDP_IP_HEADER as usize
+        ) && packet_size <= UDP_IP_HEADER as usize
         {
             return invalid(
-                "packet_size",
+                &size_key,
                 format!("UDP needs more than {UDP_IP_HEADER} bytes of headers"),
             );
         }

@@ -10,7 +10,7 @@ use qstp_sim::{run, CbqClass, LossSpec, MarkerSpec, QueueSpec, SimError};
 fn in_profile_traffic_is_green_and_protected_by_rio() {
     let mut spec = dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 30);
     spec.packet_size = 1500;
-    spec.bottleneck.queue = paper_rio();
+    spec.bottleneck_mut().unwrap().queue = paper_rio();
     // A 400 kbit/s flow marked against a 500 kbit/s profile, and an unmarked 1 Mbit/s flow.
     let mut assured = group(
         "assured",
@@ -47,7 +47,7 @@ fn cbq_reports_each_class_and_holds_the_guaranteed_rate() {
     // QSTP paper §5.4: a 300 kbit/s pipe for the protected flow, the rest for UDP.
     let mut spec = dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 20);
     spec.packet_size = 1500;
-    spec.bottleneck.queue = QueueSpec::Cbq {
+    spec.bottleneck_mut().unwrap().queue = QueueSpec::Cbq {
         classes: vec![
             CbqClass {
                 name: "pipe".into(),
@@ -111,7 +111,7 @@ fn cbq_reports_each_class_and_holds_the_guaranteed_rate() {
 #[test]
 fn a_lossy_bottleneck_loses_its_share_of_packets() {
     let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
-    spec.bottleneck.loss = Some(LossSpec::Bernoulli { p: 0.1 });
+    spec.bottleneck_mut().unwrap().loss = Some(LossSpec::Bernoulli { p: 0.1 });
     spec.groups.push(group(
         "udp",
         cbr(Rate::from_mbps(1)),
@@ -128,7 +128,7 @@ fn a_lossy_bottleneck_loses_its_share_of_packets() {
 #[test]
 fn invalid_components_are_refused_with_their_name() {
     let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
-    spec.bottleneck.loss = Some(LossSpec::Bernoulli { p: 1.5 });
+    spec.bottleneck_mut().unwrap().loss = Some(LossSpec::Bernoulli { p: 1.5 });
     spec.groups.push(group(
         "udp",
         cbr(Rate::from_mbps(1)),
@@ -138,8 +138,8 @@ fn invalid_components_are_refused_with_their_name() {
     assert!(
         matches!(run(&spec), Err(SimError::Component { component, .. }) if component == "bottleneck.loss")
     );
-    spec.bottleneck.loss = None;
-    spec.bottleneck.queue = QueueSpec::DropTail { limit: 0 };
+    spec.bottleneck_mut().unwrap().loss = None;
+    spec.bottleneck_mut().unwrap().queue = QueueSpec::DropTail { limit: 0 };
     assert!(
         matches!(run(&spec), Err(SimError::Component { component, .. }) if component == "bottleneck.queue")
     );

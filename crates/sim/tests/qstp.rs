@@ -76,7 +76,7 @@ fn gtfrc_holds_its_target_against_a_tcp_aggregate() {
     // with 300 kbit/s, token bucket markers (10^4 B), RIO, 1000 kbit/s bottleneck, RTT 30 ms.
     let mut spec = dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 60);
     spec.packet_size = 1500;
-    spec.bottleneck.queue = paper_rio();
+    spec.bottleneck_mut().unwrap().queue = paper_rio();
     let mut q = group(
         "qstp",
         qstp(Preset::Qstp, Rate::from_kbps(500)),
@@ -115,7 +115,7 @@ fn qstp_keeps_its_cbq_pipe_while_udp_floods_and_borrows_the_rest_otherwise() {
         groups,
         limit: 50,
     };
-    spec.bottleneck.queue = QueueSpec::Cbq {
+    spec.bottleneck_mut().unwrap().queue = QueueSpec::Cbq {
         classes: vec![
             class("pipe", 300, vec!["qstp".into()]),
             class("rest", 700, vec![]),
@@ -166,7 +166,7 @@ fn a_qstp_senders_rate_rtt_and_p_are_sampled_every_bin() {
     let flow_with = |loss: Option<qstp_sim::LossSpec>| {
         let mut spec = dumbbell(Rate::from_mbps(2), Duration::from_millis(10), 50, seconds);
         spec.packet_size = 1500;
-        spec.bottleneck.loss = loss;
+        spec.bottleneck_mut().unwrap().loss = loss;
         let mut config = Config::qstp(Rate::from_kbps(500));
         config.max_rate = Some(Rate::from_mbps(1));
         spec.groups.push(group(

@@ -5,8 +5,8 @@ mod common;
 use common::{cbr, dumbbell, group, newreno, paper_rio};
 use qstp_proto::{Config, Duration, Rate};
 use qstp_sim::{
-    AccessSpec, CbqClass, Color, LossSpec, MarkerSpec, Protocol, QueueSpec, RedParams, RioMode,
-    SimSpec,
+    AccessSpec, CbqClass, Color, ColorMode, LossSpec, MarkerSpec, Protocol, QueueSpec, RedParams,
+    RioMode, SimSpec, Topology,
 };
 
 fn round_trip<T>(value: &T) -> T
@@ -60,12 +60,14 @@ fn every_kind_of_queue_marker_loss_and_source_round_trips() {
             cir: k(100),
             cbs: 3000,
             ebs: 0,
+            mode: ColorMode::Blind,
         },
         MarkerSpec::Trtcm {
             cir: k(100),
             cbs: 3000,
             pir: k(200),
             pbs: 3000,
+            mode: ColorMode::Aware,
         },
         MarkerSpec::Tsw2 {
             cir: k(100),
@@ -112,7 +114,7 @@ fn every_kind_of_queue_marker_loss_and_source_round_trips() {
         assert_eq!(round_trip(&color), color);
     }
     let mut spec: SimSpec = dumbbell(Rate::from_mbps(10), ms(5), 50, 20);
-    spec.bottleneck.loss = Some(losses[1]);
+    spec.bottleneck_mut().unwrap().loss = Some(losses[1]);
     for (i, protocol) in protocols.into_iter().enumerate() {
         let mut g = group(&format!("g{i}"), protocol, 2, ms(40));
         g.marker = Some(markers[i % markers.len()]);
@@ -126,7 +128,19 @@ fn every_kind_of_queue_marker_loss_and_source_round_trips() {
     assert_eq!(round_trip(&spec), spec);
     // The tags are the scenario format's kind names.
     let json = serde_json::to_value(&spec).unwrap();
-    assert_eq!(json["bottleneck"]["loss"]["kind"], "gilbert-elliott");
+    assert_eq!(json["topology"]["kind"], "dumbbell");
+    assert_eq!(
+        json["topology"]["bottleneck"]["loss"]["kind"],
+        "gilbert-elliott"
+    );
     assert_eq!(json["groups"][2]["protocol"]["kind"], "onoff");
     assert_eq!(json["groups"][0]["marker"]["kind"], "token-bucket");
+    // The same network written as a graph travels too.
+    let bottleneck = spec.bottleneck().unwrap().clone();
+    let graph = qstp_sim::topology::dumbbell_graph(&spec, &bottleneck).unwrap();
+    spec.topology = Topology::Graph(graph);
+    assert_eq!(round_trip(&spec), spec);
+    let json = serde_json::to_value(&spec).unwrap();
+    assert_eq!(json["topology"]["kind"], "graph");
+    assert_eq!(json["topology"]["nodes"][2]["kind"], "router");
 }

@@ -6,6 +6,8 @@
 //! flows has a target, each flow's floor g is `target / flows`: the target is the aggregate's.
 
 use super::fields::{duration, rate, FieldResult, Fields};
+use super::graph::Hosts;
+use qstp_proto::config::MAX_DATAGRAM;
 use qstp_proto::{Config, CongestionControl, Duration, ErrorControl, Order, Preset, Rate};
 use qstp_sim::tcp::{self, CcSpec, Recovery, TcpOptions};
 use qstp_sim::{AccessSpec, GroupSpec, Protocol};
@@ -23,8 +25,14 @@ pub const PROTOCOLS: [&str; 7] = ["tcp", "tfrc", "tfrc-sack", "gtfrc", "qstp", "
 /// The protocols that run TFRC, and so take the `tfrc` key.
 pub const TFRC_PROTOCOLS: [&str; 4] = ["tfrc", "tfrc-sack", "gtfrc", "qstp"];
 
-/// Read one group; `packet_size` becomes the datagram size of qstp-proto flows.
-pub(crate) fn group(mut f: Fields, packet_size: usize) -> FieldResult<GroupSpec> {
+/// Read one group; `packet_size` (unless the group sets its own) becomes the datagram size of
+/// qstp-proto flows. In a file with `[[link]]` tables (`graph`), the group names its hosts
+/// (`source`, `sink`) instead of an `rtt` and `access` links.
+pub(crate) fn group(
+    mut f: Fields,
+    packet_size: usize,
+    graph: bool,
+) -> FieldResult<(GroupSpec, Option<Hosts>)> {
     let name = f.str("name")?;
     if name.is_empty() || name.contains('.') {
         return Err(f.error("name", "a group name must be non-empty and contain no '.'"));
@@ -32,7 +40,41 @@ pub(crate) fn group(mut f: Fields, packet_size: usize) -> FieldResult<GroupSpec>
     let flows = f.opt_u64("flows")?.unwrap_or(1);
     let flows =
         u32::try_from(flows).map_err(|_| f.error("flows", format!("{flows} is too large")))?;
-    let rtt = f.duration("rtt")?;
+    let (rtt, hosts) = if graph {
+        for key in ["rtt", "access"] {
+            if f.has(key) {
+                return Err(f.error(
+                    key,
+                    "with [[link]] tables, the links' delays and rates make each flow's path",
+                ));
+            }
+        }
+        let hosts = Hosts {
+            source: f.str("source")?,
+            sink: f.str("sink")?,
+        };
+        (Duration::ZERO, Some(hosts))
+    } else {
+        for key in ["source", "sink"] {
+            if f.has(key) {
+                return Err(f.error(
+                    key,
+                    "hosts are named only in a network of [[link]] tables (this file has a [bottleneck])",
+                ));
+            }
+        }
+        (f.duration("rtt")?, None)
+    };
+    let own_size = f.opt_u64("packet_size")?;
+    if let Some(size) = own_size {
+        if !(1..=MAX_DATAGRAM as u64).contains(&size) {
+            return Err(f.error(
+                "packet_size",
+                format!("{size} is outside 1..={MAX_DATAGRAM} bytes"),
+            ));
+        }
+    }
+    let packet_size = own_size.map_or(packet_size, |s| s as usize);
     let target = f.opt_rate("target")?;
     let marker = f
         .opt_table("marker")?
@@ -51,7 +93,7 @@ pub(crate) fn group(mut f: Fields, packet_size: usize) -> FieldResult<GroupSpec>
     };
     let protocol = protocol(&mut f, target, flows, packet_size)?;
     f.finish()?;
-    Ok(GroupSpec {
+    let group = GroupSpec {
         name,
         protocol,
         flows,
@@ -61,7 +103,9 @@ pub(crate) fn group(mut f: Fields, packet_size: usize) -> FieldResult<GroupSpec>
         start,
         start_spread,
         access,
-    })
+        packet_size: own_size.map(|s| s as usize),
+    };
+    Ok((group, hosts))
 }
 
 /// The protocol of a group and its options.
@@ -309,7 +353,9 @@ mod tests {
         group(
             Fields::new("group.X", text.parse::<toml::Table>().unwrap()),
             1500,
+            false,
         )
+        .map(|(g, _)| g)
     }
 
     #[test]

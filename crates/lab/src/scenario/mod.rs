@@ -14,7 +14,9 @@
 //!   the means, default 0s), `runs` (default 1), `seed` (default 1; run i uses seed + i),
 //!   `packet_size` (default 1500), `bin` (width of the recorded series, default 100ms).
 //! - `[bottleneck]`: `rate`, `delay` (one-way, part of every group's rtt, default 0s), `queue`,
-//!   optional `loss`.
+//!   optional `loss`. Or, instead, `[[link]]` tables (a graph): `name`, `from`, `to`, `rate`,
+//!   `delay`, `queue`, `loss`, `reverse = { .. }`, `bottleneck = true`; groups then name `source`
+//!   and `sink` hosts instead of `rtt` (see docs/scenarios.md).
 //! - `queue`: `{ kind = "droptail", limit }`, `{ kind = "red", limit, curve = [min, max, max_p],
 //!   weight }`, `{ kind = "rio", limit, in = [..], out = [..], middle = [..] (optional, yellow),
 //!   mode = "rio-c" | "rio-d", weight }` (weight defaults to 0.002), or `{ kind = "cbq", classes =
@@ -23,7 +25,7 @@
 //!   p_bad_to_good, loss_good = 0, loss_bad = 1 }`.
 //! - `[[group]]`: `name`, `protocol` (tcp, tfrc, tfrc-sack, gtfrc, qstp, cbr, onoff), `flows`
 //!   (default 1), `rtt`, `target` (the group's negotiated rate; each flow's gTFRC floor is
-//!   target / flows), `marker`, `start` (default 0s). TCP: `congestion` (default newreno),
+//!   target / flows), `marker`, `start` (default 0s), `packet_size` (default the file's). TCP: `congestion` (default newreno),
 //!   `delayed_ack` (default false), `window` (bytes, default 256 KiB). cbr and onoff: `rate` or
 //!   `schedule = [["0s", "300k"], ["60s", "1000k"]]`; onoff also `mean_on`, `mean_off` (1s).
 //! - `marker`: `{ kind = "token-bucket", rate, bucket }`, `{ kind = "srtcm", cir, cbs, ebs }`,
@@ -34,6 +36,7 @@
 //!   together (`"group.A.protocol+group.B.protocol" = ["tfrc", "gtfrc"]`).
 
 mod fields;
+mod graph;
 mod group;
 mod network;
 mod sweep;
@@ -42,7 +45,7 @@ pub use group::{protocol_name, PROTOCOLS};
 
 use fields::{FieldError, Fields};
 use qstp_proto::Duration;
-use qstp_sim::{GroupSpec, LinkSpec, QueueSpec, SimError, SimSpec};
+use qstp_sim::{GroupSpec, LinkSpec, QueueSpec, SimError, SimSpec, Topology};
 use std::path::Path;
 use toml::{Table, Value};
 
@@ -146,20 +149,29 @@ pub struct Scenario {
     pub packet_size: usize,
     /// Width of the recorded series' bins.
     pub bin: Duration,
-    /// The bottleneck.
-    pub bottleneck: LinkSpec,
+    /// The network: a dumbbell around `[bottleneck]`, or the graph of the `[[link]]` tables.
+    pub topology: Topology,
     /// The flow groups.
     pub groups: Vec<GroupSpec>,
 }
 
 impl Scenario {
+    /// The link recorded as the bottleneck (in a graph, the one marked `bottleneck = true` or the
+    /// slowest).
+    pub fn bottleneck(&self) -> &LinkSpec {
+        match &self.topology {
+            Topology::Dumbbell { bottleneck } => bottleneck,
+            Topology::Graph(g) => &g.links[g.bottleneck].link,
+        }
+    }
+
     /// The simulation of run `run` (seed `seed + run`).
     pub fn spec(&self, run: u32) -> SimSpec {
         SimSpec {
             duration: self.duration,
             seed: self.seed.wrapping_add(run as u64),
             packet_size: self.packet_size,
-            bottleneck: self.bottleneck.clone(),
+            topology: self.topology.clone(),
             groups: self.groups.clone(),
             bin: self.bin,
             warmup: self.warmup,
@@ -201,7 +213,7 @@ impl Plan {
                     out.push(w);
                 }
             };
-            if let QueueSpec::Cbq { classes } = &s.bottleneck.queue {
+            if let QueueSpec::Cbq { classes } = &s.bottleneck().queue {
                 for g in &s.groups {
                     if !classes.iter().any(|c| c.groups.contains(&g.name)) {
                         let last = classes.last().map_or("", |c| c.name.as_str());
@@ -213,10 +225,10 @@ impl Plan {
                 }
             }
             for g in &s.groups {
-                if let Some(t) = g.target.filter(|t| t.bps() > s.bottleneck.rate.bps()) {
+                if let Some(t) = g.target.filter(|t| t.bps() > s.bottleneck().rate.bps()) {
                     add(format!(
                         "group.{}.target: {t:?} is above the bottleneck rate {:?}: it cannot be met",
-                        g.name, s.bottleneck.rate
+                        g.name, s.bottleneck().rate
                     ));
                 }
             }
@@ -439,8 +451,32 @@ fn read(doc: Table) -> Result<Scenario, FieldError> {
     let packet_size = usize::try_from(packet_size)
         .map_err(|_| f.error("packet_size", format!("{packet_size} is too large")))?;
     let bin = f.opt_duration("bin")?.unwrap_or(DEFAULT_BIN);
-    let bottleneck = network::link(f.table("bottleneck")?)?;
-    let groups = groups(&mut f, packet_size)?;
+    let links = graph::links(&mut f)?;
+    let bottleneck = match (&links, f.has("bottleneck")) {
+        (Some(_), true) => {
+            return Err(f.error(
+                "bottleneck",
+                "a file has either a [bottleneck] (the dumbbell) or [[link]] tables, not both",
+            ))
+        }
+        (Some(_), false) => None,
+        (None, true) => Some(network::link(f.table("bottleneck")?)?),
+        (None, false) => {
+            return Err(f.error(
+                "bottleneck",
+                "missing: give a [bottleneck] (the dumbbell) or [[link]] tables (a graph)",
+            ))
+        }
+    };
+    let (groups, hosts) = groups(&mut f, packet_size, links.is_some())?;
+    let topology = match (bottleneck, links) {
+        (Some(bottleneck), _) => Topology::Dumbbell { bottleneck },
+        (None, links) => Topology::Graph(graph::graph(
+            links.as_deref().unwrap_or_default(),
+            &groups,
+            &hosts,
+        )?),
+    };
     f.finish()?;
     Ok(Scenario {
         name,
@@ -451,16 +487,22 @@ fn read(doc: Table) -> Result<Scenario, FieldError> {
         seed,
         packet_size,
         bin,
-        bottleneck,
+        topology,
         groups,
     })
 }
 
-fn groups(f: &mut Fields, packet_size: usize) -> Result<Vec<GroupSpec>, FieldError> {
+/// The `[[group]]` tables, with the hosts each names in a graph.
+fn groups(
+    f: &mut Fields,
+    packet_size: usize,
+    graph: bool,
+) -> Result<(Vec<GroupSpec>, Vec<graph::Hosts>), FieldError> {
     let items = f
         .opt_array("group")?
         .ok_or_else(|| f.error("group", "missing (at least one [[group]])"))?;
     let mut groups: Vec<GroupSpec> = Vec::with_capacity(items.len());
+    let mut hosts = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let Value::Table(t) = item else {
             return Err(f.error("group", format!("element {i} is not a table")));
@@ -470,14 +512,17 @@ fn groups(f: &mut Fields, packet_size: usize) -> Result<Vec<GroupSpec>, FieldErr
             .and_then(Value::as_str)
             .map(str::to_string)
             .unwrap_or_else(|| i.to_string());
-        let g = group::group(Fields::new(format!("group.{label}"), t), packet_size)?;
+        let (g, h) = group::group(Fields::new(format!("group.{label}"), t), packet_size, graph)?;
         groups.push(g);
+        hosts.extend(h);
     }
     if groups.is_empty() {
         return Err(f.error("group", "at least one [[group]] is needed"));
     }
-    Ok(groups)
+    Ok((groups, hosts))
 }
 
+#[cfg(test)]
+mod graph_tests;
 #[cfg(test)]
 mod tests;

@@ -69,7 +69,7 @@ fn required_curve(f: &mut Fields, key: &str) -> FieldResult<RedParams> {
 }
 
 /// Read a queue table: `kind` = droptail | red | rio | cbq.
-fn queue(mut f: Fields) -> FieldResult<QueueSpec> {
+pub(crate) fn queue(mut f: Fields) -> FieldResult<QueueSpec> {
     let kind = f.str("kind")?;
     let spec = match kind.as_str() {
         "droptail" => QueueSpec::DropTail {
@@ -173,7 +173,7 @@ fn probability(f: &mut Fields, key: &str, default: Option<f64>) -> FieldResult<f
 }
 
 /// Read a loss table: `kind` = bernoulli | gilbert-elliott.
-fn loss(mut f: Fields) -> FieldResult<LossSpec> {
+pub(crate) fn loss(mut f: Fields) -> FieldResult<LossSpec> {
     let kind = f.str("kind")?;
     let spec = match kind.as_str() {
         "bernoulli" => LossSpec::Bernoulli {
@@ -214,12 +214,14 @@ pub(crate) fn marker(mut f: Fields) -> FieldResult<MarkerSpec> {
             cir: f.rate("cir")?,
             cbs: bytes(&mut f, "cbs")?,
             ebs: bytes(&mut f, "ebs")?,
+            mode: color_mode(&mut f)?,
         },
         "trtcm" => MarkerSpec::Trtcm {
             cir: f.rate("cir")?,
             cbs: bytes(&mut f, "cbs")?,
             pir: f.rate("pir")?,
             pbs: bytes(&mut f, "pbs")?,
+            mode: color_mode(&mut f)?,
         },
         "tsw2" | "tsw3" => {
             let cir = f.rate("cir")?;
@@ -244,6 +246,19 @@ pub(crate) fn marker(mut f: Fields) -> FieldResult<MarkerSpec> {
     };
     f.finish()?;
     Ok(spec)
+}
+
+/// `mode = "blind"` (the default) or `"aware"`: whether a three-colour marker meters a packet
+/// by the colour it arrives with (RFC 2697 §3, RFC 2698 §3).
+fn color_mode(f: &mut Fields) -> FieldResult<qstp_sim::ColorMode> {
+    match f.opt_str("mode")?.as_deref() {
+        None | Some("blind") => Ok(qstp_sim::ColorMode::Blind),
+        Some("aware") => Ok(qstp_sim::ColorMode::Aware),
+        Some(other) => Err(f.error(
+            "mode",
+            format!("'{other}' is not a colour mode (blind, aware)"),
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -334,8 +349,24 @@ mod tests {
         );
         assert!(matches!(
             m("kind = \"srtcm\"\ncir = \"1M\"\ncbs = 3000\nebs = 3000").unwrap(),
-            MarkerSpec::Srtcm { .. }
+            MarkerSpec::Srtcm {
+                mode: qstp_sim::ColorMode::Blind,
+                ..
+            }
         ));
+        assert!(matches!(
+            m("kind = \"srtcm\"\ncir = \"1M\"\ncbs = 3000\nebs = 0\nmode = \"aware\"").unwrap(),
+            MarkerSpec::Srtcm {
+                mode: qstp_sim::ColorMode::Aware,
+                ..
+            }
+        ));
+        assert_eq!(
+            m("kind = \"trtcm\"\ncir = \"1M\"\ncbs = 1\npir = \"2M\"\npbs = 1\nmode = \"deaf\"")
+                .unwrap_err()
+                .key,
+            "m.mode"
+        );
         assert!(matches!(
             m("kind = \"trtcm\"\ncir = \"1M\"\ncbs = 3000\npir = \"2M\"\npbs = 3000").unwrap(),
             MarkerSpec::Trtcm { .. }

@@ -373,7 +373,7 @@ fn one_rule_cases() -> Vec<OneRule> {
             old: queue_line,
             new: "queue = { kind = \"red\", limit = 50, curve = [20, 20, 0.0] }",
             change: |s| {
-                s.bottleneck.queue = QueueSpec::Red {
+                s.bottleneck_mut().unwrap().queue = QueueSpec::Red {
                     limit: 50,
                     params: RedParams {
                         min_th: 20.0,
@@ -396,6 +396,7 @@ fn one_rule_cases() -> Vec<OneRule> {
                     cir: Rate::from_kbps(100),
                     cbs: 3000,
                     ebs: 0,
+                    mode: qstp_sim::ColorMode::Blind,
                 })
             },
             refused_at: None,
@@ -407,7 +408,7 @@ fn one_rule_cases() -> Vec<OneRule> {
             old: queue_line,
             new: "queue = { kind = \"cbq\", classes = [{ name = \"a\", rate = \"300k\", groups = [\"A\"], limit = 50 }, { name = \"be\", rate = \"0bps\", borrow = true, limit = 50 }] }",
             change: |s| {
-                s.bottleneck.queue = QueueSpec::Cbq {
+                s.bottleneck_mut().unwrap().queue = QueueSpec::Cbq {
                     classes: vec![
                         CbqClass {
                             name: "a".into(),
@@ -433,7 +434,7 @@ fn one_rule_cases() -> Vec<OneRule> {
             old: queue_line,
             new: "queue = { kind = \"cbq\", classes = [{ name = \"a\", rate = \"300k\", groups = [\"A\"], limit = 50 }, { name = \"be\", rate = \"0bps\", limit = 50 }] }",
             change: |s| {
-                s.bottleneck.queue = QueueSpec::Cbq {
+                s.bottleneck_mut().unwrap().queue = QueueSpec::Cbq {
                     classes: vec![
                         CbqClass {
                             name: "a".into(),
@@ -489,7 +490,7 @@ fn one_rule_cases() -> Vec<OneRule> {
             what: "a queue of 100,001 packets",
             old: queue_line,
             new: "queue = { kind = \"droptail\", limit = 100001 }",
-            change: |s| s.bottleneck.queue = QueueSpec::DropTail { limit: 100_001 },
+            change: |s| s.bottleneck_mut().unwrap().queue = QueueSpec::DropTail { limit: 100_001 },
             refused_at: Some(("bottleneck.queue.limit", |e| {
                 matches!(e, SimError::Component { error: ComponentError::Queue(QueueSpecError::BadLimit { limit: 100_001, .. }), .. })
             })),
@@ -500,7 +501,7 @@ fn one_rule_cases() -> Vec<OneRule> {
             old: queue_line,
             new: "queue = { kind = \"red\", limit = 50, curve = [20, 60, 0.1] }",
             change: |s| {
-                s.bottleneck.queue = QueueSpec::Red {
+                s.bottleneck_mut().unwrap().queue = QueueSpec::Red {
                     limit: 50,
                     params: RedParams {
                         min_th: 20.0,
@@ -601,7 +602,7 @@ fn specs_of_the_repository_scenarios_survive_a_json_round_trip() {
                 .unwrap_or_else(|e| panic!("{}: {e}\n{json}", path.display()));
             assert_eq!(back, spec, "{}", path.display());
             let value: serde_json::Value = serde_json::from_str(&json).unwrap();
-            kinds.insert(value["bottleneck"]["queue"]["kind"].to_string());
+            kinds.insert(value["topology"]["bottleneck"]["queue"]["kind"].to_string());
             for g in value["groups"].as_array().unwrap() {
                 kinds.insert(g["protocol"]["kind"].to_string());
                 kinds.insert(g["marker"]["kind"].to_string());

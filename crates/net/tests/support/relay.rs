@@ -1,10 +1,20 @@
 //! A UDP relay between one client and one server that loses, duplicates, reorders, delays and
 //! rate-limits datagrams, seeded so a run can be repeated.
+//!
+//! The rate limit is the simulator's own link and drop-tail queue (`qstp_sim::network::Link`, a
+//! sans-IO port) driven on the wall clock, as a real-time forwarder drives it: the tests and the
+//! lab share one bottleneck model.
 
+use qstp_proto::{Rate, Time};
+use qstp_sim::ids::{AgentId, FlowId, LinkId, NodeId, PacketId};
+use qstp_sim::network::{Link, Offered, Packet, PacketStore, Payload, QueuedPacket};
+use qstp_sim::queue::DropTail;
+use qstp_sim::Color;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,7 +37,7 @@ pub struct Impairment {
     pub delay: Duration,
     /// Bottleneck rate in bit/s for client-to-server datagrams, `None` for no limit.
     pub rate_bps: Option<u64>,
-    /// Most bytes waiting at the bottleneck; more are dropped (drop-tail).
+    /// Bytes the bottleneck's drop-tail queue holds, counted in 1500-byte packets (at least one).
     pub queue_bytes: usize,
     /// Seed of the relay's random choices.
     pub seed: u64,
@@ -154,15 +164,111 @@ struct Direction {
 /// A datagram waiting for its release time; ties keep arrival order.
 type Scheduled = Reverse<(Instant, u64, Vec<u8>)>;
 
+/// The simulator's link and drop-tail queue on the wall clock, with the bytes of the datagrams
+/// it holds (it holds at most its queue, the one serialising and those propagating).
+struct Bottleneck {
+    link: Link,
+    store: PacketStore,
+    bytes: HashMap<PacketId, Vec<u8>>,
+    epoch: Instant,
+}
+
+impl Bottleneck {
+    fn new(rate_bps: u64, delay: Duration, queue_bytes: usize, seed: u64) -> Self {
+        let limit = (queue_bytes / 1500).max(1);
+        let link = Link::new(
+            LinkId(0),
+            NodeId(0),
+            NodeId(1),
+            Rate::from_bps(rate_bps),
+            qstp_proto::Duration::from_nanos(delay.as_nanos() as u64),
+            Box::new(DropTail::new(limit)),
+            None,
+            ChaCha8Rng::seed_from_u64(seed),
+        );
+        Bottleneck {
+            link,
+            store: PacketStore::new(),
+            bytes: HashMap::new(),
+            epoch: Instant::now(),
+        }
+    }
+
+    fn time(&self, at: Instant) -> Time {
+        Time::ZERO + qstp_proto::Duration::from_nanos((at - self.epoch).as_nanos() as u64)
+    }
+
+    fn instant(&self, at: Time) -> Instant {
+        self.epoch + Duration::from_nanos((at - Time::ZERO).as_nanos())
+    }
+
+    /// Offer a datagram at `now`; whether the queue took it.
+    fn offer(&mut self, now: Instant, datagram: &[u8]) -> bool {
+        let size = datagram.len() as u32;
+        let id = self.store.insert(Packet {
+            size,
+            flow: FlowId(0),
+            group: 0,
+            color: Color::Green,
+            sent: self.time(now),
+            source: AgentId(0),
+            destination: AgentId(1),
+            destination_node: NodeId(1),
+            payload: Payload::Udp,
+        });
+        let queued = QueuedPacket {
+            id,
+            size,
+            group: 0,
+            color: Color::Green,
+        };
+        self.bytes.insert(id, datagram.to_vec());
+        let now = self.time(now);
+        match self.link.offer(now, queued, &mut self.store) {
+            Offered::Dropped(_) => {
+                self.bytes.remove(&id);
+                false
+            }
+            Offered::Queued | Offered::Transmitting => true,
+        }
+    }
+
+    /// When the link next has work to do.
+    fn next(&self) -> Option<Instant> {
+        self.link.poll_timeout().map(|t| self.instant(t))
+    }
+
+    /// Do what is due by `now`; the datagrams that reached the far end, in order.
+    fn arrivals(&mut self, now: Instant) -> Vec<Vec<u8>> {
+        let now = self.time(now);
+        self.link.handle_timeout(now, &mut self.store);
+        while self.link.poll_transmit(now).is_some() {}
+        let mut out = Vec::new();
+        while let Some(id) = self.link.poll_arrival(now) {
+            self.store.remove(id);
+            out.extend(self.bytes.remove(&id));
+        }
+        out
+    }
+}
+
 impl Direction {
     async fn run(self) {
         let mut rng = StdRng::seed_from_u64(self.impairment.seed);
         let mut heap: BinaryHeap<Scheduled> = BinaryHeap::new();
         let mut sequence = 0u64;
-        let mut bottleneck_free = Instant::now();
+        let imp = self.impairment.clone();
+        let mut bottleneck = imp
+            .rate_bps
+            .map(|rate| Bottleneck::new(rate, imp.delay, imp.queue_bytes, imp.seed));
         let mut buf = vec![0u8; 65_536];
         loop {
-            let next_release = heap.peek().map(|Reverse((at, _, _))| *at);
+            let release = heap.peek().map(|Reverse((at, _, _))| *at);
+            let link = bottleneck.as_ref().and_then(Bottleneck::next);
+            let next_release = match (release, link) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             tokio::select! {
                 received = self.from.recv_from(&mut buf) => {
                     let Ok((len, source)) = received else { continue };
@@ -190,19 +296,22 @@ impl Direction {
                         1
                     };
                     let now = Instant::now();
-                    let mut release = now;
-                    if let Some(rate) = imp.rate_bps {
-                        // Drop-tail queue in front of a link of `rate` bit/s.
-                        let start = bottleneck_free.max(now);
-                        let backlog = (start - now).as_secs_f64() * rate as f64 / 8.0;
-                        if backlog + len as f64 > imp.queue_bytes as f64 {
-                            self.stats.queue_drops.fetch_add(1, Ordering::Relaxed);
-                            continue;
+                    if let Some(link) = bottleneck.as_mut() {
+                        // Rate and delay are the link's; reordering holds back what it delivers.
+                        // What was due to leave by now leaves before the new datagram queues.
+                        for datagram in link.arrivals(now) {
+                            sequence += 1;
+                            let release = held(&mut rng, imp, &self.stats, now);
+                            heap.push(Reverse((release, sequence, datagram)));
                         }
-                        bottleneck_free = start + Duration::from_secs_f64(len as f64 * 8.0 / rate as f64);
-                        release = bottleneck_free;
+                        for _ in 0..copies {
+                            if !link.offer(now, &buf[..len]) {
+                                self.stats.queue_drops.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        continue;
                     }
-                    release += imp.delay;
+                    let mut release = now + imp.delay;
                     if rng.gen_bool(imp.reorder) {
                         self.stats.reordered.fetch_add(1, Ordering::Relaxed);
                         release += imp.reorder_delay;
@@ -214,6 +323,13 @@ impl Direction {
                 }
                 () = sleep_until(next_release) => {
                     let now = Instant::now();
+                    if let Some(link) = bottleneck.as_mut() {
+                        for datagram in link.arrivals(now) {
+                            sequence += 1;
+                            let release = held(&mut rng, &imp, &self.stats, now);
+                            heap.push(Reverse((release, sequence, datagram)));
+                        }
+                    }
                     while heap.peek().is_some_and(|Reverse((at, _, _))| *at <= now) {
                         let Reverse((_, _, datagram)) = heap.pop().unwrap();
                         if self.blackhole.load(Ordering::Relaxed) {
@@ -248,6 +364,16 @@ pub fn big_socket() -> UdpSocket {
         .unwrap();
     socket.set_nonblocking(true).unwrap();
     UdpSocket::from_std(socket.into()).unwrap()
+}
+
+/// When a datagram the bottleneck delivered at `now` leaves: now, or later if it is reordered.
+fn held(rng: &mut StdRng, imp: &Impairment, stats: &RelayStats, now: Instant) -> Instant {
+    if rng.gen_bool(imp.reorder) {
+        stats.reordered.fetch_add(1, Ordering::Relaxed);
+        now + imp.reorder_delay
+    } else {
+        now
+    }
 }
 
 async fn sleep_until(at: Option<Instant>) {

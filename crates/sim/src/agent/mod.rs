@@ -9,12 +9,12 @@ pub mod qstp;
 pub mod tcp;
 pub mod udp;
 
+use crate::color::Color;
 use crate::engine::Scheduler;
 use crate::event::Event;
 use crate::ids::{AgentId, FlowId, NodeId};
 use crate::network::{Network, Packet, Payload};
 use crate::record::Recorder;
-use crate::spec::Color;
 use qstp_proto::Time;
 
 /// Bytes of IPv4 and UDP headers around a datagram.

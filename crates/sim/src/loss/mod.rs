@@ -9,7 +9,8 @@ mod gilbert_elliott;
 pub use bernoulli::Bernoulli;
 pub use gilbert_elliott::GilbertElliott;
 
-/// A link's random loss.
+/// A link's random loss (`Send`, so that a real-time forwarder can run it on a thread of its
+/// own).
 pub trait LossModel: Send {
     /// Whether the next packet is lost; `rng` is the link's own random stream.
     fn lose(&mut self, rng: &mut dyn RngCore) -> bool;

@@ -1,8 +1,15 @@
 //! Edge markers: two-colour token bucket, srTCM (RFC 2697), trTCM (RFC 2698), TSW two- and
-//! three-colour (RFC 2859). Each colours the packets of one group's aggregate; a marker that draws
-//! random numbers is given its own random stream.
+//! three-colour (RFC 2859). Each conditions the packets of one class's aggregate; a marker that
+//! draws random numbers is given its own random stream.
+//!
+//! A marker sees the colour a packet arrives with and returns a [`Verdict`]: pass it on with a
+//! colour, or drop it. The markers here pass every packet; srTCM and trTCM run colour-blind by
+//! default and colour-aware when their spec says so ([`ColorMode`]). A policer (one that drops
+//! out-of-profile packets, such as an ATM GCRA policer tagging or discarding cells) is a marker
+//! that returns [`Verdict::Drop`].
 
-use crate::spec::{Color, MarkerSpec};
+use crate::color::Color;
+use crate::spec::MarkerSpec;
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
 
@@ -17,10 +24,51 @@ pub use token_bucket::TokenBucketMarker;
 pub use trtcm::Trtcm;
 pub use tsw::{Tsw2, Tsw3, TswRateEstimator};
 
-/// An edge marker.
+/// What a marker decides for one packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// Forward the packet with this colour.
+    Pass(Color),
+    /// Discard the packet (a policer's out-of-profile action).
+    Drop,
+}
+
+impl Verdict {
+    /// The colour of a passed packet; `None` for a drop.
+    pub fn color(self) -> Option<Color> {
+        match self {
+            Verdict::Pass(color) => Some(color),
+            Verdict::Drop => None,
+        }
+    }
+}
+
+/// Whether a meter looks at the colour a packet arrives with.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum ColorMode {
+    /// RFC 2697 §3 / RFC 2698 §3 colour-blind: the incoming colour is ignored.
+    #[default]
+    Blind,
+    /// RFC 2697 §3 / RFC 2698 §3 colour-aware: a packet pre-coloured yellow or red is never
+    /// promoted to a better colour.
+    Aware,
+}
+
+/// An edge conditioner's meter and marker (or policer); `Send`, so that a real-time forwarder
+/// can run it on a thread of its own.
 pub trait Marker: Send {
-    /// Colour a packet of `size` bytes arriving at `now`.
-    fn mark(&mut self, now: Time, size: usize, rng: &mut dyn RngCore) -> Color;
+    /// Decide for a packet of `size` bytes arriving at `now` coloured `incoming` (red, best
+    /// effort, unless an upstream marker coloured it): pass it with a colour, or drop it.
+    fn condition(
+        &mut self,
+        now: Time,
+        size: usize,
+        incoming: Color,
+        rng: &mut dyn RngCore,
+    ) -> Verdict;
 }
 
 /// Why a marker description was refused.
@@ -77,7 +125,7 @@ pub fn validate(spec: &MarkerSpec) -> Result<(), MarkerSpecError> {
                 return Err(ZeroBurst("bucket"));
             }
         }
-        MarkerSpec::Srtcm { cir, cbs, ebs } => {
+        MarkerSpec::Srtcm { cir, cbs, ebs, .. } => {
             if cir.is_zero() {
                 return Err(ZeroRate("cir"));
             }
@@ -87,7 +135,9 @@ pub fn validate(spec: &MarkerSpec) -> Result<(), MarkerSpecError> {
                 return Err(ZeroBurst("cbs"));
             }
         }
-        MarkerSpec::Trtcm { cir, cbs, pir, pbs } => {
+        MarkerSpec::Trtcm {
+            cir, cbs, pir, pbs, ..
+        } => {
             if cir.is_zero() {
                 return Err(ZeroRate("cir"));
             }
@@ -131,8 +181,19 @@ pub fn validate(spec: &MarkerSpec) -> Result<(), MarkerSpecError> {
 pub fn build(spec: &MarkerSpec) -> Box<dyn Marker> {
     match *spec {
         MarkerSpec::TokenBucket { rate, bucket } => Box::new(TokenBucketMarker::new(rate, bucket)),
-        MarkerSpec::Srtcm { cir, cbs, ebs } => Box::new(Srtcm::new(cir, cbs, ebs)),
-        MarkerSpec::Trtcm { cir, cbs, pir, pbs } => Box::new(Trtcm::new(cir, cbs, pir, pbs)),
+        MarkerSpec::Srtcm {
+            cir,
+            cbs,
+            ebs,
+            mode,
+        } => Box::new(Srtcm::new(cir, cbs, ebs).with_mode(mode)),
+        MarkerSpec::Trtcm {
+            cir,
+            cbs,
+            pir,
+            pbs,
+            mode,
+        } => Box::new(Trtcm::new(cir, cbs, pir, pbs).with_mode(mode)),
         MarkerSpec::Tsw2 { cir, window } => Box::new(Tsw2::new(cir, window)),
         MarkerSpec::Tsw3 { cir, pir, window } => Box::new(Tsw3::new(cir, pir, window)),
     }
@@ -172,7 +233,8 @@ mod tests {
             validate(&MarkerSpec::Srtcm {
                 cir: k(100),
                 cbs: 0,
-                ebs: 0
+                ebs: 0,
+                mode: ColorMode::Blind,
             }),
             Err(MarkerSpecError::ZeroBurst("cbs"))
         );
@@ -181,7 +243,8 @@ mod tests {
                 cir: k(200),
                 cbs: 1,
                 pir: k(100),
-                pbs: 1
+                pbs: 1,
+                mode: ColorMode::Aware,
             }),
             Err(MarkerSpecError::PeakBelowCommitted {
                 cir: k(200),
@@ -193,7 +256,8 @@ mod tests {
             MarkerSpec::Srtcm {
                 cir: k(100),
                 cbs: 3000,
-                ebs: 0
+                ebs: 0,
+                mode: ColorMode::Blind,
             }
             .validate(),
             Ok(())
@@ -219,12 +283,14 @@ mod tests {
                 cir: Rate::ZERO,
                 cbs: 0,
                 ebs: 0,
+                mode: ColorMode::Aware,
             },
             MarkerSpec::Trtcm {
                 cir: Rate::MAX,
                 cbs: 0,
                 pir: Rate::ZERO,
                 pbs: 0,
+                mode: ColorMode::Aware,
             },
             MarkerSpec::Tsw2 {
                 cir: Rate::ZERO,
@@ -237,8 +303,8 @@ mod tests {
             },
         ] {
             let mut m = build(&spec);
-            for i in 0..10 {
-                m.mark(Time::from_nanos(i), 1500, &mut rng);
+            for (i, incoming) in (0..12).zip([Color::Green, Color::Yellow, Color::Red].repeat(4)) {
+                m.condition(Time::from_nanos(i), 1500, incoming, &mut rng);
             }
         }
     }

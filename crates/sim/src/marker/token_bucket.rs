@@ -1,8 +1,8 @@
 //! Two-colour token bucket marker: in profile while tokens last.
 
 use super::bucket::{Bucket, Refill};
-use super::Marker;
-use crate::spec::Color;
+use super::{Marker, Verdict};
+use crate::color::Color;
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
 
@@ -29,7 +29,21 @@ impl TokenBucketMarker {
 }
 
 impl Marker for TokenBucketMarker {
-    fn mark(&mut self, now: Time, size: usize, _rng: &mut dyn RngCore) -> Color {
+    /// Colour-blind: the incoming colour is ignored; every packet passes.
+    fn condition(
+        &mut self,
+        now: Time,
+        size: usize,
+        _incoming: Color,
+        _rng: &mut dyn RngCore,
+    ) -> Verdict {
+        Verdict::Pass(self.mark(now, size))
+    }
+}
+
+impl TokenBucketMarker {
+    /// Meter a packet of `size` bytes arriving at `now` and colour it.
+    pub fn mark(&mut self, now: Time, size: usize) -> Color {
         self.bucket.fill(self.refill.since_last(now));
         if self.bucket.has(size) {
             self.bucket.take(size);
@@ -44,19 +58,16 @@ impl Marker for TokenBucketMarker {
 mod tests {
     use super::*;
     use qstp_proto::Duration;
-    use rand::SeedableRng;
-    use rand_chacha::ChaCha8Rng;
 
     #[test]
     fn twice_the_rate_is_half_green() {
         // 1000 kbit/s of 1000-byte packets (one every 8 ms) into a 500 kbit/s bucket.
-        let mut rng = ChaCha8Rng::seed_from_u64(0);
         let mut m = TokenBucketMarker::new(Rate::from_kbps(500), 10_000);
         let n = 100_000u64;
         let green = (0..n)
             .filter(|i| {
                 let now = Time::ZERO + Duration::from_millis(8) * *i;
-                m.mark(now, 1000, &mut rng) == Color::Green
+                m.mark(now, 1000) == Color::Green
             })
             .count() as u64;
         // Each packet drains 1000 B and brings back 500 B: the full 10 kB bucket gives 19 greens in
@@ -70,9 +81,8 @@ mod tests {
 
     #[test]
     fn burst_is_bounded_by_the_bucket() {
-        let mut rng = ChaCha8Rng::seed_from_u64(0);
         let mut m = TokenBucketMarker::new(Rate::from_kbps(100), 4_500);
-        let colours: Vec<Color> = (0..5).map(|_| m.mark(Time::ZERO, 1500, &mut rng)).collect();
+        let colours: Vec<Color> = (0..5).map(|_| m.mark(Time::ZERO, 1500)).collect();
         assert_eq!(
             colours,
             [
@@ -85,8 +95,8 @@ mod tests {
         );
         // 1500 bytes at 100 kbit/s take 120 ms to come back.
         let t = Time::ZERO + Duration::from_millis(119);
-        assert_eq!(m.mark(t, 1500, &mut rng), Color::Red);
+        assert_eq!(m.mark(t, 1500), Color::Red);
         let t = Time::ZERO + Duration::from_millis(120);
-        assert_eq!(m.mark(t, 1500, &mut rng), Color::Green);
+        assert_eq!(m.mark(t, 1500), Color::Green);
     }
 }

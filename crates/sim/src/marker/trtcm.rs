@@ -1,8 +1,8 @@
-//! Two rate three colour marker, RFC 2698, colour-blind mode.
+//! Two rate three colour marker, RFC 2698, in colour-blind or colour-aware mode.
 
 use super::bucket::{Bucket, Refill};
-use super::Marker;
-use crate::spec::Color;
+use super::{ColorMode, Marker, Verdict};
+use crate::color::Color;
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
 
@@ -13,6 +13,7 @@ pub struct Trtcm {
     peak: Bucket,
     committed_refill: Refill,
     committed: Bucket,
+    mode: ColorMode,
 }
 
 impl Trtcm {
@@ -24,19 +25,31 @@ impl Trtcm {
             peak: Bucket::full(pbs),
             committed_refill: Refill::new(cir),
             committed: Bucket::full(cbs),
+            mode: ColorMode::Blind,
         }
     }
-}
 
-impl Marker for Trtcm {
-    fn mark(&mut self, now: Time, size: usize, _rng: &mut dyn RngCore) -> Color {
+    /// The same marker in colour mode `mode` (colour-blind unless told otherwise).
+    pub fn with_mode(mut self, mode: ColorMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Meter a packet of `size` bytes arriving at `now` coloured `incoming` (ignored in
+    /// colour-blind mode) and colour it.
+    pub fn mark(&mut self, now: Time, size: usize, incoming: Color) -> Color {
         // RFC 2698 §3.1: each bucket grows at its rate up to its burst size.
         self.peak.fill(self.peak_refill.since_last(now));
         self.committed.fill(self.committed_refill.since_last(now));
-        // RFC 2698 §3.2, colour-blind mode.
-        if !self.peak.has(size) {
+        // RFC 2698 §3.2: colour-blind, every packet is metered as if green; colour-aware, a
+        // packet pre-coloured red stays red and a yellow one never becomes green.
+        let incoming = match self.mode {
+            ColorMode::Blind => Color::Green,
+            ColorMode::Aware => incoming,
+        };
+        if incoming == Color::Red || !self.peak.has(size) {
             Color::Red
-        } else if !self.committed.has(size) {
+        } else if incoming == Color::Yellow || !self.committed.has(size) {
             self.peak.take(size);
             Color::Yellow
         } else {
@@ -44,6 +57,18 @@ impl Marker for Trtcm {
             self.committed.take(size);
             Color::Green
         }
+    }
+}
+
+impl Marker for Trtcm {
+    fn condition(
+        &mut self,
+        now: Time,
+        size: usize,
+        incoming: Color,
+        _rng: &mut dyn RngCore,
+    ) -> Verdict {
+        Verdict::Pass(self.mark(now, size, incoming))
     }
 }
 
@@ -61,7 +86,8 @@ mod tests {
         // CIR 1000 B/s, CBS 1000 B; PIR 2000 B/s, PBS 2000 B; packets of 500 B.
         let mut rng = ChaCha8Rng::seed_from_u64(0);
         let mut m = Trtcm::new(Rate::from_bps(8_000), 1_000, Rate::from_bps(16_000), 2_000);
-        let mut mark = |ms| m.mark(at(ms), 500, &mut rng);
+        // Colour-blind: the incoming colour (red here, best effort) does not matter.
+        let mut mark = |ms| m.condition(at(ms), 500, Red, &mut rng).color().unwrap();
         // Two green (C empties, P 2000 -> 1000), two yellow (P -> 0), then red.
         assert_eq!(
             [mark(0), mark(0), mark(0), mark(0), mark(0)],
@@ -78,16 +104,38 @@ mod tests {
     #[test]
     fn long_run_shares_follow_the_two_rates() {
         // 3000 B/s offered against CIR 1000 B/s and PIR 2000 B/s: 1/3 green, 1/3 yellow, 1/3 red.
-        let mut rng = ChaCha8Rng::seed_from_u64(0);
         // Buckets deeper than a packet, so that no token is lost to the cap in steady state.
         let mut m = Trtcm::new(Rate::from_bps(8_000), 3_000, Rate::from_bps(16_000), 3_000);
         let mut counts = [0u32; 3];
         for i in 0..30_000u64 {
             let now = Time::ZERO + Duration::from_micros(333_334) * i;
-            counts[m.mark(now, 1000, &mut rng) as usize] += 1;
+            counts[m.mark(now, 1000, Green) as usize] += 1;
         }
         for c in counts {
             assert!(c.abs_diff(10_000) < 50, "{counts:?}");
         }
+    }
+
+    #[test]
+    fn colour_aware_never_promotes() {
+        // CIR 1000 B/s, CBS 1000 B; PIR 2000 B/s, PBS 2000 B; packets of 500 B, buckets full.
+        let blind = Trtcm::new(Rate::from_bps(8_000), 1_000, Rate::from_bps(16_000), 2_000);
+        let aware = blind.clone().with_mode(ColorMode::Aware);
+        // Colour-blind: a red packet is green while both buckets hold tokens.
+        let mut m = blind;
+        assert_eq!(m.mark(at(0), 500, Red), Green);
+        // RFC 2698 §3.2 colour-aware: red stays red and takes no token.
+        let mut m = aware;
+        assert_eq!(m.mark(at(0), 500, Red), Red);
+        // Yellow stays yellow while P lasts, taking only P tokens (C stays full).
+        assert_eq!(m.mark(at(0), 500, Yellow), Yellow);
+        assert_eq!(m.mark(at(0), 500, Yellow), Yellow);
+        // P holds 1000 B, C 1000 B: green packets are green and take from both.
+        assert_eq!(m.mark(at(0), 500, Green), Green);
+        assert_eq!(m.mark(at(0), 500, Green), Green);
+        // P is empty: even a green packet is red.
+        assert_eq!(m.mark(at(0), 500, Green), Red);
+        // 250 ms later P holds 500 B and C 250 B: a green packet is demoted to yellow.
+        assert_eq!(m.mark(at(250), 500, Green), Yellow);
     }
 }

@@ -1,8 +1,8 @@
 //! Time sliding window markers, RFC 2859: a rate estimator and its two- and three-colour markers.
 
-use super::Marker;
+use super::{Marker, Verdict};
+use crate::color::Color;
 use crate::loss::uniform;
-use crate::spec::Color;
 use qstp_proto::{Duration, Rate, Time};
 use rand::RngCore;
 
@@ -69,7 +69,21 @@ impl Tsw2 {
 }
 
 impl Marker for Tsw2 {
-    fn mark(&mut self, now: Time, size: usize, rng: &mut dyn RngCore) -> Color {
+    /// Colour-blind: the incoming colour is ignored; every packet passes.
+    fn condition(
+        &mut self,
+        now: Time,
+        size: usize,
+        _incoming: Color,
+        rng: &mut dyn RngCore,
+    ) -> Verdict {
+        Verdict::Pass(self.mark(now, size, rng))
+    }
+}
+
+impl Tsw2 {
+    /// Meter a packet of `size` bytes arriving at `now` and colour it.
+    pub fn mark(&mut self, now: Time, size: usize, rng: &mut dyn RngCore) -> Color {
         let avg = self.estimator.update(now, size);
         // RFC 2859 §2.2 with the peak rate left out: P0 = (AVG_RATE - CTR) / AVG_RATE.
         if avg <= self.ctr {
@@ -105,7 +119,21 @@ impl Tsw3 {
 }
 
 impl Marker for Tsw3 {
-    fn mark(&mut self, now: Time, size: usize, rng: &mut dyn RngCore) -> Color {
+    /// Colour-blind: the incoming colour is ignored; every packet passes.
+    fn condition(
+        &mut self,
+        now: Time,
+        size: usize,
+        _incoming: Color,
+        rng: &mut dyn RngCore,
+    ) -> Verdict {
+        Verdict::Pass(self.mark(now, size, rng))
+    }
+}
+
+impl Tsw3 {
+    /// Meter a packet of `size` bytes arriving at `now` and colour it.
+    pub fn mark(&mut self, now: Time, size: usize, rng: &mut dyn RngCore) -> Color {
         let avg = self.estimator.update(now, size);
         let draw = uniform(rng);
         // RFC 2859 §2.2.
@@ -145,7 +173,8 @@ mod tests {
         let gap = Rate::from_kbps(kbps).transmit_time(1000);
         let mut counts = [0u64; 3];
         for i in 0..packets {
-            counts[marker.mark(Time::ZERO + gap * i, 1000, &mut rng) as usize] += 1;
+            let verdict = marker.condition(Time::ZERO + gap * i, 1000, Color::Red, &mut rng);
+            counts[verdict.color().expect("markers pass every packet") as usize] += 1;
         }
         counts.map(|c| c as f64 / packets as f64)
     }

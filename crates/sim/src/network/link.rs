@@ -9,8 +9,12 @@
 //! whose propagation delay elapsed). A driver that must order the two kinds of work against other
 //! work at equal instants (the simulator does) can ask for each on its own:
 //! [`Link::next_ready`] and [`Link::next_arrival`].
+//!
+//! A [`QueueObserver`] set with [`Link::set_observer`] sees every event at the link's queue (a
+//! packet queued, taken for transmission, or dropped and why): what a pcap writer of drops or a
+//! queue-length series hangs on. Without one the link pays one branch per event.
 
-use super::packet::{PacketStore, QueuedPacket};
+use super::packet::{Packet, PacketStore, QueuedPacket};
 use crate::ids::{LinkId, NodeId, PacketId};
 use crate::loss::LossModel;
 use crate::queue::{Dequeue, DropKind, QueueDiscipline};
@@ -44,6 +48,31 @@ pub enum Offered {
     Dropped(DropKind),
     /// The link was idle: a packet (this one, unless the queue reorders) started serialising.
     Transmitting,
+}
+
+/// What happened at a link's queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueEvent {
+    /// The queue accepted the packet.
+    Enqueued,
+    /// The queue let the packet go: its serialisation starts.
+    Dequeued,
+    /// The queue refused the packet, for this reason; it is discarded after the observer saw it.
+    Dropped(DropKind),
+}
+
+/// Sees every event at a link's queue, as it happens.
+pub trait QueueObserver: Send {
+    /// At `now`, `event` happened to the packet `id` (`packet`); the queue then holds
+    /// `queue_len` packets.
+    fn observe(
+        &mut self,
+        now: Time,
+        event: QueueEvent,
+        id: PacketId,
+        packet: &Packet,
+        queue_len: usize,
+    );
 }
 
 /// A packet whose serialisation ended.
@@ -99,6 +128,8 @@ pub struct Link {
     pub stats: LinkStats,
     /// The packet capture on this link, if any.
     pub tap: Option<Box<crate::capture::Tap>>,
+    /// Who watches the queue's events, if anyone.
+    observer: Option<Box<dyn QueueObserver>>,
 }
 
 impl std::fmt::Debug for Link {
@@ -145,18 +176,47 @@ impl Link {
             last_transmit: (0, Duration::ZERO),
             stats: LinkStats::default(),
             tap: None,
+            observer: None,
         }
     }
 
+    /// Let `observer` see every later event at this link's queue (replacing any observer);
+    /// `None` removes it.
+    pub fn set_observer(&mut self, observer: Option<Box<dyn QueueObserver>>) {
+        self.observer = observer;
+    }
+
+    /// Take the observer back (to read what it gathered).
+    pub fn take_observer(&mut self) -> Option<Box<dyn QueueObserver>> {
+        self.observer.take()
+    }
+
     /// Offer a packet to the link's queue at `now`; a refused packet is discarded from `store`.
+    /// A driver on a real clock calls [`Link::handle_timeout`] first, so that the packets due to
+    /// leave by `now` have left the queue.
     pub fn offer(&mut self, now: Time, packet: QueuedPacket, store: &mut PacketStore) -> Offered {
         if let Err((refused, kind)) = self.queue.enqueue(now, packet, &mut self.rng) {
             match kind {
                 DropKind::Overflow => self.stats.overflow_drops += 1,
                 DropKind::Early => self.stats.early_drops += 1,
             }
+            if let Some(observer) = self.observer.as_deref_mut() {
+                let event = QueueEvent::Dropped(kind);
+                let len = self.queue.len();
+                observer.observe(now, event, refused.id, store.get(refused.id), len);
+            }
             store.discard(refused.id);
             return Offered::Dropped(kind);
+        }
+        if let Some(observer) = self.observer.as_deref_mut() {
+            let len = self.queue.len();
+            observer.observe(
+                now,
+                QueueEvent::Enqueued,
+                packet.id,
+                store.get(packet.id),
+                len,
+            );
         }
         if self.ready_at.is_some() {
             return Offered::Queued;
@@ -191,12 +251,26 @@ impl Link {
         self.in_flight.front().map(|&(at, _)| at)
     }
 
-    /// Do what is due at `now` on the sending side: if the link is ready, start serialising the
-    /// next queued packet (or learn how long the queue makes it wait).
+    /// Do what is due by `now` on the sending side: if the link is ready, start serialising the
+    /// next queued packet (or learn how long the queue makes it wait). A driver that wakes late
+    /// (a real-time forwarder on a coarse timer) catches up: each packet starts at the instant it
+    /// was due, not at `now`, so the link keeps its rate and its packets their schedule. The
+    /// simulator calls it exactly when due, and then it starts one packet.
     pub fn handle_timeout(&mut self, now: Time, store: &mut PacketStore) {
-        if self.ready_at.is_some_and(|at| at <= now) {
+        let Some(mut at) = self.ready_at.filter(|&at| at <= now) else {
+            return;
+        };
+        loop {
             self.ready_at = None;
-            self.send_next(now, store);
+            if !self.send_next(at, store) {
+                return;
+            }
+            // Continue only for packets that were due strictly before `now`: one due at `now`
+            // itself is the driver's next timeout, which keeps the simulator's event order.
+            match self.ready_at {
+                Some(next) if next < now => at = next,
+                _ => return,
+            }
         }
     }
 
@@ -229,6 +303,16 @@ impl Link {
     fn send_next(&mut self, now: Time, store: &mut PacketStore) -> bool {
         match self.queue.dequeue(now, self.rate) {
             Dequeue::Packet(packet) => {
+                if let Some(observer) = self.observer.as_deref_mut() {
+                    let len = self.queue.len();
+                    observer.observe(
+                        now,
+                        QueueEvent::Dequeued,
+                        packet.id,
+                        store.get(packet.id),
+                        len,
+                    );
+                }
                 if let Some(tap) = self.tap.as_deref_mut() {
                     tap.record(now, store.get(packet.id));
                 }
@@ -281,10 +365,10 @@ impl Link {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::color::Color;
     use crate::ids::{AgentId, FlowId};
     use crate::network::{Packet, Payload};
     use crate::queue::DropTail;
-    use crate::spec::Color;
     use rand::SeedableRng;
 
     fn packet(store: &mut PacketStore, size: u32) -> QueuedPacket {
@@ -433,5 +517,110 @@ mod tests {
             "late polls still deliver"
         );
         assert_eq!(link.poll_timeout(), None);
+    }
+
+    /// One observed event: `(time, event, packet, queue length, colour)`.
+    type Seen = (Time, QueueEvent, PacketId, usize, Color);
+
+    /// Logs what it sees.
+    struct Log(std::sync::Arc<std::sync::Mutex<Vec<Seen>>>);
+
+    impl QueueObserver for Log {
+        fn observe(&mut self, now: Time, event: QueueEvent, id: PacketId, p: &Packet, len: usize) {
+            self.0.lock().unwrap().push((now, event, id, len, p.color));
+        }
+    }
+
+    #[test]
+    fn an_observer_sees_every_enqueue_dequeue_and_drop() {
+        let mut store = PacketStore::default();
+        let mut link = Link::new(
+            LinkId(0),
+            NodeId(0),
+            NodeId(1),
+            Rate::from_mbps(1),
+            Duration::from_millis(10),
+            Box::new(DropTail::new(2)),
+            None,
+            ChaCha8Rng::seed_from_u64(1),
+        );
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        link.set_observer(Some(Box::new(Log(seen.clone()))));
+        // Four 1000-byte packets at 0 (8 ms each at 1 Mbit/s): the first goes on the wire at
+        // once, two wait, the fourth overflows the two-packet queue.
+        let ids: Vec<PacketId> = (0..4)
+            .map(|_| {
+                let p = packet(&mut store, 1000);
+                link.offer(ms(0), p, &mut store);
+                p.id
+            })
+            .collect();
+        for at in [8, 16] {
+            link.handle_timeout(ms(at), &mut store);
+        }
+        use QueueEvent::*;
+        let green = Color::Green;
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![
+                (ms(0), Enqueued, ids[0], 1, green),
+                (ms(0), Dequeued, ids[0], 0, green),
+                (ms(0), Enqueued, ids[1], 1, green),
+                (ms(0), Enqueued, ids[2], 2, green),
+                (ms(0), Dropped(DropKind::Overflow), ids[3], 2, green),
+                (ms(8), Dequeued, ids[1], 1, green),
+                (ms(16), Dequeued, ids[2], 0, green),
+            ]
+        );
+        // The observer saw the dropped packet before the link discarded it.
+        assert_eq!(store.live(), 3);
+        // Without an observer nothing more is logged.
+        assert!(link.take_observer().is_some());
+        let p = packet(&mut store, 1000);
+        link.offer(ms(30), p, &mut store);
+        assert_eq!(seen.lock().unwrap().len(), 7);
+    }
+
+    /// A driver that wakes late (a coarse real-time timer) still gets the link's rate: each
+    /// waiting packet starts at the instant it was due, and arrives one delay after it ends.
+    #[test]
+    fn a_late_driver_catches_up_on_the_schedule() {
+        let mut store = PacketStore::default();
+        let mut link = Link::new(
+            LinkId(0),
+            NodeId(0),
+            NodeId(1),
+            Rate::from_mbps(1),
+            Duration::from_millis(10),
+            Box::new(DropTail::new(10)),
+            None,
+            ChaCha8Rng::seed_from_u64(1),
+        );
+        let ids: Vec<PacketId> = (0..4)
+            .map(|_| {
+                let p = packet(&mut store, 1000);
+                link.offer(ms(0), p, &mut store);
+                p.id
+            })
+            .collect();
+        // 8 ms per packet: due at 8, 16 and 24 ms. Woken only at 20 ms: the second and third
+        // start at 8 and 16, the fourth (due at 24) waits for its own timeout.
+        link.handle_timeout(ms(20), &mut store);
+        assert_eq!(link.next_ready(), Some(ms(24)));
+        let mut starts = Vec::new();
+        while let Some(d) = link.poll_transmit(ms(24)) {
+            starts.push((d.packet, d.started));
+        }
+        assert_eq!(
+            starts,
+            [(ids[1], ms(8)), (ids[2], ms(16))],
+            "the last two kept"
+        );
+        let mut arrivals = Vec::new();
+        while let Some(p) = link.poll_arrival(ms(40)) {
+            arrivals.push(p);
+        }
+        assert_eq!(arrivals, ids[..3], "18, 26 and 34 ms");
+        assert_eq!(link.poll_timeout(), Some(ms(24)));
     }
 }

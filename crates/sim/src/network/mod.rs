@@ -3,7 +3,7 @@
 //!
 //! Each [`Link`] is a sans-IO port (offer, poll for timeouts, handle them, collect departures and
 //! arrivals) that knows nothing of the engine, so a real-time forwarder can drive it too. Here the
-//! network drives it on the engine: each link has at most one `LinkReady` and one `Arrive` event
+//! network drives it on the engine: each link has at most one `LinkSend` and one `LinkArrive` timer
 //! pending, armed from [`Link::next_ready`] and [`Link::next_arrival`] at the moment the link
 //! creates that work, which keeps the engine's (time, insertion) order of the per-packet events.
 
@@ -11,14 +11,15 @@ pub mod link;
 pub mod node;
 pub mod packet;
 
-pub use link::{Departure, Link, LinkStats, Offered};
+pub use link::{Departure, Link, LinkStats, Offered, QueueEvent, QueueObserver};
 pub use node::{Conditioner, Node, NodeKind};
 pub use packet::{Packet, PacketStore, Payload, QueuedPacket};
 
 use crate::engine::Scheduler;
-use crate::event::Event;
+use crate::event::{ComponentId, Event};
 use crate::ids::{AgentId, LinkId, NodeId, PacketId};
 use crate::loss::LossModel;
+use crate::marker::Verdict;
 use crate::queue::QueueDiscipline;
 use qstp_proto::{Duration, Rate, Time};
 use rand_chacha::ChaCha8Rng;
@@ -36,9 +37,9 @@ impl std::fmt::Debug for Network {
 /// Which of a link's two engine events are pending.
 #[derive(Debug, Clone, Copy, Default)]
 struct Armed {
-    /// A `LinkReady` at [`Link::next_ready`].
+    /// A `LinkSend` timer at [`Link::next_ready`].
     ready: bool,
-    /// An `Arrive` at [`Link::next_arrival`].
+    /// A `LinkArrive` timer at [`Link::next_arrival`].
     arrival: bool,
 }
 
@@ -53,6 +54,8 @@ pub struct Network {
     pub packets: PacketStore,
     /// Packets dropped because a node had no route to their destination.
     pub unroutable: u64,
+    /// Packets dropped by edge policers (each node counts its own: [`Node::policed`]).
+    pub policed: u64,
 }
 
 impl Network {
@@ -178,7 +181,7 @@ impl Network {
         self.forward(now, at, id, events)
     }
 
-    /// A link's `Arrive` event fired: the packet at the head of its pipe reached the far end;
+    /// A link's `LinkArrive` timer fired: the packet at the head of its pipe reached the far end;
     /// returns the agent it is for if it has arrived.
     pub fn on_arrive(
         &mut self,
@@ -190,13 +193,13 @@ impl Network {
         let l = &mut self.links[link.index()];
         let packet = l
             .poll_arrival(now)
-            .expect("an Arrive event has a packet arriving");
+            .expect("a LinkArrive timer has a packet arriving");
         let at = l.to;
         self.arm(link, events);
         self.forward(now, at, packet, events)
     }
 
-    /// A link's `LinkReady` event fired.
+    /// A link's `LinkSend` timer fired.
     pub fn on_link_ready(&mut self, now: Time, link: LinkId, events: &mut Scheduler<Event>) {
         self.armed[link.index()].ready = false;
         self.links[link.index()].handle_timeout(now, &mut self.packets);
@@ -211,18 +214,19 @@ impl Network {
         if !armed.arrival {
             if let Some(at) = l.next_arrival() {
                 armed.arrival = true;
-                events.schedule(at, Event::Arrive(link));
+                events.schedule(at, Event::Timer(ComponentId::LinkArrive(link)));
             }
         }
         if !armed.ready {
             if let Some(at) = l.next_ready() {
                 armed.ready = true;
-                events.schedule(at, Event::LinkReady(link));
+                events.schedule(at, Event::Timer(ComponentId::LinkSend(link)));
             }
         }
     }
 
-    /// Pass a packet at node `at` on towards its destination, marking it at edge routers.
+    /// Pass a packet at node `at` on towards its destination, marking (or policing) it at edge
+    /// routers.
     fn forward(
         &mut self,
         now: Time,
@@ -240,8 +244,14 @@ impl Network {
             self.packets.discard(id);
             return None;
         };
-        if let Some(color) = node.condition(now, packet.group, packet.size, out) {
-            packet.color = color;
+        match node.condition(now, &packet.meta(), packet.size, packet.color, out) {
+            Some(Verdict::Pass(color)) => packet.color = color,
+            Some(Verdict::Drop) => {
+                self.policed += 1;
+                self.packets.discard(id);
+                return None;
+            }
+            None => {}
         }
         let queued = QueuedPacket {
             id,
@@ -258,10 +268,11 @@ impl Network {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::color::Color;
     use crate::ids::FlowId;
     use crate::marker::Marker;
+    use crate::queue::CodePointCounters;
     use crate::queue::{Dequeue, DropKind};
-    use crate::spec::{CodePointCounters, Color};
     use rand::{RngCore, SeedableRng};
 
     /// A test FIFO.
@@ -298,8 +309,27 @@ mod tests {
     struct AllGreen;
 
     impl Marker for AllGreen {
-        fn mark(&mut self, _: Time, _: usize, _: &mut dyn RngCore) -> Color {
-            Color::Green
+        fn condition(&mut self, _: Time, _: usize, _: Color, _: &mut dyn RngCore) -> Verdict {
+            Verdict::Pass(Color::Green)
+        }
+    }
+
+    /// A policer passing `budget` packets (keeping their colour) and dropping the rest.
+    struct Budget(u32);
+
+    impl Marker for Budget {
+        fn condition(
+            &mut self,
+            _: Time,
+            _: usize,
+            incoming: Color,
+            _: &mut dyn RngCore,
+        ) -> Verdict {
+            if self.0 == 0 {
+                return Verdict::Drop;
+            }
+            self.0 -= 1;
+            Verdict::Pass(incoming)
         }
     }
 
@@ -336,8 +366,8 @@ mod tests {
         let mut delivered = Vec::new();
         while let Some((now, event)) = events.pop_before(Time::MAX) {
             let arrived = match event {
-                Event::Arrive(l) => net.on_arrive(now, l, events),
-                Event::LinkReady(l) => {
+                Event::Timer(ComponentId::LinkArrive(l)) => net.on_arrive(now, l, events),
+                Event::Timer(ComponentId::LinkSend(l)) => {
                     net.on_link_ready(now, l, events);
                     None
                 }
@@ -427,5 +457,112 @@ mod tests {
         assert_eq!(net.link(l).stats.overflow_drops, 2);
         assert_eq!(net.link(l).stats.packets_delivered, 4);
         assert_eq!(net.packets.live(), 0);
+    }
+
+    #[test]
+    fn a_policer_drop_discards_the_packet_and_counts_it() {
+        // a -> r -> b; the conditioner at r on r -> b passes two packets of group 1 and drops the
+        // rest; group 2 is not policed.
+        let mut net = Network::new();
+        let a = net.add_node(NodeKind::Host);
+        let r = net.add_node(NodeKind::Router);
+        let b = net.add_node(NodeKind::Host);
+        link(&mut net, a, r, 1, 10);
+        let r_b = link(&mut net, r, b, 1, 10);
+        link(&mut net, b, r, 1, 10);
+        link(&mut net, r, a, 1, 10);
+        net.compute_routes();
+        net.node_mut(r).add_conditioner(Conditioner {
+            group: 1,
+            out_link: r_b,
+            marker: Box::new(Budget(2)),
+            rng: ChaCha8Rng::seed_from_u64(0),
+        });
+        let mut events = Scheduler::new();
+        for group in [1, 1, 2, 1, 1] {
+            net.send(Time::ZERO, a, packet(group, b), &mut events);
+        }
+        let delivered = drain(&mut net, &mut events);
+        let groups: Vec<u32> = delivered.iter().map(|d| d.2).collect();
+        assert_eq!(
+            groups,
+            vec![1, 1, 2],
+            "the third and fourth of group 1 are dropped"
+        );
+        // Passed packets keep the colour they came with (red, best effort).
+        assert!(delivered.iter().all(|d| d.1 == Color::Red));
+        assert_eq!(net.policed, 2);
+        assert_eq!(net.node(r).policed(), 2);
+        assert_eq!(net.node(a).policed(), 0);
+        assert_eq!(net.link(r_b).stats.packets_sent, 3);
+        assert_eq!(net.packets.live(), 0, "dropped packets left the store");
+    }
+
+    #[test]
+    fn a_node_classifier_chooses_the_conditioner() {
+        // The node at r classifies by flow: flow 1 is class 4, which its conditioner marks green;
+        // flow 0 falls to the default class 9, which no conditioner meters.
+        let mut net = Network::new();
+        let a = net.add_node(NodeKind::Host);
+        let r = net.add_node(NodeKind::Router);
+        let b = net.add_node(NodeKind::Host);
+        link(&mut net, a, r, 1, 10);
+        let r_b = link(&mut net, r, b, 1, 10);
+        link(&mut net, b, r, 1, 10);
+        link(&mut net, r, a, 1, 10);
+        net.compute_routes();
+        net.node_mut(r)
+            .set_classifier(crate::classify::Classifier::ByFlow {
+                classes: vec![9, 4],
+                default: 9,
+            });
+        net.node_mut(r).add_conditioner(Conditioner {
+            group: 4,
+            out_link: r_b,
+            marker: Box::new(AllGreen),
+            rng: ChaCha8Rng::seed_from_u64(0),
+        });
+        let mut events = Scheduler::new();
+        for flow in [0, 1, 0] {
+            let p = Packet {
+                flow: FlowId(flow),
+                ..packet(0, b)
+            };
+            net.send(Time::ZERO, a, p, &mut events);
+        }
+        let colours: Vec<Color> = drain(&mut net, &mut events).iter().map(|d| d.1).collect();
+        assert_eq!(colours, vec![Color::Red, Color::Green, Color::Red]);
+    }
+
+    /// A real-time forwarder runs the data plane on a thread of its own: the queue disciplines,
+    /// markers and loss models (each trait requires `Send`), and the links and nodes that own
+    /// them, can move there. This fails to compile otherwise.
+    #[test]
+    fn the_data_plane_can_move_to_another_thread() {
+        fn movable<T: Send>() {}
+        movable::<Box<dyn QueueDiscipline<QueuedPacket>>>();
+        movable::<Box<dyn Marker>>();
+        movable::<Box<dyn LossModel>>();
+        movable::<crate::classify::Classifier>();
+        movable::<Link>();
+        movable::<Node>();
+        movable::<PacketStore>();
+        movable::<Network>();
+        // And one does: a link built here forwards a packet on another thread.
+        let mut net = Network::new();
+        let a = net.add_node(NodeKind::Host);
+        let b = net.add_node(NodeKind::Host);
+        link(&mut net, a, b, 1, 3);
+        net.compute_routes();
+        let net = std::thread::spawn(move || {
+            let mut events = Scheduler::new();
+            net.send(Time::ZERO, a, packet(0, b), &mut events);
+            assert_eq!(drain(&mut net, &mut events).len(), 1);
+            net
+        })
+        .join()
+        .expect("the thread ran");
+        assert_eq!(net.packets.live(), 0);
+        assert_eq!(net.link(LinkId(0)).stats.packets_delivered, 1);
     }
 }

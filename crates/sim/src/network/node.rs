@@ -1,14 +1,16 @@
 //! Nodes: hosts where agents live and routers that forward, each with a routing table and,
-//! at edge routers, traffic conditioners that mark a group's aggregate.
+//! at edge routers, traffic conditioners that mark (or police) a group's aggregate.
 
+use crate::classify::{ClassId, Classifier, PacketMeta};
+use crate::color::Color;
 use crate::ids::{LinkId, NodeId};
-use crate::marker::Marker;
-use crate::spec::Color;
+use crate::marker::{Marker, Verdict};
 use qstp_proto::Time;
 use rand_chacha::ChaCha8Rng;
 
 /// What a node is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum NodeKind {
     /// An end system; agents attach to it.
     Host,
@@ -16,10 +18,12 @@ pub enum NodeKind {
     Router,
 }
 
-/// An edge marker colouring the packets of one group that leave a node over one link.
+/// An edge marker (or policer) conditioning the packets of one class that leave a node over one
+/// link.
 pub struct Conditioner {
-    /// The group whose aggregate it meters.
-    pub group: u32,
+    /// The class whose aggregate it meters, as the node's classifier names it: with the default
+    /// classifier ([`Classifier::GroupIndex`]), the simulator's group index.
+    pub group: ClassId,
     /// The link the metered packets leave by (packets of the group going elsewhere, such as
     /// acknowledgements on the way back, are not marked).
     pub out_link: LinkId,
@@ -42,6 +46,10 @@ pub struct Node {
     routes: Vec<Option<LinkId>>,
     /// Edge markers.
     conditioners: Vec<Conditioner>,
+    /// Which conditioner's class a packet belongs to.
+    classifier: Classifier,
+    /// Packets its conditioners dropped ([`Verdict::Drop`]).
+    policed: u64,
 }
 
 impl Node {
@@ -53,6 +61,8 @@ impl Node {
             out_links: Vec::new(),
             routes: Vec::new(),
             conditioners: Vec::new(),
+            classifier: Classifier::GroupIndex,
+            policed: 0,
         }
     }
 
@@ -79,19 +89,42 @@ impl Node {
         self.conditioners.push(conditioner);
     }
 
-    /// The colour of a packet of `group` and `size` bytes leaving by `out_link` at `now`, if a
-    /// conditioner meters it.
+    /// Classify packets for the conditioners with `classifier` (by default the group index is
+    /// the class).
+    pub fn set_classifier(&mut self, classifier: Classifier) {
+        self.classifier = classifier;
+    }
+
+    /// What the conditioner metering the class of the packet `meta` describes, leaving by
+    /// `out_link`, decides for it (`size` bytes, arriving at `now` coloured `incoming`); `None`
+    /// if no conditioner meters it. A drop is counted in [`Node::policed`]; the caller discards
+    /// the packet.
     #[inline]
     pub fn condition(
         &mut self,
         now: Time,
-        group: u32,
+        meta: &PacketMeta,
         size: u32,
+        incoming: Color,
         out_link: LinkId,
-    ) -> Option<Color> {
-        self.conditioners
+    ) -> Option<Verdict> {
+        if self.conditioners.is_empty() {
+            return None;
+        }
+        let class = self.classifier.classify(meta);
+        let verdict = self
+            .conditioners
             .iter_mut()
-            .find(|c| c.group == group && c.out_link == out_link)
-            .map(|c| c.marker.mark(now, size as usize, &mut c.rng))
+            .find(|c| c.group == class && c.out_link == out_link)
+            .map(|c| c.marker.condition(now, size as usize, incoming, &mut c.rng))?;
+        if verdict == Verdict::Drop {
+            self.policed += 1;
+        }
+        Some(verdict)
+    }
+
+    /// Packets this node's conditioners dropped.
+    pub fn policed(&self) -> u64 {
+        self.policed
     }
 }

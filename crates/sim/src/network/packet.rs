@@ -5,9 +5,10 @@
 //! [`QueuedPacket`] copy of what they need). Datagram buffers are recycled, so a run in steady
 //! state does not allocate per packet.
 
+use crate::classify::PacketMeta;
+use crate::color::Color;
 use crate::ids::{AgentId, FlowId, NodeId, PacketId};
 use crate::queue::Queued;
-use crate::spec::Color;
 use crate::tcp::Segment;
 use qstp_proto::Time;
 
@@ -43,6 +44,19 @@ pub struct Packet {
     pub destination_node: NodeId,
     /// What it carries.
     pub payload: Payload,
+}
+
+impl Packet {
+    /// What a classifier may look at: the simulator's group and flow (simulated packets carry
+    /// no DSCP and no 5-tuple).
+    #[inline]
+    pub fn meta(&self) -> PacketMeta {
+        PacketMeta {
+            group: Some(self.group),
+            flow: Some(self.flow.0),
+            ..PacketMeta::default()
+        }
+    }
 }
 
 /// What a queue holds of a packet.

@@ -7,8 +7,11 @@
 //! follow the rates); when none is, borrowing classes share the idle capacity round robin without
 //! being charged; classes that may not borrow wait for their balance to recover.
 
+use super::CodePointCounters;
 use super::{ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued, COLORS};
-use crate::spec::{CbqClass, CodePointCounters, Color};
+use crate::classify::{ClassId, Classifier, PacketMeta};
+use crate::color::Color;
+use crate::spec::CbqClass;
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
 use std::collections::VecDeque;
@@ -75,8 +78,8 @@ impl<P> Class<P> {
 #[derive(Debug, Clone)]
 pub struct Cbq<P> {
     classes: Vec<Class<P>>,
-    /// Class index of each group index.
-    class_of_group: Vec<usize>,
+    /// Which class each packet goes to (a class id beyond the classes means the last class).
+    classifier: Classifier,
     /// Round-robin positions among under-rate and among borrowing classes.
     next_under: usize,
     next_borrow: usize,
@@ -87,6 +90,29 @@ impl<P> Cbq<P> {
     /// A CBQ over `classes`; `group_names[i]` names group `i`, and a group no class lists goes
     /// to the last class. With no class at all, one borrowing catch-all class is made.
     pub fn new(classes: &[CbqClass], group_names: &[String]) -> Self {
+        let last = classes.len().saturating_sub(1) as ClassId;
+        let by_group = group_names
+            .iter()
+            .map(|g| {
+                classes
+                    .iter()
+                    .position(|c| c.groups.contains(g))
+                    .map_or(last, |i| i as ClassId)
+            })
+            .collect();
+        Self::with_classifier(
+            classes,
+            Classifier::ByGroup {
+                classes: by_group,
+                default: last,
+            },
+        )
+    }
+
+    /// A CBQ over `classes` (their `groups` lists ignored) whose packets `classifier` sends to
+    /// a class by index (by DSCP or 5-tuple in a real forwarder); an index beyond the classes
+    /// means the last class. With no class at all, one borrowing catch-all class is made.
+    pub fn with_classifier(classes: &[CbqClass], classifier: Classifier) -> Self {
         let mut built: Vec<Class<P>> = classes
             .iter()
             .map(|c| Class {
@@ -112,19 +138,9 @@ impl<P> Cbq<P> {
                 counters: ColorCounters::default(),
             });
         }
-        let last = built.len() - 1;
-        let class_of_group = group_names
-            .iter()
-            .map(|g| {
-                classes
-                    .iter()
-                    .position(|c| c.groups.contains(g))
-                    .unwrap_or(last)
-            })
-            .collect();
         Cbq {
             classes: built,
-            class_of_group,
+            classifier,
             next_under: 0,
             next_borrow: 0,
             len: 0,
@@ -133,10 +149,15 @@ impl<P> Cbq<P> {
 
     /// The class index packets of group `group` go to.
     pub fn class_of(&self, group: usize) -> usize {
-        self.class_of_group
-            .get(group)
-            .copied()
-            .unwrap_or(self.classes.len() - 1)
+        let group = u32::try_from(group).unwrap_or(u32::MAX);
+        self.class_index(&PacketMeta::of_group(group))
+    }
+
+    /// The class index a packet described by `meta` goes to.
+    #[inline]
+    pub fn class_index(&self, meta: &PacketMeta) -> usize {
+        let last = self.classes.len() - 1;
+        (self.classifier.classify(meta) as usize).min(last)
     }
 
     /// Pop the head of class `index`.
@@ -169,7 +190,7 @@ impl<P: Queued> QueueDiscipline<P> for Cbq<P> {
         packet: P,
         _rng: &mut dyn RngCore,
     ) -> Result<(), (P, DropKind)> {
-        let index = self.class_of(packet.group());
+        let index = self.class_index(&packet.meta());
         let class = &mut self.classes[index];
         class.counters.arrived(packet.color());
         if class.fifo.len() >= class.limit {
@@ -528,5 +549,53 @@ mod tests {
             .is_ok());
         let small = q.class_counters()[0].2;
         assert_eq!((small.packets, small.ldrops), (4, 2));
+    }
+
+    /// A packet a real forwarder would see: a DSCP, no group.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    struct Marked {
+        dscp: u8,
+    }
+
+    impl Queued for Marked {
+        fn size(&self) -> usize {
+            1000
+        }
+        fn color(&self) -> Color {
+            Color::Green
+        }
+        fn group(&self) -> usize {
+            0
+        }
+        fn meta(&self) -> PacketMeta {
+            PacketMeta {
+                dscp: self.dscp,
+                ..PacketMeta::default()
+            }
+        }
+    }
+
+    #[test]
+    fn a_dscp_classifier_sorts_packets_that_carry_no_group() {
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        // EF (46) to class 0, AF11 (10) to class 1, the rest to class 7: beyond the classes, so
+        // the last one.
+        let classifier = Classifier::by_dscp(&[(46, 0), (10, 1)], 7);
+        let mut q = Cbq::with_classifier(
+            &[
+                class("ef", 300, false, &[]),
+                class("af", 300, true, &[]),
+                class("be", 400, true, &[]),
+            ],
+            classifier,
+        );
+        for dscp in [46, 10, 10, 0, 63] {
+            q.enqueue(Time::ZERO, Marked { dscp }, &mut rng).unwrap();
+        }
+        let lengths: Vec<usize> = q.class_lengths().iter().map(|c| c.1).collect();
+        assert_eq!(lengths, vec![1, 2, 2]);
+        assert_eq!(q.class_index(&Marked { dscp: 46 }.meta()), 0);
+        // The group does not matter: every Marked packet says group 0.
+        assert_eq!(q.class_of(0), 2, "no DSCP: best effort");
     }
 }

@@ -1,7 +1,8 @@
 //! Drop-tail: a FIFO that refuses packets once full.
 
+use super::CodePointCounters;
 use super::{ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
-use crate::spec::{CodePointCounters, Color};
+use crate::color::Color;
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
 use std::collections::VecDeque;

@@ -4,7 +4,9 @@
 //! queue counts, per colour, the packets that arrived, those dropped on overflow (`ldrops`) and
 //! those dropped early (`edrops`).
 
-use crate::spec::{CodePointCounters, Color, QueueSpec, RedParams};
+use crate::classify::PacketMeta;
+use crate::color::Color;
+use crate::spec::QueueSpec;
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
 
@@ -15,7 +17,7 @@ mod rio;
 
 pub use cbq::{Cbq, CLASS_BURST_BYTES};
 pub use droptail::DropTail;
-pub use red::{AverageQueue, IdleClock, Red, RedCurve};
+pub use red::{AverageQueue, IdleClock, Red, RedCurve, RedParams};
 pub use rio::Rio;
 
 /// What a queue needs to know of a packet.
@@ -24,8 +26,12 @@ pub trait Queued: Send {
     fn size(&self) -> usize;
     /// Drop precedence set by the edge marker.
     fn color(&self) -> Color;
-    /// Index of the flow group it belongs to (CBQ classifies by group).
+    /// Index of the flow group it belongs to.
     fn group(&self) -> usize;
+    /// What a classifier may look at (CBQ classifies by it): by default, the group alone.
+    fn meta(&self) -> PacketMeta {
+        PacketMeta::of_group(u32::try_from(self.group()).unwrap_or(u32::MAX))
+    }
 }
 
 /// Why a packet was not queued.
@@ -49,7 +55,8 @@ pub enum Dequeue<P> {
     Empty,
 }
 
-/// A queue discipline at a link's input.
+/// A queue discipline at a link's input (`Send`, so that a real-time forwarder can run it on a
+/// thread of its own).
 pub trait QueueDiscipline<P: Queued>: Send {
     /// Offer a packet arriving at `now`; a refused packet is handed back with the reason.
     /// `rng` is this queue's own random stream (RED's early-drop coin).
@@ -81,6 +88,28 @@ pub trait QueueDiscipline<P: Queued>: Send {
 /// Bytes of the packets in `fifo`.
 pub(crate) fn fifo_bytes<P: Queued>(fifo: &std::collections::VecDeque<P>) -> u64 {
     fifo.iter().map(|p| p.size() as u64).sum()
+}
+
+/// Per-colour packet counters of one queue.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CodePointCounters {
+    /// Packets that arrived at the queue.
+    pub packets: u64,
+    /// Packets dropped because the queue was full.
+    pub ldrops: u64,
+    /// Packets dropped early by RED/RIO.
+    pub edrops: u64,
+}
+
+impl CodePointCounters {
+    /// What these counters gained since `earlier`.
+    pub fn minus(self, earlier: CodePointCounters) -> CodePointCounters {
+        CodePointCounters {
+            packets: self.packets.saturating_sub(earlier.packets),
+            ldrops: self.ldrops.saturating_sub(earlier.ldrops),
+            edrops: self.edrops.saturating_sub(earlier.edrops),
+        }
+    }
 }
 
 /// The three colours, in counter order.
@@ -392,7 +421,7 @@ pub fn build<P: Queued + 'static>(
 #[cfg(test)]
 pub(crate) mod test_packet {
     use super::Queued;
-    use crate::spec::Color;
+    use crate::color::Color;
 
     /// A packet for queue tests.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,12 +2,25 @@
 //!
 //! [`AverageQueue`], [`IdleClock`] and [`RedCurve`] are the parts RIO reuses.
 
-use super::{ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
+use super::{CodePointCounters, ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
+use crate::color::Color;
 use crate::loss::uniform;
-use crate::spec::{CodePointCounters, Color, RedParams};
 use qstp_proto::{Duration, Rate, Time};
 use rand::RngCore;
 use std::collections::VecDeque;
+
+/// A RED curve: below `min_th` no early drop, between the thresholds a drop probability rising
+/// linearly to `max_p`, above `max_th` every packet dropped (Floyd & Jacobson; RIO per RFC 2597's
+/// usual realisation). Thresholds are in packets of average queue.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RedParams {
+    /// Lower threshold, packets.
+    pub min_th: f64,
+    /// Upper threshold, packets.
+    pub max_th: f64,
+    /// Drop probability at `max_th`.
+    pub max_p: f64,
+}
 
 /// The exponentially weighted moving average of a queue's length, in packets.
 #[derive(Debug, Clone, Copy)]

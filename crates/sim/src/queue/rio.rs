@@ -10,8 +10,10 @@
 //! age together over idle periods, as in RED).
 
 use super::red::{refusal, AverageQueue, IdleClock, RedCurve};
+use super::{CodePointCounters, RedParams};
 use super::{ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
-use crate::spec::{CodePointCounters, Color, RedParams, RioMode};
+use crate::color::Color;
+use crate::spec::RioMode;
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
 use std::collections::VecDeque;

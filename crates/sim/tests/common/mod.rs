@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use qstp_proto::{Duration, Rate};
-use qstp_sim::{GroupSpec, LinkSpec, Protocol, QueueSpec, RedParams, RioMode, SimSpec};
+use qstp_sim::{GroupSpec, LinkSpec, Protocol, QueueSpec, RedParams, RioMode, SimSpec, Topology};
 
 /// A dumbbell with no groups yet.
 pub fn dumbbell(rate: Rate, delay: Duration, limit: usize, seconds: u64) -> SimSpec {
@@ -10,11 +10,13 @@ pub fn dumbbell(rate: Rate, delay: Duration, limit: usize, seconds: u64) -> SimS
         duration: Duration::from_secs(seconds),
         seed: 1,
         packet_size: 1000,
-        bottleneck: LinkSpec {
-            rate,
-            delay,
-            queue: QueueSpec::DropTail { limit },
-            loss: None,
+        topology: Topology::Dumbbell {
+            bottleneck: LinkSpec {
+                rate,
+                delay,
+                queue: QueueSpec::DropTail { limit },
+                loss: None,
+            },
         },
         groups: Vec::new(),
         bin: Duration::from_secs(1),
@@ -34,6 +36,7 @@ pub fn group(name: &str, protocol: Protocol, flows: u32, rtt: Duration) -> Group
         start: Duration::ZERO,
         access: None,
         start_spread: None,
+        packet_size: None,
     }
 }
 
