@@ -439,7 +439,7 @@ fn rate_figure(
         .filter_map(|(i, f)| {
             let g = match &groups.get(f.group)?.protocol {
                 qstp_sim::Protocol::Qstp { config, .. } => match config.congestion {
-                    qstp_proto::CongestionControl::Gtfrc { target } if !target.is_zero() => target,
+                    qstp_proto::RateControl::Gtfrc { target } if !target.is_zero() => target,
                     _ => return None,
                 },
                 _ => return None,

@@ -10,7 +10,7 @@ mod direct;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use direct::hand_over;
 use qstp_proto::{
-    Config, CongestionControl, Endpoint, EndpointConfig, Event, Rate, ReadError, ServerPolicy, Time,
+    Config, Endpoint, EndpointConfig, Event, Rate, RateControl, ReadError, ServerPolicy, Time,
 };
 use std::hint::black_box;
 use std::net::SocketAddr;
@@ -88,7 +88,7 @@ fn core_throughput(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(TRANSFER as u64));
     group.sample_size(10);
     let fixed = Config {
-        congestion: CongestionControl::Fixed {
+        congestion: RateControl::Fixed {
             rate: Rate::from_mbps(100_000),
         },
         ..Config::default()

@@ -12,7 +12,7 @@ use core::str::FromStr;
 /// Which congestion control decides the allowed sending rate X.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CongestionControl {
+pub enum RateControl {
     /// Send at a fixed rate, whatever the network says (for tests and calibration only).
     Fixed {
         /// The constant sending rate.
@@ -33,11 +33,11 @@ pub enum CongestionControl {
     Aimd,
 }
 
-impl CongestionControl {
+impl RateControl {
     /// The target rate g this controller guarantees, zero if none.
     pub fn target(&self) -> Rate {
         match self {
-            CongestionControl::Gtfrc { target } => *target,
+            RateControl::Gtfrc { target } => *target,
             _ => Rate::ZERO,
         }
     }
@@ -211,7 +211,7 @@ impl fmt::Display for Preset {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Congestion control.
-    pub congestion: CongestionControl,
+    pub congestion: RateControl,
     /// How gTFRC applies its target (only read when `congestion` is gTFRC); local to the sender.
     pub gtfrc_rule: GtfrcRule,
     /// Which TFRC specification the rate controller follows (TFRC and gTFRC only); local to the
@@ -256,20 +256,12 @@ impl Config {
     pub fn preset(preset: Preset, target: Rate) -> Config {
         let (congestion, error, order) = match preset {
             Preset::Qstp => (
-                CongestionControl::Gtfrc { target },
+                RateControl::Gtfrc { target },
                 ErrorControl::SackFull,
                 Order::Ordered,
             ),
-            Preset::TfrcSack => (
-                CongestionControl::Tfrc,
-                ErrorControl::SackFull,
-                Order::Ordered,
-            ),
-            Preset::Tfrc => (
-                CongestionControl::Tfrc,
-                ErrorControl::None,
-                Order::Unordered,
-            ),
+            Preset::TfrcSack => (RateControl::Tfrc, ErrorControl::SackFull, Order::Ordered),
+            Preset::Tfrc => (RateControl::Tfrc, ErrorControl::None, Order::Unordered),
         };
         Config {
             congestion,
@@ -393,7 +385,7 @@ impl Config {
                 reason: "must be at least 1".into(),
             });
         }
-        if let CongestionControl::Fixed { rate } = self.congestion {
+        if let RateControl::Fixed { rate } = self.congestion {
             if rate.is_zero() {
                 return Err(ConfigError::Invalid {
                     key: "congestion.rate",
@@ -434,7 +426,7 @@ impl Default for Config {
     /// QSTP with no target (so plain TFRC + SACK + ordered) and 1500-byte datagrams.
     fn default() -> Self {
         Config {
-            congestion: CongestionControl::Gtfrc { target: Rate::ZERO },
+            congestion: RateControl::Gtfrc { target: Rate::ZERO },
             gtfrc_rule: GtfrcRule::Qstp,
             tfrc: TfrcVersion::Rfc5348,
             error: ErrorControl::SackFull,
@@ -481,7 +473,7 @@ mod tests {
         let q = Config::qstp(Rate::from_kbps(500));
         assert_eq!(
             q.congestion,
-            CongestionControl::Gtfrc {
+            RateControl::Gtfrc {
                 target: Rate::from_kbps(500)
             }
         );

@@ -8,7 +8,7 @@
 
 mod cookie;
 
-use crate::config::{Config, ConfigError, CongestionControl};
+use crate::config::{Config, ConfigError, RateControl};
 use crate::connection::{is_protected_type, Connection, Event};
 use crate::protection::{KeyShare, PacketKeys, PreSharedKey, Protection, Side, Transcript};
 use crate::rate::Rate;
@@ -75,14 +75,14 @@ impl ServerPolicy {
     }
 
     /// Why `congestion` is refused, or `None` if it is accepted.
-    pub fn refusal(&self, congestion: &CongestionControl) -> Option<String> {
+    pub fn refusal(&self, congestion: &RateControl) -> Option<String> {
         let rate = match *congestion {
-            CongestionControl::Fixed { .. } if !self.allow_fixed_rate => {
+            RateControl::Fixed { .. } if !self.allow_fixed_rate => {
                 return Some("the fixed-rate controller is not accepted".into())
             }
-            CongestionControl::Fixed { rate } => rate,
-            CongestionControl::Gtfrc { target } => target,
-            CongestionControl::Tfrc | CongestionControl::Aimd => return None,
+            RateControl::Fixed { rate } => rate,
+            RateControl::Gtfrc { target } => target,
+            RateControl::Tfrc | RateControl::Aimd => return None,
         };
         match self.max_target {
             Some(max) if rate > max => Some(format!(

@@ -11,7 +11,7 @@ pub mod rate;
 pub mod time;
 
 pub use config::{
-    Config, ConfigError, CongestionControl, ErrorControl, GtfrcRule, Order, Preset, TfrcVersion,
+    Config, ConfigError, ErrorControl, GtfrcRule, Order, Preset, RateControl, TfrcVersion,
 };
 pub use rate::{Rate, RateParseError};
 pub use time::{Duration, DurationParseError, Time};

@@ -3,7 +3,7 @@
 
 mod support;
 
-use qstp_proto::{CloseReason, Config, CongestionControl, Duration, Event, Rate, WriteError};
+use qstp_proto::{CloseReason, Config, Duration, Event, Rate, RateControl, WriteError};
 use support::{Pair, PathModel};
 
 #[test]
@@ -101,7 +101,7 @@ fn a_lost_close_is_repeated_when_the_peer_keeps_talking() {
 /// still declare it dead, within three of those spacings.
 #[test]
 fn a_crawling_connection_survives_the_idle_timeout_and_a_vanished_peer_still_does_not() {
-    let congestion = CongestionControl::Fixed {
+    let congestion = RateControl::Fixed {
         rate: Rate::from_bps(300),
     };
     let config = Config {

@@ -5,9 +5,7 @@
 mod direct;
 
 use direct::hand_over;
-use qstp_proto::{
-    Config, CongestionControl, Endpoint, EndpointConfig, Event, Rate, ServerPolicy, Time,
-};
+use qstp_proto::{Config, Endpoint, EndpointConfig, Event, Rate, RateControl, ServerPolicy, Time};
 use std::net::SocketAddr;
 
 /// Shuttle datagrams between the two endpoints at `now` until neither has anything to send.
@@ -35,7 +33,7 @@ fn connections_share_the_endpoint_in_turn() {
     let now = Time::from_nanos(1_000_000);
     // A fixed rate high enough that pacing lets a burst out at one instant.
     let config = Config {
-        congestion: CongestionControl::Fixed {
+        congestion: RateControl::Fixed {
             rate: Rate::from_mbps(1_000),
         },
         max_burst: 64,
@@ -98,7 +96,7 @@ fn stateless_replies_beyond_the_bound_are_counted_as_dropped() {
     use qstp_proto::{ErrorControl, Order};
     let mut server = Endpoint::new(EndpointConfig::server([3; 32], Config::default()), 9);
     let composition = Composition {
-        congestion: CongestionControl::Tfrc,
+        congestion: RateControl::Tfrc,
         error: ErrorControl::SackFull,
         order: Order::Ordered,
     };

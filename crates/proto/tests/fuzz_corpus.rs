@@ -4,7 +4,7 @@
 //! After a deliberate layout change, rewrite the seeds with
 //! `QSTP_WRITE_CORPUS=1 cargo test -p qstp-proto --test fuzz_corpus`.
 
-use qstp_proto::config::{CongestionControl, ErrorControl, Order};
+use qstp_proto::config::{ErrorControl, Order, RateControl};
 use qstp_proto::wire::*;
 use qstp_proto::{Duration, Rate};
 use std::fs;
@@ -26,14 +26,14 @@ fn encode(packet: Packet<'_>) -> Vec<u8> {
 /// Named valid encodings, at least one of every kind; the name starts with the kind.
 fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let qstp = Composition {
-        congestion: CongestionControl::Gtfrc {
+        congestion: RateControl::Gtfrc {
             target: Rate::from_kbps(500),
         },
         error: ErrorControl::SackFull,
         order: Order::Ordered,
     };
     let partial = Composition {
-        congestion: CongestionControl::Fixed {
+        congestion: RateControl::Fixed {
             rate: Rate::from_mbps(2),
         },
         error: ErrorControl::SackPartial {
@@ -43,7 +43,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         order: Order::Unordered,
     };
     let dccp_like = Composition {
-        congestion: CongestionControl::Aimd,
+        congestion: RateControl::Aimd,
         error: ErrorControl::None,
         order: Order::Unordered,
     };

@@ -4,8 +4,7 @@
 mod support;
 
 use qstp_proto::{
-    CloseReason, Config, CongestionControl, Duration, Endpoint, EndpointConfig, Event, Rate,
-    ServerPolicy,
+    CloseReason, Config, Duration, Endpoint, EndpointConfig, Event, Rate, RateControl, ServerPolicy,
 };
 use support::{Direction, Pair, PathModel};
 
@@ -135,14 +134,14 @@ fn the_negotiated_config_is_the_clients_composition_within_the_servers_limits() 
     };
     let mut pair = Pair::new(limits, path(), 6);
     let asked = Config {
-        congestion: qstp_proto::CongestionControl::Tfrc,
+        congestion: qstp_proto::RateControl::Tfrc,
         ..Config::default()
     };
     pair.connect_and_establish(asked);
     let server = pair.server.conn().config();
     assert_eq!(
         server.congestion,
-        qstp_proto::CongestionControl::Tfrc,
+        qstp_proto::RateControl::Tfrc,
         "the client's composition"
     );
     assert_eq!(server.recv_buffer, 256 * 1024, "the server's limits");
@@ -159,7 +158,7 @@ fn the_negotiated_config_is_the_clients_composition_within_the_servers_limits() 
 }
 
 /// The client's composition under a server's policy: whether it was accepted.
-fn accepted(policy: ServerPolicy, congestion: CongestionControl) -> bool {
+fn accepted(policy: ServerPolicy, congestion: RateControl) -> bool {
     let server_config = EndpointConfig {
         policy,
         ..EndpointConfig::server([9; 32], Config::default())
@@ -181,13 +180,13 @@ fn accepted(policy: ServerPolicy, congestion: CongestionControl) -> bool {
 
 #[test]
 fn the_server_policy_refuses_the_fixed_rate_controller_and_targets_above_its_limit() {
-    let fixed = CongestionControl::Fixed {
+    let fixed = RateControl::Fixed {
         rate: Rate::from_mbps(10_000),
     };
-    let huge = CongestionControl::Gtfrc {
+    let huge = RateControl::Gtfrc {
         target: Rate::from_mbps(50_000),
     };
-    let modest = CongestionControl::Gtfrc {
+    let modest = RateControl::Gtfrc {
         target: Rate::from_mbps(20),
     };
     // By default: no fixed rate on the wire; any target.
@@ -199,6 +198,6 @@ fn the_server_policy_refuses_the_fixed_rate_controller_and_targets_above_its_lim
     };
     assert!(!accepted(capped, huge));
     assert!(accepted(capped, modest));
-    assert!(accepted(capped, CongestionControl::Tfrc));
+    assert!(accepted(capped, RateControl::Tfrc));
     assert!(accepted(ServerPolicy::permissive(), fixed));
 }

@@ -4,7 +4,7 @@
 mod support;
 
 use qstp_proto::wire::{Chunk, Packet};
-use qstp_proto::{Config, CongestionControl, Duration, ErrorControl, Order, Preset, Rate, Time};
+use qstp_proto::{Config, Duration, ErrorControl, Order, Preset, Rate, RateControl, Time};
 use std::collections::BTreeSet;
 use support::{cleartext, Direction, Pair, PathModel};
 
@@ -31,7 +31,7 @@ fn parse(m: &[u8]) -> (u64, Time) {
 /// retransmission timer's floor is lowered from RFC 6298's 1 s to what such a deployment would pick.
 fn composition(error: ErrorControl, order: Order) -> Config {
     Config {
-        congestion: CongestionControl::Tfrc,
+        congestion: RateControl::Tfrc,
         error,
         order,
         min_rto: Duration::from_millis(20),
@@ -323,7 +323,7 @@ fn a_large_lost_message_is_not_starved_by_the_messages_after_it() {
         max_retransmissions: None,
     };
     // A fixed rate: the losses must not slow the sender before the buffer is full.
-    let congestion = CongestionControl::Fixed {
+    let congestion = RateControl::Fixed {
         rate: Rate::from_mbps(5),
     };
     pair.connect_and_establish(Config {
@@ -582,7 +582,7 @@ fn readable_is_announced_for_whole_messages_only() {
     );
     pair.arrivals = Some(Vec::new());
     // 100 kbit/s: the fragments of a 5000-byte message arrive about 120 ms apart.
-    let congestion = CongestionControl::Fixed {
+    let congestion = RateControl::Fixed {
         rate: Rate::from_kbps(100),
     };
     pair.connect_and_establish(Config {

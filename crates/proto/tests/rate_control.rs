@@ -4,7 +4,7 @@
 mod support;
 
 use qstp_proto::cc::tfrc::equation::throughput;
-use qstp_proto::{Config, CongestionControl, Duration, Rate, Stats, Time};
+use qstp_proto::{Config, Duration, Rate, RateControl, Stats, Time};
 use support::{Pair, PathModel};
 
 /// 50 ms each way (R = 100 ms), 2% of data packets lost, feedback never lost, no bottleneck.
@@ -31,12 +31,7 @@ struct Run {
 
 /// A bulk transfer client to server with `congestion`; the application always has data to send
 /// and the receiver reads everything at once.
-fn bulk_transfer(
-    congestion: CongestionControl,
-    seed: u64,
-    warmup: Duration,
-    total: Duration,
-) -> Run {
+fn bulk_transfer(congestion: RateControl, seed: u64, warmup: Duration, total: Duration) -> Run {
     let (to_server, to_client) = lossy_path();
     let mut pair = Pair::new(Config::default(), to_server, seed);
     pair.to_client = to_client;
@@ -93,7 +88,7 @@ impl Run {
 #[test]
 fn tfrc_settles_near_its_equation_rate_under_bernoulli_loss() {
     let run = bulk_transfer(
-        CongestionControl::Tfrc,
+        RateControl::Tfrc,
         51,
         Duration::from_secs(20),
         Duration::from_secs(80),
@@ -118,7 +113,7 @@ fn tfrc_settles_near_its_equation_rate_under_bernoulli_loss() {
 fn gtfrc_holds_its_target_where_tfrc_falls_short() {
     let target = Rate::from_kbps(1_500);
     let tfrc = bulk_transfer(
-        CongestionControl::Tfrc,
+        RateControl::Tfrc,
         52,
         Duration::from_secs(10),
         Duration::from_secs(40),
@@ -130,7 +125,7 @@ fn gtfrc_holds_its_target_where_tfrc_falls_short() {
     );
 
     let gtfrc = bulk_transfer(
-        CongestionControl::Gtfrc { target },
+        RateControl::Gtfrc { target },
         52,
         Duration::from_secs(10),
         Duration::from_secs(40),
@@ -163,12 +158,12 @@ fn the_target_can_change_at_run_time() {
     assert_eq!(pair.client.conn().stats().target, g);
     assert_eq!(
         pair.client.conn().config().congestion,
-        CongestionControl::Gtfrc { target: g }
+        RateControl::Gtfrc { target: g }
     );
     // Without gTFRC there is no target to change.
     let mut tfrc = Pair::new(Config::default(), PathModel::default(), 54);
     tfrc.connect_and_establish(Config {
-        congestion: CongestionControl::Tfrc,
+        congestion: RateControl::Tfrc,
         ..Config::default()
     });
     tfrc.client.conn_mut().set_target_rate(g);
@@ -228,7 +223,7 @@ fn max_rate_caps_the_sending_rate() {
 #[test]
 fn loss_event_rate_increases_count_new_loss_events() {
     let run = bulk_transfer(
-        CongestionControl::Tfrc,
+        RateControl::Tfrc,
         53,
         Duration::from_secs(2),
         Duration::from_secs(20),

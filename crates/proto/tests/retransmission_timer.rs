@@ -4,7 +4,7 @@
 
 mod support;
 
-use qstp_proto::{Config, CongestionControl, Duration, Rate, Time};
+use qstp_proto::{Config, Duration, Rate, RateControl, Time};
 use support::{Pair, PathModel};
 
 /// Drive for `span` keeping the client's stream busy; returns the instants at which the client
@@ -38,7 +38,7 @@ fn the_retransmission_timer_backs_off_while_no_feedback_comes() {
         71,
     );
     let config = Config {
-        congestion: CongestionControl::Fixed {
+        congestion: RateControl::Fixed {
             rate: Rate::from_kbps(240),
         },
         min_rto: Duration::from_millis(80),
@@ -94,7 +94,7 @@ fn by_default_the_timer_waits_at_least_rfc_6298s_second() {
         72,
     );
     let config = Config {
-        congestion: CongestionControl::Fixed {
+        congestion: RateControl::Fixed {
             rate: Rate::from_kbps(240),
         },
         ..Config::default()

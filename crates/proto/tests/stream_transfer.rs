@@ -198,16 +198,16 @@ fn a_lost_window_update_does_not_stall_the_transfer() {
 
 #[test]
 fn every_congestion_control_carries_the_stream_through_loss() {
-    use qstp_proto::CongestionControl;
+    use qstp_proto::RateControl;
     let controllers = [
-        CongestionControl::Fixed {
+        RateControl::Fixed {
             rate: Rate::from_kbps(2_000),
         },
-        CongestionControl::Tfrc,
-        CongestionControl::Gtfrc {
+        RateControl::Tfrc,
+        RateControl::Gtfrc {
             target: Rate::from_kbps(500),
         },
-        CongestionControl::Aimd,
+        RateControl::Aimd,
     ];
     for (i, congestion) in controllers.into_iter().enumerate() {
         let path = PathModel {
@@ -240,14 +240,14 @@ fn every_congestion_control_carries_the_stream_through_loss() {
 /// once per RTT from the first packets on, so nothing is taken for lost on a lossless path.
 #[test]
 fn a_slow_lossless_transfer_retransmits_nothing() {
-    use qstp_proto::CongestionControl;
+    use qstp_proto::RateControl;
     let mut pair = Pair::new(
         Config::default(),
         PathModel::with_delay(Duration::from_millis(10)),
         15,
     );
     pair.connect_and_establish(Config {
-        congestion: CongestionControl::Fixed {
+        congestion: RateControl::Fixed {
             rate: Rate::from_kbps(100),
         },
         ..Config::default()

@@ -8,7 +8,7 @@
 use super::fields::{duration, rate, FieldResult, Fields};
 use super::graph::Hosts;
 use qstp_proto::config::MAX_DATAGRAM;
-use qstp_proto::{Config, CongestionControl, Duration, ErrorControl, Order, Preset, Rate};
+use qstp_proto::{Config, Duration, ErrorControl, Order, Preset, Rate, RateControl};
 use qstp_sim::tcp::{self, CcSpec, Recovery, TcpOptions};
 use qstp_sim::{AccessSpec, GroupSpec, Protocol};
 use toml::Value;
@@ -166,7 +166,7 @@ fn protocol(
             let mut c = config(Config::qstp(g));
             c.gtfrc_rule = gtfrc_rule(f)?;
             c.tfrc = tfrc_version(f)?;
-            c.congestion = CongestionControl::Gtfrc { target: g };
+            c.congestion = RateControl::Gtfrc { target: g };
             c.error = ErrorControl::None;
             c.order = Order::Unordered;
             Protocol::Qstp { name, config: c }
@@ -369,7 +369,7 @@ mod tests {
         };
         assert_eq!(
             config.congestion,
-            CongestionControl::Gtfrc {
+            RateControl::Gtfrc {
                 target: Rate::from_kbps(100)
             }
         );

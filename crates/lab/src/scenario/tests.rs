@@ -1,5 +1,5 @@
 use super::*;
-use qstp_proto::{CongestionControl, Rate};
+use qstp_proto::{Rate, RateControl};
 use qstp_sim::{MarkerSpec, Protocol};
 
 const FIG4: &str = r#"
@@ -74,7 +74,7 @@ fn reads_the_fig4_scenario_into_three_points() {
     };
     assert_eq!(
         config.congestion,
-        CongestionControl::Gtfrc {
+        RateControl::Gtfrc {
             target: Rate::from_kbps(500)
         }
     );

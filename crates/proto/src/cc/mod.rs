@@ -67,7 +67,7 @@ pub use pacing::Pacer;
 pub use tfrc::receiver::{ReceiverReport, TfrcReceiver};
 pub use tfrc::sender::TfrcSender;
 
-use crate::config::{CongestionControl, GtfrcRule, TfrcVersion};
+use crate::config::{GtfrcRule, RateControl, TfrcVersion};
 
 /// A reported loss event rate made usable: clamped to [0, 1], NaN taken as no loss.
 pub(crate) fn sane_loss_event_rate(p: f64) -> f64 {
@@ -80,7 +80,7 @@ pub(crate) fn sane_loss_event_rate(p: f64) -> f64 {
 
 /// Construct the rate controller a configuration names, with RFC 5348's TFRC.
 pub fn build(
-    congestion: &CongestionControl,
+    congestion: &RateControl,
     gtfrc_rule: GtfrcRule,
     segment_size: usize,
     initial_rtt: Option<Duration>,
@@ -98,7 +98,7 @@ pub fn build(
 
 /// Construct the rate controller a configuration names; TFRC and gTFRC follow `version`.
 pub fn build_with_version(
-    congestion: &CongestionControl,
+    congestion: &RateControl,
     gtfrc_rule: GtfrcRule,
     version: TfrcVersion,
     segment_size: usize,
@@ -106,14 +106,14 @@ pub fn build_with_version(
     now: Time,
 ) -> Box<dyn RateController> {
     match *congestion {
-        CongestionControl::Fixed { rate } => Box::new(FixedRate::new(rate)),
-        CongestionControl::Tfrc => Box::new(TfrcSender::with_version(
+        RateControl::Fixed { rate } => Box::new(FixedRate::new(rate)),
+        RateControl::Tfrc => Box::new(TfrcSender::with_version(
             version,
             segment_size,
             initial_rtt,
             now,
         )),
-        CongestionControl::Gtfrc { target } => Box::new(Gtfrc::with_version(
+        RateControl::Gtfrc { target } => Box::new(Gtfrc::with_version(
             target,
             gtfrc_rule,
             version,
@@ -121,7 +121,7 @@ pub fn build_with_version(
             initial_rtt,
             now,
         )),
-        CongestionControl::Aimd => Box::new(Aimd::new(segment_size, initial_rtt, now)),
+        RateControl::Aimd => Box::new(Aimd::new(segment_size, initial_rtt, now)),
     }
 }
 
@@ -133,7 +133,7 @@ mod tests {
     fn build_constructs_the_named_controller() {
         let rtt = Some(Duration::from_millis(100));
         let fixed = build(
-            &CongestionControl::Fixed {
+            &RateControl::Fixed {
                 rate: Rate::from_kbps(64),
             },
             GtfrcRule::Qstp,
@@ -145,31 +145,19 @@ mod tests {
         assert_eq!(fixed.poll_timeout(), None);
         let g = Rate::from_kbps(400);
         let gtfrc = build(
-            &CongestionControl::Gtfrc { target: g },
+            &RateControl::Gtfrc { target: g },
             GtfrcRule::Qstp,
             1000,
             rtt,
             Time::ZERO,
         );
         assert_eq!(gtfrc.state().target, g);
-        let tfrc = build(
-            &CongestionControl::Tfrc,
-            GtfrcRule::Qstp,
-            1000,
-            rtt,
-            Time::ZERO,
-        );
+        let tfrc = build(&RateControl::Tfrc, GtfrcRule::Qstp, 1000, rtt, Time::ZERO);
         assert_eq!(tfrc.state().target, Rate::ZERO);
         assert!(tfrc.state().slow_start);
         // W_init / R = 4000 B / 100 ms.
         assert_eq!(tfrc.allowed_rate(), Rate::from_bytes_per_sec(40_000.0));
-        let aimd = build(
-            &CongestionControl::Aimd,
-            GtfrcRule::Qstp,
-            1000,
-            rtt,
-            Time::ZERO,
-        );
+        let aimd = build(&RateControl::Aimd, GtfrcRule::Qstp, 1000, rtt, Time::ZERO);
         assert_eq!(aimd.allowed_rate(), Rate::from_bytes_per_sec(40_000.0));
         assert_eq!(aimd.state().x_calc, Rate::ZERO);
     }

@@ -7,7 +7,7 @@
 
 use super::header::{be_u32, be_u64, Field};
 use super::{Composition, WireError};
-use crate::config::{CongestionControl, ErrorControl, Order};
+use crate::config::{ErrorControl, Order, RateControl};
 use crate::rate::Rate;
 use crate::time::Duration;
 
@@ -54,10 +54,10 @@ pub(crate) fn parse(block: &[u8]) -> Result<Composition, WireError> {
     let rate = be_u64(&block[field::RATE]);
     let congestion = match block[field::CONGESTION] {
         code::FIXED if rate == 0 => return Err(WireError::InvalidField("fixed rate of zero")),
-        code::FIXED => CongestionControl::Fixed {
+        code::FIXED => RateControl::Fixed {
             rate: Rate::from_bps(rate),
         },
-        code::GTFRC => CongestionControl::Gtfrc {
+        code::GTFRC => RateControl::Gtfrc {
             target: Rate::from_bps(rate),
         },
         code::TFRC | code::AIMD if rate != 0 => {
@@ -65,8 +65,8 @@ pub(crate) fn parse(block: &[u8]) -> Result<Composition, WireError> {
                 "rate given for a controller without one",
             ))
         }
-        code::TFRC => CongestionControl::Tfrc,
-        code::AIMD => CongestionControl::Aimd,
+        code::TFRC => RateControl::Tfrc,
+        code::AIMD => RateControl::Aimd,
         _ => return Err(WireError::InvalidField("congestion control code")),
     };
 
@@ -147,10 +147,10 @@ fn parse_partial(
 /// microseconds, at least one.
 pub(crate) fn emit(composition: &Composition, block: &mut [u8]) {
     let (congestion, rate) = match composition.congestion {
-        CongestionControl::Fixed { rate } => (code::FIXED, rate.bps()),
-        CongestionControl::Tfrc => (code::TFRC, 0),
-        CongestionControl::Gtfrc { target } => (code::GTFRC, target.bps()),
-        CongestionControl::Aimd => (code::AIMD, 0),
+        RateControl::Fixed { rate } => (code::FIXED, rate.bps()),
+        RateControl::Tfrc => (code::TFRC, 0),
+        RateControl::Gtfrc { target } => (code::GTFRC, target.bps()),
+        RateControl::Aimd => (code::AIMD, 0),
     };
     block[field::CONGESTION] = congestion;
     block[field::RATE].copy_from_slice(&rate.to_be_bytes());
@@ -202,7 +202,7 @@ mod tests {
     #[test]
     fn golden_qstp_block() {
         let qstp = Composition {
-            congestion: CongestionControl::Gtfrc {
+            congestion: RateControl::Gtfrc {
                 target: Rate::from_kbps(500),
             },
             error: ErrorControl::SackFull,
@@ -222,7 +222,7 @@ mod tests {
     #[test]
     fn golden_partial_block() {
         let partial = Composition {
-            congestion: CongestionControl::Tfrc,
+            congestion: RateControl::Tfrc,
             error: ErrorControl::SackPartial {
                 deadline: Some(Duration::from_millis(150)),
                 max_retransmissions: Some(2),
@@ -243,7 +243,7 @@ mod tests {
     #[test]
     fn rejects_inconsistent_blocks() {
         let fixed = Composition {
-            congestion: CongestionControl::Fixed {
+            congestion: RateControl::Fixed {
                 rate: Rate::from_mbps(1),
             },
             error: ErrorControl::None,

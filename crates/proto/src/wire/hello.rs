@@ -189,7 +189,7 @@ impl Hello {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{CongestionControl, ErrorControl, Order};
+    use crate::config::{ErrorControl, Order, RateControl};
     use crate::rate::Rate;
     use crate::wire::{Composition, Packet};
 
@@ -197,7 +197,7 @@ mod tests {
         Hello {
             source: ConnectionId(0x0102_0304_0506_0708),
             composition: Composition {
-                congestion: CongestionControl::Gtfrc {
+                congestion: RateControl::Gtfrc {
                     target: Rate::from_kbps(500),
                 },
                 error: ErrorControl::SackFull,

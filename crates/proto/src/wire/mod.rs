@@ -11,7 +11,7 @@
 //! representation. Integers are big-endian; a field a flag or code leaves unused must be zero, so
 //! every packet but a hello (whose zero padding may be longer) has exactly one encoding.
 
-use crate::config::{CongestionControl, ErrorControl, Order};
+use crate::config::{ErrorControl, Order, RateControl};
 
 mod accept;
 mod close;
@@ -65,7 +65,7 @@ pub struct Cookie(pub [u8; COOKIE_LEN]);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Composition {
     /// Congestion control, with its target or fixed rate.
-    pub congestion: CongestionControl,
+    pub congestion: RateControl,
     /// Error control, with its partial-reliability limits.
     pub error: ErrorControl,
     /// Delivery order.

@@ -22,14 +22,14 @@ fn max_datagram() -> impl Strategy<Value = u16> {
 
 fn composition() -> impl Strategy<Value = Composition> {
     let congestion = prop_oneof![
-        (1..=u64::MAX).prop_map(|bps| CongestionControl::Fixed {
+        (1..=u64::MAX).prop_map(|bps| RateControl::Fixed {
             rate: Rate::from_bps(bps)
         }),
-        Just(CongestionControl::Tfrc),
-        any::<u64>().prop_map(|bps| CongestionControl::Gtfrc {
+        Just(RateControl::Tfrc),
+        any::<u64>().prop_map(|bps| RateControl::Gtfrc {
             target: Rate::from_bps(bps)
         }),
-        Just(CongestionControl::Aimd),
+        Just(RateControl::Aimd),
     ];
     // Deadlines travel in whole microseconds.
     let deadline = option::of((1..=u64::MAX / 1_000).prop_map(Duration::from_micros));

@@ -17,7 +17,7 @@ mod rio;
 
 pub use cbq::{Cbq, CLASS_BURST_BYTES};
 pub use droptail::DropTail;
-pub use red::{AverageQueue, IdleClock, Red, RedCurve, RedParams};
+pub use red::{AverageQueue, IdlePeriod, Red, RedCurve, RedParams};
 pub use rio::Rio;
 
 /// What a queue needs to know of a packet.

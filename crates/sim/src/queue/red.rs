@@ -1,6 +1,6 @@
 //! RED (Floyd & Jacobson 1993): the average queue estimate, the drop curve, and the RED queue.
 //!
-//! [`AverageQueue`], [`IdleClock`] and [`RedCurve`] are the parts RIO reuses.
+//! [`AverageQueue`], [`IdlePeriod`] and [`RedCurve`] are the parts RIO reuses.
 
 use super::{CodePointCounters, ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
 use crate::color::Color;
@@ -56,12 +56,12 @@ impl AverageQueue {
 
 /// When a queue went idle and how long a typical packet takes on the link, to age the average.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct IdleClock {
+pub struct IdlePeriod {
     idle_since: Option<Time>,
     typical_transmission: Duration,
 }
 
-impl IdleClock {
+impl IdlePeriod {
     /// Note that a packet taking `transmission` on the link left the queue at `now`, leaving
     /// `remaining` packets; an empty queue is idle once that packet is on the wire.
     pub fn departed(&mut self, now: Time, transmission: Duration, remaining: usize) {
@@ -172,7 +172,7 @@ pub struct Red<P> {
     limit: usize,
     fifo: VecDeque<P>,
     average: AverageQueue,
-    idle: IdleClock,
+    idle: IdlePeriod,
     curve: RedCurve,
     counters: ColorCounters,
 }
@@ -184,7 +184,7 @@ impl<P> Red<P> {
             limit,
             fifo: VecDeque::new(),
             average: AverageQueue::new(weight),
-            idle: IdleClock::default(),
+            idle: IdlePeriod::default(),
             curve: RedCurve::new(params),
             counters: ColorCounters::default(),
         }
@@ -264,7 +264,7 @@ mod tests {
 
     #[test]
     fn idle_time_counts_in_typical_packets_after_the_last_departure() {
-        let mut idle = IdleClock::default();
+        let mut idle = IdlePeriod::default();
         assert_eq!(idle.idle_packets(Time::from_nanos(5)), 0.0);
         // The last packet leaves at 0 and takes 8 ms: the queue idles from 8 ms.
         idle.departed(Time::ZERO, Duration::from_millis(8), 0);

@@ -9,7 +9,7 @@
 //! queue at each arrival, whatever the arriving colour, so all of them move on one clock (and all
 //! age together over idle periods, as in RED).
 
-use super::red::{refusal, AverageQueue, IdleClock, RedCurve};
+use super::red::{refusal, AverageQueue, IdlePeriod, RedCurve};
 use super::{CodePointCounters, RedParams};
 use super::{ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
 use crate::color::Color;
@@ -33,7 +33,7 @@ pub struct Rio<P> {
     /// Per level: RIO-C, the average of that level and all better ones; RIO-D, of that level alone.
     averages: [AverageQueue; LEVELS],
     curves: [RedCurve; LEVELS],
-    idle: IdleClock,
+    idle: IdlePeriod,
     counters: ColorCounters,
 }
 
@@ -60,7 +60,7 @@ impl<P> Rio<P> {
                 RedCurve::new(middle.unwrap_or(out_profile)),
                 RedCurve::new(out_profile),
             ],
-            idle: IdleClock::default(),
+            idle: IdlePeriod::default(),
             counters: ColorCounters::default(),
         }
     }
