@@ -61,31 +61,10 @@ pub fn fast_rate(bottleneck: Rate) -> Rate {
 /// sits) joins the core over a trunk; per flow, a sender host and a receiver host of its own. The
 /// group's `rtt` is all propagation: the bottleneck both ways, the receivers' access links their
 /// own delay, the senders' access links the rest. Nodes and links are listed in the order the
-/// simulator has always created them, so each link keeps its random stream.
+/// simulator has always created them, so each link keeps its random stream. The spec's own
+/// checks (rates, each group's rtt against the path) are [`crate::validate::validate`]'s, which
+/// [`crate::run`] applies first.
 pub fn dumbbell_graph(spec: &SimSpec, bottleneck: &LinkSpec) -> Result<GraphSpec, SimError> {
-    if bottleneck.rate.is_zero() {
-        return Err(SimError::Invalid {
-            key: "bottleneck.rate".into(),
-            reason: "must be positive".into(),
-        });
-    }
-    for group in &spec.groups {
-        let access_delay = group.access.map_or(Duration::ZERO, |a| a.delay);
-        if group.rtt < (bottleneck.delay + access_delay.saturating_mul(2)).saturating_mul(2) {
-            return Err(SimError::RttShorterThanPath {
-                group: group.name.clone(),
-                rtt: group.rtt,
-                bottleneck_delay: bottleneck.delay,
-                access_delay,
-            });
-        }
-        if group.access.is_some_and(|a| a.rate.is_zero()) {
-            return Err(SimError::Invalid {
-                key: format!("groups[{}].access.rate", group.name),
-                reason: "must be positive".into(),
-            });
-        }
-    }
     let fast = fast_rate(bottleneck.rate);
     let fast_link = |rate: Rate, delay: Duration| LinkSpec {
         rate,
@@ -322,7 +301,7 @@ mod tests {
         // Too short an rtt for the access delays is refused.
         spec.groups[1].rtt = Duration::from_millis(30);
         assert!(matches!(
-            build(&spec),
+            crate::validate::validate(&spec),
             Err(SimError::RttShorterThanPath { .. })
         ));
     }
