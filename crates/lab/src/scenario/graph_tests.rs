@@ -1,5 +1,6 @@
 //! Scenarios written as graphs: `[[link]]` tables and groups on named hosts.
 
+use super::tests::{expect_invalid, plan};
 use super::*;
 use qstp_sim::network::NodeKind;
 
@@ -34,23 +35,9 @@ sink = "b"
 marker = { kind = "token-bucket", rate = "1M", bucket = 3000 }
 "#;
 
-fn plan(text: &str) -> Result<Plan, ScenarioError> {
-    parse(text, "test.toml", &Overrides::default())
-}
-
 fn line_with(old: &str, new: &str) -> String {
     assert!(LINE.contains(old), "{old}");
     LINE.replacen(old, new, 1)
-}
-
-fn expect_invalid(text: &str, key: &str, reason: &str) {
-    match plan(text) {
-        Err(e) => {
-            assert_eq!(e.key(), Some(key), "{e}");
-            assert!(e.to_string().contains(reason), "{e}");
-        }
-        Ok(_) => panic!("expected an error at {key}"),
-    }
 }
 
 #[test]

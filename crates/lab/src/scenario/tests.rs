@@ -30,7 +30,7 @@ marker = { kind = "token-bucket", rate = "300k", bucket = 10000 }
 "group.AB.protocol" = ["tcp", "tfrc-sack", "qstp"]
 "#;
 
-fn plan(text: &str) -> Result<Plan, ScenarioError> {
+pub(super) fn plan(text: &str) -> Result<Plan, ScenarioError> {
     parse(text, "test.toml", &Overrides::default())
 }
 
@@ -40,7 +40,7 @@ fn fig4_with(old: &str, new: &str) -> String {
     FIG4.replacen(old, new, 1)
 }
 
-fn expect_invalid(text: &str, key: &str, reason: &str) {
+pub(super) fn expect_invalid(text: &str, key: &str, reason: &str) {
     match plan(text) {
         Err(e @ ScenarioError::Invalid { .. }) => {
             assert_eq!(e.key(), Some(key), "{e}");

@@ -395,21 +395,26 @@ mod tests {
         Time::ZERO + Duration::from_millis(m)
     }
 
-    /// Drives the port alone, the way a real-time forwarder would: sleep until the next offer or
-    /// `poll_timeout`, handle it, collect what is due, logging (instant, what, packet).
-    #[test]
-    fn the_port_alone_serialises_propagates_and_names_every_next_instant() {
-        let mut store = PacketStore::default();
-        let mut link = Link::new(
+    /// A 1 Mbit/s link (8 ms per 1000 bytes) with 10 ms of delay and a drop-tail of `limit`.
+    fn test_link(limit: usize) -> Link {
+        Link::new(
             LinkId(0),
             NodeId(0),
             NodeId(1),
             Rate::from_mbps(1),
             Duration::from_millis(10),
-            Box::new(DropTail::new(2)),
+            Box::new(DropTail::new(limit)),
             None,
             ChaCha8Rng::seed_from_u64(1),
-        );
+        )
+    }
+
+    /// Drives the port alone, the way a real-time forwarder would: sleep until the next offer or
+    /// `poll_timeout`, handle it, collect what is due, logging (instant, what, packet).
+    #[test]
+    fn the_port_alone_serialises_propagates_and_names_every_next_instant() {
+        let mut store = PacketStore::default();
+        let mut link = test_link(2);
         assert_eq!(link.poll_timeout(), None);
         // 1000 bytes at 1 Mbit/s take 8 ms; 500 bytes 4 ms. Offers: three at 0 (one goes on the
         // wire, two wait), one at 1 ms (refused: the queue holds two), one of 500 bytes at 30 ms
@@ -476,16 +481,7 @@ mod tests {
     #[test]
     fn poll_timeout_names_the_next_departure_or_arrival() {
         let mut store = PacketStore::default();
-        let mut link = Link::new(
-            LinkId(0),
-            NodeId(0),
-            NodeId(1),
-            Rate::from_mbps(1),
-            Duration::from_millis(10),
-            Box::new(DropTail::new(10)),
-            None,
-            ChaCha8Rng::seed_from_u64(1),
-        );
+        let mut link = test_link(10);
         let p = packet(&mut store, 1000);
         link.offer(ms(0), p, &mut store);
         assert_eq!(link.poll_timeout(), Some(ms(8)), "end of serialisation");
@@ -534,16 +530,7 @@ mod tests {
     #[test]
     fn an_observer_sees_every_enqueue_dequeue_and_drop() {
         let mut store = PacketStore::default();
-        let mut link = Link::new(
-            LinkId(0),
-            NodeId(0),
-            NodeId(1),
-            Rate::from_mbps(1),
-            Duration::from_millis(10),
-            Box::new(DropTail::new(2)),
-            None,
-            ChaCha8Rng::seed_from_u64(1),
-        );
+        let mut link = test_link(2);
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         link.set_observer(Some(Box::new(Log(seen.clone()))));
         // Four 1000-byte packets at 0 (8 ms each at 1 Mbit/s): the first goes on the wire at
@@ -586,16 +573,7 @@ mod tests {
     #[test]
     fn a_late_driver_catches_up_on_the_schedule() {
         let mut store = PacketStore::default();
-        let mut link = Link::new(
-            LinkId(0),
-            NodeId(0),
-            NodeId(1),
-            Rate::from_mbps(1),
-            Duration::from_millis(10),
-            Box::new(DropTail::new(10)),
-            None,
-            ChaCha8Rng::seed_from_u64(1),
-        );
+        let mut link = test_link(10);
         let ids: Vec<PacketId> = (0..4)
             .map(|_| {
                 let p = packet(&mut store, 1000);
