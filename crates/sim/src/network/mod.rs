@@ -244,7 +244,7 @@ impl Network {
             self.packets.discard(id);
             return None;
         };
-        match node.condition(now, &packet.meta(), packet.size, packet.color, out) {
+        match node.condition(now, || packet.meta(), packet.size, packet.color, out) {
             Some(Verdict::Pass(color)) => packet.color = color,
             Some(Verdict::Drop) => {
                 self.policed += 1;

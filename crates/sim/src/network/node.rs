@@ -103,15 +103,16 @@ impl Node {
     pub fn condition(
         &mut self,
         now: Time,
-        meta: &PacketMeta,
+        meta: impl FnOnce() -> PacketMeta,
         size: u32,
         incoming: Color,
         out_link: LinkId,
     ) -> Option<Verdict> {
+        // Most nodes meter nothing: the packet's description is built only where one does.
         if self.conditioners.is_empty() {
             return None;
         }
-        let class = self.classifier.classify(meta);
+        let class = self.classifier.classify(&meta());
         let verdict = self
             .conditioners
             .iter_mut()
