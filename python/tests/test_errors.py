@@ -29,7 +29,8 @@ def test_invalid_value_names_file_and_key() -> None:
     with pytest.raises(qstp.ScenarioError) as e:
         qstp.run(BASE.replace("RTT", "10ms"))
     assert e.value.key == "group.A.rtt"
-    assert str(e.value).startswith("<string>: group.A.rtt: shorter than twice")
+    assert str(e.value).startswith("<string>: group.A.rtt: ")
+    assert "rtt 10ms is shorter than the path's propagation both ways" in str(e.value)
 
 
 def test_unknown_key(tmp_path: Path) -> None:
@@ -108,4 +109,5 @@ def test_module_cli_reports_errors(tmp_path: Path) -> None:
         text=True,
     )
     assert done.returncode == 1
-    assert f"Error: {path}: group.A.rtt: shorter than twice" in done.stderr
+    assert f"Error: {path}: group.A.rtt: " in done.stderr
+    assert "shorter than the path's propagation both ways" in done.stderr
