@@ -118,6 +118,9 @@ pub struct Link {
     /// one on the wire, and at most the one before it if the driver polls only when it offers.
     /// Kept in two slots (older first) rather than a deque: this is on the simulator's hot path.
     departures: [Option<Departure>; 2],
+    /// Whether departures are recorded at all; a driver that never polls them (the simulator's
+    /// network) turns this off and keeps the record off its per-packet path.
+    track_departures: bool,
     /// Packets propagating, with their arrival times. One rate and one delay keep arrivals in
     /// sending order, so this FIFO holds at most delay / (shortest serialisation time) + 1
     /// packets.
@@ -172,6 +175,7 @@ impl Link {
             busy_until: Time::ZERO,
             ready_at: None,
             departures: [None, None],
+            track_departures: true,
             in_flight: VecDeque::new(),
             last_transmit: (0, Duration::ZERO),
             stats: LinkStats::default(),
@@ -189,6 +193,14 @@ impl Link {
     /// Take the observer back (to read what it gathered).
     pub fn take_observer(&mut self) -> Option<Box<dyn QueueObserver>> {
         self.observer.take()
+    }
+
+    /// The same link without a departure record: [`Link::poll_transmit`] then yields nothing and
+    /// [`Link::poll_timeout`] names only sending and arrival instants. For a driver that needs
+    /// only arrivals, as the simulator's network does.
+    pub fn without_departures(mut self) -> Self {
+        self.track_departures = false;
+        self
     }
 
     /// Offer a packet to the link's queue at `now`; a refused packet is discarded from `store`.
@@ -336,17 +348,19 @@ impl Link {
                     self.in_flight.push_back((arrival, packet.id));
                     Some(arrival)
                 };
-                // A driver that never polls departures keeps only the last two.
-                if self.departures[1].is_some() {
-                    self.departures[0] = self.departures[1].take();
+                if self.track_departures {
+                    // A driver that never polls departures keeps only the last two.
+                    if self.departures[1].is_some() {
+                        self.departures[0] = self.departures[1].take();
+                    }
+                    self.departures[1] = Some(Departure {
+                        packet: packet.id,
+                        size: packet.size,
+                        started: now,
+                        ended: self.busy_until,
+                        arrival,
+                    });
                 }
-                self.departures[1] = Some(Departure {
-                    packet: packet.id,
-                    size: packet.size,
-                    started: now,
-                    ended: self.busy_until,
-                    arrival,
-                });
                 if !self.queue.is_empty() {
                     self.ready_at = Some(self.busy_until);
                 }

@@ -85,7 +85,7 @@ impl Network {
     ) -> LinkId {
         let id = LinkId(self.links.len() as u32);
         self.links
-            .push(Link::new(id, from, to, rate, delay, queue, loss, rng));
+            .push(Link::new(id, from, to, rate, delay, queue, loss, rng).without_departures());
         self.armed.push(Armed::default());
         self.nodes[from.index()].out_links.push(id);
         id
