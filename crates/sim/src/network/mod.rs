@@ -54,8 +54,6 @@ pub struct Network {
     pub packets: PacketStore,
     /// Packets dropped because a node had no route to their destination.
     pub unroutable: u64,
-    /// Packets dropped by edge policers (each node counts its own: [`Node::policed`]).
-    pub policed: u64,
 }
 
 impl Network {
@@ -119,6 +117,12 @@ impl Network {
     /// Number of nodes.
     pub fn node_count(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// Packets dropped by edge policers, all nodes together (each counts its own:
+    /// [`Node::policed`]).
+    pub fn policed(&self) -> u64 {
+        self.nodes.iter().map(Node::policed).sum()
     }
 
     /// Fill the routing tables: fewest hops to every host through routers, ties broken by lowest
@@ -247,7 +251,6 @@ impl Network {
         match node.condition(now, || packet.meta(), packet.size, packet.color, out) {
             Some(Verdict::Pass(color)) => packet.color = color,
             Some(Verdict::Drop) => {
-                self.policed += 1;
                 self.packets.discard(id);
                 return None;
             }
@@ -491,7 +494,7 @@ mod tests {
         );
         // Passed packets keep the colour they came with (red, best effort).
         assert!(delivered.iter().all(|d| d.1 == Color::Red));
-        assert_eq!(net.policed, 2);
+        assert_eq!(net.policed(), 2);
         assert_eq!(net.node(r).policed(), 2);
         assert_eq!(net.node(a).policed(), 0);
         assert_eq!(net.link(r_b).stats.packets_sent, 3);
