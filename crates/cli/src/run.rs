@@ -40,8 +40,8 @@ pub struct RunArgs {
     pub pcap_limit: u64,
 }
 
-/// The TCP congestion controls a scenario may name, with their parameters, from the simulator's
-/// registry (for `qstp run --help`).
+/// The TCP congestion controls, queues, markers and loss models a scenario may name, with their
+/// parameters, from the simulator's registries (for `qstp run --help`).
 pub fn congestion_help() -> String {
     let mut out = String::from(
         "Scenario keys: docs/scenarios.md. TCP congestion controls of a tcp group\n\
@@ -65,6 +65,27 @@ pub fn congestion_help() -> String {
         "TCP options: tcp = { initial_window = 2, delayed_ack = false, min_rto = \"200ms\", sack = true, window = BYTES, recovery = \"rfc6675\" | \"prr\" }\n\
          Access links: access = { rate = \"1G\", delay = \"1ms\" }\n",
     );
+    // The simulator's registries of queues, markers and loss models, with their keys.
+    for (title, kinds) in [
+        (
+            "Queues (queue = { kind = \"NAME\", .. })",
+            qstp_sim::QueueSpec::KINDS,
+        ),
+        (
+            "Markers of a group (marker = { kind = \"NAME\", .. })",
+            qstp_sim::MarkerSpec::KINDS,
+        ),
+        (
+            "Loss models of a link (loss = { kind = \"NAME\", .. })",
+            qstp_sim::LossSpec::KINDS,
+        ),
+    ] {
+        out.push_str(title);
+        out.push_str(":\n");
+        for (name, doc) in kinds {
+            out.push_str(&format!("  {name}: {doc}\n"));
+        }
+    }
     out
 }
 

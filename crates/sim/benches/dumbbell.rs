@@ -51,7 +51,7 @@ fn spec(protocol: Protocol, seconds: u64) -> SimSpec {
             bottleneck: LinkSpec {
                 rate: Rate::from_mbps(200),
                 delay: Duration::from_millis(45),
-                queue: QueueSpec::DropTail { limit: 100 },
+                queue: QueueSpec::drop_tail(100),
                 loss: None,
             },
         },

@@ -331,7 +331,7 @@ fn path_delay(net: &Network, from: NodeId, to: NodeId) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::QueueSpec;
+    use crate::spec::{QueueSpec, TokenBucketSpec};
     use qstp_proto::Rate;
 
     fn link(name: &str, from: usize, to: usize, mbps: u64, ms: u64) -> GraphLink {
@@ -342,7 +342,7 @@ mod tests {
             link: LinkSpec {
                 rate: Rate::from_mbps(mbps),
                 delay: Duration::from_millis(ms),
-                queue: QueueSpec::DropTail { limit: 10 },
+                queue: QueueSpec::drop_tail(10),
                 loss: None,
             },
             after_marker: true,
@@ -427,10 +427,10 @@ mod tests {
                         group: 0,
                         node: 1,
                         link: Some(0),
-                        marker: MarkerSpec::TokenBucket {
+                        marker: MarkerSpec::TokenBucket(TokenBucketSpec {
                             rate: Rate::from_mbps(1),
                             bucket: 3000,
-                        },
+                        }),
                     })
                 }),
                 "groups[0].marker",

@@ -18,6 +18,13 @@
 //! (by DSCP or 5-tuple as well as by the simulator's group); a [`network::QueueObserver`] on a
 //! link sees each enqueue, dequeue and drop; queues, markers and loss models are `Send`.
 //!
+//! Each family of components has one registry: queues ([`QueueSpec`]), markers ([`MarkerSpec`])
+//! and loss models ([`LossSpec`]) are enums made by [`registry!`] from one `"name" => Variant(Spec)`
+//! line per kind; each kind's spec reads its own keys through a [`params::ParamTable`] (the lab
+//! implements it over TOML), validates itself and builds its component, all in its own file. A new
+//! queue, marker or loss model is that file and one registry line; `--help`, errors and serde
+//! follow from the registry.
+//!
 //! Seams for what builds on it: [`tcp`] is a sans-IO TCP whose congestion controls live in a
 //! registry ([`tcp::REGISTRY`]: one file and one entry per control, parameters from the scenario)
 //! and whose sender can be steered from outside (congestion-signal events, deferred or delegated
@@ -47,7 +54,9 @@ pub mod event;
 pub mod graph;
 pub mod ids;
 pub mod network;
+pub mod params;
 pub mod record;
+pub mod registry;
 pub mod rng;
 mod sim;
 pub mod topology;

@@ -14,8 +14,14 @@ use qstp_proto::{Config, Duration, Rate};
 
 // Types that belong to the modules that use them, named here too so that a spec reads whole.
 pub use crate::color::Color;
-pub use crate::marker::ColorMode;
-pub use crate::queue::{CodePointCounters, RedParams};
+pub use crate::loss::{BernoulliSpec, GilbertElliottSpec, LossSpec};
+pub use crate::marker::{
+    ColorMode, MarkerSpec, SrtcmSpec, TokenBucketSpec, TrtcmSpec, Tsw2Spec, Tsw3Spec,
+};
+pub use crate::queue::{
+    CbqClass, CbqSpec, CodePointCounters, DropTailSpec, QueueSpec, RedParams, RedSpec, RioMode,
+    RioSpec, DEFAULT_QUEUE_WEIGHT,
+};
 
 /// One simulation run.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -88,154 +94,6 @@ pub struct LinkSpec {
     pub queue: QueueSpec,
     /// Random losses on the link, after the queue.
     pub loss: Option<LossSpec>,
-}
-
-/// Weight of the average-queue EWMA of RED and RIO unless a scenario says otherwise (Floyd &
-/// Jacobson 1993 recommend w_q = 0.002).
-pub const DEFAULT_QUEUE_WEIGHT: f64 = 0.002;
-
-/// Which average a RIO queue compares each precedence against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RioMode {
-    /// RIO-C: in-profile packets against the average of in-profile packets; out-profile against
-    /// the average of all packets (the default).
-    Coupled,
-    /// RIO-D: each precedence against the average of its own packets.
-    Decoupled,
-}
-
-/// A queue discipline.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum QueueSpec {
-    /// Drop-tail FIFO holding at most `limit` packets.
-    DropTail {
-        /// Capacity, packets.
-        limit: usize,
-    },
-    /// RED on one FIFO.
-    Red {
-        /// Capacity, packets.
-        limit: usize,
-        /// The drop curve.
-        params: RedParams,
-        /// Weight of the average queue EWMA (0.002 by default).
-        weight: f64,
-    },
-    /// RIO: RED with In and Out (RFC 2597 drop precedences on one FIFO).
-    Rio {
-        /// Capacity, packets.
-        limit: usize,
-        /// Curve for in-profile (green) packets.
-        in_profile: RedParams,
-        /// Curve for out-of-profile packets (yellow and red both, unless `middle` is given).
-        out_profile: RedParams,
-        /// Optional curve for yellow packets of three-colour markers.
-        middle: Option<RedParams>,
-        /// Weight of the average queue EWMA (0.002 by default).
-        weight: f64,
-        /// RIO-C or RIO-D.
-        mode: RioMode,
-    },
-    /// Class-based queueing: each class a guaranteed rate, borrowing idle capacity when allowed
-    /// (QSTP paper §5.4).
-    Cbq {
-        /// The classes; a group not named in any class goes to the last class.
-        classes: Vec<CbqClass>,
-    },
-}
-
-/// One CBQ class.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CbqClass {
-    /// Name, for statistics.
-    pub name: String,
-    /// Guaranteed rate.
-    pub rate: Rate,
-    /// Whether the class may use capacity other classes leave idle.
-    pub borrow: bool,
-    /// Names of the groups whose packets this class carries.
-    pub groups: Vec<String>,
-    /// Capacity of the class's own FIFO, packets.
-    pub limit: usize,
-}
-
-/// A random loss model.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum LossSpec {
-    /// Each packet lost independently with probability `p`.
-    Bernoulli {
-        /// Loss probability.
-        p: f64,
-    },
-    /// Two-state Gilbert-Elliott channel.
-    GilbertElliott {
-        /// Probability, per packet, of moving from the good to the bad state.
-        p_good_to_bad: f64,
-        /// Probability, per packet, of moving from the bad to the good state.
-        p_bad_to_good: f64,
-        /// Loss probability in the good state.
-        loss_good: f64,
-        /// Loss probability in the bad state.
-        loss_bad: f64,
-    },
-}
-
-/// An edge marker, colouring a group's aggregate.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum MarkerSpec {
-    /// Two-colour token bucket: in-profile while tokens last.
-    TokenBucket {
-        /// Token rate.
-        rate: Rate,
-        /// Bucket depth, bytes.
-        bucket: u64,
-    },
-    /// Single-rate three-colour marker, RFC 2697.
-    Srtcm {
-        /// Committed information rate.
-        cir: Rate,
-        /// Committed burst size, bytes.
-        cbs: u64,
-        /// Excess burst size, bytes.
-        ebs: u64,
-        /// Colour-blind (the default) or colour-aware (RFC 2697 §3).
-        #[serde(default)]
-        mode: ColorMode,
-    },
-    /// Two-rate three-colour marker, RFC 2698.
-    Trtcm {
-        /// Committed information rate.
-        cir: Rate,
-        /// Committed burst size, bytes.
-        cbs: u64,
-        /// Peak information rate.
-        pir: Rate,
-        /// Peak burst size, bytes.
-        pbs: u64,
-        /// Colour-blind (the default) or colour-aware (RFC 2698 §3).
-        #[serde(default)]
-        mode: ColorMode,
-    },
-    /// Time-sliding-window two-colour marker, RFC 2859.
-    Tsw2 {
-        /// Committed target rate.
-        cir: Rate,
-        /// Averaging window.
-        window: Duration,
-    },
-    /// Time-sliding-window three-colour marker, RFC 2859.
-    Tsw3 {
-        /// Committed target rate.
-        cir: Rate,
-        /// Peak target rate.
-        pir: Rate,
-        /// Averaging window.
-        window: Duration,
-    },
 }
 
 /// What a group's flows run.

@@ -69,9 +69,7 @@ pub fn dumbbell_graph(spec: &SimSpec, bottleneck: &LinkSpec) -> Result<GraphSpec
     let fast_link = |rate: Rate, delay: Duration| LinkSpec {
         rate,
         delay,
-        queue: QueueSpec::DropTail {
-            limit: FAST_QUEUE_LIMIT,
-        },
+        queue: QueueSpec::drop_tail(FAST_QUEUE_LIMIT),
         loss: None,
     };
     let mut g = GraphSpec {
@@ -211,7 +209,7 @@ mod tests {
                 bottleneck: LinkSpec {
                     rate: Rate::from_mbps(1),
                     delay: Duration::from_millis(10),
-                    queue: QueueSpec::DropTail { limit: 50 },
+                    queue: QueueSpec::drop_tail(50),
                     loss: None,
                 },
             },

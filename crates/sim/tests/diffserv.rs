@@ -4,7 +4,8 @@ mod common;
 
 use common::{cbr, dumbbell, group, paper_rio};
 use qstp_proto::{Duration, Rate};
-use qstp_sim::{run, CbqClass, LossSpec, MarkerSpec, QueueSpec, SimError};
+use qstp_sim::spec::*;
+use qstp_sim::{run, SimError};
 
 #[test]
 fn in_profile_traffic_is_green_and_protected_by_rio() {
@@ -18,10 +19,10 @@ fn in_profile_traffic_is_green_and_protected_by_rio() {
         1,
         Duration::from_millis(30),
     );
-    assured.marker = Some(MarkerSpec::TokenBucket {
+    assured.marker = Some(MarkerSpec::TokenBucket(TokenBucketSpec {
         rate: Rate::from_kbps(500),
         bucket: 10_000,
-    });
+    }));
     spec.groups.push(assured);
     spec.groups.push(group(
         "best-effort",
@@ -47,7 +48,7 @@ fn cbq_reports_each_class_and_holds_the_guaranteed_rate() {
     // QSTP paper §5.4: a 300 kbit/s pipe for the protected flow, the rest for UDP.
     let mut spec = dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 20);
     spec.packet_size = 1500;
-    spec.bottleneck_mut().unwrap().queue = QueueSpec::Cbq {
+    spec.bottleneck_mut().unwrap().queue = QueueSpec::Cbq(CbqSpec {
         classes: vec![
             CbqClass {
                 name: "pipe".into(),
@@ -64,7 +65,7 @@ fn cbq_reports_each_class_and_holds_the_guaranteed_rate() {
                 limit: 50,
             },
         ],
-    };
+    });
     spec.groups.push(group(
         "protected",
         cbr(Rate::from_kbps(300)),
@@ -111,7 +112,7 @@ fn cbq_reports_each_class_and_holds_the_guaranteed_rate() {
 #[test]
 fn a_lossy_bottleneck_loses_its_share_of_packets() {
     let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
-    spec.bottleneck_mut().unwrap().loss = Some(LossSpec::Bernoulli { p: 0.1 });
+    spec.bottleneck_mut().unwrap().loss = Some(LossSpec::Bernoulli(BernoulliSpec { p: 0.1 }));
     spec.groups.push(group(
         "udp",
         cbr(Rate::from_mbps(1)),
@@ -128,7 +129,7 @@ fn a_lossy_bottleneck_loses_its_share_of_packets() {
 #[test]
 fn invalid_components_are_refused_with_their_name() {
     let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
-    spec.bottleneck_mut().unwrap().loss = Some(LossSpec::Bernoulli { p: 1.5 });
+    spec.bottleneck_mut().unwrap().loss = Some(LossSpec::Bernoulli(BernoulliSpec { p: 1.5 }));
     spec.groups.push(group(
         "udp",
         cbr(Rate::from_mbps(1)),
@@ -139,7 +140,7 @@ fn invalid_components_are_refused_with_their_name() {
         matches!(run(&spec), Err(SimError::Component { component, .. }) if component == "bottleneck.loss")
     );
     spec.bottleneck_mut().unwrap().loss = None;
-    spec.bottleneck_mut().unwrap().queue = QueueSpec::DropTail { limit: 0 };
+    spec.bottleneck_mut().unwrap().queue = QueueSpec::drop_tail(0);
     assert!(
         matches!(run(&spec), Err(SimError::Component { component, .. }) if component == "bottleneck.queue")
     );
@@ -156,10 +157,10 @@ fn the_edge_marker_meters_the_group_aggregate_not_each_flow() {
         2,
         Duration::from_millis(30),
     );
-    pair.marker = Some(MarkerSpec::TokenBucket {
+    pair.marker = Some(MarkerSpec::TokenBucket(TokenBucketSpec {
         rate: Rate::from_kbps(300),
         bucket: 10_000,
-    });
+    }));
     spec.groups.push(pair);
     let out = run(&spec).unwrap();
     let queue = &out.queues[0];

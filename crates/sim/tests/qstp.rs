@@ -4,7 +4,8 @@ mod common;
 
 use common::{dumbbell, group, newreno, paper_rio};
 use qstp_proto::{Config, Duration, Preset, Rate};
-use qstp_sim::{run, MarkerSpec, Protocol, QueueSpec};
+use qstp_sim::run;
+use qstp_sim::spec::*;
 
 fn qstp(preset: Preset, target: Rate) -> Protocol {
     Protocol::Qstp {
@@ -83,16 +84,16 @@ fn gtfrc_holds_its_target_against_a_tcp_aggregate() {
         1,
         Duration::from_millis(30),
     );
-    q.marker = Some(MarkerSpec::TokenBucket {
+    q.marker = Some(MarkerSpec::TokenBucket(TokenBucketSpec {
         rate: Rate::from_kbps(500),
         bucket: 10_000,
-    });
+    }));
     q.target = Some(Rate::from_kbps(500));
     let mut tcp = group("tcp", newreno(), 15, Duration::from_millis(30));
-    tcp.marker = Some(MarkerSpec::TokenBucket {
+    tcp.marker = Some(MarkerSpec::TokenBucket(TokenBucketSpec {
         rate: Rate::from_kbps(300),
         bucket: 10_000,
-    });
+    }));
     tcp.target = Some(Rate::from_kbps(300));
     spec.groups.push(q);
     spec.groups.push(tcp);
@@ -115,12 +116,12 @@ fn qstp_keeps_its_cbq_pipe_while_udp_floods_and_borrows_the_rest_otherwise() {
         groups,
         limit: 50,
     };
-    spec.bottleneck_mut().unwrap().queue = QueueSpec::Cbq {
+    spec.bottleneck_mut().unwrap().queue = QueueSpec::Cbq(CbqSpec {
         classes: vec![
             class("pipe", 300, vec!["qstp".into()]),
             class("rest", 700, vec![]),
         ],
-    };
+    });
     spec.groups.push(group(
         "qstp",
         qstp(Preset::Qstp, Rate::from_kbps(300)),
@@ -208,7 +209,9 @@ fn a_qstp_senders_rate_rtt_and_p_are_sampled_every_bin() {
     // No window: cwnd is TCP's.
     assert!(s.cwnd_bytes.is_empty());
 
-    let lossy = flow_with(Some(qstp_sim::LossSpec::Bernoulli { p: 0.01 }));
+    let lossy = flow_with(Some(qstp_sim::LossSpec::Bernoulli(BernoulliSpec {
+        p: 0.01,
+    })));
     let late = &lossy.sender.rate[warmup..];
     assert!(late.iter().all(|r| r.unwrap().loss_event_rate_ppb > 0));
     let events: u64 = lossy.sender.loss_events.iter().sum();

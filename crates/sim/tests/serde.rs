@@ -4,10 +4,7 @@ mod common;
 
 use common::{cbr, dumbbell, group, newreno, paper_rio};
 use qstp_proto::{Config, Duration, Rate};
-use qstp_sim::{
-    AccessSpec, CbqClass, Color, ColorMode, LossSpec, MarkerSpec, Protocol, QueueSpec, RedParams,
-    RioMode, SimSpec, Topology,
-};
+use qstp_sim::spec::*;
 
 fn round_trip<T>(value: &T) -> T
 where
@@ -26,22 +23,22 @@ fn every_kind_of_queue_marker_loss_and_source_round_trips() {
         max_p: 0.1,
     };
     let queues = [
-        QueueSpec::DropTail { limit: 50 },
-        QueueSpec::Red {
+        QueueSpec::drop_tail(50),
+        QueueSpec::Red(RedSpec {
             limit: 50,
             params: curve,
             weight: 0.002,
-        },
+        }),
         paper_rio(),
-        QueueSpec::Rio {
+        QueueSpec::Rio(RioSpec {
             limit: 50,
             in_profile: curve,
             out_profile: curve,
             middle: Some(curve),
             weight: 0.1 + 0.2,
             mode: RioMode::Decoupled,
-        },
-        QueueSpec::Cbq {
+        }),
+        QueueSpec::Cbq(CbqSpec {
             classes: vec![CbqClass {
                 name: "be".into(),
                 rate: Rate::ZERO,
@@ -49,44 +46,44 @@ fn every_kind_of_queue_marker_loss_and_source_round_trips() {
                 groups: vec!["a".into()],
                 limit: 50,
             }],
-        },
+        }),
     ];
     let markers = [
-        MarkerSpec::TokenBucket {
+        MarkerSpec::TokenBucket(TokenBucketSpec {
             rate: k(500),
             bucket: 10_000,
-        },
-        MarkerSpec::Srtcm {
+        }),
+        MarkerSpec::Srtcm(SrtcmSpec {
             cir: k(100),
             cbs: 3000,
             ebs: 0,
             mode: ColorMode::Blind,
-        },
-        MarkerSpec::Trtcm {
+        }),
+        MarkerSpec::Trtcm(TrtcmSpec {
             cir: k(100),
             cbs: 3000,
             pir: k(200),
             pbs: 3000,
             mode: ColorMode::Aware,
-        },
-        MarkerSpec::Tsw2 {
+        }),
+        MarkerSpec::Tsw2(Tsw2Spec {
             cir: k(100),
             window: ms(1000),
-        },
-        MarkerSpec::Tsw3 {
+        }),
+        MarkerSpec::Tsw3(Tsw3Spec {
             cir: k(100),
             pir: k(200),
             window: ms(1000),
-        },
+        }),
     ];
     let losses = [
-        LossSpec::Bernoulli { p: 0.01 },
-        LossSpec::GilbertElliott {
+        LossSpec::Bernoulli(BernoulliSpec { p: 0.01 }),
+        LossSpec::GilbertElliott(GilbertElliottSpec {
             p_good_to_bad: 0.01,
             p_bad_to_good: 0.3,
             loss_good: 0.0,
             loss_bad: 1.0,
-        },
+        }),
     ];
     let protocols = [
         newreno(),
@@ -143,4 +140,28 @@ fn every_kind_of_queue_marker_loss_and_source_round_trips() {
     let json = serde_json::to_value(&spec).unwrap();
     assert_eq!(json["topology"]["kind"], "graph");
     assert_eq!(json["topology"]["nodes"][2]["kind"], "router");
+}
+
+#[test]
+fn a_specs_kind_is_the_name_its_json_carries() {
+    let specs: Vec<QueueSpec> = vec![QueueSpec::drop_tail(5), paper_rio()];
+    for spec in &specs {
+        let json = serde_json::to_value(spec).unwrap();
+        assert_eq!(json["kind"], spec.kind());
+        assert!(QueueSpec::KINDS
+            .iter()
+            .any(|(name, _)| *name == spec.kind()));
+    }
+    let m = MarkerSpec::Tsw2(Tsw2Spec {
+        cir: Rate::from_kbps(500),
+        window: Duration::from_secs(1),
+    });
+    assert_eq!(serde_json::to_value(m).unwrap()["kind"], "tsw2");
+    let l = LossSpec::GilbertElliott(GilbertElliottSpec {
+        p_good_to_bad: 0.01,
+        p_bad_to_good: 0.5,
+        loss_good: 0.0,
+        loss_bad: 1.0,
+    });
+    assert_eq!(serde_json::to_value(l).unwrap()["kind"], l.kind());
 }

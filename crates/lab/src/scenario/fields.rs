@@ -2,28 +2,13 @@
 //! refuses the keys left over.
 
 use qstp_proto::{Duration, Rate};
+use qstp_sim::params::{ParamError, ParamResult, ParamTable};
 use toml::{Table, Value};
 
-/// A problem with one key of the document (the file name is added by the caller).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FieldError {
-    /// Dotted path of the key, groups and classes addressed by name (`group.AB.rtt`).
-    pub key: String,
-    /// Why the value was refused.
-    pub reason: String,
-    /// Whether the key is not one the scenario format knows.
-    pub unknown: bool,
-}
-
-impl FieldError {
-    pub(crate) fn new(key: impl Into<String>, reason: impl Into<String>) -> Self {
-        FieldError {
-            key: key.into(),
-            reason: reason.into(),
-            unknown: false,
-        }
-    }
-}
+/// A problem with one key of the document (the file name is added by the caller): the
+/// simulator's own [`ParamError`], since the component kinds read their keys through
+/// [`ParamTable`].
+pub(crate) type FieldError = ParamError;
 
 pub(crate) type FieldResult<T> = Result<T, FieldError>;
 
@@ -214,6 +199,92 @@ impl Fields {
                 })
             }
         }
+    }
+}
+
+/// The component kinds (queues, markers, loss models) read their own keys through this.
+impl ParamTable for Fields {
+    fn error(&self, key: &str, reason: &str) -> ParamError {
+        Fields::error(self, key, reason)
+    }
+    fn opt_str(&mut self, key: &str) -> ParamResult<Option<String>> {
+        Fields::opt_str(self, key)
+    }
+    fn opt_u64(&mut self, key: &str) -> ParamResult<Option<u64>> {
+        Fields::opt_u64(self, key)
+    }
+    fn opt_f64(&mut self, key: &str) -> ParamResult<Option<f64>> {
+        Fields::opt_f64(self, key)
+    }
+    fn opt_bool(&mut self, key: &str) -> ParamResult<Option<bool>> {
+        Fields::opt_bool(self, key)
+    }
+    fn opt_rate(&mut self, key: &str) -> ParamResult<Option<Rate>> {
+        Fields::opt_rate(self, key)
+    }
+    fn opt_duration(&mut self, key: &str) -> ParamResult<Option<Duration>> {
+        Fields::opt_duration(self, key)
+    }
+    fn opt_numbers(&mut self, key: &str) -> ParamResult<Option<Vec<f64>>> {
+        let Some(items) = self.opt_array(key)? else {
+            return Ok(None);
+        };
+        items
+            .iter()
+            .map(|v| number(v).map_err(|reason| Fields::error(self, key, reason)))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+    fn opt_strings(&mut self, key: &str) -> ParamResult<Option<Vec<String>>> {
+        let Some(items) = self.opt_array(key)? else {
+            return Ok(None);
+        };
+        items
+            .into_iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s),
+                other => Err(Fields::error(
+                    self,
+                    key,
+                    format!("expected strings, found {}", other.type_str()),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+    fn opt_tables(
+        &mut self,
+        key: &str,
+        label: &str,
+    ) -> ParamResult<Option<Vec<Box<dyn ParamTable>>>> {
+        let Some(items) = self.opt_array(key)? else {
+            return Ok(None);
+        };
+        let mut tables: Vec<Box<dyn ParamTable>> = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            let Value::Table(t) = item else {
+                return Err(Fields::error(self, key, format!("item {i} is not a table")));
+            };
+            let name = t
+                .get(label)
+                .and_then(Value::as_str)
+                .map_or_else(|| i.to_string(), str::to_string);
+            tables.push(Box::new(Fields::new(
+                format!("{}.{name}", self.key(key)),
+                t,
+            )));
+        }
+        Ok(Some(tables))
+    }
+    fn finish(&mut self) -> ParamResult<()> {
+        let rest = std::mem::take(&mut self.table);
+        let asked = std::mem::take(&mut self.asked);
+        Fields {
+            path: self.path.clone(),
+            table: rest,
+            asked,
+        }
+        .finish()
     }
 }
 

@@ -107,9 +107,7 @@ pub(crate) fn links(f: &mut Fields) -> FieldResult<Option<Vec<LinkDoc>>> {
 /// The queue of a link direction that gives none: the uncongested drop-tail of the dumbbell's
 /// access links.
 fn default_queue() -> QueueSpec {
-    QueueSpec::DropTail {
-        limit: FAST_QUEUE_LIMIT,
-    }
+    QueueSpec::drop_tail(FAST_QUEUE_LIMIT)
 }
 
 /// One direction's rate, delay, queue and loss; a reverse direction takes the forward one's rate

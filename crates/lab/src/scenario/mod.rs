@@ -213,7 +213,7 @@ impl Plan {
                     out.push(w);
                 }
             };
-            if let QueueSpec::Cbq { classes } = &s.bottleneck().queue {
+            if let QueueSpec::Cbq(qstp_sim::CbqSpec { classes }) = &s.bottleneck().queue {
                 for g in &s.groups {
                     if !classes.iter().any(|c| c.groups.contains(&g.name)) {
                         let last = classes.last().map_or("", |c| c.name.as_str());

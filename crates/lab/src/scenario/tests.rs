@@ -1,6 +1,6 @@
 use super::*;
 use qstp_proto::{Rate, RateControl};
-use qstp_sim::{MarkerSpec, Protocol};
+use qstp_sim::spec::*;
 
 const FIG4: &str = r#"
 name = "qstp-fig4"
@@ -81,10 +81,10 @@ fn reads_the_fig4_scenario_into_three_points() {
     assert_eq!(s.groups[1].flows, 15);
     assert_eq!(
         s.groups[1].marker,
-        Some(MarkerSpec::TokenBucket {
+        Some(MarkerSpec::TokenBucket(TokenBucketSpec {
             rate: Rate::from_kbps(300),
             bucket: 10_000
-        })
+        }))
     );
     let spec = s.spec(3);
     assert_eq!(spec.seed, 4);
@@ -363,7 +363,7 @@ fn one_rule_cases() -> Vec<OneRule> {
     use qstp_sim::error::ComponentError;
     use qstp_sim::queue::QueueSpecError;
     use qstp_sim::tcp::{CcSpec, TcpConfigError, TcpOptions};
-    use qstp_sim::{CbqClass, QueueSpec, RedParams, SimError};
+    use qstp_sim::SimError;
     let queue_line = "queue = { kind = \"droptail\", limit = 50 }";
     vec![
         OneRule {
@@ -373,7 +373,7 @@ fn one_rule_cases() -> Vec<OneRule> {
             old: queue_line,
             new: "queue = { kind = \"red\", limit = 50, curve = [20, 20, 0.0] }",
             change: |s| {
-                s.bottleneck_mut().unwrap().queue = QueueSpec::Red {
+                s.bottleneck_mut().unwrap().queue = QueueSpec::Red(RedSpec {
                     limit: 50,
                     params: RedParams {
                         min_th: 20.0,
@@ -381,7 +381,7 @@ fn one_rule_cases() -> Vec<OneRule> {
                         max_p: 0.0,
                     },
                     weight: qstp_sim::DEFAULT_QUEUE_WEIGHT,
-                }
+                })
             },
             refused_at: None,
         },
@@ -392,12 +392,12 @@ fn one_rule_cases() -> Vec<OneRule> {
             old: "rtt = \"20ms\"",
             new: "rtt = \"20ms\"\nmarker = { kind = \"srtcm\", cir = \"100k\", cbs = 3000, ebs = 0 }",
             change: |s| {
-                s.groups[0].marker = Some(MarkerSpec::Srtcm {
+                s.groups[0].marker = Some(MarkerSpec::Srtcm(SrtcmSpec {
                     cir: Rate::from_kbps(100),
                     cbs: 3000,
                     ebs: 0,
                     mode: qstp_sim::ColorMode::Blind,
-                })
+                }))
             },
             refused_at: None,
         },
@@ -408,7 +408,7 @@ fn one_rule_cases() -> Vec<OneRule> {
             old: queue_line,
             new: "queue = { kind = \"cbq\", classes = [{ name = \"a\", rate = \"300k\", groups = [\"A\"], limit = 50 }, { name = \"be\", rate = \"0bps\", borrow = true, limit = 50 }] }",
             change: |s| {
-                s.bottleneck_mut().unwrap().queue = QueueSpec::Cbq {
+                s.bottleneck_mut().unwrap().queue = QueueSpec::Cbq(CbqSpec {
                     classes: vec![
                         CbqClass {
                             name: "a".into(),
@@ -425,7 +425,7 @@ fn one_rule_cases() -> Vec<OneRule> {
                             limit: 50,
                         },
                     ],
-                }
+                })
             },
             refused_at: None,
         },
@@ -434,7 +434,7 @@ fn one_rule_cases() -> Vec<OneRule> {
             old: queue_line,
             new: "queue = { kind = \"cbq\", classes = [{ name = \"a\", rate = \"300k\", groups = [\"A\"], limit = 50 }, { name = \"be\", rate = \"0bps\", limit = 50 }] }",
             change: |s| {
-                s.bottleneck_mut().unwrap().queue = QueueSpec::Cbq {
+                s.bottleneck_mut().unwrap().queue = QueueSpec::Cbq(CbqSpec {
                     classes: vec![
                         CbqClass {
                             name: "a".into(),
@@ -451,7 +451,7 @@ fn one_rule_cases() -> Vec<OneRule> {
                             limit: 50,
                         },
                     ],
-                }
+                })
             },
             refused_at: Some(("bottleneck.queue.classes.be.rate", |e| {
                 matches!(e, SimError::Component { error: ComponentError::Queue(QueueSpecError::StarvedClass(c)), .. } if c == "be")
@@ -490,7 +490,7 @@ fn one_rule_cases() -> Vec<OneRule> {
             what: "a queue of 100,001 packets",
             old: queue_line,
             new: "queue = { kind = \"droptail\", limit = 100001 }",
-            change: |s| s.bottleneck_mut().unwrap().queue = QueueSpec::DropTail { limit: 100_001 },
+            change: |s| s.bottleneck_mut().unwrap().queue = QueueSpec::drop_tail(100_001),
             refused_at: Some(("bottleneck.queue.limit", |e| {
                 matches!(e, SimError::Component { error: ComponentError::Queue(QueueSpecError::BadLimit { limit: 100_001, .. }), .. })
             })),
@@ -501,7 +501,7 @@ fn one_rule_cases() -> Vec<OneRule> {
             old: queue_line,
             new: "queue = { kind = \"red\", limit = 50, curve = [20, 60, 0.1] }",
             change: |s| {
-                s.bottleneck_mut().unwrap().queue = QueueSpec::Red {
+                s.bottleneck_mut().unwrap().queue = QueueSpec::Red(RedSpec {
                     limit: 50,
                     params: RedParams {
                         min_th: 20.0,
@@ -509,7 +509,7 @@ fn one_rule_cases() -> Vec<OneRule> {
                         max_p: 0.1,
                     },
                     weight: qstp_sim::DEFAULT_QUEUE_WEIGHT,
-                }
+                })
             },
             refused_at: Some(("bottleneck.queue.curve", |e| {
                 matches!(e, SimError::Component { error: ComponentError::Queue(QueueSpecError::ThresholdAboveLimit { .. }), .. })

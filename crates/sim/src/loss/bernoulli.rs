@@ -1,7 +1,34 @@
 //! Independent losses with a fixed probability.
 
-use super::{probability, uniform, LossModel};
+use super::{check_probabilities, probability, uniform, LossKind, LossModel, LossSpecError};
+use crate::params::{ParamResult, ParamTable};
+use crate::registry::Kind;
 use rand::RngCore;
+
+/// `kind = "bernoulli"`: each packet lost independently with probability `p`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BernoulliSpec {
+    /// Loss probability.
+    pub p: f64,
+}
+
+impl Kind for BernoulliSpec {
+    const DOC: &'static str = "independent losses: p";
+    fn read(t: &mut dyn ParamTable) -> ParamResult<Self> {
+        Ok(BernoulliSpec {
+            p: t.f64_or("p", None)?,
+        })
+    }
+}
+
+impl LossKind for BernoulliSpec {
+    fn validate(&self) -> Result<(), LossSpecError> {
+        check_probabilities(&[("p", self.p)])
+    }
+    fn build(&self) -> Box<dyn LossModel> {
+        Box::new(Bernoulli::new(self.p))
+    }
+}
 
 /// Each packet is lost independently with probability `p`.
 #[derive(Debug, Clone)]

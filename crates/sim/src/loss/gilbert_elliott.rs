@@ -1,7 +1,55 @@
 //! The two-state Gilbert-Elliott burst-loss channel.
 
-use super::{probability, uniform, LossModel};
+use super::{check_probabilities, probability, uniform, LossKind, LossModel, LossSpecError};
+use crate::params::{ParamResult, ParamTable};
+use crate::registry::Kind;
 use rand::RngCore;
+
+/// `kind = "gilbert-elliott"`: a two-state channel, good and bad, each with its loss
+/// probability.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GilbertElliottSpec {
+    /// Probability, per packet, of moving from the good to the bad state.
+    pub p_good_to_bad: f64,
+    /// Probability, per packet, of moving from the bad to the good state.
+    pub p_bad_to_good: f64,
+    /// Loss probability in the good state.
+    pub loss_good: f64,
+    /// Loss probability in the bad state.
+    pub loss_bad: f64,
+}
+
+impl Kind for GilbertElliottSpec {
+    const DOC: &'static str =
+        "two-state Gilbert-Elliott channel: p_good_to_bad, p_bad_to_good, loss_good (0), loss_bad (1)";
+    fn read(t: &mut dyn ParamTable) -> ParamResult<Self> {
+        Ok(GilbertElliottSpec {
+            p_good_to_bad: t.f64_or("p_good_to_bad", None)?,
+            p_bad_to_good: t.f64_or("p_bad_to_good", None)?,
+            loss_good: t.f64_or("loss_good", Some(0.0))?,
+            loss_bad: t.f64_or("loss_bad", Some(1.0))?,
+        })
+    }
+}
+
+impl LossKind for GilbertElliottSpec {
+    fn validate(&self) -> Result<(), LossSpecError> {
+        check_probabilities(&[
+            ("p_good_to_bad", self.p_good_to_bad),
+            ("p_bad_to_good", self.p_bad_to_good),
+            ("loss_good", self.loss_good),
+            ("loss_bad", self.loss_bad),
+        ])
+    }
+    fn build(&self) -> Box<dyn LossModel> {
+        Box::new(GilbertElliott::new(
+            self.p_good_to_bad,
+            self.p_bad_to_good,
+            self.loss_good,
+            self.loss_bad,
+        ))
+    }
+}
 
 /// A Markov channel with a good and a bad state, each with its own loss probability.
 ///

@@ -1,13 +1,31 @@
 //! Random loss models for links: Bernoulli and Gilbert-Elliott.
 
-use crate::spec::LossSpec;
 use rand::RngCore;
 
 mod bernoulli;
 mod gilbert_elliott;
 
-pub use bernoulli::Bernoulli;
-pub use gilbert_elliott::GilbertElliott;
+pub use bernoulli::{Bernoulli, BernoulliSpec};
+pub use gilbert_elliott::{GilbertElliott, GilbertElliottSpec};
+
+crate::registry! {
+    /// A random loss model, as a scenario names it by `kind`: the registry of loss models. A new
+    /// model is a file of this module (its spec implementing [`LossKind`] and
+    /// [`crate::registry::Kind`]) and one line here.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum LossSpec: dyn LossKind, "a loss model" {
+        "bernoulli" => Bernoulli(BernoulliSpec),
+        "gilbert-elliott" => GilbertElliott(GilbertElliottSpec),
+    }
+}
+
+/// What a loss model kind's spec knows: its rules and how to build its model.
+pub trait LossKind: std::fmt::Debug {
+    /// Check the description: the single home of the kind's rules.
+    fn validate(&self) -> Result<(), LossSpecError>;
+    /// The model (probabilities outside `[0, 1]` are clamped; validate first to refuse them).
+    fn build(&self) -> Box<dyn LossModel>;
+}
 
 /// A link's random loss (`Send`, so that a real-time forwarder can run it on a thread of its
 /// own).
@@ -48,45 +66,23 @@ impl LossSpec {
 
 /// Check that every probability of `spec` lies in `[0, 1]`.
 pub fn validate(spec: &LossSpec) -> Result<(), LossSpecError> {
-    let fields: &[(&'static str, f64)] = match spec {
-        LossSpec::Bernoulli { p } => &[("p", *p)],
-        LossSpec::GilbertElliott {
-            p_good_to_bad,
-            p_bad_to_good,
-            loss_good,
-            loss_bad,
-        } => &[
-            ("p_good_to_bad", *p_good_to_bad),
-            ("p_bad_to_good", *p_bad_to_good),
-            ("loss_good", *loss_good),
-            ("loss_bad", *loss_bad),
-        ],
-    };
+    spec.get().validate()
+}
+
+/// Build the loss model `spec` describes (probabilities outside `[0, 1]` are clamped; call
+/// [`validate`] first to refuse them instead).
+pub fn build(spec: &LossSpec) -> Box<dyn LossModel> {
+    spec.get().build()
+}
+
+/// Refuse the first of `fields` (`(key, value)`) that is not a probability in `[0, 1]`.
+pub(crate) fn check_probabilities(fields: &[(&'static str, f64)]) -> Result<(), LossSpecError> {
     for &(name, value) in fields {
         if !(0.0..=1.0).contains(&value) {
             return Err(LossSpecError::NotAProbability { name, value });
         }
     }
     Ok(())
-}
-
-/// Build the loss model `spec` describes (probabilities outside `[0, 1]` are clamped; call
-/// [`validate`] first to refuse them instead).
-pub fn build(spec: &LossSpec) -> Box<dyn LossModel> {
-    match *spec {
-        LossSpec::Bernoulli { p } => Box::new(Bernoulli::new(p)),
-        LossSpec::GilbertElliott {
-            p_good_to_bad,
-            p_bad_to_good,
-            loss_good,
-            loss_bad,
-        } => Box::new(GilbertElliott::new(
-            p_good_to_bad,
-            p_bad_to_good,
-            loss_good,
-            loss_bad,
-        )),
-    }
 }
 
 /// `p` clamped to `[0, 1]`, NaN as 0.
@@ -110,20 +106,20 @@ mod tests {
 
     #[test]
     fn validate_refuses_out_of_range_probabilities() {
-        assert!(validate(&LossSpec::Bernoulli { p: 0.1 }).is_ok());
+        assert!(validate(&LossSpec::Bernoulli(BernoulliSpec { p: 0.1 })).is_ok());
         assert_eq!(
-            validate(&LossSpec::Bernoulli { p: 1.5 }),
+            validate(&LossSpec::Bernoulli(BernoulliSpec { p: 1.5 })),
             Err(LossSpecError::NotAProbability {
                 name: "p",
                 value: 1.5
             })
         );
-        let ge = LossSpec::GilbertElliott {
+        let ge = LossSpec::GilbertElliott(GilbertElliottSpec {
             p_good_to_bad: 0.1,
             p_bad_to_good: f64::NAN,
             loss_good: 0.0,
             loss_bad: 1.0,
-        };
+        });
         assert!(matches!(
             validate(&ge),
             Err(LossSpecError::NotAProbability {
@@ -139,7 +135,7 @@ mod tests {
         assert_eq!(probability(-1.0), 0.0);
         assert_eq!(probability(3.0), 1.0);
         let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(1);
-        let mut always = build(&LossSpec::Bernoulli { p: 7.0 });
+        let mut always = build(&LossSpec::Bernoulli(BernoulliSpec { p: 7.0 }));
         assert!((0..100).all(|_| always.lose(&mut rng)));
     }
 }

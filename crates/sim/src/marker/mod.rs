@@ -9,7 +9,7 @@
 //! that returns [`Verdict::Drop`].
 
 use crate::color::Color;
-use crate::spec::MarkerSpec;
+use crate::params::{choose, ParamResult, ParamTable};
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
 
@@ -19,10 +19,44 @@ mod token_bucket;
 mod trtcm;
 mod tsw;
 
-pub use srtcm::Srtcm;
-pub use token_bucket::TokenBucketMarker;
-pub use trtcm::Trtcm;
-pub use tsw::{Tsw2, Tsw3, TswRateEstimator};
+pub use srtcm::{Srtcm, SrtcmSpec};
+pub use token_bucket::{TokenBucketMarker, TokenBucketSpec};
+pub use trtcm::{Trtcm, TrtcmSpec};
+pub use tsw::{Tsw2, Tsw2Spec, Tsw3, Tsw3Spec, TswRateEstimator};
+
+crate::registry! {
+    /// An edge marker, colouring a group's aggregate, as a scenario names it by `kind`: the
+    /// registry of markers. A new marker (or policer) is a file of this module (its spec
+    /// implementing [`MarkerKind`] and [`crate::registry::Kind`]) and one line here.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum MarkerSpec: dyn MarkerKind, "a marker" {
+        "token-bucket" => TokenBucket(TokenBucketSpec),
+        "srtcm" => Srtcm(SrtcmSpec),
+        "trtcm" => Trtcm(TrtcmSpec),
+        "tsw2" => Tsw2(Tsw2Spec),
+        "tsw3" => Tsw3(Tsw3Spec),
+    }
+}
+
+/// What a marker kind's spec knows: its rules and how to build its marker.
+pub trait MarkerKind: std::fmt::Debug {
+    /// Check the description: the single home of the kind's rules.
+    fn validate(&self) -> Result<(), MarkerSpecError>;
+    /// The marker (call `validate` first; an invalid spec still builds without panicking, it
+    /// just colours most packets red).
+    fn build(&self) -> Box<dyn Marker>;
+}
+
+/// `mode = "blind"` (the default) or `"aware"`: whether a three-colour marker meters a packet by
+/// the colour it arrives with (RFC 2697 §3, RFC 2698 §3).
+pub(crate) fn color_mode(t: &mut dyn ParamTable) -> ParamResult<ColorMode> {
+    choose(
+        t,
+        "mode",
+        "a colour mode",
+        &[("blind", ColorMode::Blind), ("aware", ColorMode::Aware)],
+    )
+}
 
 /// What a marker decides for one packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -115,88 +149,13 @@ impl MarkerSpec {
 
 /// Check a marker description before building it.
 pub fn validate(spec: &MarkerSpec) -> Result<(), MarkerSpecError> {
-    use MarkerSpecError::*;
-    match *spec {
-        MarkerSpec::TokenBucket { rate, bucket } => {
-            if rate.is_zero() {
-                return Err(ZeroRate("rate"));
-            }
-            if bucket == 0 {
-                return Err(ZeroBurst("bucket"));
-            }
-        }
-        MarkerSpec::Srtcm { cir, cbs, ebs, .. } => {
-            if cir.is_zero() {
-                return Err(ZeroRate("cir"));
-            }
-            // RFC 2697 §2: one of CBS and EBS must be larger than 0 (EBS = 0 alone is allowed:
-            // a two-colour srTCM).
-            if cbs == 0 && ebs == 0 {
-                return Err(ZeroBurst("cbs"));
-            }
-        }
-        MarkerSpec::Trtcm {
-            cir, cbs, pir, pbs, ..
-        } => {
-            if cir.is_zero() {
-                return Err(ZeroRate("cir"));
-            }
-            // RFC 2698 §2: PIR must be equal to or greater than CIR.
-            if pir < cir {
-                return Err(PeakBelowCommitted { cir, pir });
-            }
-            if cbs == 0 {
-                return Err(ZeroBurst("cbs"));
-            }
-            if pbs == 0 {
-                return Err(ZeroBurst("pbs"));
-            }
-        }
-        MarkerSpec::Tsw2 { cir, window } => {
-            if cir.is_zero() {
-                return Err(ZeroRate("cir"));
-            }
-            if window.is_zero() {
-                return Err(ZeroWindow);
-            }
-        }
-        MarkerSpec::Tsw3 { cir, pir, window } => {
-            if cir.is_zero() {
-                return Err(ZeroRate("cir"));
-            }
-            // RFC 2859 §2.2: the marker tests the rate against CTR, then PTR, so PTR >= CTR.
-            if pir < cir {
-                return Err(PeakBelowCommitted { cir, pir });
-            }
-            if window.is_zero() {
-                return Err(ZeroWindow);
-            }
-        }
-    }
-    Ok(())
+    spec.get().validate()
 }
 
 /// Build the marker `spec` describes (call [`validate`] first; an invalid spec still builds
 /// without panicking, it just colours most packets red).
 pub fn build(spec: &MarkerSpec) -> Box<dyn Marker> {
-    match *spec {
-        MarkerSpec::TokenBucket { rate, bucket } => Box::new(TokenBucketMarker::new(rate, bucket)),
-        MarkerSpec::Srtcm {
-            cir,
-            cbs,
-            ebs,
-            mode,
-        } => Box::new(Srtcm::new(cir, cbs, ebs).with_mode(mode)),
-        MarkerSpec::Trtcm {
-            cir,
-            cbs,
-            pir,
-            pbs,
-            mode,
-        } => Box::new(Trtcm::new(cir, cbs, pir, pbs).with_mode(mode)),
-        MarkerSpec::Tsw2 { cir, window } => Box::new(Tsw2::new(cir, window)),
-        MarkerSpec::Tsw3 { cir, pir, window } => Box::new(Tsw3::new(cir, pir, window)),
-    }
+    spec.get().build()
 }
 
 #[cfg(test)]
@@ -217,35 +176,35 @@ mod tests {
     #[test]
     fn validate_refuses_nonsense() {
         let k = Rate::from_kbps;
-        assert!(validate(&MarkerSpec::TokenBucket {
+        assert!(validate(&MarkerSpec::TokenBucket(TokenBucketSpec {
             rate: k(500),
             bucket: 10_000
-        })
+        }))
         .is_ok());
         assert_eq!(
-            validate(&MarkerSpec::TokenBucket {
+            validate(&MarkerSpec::TokenBucket(TokenBucketSpec {
                 rate: Rate::ZERO,
                 bucket: 10_000
-            }),
+            })),
             Err(MarkerSpecError::ZeroRate("rate"))
         );
         assert_eq!(
-            validate(&MarkerSpec::Srtcm {
+            validate(&MarkerSpec::Srtcm(SrtcmSpec {
                 cir: k(100),
                 cbs: 0,
                 ebs: 0,
                 mode: ColorMode::Blind,
-            }),
+            })),
             Err(MarkerSpecError::ZeroBurst("cbs"))
         );
         assert_eq!(
-            validate(&MarkerSpec::Trtcm {
+            validate(&MarkerSpec::Trtcm(TrtcmSpec {
                 cir: k(200),
                 cbs: 1,
                 pir: k(100),
                 pbs: 1,
                 mode: ColorMode::Aware,
-            }),
+            })),
             Err(MarkerSpecError::PeakBelowCommitted {
                 cir: k(200),
                 pir: k(100)
@@ -253,20 +212,20 @@ mod tests {
         );
         // RFC 2697 §2: EBS = 0 alone is allowed.
         assert_eq!(
-            MarkerSpec::Srtcm {
+            MarkerSpec::Srtcm(SrtcmSpec {
                 cir: k(100),
                 cbs: 3000,
                 ebs: 0,
                 mode: ColorMode::Blind,
-            }
+            })
             .validate(),
             Ok(())
         );
         assert_eq!(
-            validate(&MarkerSpec::Tsw2 {
+            validate(&MarkerSpec::Tsw2(Tsw2Spec {
                 cir: k(100),
                 window: Duration::ZERO
-            }),
+            })),
             Err(MarkerSpecError::ZeroWindow)
         );
     }
@@ -275,32 +234,32 @@ mod tests {
     fn invalid_specs_build_without_panicking() {
         let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(1);
         for spec in [
-            MarkerSpec::TokenBucket {
+            MarkerSpec::TokenBucket(TokenBucketSpec {
                 rate: Rate::ZERO,
                 bucket: 0,
-            },
-            MarkerSpec::Srtcm {
+            }),
+            MarkerSpec::Srtcm(SrtcmSpec {
                 cir: Rate::ZERO,
                 cbs: 0,
                 ebs: 0,
                 mode: ColorMode::Aware,
-            },
-            MarkerSpec::Trtcm {
+            }),
+            MarkerSpec::Trtcm(TrtcmSpec {
                 cir: Rate::MAX,
                 cbs: 0,
                 pir: Rate::ZERO,
                 pbs: 0,
                 mode: ColorMode::Aware,
-            },
-            MarkerSpec::Tsw2 {
+            }),
+            MarkerSpec::Tsw2(Tsw2Spec {
                 cir: Rate::ZERO,
                 window: Duration::ZERO,
-            },
-            MarkerSpec::Tsw3 {
+            }),
+            MarkerSpec::Tsw3(Tsw3Spec {
                 cir: Rate::MAX,
                 pir: Rate::ZERO,
                 window: Duration::ZERO,
-            },
+            }),
         ] {
             let mut m = build(&spec);
             for (i, incoming) in (0..12).zip([Color::Green, Color::Yellow, Color::Red].repeat(4)) {

@@ -1,10 +1,57 @@
 //! Single rate three colour marker, RFC 2697, in colour-blind or colour-aware mode.
 
 use super::bucket::{Bucket, Refill};
-use super::{ColorMode, Marker, Verdict};
+use super::{color_mode, ColorMode, Marker, MarkerKind, MarkerSpecError, Verdict};
 use crate::color::Color;
+use crate::params::{ParamResult, ParamTable};
+use crate::registry::Kind;
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
+
+/// `kind = "srtcm"`: the single-rate three-colour marker of RFC 2697.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SrtcmSpec {
+    /// Committed information rate.
+    pub cir: Rate,
+    /// Committed burst size, bytes.
+    pub cbs: u64,
+    /// Excess burst size, bytes.
+    pub ebs: u64,
+    /// Colour-blind (the default) or colour-aware (RFC 2697 §3).
+    #[serde(default)]
+    pub mode: ColorMode,
+}
+
+impl Kind for SrtcmSpec {
+    const DOC: &'static str =
+        "srTCM (RFC 2697): cir, cbs, ebs (bytes), mode = \"blind\" | \"aware\"";
+    fn read(t: &mut dyn ParamTable) -> ParamResult<Self> {
+        // RFC 2697 §2: CIR, CBS and EBS.
+        Ok(SrtcmSpec {
+            cir: t.rate("cir")?,
+            cbs: t.bytes("cbs")?,
+            ebs: t.bytes("ebs")?,
+            mode: color_mode(t)?,
+        })
+    }
+}
+
+impl MarkerKind for SrtcmSpec {
+    fn validate(&self) -> Result<(), MarkerSpecError> {
+        if self.cir.is_zero() {
+            return Err(MarkerSpecError::ZeroRate("cir"));
+        }
+        // RFC 2697 §2: one of CBS and EBS must be larger than 0 (EBS = 0 alone is allowed: a
+        // two-colour srTCM).
+        if self.cbs == 0 && self.ebs == 0 {
+            return Err(MarkerSpecError::ZeroBurst("cbs"));
+        }
+        Ok(())
+    }
+    fn build(&self) -> Box<dyn Marker> {
+        Box::new(Srtcm::new(self.cir, self.cbs, self.ebs).with_mode(self.mode))
+    }
+}
 
 /// Two buckets filled at one rate (CIR): C up to CBS, and E, which takes what overflows C, up to EBS.
 #[derive(Debug, Clone)]

@@ -1,10 +1,46 @@
 //! Two-colour token bucket marker: in profile while tokens last.
 
 use super::bucket::{Bucket, Refill};
-use super::{Marker, Verdict};
+use super::{Marker, MarkerKind, MarkerSpecError, Verdict};
 use crate::color::Color;
+use crate::params::{ParamResult, ParamTable};
+use crate::registry::Kind;
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
+
+/// `kind = "token-bucket"`: two colours, in profile while tokens last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TokenBucketSpec {
+    /// Token rate.
+    pub rate: Rate,
+    /// Bucket depth, bytes.
+    pub bucket: u64,
+}
+
+impl Kind for TokenBucketSpec {
+    const DOC: &'static str = "two-colour token bucket: rate, bucket (bytes)";
+    fn read(t: &mut dyn ParamTable) -> ParamResult<Self> {
+        Ok(TokenBucketSpec {
+            rate: t.rate("rate")?,
+            bucket: t.bytes("bucket")?,
+        })
+    }
+}
+
+impl MarkerKind for TokenBucketSpec {
+    fn validate(&self) -> Result<(), MarkerSpecError> {
+        if self.rate.is_zero() {
+            return Err(MarkerSpecError::ZeroRate("rate"));
+        }
+        if self.bucket == 0 {
+            return Err(MarkerSpecError::ZeroBurst("bucket"));
+        }
+        Ok(())
+    }
+    fn build(&self) -> Box<dyn Marker> {
+        Box::new(TokenBucketMarker::new(self.rate, self.bucket))
+    }
+}
 
 /// Green while the bucket holds a packet's worth of tokens, red otherwise; the bucket starts full.
 #[derive(Debug, Clone)]

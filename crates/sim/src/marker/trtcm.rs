@@ -1,10 +1,67 @@
 //! Two rate three colour marker, RFC 2698, in colour-blind or colour-aware mode.
 
 use super::bucket::{Bucket, Refill};
-use super::{ColorMode, Marker, Verdict};
+use super::{color_mode, ColorMode, Marker, MarkerKind, MarkerSpecError, Verdict};
 use crate::color::Color;
+use crate::params::{ParamResult, ParamTable};
+use crate::registry::Kind;
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
+
+/// `kind = "trtcm"`: the two-rate three-colour marker of RFC 2698.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TrtcmSpec {
+    /// Committed information rate.
+    pub cir: Rate,
+    /// Committed burst size, bytes.
+    pub cbs: u64,
+    /// Peak information rate.
+    pub pir: Rate,
+    /// Peak burst size, bytes.
+    pub pbs: u64,
+    /// Colour-blind (the default) or colour-aware (RFC 2698 §3).
+    #[serde(default)]
+    pub mode: ColorMode,
+}
+
+impl Kind for TrtcmSpec {
+    const DOC: &'static str =
+        "trTCM (RFC 2698): cir, cbs, pir, pbs (bytes), mode = \"blind\" | \"aware\"";
+    fn read(t: &mut dyn ParamTable) -> ParamResult<Self> {
+        Ok(TrtcmSpec {
+            cir: t.rate("cir")?,
+            cbs: t.bytes("cbs")?,
+            pir: t.rate("pir")?,
+            pbs: t.bytes("pbs")?,
+            mode: color_mode(t)?,
+        })
+    }
+}
+
+impl MarkerKind for TrtcmSpec {
+    fn validate(&self) -> Result<(), MarkerSpecError> {
+        if self.cir.is_zero() {
+            return Err(MarkerSpecError::ZeroRate("cir"));
+        }
+        // RFC 2698 §2: PIR must be equal to or greater than CIR.
+        if self.pir < self.cir {
+            return Err(MarkerSpecError::PeakBelowCommitted {
+                cir: self.cir,
+                pir: self.pir,
+            });
+        }
+        if self.cbs == 0 {
+            return Err(MarkerSpecError::ZeroBurst("cbs"));
+        }
+        if self.pbs == 0 {
+            return Err(MarkerSpecError::ZeroBurst("pbs"));
+        }
+        Ok(())
+    }
+    fn build(&self) -> Box<dyn Marker> {
+        Box::new(Trtcm::new(self.cir, self.cbs, self.pir, self.pbs).with_mode(self.mode))
+    }
+}
 
 /// A peak bucket P (PIR, PBS) and a committed bucket C (CIR, CBS), each filled at its own rate.
 #[derive(Debug, Clone)]

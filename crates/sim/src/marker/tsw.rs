@@ -1,10 +1,99 @@
 //! Time sliding window markers, RFC 2859: a rate estimator and its two- and three-colour markers.
 
-use super::{Marker, Verdict};
+use super::{Marker, MarkerKind, MarkerSpecError, Verdict};
 use crate::color::Color;
 use crate::loss::uniform;
+use crate::params::{ParamResult, ParamTable};
+use crate::registry::Kind;
 use qstp_proto::{Duration, Rate, Time};
 use rand::RngCore;
+
+/// The averaging window when a scenario gives none: RFC 2859 §2.1 suggests a window on the order
+/// of a second for TCP traffic.
+const DEFAULT_WINDOW: Duration = Duration::from_secs(1);
+
+/// `kind = "tsw2"`: the time-sliding-window two-colour marker of RFC 2859.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tsw2Spec {
+    /// Committed target rate.
+    pub cir: Rate,
+    /// Averaging window.
+    pub window: Duration,
+}
+
+/// `kind = "tsw3"`: the time-sliding-window three-colour marker of RFC 2859.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tsw3Spec {
+    /// Committed target rate.
+    pub cir: Rate,
+    /// Peak target rate.
+    pub pir: Rate,
+    /// Averaging window.
+    pub window: Duration,
+}
+
+fn read_window(t: &mut dyn ParamTable) -> ParamResult<Duration> {
+    Ok(t.opt_duration("window")?.unwrap_or(DEFAULT_WINDOW))
+}
+
+fn validate_window(window: Duration) -> Result<(), MarkerSpecError> {
+    if window.is_zero() {
+        return Err(MarkerSpecError::ZeroWindow);
+    }
+    Ok(())
+}
+
+impl Kind for Tsw2Spec {
+    const DOC: &'static str = "TSW two-colour (RFC 2859): cir, window (1s)";
+    fn read(t: &mut dyn ParamTable) -> ParamResult<Self> {
+        Ok(Tsw2Spec {
+            cir: t.rate("cir")?,
+            window: read_window(t)?,
+        })
+    }
+}
+
+impl MarkerKind for Tsw2Spec {
+    fn validate(&self) -> Result<(), MarkerSpecError> {
+        if self.cir.is_zero() {
+            return Err(MarkerSpecError::ZeroRate("cir"));
+        }
+        validate_window(self.window)
+    }
+    fn build(&self) -> Box<dyn Marker> {
+        Box::new(Tsw2::new(self.cir, self.window))
+    }
+}
+
+impl Kind for Tsw3Spec {
+    const DOC: &'static str = "TSW three-colour (RFC 2859): cir, pir, window (1s)";
+    fn read(t: &mut dyn ParamTable) -> ParamResult<Self> {
+        Ok(Tsw3Spec {
+            cir: t.rate("cir")?,
+            pir: t.rate("pir")?,
+            window: read_window(t)?,
+        })
+    }
+}
+
+impl MarkerKind for Tsw3Spec {
+    fn validate(&self) -> Result<(), MarkerSpecError> {
+        if self.cir.is_zero() {
+            return Err(MarkerSpecError::ZeroRate("cir"));
+        }
+        // RFC 2859 §2.2: the marker tests the rate against CTR, then PTR, so PTR >= CTR.
+        if self.pir < self.cir {
+            return Err(MarkerSpecError::PeakBelowCommitted {
+                cir: self.cir,
+                pir: self.pir,
+            });
+        }
+        validate_window(self.window)
+    }
+    fn build(&self) -> Box<dyn Marker> {
+        Box::new(Tsw3::new(self.cir, self.pir, self.window))
+    }
+}
 
 /// The TSW rate estimator of RFC 2859 §2.1: a moving average of the arrival rate over a window.
 #[derive(Debug, Clone)]

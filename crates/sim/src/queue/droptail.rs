@@ -1,11 +1,39 @@
 //! Drop-tail: a FIFO that refuses packets once full.
 
 use super::CodePointCounters;
+use super::{read_limit, validate_limit, QueueKind, QueueSpecError};
 use super::{ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
 use crate::color::Color;
+use crate::params::{ParamResult, ParamTable};
+use crate::registry::Kind;
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
 use std::collections::VecDeque;
+
+/// `kind = "droptail"`: a FIFO of `limit` packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DropTailSpec {
+    /// Capacity, packets.
+    pub limit: usize,
+}
+
+impl Kind for DropTailSpec {
+    const DOC: &'static str = "drop-tail FIFO: limit (packets)";
+    fn read(t: &mut dyn ParamTable) -> ParamResult<Self> {
+        Ok(DropTailSpec {
+            limit: read_limit(t)?,
+        })
+    }
+}
+
+impl QueueKind for DropTailSpec {
+    fn validate(&self) -> Result<(), QueueSpecError> {
+        validate_limit(self.limit, None)
+    }
+    fn build<P: Queued + 'static>(&self, _group_names: &[String]) -> Box<dyn QueueDiscipline<P>> {
+        Box::new(DropTail::new(self.limit))
+    }
+}
 
 /// A FIFO holding at most `limit` packets.
 #[derive(Debug, Clone)]

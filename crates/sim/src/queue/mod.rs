@@ -6,7 +6,7 @@
 
 use crate::classify::PacketMeta;
 use crate::color::Color;
-use crate::spec::QueueSpec;
+use crate::params::{ParamResult, ParamTable};
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
 
@@ -15,10 +15,58 @@ mod droptail;
 mod red;
 mod rio;
 
-pub use cbq::{Cbq, CLASS_BURST_BYTES};
-pub use droptail::DropTail;
-pub use red::{AverageQueue, IdlePeriod, Red, RedCurve, RedParams};
-pub use rio::Rio;
+pub use cbq::{Cbq, CbqClass, CbqSpec, CLASS_BURST_BYTES};
+pub use droptail::{DropTail, DropTailSpec};
+pub use red::{AverageQueue, IdlePeriod, Red, RedCurve, RedParams, RedSpec, DEFAULT_QUEUE_WEIGHT};
+pub use rio::{Rio, RioMode, RioSpec};
+
+crate::registry! {
+    /// A queue discipline, as a scenario names it by `kind`: the registry of queues. A new queue
+    /// is a file of this module (its spec implementing [`QueueKind`] and
+    /// [`crate::registry::Kind`]) and one line here.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum QueueSpec: dyn QueueKind, "a queue" {
+        "droptail" => DropTail(DropTailSpec),
+        "red" => Red(RedSpec),
+        "rio" => Rio(RioSpec),
+        "cbq" => Cbq(CbqSpec),
+    }
+    visit QueueVisitor
+}
+
+/// What a queue kind's spec knows: its rules and how to build its discipline.
+pub trait QueueKind: std::fmt::Debug {
+    /// Check the description on its own (limits, curves, weights, classes): the single home of
+    /// these rules.
+    fn validate(&self) -> Result<(), QueueSpecError>;
+    /// [`QueueKind::validate`], then the checks against the link it sits on (`link_rate`) and
+    /// the run's groups.
+    fn validate_on(&self, link_rate: Rate, group_names: &[&str]) -> Result<(), QueueSpecError> {
+        let _ = (link_rate, group_names);
+        self.validate()
+    }
+    /// The discipline; `group_names[i]` names the group of index `i` (what [`Queued::group`]
+    /// returns), for classifying queues.
+    fn build<P: Queued + 'static>(&self, group_names: &[String]) -> Box<dyn QueueDiscipline<P>>
+    where
+        Self: Sized;
+}
+
+/// An operation on a queue spec as its own type ([`QueueSpec::visit`]).
+pub trait QueueVisitor {
+    /// What the operation gives.
+    type Output;
+    /// Apply it to `spec`.
+    fn visit<K: QueueKind>(self, spec: &K) -> Self::Output;
+}
+
+/// `limit`, the capacity in packets, which every queue and CBQ class has.
+pub(crate) fn read_limit(t: &mut dyn ParamTable) -> ParamResult<usize> {
+    let limit = t
+        .opt_u64("limit")?
+        .ok_or_else(|| t.error("limit", "missing (queue capacity in packets)"))?;
+    usize::try_from(limit).map_err(|_| t.error("limit", &format!("{limit} is too large")))
+}
 
 /// What a queue needs to know of a packet.
 pub trait Queued: Send {
@@ -242,7 +290,7 @@ impl QueueSpecError {
     }
 }
 
-fn validate_limit(limit: usize, class: Option<&str>) -> Result<(), QueueSpecError> {
+pub(crate) fn validate_limit(limit: usize, class: Option<&str>) -> Result<(), QueueSpecError> {
     if (1..=MAX_QUEUE_LIMIT).contains(&limit) {
         Ok(())
     } else {
@@ -253,130 +301,23 @@ fn validate_limit(limit: usize, class: Option<&str>) -> Result<(), QueueSpecErro
     }
 }
 
-fn validate_curve(curve: &'static str, p: &RedParams, limit: usize) -> Result<(), QueueSpecError> {
-    // Floyd & Jacobson 1993 §4: p_b rises from 0 at min_th to max_p at max_th; min_th = max_th
-    // leaves no ramp (a step at max_th), which is still a well-defined curve.
-    if !(p.min_th.is_finite() && p.max_th.is_finite() && 0.0 <= p.min_th && p.min_th <= p.max_th) {
-        return Err(QueueSpecError::BadThresholds {
-            curve,
-            min_th: p.min_th,
-            max_th: p.max_th,
-        });
-    }
-    if p.max_th > limit as f64 {
-        return Err(QueueSpecError::ThresholdAboveLimit {
-            curve,
-            max_th: p.max_th,
-            limit,
-        });
-    }
-    // max_p is a probability; 0 is allowed (no early drop below max_th, a step curve).
-    if !(0.0..=1.0).contains(&p.max_p) {
-        return Err(QueueSpecError::BadMaxP {
-            curve,
-            max_p: p.max_p,
-        });
-    }
-    Ok(())
-}
-
-fn validate_weight(weight: f64) -> Result<(), QueueSpecError> {
-    if weight > 0.0 && weight <= 1.0 {
-        Ok(())
-    } else {
-        Err(QueueSpecError::BadWeight(weight))
-    }
-}
-
 impl QueueSpec {
+    /// A drop-tail FIFO of `limit` packets.
+    pub fn drop_tail(limit: usize) -> Self {
+        QueueSpec::DropTail(DropTailSpec { limit })
+    }
+
     /// Check the description on its own: limits, curves, weights, CBQ classes. The single home
     /// of these rules (the lab and [`crate::run`] both call it).
     pub fn validate(&self) -> Result<(), QueueSpecError> {
-        match self {
-            QueueSpec::DropTail { limit } => validate_limit(*limit, None),
-            QueueSpec::Red {
-                limit,
-                params,
-                weight,
-            } => {
-                validate_limit(*limit, None)?;
-                validate_curve("curve", params, *limit)?;
-                validate_weight(*weight)
-            }
-            QueueSpec::Rio {
-                limit,
-                in_profile,
-                out_profile,
-                middle,
-                weight,
-                ..
-            } => {
-                validate_limit(*limit, None)?;
-                validate_curve("in", in_profile, *limit)?;
-                validate_curve("out", out_profile, *limit)?;
-                if let Some(m) = middle {
-                    validate_curve("middle", m, *limit)?;
-                }
-                validate_weight(*weight)
-            }
-            QueueSpec::Cbq { classes } => {
-                if classes.is_empty() {
-                    return Err(QueueSpecError::NoClasses);
-                }
-                let mut names = std::collections::BTreeSet::new();
-                let mut groups = std::collections::BTreeSet::new();
-                for class in classes {
-                    if !names.insert(&class.name) {
-                        return Err(QueueSpecError::DuplicateClass(class.name.clone()));
-                    }
-                    validate_limit(class.limit, Some(&class.name))?;
-                    // QSTP paper §5.4: a borrowing class of rate 0 lives on idle capacity alone
-                    // (a best-effort class); one that may not borrow would never send.
-                    if class.rate.is_zero() && !class.borrow {
-                        return Err(QueueSpecError::StarvedClass(class.name.clone()));
-                    }
-                    for g in &class.groups {
-                        if !groups.insert(g) {
-                            return Err(QueueSpecError::DuplicateGroup {
-                                class: class.name.clone(),
-                                group: g.clone(),
-                            });
-                        }
-                    }
-                }
-                Ok(())
-            }
-        }
+        self.get().validate()
     }
 
     /// [`QueueSpec::validate`], then the checks against the link it sits on and the run's
-    /// groups: every group a CBQ class lists exists, and the classes guarantee no more than
-    /// `link_rate`.
+    /// groups (for CBQ: every group a class lists exists, and the classes guarantee no more than
+    /// `link_rate`).
     pub fn validate_on(&self, link_rate: Rate, group_names: &[&str]) -> Result<(), QueueSpecError> {
-        self.validate()?;
-        if let QueueSpec::Cbq { classes } = self {
-            let mut guaranteed = 0u64;
-            for class in classes {
-                guaranteed = guaranteed.saturating_add(class.rate.bps());
-                if let Some(g) = class
-                    .groups
-                    .iter()
-                    .find(|g| !group_names.contains(&g.as_str()))
-                {
-                    return Err(QueueSpecError::UnknownGroup {
-                        class: class.name.clone(),
-                        group: g.clone(),
-                    });
-                }
-            }
-            if guaranteed > link_rate.bps() {
-                return Err(QueueSpecError::Overbooked {
-                    guaranteed: Rate::from_bps(guaranteed),
-                    link: link_rate,
-                });
-            }
-        }
-        Ok(())
+        self.get().validate_on(link_rate, group_names)
     }
 }
 
@@ -392,30 +333,14 @@ pub fn build<P: Queued + 'static>(
     spec: &QueueSpec,
     group_names: &[String],
 ) -> Box<dyn QueueDiscipline<P>> {
-    match spec {
-        QueueSpec::DropTail { limit } => Box::new(DropTail::new(*limit)),
-        QueueSpec::Red {
-            limit,
-            params,
-            weight,
-        } => Box::new(Red::new(*limit, *params, *weight)),
-        QueueSpec::Rio {
-            limit,
-            in_profile,
-            out_profile,
-            middle,
-            weight,
-            mode,
-        } => Box::new(Rio::new(
-            *limit,
-            *in_profile,
-            *middle,
-            *out_profile,
-            *weight,
-            *mode,
-        )),
-        QueueSpec::Cbq { classes } => Box::new(Cbq::new(classes, group_names)),
+    struct Build<'a, P>(&'a [String], std::marker::PhantomData<P>);
+    impl<P: Queued + 'static> QueueVisitor for Build<'_, P> {
+        type Output = Box<dyn QueueDiscipline<P>>;
+        fn visit<K: QueueKind>(self, spec: &K) -> Self::Output {
+            spec.build(self.0)
+        }
     }
+    spec.visit(Build(group_names, std::marker::PhantomData))
 }
 
 #[cfg(test)]
@@ -459,7 +384,7 @@ pub(crate) mod test_packet {
 mod tests {
     use super::test_packet::*;
     use super::*;
-    use crate::spec::{CbqClass, RioMode};
+    use crate::spec::*;
     use rand::SeedableRng;
 
     fn curve(min_th: f64, max_th: f64, max_p: f64) -> RedParams {
@@ -473,37 +398,35 @@ mod tests {
     #[test]
     fn validate_explains_what_is_wrong() {
         assert_eq!(
-            validate(&QueueSpec::DropTail { limit: 0 }),
+            validate(&QueueSpec::drop_tail(0)),
             Err(QueueSpecError::BadLimit {
                 class: None,
                 limit: 0
             })
         );
         assert_eq!(
-            QueueSpec::DropTail {
-                limit: MAX_QUEUE_LIMIT + 1
-            }
-            .validate()
-            .unwrap_err()
-            .field(),
+            QueueSpec::drop_tail(MAX_QUEUE_LIMIT + 1)
+                .validate()
+                .unwrap_err()
+                .field(),
             "limit"
         );
         // Equal thresholds and max_p = 0 are well-defined step curves (one rule, here).
         assert_eq!(
-            QueueSpec::Red {
+            QueueSpec::Red(RedSpec {
                 limit: 50,
                 params: curve(20.0, 20.0, 0.0),
                 weight: 0.002
-            }
+            })
             .validate(),
             Ok(())
         );
         assert_eq!(
-            QueueSpec::Red {
+            QueueSpec::Red(RedSpec {
                 limit: 50,
                 params: curve(20.0, 60.0, 0.1),
                 weight: 0.002
-            }
+            })
             .validate(),
             Err(QueueSpecError::ThresholdAboveLimit {
                 curve: "curve",
@@ -512,11 +435,11 @@ mod tests {
             })
         );
         assert_eq!(
-            validate(&QueueSpec::Red {
+            validate(&QueueSpec::Red(RedSpec {
                 limit: 50,
                 params: curve(20.0, 10.0, 0.1),
                 weight: 0.002
-            }),
+            })),
             Err(QueueSpecError::BadThresholds {
                 curve: "curve",
                 min_th: 20.0,
@@ -524,21 +447,21 @@ mod tests {
             })
         );
         assert_eq!(
-            validate(&QueueSpec::Red {
+            validate(&QueueSpec::Red(RedSpec {
                 limit: 50,
                 params: curve(5.0, 15.0, 0.1),
                 weight: 0.0
-            }),
+            })),
             Err(QueueSpecError::BadWeight(0.0))
         );
-        let rio = QueueSpec::Rio {
+        let rio = QueueSpec::Rio(RioSpec {
             limit: 50,
             in_profile: curve(20.0, 40.0, 0.02),
             out_profile: curve(10.0, 20.0, 1.5),
             middle: None,
             weight: 0.002,
             mode: RioMode::Coupled,
-        };
+        });
         assert_eq!(
             validate(&rio),
             Err(QueueSpecError::BadMaxP {
@@ -554,28 +477,28 @@ mod tests {
             limit: 50,
         };
         assert_eq!(
-            validate(&QueueSpec::Cbq { classes: vec![] }),
+            validate(&QueueSpec::Cbq(CbqSpec { classes: vec![] })),
             Err(QueueSpecError::NoClasses)
         );
         assert_eq!(
-            validate(&QueueSpec::Cbq {
+            validate(&QueueSpec::Cbq(CbqSpec {
                 classes: vec![class("a", 0, false, &["x"])]
-            }),
+            })),
             Err(QueueSpecError::StarvedClass("a".into()))
         );
         assert_eq!(
-            validate(&QueueSpec::Cbq {
+            validate(&QueueSpec::Cbq(CbqSpec {
                 classes: vec![class("a", 300, true, &["x"]), class("b", 700, true, &["x"])]
-            }),
+            })),
             Err(QueueSpecError::DuplicateGroup {
                 class: "b".into(),
                 group: "x".into()
             })
         );
         // A borrowing class of rate 0 is a best-effort class: allowed.
-        let best_effort = QueueSpec::Cbq {
+        let best_effort = QueueSpec::Cbq(CbqSpec {
             classes: vec![class("a", 300, false, &["x"]), class("be", 0, true, &[])],
-        };
+        });
         assert_eq!(best_effort.validate(), Ok(()));
         assert_eq!(
             best_effort.validate_on(Rate::from_kbps(1000), &["x"]),
@@ -589,9 +512,9 @@ mod tests {
             best_effort.validate_on(Rate::from_kbps(200), &["x"]),
             Err(QueueSpecError::Overbooked { .. })
         ));
-        assert!(validate(&QueueSpec::Cbq {
+        assert!(validate(&QueueSpec::Cbq(CbqSpec {
             classes: vec![class("a", 300, true, &["x"]), class("b", 700, true, &[])]
-        })
+        }))
         .is_ok());
     }
 
@@ -599,21 +522,21 @@ mod tests {
     fn build_gives_each_discipline() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
         let specs = [
-            QueueSpec::DropTail { limit: 2 },
-            QueueSpec::Red {
+            QueueSpec::drop_tail(2),
+            QueueSpec::Red(RedSpec {
                 limit: 2,
                 params: curve(5.0, 15.0, 0.1),
                 weight: 0.002,
-            },
-            QueueSpec::Rio {
+            }),
+            QueueSpec::Rio(RioSpec {
                 limit: 2,
                 in_profile: curve(20.0, 40.0, 0.02),
                 out_profile: curve(10.0, 20.0, 0.1),
                 middle: None,
                 weight: 0.002,
                 mode: RioMode::Decoupled,
-            },
-            QueueSpec::Cbq {
+            }),
+            QueueSpec::Cbq(CbqSpec {
                 classes: vec![CbqClass {
                     name: "all".into(),
                     rate: Rate::from_mbps(1),
@@ -621,7 +544,7 @@ mod tests {
                     groups: vec![],
                     limit: 2,
                 }],
-            },
+            }),
         ];
         for spec in &specs {
             let mut q = build::<Pkt>(spec, &["g".to_string()]);
@@ -641,13 +564,13 @@ mod tests {
     fn invalid_specs_build_without_panicking() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
         let specs = [
-            QueueSpec::DropTail { limit: 0 },
-            QueueSpec::Red {
+            QueueSpec::drop_tail(0),
+            QueueSpec::Red(RedSpec {
                 limit: 0,
                 params: curve(15.0, 5.0, 7.0),
                 weight: f64::NAN,
-            },
-            QueueSpec::Cbq { classes: vec![] },
+            }),
+            QueueSpec::Cbq(CbqSpec { classes: vec![] }),
         ];
         for spec in &specs {
             let mut q = build::<Pkt>(spec, &[]);

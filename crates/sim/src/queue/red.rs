@@ -2,9 +2,12 @@
 //!
 //! [`AverageQueue`], [`IdlePeriod`] and [`RedCurve`] are the parts RIO reuses.
 
+use super::{read_limit, validate_limit, QueueKind, QueueSpecError};
 use super::{CodePointCounters, ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
 use crate::color::Color;
 use crate::loss::uniform;
+use crate::params::{ParamResult, ParamTable};
+use crate::registry::Kind;
 use qstp_proto::{Duration, Rate, Time};
 use rand::RngCore;
 use std::collections::VecDeque;
@@ -20,6 +23,114 @@ pub struct RedParams {
     pub max_th: f64,
     /// Drop probability at `max_th`.
     pub max_p: f64,
+}
+
+/// Weight of the average-queue EWMA of RED and RIO unless a scenario says otherwise (Floyd &
+/// Jacobson 1993 recommend w_q = 0.002).
+pub const DEFAULT_QUEUE_WEIGHT: f64 = 0.002;
+
+/// `kind = "red"`: RED on one FIFO.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RedSpec {
+    /// Capacity, packets.
+    pub limit: usize,
+    /// The drop curve (written `curve = [min_th, max_th, max_p]`).
+    pub params: RedParams,
+    /// Weight of the average queue EWMA ([`DEFAULT_QUEUE_WEIGHT`] by default).
+    pub weight: f64,
+}
+
+impl Kind for RedSpec {
+    const DOC: &'static str =
+        "RED (Floyd & Jacobson 1993): limit (packets), curve = [min_th, max_th, max_p], weight (0.002)";
+    fn read(t: &mut dyn ParamTable) -> ParamResult<Self> {
+        Ok(RedSpec {
+            limit: read_limit(t)?,
+            params: required_curve(t, "curve")?,
+            weight: read_weight(t)?,
+        })
+    }
+}
+
+impl QueueKind for RedSpec {
+    fn validate(&self) -> Result<(), QueueSpecError> {
+        validate_limit(self.limit, None)?;
+        validate_curve("curve", &self.params, self.limit)?;
+        validate_weight(self.weight)
+    }
+    fn build<P: Queued + 'static>(&self, _group_names: &[String]) -> Box<dyn QueueDiscipline<P>> {
+        Box::new(Red::new(self.limit, self.params, self.weight))
+    }
+}
+
+/// A RED curve written `[min_th, max_th, max_p]`, if `key` is there.
+pub(crate) fn read_curve(t: &mut dyn ParamTable, key: &str) -> ParamResult<Option<RedParams>> {
+    let Some(v) = t.opt_numbers(key)? else {
+        return Ok(None);
+    };
+    let [min_th, max_th, max_p] = v[..] else {
+        let found = v.len();
+        return Err(t.error(
+            key,
+            &format!("expected [min_th, max_th, max_p], found {found} values"),
+        ));
+    };
+    Ok(Some(RedParams {
+        min_th,
+        max_th,
+        max_p,
+    }))
+}
+
+/// A RED curve that must be there.
+pub(crate) fn required_curve(t: &mut dyn ParamTable, key: &str) -> ParamResult<RedParams> {
+    read_curve(t, key)?.ok_or_else(|| t.error(key, "missing ([min_th, max_th, max_p])"))
+}
+
+/// `weight`, or the default.
+pub(crate) fn read_weight(t: &mut dyn ParamTable) -> ParamResult<f64> {
+    t.f64_or("weight", Some(DEFAULT_QUEUE_WEIGHT))
+}
+
+/// Check one RED curve of a queue of `limit` packets; `curve` is the key it is written under.
+pub(crate) fn validate_curve(
+    curve: &'static str,
+    p: &RedParams,
+    limit: usize,
+) -> Result<(), QueueSpecError> {
+    // Floyd & Jacobson 1993 §4: p_b rises from 0 at min_th to max_p at max_th; min_th = max_th
+    // leaves no ramp (a step at max_th), which is still a well-defined curve.
+    if !(p.min_th.is_finite() && p.max_th.is_finite() && 0.0 <= p.min_th && p.min_th <= p.max_th) {
+        return Err(QueueSpecError::BadThresholds {
+            curve,
+            min_th: p.min_th,
+            max_th: p.max_th,
+        });
+    }
+    if p.max_th > limit as f64 {
+        return Err(QueueSpecError::ThresholdAboveLimit {
+            curve,
+            max_th: p.max_th,
+            limit,
+        });
+    }
+    // max_p is a probability; 0 is allowed (no early drop below max_th, a step curve).
+    if !(0.0..=1.0).contains(&p.max_p) {
+        return Err(QueueSpecError::BadMaxP {
+            curve,
+            max_p: p.max_p,
+        });
+    }
+    Ok(())
+}
+
+/// Check an EWMA weight: it must lie in (0, 1].
+pub(crate) fn validate_weight(weight: f64) -> Result<(), QueueSpecError> {
+    if weight > 0.0 && weight <= 1.0 {
+        Ok(())
+    } else {
+        Err(QueueSpecError::BadWeight(weight))
+    }
 }
 
 /// The exponentially weighted moving average of a queue's length, in packets.

@@ -9,14 +9,88 @@
 //! queue at each arrival, whatever the arriving colour, so all of them move on one clock (and all
 //! age together over idle periods, as in RED).
 
+use super::red::{read_curve, read_weight, required_curve, validate_curve, validate_weight};
 use super::red::{refusal, AverageQueue, IdlePeriod, RedCurve};
+use super::{read_limit, validate_limit, QueueKind, QueueSpecError};
 use super::{CodePointCounters, RedParams};
 use super::{ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
 use crate::color::Color;
-use crate::spec::RioMode;
+use crate::params::{choose, ParamResult, ParamTable};
+use crate::registry::Kind;
 use qstp_proto::{Rate, Time};
 use rand::RngCore;
 use std::collections::VecDeque;
+
+/// Which average a RIO queue compares each precedence against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RioMode {
+    /// RIO-C: in-profile packets against the average of in-profile packets; out-profile against
+    /// the average of all packets (the default).
+    Coupled,
+    /// RIO-D: each precedence against the average of its own packets.
+    Decoupled,
+}
+
+/// `kind = "rio"`: RED with In and Out (RFC 2597 drop precedences on one FIFO).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RioSpec {
+    /// Capacity, packets.
+    pub limit: usize,
+    /// Curve for in-profile (green) packets (written `in`).
+    pub in_profile: RedParams,
+    /// Curve for out-of-profile packets, yellow and red both unless `middle` is given (`out`).
+    pub out_profile: RedParams,
+    /// Optional curve for yellow packets of three-colour markers.
+    pub middle: Option<RedParams>,
+    /// Weight of the average queue EWMA (0.002 by default).
+    pub weight: f64,
+    /// RIO-C or RIO-D.
+    pub mode: RioMode,
+}
+
+impl Kind for RioSpec {
+    const DOC: &'static str =
+        "RIO, RED with In and Out (RFC 2597): limit, in = [min_th, max_th, max_p], \
+         out = [..], middle = [..] (yellow), weight (0.002), mode = \"rio-c\" | \"rio-d\"";
+    fn read(t: &mut dyn ParamTable) -> ParamResult<Self> {
+        Ok(RioSpec {
+            limit: read_limit(t)?,
+            in_profile: required_curve(t, "in")?,
+            out_profile: required_curve(t, "out")?,
+            middle: read_curve(t, "middle")?,
+            weight: read_weight(t)?,
+            mode: choose(
+                t,
+                "mode",
+                "a RIO mode",
+                &[("rio-c", RioMode::Coupled), ("rio-d", RioMode::Decoupled)],
+            )?,
+        })
+    }
+}
+
+impl QueueKind for RioSpec {
+    fn validate(&self) -> Result<(), QueueSpecError> {
+        validate_limit(self.limit, None)?;
+        validate_curve("in", &self.in_profile, self.limit)?;
+        validate_curve("out", &self.out_profile, self.limit)?;
+        if let Some(m) = &self.middle {
+            validate_curve("middle", m, self.limit)?;
+        }
+        validate_weight(self.weight)
+    }
+    fn build<P: Queued + 'static>(&self, _group_names: &[String]) -> Box<dyn QueueDiscipline<P>> {
+        Box::new(Rio::new(
+            self.limit,
+            self.in_profile,
+            self.middle,
+            self.out_profile,
+            self.weight,
+            self.mode,
+        ))
+    }
+}
 
 /// Number of precedence levels.
 const LEVELS: usize = 3;

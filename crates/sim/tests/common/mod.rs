@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use qstp_proto::{Duration, Rate};
-use qstp_sim::{GroupSpec, LinkSpec, Protocol, QueueSpec, RedParams, RioMode, SimSpec, Topology};
+use qstp_sim::spec::*;
 
 /// A dumbbell with no groups yet.
 pub fn dumbbell(rate: Rate, delay: Duration, limit: usize, seconds: u64) -> SimSpec {
@@ -14,7 +14,7 @@ pub fn dumbbell(rate: Rate, delay: Duration, limit: usize, seconds: u64) -> SimS
             bottleneck: LinkSpec {
                 rate,
                 delay,
-                queue: QueueSpec::DropTail { limit },
+                queue: QueueSpec::drop_tail(limit),
                 loss: None,
             },
         },
@@ -60,7 +60,7 @@ pub fn newreno() -> Protocol {
 
 /// QSTP paper §5.1: RIO (min_out, max_out, p_out, min_in, max_in, p_in) = (10, 20, 0.1, 20, 40, 0.02).
 pub fn paper_rio() -> QueueSpec {
-    QueueSpec::Rio {
+    QueueSpec::Rio(RioSpec {
         limit: 50,
         in_profile: RedParams {
             min_th: 20.0,
@@ -75,5 +75,5 @@ pub fn paper_rio() -> QueueSpec {
         middle: None,
         weight: 0.002,
         mode: RioMode::Coupled,
-    }
+    })
 }
