@@ -21,8 +21,8 @@
 //! 10.2.G.F (G and F modulo 256); the sender's port is 10000 + the flow's index in the run (mod
 //! 50000), the receiver's 4433 (qstp), 5001 (TCP) or 9 (UDP).
 
-use crate::ids::LinkId;
-use crate::network::{Packet, Payload};
+use crate::ids::{LinkId, PacketId};
+use crate::network::{Packet, Payload, QueueEvent, QueueObserver};
 use crate::spec::{Color, Protocol, SimSpec};
 use qstp_proto::Time;
 
@@ -92,8 +92,8 @@ struct FlowInfo {
 const UDP: u8 = 17;
 const TCP: u8 = 6;
 
-/// The tap on the captured link: frames built as packets go onto the link, waiting for the run
-/// loop to hand them to the sink.
+/// The tap on the captured link, an observer of its queue: frames built as packets leave the
+/// queue onto the link, waiting for the run loop to hand them to the sink.
 #[derive(Debug)]
 pub struct Tap {
     /// The link tapped.
@@ -172,6 +172,25 @@ impl Tap {
         }
         self.frames.clear();
         self.bytes.clear();
+    }
+}
+
+impl QueueObserver for Tap {
+    fn observe(
+        &mut self,
+        now: Time,
+        event: QueueEvent,
+        _id: PacketId,
+        packet: &Packet,
+        _queue_len: usize,
+    ) {
+        if event == QueueEvent::Dequeued {
+            self.record(now, packet);
+        }
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
     }
 }
 

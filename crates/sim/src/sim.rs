@@ -97,13 +97,16 @@ impl<'a> World<'a> {
                 };
                 let flows: Vec<(usize, u32)> =
                     built.flows.iter().map(|f| (f.group, f.flow)).collect();
-                built.network.link_mut(link).tap = Some(Box::new(Tap::new(
-                    spec,
-                    link,
-                    &flows,
-                    after_marker,
-                    c.limit,
-                )));
+                built
+                    .network
+                    .link_mut(link)
+                    .set_observer(Some(Box::new(Tap::new(
+                        spec,
+                        link,
+                        &flows,
+                        after_marker,
+                        c.limit,
+                    ))));
                 Some((c.sink, link))
             }
         };
@@ -194,7 +197,11 @@ impl<'a> World<'a> {
                 }
             }
             if let Some((sink, link)) = &mut self.capture {
-                if let Some(tap) = self.network.link_mut(*link).tap.as_deref_mut() {
+                let observer = self.network.link_mut(*link).observer_mut();
+                if let Some(tap) = observer
+                    .and_then(|o| o.as_any_mut())
+                    .and_then(|a| a.downcast_mut::<Tap>())
+                {
                     tap.drain(&mut **sink);
                 }
             }

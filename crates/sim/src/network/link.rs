@@ -11,8 +11,9 @@
 //! [`Link::next_ready`] and [`Link::next_arrival`].
 //!
 //! A [`QueueObserver`] set with [`Link::set_observer`] sees every event at the link's queue (a
-//! packet queued, taken for transmission, or dropped and why): what a pcap writer of drops or a
-//! queue-length series hangs on. Without one the link pays one branch per event.
+//! packet queued, taken for transmission, or dropped and why): the packet capture
+//! ([`crate::capture::Tap`]) is one, and a pcap writer of drops or a queue-length series would
+//! be another. Without one the link pays one branch per event.
 
 use super::packet::{Packet, PacketStore, QueuedPacket};
 use crate::ids::{LinkId, NodeId, PacketId};
@@ -73,6 +74,12 @@ pub trait QueueObserver: Send {
         packet: &Packet,
         queue_len: usize,
     );
+
+    /// This observer as `Any`, for a driver that reads back what it gathered while it is still
+    /// in place (the packet capture does, after every event); `None` by default.
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        None
+    }
 }
 
 /// A packet whose serialisation ended.
@@ -129,8 +136,6 @@ pub struct Link {
     last_transmit: (u32, Duration),
     /// Counters.
     pub stats: LinkStats,
-    /// The packet capture on this link, if any.
-    pub tap: Option<Box<crate::capture::Tap>>,
     /// Who watches the queue's events, if anyone.
     observer: Option<Box<dyn QueueObserver>>,
 }
@@ -179,7 +184,6 @@ impl Link {
             in_flight: VecDeque::new(),
             last_transmit: (0, Duration::ZERO),
             stats: LinkStats::default(),
-            tap: None,
             observer: None,
         }
     }
@@ -188,6 +192,11 @@ impl Link {
     /// `None` removes it.
     pub fn set_observer(&mut self, observer: Option<Box<dyn QueueObserver>>) {
         self.observer = observer;
+    }
+
+    /// The observer in place, if any.
+    pub fn observer_mut(&mut self) -> Option<&mut (dyn QueueObserver + 'static)> {
+        self.observer.as_deref_mut()
     }
 
     /// Take the observer back (to read what it gathered).
@@ -324,9 +333,6 @@ impl Link {
                         store.get(packet.id),
                         len,
                     );
-                }
-                if let Some(tap) = self.tap.as_deref_mut() {
-                    tap.record(now, store.get(packet.id));
                 }
                 if self.last_transmit.0 != packet.size {
                     self.last_transmit =
