@@ -30,7 +30,8 @@
 //!   `schedule = [["0s", "300k"], ["60s", "1000k"]]`; onoff also `mean_on`, `mean_off` (1s).
 //! - `marker`: `{ kind = "token-bucket", rate, bucket }`, `{ kind = "srtcm", cir, cbs, ebs }`,
 //!   `{ kind = "trtcm", cir, cbs, pir, pbs }`, `{ kind = "tsw2", cir, window }`,
-//!   `{ kind = "tsw3", cir, pir, window }` (window defaults to 1s).
+//!   `{ kind = "tsw3", cir, pir, window }` (window defaults to 1s), `{ kind = "gcra", pcr, cdvt,
+//!   scr, mbs, tagging }` (ATM policing, ITU-T I.371).
 //! - `[sweep]`: `"dotted.key" = [values]`; every combination is a point. In a key, a list of tables
 //!   is indexed by element `name` (`group.AB.protocol`) or number; keys joined with `+` move
 //!   together (`"group.A.protocol+group.B.protocol" = ["tfrc", "gtfrc"]`).

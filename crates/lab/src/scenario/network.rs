@@ -193,13 +193,22 @@ mod tests {
         );
         let err = marker(Fields::new(
             "m",
-            "kind = \"gcra\"".parse::<toml::Table>().unwrap(),
+            "kind = \"gcrb\"".parse::<toml::Table>().unwrap(),
         ))
         .unwrap_err();
         assert_eq!(
             err.reason,
-            "'gcra' is not a marker (use token-bucket, srtcm, trtcm, tsw2 or tsw3)"
+            "'gcrb' is not a marker (use token-bucket, srtcm, trtcm, tsw2, tsw3 or gcra)"
         );
+        // The ATM policer (issue 13's UPC): SBR3 from the KDD testbed's numbers.
+        let m = |text: &str| marker(Fields::new("m", text.parse::<toml::Table>().unwrap()));
+        let spec = m("kind = \"gcra\"\npcr = \"149.76M\"\nscr = \"18.72M\"\nmbs = 8256").unwrap();
+        assert_eq!(spec.kind(), "gcra");
+        spec.validate().unwrap();
+        let err = m("kind = \"gcra\"\npcr = \"149.76M\"\nscr = \"18.72M\"").unwrap_err();
+        assert_eq!(err.key, "m.mbs");
+        let spec = m("kind = \"gcra\"\npcr = \"10M\"\nscr = \"20M\"\nmbs = 5").unwrap();
+        assert_eq!(spec.validate().unwrap_err().field(), "scr");
         // A key the kind does not read is refused, with the nearest it knows.
         let err = q("kind = \"droptail\"\nlimit = 5\nlimt = 6").unwrap_err();
         assert_eq!(

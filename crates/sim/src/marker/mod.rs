@@ -1,5 +1,5 @@
 //! Edge markers: two-colour token bucket, srTCM (RFC 2697), trTCM (RFC 2698), TSW two- and
-//! three-colour (RFC 2859). Each conditions the packets of one class's aggregate; a marker that
+//! three-colour (RFC 2859), and the ATM policer GCRA (ITU-T I.371) with CLP tagging. Each conditions the packets of one class's aggregate; a marker that
 //! draws random numbers is given its own random stream.
 //!
 //! A marker sees the colour a packet arrives with and returns a [`Verdict`]: pass it on with a
@@ -14,11 +14,13 @@ use qstp_proto::{Rate, Time};
 use rand::RngCore;
 
 mod bucket;
+mod gcra;
 mod srtcm;
 mod token_bucket;
 mod trtcm;
 mod tsw;
 
+pub use gcra::{Gcra, GcraSpec, CELL_BYTES};
 pub use srtcm::{Srtcm, SrtcmSpec};
 pub use token_bucket::{TokenBucketMarker, TokenBucketSpec};
 pub use trtcm::{Trtcm, TrtcmSpec};
@@ -35,6 +37,7 @@ crate::registry! {
         "trtcm" => Trtcm(TrtcmSpec),
         "tsw2" => Tsw2(Tsw2Spec),
         "tsw3" => Tsw3(Tsw3Spec),
+        "gcra" => Gcra(GcraSpec),
     }
 }
 
@@ -126,6 +129,14 @@ pub enum MarkerSpecError {
     /// The TSW averaging window is zero.
     #[error("the averaging window must be positive")]
     ZeroWindow,
+    /// Any other refused parameter of a kind, at its key.
+    #[error("{reason}")]
+    Param {
+        /// The key.
+        key: &'static str,
+        /// Why it was refused.
+        reason: String,
+    },
 }
 
 impl MarkerSpecError {
@@ -135,6 +146,7 @@ impl MarkerSpecError {
             MarkerSpecError::ZeroRate(key) | MarkerSpecError::ZeroBurst(key) => key,
             MarkerSpecError::PeakBelowCommitted { .. } => "pir",
             MarkerSpecError::ZeroWindow => "window",
+            MarkerSpecError::Param { key, .. } => key,
         }
     }
 }
