@@ -179,7 +179,7 @@ mod tests {
             (err.key.as_str(), err.reason.as_str()),
             (
                 "q.kind",
-                "'fifo' is not a queue (use droptail, red, rio or cbq)"
+                "'fifo' is not a queue (use droptail, red, rio, cbq or scd)"
             )
         );
         let err = loss(Fields::new(
@@ -227,6 +227,7 @@ mod tests {
                 "cbq",
                 "classes = [{ name = \"a\", rate = \"1M\", limit = 5 }]",
             ),
+            ("scd", "limit = 10000\nthreshold = 0.9"),
         ];
         assert_eq!(bodies.len(), QueueSpec::KINDS.len());
         for (kind, body) in bodies {

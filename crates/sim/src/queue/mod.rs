@@ -14,11 +14,13 @@ mod cbq;
 mod droptail;
 mod red;
 mod rio;
+mod scd;
 
 pub use cbq::{Cbq, CbqClass, CbqSpec, CLASS_BURST_BYTES};
 pub use droptail::{DropTail, DropTailSpec};
 pub use red::{AverageQueue, IdlePeriod, Red, RedCurve, RedParams, RedSpec, DEFAULT_QUEUE_WEIGHT};
 pub use rio::{Rio, RioMode, RioSpec};
+pub use scd::{Scd, ScdSpec, DEFAULT_SCD_THRESHOLD};
 
 crate::registry! {
     /// A queue discipline, as a scenario names it by `kind`: the registry of queues. A new queue
@@ -30,6 +32,7 @@ crate::registry! {
         "red" => Red(RedSpec),
         "rio" => Rio(RioSpec),
         "cbq" => Cbq(CbqSpec),
+        "scd" => Scd(ScdSpec),
     }
     visit QueueVisitor
 }
@@ -256,6 +259,14 @@ pub enum QueueSpecError {
         /// The group name.
         group: String,
     },
+    /// Any other refused parameter of a kind, at its key.
+    #[error("{reason}")]
+    Param {
+        /// The key inside the queue's table.
+        key: &'static str,
+        /// Why it was refused.
+        reason: String,
+    },
     /// The CBQ classes guarantee more than the link carries.
     #[error("the CBQ classes guarantee {guaranteed}, more than the link's {link}")]
     Overbooked {
@@ -280,6 +291,7 @@ impl QueueSpecError {
             | ThresholdAboveLimit { curve, .. }
             | BadMaxP { curve, .. } => curve.to_string(),
             BadWeight(_) => "weight".into(),
+            Param { key, .. } => key.to_string(),
             NoClasses | Overbooked { .. } => "classes".into(),
             StarvedClass(class) => format!("classes.{class}.rate"),
             DuplicateClass(class) => format!("classes.{class}.name"),
