@@ -48,6 +48,7 @@ pub mod capture;
 pub mod classify;
 pub mod color;
 mod components;
+pub mod delegation;
 pub mod engine;
 pub mod error;
 pub mod event;
