@@ -44,6 +44,7 @@ pub mod queue;
 pub mod tcp;
 
 pub mod agent;
+pub mod atm;
 pub mod capture;
 pub mod classify;
 pub mod color;

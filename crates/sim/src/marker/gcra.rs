@@ -12,15 +12,12 @@
 //! rounded (down, by less than one unit), once, when the policer is made.
 
 use super::{color_mode, ColorMode, Marker, MarkerKind, MarkerSpecError, Verdict};
+use crate::atm::CELL as CELL_BYTES;
 use crate::color::Color;
 use crate::params::{ParamResult, ParamTable};
 use crate::registry::Kind;
 use qstp_proto::{Duration, Rate, Time};
 use rand::RngCore;
-
-/// Bytes of an ATM cell: the unit the maximum burst size counts (ITU-T I.361: 5-byte header,
-/// 48-byte payload).
-pub const CELL_BYTES: u64 = 53;
 
 /// `kind = "gcra"`: ATM usage parameter control by GCRA (ITU-T I.371 §6.5 and annex A).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

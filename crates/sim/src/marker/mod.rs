@@ -20,7 +20,7 @@ mod token_bucket;
 mod trtcm;
 mod tsw;
 
-pub use gcra::{Gcra, GcraSpec, CELL_BYTES};
+pub use gcra::{Gcra, GcraSpec};
 pub use srtcm::{Srtcm, SrtcmSpec};
 pub use token_bucket::{TokenBucketMarker, TokenBucketSpec};
 pub use trtcm::{Trtcm, TrtcmSpec};
