@@ -380,6 +380,7 @@ mod tests {
             simulated: Duration::from_secs(1),
             flows: vec![f],
             queue_series: Vec::new(),
+            delegation: None,
             queues: vec![QueueRecord {
                 name: "bottleneck".into(),
                 green: CodePointCounters {

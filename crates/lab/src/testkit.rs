@@ -113,5 +113,6 @@ pub(crate) fn fake(spec: &SimSpec, progress: &mut dyn FnMut(Time)) -> Result<Run
                 bytes: (0..bins as u64).map(|i| i / 2 * 1000).collect(),
             },
         ],
+        delegation: None,
     })
 }

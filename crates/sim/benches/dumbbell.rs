@@ -69,6 +69,7 @@ fn spec(protocol: Protocol, seconds: u64) -> SimSpec {
         }],
         bin: Duration::from_secs(1),
         warmup: Duration::ZERO,
+        delegation: None,
     }
 }
 

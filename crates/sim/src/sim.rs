@@ -6,6 +6,7 @@ use crate::agent::tcp;
 use crate::agent::udp::{OnOff, UdpSink, UdpSource};
 use crate::agent::{Agent, Binding, Ctx, UDP_IP_HEADER};
 use crate::capture::{Capture, CaptureSink, Tap};
+use crate::delegation::DelegationHost;
 use crate::engine::Scheduler;
 use crate::error::SimError;
 use crate::event::{ComponentId, Event};
@@ -78,6 +79,8 @@ struct World<'a> {
     sampled_agents: Vec<usize>,
     /// Where the captured link's frames go, and the link.
     capture: Option<(&'a mut dyn CaptureSink, LinkId)>,
+    /// The Free & Stunts delegation group, if any.
+    delegation: Option<DelegationHost>,
 }
 
 impl<'a> World<'a> {
@@ -119,6 +122,31 @@ impl<'a> World<'a> {
             agents.push(sender);
             agents.push(receiver);
         }
+        let delegation = match &spec.delegation {
+            None => None,
+            Some(d) => {
+                let (free_group, stunt_group) = d.validate(&spec.groups)?;
+                // Each flow's sender is agent 2 x (its index), its receiver the next.
+                let senders_of = |group: usize| -> Vec<usize> {
+                    (0..built.flows.len())
+                        .filter(|&i| built.flows[i].group == group)
+                        .map(|i| 2 * i)
+                        .collect()
+                };
+                let payload = spec.packet_size_of(&spec.groups[free_group]) as u64;
+                let segment_bits =
+                    payload.saturating_sub(u64::from(crate::validate::TCP_IP_HEADER)) * 8;
+                Some(DelegationHost::new(
+                    d.clone(),
+                    senders_of(free_group)[0],
+                    senders_of(stunt_group),
+                    segment_bits,
+                    spec.seed,
+                    spec.duration,
+                    &mut agents,
+                ))
+            }
+        };
         let flows: Vec<(usize, u32)> = built.flows.iter().map(|f| (f.group, f.flow)).collect();
         let bins = bin_count(spec) as usize;
         let sampled_agents = agents
@@ -155,6 +183,7 @@ impl<'a> World<'a> {
             next_sample: Time::ZERO + spec.bin,
             sampled_agents,
             capture,
+            delegation,
         })
     }
 
@@ -169,6 +198,9 @@ impl<'a> World<'a> {
             // event, is their state at the end of every bin that ended since the last event.
             while now >= self.next_sample {
                 self.sample_bin();
+            }
+            if let Some(host) = &mut self.delegation {
+                host.control(now, &mut self.agents);
             }
             while now >= next_report {
                 progress(next_report);
@@ -268,6 +300,10 @@ impl<'a> World<'a> {
             scratch: &mut self.scratch,
         };
         f(agent, &mut ctx);
+        if let Some(host) = self.delegation.as_mut().filter(|h| h.watches(id.index())) {
+            host.after_agent(now, id.index(), &mut self.agents);
+        }
+        let agent = &self.agents[id.index()];
         let Some(wanted) = agent.poll_timeout() else {
             return;
         };
@@ -311,6 +347,7 @@ impl<'a> World<'a> {
             flows: self.recorder.into_records(),
             queues,
             queue_series: self.queue_series,
+            delegation: self.delegation.map(DelegationHost::finish),
         }
     }
 

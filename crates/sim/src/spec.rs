@@ -41,6 +41,9 @@ pub struct SimSpec {
     /// Time left out of the queue counters at the start of the run (the lab's warm-up; the
     /// per-bin series cover the whole run and the lab leaves the warm-up out of their means).
     pub warmup: Duration,
+    /// A Free & Stunts delegation group, if the run has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegation: Option<crate::delegation::DelegationSpec>,
 }
 
 /// The network a run simulates.
@@ -273,4 +276,6 @@ pub struct RunOutput {
     pub queues: Vec<QueueRecord>,
     /// The occupancy of the same queues over the whole run, one value per bin.
     pub queue_series: Vec<QueueSeries>,
+    /// What the delegation group did, if the run has one.
+    pub delegation: Option<crate::delegation::DelegationRecord>,
 }

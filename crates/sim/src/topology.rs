@@ -216,6 +216,7 @@ mod tests {
             groups: vec![group("near", 40, 2), group("far", 640, 3)],
             bin: Duration::from_secs(1),
             warmup: Duration::ZERO,
+            delegation: None,
         }
     }
 

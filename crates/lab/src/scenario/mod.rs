@@ -176,6 +176,7 @@ impl Scenario {
             groups: self.groups.clone(),
             bin: self.bin,
             warmup: self.warmup,
+            delegation: None,
         }
     }
 }

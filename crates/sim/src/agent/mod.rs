@@ -96,6 +96,14 @@ pub enum Agent {
 }
 
 impl Agent {
+    /// The TCP sender of a TCP source agent.
+    pub fn tcp_sender_mut(&mut self) -> Option<&mut crate::tcp::TcpSender> {
+        match self {
+            Agent::TcpSource(source) => Some(source.sender_mut()),
+            _ => None,
+        }
+    }
+
     /// The agent's binding.
     pub fn binding(&self) -> &Binding {
         match self {

@@ -69,6 +69,11 @@ impl TcpSource {
         }
     }
 
+    /// The sender, for a host-level controller.
+    pub fn sender_mut(&mut self) -> &mut TcpSender {
+        &mut self.sender
+    }
+
     pub(super) fn start(&mut self, ctx: &mut Ctx) {
         self.started = true;
         self.send(ctx);

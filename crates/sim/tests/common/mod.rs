@@ -21,6 +21,7 @@ pub fn dumbbell(rate: Rate, delay: Duration, limit: usize, seconds: u64) -> SimS
         groups: Vec::new(),
         bin: Duration::from_secs(1),
         warmup: Duration::ZERO,
+        delegation: None,
     }
 }
 

@@ -1,0 +1,186 @@
+//! The host of a delegation group in the simulator: it watches the Free connection and its
+//! Stunts, samples the Free's throughput every control period, runs the controller, and decides
+//! for each fast-retransmit signal who backs off (004_42e0da08314fdde6.txt Fig. 2, §II).
+
+use super::delegate::{Decision, Delegator, Steerable};
+use super::{Controller, DelegationSpec};
+use crate::agent::Agent;
+use crate::loss::uniform;
+use crate::rng::{stream, StreamKind};
+use crate::tcp::{LossPolicy, Signal, TcpEvent, TcpSender};
+use qstp_proto::{Duration, Rate, Time};
+use rand_chacha::ChaCha8Rng;
+
+/// Stream index of the host's random draws (the delegation coin), apart from every agent's.
+const HOST_STREAM: u64 = 1 << 40;
+
+/// What a delegation group did over a run.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DelegationRecord {
+    /// Per control instant: the Free's throughput over the last period and the trace's target,
+    /// bit/s.
+    pub samples: Vec<(f64, f64)>,
+    /// Signals of the Free delegated to Stunts.
+    pub delegated: u64,
+    /// Signals of the Free it reacted to itself.
+    pub reacted: u64,
+    /// Signals of Stunts the Free took (reverse delegation).
+    pub taken_by_free: u64,
+}
+
+/// The running delegation group.
+#[derive(Debug)]
+pub struct DelegationHost {
+    spec: DelegationSpec,
+    /// Agent index of the Free's sender.
+    free: usize,
+    /// Agent indices of the Stunts' senders.
+    stunts: Vec<usize>,
+    controller: Controller,
+    delegator: Delegator,
+    rng: ChaCha8Rng,
+    segment_bits: u64,
+    next_control: Time,
+    acked_at_last_control: u64,
+    /// The Free's throughput over the last control period.
+    x: Rate,
+    samples: Vec<(f64, f64)>,
+}
+
+impl DelegationHost {
+    /// The host of `spec` over the senders at agent indices `free` and `stunts`, whose data
+    /// segments carry `segment_bits` bits of payload; the senders are switched to deferred loss
+    /// reactions and report their events.
+    pub fn new(
+        spec: DelegationSpec,
+        free: usize,
+        stunts: Vec<usize>,
+        segment_bits: u64,
+        seed: u64,
+        duration: Duration,
+        agents: &mut [Agent],
+    ) -> Self {
+        for &i in std::iter::once(&free).chain(&stunts) {
+            if let Some(sender) = agents[i].tcp_sender_mut() {
+                sender.set_loss_policy(LossPolicy::Defer);
+                sender.record_events(true);
+            }
+        }
+        let period = spec.period;
+        let capacity = (duration.as_nanos() / period.as_nanos().max(1)).min(1 << 20) as usize;
+        DelegationHost {
+            controller: Controller::new(spec.controller),
+            spec,
+            free,
+            stunts,
+            delegator: Delegator::new(),
+            rng: stream(seed, StreamKind::Agent, HOST_STREAM),
+            segment_bits,
+            next_control: Time::ZERO + period,
+            acked_at_last_control: 0,
+            x: Rate::ZERO,
+            samples: Vec::with_capacity(capacity),
+        }
+    }
+
+    /// Whether agent `index` is one of the group's senders.
+    pub fn watches(&self, index: usize) -> bool {
+        index == self.free || self.stunts.contains(&index)
+    }
+
+    /// The control instants due by `now` (before the event at `now` runs): sample the Free's
+    /// throughput over each period and update the delegation fraction.
+    pub fn control(&mut self, now: Time, agents: &mut [Agent]) {
+        while now >= self.next_control {
+            let at = self.next_control;
+            let acked = agents[self.free]
+                .tcp_sender_mut()
+                .map_or(0, |s| s.stats().bytes_acked);
+            let bytes = acked.saturating_sub(self.acked_at_last_control);
+            self.acked_at_last_control = acked;
+            self.x = Rate::from_bytes_over(bytes, self.spec.period);
+            let target = self.spec.trace.at(at.saturating_since(Time::ZERO));
+            self.controller.update(self.x, target, self.segment_bits);
+            if self.samples.len() < self.samples.capacity() {
+                self.samples
+                    .push((self.x.bps() as f64, target.bps() as f64));
+            }
+            self.next_control = at + self.spec.period;
+        }
+    }
+
+    /// After agent `index` ran at `now`: act on the congestion signals its sender reported.
+    pub fn after_agent(&mut self, now: Time, index: usize, agents: &mut [Agent]) {
+        loop {
+            let Some(event) = agents[index].tcp_sender_mut().and_then(|s| s.poll_event()) else {
+                return;
+            };
+            let TcpEvent::CongestionSignal {
+                signal: Signal::FastRetransmit,
+                deferred: true,
+                ..
+            } = event
+            else {
+                continue;
+            };
+            if index == self.free {
+                // The controller's fraction g as a probability per signal (§II-A: "the ratio
+                // of congestion signals to be delegated").
+                let g = self.controller.fraction();
+                let delegate = g > 0.0 && uniform(&mut self.rng) < g;
+                let (free, mut stunts) = senders(agents, self.free, &self.stunts);
+                let Some(free) = free else { return };
+                let decision = self
+                    .delegator
+                    .on_free_signal(now, free, &mut stunts, delegate);
+                debug_assert!(!matches!(decision, Decision::TakenByFree));
+            } else {
+                let target = self.spec.trace.at(now.saturating_since(Time::ZERO));
+                let above = self.x > target;
+                let (free, mut stunts) = senders(agents, self.free, &[index]);
+                let (Some(free), Some(stunt)) = (free, stunts.pop()) else {
+                    return;
+                };
+                self.delegator
+                    .on_stunt_signal(now, stunt, free, self.spec.reverse, above);
+            }
+        }
+    }
+
+    /// What the group did.
+    pub fn finish(self) -> DelegationRecord {
+        DelegationRecord {
+            samples: self.samples,
+            delegated: self.delegator.delegated,
+            reacted: self.delegator.reacted,
+            taken_by_free: self.delegator.taken_by_free,
+        }
+    }
+}
+
+/// The senders of agents `free` and `stunts` (in `stunts`' order), borrowed together.
+fn senders<'a>(
+    agents: &'a mut [Agent],
+    free: usize,
+    stunts: &[usize],
+) -> (Option<&'a mut dyn Steerable>, Vec<&'a mut dyn Steerable>) {
+    let mut free_sender = None;
+    let mut found: Vec<(usize, &'a mut TcpSender)> = Vec::with_capacity(stunts.len());
+    for (i, agent) in agents.iter_mut().enumerate() {
+        if i == free {
+            free_sender = agent.tcp_sender_mut().map(|s| s as &mut dyn Steerable);
+        } else if let Some(pos) = stunts.iter().position(|&s| s == i) {
+            if let Some(s) = agent.tcp_sender_mut() {
+                found.push((pos, s));
+            }
+        }
+    }
+    found.sort_by_key(|(pos, _)| *pos);
+    (
+        free_sender,
+        found
+            .into_iter()
+            .map(|(_, s)| s as &mut dyn Steerable)
+            .collect(),
+    )
+}
