@@ -122,6 +122,10 @@ pub struct RunMetrics {
     pub queues: Vec<QueueRecord>,
     /// The time series, kept for the first run of each point only.
     pub series: Option<RunSeries>,
+    /// How the delegation group's Free matched its trace after the warm-up (Free & Stunts
+    /// paper eqs. 16-19), when the run has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matching: Option<qstp_sim::delegation::Matching>,
 }
 
 /// Reduce one run; `warmup` is left out of the means; `keep_series` keeps the time series.
@@ -150,6 +154,11 @@ pub fn reduce(
             })
             .collect(),
     });
+    // The samples of the periods that start at or after the warm-up.
+    let matching = output.delegation.as_ref().and_then(|d| {
+        let skip = warmup.as_nanos().div_ceil(d.period.as_nanos().max(1)) as usize;
+        qstp_sim::delegation::matching(d.samples.get(skip..).unwrap_or(&[]))
+    });
     RunMetrics {
         seed,
         events: output.events,
@@ -157,6 +166,7 @@ pub fn reduce(
         flows,
         queues: output.queues.clone(),
         series,
+        matching,
     }
 }
 

@@ -118,6 +118,7 @@ pub fn load(dir: &Path) -> Result<Loaded, ReloadError> {
                     flows: Vec::new(),
                     queues: Vec::new(),
                     series: None,
+                    matching: None,
                 })
                 .collect(),
         })

@@ -167,6 +167,10 @@ pub struct GroupSummary {
     pub fairness: Option<f64>,
     /// Share of sent data packets that were retransmissions.
     pub retransmitted: f64,
+    /// For the Free connection of a delegation group: how its throughput matched the trace
+    /// (Free & Stunts paper eqs. 16-19), means over runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matching: Option<qstp_sim::delegation::Matching>,
 }
 
 /// The packets of one code point at one queue, means per run.
@@ -245,10 +249,17 @@ pub fn point_params(pt: &crate::scenario::Point) -> serde_json::Map<String, serd
 fn point(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> PointSummary {
     let params = point_params(pt);
     let groups = &pt.scenario.groups;
+    let free = pt.scenario.delegation.as_ref().map(|d| d.free.as_str());
     let flows = groups
         .iter()
         .enumerate()
-        .map(|(g, spec)| group(g, spec, runs))
+        .map(|(g, spec)| {
+            let mut summary = group(g, spec, runs);
+            if free == Some(spec.name.as_str()) {
+                summary.matching = mean_matching(runs);
+            }
+            summary
+        })
         .collect();
     let all_targets = groups
         .iter()
@@ -326,7 +337,24 @@ fn group(g: usize, spec: &qstp_sim::GroupSpec, runs: &[RunMetrics]) -> GroupSumm
         } else {
             retransmitted as f64 / sent as f64
         },
+        matching: None,
     }
+}
+
+/// The mean over runs of each matching metric (delta over the runs that have one).
+fn mean_matching(runs: &[RunMetrics]) -> Option<qstp_sim::delegation::Matching> {
+    let all: Vec<_> = runs.iter().filter_map(|r| r.matching).collect();
+    let mean = |f: &dyn Fn(&qstp_sim::delegation::Matching) -> f64| {
+        all.iter().map(f).sum::<f64>() / all.len() as f64
+    };
+    let deltas: Vec<f64> = all.iter().filter_map(|m| m.delta).collect();
+    (!all.is_empty()).then(|| qstp_sim::delegation::Matching {
+        v_plus: mean(&|m| m.v_plus),
+        v_minus: mean(&|m| m.v_minus),
+        v_star: mean(&|m| m.v_star),
+        delta: (!deltas.is_empty()).then(|| deltas.iter().sum::<f64>() / deltas.len() as f64),
+        target_mean_bps: mean(&|m| m.target_mean_bps),
+    })
 }
 
 fn queues(runs: &[RunMetrics]) -> Vec<QueueSummary> {

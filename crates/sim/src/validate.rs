@@ -213,6 +213,9 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
             );
         }
     }
+    if let Some(d) = &spec.delegation {
+        d.validate(&spec.groups)?;
+    }
     Ok(())
 }
 

@@ -36,6 +36,7 @@
 //!   is indexed by element `name` (`group.AB.protocol`) or number; keys joined with `+` move
 //!   together (`"group.A.protocol+group.B.protocol" = ["tfrc", "gtfrc"]`).
 
+mod delegation;
 mod fields;
 mod graph;
 mod group;
@@ -154,6 +155,10 @@ pub struct Scenario {
     pub topology: Topology,
     /// The flow groups.
     pub groups: Vec<GroupSpec>,
+    /// The Free & Stunts delegation group of `[delegation]`, its trace made feasible.
+    pub delegation: Option<qstp_sim::delegation::DelegationSpec>,
+    /// The trace points the delegation's preprocessor lowered.
+    pub delegation_changes: Vec<qstp_sim::delegation::Change>,
 }
 
 impl Scenario {
@@ -176,7 +181,7 @@ impl Scenario {
             groups: self.groups.clone(),
             bin: self.bin,
             warmup: self.warmup,
-            delegation: None,
+            delegation: self.delegation.clone(),
         }
     }
 }
@@ -225,6 +230,17 @@ impl Plan {
                         ));
                     }
                 }
+            }
+            if let Some(first) = s.delegation_changes.first() {
+                add(format!(
+                    "delegation.trace: the preprocessor lowered {} point(s) the Free cannot reach \
+                     (first at {}: {} asked, {} feasible, {:?} check)",
+                    s.delegation_changes.len(),
+                    first.at,
+                    first.asked,
+                    first.feasible,
+                    first.check
+                ));
             }
             for g in &s.groups {
                 if let Some(t) = g.target.filter(|t| t.bps() > s.bottleneck().rate.bps()) {
@@ -288,7 +304,8 @@ pub fn parse(text: &str, file: &str, overrides: &Overrides) -> Result<Plan, Scen
                 sweep::apply(&mut point_doc, part, value.clone()).map_err(field)?;
             }
         }
-        let scenario = read(point_doc).map_err(|e| {
+        let dir = Path::new(file).parent().unwrap_or(Path::new("."));
+        let scenario = read(point_doc, dir).map_err(|e| {
             // A key the format does not know that only the sweep brought in: say so.
             if e.unknown
                 && sweep_keys
@@ -428,7 +445,7 @@ fn apply_overrides(doc: &mut Table, o: &Overrides) -> Result<(), FieldError> {
 }
 
 /// Read a document (sweep removed) into a validated scenario.
-fn read(doc: Table) -> Result<Scenario, FieldError> {
+fn read(doc: Table, dir: &Path) -> Result<Scenario, FieldError> {
     let mut f = Fields::new("", doc);
     let name = f.str("name")?;
     if name.is_empty()
@@ -479,6 +496,17 @@ fn read(doc: Table) -> Result<Scenario, FieldError> {
             &hosts,
         )?),
     };
+    let (delegation, delegation_changes) = match f.opt_table("delegation")? {
+        None => (None, Vec::new()),
+        Some(t) => {
+            let rate = match &topology {
+                Topology::Dumbbell { bottleneck } => bottleneck.rate,
+                Topology::Graph(g) => g.links[g.bottleneck].link.rate,
+            };
+            let (d, changes) = delegation::delegation(t, &groups, packet_size, rate, dir)?;
+            (Some(d), changes)
+        }
+    };
     f.finish()?;
     Ok(Scenario {
         name,
@@ -491,6 +519,8 @@ fn read(doc: Table) -> Result<Scenario, FieldError> {
         bin,
         topology,
         groups,
+        delegation,
+        delegation_changes,
     })
 }
 

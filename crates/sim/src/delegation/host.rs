@@ -17,6 +17,8 @@ const HOST_STREAM: u64 = 1 << 40;
 /// What a delegation group did over a run.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DelegationRecord {
+    /// Time between control instants; sample k covers (k x period, (k + 1) x period].
+    pub period: Duration,
     /// Per control instant: the Free's throughput over the last period and the trace's target,
     /// bit/s.
     pub samples: Vec<(f64, f64)>,
@@ -150,6 +152,7 @@ impl DelegationHost {
     /// What the group did.
     pub fn finish(self) -> DelegationRecord {
         DelegationRecord {
+            period: self.spec.period,
             samples: self.samples,
             delegated: self.delegator.delegated,
             reacted: self.delegator.reacted,
