@@ -38,10 +38,10 @@ pub struct Timing {
 }
 
 impl Timing {
-    fn bin_of(&self, t: Time) -> usize {
+    pub(crate) fn bin_of(&self, t: Time) -> usize {
         (t.as_nanos() / self.bin.as_nanos().max(1)) as usize
     }
-    fn done(&self, stop: &AtomicBool) -> bool {
+    pub(crate) fn done(&self, stop: &AtomicBool) -> bool {
         self.clock.now() >= self.end || stop.load(Ordering::Relaxed) || crate::signal::interrupted()
     }
 }
@@ -137,7 +137,7 @@ fn bind(addr: SocketAddrV4) -> Result<TcpListener, TestbedError> {
     Ok(l)
 }
 
-fn is_timeout(e: &std::io::Error) -> bool {
+pub(crate) fn is_timeout(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
         std::io::ErrorKind::WouldBlock

@@ -6,7 +6,7 @@ use crate::lines::{Accuracy, Clock, LATE_NS};
 use crate::ns::{self, Namespaces};
 use crate::router::{self, DirectionOutput, FlowPath, GroupPath, RouterSpec};
 use crate::setup::{self, HostPair, HostTcp};
-use crate::TestbedError;
+use crate::{udp, TestbedError};
 use qstp_proto::{Duration, Time};
 use qstp_sim::{FlowRecord, Protocol, RunOutput, SimSpec, Topology};
 use rand::RngCore;
@@ -98,8 +98,8 @@ pub struct RunReport {
 pub struct GroupReport {
     /// The group.
     pub name: String,
-    /// The kernel congestion control its senders use.
-    pub congestion: String,
+    /// The kernel congestion control its senders use (`None`: a UDP group).
+    pub congestion: Option<String>,
     /// Its hosts' TCP settings.
     pub tcp: HostTcp,
 }
@@ -113,10 +113,10 @@ pub struct TestbedRun {
     pub report: RunReport,
 }
 
-/// Check that the testbed can run `spec`, before anything is created: a dumbbell, `tcp` groups
-/// only, congestion controls this kernel has, at most 256 groups of at most 256 flows, and rtts
-/// that cover the bottleneck's delay both ways. Returns each group's kernel congestion control.
-pub fn check(spec: &SimSpec) -> Result<Vec<String>, TestbedError> {
+/// Check that the testbed can run `spec`, before anything is created: a dumbbell, `tcp` and
+/// `cbr` groups only, congestion controls this kernel has, at most 256 groups of at most 256 flows, and rtts
+/// that cover the bottleneck's delay both ways. Returns each group's kernel congestion control (`None` for cbr).
+pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
     let Topology::Dumbbell { bottleneck } = &spec.topology else {
         return Err(TestbedError::Unsupported(
             "the testbed runs the dumbbell only ([bottleneck]), not [[link]] graphs".into(),
@@ -131,12 +131,17 @@ pub fn check(spec: &SimSpec) -> Result<Vec<String>, TestbedError> {
     let available = hosts::available_congestion()?;
     let mut congestion = Vec::new();
     for g in &spec.groups {
-        let Protocol::Tcp { congestion: cc, .. } = &g.protocol else {
-            return Err(TestbedError::Unsupported(format!(
-                "group '{}': protocol '{}' is not yet supported on the testbed (tcp only)",
+        let cc = match &g.protocol {
+            Protocol::Tcp { congestion: cc, .. } => cc,
+            Protocol::Cbr { .. } => {
+                congestion.push(None);
+                continue;
+            }
+            other => return Err(TestbedError::Unsupported(format!(
+                "group '{}': protocol '{}' is not yet supported on the testbed (tcp and cbr only)",
                 g.name,
-                protocol_name(&g.protocol)
-            )));
+                protocol_name(other)
+            ))),
         };
         let name = hosts::kernel_congestion(&cc.name);
         if !available.contains(&name) {
@@ -147,6 +152,9 @@ pub fn check(spec: &SimSpec) -> Result<Vec<String>, TestbedError> {
                 available.join(", ")
             )));
         }
+        congestion.push(Some(name));
+    }
+    for g in &spec.groups {
         if g.flows as usize > MAX_PER_BYTE {
             return Err(TestbedError::Unsupported(format!(
                 "group '{}': {} flows, the testbed runs at most {MAX_PER_BYTE} per group",
@@ -159,7 +167,6 @@ pub fn check(spec: &SimSpec) -> Result<Vec<String>, TestbedError> {
                 g.name, g.rtt
             )));
         }
-        congestion.push(name);
     }
     Ok(congestion)
 }
@@ -194,8 +201,10 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
     let mut groups = Vec::new();
     let mut reports = Vec::new();
     for (g, group) in spec.groups.iter().enumerate() {
-        let Protocol::Tcp { options: o, .. } = &group.protocol else {
-            continue;
+        // UDP hosts get the simulator's default TCP settings (they use no TCP).
+        let o = match &group.protocol {
+            Protocol::Tcp { options, .. } => options.clone(),
+            _ => qstp_sim::tcp::TcpOptions::default(),
         };
         let tcp = HostTcp {
             sack: o.sack,
@@ -261,14 +270,18 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
     let _stopper = StopOnDrop(stop.clone());
 
     let mut sinks = Vec::new();
-    for (_, p) in &pairs {
-        let addr = SocketAddrV4::new(p.receiver, hosts::TCP_PORT);
-        sinks.push(hosts::spawn_sink(
-            p.receiver_ns.clone(),
-            addr,
-            timing,
-            stop.clone(),
-        )?);
+    for (g, p) in &pairs {
+        let ns = p.receiver_ns.clone();
+        sinks.push(match &spec.groups[*g].protocol {
+            Protocol::Cbr { .. } => {
+                let addr = SocketAddrV4::new(p.receiver, udp::UDP_PORT);
+                udp::spawn_sink(ns, addr, timing, stop.clone())?
+            }
+            _ => {
+                let addr = SocketAddrV4::new(p.receiver, hosts::TCP_PORT);
+                hosts::spawn_sink(ns, addr, timing, stop.clone())?
+            }
+        });
     }
     let rs = Arc::new(router_spec);
     let forward = {
@@ -290,15 +303,23 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
             rng.next_u64() % spread
         };
         let start = Time::ZERO + group.start + Duration::from_nanos(offset);
-        let to = SocketAddrV4::new(p.receiver, hosts::TCP_PORT);
-        senders.push(hosts::spawn_sender(
-            p.sender_ns.clone(),
-            to,
-            congestion[*g].clone(),
-            start,
-            timing,
-            stop.clone(),
-        ));
+        let ns = p.sender_ns.clone();
+        senders.push(match (&group.protocol, &congestion[*g]) {
+            (Protocol::Cbr { schedule }, _) => {
+                let to = SocketAddrV4::new(p.receiver, udp::UDP_PORT);
+                let size = spec.packet_size_of(group);
+                let schedule = schedule.clone();
+                let stop = stop.clone();
+                Sender::Udp(udp::spawn_source(
+                    ns, to, schedule, size, start, timing, stop,
+                ))
+            }
+            (_, cc) => {
+                let to = SocketAddrV4::new(p.receiver, hosts::TCP_PORT);
+                let cc = cc.clone().unwrap_or_else(|| "reno".into());
+                Sender::Tcp(hosts::spawn_sender(ns, to, cc, start, timing, stop.clone()))
+            }
+        });
     }
 
     while clock.now() < end && !crate::signal::interrupted() {
@@ -312,7 +333,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
     let sender_outputs: Vec<SenderOutput> = senders
         .into_iter()
         .map(|h| {
-            join(h).unwrap_or_else(|e| {
+            h.join().unwrap_or_else(|e| {
                 keep(e);
                 SenderOutput::default()
             })
@@ -388,6 +409,24 @@ fn panicked(what: &str) -> TestbedError {
 
 fn join<T>(h: std::thread::JoinHandle<Result<T, TestbedError>>) -> Result<T, TestbedError> {
     h.join().map_err(|_| panicked("host"))?
+}
+
+/// A running source: kernel TCP, or UDP.
+enum Sender {
+    Tcp(std::thread::JoinHandle<Result<SenderOutput, TestbedError>>),
+    Udp(std::thread::JoinHandle<Result<u64, TestbedError>>),
+}
+
+impl Sender {
+    fn join(self) -> Result<SenderOutput, TestbedError> {
+        match self {
+            Sender::Tcp(h) => join(h),
+            Sender::Udp(h) => join(h).map(|sent| SenderOutput {
+                packets_sent: sent,
+                ..SenderOutput::default()
+            }),
+        }
+    }
 }
 
 /// Raises the stop flag when dropped (on every way out of a run).

@@ -115,6 +115,6 @@ fn one_reno_flow_fills_the_bottleneck_and_leaves_nothing_behind() {
     let fwd = &run.report.router.forward;
     assert!(fwd.packets > 1000, "{fwd:?}");
     assert!(fwd.departure_error_p50_ns < 1_000_000, "{fwd:?}");
-    assert_eq!(run.report.groups[0].congestion, "reno");
+    assert_eq!(run.report.groups[0].congestion.as_deref(), Some("reno"));
     assert_eq!(run.output.queues[0].name, "bottleneck");
 }
