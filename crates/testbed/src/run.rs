@@ -137,11 +137,13 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
                 congestion.push(None);
                 continue;
             }
-            other => return Err(TestbedError::Unsupported(format!(
+            other => {
+                return Err(TestbedError::Unsupported(format!(
                 "group '{}': protocol '{}' is not yet supported on the testbed (tcp and cbr only)",
                 g.name,
                 protocol_name(other)
-            ))),
+            )))
+            }
         };
         let name = hosts::kernel_congestion(&cc.name);
         if !available.contains(&name) {
