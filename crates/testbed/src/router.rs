@@ -10,7 +10,9 @@
 //! kernel routes on to the receiver. Backward (acknowledgements), packets only wait out the
 //! group's one-way delay: an uncongested path.
 //!
-//! Both loops sleep in `ppoll` until a packet arrives or the next scheduled instant (at most
+//! Both loops ask for real-time priority (SCHED_FIFO; whether it was granted is reported): on a
+//! machine busy with other work, it took the 99th percentile of the departure error from 4.3 ms
+//! to 94 us with two CPU hogs beside a 50 Mbit/s run. Both loops sleep in `ppoll` until a packet arrives or the next scheduled instant (at most
 //! [`MAX_SLEEP_NS`]), read every waiting packet (at most [`BATCH`] per wake-up), and let the link
 //! catch up on its schedule ([`Link::handle_timeout`] starts each packet at the instant it was
 //! due, not when the loop woke).
@@ -104,6 +106,8 @@ pub struct DirectionOutput {
     pub unclassified: u64,
     /// Packets read.
     pub read: u64,
+    /// Whether its thread ran with real-time priority ([`crate::tun::realtime`]).
+    pub realtime: bool,
 }
 
 /// What the forward direction counted beyond [`DirectionOutput`].
@@ -198,6 +202,7 @@ pub fn forward(
     stop: &Arc<AtomicBool>,
 ) -> ForwardOutput {
     crate::tun::fine_timer_slack();
+    let realtime = crate::tun::realtime();
     let names: Vec<String> = spec.groups.iter().map(|g| g.name.clone()).collect();
     let b = &spec.bottleneck;
     let link_rng = qstp_sim::rng::stream(spec.seed, qstp_sim::rng::StreamKind::Link, 0);
@@ -353,7 +358,7 @@ pub fn forward(
     }
     let queues = since(queue_records(&link), at_warmup.as_deref().unwrap_or(&[]));
     ForwardOutput {
-        direction: out.finish(lines),
+        direction: out.finish(lines, realtime),
         queues,
         queue_series: vec![series],
         link_packets: link.stats.packets_sent,
@@ -370,6 +375,7 @@ pub fn backward(
     stop: &Arc<AtomicBool>,
 ) -> DirectionOutput {
     crate::tun::fine_timer_slack();
+    let realtime = crate::tun::realtime();
     let classes = classifier(&spec.flows, false);
     let mut lines = Lines::new(spec.groups.len(), spec.flows.len(), spec.bins, spec.bin);
     let mut out = DirectionCounters::default();
@@ -412,7 +418,7 @@ pub fn backward(
         lines.release(now, &mut tun);
         sleep(&tun, clock, lines.next_due());
     }
-    out.finish(lines)
+    out.finish(lines, realtime)
 }
 
 #[derive(Debug, Default)]
@@ -423,9 +429,10 @@ struct DirectionCounters {
 }
 
 impl DirectionCounters {
-    fn finish(self, lines: Lines) -> DirectionOutput {
+    fn finish(self, lines: Lines, realtime: bool) -> DirectionOutput {
         DirectionOutput {
             lines,
+            realtime,
             malformed: self.malformed,
             unclassified: self.unclassified,
             read: self.read,

@@ -49,6 +49,8 @@ pub struct DirectionReport {
     pub write_failures: u64,
     /// Packets that were not IPv4, or of no flow of the run.
     pub foreign: u64,
+    /// Whether the loop ran with real-time priority (SCHED_FIFO).
+    pub realtime: bool,
 }
 
 impl DirectionReport {
@@ -65,6 +67,7 @@ impl DirectionReport {
             overrun: d.lines.overrun + extra_overrun,
             write_failures: d.lines.write_failures,
             foreign: d.malformed + d.unclassified,
+            realtime: d.realtime,
         }
     }
 }

@@ -113,3 +113,13 @@ pub fn fine_timer_slack() {
     // SAFETY: prctl(PR_SET_TIMERSLACK, 1 ns) affects only the calling thread.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
+
+/// Ask for real-time scheduling (SCHED_FIFO, the lowest real-time priority) on the calling
+/// thread, so that compilers and other work on the machine do not delay the router's wake-ups;
+/// whether it was granted. The router sleeps whenever it has nothing due, and the kernel keeps 5%
+/// of each second for other work (`sched_rt_runtime_us`), so it cannot starve the machine.
+pub fn realtime() -> bool {
+    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: sched_setscheduler on the calling thread (pid 0) with a valid parameter.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
+}
