@@ -77,6 +77,9 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
         base.duration.as_secs_f64(),
         base.duration.as_secs_f64() * total as f64
     );
+    for name in qstp_testbed::ns::remove_stale()? {
+        eprintln!("removed namespace {name}, left by a testbed run that was killed");
+    }
     qstp_testbed::signal::install();
     let reports = Mutex::new(Vec::new());
     let on_progress = |p: Progress| {

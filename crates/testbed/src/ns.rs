@@ -62,6 +62,27 @@ pub fn list() -> Result<Vec<String>, TestbedError> {
         .collect())
 }
 
+/// Delete the namespaces of testbed runs whose process no longer exists (one killed with SIGKILL
+/// could not clean up): names `qtb<pid>x...` whose `<pid>` has no `/proc/<pid>`. Returns the
+/// names deleted.
+pub fn remove_stale() -> Result<Vec<String>, TestbedError> {
+    let mut removed = Vec::new();
+    for name in list()? {
+        let Some(pid) = name
+            .strip_prefix("qtb")
+            .and_then(|rest| rest.split_once('x'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            ip(&["netns", "del", &name])?;
+            removed.push(name);
+        }
+    }
+    Ok(removed)
+}
+
 /// The namespaces one run created; dropping it deletes them all (and with them their devices).
 #[derive(Debug)]
 pub struct Namespaces {

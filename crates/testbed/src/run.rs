@@ -17,6 +17,10 @@ use std::sync::Arc;
 /// Most groups, and most flows per group (each is one byte of the hosts' addresses).
 const MAX_PER_BYTE: usize = 256;
 
+/// The smallest packet a group may send on the testbed: the datagram every host must accept
+/// (RFC 791 §3.1, 576 bytes), well above Linux's smallest TCP MSS (`tcp_min_snd_mss`, 48).
+const MIN_PACKET: usize = 576;
+
 /// How a run is made (test hooks).
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -160,6 +164,20 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
         congestion.push(Some(name));
     }
     for g in &spec.groups {
+        if g.access.is_some() {
+            return Err(TestbedError::Unsupported(format!(
+                "group '{}': access links are not yet supported on the testbed",
+                g.name
+            )));
+        }
+        // The hosts' MTU is the packet size; the TUN devices' is 1500.
+        if !(MIN_PACKET..=1500).contains(&spec.packet_size_of(g)) {
+            return Err(TestbedError::Unsupported(format!(
+                "group '{}': packet size {} is outside {MIN_PACKET}..=1500 on the testbed",
+                g.name,
+                spec.packet_size_of(g)
+            )));
+        }
         if g.flows as usize > MAX_PER_BYTE {
             return Err(TestbedError::Unsupported(format!(
                 "group '{}': {} flows, the testbed runs at most {MAX_PER_BYTE} per group",
@@ -218,6 +236,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
             initcwnd: o.initial_window,
             rto_min_ms: o.min_rto.as_millis(),
             quickack: !o.delayed_ack,
+            mtu: spec.packet_size_of(group),
         };
         for f in 0..group.flows as usize {
             let pair = setup::hosts(&mut guard, &r, pairs.len(), (g, f), &tcp)?;

@@ -36,6 +36,9 @@ pub struct HostTcp {
     /// The receiver route's `quickack`: acknowledge every segment (the group's `delayed_ack`
     /// off, RFC 5681 §4.2 allows delaying).
     pub quickack: bool,
+    /// The hosts' MTU: the group's packet size on the wire, so that a full segment is one
+    /// simulated packet.
+    pub mtu: usize,
 }
 
 /// One flow's two hosts.
@@ -114,7 +117,8 @@ pub fn hosts(
             "dev",
             &dev,
         ])?;
-        ns::ip(&["-n", r, "link", "set", &dev, "up"])?;
+        let mtu = tcp.mtu.to_string();
+        ns::ip(&["-n", r, "link", "set", &dev, "mtu", &mtu, "up"])?;
         ns::ip(&["-n", r, "route", "add", &addr, "dev", &dev, "table", TABLE])?;
         ns::ip(&[
             "-n",
@@ -125,7 +129,7 @@ pub fn hosts(
             "dev",
             "eth0",
         ])?;
-        ns::ip(&["-n", &host, "link", "set", "eth0", "up"])?;
+        ns::ip(&["-n", &host, "link", "set", "eth0", "mtu", &mtu, "up"])?;
         ns::ip(&["-n", &host, "route", "add", GATEWAY, "dev", "eth0"])?;
         let mut route = vec![
             "-n", &host, "route", "add", "default", "via", GATEWAY, "dev", "eth0",
