@@ -127,6 +127,19 @@ mod tests {
         !(sum as u16)
     }
 
+    proptest::proptest! {
+        /// Any bytes at all: an error or a header, never a panic; and setting a DSCP on what
+        /// decodes keeps it decodable.
+        #[test]
+        fn decoding_any_bytes_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..80), dscp in 0u8..64) {
+            let mut p = bytes;
+            if decode(&p).is_ok() {
+                set_dscp(&mut p, dscp).unwrap();
+                proptest::prop_assert_eq!(decode(&p).unwrap().dscp, dscp);
+            }
+        }
+    }
+
     #[test]
     fn decodes_addresses_ports_and_dscp() {
         let h = decode(&packet()).unwrap();

@@ -118,3 +118,23 @@ fn one_reno_flow_fills_the_bottleneck_and_leaves_nothing_behind() {
     assert_eq!(run.report.groups[0].congestion.as_deref(), Some("reno"));
     assert_eq!(run.output.queues[0].name, "bottleneck");
 }
+
+#[test]
+fn namespaces_of_a_run_whose_process_is_gone_are_removed() {
+    require_testbed!("namespaces_of_a_run_whose_process_is_gone_are_removed");
+    // A pid that existed and ended: a run killed with SIGKILL would leave such names.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let name = format!("qtb{dead}x0-r");
+    let alive = format!("{}-r", ns::unique_prefix());
+    ns::ip(&["netns", "add", &name]).unwrap();
+    ns::ip(&["netns", "add", &alive]).unwrap();
+    let removed = ns::remove_stale().unwrap();
+    let left = ns::list().unwrap();
+    let _ = ns::ip(&["netns", "del", &alive]);
+    let _ = ns::ip(&["netns", "del", &name]);
+    assert!(removed.contains(&name), "{removed:?}");
+    assert!(!left.contains(&name));
+    assert!(left.contains(&alive), "this process's own namespaces stay");
+}
