@@ -140,13 +140,13 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
     for g in &spec.groups {
         let cc = match &g.protocol {
             Protocol::Tcp { congestion: cc, .. } => cc,
-            Protocol::Cbr { .. } => {
+            Protocol::Cbr { .. } | Protocol::OnOff { .. } => {
                 congestion.push(None);
                 continue;
             }
             other => {
                 return Err(TestbedError::Unsupported(format!(
-                "group '{}': protocol '{}' is not yet supported on the testbed (tcp and cbr only)",
+                "group '{}': protocol '{}' is not yet supported on the testbed (tcp, cbr and onoff only)",
                 g.name,
                 protocol_name(other)
             )))
@@ -297,7 +297,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
     for (g, p) in &pairs {
         let ns = p.receiver_ns.clone();
         sinks.push(match &spec.groups[*g].protocol {
-            Protocol::Cbr { .. } => {
+            Protocol::Cbr { .. } | Protocol::OnOff { .. } => {
                 let addr = SocketAddrV4::new(p.receiver, udp::UDP_PORT);
                 udp::spawn_sink(ns, addr, timing, stop.clone())?
             }
@@ -335,7 +335,34 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
                 let schedule = schedule.clone();
                 let stop = stop.clone();
                 Sender::Udp(udp::spawn_source(
-                    ns, to, schedule, size, start, timing, stop,
+                    ns, to, schedule, size, None, start, timing, stop,
+                ))
+            }
+            (
+                Protocol::OnOff {
+                    schedule,
+                    mean_on,
+                    mean_off,
+                },
+                _,
+            ) => {
+                let to = SocketAddrV4::new(p.receiver, udp::UDP_PORT);
+                let size = spec.packet_size_of(group);
+                let on_off = udp::OnOff {
+                    mean_on: *mean_on,
+                    mean_off: *mean_off,
+                    rng: rng.clone(),
+                };
+                let (schedule, stop) = (schedule.clone(), stop.clone());
+                Sender::Udp(udp::spawn_source(
+                    ns,
+                    to,
+                    schedule,
+                    size,
+                    Some(on_off),
+                    start,
+                    timing,
+                    stop,
                 ))
             }
             (_, cc) => {

@@ -84,14 +84,39 @@ pub fn rate_at(schedule: &[(Duration, Rate)], t: Duration) -> Rate {
         .map_or(Rate::ZERO, |&(_, r)| r)
 }
 
-/// Start a constant-bit-rate source in namespace `netns` sending packets of `size` bytes on the
-/// wire to `to` from `start`, at the rate `schedule` gives (in time since the run's start). The
-/// thread yields the datagrams it sent.
+/// The on and off periods of an `onoff` source: exponential, with these means, drawn from the
+/// flow's own seeded stream.
+#[derive(Debug, Clone)]
+pub struct OnOff {
+    /// Mean on period.
+    pub mean_on: Duration,
+    /// Mean off period.
+    pub mean_off: Duration,
+    /// The flow's random stream.
+    pub rng: rand_chacha::ChaCha8Rng,
+}
+
+impl OnOff {
+    /// An exponential period of mean `mean` (at least 1 ns), by inversion: -mean ln(1 - U).
+    fn period(&mut self, mean: Duration) -> Duration {
+        use rand::RngCore;
+        let uniform = (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        mean.mul_f64(-(1.0 - uniform).ln())
+            .max(Duration::from_nanos(1))
+    }
+}
+
+/// Start a UDP source in namespace `netns` sending packets of `size` bytes on the wire to `to`
+/// from `start`, at the rate `schedule` gives (in time since the run's start): constant bit rate,
+/// or, with `on_off`, only during its on periods (the first starts at `start`). The thread yields
+/// the datagrams it sent.
+#[allow(clippy::too_many_arguments)]
 pub fn spawn_source(
     netns: String,
     to: SocketAddrV4,
     schedule: Vec<(Duration, Rate)>,
     size: usize,
+    mut on_off: Option<OnOff>,
     start: Time,
     timing: Timing,
     stop: Arc<AtomicBool>,
@@ -104,8 +129,26 @@ pub fn spawn_source(
         let payload = vec![0u8; size.saturating_sub(UDP_IP_HEADER).max(1)];
         let mut next = start;
         let mut sent = 0u64;
+        // (on, when it switches next)
+        let mut phase = on_off.as_mut().map(|o| (true, start + o.period(o.mean_on)));
         while !timing.done(&stop) {
             let now = timing.clock.now();
+            if let (Some(o), Some((on, switch_at))) = (on_off.as_mut(), phase.as_mut()) {
+                while *switch_at <= now {
+                    *on = !*on;
+                    let at = *switch_at;
+                    *switch_at = at + o.period(if *on { o.mean_on } else { o.mean_off });
+                    if *on {
+                        // Nothing is owed for the off period: sending resumes at its end.
+                        next = next.max(at);
+                    }
+                }
+                if !*on {
+                    let wait = (*switch_at - now).as_nanos().min(POLL.as_nanos() as u64);
+                    std::thread::sleep(std::time::Duration::from_nanos(wait));
+                    continue;
+                }
+            }
             if next <= now {
                 let rate = rate_at(&schedule, next - Time::ZERO);
                 if rate.is_zero() {
