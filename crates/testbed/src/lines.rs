@@ -26,9 +26,9 @@ impl Clock {
     }
 }
 
-/// Most packets one delay line holds: more than a 10 Gbit/s path carries in 1 s of 1500-byte
-/// packets would not fit in memory sensibly; beyond it packets are dropped and counted.
-pub const MAX_DELAYED: usize = 1 << 20;
+/// Most bytes the delay lines of one direction hold together: 128 MiB, a second of 1 Gbit/s;
+/// beyond it packets are dropped and counted as overruns.
+pub const MAX_DELAYED_BYTES: usize = 128 << 20;
 
 /// Departure errors are counted in buckets of this many nanoseconds.
 const BUCKET_NS: u64 = 1_000;
@@ -144,6 +144,8 @@ pub struct Lines {
     pub overrun: u64,
     /// Packets the TUN device refused.
     pub write_failures: u64,
+    /// Bytes held in the lines now (at most [`MAX_DELAYED_BYTES`]).
+    held: usize,
     bin: Duration,
     /// Spare buffers, at most [`MAX_SPARE`].
     spare: Vec<Vec<u8>>,
@@ -167,6 +169,7 @@ impl Lines {
             flows: vec![flow; flows],
             overrun: 0,
             write_failures: 0,
+            held: 0,
             bin,
             spare: Vec::new(),
         }
@@ -189,8 +192,12 @@ impl Lines {
 
     /// Hold `packet` in group `group`'s line until it is due.
     pub fn push(&mut self, group: usize, packet: Delayed) {
+        let len = packet.bytes.len();
         match self.lines.get_mut(group) {
-            Some(line) if line.len() < MAX_DELAYED => line.push_back(packet),
+            Some(line) if self.held + len <= MAX_DELAYED_BYTES => {
+                self.held += len;
+                line.push_back(packet);
+            }
             _ => {
                 self.overrun += 1;
                 self.recycle(packet.bytes);
@@ -214,6 +221,7 @@ impl Lines {
                 let Some(d) = self.lines[g].pop_front() else {
                     break;
                 };
+                self.held -= d.bytes.len();
                 if tun.write(&d.bytes) {
                     self.accuracy.record((now - d.due).as_nanos());
                     self.count(now, &d);

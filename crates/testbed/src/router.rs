@@ -37,9 +37,10 @@ pub const BATCH: usize = 64;
 pub const MAX_SLEEP_NS: u64 = 1_000_000;
 /// Largest packet read from a TUN device (its MTU is 1500; this bounds the read buffer).
 const MAX_PACKET: usize = 65_535;
-/// Most packets the forward direction holds at once (queued, serialising, propagating): beyond
-/// it a packet is dropped and counted as an overrun.
-const MAX_LIVE: usize = 1 << 20;
+/// Most packets the forward direction holds at once (queued, serialising, propagating; above
+/// the largest queue a scenario may ask for, 100 000 packets): beyond it a packet is dropped and
+/// counted as an overrun. With 1500-byte packets, at most 384 MiB.
+const MAX_LIVE: usize = 1 << 18;
 
 /// One flow as the router sees it.
 #[derive(Debug, Clone, Copy)]
