@@ -186,7 +186,7 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
         }
         if g.rtt.as_nanos() < 2 * bottleneck.delay.as_nanos() {
             return Err(TestbedError::Unsupported(format!(
-                "group '{}': rtt {:?} is below twice the bottleneck's delay",
+                "group '{}': rtt {} is below twice the bottleneck's delay",
                 g.name, g.rtt
             )));
         }
