@@ -23,7 +23,8 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// A scenario of one reno flow and a CBR flow through 10 Mbit/s.
+/// A scenario of one reno flow (unmarked: red) and a CBR flow (within its token bucket: green)
+/// through 10 Mbit/s.
 fn scenario(dir: &std::path::Path) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join("scenario.toml");
@@ -47,6 +48,7 @@ name = "U"
 protocol = "cbr"
 rtt = "20ms"
 rate = "1M"
+marker = { kind = "token-bucket", rate = "2M", bucket = 10000 }
 "#,
     )
     .unwrap();
@@ -142,6 +144,11 @@ fn a_finished_run_writes_a_summary_that_says_it_was_the_testbed() {
     let groups = &summary["points"][0]["flows"];
     let cbr = groups[1]["aggregate_bps"]["mean"].as_f64().unwrap();
     assert!((0.8e6..1.1e6).contains(&cbr), "cbr {cbr}");
+    // The router's marker coloured the CBR packets green; the unmarked TCP packets are red.
+    let queue = &summary["points"][0]["queues"][0];
+    let green = queue["in_profile"]["packets"].as_f64().unwrap();
+    let red = queue["out_profile"]["packets"].as_f64().unwrap();
+    assert!(green > 100.0 && red > 100.0, "{queue}");
     // A second run into the folder it wrote is allowed, as for `qstp run`.
     assert!(out.join(".qstp-results").exists());
     let _ = std::fs::remove_dir_all(&dir);
