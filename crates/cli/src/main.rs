@@ -22,6 +22,7 @@ mod psk;
 mod recv;
 mod run;
 mod send;
+mod testbed;
 mod wire_args;
 
 /// QSTP: QoS-aware transport, and the lab that proves it.
@@ -47,6 +48,9 @@ enum Command {
     Send(send::SendArgs),
     /// Receive files sent with `qstp send`.
     Recv(recv::RecvArgs),
+    /// Run a scenario on Linux network namespaces with real kernel TCP, through a router that
+    /// runs the simulator's bottleneck in real time (needs root and /dev/net/tun).
+    Testbed(testbed::TestbedArgs),
 }
 
 /// The command line, with `qstp run --help` listing the simulator's congestion controls.
@@ -66,6 +70,7 @@ fn main() -> std::process::ExitCode {
         Command::Papers(args) => papers::main(args),
         Command::Send(args) => send::main(args),
         Command::Recv(args) => recv::main(args),
+        Command::Testbed(args) => testbed::main(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

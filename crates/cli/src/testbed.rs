@@ -1,0 +1,137 @@
+//! `qstp testbed`: a scenario file on Linux network namespaces with real kernel TCP, through a
+//! router running the simulator's own bottleneck code; the same outputs as `qstp run`, and in
+//! summary.json `"testbed": true` and each run's router accuracy and hosts' TCP settings.
+
+use anyhow::Context as _;
+use qstp_lab::runner::{execute, Progress};
+use qstp_lab::scenario::{load, Overrides};
+use qstp_lab::{output, summary};
+use qstp_proto::Duration;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// summary.json of a testbed run: the lab's keys, then `testbed` and `testbed_runs`.
+#[derive(serde::Serialize)]
+struct TestbedSummary<'a> {
+    #[serde(flatten)]
+    summary: &'a summary::Summary,
+    /// Always true: these numbers come from the testbed, not the simulator.
+    testbed: bool,
+    /// Per run, in plan order: the router's accuracy and the hosts' TCP settings.
+    testbed_runs: &'a [qstp_testbed::RunReport],
+}
+
+/// Arguments of `qstp testbed`.
+#[derive(clap::Args)]
+pub struct TestbedArgs {
+    /// The scenario file (TOML); its groups must be `protocol = "tcp"`, `"cbr"` or `"onoff"` for now.
+    pub scenario: PathBuf,
+    /// Folder for summary.json, series/, plots/ and report.html [default: results/<scenario name>-testbed/].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Runs per sweep point, instead of the file's `runs` (they run one after another).
+    #[arg(long)]
+    pub runs: Option<u32>,
+    /// Seed of the first run, instead of the file's `seed` (markers, loss models, start times).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Wall-clock time per run, e.g. 30s, instead of the file's; the warm-up is scaled alike.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    Duration::parse(text).map_err(|e| e.to_string())
+}
+
+/// Run `qstp testbed`.
+pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
+    // Without root or /dev/net/tun: one line (main prints it) and exit 1.
+    qstp_testbed::check_privileges()?;
+    let overrides = Overrides {
+        runs: args.runs,
+        seed: args.seed,
+        duration: args.duration,
+    };
+    let plan = load(&args.scenario, &overrides)?;
+    let base = plan.base();
+    // Every point is checked before anything is created.
+    for point in &plan.points {
+        qstp_testbed::check(&point.scenario.spec(0))
+            .with_context(|| format!("{}", args.scenario.display()))?;
+    }
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(format!("{}-testbed", base.name)));
+    output::claim(&out)?;
+    for warning in plan.warnings() {
+        eprintln!("warning: {}: {warning}", args.scenario.display());
+    }
+    let total = plan.total_runs();
+    eprintln!(
+        "{}: {} point(s) x {} run(s) of {:.0} s on the testbed, one after another (~{:.0} s)",
+        base.name,
+        plan.points.len(),
+        base.runs,
+        base.duration.as_secs_f64(),
+        base.duration.as_secs_f64() * total as f64
+    );
+    for name in qstp_testbed::ns::remove_stale()? {
+        eprintln!("removed namespace {name}, left by a testbed run that was killed");
+    }
+    qstp_testbed::signal::install();
+    let reports = Mutex::new(Vec::new());
+    let on_progress = |p: Progress| {
+        if p.runs_done > 0 {
+            eprintln!("run {}/{} done", p.runs_done, p.runs_total);
+        }
+    };
+    let results = execute(
+        &plan,
+        1,
+        |spec: &qstp_sim::SimSpec, _: &mut dyn FnMut(qstp_proto::Time)| {
+            let run = qstp_testbed::run(spec)?;
+            reports
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(run.report);
+            Ok::<_, qstp_testbed::TestbedError>(run.output)
+        },
+        &on_progress,
+    )
+    .context("testbed run failed")?;
+    let reports = reports.into_inner().unwrap_or_else(|e| e.into_inner());
+
+    let summary = summary::build(&plan, &results, &overrides);
+    let written = output::write_all(&out, &plan, &results, &summary)?;
+    // The lab's summary (its keys in its order), then what says it was the testbed and how well
+    // the router kept time.
+    let json = serde_json::to_string_pretty(&TestbedSummary {
+        summary: &summary,
+        testbed: true,
+        testbed_runs: &reports,
+    })? + "\n";
+    std::fs::write(&written.summary, json)
+        .with_context(|| format!("cannot write {}", written.summary.display()))?;
+
+    print!("{}", summary::text_table(&summary));
+    println!("\nrouter (forward, through the bottleneck): departure error against schedule");
+    for (i, r) in reports.iter().enumerate() {
+        let f = &r.router.forward;
+        println!(
+            "  run {i} (seed {}): {} packets, p50 {:.0} us, p99 {:.0} us, max {:.0} us; {} later than {:.0} ms, {} dropped by the kernel before the router read them",
+            r.seed,
+            f.packets,
+            f.departure_error_p50_ns as f64 / 1e3,
+            f.departure_error_p99_ns as f64 / 1e3,
+            f.departure_error_max_ns as f64 / 1e3,
+            f.late,
+            f.late_threshold_ns as f64 / 1e6,
+            f.kernel_drops + f.overrun
+        );
+    }
+    println!("summary: {}", written.summary.display());
+    println!("report:  {}", written.report.display());
+    Ok(())
+}

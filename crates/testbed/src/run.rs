@@ -1,0 +1,490 @@
+//! One testbed run: check the scenario, build the namespaces, start sinks, router and senders,
+//! wait out the duration, collect, and tear everything down.
+
+use crate::hosts::{self, SenderOutput, Timing};
+use crate::lines::{Accuracy, Clock, LATE_NS};
+use crate::ns::{self, Namespaces};
+use crate::router::{self, DirectionOutput, FlowPath, GroupPath, RouterSpec};
+use crate::setup::{self, HostPair, HostTcp};
+use crate::{udp, TestbedError};
+use qstp_proto::{Duration, Time};
+use qstp_sim::{FlowRecord, Protocol, RunOutput, SimSpec, Topology};
+use rand::RngCore;
+use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Most groups, and most flows per group (each is one byte of the hosts' addresses).
+const MAX_PER_BYTE: usize = 256;
+
+/// The smallest packet a group may send on the testbed: the datagram every host must accept
+/// (RFC 791 §3.1, 576 bytes), well above Linux's smallest TCP MSS (`tcp_min_snd_mss`, 48).
+const MIN_PACKET: usize = 576;
+
+/// How a run is made (test hooks).
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Namespace name prefix; `None`: [`ns::unique_prefix`].
+    pub prefix: Option<String>,
+    /// Fail on purpose once the hosts exist, before the router starts (to test the cleanup).
+    pub fail_mid_setup: bool,
+}
+
+/// One direction of the router, as the summary reports it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DirectionReport {
+    /// Packets written out on schedule or late.
+    pub packets: u64,
+    /// Median departure error against the schedule, ns (1 us resolution).
+    pub departure_error_p50_ns: u64,
+    /// 99th percentile, ns.
+    pub departure_error_p99_ns: u64,
+    /// Largest, ns.
+    pub departure_error_max_ns: u64,
+    /// Packets that left more than `late_threshold_ns` after their schedule.
+    pub late: u64,
+    /// The threshold of `late`, ns.
+    pub late_threshold_ns: u64,
+    /// Packets the kernel dropped at the TUN device because the router read too slowly.
+    pub kernel_drops: u64,
+    /// Packets dropped because a bounded buffer of the router was full.
+    pub overrun: u64,
+    /// Packets the TUN device refused on write.
+    pub write_failures: u64,
+    /// Packets that were not IPv4, or of no flow of the run.
+    pub foreign: u64,
+    /// Whether the loop ran with real-time priority (SCHED_FIFO).
+    pub realtime: bool,
+}
+
+impl DirectionReport {
+    fn of(d: &DirectionOutput, kernel_drops: u64, extra_overrun: u64) -> Self {
+        let a: &Accuracy = &d.lines.accuracy;
+        DirectionReport {
+            packets: a.count(),
+            departure_error_p50_ns: a.quantile_ns(0.5),
+            departure_error_p99_ns: a.quantile_ns(0.99),
+            departure_error_max_ns: a.max_ns(),
+            late: a.late(),
+            late_threshold_ns: LATE_NS,
+            kernel_drops,
+            overrun: d.lines.overrun + extra_overrun,
+            write_failures: d.lines.write_failures,
+            foreign: d.malformed + d.unclassified,
+            realtime: d.realtime,
+        }
+    }
+}
+
+/// The router's accuracy over one run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RouterReport {
+    /// Senders to receivers, through the bottleneck.
+    pub forward: DirectionReport,
+    /// Receivers to senders (acknowledgements), delay only.
+    pub backward: DirectionReport,
+    /// Packets the bottleneck link sent.
+    pub bottleneck_packets: u64,
+    /// Packets the edge markers dropped (policers).
+    pub policed: u64,
+}
+
+/// What a run reports beyond the lab's metrics.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunReport {
+    /// The run's seed.
+    pub seed: u64,
+    /// The router's accuracy.
+    pub router: RouterReport,
+    /// Per group, the kernel congestion control and TCP settings of its hosts.
+    pub groups: Vec<GroupReport>,
+}
+
+/// One group's hosts.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct GroupReport {
+    /// The group.
+    pub name: String,
+    /// The kernel congestion control its senders use (`None`: a UDP group).
+    pub congestion: Option<String>,
+    /// Its hosts' TCP settings.
+    pub tcp: HostTcp,
+}
+
+/// A finished run.
+#[derive(Debug, Clone)]
+pub struct TestbedRun {
+    /// What the lab reduces to its metrics, as from a simulation.
+    pub output: RunOutput,
+    /// The router's accuracy and the hosts' settings.
+    pub report: RunReport,
+}
+
+/// Check that the testbed can run `spec`, before anything is created: a dumbbell, `tcp` and
+/// `cbr` groups only, congestion controls this kernel has, at most 256 groups of at most 256 flows, and rtts
+/// that cover the bottleneck's delay both ways. Returns each group's kernel congestion control (`None` for cbr).
+pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
+    let Topology::Dumbbell { bottleneck } = &spec.topology else {
+        return Err(TestbedError::Unsupported(
+            "the testbed runs the dumbbell only ([bottleneck]), not [[link]] graphs".into(),
+        ));
+    };
+    if spec.groups.len() > MAX_PER_BYTE {
+        return Err(TestbedError::Unsupported(format!(
+            "{} groups: the testbed runs at most {MAX_PER_BYTE}",
+            spec.groups.len()
+        )));
+    }
+    let available = hosts::available_congestion()?;
+    let mut congestion = Vec::new();
+    for g in &spec.groups {
+        let cc = match &g.protocol {
+            Protocol::Tcp { congestion: cc, .. } => cc,
+            Protocol::Cbr { .. } | Protocol::OnOff { .. } => {
+                congestion.push(None);
+                continue;
+            }
+            other => {
+                return Err(TestbedError::Unsupported(format!(
+                "group '{}': protocol '{}' is not yet supported on the testbed (tcp, cbr and onoff only)",
+                g.name,
+                protocol_name(other)
+            )))
+            }
+        };
+        let name = hosts::kernel_congestion(&cc.name);
+        if !available.contains(&name) {
+            return Err(TestbedError::Unsupported(format!(
+                "group '{}': congestion control '{}' is not available in this kernel (available: {})",
+                g.name,
+                cc.name,
+                available.join(", ")
+            )));
+        }
+        congestion.push(Some(name));
+    }
+    for g in &spec.groups {
+        if g.access.is_some() {
+            return Err(TestbedError::Unsupported(format!(
+                "group '{}': access links are not yet supported on the testbed",
+                g.name
+            )));
+        }
+        // The hosts' MTU is the packet size; the TUN devices' is 1500.
+        if !(MIN_PACKET..=1500).contains(&spec.packet_size_of(g)) {
+            return Err(TestbedError::Unsupported(format!(
+                "group '{}': packet size {} is outside {MIN_PACKET}..=1500 on the testbed",
+                g.name,
+                spec.packet_size_of(g)
+            )));
+        }
+        if g.flows as usize > MAX_PER_BYTE {
+            return Err(TestbedError::Unsupported(format!(
+                "group '{}': {} flows, the testbed runs at most {MAX_PER_BYTE} per group",
+                g.name, g.flows
+            )));
+        }
+        if g.rtt.as_nanos() < 2 * bottleneck.delay.as_nanos() {
+            return Err(TestbedError::Unsupported(format!(
+                "group '{}': rtt {} is below twice the bottleneck's delay",
+                g.name, g.rtt
+            )));
+        }
+    }
+    Ok(congestion)
+}
+
+fn protocol_name(p: &Protocol) -> &str {
+    match p {
+        Protocol::Tcp { .. } => "tcp",
+        Protocol::Qstp { name, .. } => name,
+        Protocol::Cbr { .. } => "cbr",
+        Protocol::OnOff { .. } => "onoff",
+    }
+}
+
+/// Run `spec` on the testbed.
+pub fn run(spec: &SimSpec) -> Result<TestbedRun, TestbedError> {
+    run_with(spec, &Options::default())
+}
+
+/// Run `spec` on the testbed, with test hooks.
+pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, TestbedError> {
+    crate::check_privileges()?;
+    let congestion = check(spec)?;
+    let Some(bottleneck) = spec.bottleneck().cloned() else {
+        return Err(TestbedError::Unsupported("no bottleneck".into()));
+    };
+    let prefix = options.prefix.clone().unwrap_or_else(ns::unique_prefix);
+    let mut guard = Namespaces::new(prefix);
+    let r = setup::router(&mut guard)?;
+
+    // Hosts, flow by flow, and the router's view of groups and flows.
+    let mut pairs: Vec<(usize, HostPair)> = Vec::new();
+    let mut groups = Vec::new();
+    let mut reports = Vec::new();
+    for (g, group) in spec.groups.iter().enumerate() {
+        // UDP hosts get the simulator's default TCP settings (they use no TCP).
+        let o = match &group.protocol {
+            Protocol::Tcp { options, .. } => options.clone(),
+            _ => qstp_sim::tcp::TcpOptions::default(),
+        };
+        let tcp = HostTcp {
+            sack: o.sack,
+            timestamps: false,
+            ecn: false,
+            initcwnd: o.initial_window,
+            rto_min_ms: o.min_rto.as_millis(),
+            quickack: !o.delayed_ack,
+            mtu: spec.packet_size_of(group),
+        };
+        for f in 0..group.flows as usize {
+            let pair = setup::hosts(&mut guard, &r, pairs.len(), (g, f), &tcp)?;
+            pairs.push((g, pair));
+        }
+        let one_way = Duration::from_nanos(group.rtt.as_nanos() / 2);
+        groups.push(GroupPath {
+            name: group.name.clone(),
+            marker: group.marker,
+            extra_forward: one_way.saturating_sub(bottleneck.delay),
+            backward: one_way,
+        });
+        reports.push(GroupReport {
+            name: group.name.clone(),
+            congestion: congestion[g].clone(),
+            tcp,
+        });
+    }
+    if options.fail_mid_setup {
+        return Err(TestbedError::Injected);
+    }
+    let (tun_f, tun_b) = setup::tuns(&r)?;
+
+    let bins = spec
+        .duration
+        .as_nanos()
+        .div_ceil(spec.bin.as_nanos().max(1)) as usize;
+    let clock = Clock::start();
+    let end = Time::ZERO + spec.duration;
+    let timing = Timing {
+        clock,
+        end,
+        bin: spec.bin,
+        bins,
+    };
+    let router_spec = RouterSpec {
+        bottleneck,
+        groups,
+        flows: pairs
+            .iter()
+            .map(|(g, p)| FlowPath {
+                group: *g,
+                sender: p.sender,
+                receiver: p.receiver,
+            })
+            .collect(),
+        seed: spec.seed,
+        bin: spec.bin,
+        bins,
+        warmup: spec.warmup,
+        end,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    // Stop every thread on the way out, whatever happens below.
+    let _stopper = StopOnDrop(stop.clone());
+
+    let mut sinks = Vec::new();
+    for (g, p) in &pairs {
+        let ns = p.receiver_ns.clone();
+        sinks.push(match &spec.groups[*g].protocol {
+            Protocol::Cbr { .. } | Protocol::OnOff { .. } => {
+                let addr = SocketAddrV4::new(p.receiver, udp::UDP_PORT);
+                udp::spawn_sink(ns, addr, timing, stop.clone())?
+            }
+            _ => {
+                let addr = SocketAddrV4::new(p.receiver, hosts::TCP_PORT);
+                hosts::spawn_sink(ns, addr, timing, stop.clone())?
+            }
+        });
+    }
+    let rs = Arc::new(router_spec);
+    let forward = {
+        let (rs, stop) = (rs.clone(), stop.clone());
+        std::thread::spawn(move || router::forward(&rs, clock, tun_f, &stop))
+    };
+    let backward = {
+        let (rs, stop) = (rs.clone(), stop.clone());
+        std::thread::spawn(move || router::backward(&rs, clock, tun_b, &stop))
+    };
+    let mut senders = Vec::new();
+    for (i, (g, p)) in pairs.iter().enumerate() {
+        let group = &spec.groups[*g];
+        let spread = group.start_spread.unwrap_or(group.rtt).as_nanos();
+        let mut rng = qstp_sim::rng::stream(spec.seed, qstp_sim::rng::StreamKind::Agent, i as u64);
+        let offset = if spread == 0 {
+            0
+        } else {
+            rng.next_u64() % spread
+        };
+        let start = Time::ZERO + group.start + Duration::from_nanos(offset);
+        let ns = p.sender_ns.clone();
+        senders.push(match (&group.protocol, &congestion[*g]) {
+            (Protocol::Cbr { schedule }, _) => {
+                let to = SocketAddrV4::new(p.receiver, udp::UDP_PORT);
+                let size = spec.packet_size_of(group);
+                let schedule = schedule.clone();
+                let stop = stop.clone();
+                Sender::Udp(udp::spawn_source(
+                    ns, to, schedule, size, None, start, timing, stop,
+                ))
+            }
+            (
+                Protocol::OnOff {
+                    schedule,
+                    mean_on,
+                    mean_off,
+                },
+                _,
+            ) => {
+                let to = SocketAddrV4::new(p.receiver, udp::UDP_PORT);
+                let size = spec.packet_size_of(group);
+                let on_off = udp::OnOff {
+                    mean_on: *mean_on,
+                    mean_off: *mean_off,
+                    rng: rng.clone(),
+                };
+                let (schedule, stop) = (schedule.clone(), stop.clone());
+                Sender::Udp(udp::spawn_source(
+                    ns,
+                    to,
+                    schedule,
+                    size,
+                    Some(on_off),
+                    start,
+                    timing,
+                    stop,
+                ))
+            }
+            (_, cc) => {
+                let to = SocketAddrV4::new(p.receiver, hosts::TCP_PORT);
+                let cc = cc.clone().unwrap_or_else(|| "reno".into());
+                Sender::Tcp(hosts::spawn_sender(ns, to, cc, start, timing, stop.clone()))
+            }
+        });
+    }
+
+    while clock.now() < end && !crate::signal::interrupted() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut first_error: Option<TestbedError> = None;
+    let mut keep = |e: TestbedError| {
+        first_error.get_or_insert(e);
+    };
+    let sender_outputs: Vec<SenderOutput> = senders
+        .into_iter()
+        .map(|h| {
+            h.join().unwrap_or_else(|e| {
+                keep(e);
+                SenderOutput::default()
+            })
+        })
+        .collect();
+    let sink_outputs: Vec<Vec<u64>> = sinks
+        .into_iter()
+        .map(|h| {
+            join(h).unwrap_or_else(|e| {
+                keep(e);
+                Vec::new()
+            })
+        })
+        .collect();
+    let fwd = forward.join().map_err(|_| panicked("forward router"))?;
+    let bwd = backward.join().map_err(|_| panicked("backward router"))?;
+    if crate::signal::interrupted() {
+        return Err(TestbedError::Interrupted);
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    let drops_f = setup::tun_drops(&r, "tunf").unwrap_or(0);
+    let drops_b = setup::tun_drops(&r, "tunr").unwrap_or(0);
+    drop(guard);
+
+    let flows = pairs
+        .iter()
+        .enumerate()
+        .map(|(i, (g, _))| {
+            let bins_of = &fwd.direction.lines.flows[i];
+            let sender = sender_outputs.get(i).cloned().unwrap_or_default();
+            FlowRecord {
+                group: *g,
+                flow: (i - pairs.iter().position(|(h, _)| h == g).unwrap_or(i)) as u32,
+                received_bytes: bins_of.bytes.clone(),
+                delivered_bytes: sink_outputs.get(i).cloned().unwrap_or_default(),
+                jitter_ns: bins_of.jitter_ns.clone(),
+                received_packets: bins_of.packets.clone(),
+                packets_sent: sender.packets_sent,
+                packets_retransmitted: sender.packets_retransmitted,
+                sender: sender.series,
+            }
+        })
+        .collect();
+    let report = RunReport {
+        seed: spec.seed,
+        router: RouterReport {
+            forward: DirectionReport::of(&fwd.direction, drops_f, fwd.overrun),
+            backward: DirectionReport::of(&bwd, drops_b, 0),
+            bottleneck_packets: fwd.link_packets,
+            policed: fwd.policed,
+        },
+        groups: reports,
+    };
+    let output = RunOutput {
+        events: fwd.direction.read + bwd.read,
+        bottleneck_packets: fwd.link_packets,
+        simulated: spec.duration,
+        flows,
+        queues: fwd.queues,
+        queue_series: fwd.queue_series,
+    };
+    Ok(TestbedRun { output, report })
+}
+
+fn panicked(what: &str) -> TestbedError {
+    TestbedError::Host {
+        netns: what.into(),
+        message: "its thread panicked".into(),
+    }
+}
+
+fn join<T>(h: std::thread::JoinHandle<Result<T, TestbedError>>) -> Result<T, TestbedError> {
+    h.join().map_err(|_| panicked("host"))?
+}
+
+/// A running source: kernel TCP, or UDP.
+enum Sender {
+    Tcp(std::thread::JoinHandle<Result<SenderOutput, TestbedError>>),
+    Udp(std::thread::JoinHandle<Result<u64, TestbedError>>),
+}
+
+impl Sender {
+    fn join(self) -> Result<SenderOutput, TestbedError> {
+        match self {
+            Sender::Tcp(h) => join(h),
+            Sender::Udp(h) => join(h).map(|sent| SenderOutput {
+                packets_sent: sent,
+                ..SenderOutput::default()
+            }),
+        }
+    }
+}
+
+/// Raises the stop flag when dropped (on every way out of a run).
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}

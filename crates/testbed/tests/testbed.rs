@@ -1,0 +1,140 @@
+//! The testbed end to end: real namespaces, the router, kernel TCP. These tests need root and
+//! /dev/net/tun; elsewhere each prints why it did not run and returns.
+
+use qstp_lab::scenario::{parse, Overrides};
+use qstp_testbed::{check_privileges, ns, run_with, Options, SimSpec, TestbedError};
+
+/// `None` when the testbed can run here; else the reason, printed by the caller.
+fn skip_reason() -> Option<String> {
+    check_privileges().err().map(|e| e.to_string())
+}
+
+macro_rules! require_testbed {
+    ($name:literal) => {
+        if let Some(reason) = skip_reason() {
+            eprintln!("SKIPPED {}: {reason}", $name);
+            return;
+        }
+    };
+}
+
+fn spec(toml: &str) -> SimSpec {
+    let plan = parse(toml, "test.toml", &Overrides::default()).expect("a valid scenario");
+    plan.points[0].scenario.spec(0)
+}
+
+/// One kernel-TCP flow through a 10 Mbit/s bottleneck, 20 ms one way, drop-tail.
+fn one_flow(congestion: &str, duration: &str) -> String {
+    format!(
+        r#"
+name = "testbed-one-flow"
+duration = "{duration}"
+warmup = "1s"
+[bottleneck]
+rate = "10M"
+delay = "20ms"
+queue = {{ kind = "droptail", limit = 50 }}
+[[group]]
+name = "T"
+protocol = "tcp"
+flows = 1
+rtt = "40ms"
+congestion = "{congestion}"
+"#
+    )
+}
+
+fn leftovers(prefix: &str) -> Vec<String> {
+    ns::list()
+        .expect("ip netns list")
+        .into_iter()
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
+#[test]
+fn a_setup_that_fails_midway_leaves_no_namespace() {
+    require_testbed!("a_setup_that_fails_midway_leaves_no_namespace");
+    let prefix = format!("{}f", ns::unique_prefix());
+    let options = Options {
+        prefix: Some(prefix.clone()),
+        fail_mid_setup: true,
+    };
+    let result = run_with(&spec(&one_flow("reno", "2s")), &options);
+    assert!(matches!(result, Err(TestbedError::Injected)), "{result:?}");
+    assert_eq!(leftovers(&prefix), Vec::<String>::new());
+}
+
+#[test]
+fn a_congestion_control_the_kernel_lacks_is_refused_naming_the_available_ones() {
+    require_testbed!("a_congestion_control_the_kernel_lacks_is_refused");
+    let prefix = format!("{}c", ns::unique_prefix());
+    let options = Options {
+        prefix: Some(prefix.clone()),
+        ..Options::default()
+    };
+    let err = run_with(&spec(&one_flow("scalable", "2s")), &options).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("'scalable' is not available"), "{text}");
+    assert!(text.contains("reno"), "names what is available: {text}");
+    assert_eq!(
+        leftovers(&prefix),
+        Vec::<String>::new(),
+        "nothing was created"
+    );
+}
+
+#[test]
+fn one_reno_flow_fills_the_bottleneck_and_leaves_nothing_behind() {
+    require_testbed!("one_reno_flow_fills_the_bottleneck_and_leaves_nothing_behind");
+    let prefix = format!("{}r", ns::unique_prefix());
+    let options = Options {
+        prefix: Some(prefix.clone()),
+        ..Options::default()
+    };
+    let s = spec(&one_flow("newreno", "4s"));
+    let run = run_with(&s, &options).expect("the testbed runs");
+    assert_eq!(leftovers(&prefix), Vec::<String>::new());
+
+    let flow = &run.output.flows[0];
+    // Goodput after the 1 s warm-up, over the 3 s left (bins of 100 ms).
+    let bytes: u64 = flow.delivered_bytes.iter().skip(10).sum();
+    let goodput = bytes as f64 * 8.0 / 3.0;
+    let rate = 10e6;
+    eprintln!(
+        "goodput {:.2} Mbit/s; router {:?}",
+        goodput / 1e6,
+        run.report.router
+    );
+    assert!(
+        (0.6 * rate..=1.05 * rate).contains(&goodput),
+        "goodput {goodput:.0} bit/s is not within 60-105% of {rate}"
+    );
+    // What the router forwarded is what crossed the bottleneck, and it kept its schedule well
+    // enough: the median departure within a millisecond.
+    let fwd = &run.report.router.forward;
+    assert!(fwd.packets > 1000, "{fwd:?}");
+    assert!(fwd.departure_error_p50_ns < 1_000_000, "{fwd:?}");
+    assert_eq!(run.report.groups[0].congestion.as_deref(), Some("reno"));
+    assert_eq!(run.output.queues[0].name, "bottleneck");
+}
+
+#[test]
+fn namespaces_of_a_run_whose_process_is_gone_are_removed() {
+    require_testbed!("namespaces_of_a_run_whose_process_is_gone_are_removed");
+    // A pid that existed and ended: a run killed with SIGKILL would leave such names.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let name = format!("qtb{dead}x0-r");
+    let alive = format!("{}-r", ns::unique_prefix());
+    ns::ip(&["netns", "add", &name]).unwrap();
+    ns::ip(&["netns", "add", &alive]).unwrap();
+    let removed = ns::remove_stale().unwrap();
+    let left = ns::list().unwrap();
+    let _ = ns::ip(&["netns", "del", &alive]);
+    let _ = ns::ip(&["netns", "del", &name]);
+    assert!(removed.contains(&name), "{removed:?}");
+    assert!(!left.contains(&name));
+    assert!(left.contains(&alive), "this process's own namespaces stay");
+}
