@@ -129,6 +129,14 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
             "the testbed runs the dumbbell only ([bottleneck]), not [[link]] graphs".into(),
         ));
     };
+    if spec.delegation.is_some() {
+        // Kernel TCP exposes no hook to defer a connection's window reduction.
+        return Err(TestbedError::Unsupported(
+            "[delegation] (Free & Stunts) is not supported on the testbed: kernel TCP cannot \
+             leave a loss's window reduction to another connection"
+                .into(),
+        ));
+    }
     if spec.groups.len() > MAX_PER_BYTE {
         return Err(TestbedError::Unsupported(format!(
             "{} groups: the testbed runs at most {MAX_PER_BYTE}",
@@ -447,6 +455,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         flows,
         queues: fwd.queues,
         queue_series: fwd.queue_series,
+        delegation: None,
     };
     Ok(TestbedRun { output, report })
 }
