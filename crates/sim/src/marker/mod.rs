@@ -50,6 +50,18 @@ pub trait MarkerKind: std::fmt::Debug {
     fn build(&self) -> Box<dyn Marker>;
 }
 
+/// A committed rate (`cir`, positive) and a peak rate (`pir`) at least as large: RFC 2698 §2
+/// ("the PIR must be equal to or greater than the CIR") and RFC 2859 §2.2 (PTR >= CTR).
+pub(crate) fn check_committed_and_peak(cir: Rate, pir: Rate) -> Result<(), MarkerSpecError> {
+    if cir.is_zero() {
+        return Err(MarkerSpecError::ZeroRate("cir"));
+    }
+    if pir < cir {
+        return Err(MarkerSpecError::PeakBelowCommitted { cir, pir });
+    }
+    Ok(())
+}
+
 /// `mode = "blind"` (the default) or `"aware"`: whether a three-colour marker meters a packet by
 /// the colour it arrives with (RFC 2697 §3, RFC 2698 §3).
 pub(crate) fn color_mode(t: &mut dyn ParamTable) -> ParamResult<ColorMode> {

@@ -1,7 +1,8 @@
 //! Two rate three colour marker, RFC 2698, in colour-blind or colour-aware mode.
 
 use super::bucket::{Bucket, Refill};
-use super::{color_mode, ColorMode, Marker, MarkerKind, MarkerSpecError, Verdict};
+use super::{check_committed_and_peak, color_mode, ColorMode, Marker, MarkerKind};
+use super::{MarkerSpecError, Verdict};
 use crate::color::Color;
 use crate::params::{ParamResult, ParamTable};
 use crate::registry::Kind;
@@ -40,16 +41,8 @@ impl Kind for TrtcmSpec {
 
 impl MarkerKind for TrtcmSpec {
     fn validate(&self) -> Result<(), MarkerSpecError> {
-        if self.cir.is_zero() {
-            return Err(MarkerSpecError::ZeroRate("cir"));
-        }
         // RFC 2698 §2: PIR must be equal to or greater than CIR.
-        if self.pir < self.cir {
-            return Err(MarkerSpecError::PeakBelowCommitted {
-                cir: self.cir,
-                pir: self.pir,
-            });
-        }
+        check_committed_and_peak(self.cir, self.pir)?;
         if self.cbs == 0 {
             return Err(MarkerSpecError::ZeroBurst("cbs"));
         }

@@ -1,6 +1,6 @@
 //! Time sliding window markers, RFC 2859: a rate estimator and its two- and three-colour markers.
 
-use super::{Marker, MarkerKind, MarkerSpecError, Verdict};
+use super::{check_committed_and_peak, Marker, MarkerKind, MarkerSpecError, Verdict};
 use crate::color::Color;
 use crate::loss::uniform;
 use crate::params::{ParamResult, ParamTable};
@@ -78,16 +78,8 @@ impl Kind for Tsw3Spec {
 
 impl MarkerKind for Tsw3Spec {
     fn validate(&self) -> Result<(), MarkerSpecError> {
-        if self.cir.is_zero() {
-            return Err(MarkerSpecError::ZeroRate("cir"));
-        }
         // RFC 2859 §2.2: the marker tests the rate against CTR, then PTR, so PTR >= CTR.
-        if self.pir < self.cir {
-            return Err(MarkerSpecError::PeakBelowCommitted {
-                cir: self.cir,
-                pir: self.pir,
-            });
-        }
+        check_committed_and_peak(self.cir, self.pir)?;
         validate_window(self.window)
     }
     fn build(&self) -> Box<dyn Marker> {

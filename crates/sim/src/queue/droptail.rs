@@ -35,10 +35,14 @@ impl QueueKind for DropTailSpec {
     }
 }
 
-/// A FIFO holding at most `limit` packets.
+/// A FIFO holding at most `limit` packets; with a threshold below the limit, it also refuses
+/// out-of-profile (yellow or red) packets once it holds `threshold` (ATM's selective cell
+/// discard, [`super::ScdSpec`]).
 #[derive(Debug, Clone)]
 pub struct DropTail<P> {
     limit: usize,
+    /// Packets held at or above which out-of-profile packets are refused (early).
+    threshold: usize,
     fifo: VecDeque<P>,
     counters: ColorCounters,
 }
@@ -46,8 +50,15 @@ pub struct DropTail<P> {
 impl<P> DropTail<P> {
     /// An empty FIFO of `limit` packets.
     pub fn new(limit: usize) -> Self {
+        Self::with_threshold(limit, limit)
+    }
+
+    /// An empty FIFO of `limit` packets that takes out-of-profile packets only while it holds
+    /// fewer than `threshold`.
+    pub fn with_threshold(limit: usize, threshold: usize) -> Self {
         DropTail {
             limit,
+            threshold,
             fifo: VecDeque::new(),
             counters: ColorCounters::default(),
         }
@@ -61,10 +72,18 @@ impl<P: Queued> QueueDiscipline<P> for DropTail<P> {
         packet: P,
         _rng: &mut dyn RngCore,
     ) -> Result<(), (P, DropKind)> {
-        self.counters.arrived(packet.color());
-        if self.fifo.len() >= self.limit {
-            self.counters.dropped(packet.color(), DropKind::Overflow);
-            return Err((packet, DropKind::Overflow));
+        let color = packet.color();
+        self.counters.arrived(color);
+        let refused = if self.fifo.len() >= self.limit {
+            Some(DropKind::Overflow)
+        } else if self.fifo.len() >= self.threshold && color != Color::Green {
+            Some(DropKind::Early)
+        } else {
+            None
+        };
+        if let Some(kind) = refused {
+            self.counters.dropped(color, kind);
+            return Err((packet, kind));
         }
         self.fifo.push_back(packet);
         Ok(())

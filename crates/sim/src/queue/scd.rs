@@ -7,14 +7,10 @@
 //! green is CLP=0; red, and yellow (which ATM does not have), are CLP=1. Early and partial packet
 //! discard, which act on whole AAL5 frames, are not part of this queue.
 
-use super::{read_limit, validate_limit, QueueKind, QueueSpecError};
-use super::{CodePointCounters, ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
-use crate::color::Color;
+use super::Queued;
+use super::{read_limit, validate_limit, DropTail, QueueDiscipline, QueueKind, QueueSpecError};
 use crate::params::{ParamResult, ParamTable};
 use crate::registry::Kind;
-use qstp_proto::{Rate, Time};
-use rand::RngCore;
-use std::collections::VecDeque;
 
 /// The threshold when a scenario gives none: 90% of the buffer, as on the KDD testbed's switch
 /// (003_f3c290e5faca751e.txt §3.2).
@@ -53,82 +49,24 @@ impl QueueKind for ScdSpec {
         Ok(())
     }
     fn build<P: Queued + 'static>(&self, _group_names: &[String]) -> Box<dyn QueueDiscipline<P>> {
-        Box::new(Scd::new(self.limit, self.threshold))
+        Box::new(scd::<P>(self.limit, self.threshold))
     }
 }
 
-/// The selective-cell-discard FIFO.
-#[derive(Debug, Clone)]
-pub struct Scd<P> {
-    limit: usize,
-    /// Cells held at or above which CLP=1 cells are refused.
-    threshold: usize,
-    fifo: VecDeque<P>,
-    counters: ColorCounters,
-}
-
-impl<P> Scd<P> {
-    /// A buffer of `limit` cells refusing CLP=1 cells from `threshold` x `limit` cells on
-    /// (rounded up: at least one cell of room for them).
-    pub fn new(limit: usize, threshold: f64) -> Self {
-        let threshold = (limit as f64 * threshold.clamp(0.0, 1.0)).ceil() as usize;
-        Scd {
-            limit,
-            threshold: threshold.max(1),
-            fifo: VecDeque::new(),
-            counters: ColorCounters::default(),
-        }
-    }
-}
-
-impl<P: Queued> QueueDiscipline<P> for Scd<P> {
-    fn enqueue(
-        &mut self,
-        _now: Time,
-        packet: P,
-        _rng: &mut dyn RngCore,
-    ) -> Result<(), (P, DropKind)> {
-        let color = packet.color();
-        self.counters.arrived(color);
-        let kind = if self.fifo.len() >= self.limit {
-            Some(DropKind::Overflow)
-        } else if color != Color::Green && self.fifo.len() >= self.threshold {
-            Some(DropKind::Early)
-        } else {
-            None
-        };
-        if let Some(kind) = kind {
-            self.counters.dropped(color, kind);
-            return Err((packet, kind));
-        }
-        self.fifo.push_back(packet);
-        Ok(())
-    }
-
-    fn dequeue(&mut self, _now: Time, _link_rate: Rate) -> Dequeue<P> {
-        match self.fifo.pop_front() {
-            Some(p) => Dequeue::Packet(p),
-            None => Dequeue::Empty,
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.fifo.len()
-    }
-
-    fn bytes(&self) -> u64 {
-        super::fifo_bytes(&self.fifo)
-    }
-
-    fn counters(&self, color: Color) -> CodePointCounters {
-        self.counters.get(color)
-    }
+/// The selective-cell-discard buffer: a drop-tail FIFO of `limit` cells refusing CLP=1 cells from
+/// `threshold` x `limit` cells on (rounded up: at least one cell of room for them).
+pub fn scd<P>(limit: usize, threshold: f64) -> DropTail<P> {
+    let threshold = (limit as f64 * threshold.clamp(0.0, 1.0)).ceil() as usize;
+    DropTail::with_threshold(limit, threshold.max(1))
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::test_packet::*;
+    use super::super::DropKind;
     use super::*;
+    use crate::color::Color;
+    use qstp_proto::Time;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
@@ -136,7 +74,7 @@ mod tests {
     fn clp1_cells_stop_at_the_threshold_and_clp0_cells_at_the_limit() {
         let mut rng = ChaCha8Rng::seed_from_u64(0);
         // 10 cells, threshold 90%: red cells fit while fewer than 9 are held.
-        let mut q = Scd::new(10, 0.9);
+        let mut q = scd(10, 0.9);
         for i in 0..9 {
             assert!(q.enqueue(Time::ZERO, pkt(i, Color::Red), &mut rng).is_ok());
         }
@@ -157,7 +95,7 @@ mod tests {
         assert_eq!(q.counters(Color::Red).edrops, 1);
         assert_eq!(q.counters(Color::Green).ldrops, 1);
         // Threshold 1: SCD is plain drop-tail.
-        let mut q = Scd::new(2, 1.0);
+        let mut q = scd(2, 1.0);
         for i in 0..2 {
             assert!(q.enqueue(Time::ZERO, pkt(i, Color::Red), &mut rng).is_ok());
         }
