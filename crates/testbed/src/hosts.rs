@@ -117,12 +117,22 @@ pub fn spawn_sink(
         }
         Ok(bins)
     });
-    match listening.recv() {
+    started(&listening, handle, "sink", "listening")
+}
+
+/// Wait for a sink thread to say it is ready (`ready` after `what`) and hand back its handle.
+pub(crate) fn started<T>(
+    ready: &mpsc::Receiver<Result<(), TestbedError>>,
+    handle: std::thread::JoinHandle<T>,
+    netns: &str,
+    what: &str,
+) -> Result<std::thread::JoinHandle<T>, TestbedError> {
+    match ready.recv() {
         Ok(Ok(())) => Ok(handle),
         Ok(Err(e)) => Err(e),
         Err(_) => Err(TestbedError::Host {
-            netns: "sink".into(),
-            message: "the sink thread ended before listening".into(),
+            netns: netns.into(),
+            message: format!("the {netns} thread ended before {what}"),
         }),
     }
 }

@@ -264,18 +264,10 @@ pub fn forward(
         // What is due by now leaves the queue before anything new is offered.
         link.handle_timeout(now, &mut store);
         for _ in 0..BATCH {
-            let n = match tun.read(&mut buf) {
-                Ok(Received::Packet(n)) => n,
-                Ok(Received::Empty) | Err(_) => break,
+            let Some(next) = out.read_one(&mut tun, &mut buf, &classes, &spec.flows) else {
+                break;
             };
-            out.read += 1;
-            let Ok(header) = packet::decode(&buf[..n]) else {
-                out.malformed += 1;
-                continue;
-            };
-            let flow = classes.classify(&header.meta()) as usize;
-            let Some(path) = spec.flows.get(flow) else {
-                out.unclassified += 1;
+            let Some((n, flow, path)) = next else {
                 continue;
             };
             let group = path.group;
@@ -387,18 +379,10 @@ pub fn backward(
             break;
         }
         for _ in 0..BATCH {
-            let n = match tun.read(&mut buf) {
-                Ok(Received::Packet(n)) => n,
-                Ok(Received::Empty) | Err(_) => break,
+            let Some(next) = out.read_one(&mut tun, &mut buf, &classes, &spec.flows) else {
+                break;
             };
-            out.read += 1;
-            let Ok(header) = packet::decode(&buf[..n]) else {
-                out.malformed += 1;
-                continue;
-            };
-            let flow = classes.classify(&header.meta()) as usize;
-            let Some(path) = spec.flows.get(flow) else {
-                out.unclassified += 1;
+            let Some((n, flow, path)) = next else {
                 continue;
             };
             let delay = spec
@@ -429,7 +413,37 @@ struct DirectionCounters {
     unclassified: u64,
 }
 
+/// A packet read from a TUN device: its length, flow index and path.
+type Classified<'a> = (usize, usize, &'a FlowPath);
+
 impl DirectionCounters {
+    /// Read the next packet from `tun` into `buf`, decode and classify it: `None` when the
+    /// device has nothing more now; `Some(None)` for a packet skipped (and counted) as malformed
+    /// or of no flow.
+    fn read_one<'a>(
+        &mut self,
+        tun: &mut Tun,
+        buf: &mut [u8],
+        classes: &Classifier,
+        flows: &'a [FlowPath],
+    ) -> Option<Option<Classified<'a>>> {
+        let n = match tun.read(buf) {
+            Ok(Received::Packet(n)) => n,
+            Ok(Received::Empty) | Err(_) => return None,
+        };
+        self.read += 1;
+        let Ok(header) = packet::decode(&buf[..n]) else {
+            self.malformed += 1;
+            return Some(None);
+        };
+        let flow = classes.classify(&header.meta()) as usize;
+        let Some(path) = flows.get(flow) else {
+            self.unclassified += 1;
+            return Some(None);
+        };
+        Some(Some((n, flow, path)))
+    }
+
     fn finish(self, lines: Lines, realtime: bool) -> DirectionOutput {
         DirectionOutput {
             lines,

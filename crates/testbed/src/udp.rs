@@ -65,14 +65,7 @@ pub fn spawn_sink(
         }
         Ok(bins)
     });
-    match bound.recv() {
-        Ok(Ok(())) => Ok(handle),
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(TestbedError::Host {
-            netns: "udp sink".into(),
-            message: "the sink thread ended before binding".into(),
-        }),
-    }
+    crate::hosts::started(&bound, handle, "udp sink", "binding")
 }
 
 /// The schedule's rate at `t` (steps `(from, rate)` sorted by `from`; zero before the first).
