@@ -56,14 +56,17 @@ pub struct Illinois {
     ssthresh: f64,
     alpha: f64,
     beta: f64,
-    /// Smallest and largest RTT seen (Linux resets them after a timeout).
+    /// Smallest and largest RTT seen over the connection (Linux tcp_illinois.c keeps them for
+    /// its whole life: neither a loss nor a timeout resets them).
     base_rtt: Option<Duration>,
     max_rtt: Option<Duration>,
     /// This round's RTT samples.
     sum_rtt: Duration,
     samples: u64,
-    /// Rounds in a row with a queueing delay below d1.
+    /// Linux `rtt_low`: rounds in a row with a queueing delay below d1, after a round above it.
     low_rounds: u32,
+    /// Linux `rtt_above`: a round's delay has been above d1 since alpha was last at its max.
+    rtt_above: bool,
 }
 
 impl Illinois {
@@ -79,6 +82,9 @@ impl Illinois {
             theta: 5,
             cwnd: 2.0,
             ssthresh: f64::INFINITY,
+            // Reno's constants until the first round's update (Linux tcp_illinois_init sets
+            // ALPHA_MAX, but its first ACK runs update_params, which below win_thresh sets
+            // ALPHA_BASE = 1).
             alpha: 1.0,
             beta: 0.5,
             base_rtt: None,
@@ -86,6 +92,7 @@ impl Illinois {
             sum_rtt: Duration::ZERO,
             samples: 0,
             low_rounds: 0,
+            rtt_above: false,
         }
     }
 
@@ -121,6 +128,27 @@ impl Illinois {
             return self.beta_max;
         }
         (self.beta_min * d3 - self.beta_max * d2 + (self.beta_max - self.beta_min) * da) / (d3 - d2)
+    }
+
+    /// Linux tcp_illinois.c alpha(): the round's alpha. Below d1 it is alpha_max at once if the
+    /// delay has not been above d1 since alpha was last at its max (`rtt_above`); otherwise alpha
+    /// stays as it was until the theta-th such round in a row (Illinois paper §III-C: "alpha
+    /// is set to alpha_max only if da stays below d1 for some time").
+    fn next_alpha(&mut self, da: f64, dm: f64) -> f64 {
+        if da <= dm / 100.0 {
+            if !self.rtt_above {
+                return self.alpha_max;
+            }
+            self.low_rounds += 1;
+            if self.low_rounds < self.theta {
+                return self.alpha;
+            }
+            self.low_rounds = 0;
+            self.rtt_above = false;
+            return self.alpha_max;
+        }
+        self.rtt_above = true;
+        self.alpha_of(da, dm)
     }
 
     fn ssthresh_after_loss(&self) -> f64 {
@@ -189,17 +217,7 @@ impl CongestionControl for Illinois {
         let avg = sum.as_secs_f64() / samples as f64;
         let da = avg - base.as_secs_f64();
         let dm = max.as_secs_f64() - base.as_secs_f64();
-        let alpha = self.alpha_of(da, dm);
-        if alpha >= self.alpha_max {
-            // Linux tcp_illinois.c alpha(): back to alpha_max only after theta quiet rounds.
-            self.low_rounds += 1;
-            if self.low_rounds > self.theta {
-                self.alpha = self.alpha_max;
-            }
-        } else {
-            self.low_rounds = 0;
-            self.alpha = alpha;
-        }
+        self.alpha = self.next_alpha(da, dm);
         self.beta = self.beta_of(da, dm);
     }
 
@@ -215,12 +233,15 @@ impl CongestionControl for Illinois {
     fn on_retransmission_timeout(&mut self, _now: Time, _in_flight: u64) {
         self.ssthresh = self.ssthresh_after_loss();
         self.cwnd = 1.0;
-        // Linux tcp_illinois.c: a timeout restarts the delay estimates and alpha.
+        // Linux tcp_illinois.c tcp_illinois_state (TCP_CA_Loss): alpha and beta back to their
+        // base values (1 and 1/2), rtt_low and rtt_above cleared, the round restarted. The base
+        // and largest RTT are kept.
         self.alpha = 1.0;
         self.beta = 0.5;
-        self.base_rtt = None;
-        self.max_rtt = None;
         self.low_rounds = 0;
+        self.rtt_above = false;
+        self.sum_rtt = Duration::ZERO;
+        self.samples = 0;
     }
 }
 
@@ -276,6 +297,48 @@ mod tests {
         assert!((cc.alpha() - 0.3).abs() < 1e-9, "{}", cc.alpha());
         assert_eq!(cc.beta(), 0.5);
         assert!(w[4] - w[3] < 0.5, "{w:?}");
+    }
+
+    #[test]
+    fn alpha_is_at_its_max_at_once_until_the_delay_first_rises_then_after_theta_quiet_rounds() {
+        // Linux tcp_illinois.c: alpha() returns ALPHA_MAX while rtt_above is clear, and after a round above d1 only on the theta-th quiet round.
+        let mut cc = Illinois::new(MSS as u32);
+        cc.init(100 * MSS, 100 * MSS);
+        let base = Duration::from_millis(100);
+        // dm = 50 ms from one sample; quiet rounds (da = 0 <= d1 = 0.5 ms): alpha_max at once.
+        cc.on_ack(&ack(Time::ZERO, MSS, 1, base + Duration::from_millis(50)));
+        run_rounds(&mut cc, MSS, Time::ZERO, 1, base);
+        assert_eq!(cc.alpha(), 10.0);
+        // One round with 25 ms of queueing: da - d1 = 24.5 ms, dm - d1 = 49.5 ms, so alpha =
+        // 49.5 x 10 / (49.5 + 24.5 x 9.7 / 0.3) = 0.5882.
+        run_rounds(
+            &mut cc,
+            MSS,
+            Time::ZERO,
+            1,
+            base + Duration::from_millis(25),
+        );
+        assert!(
+            (cc.alpha() - 495.0 / (49.5 + 24.5 * 9.7 / 0.3)).abs() < 1e-3,
+            "{}",
+            cc.alpha()
+        );
+        let low = cc.alpha();
+        // Quiet again: alpha holds for theta - 1 = 4 rounds, returns to 10 on the 5th.
+        for _ in 0..4 {
+            run_rounds(&mut cc, MSS, Time::ZERO, 1, base);
+            assert_eq!(cc.alpha(), low);
+        }
+        run_rounds(&mut cc, MSS, Time::ZERO, 1, base);
+        assert_eq!(cc.alpha(), 10.0);
+        // A timeout restores alpha 1 and beta 1/2 but keeps the delay range (base 100 ms,
+        // max 150 ms): the next quiet round is at alpha_max again.
+        cc.on_retransmission_timeout(Time::ZERO, 0);
+        assert_eq!((cc.alpha(), cc.beta()), (1.0, 0.5));
+        assert_eq!(cc.max_rtt, Some(base + Duration::from_millis(50)));
+        cc.init(100 * MSS, 100 * MSS);
+        run_rounds(&mut cc, MSS, Time::ZERO, 1, base);
+        assert_eq!(cc.alpha(), 10.0);
     }
 
     #[test]
