@@ -37,6 +37,8 @@ TOLERANCE = 0.05
 NS3_PARAMS = {
     "scalable": "{ name = \"scalable\", ai_cnt = 50 }",
     "bic": "{ name = \"bic\", smooth_part = 5 }",
+    # TcpIllinois truncates its delays to whole milliseconds (tcp-illinois.cc RecalcParam).
+    "illinois": "{ name = \"illinois\", delay_granularity = 0.001 }",
 }
 
 

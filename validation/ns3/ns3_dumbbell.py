@@ -90,6 +90,9 @@ def parse_args(argv):
     p.add_argument("--no-timestamps", dest="timestamps", action="store_false",
                    help="disable TCP timestamps (default here: keeps data packets at "
                         "mss + 40 = 1500 bytes of IP)")
+    p.add_argument("--cc-attr", action="append", default=[], metavar="NAME=VALUE",
+                   help="set an attribute of the congestion control's TypeId (repeatable), "
+                        "e.g. --cc-attr Phy=1 for ns3::TcpYeah::Phy; for diagnosis")
     p.add_argument("--trace", metavar="FILE",
                    help="write every congestion-window and slow-start-threshold change of "
                         "every flow to FILE as CSV (time_s,flow,var,bytes); for diagnosis")
@@ -161,6 +164,10 @@ def main(argv=None):
     # Congestion control used by every TCP socket.
     cfg("ns3::TcpL4Protocol::SocketType",
         ns.TypeIdValue(ns.TypeId.LookupByName(CC_TYPES[args.cc])))
+    # Attributes of the control itself (--cc-attr), given as strings.
+    for attr in args.cc_attr:
+        name, value = attr.split("=", 1)
+        cfg(f"{CC_TYPES[args.cc]}::{name}", ns.StringValue(value))
     # Payload bytes per segment (1460 -> 1500-byte IP packets without options).
     cfg("ns3::TcpSocket::SegmentSize", ns.UintegerValue(args.mss))
     # Initial congestion window in segments.
@@ -333,6 +340,7 @@ def main(argv=None):
             "window_scaling": True,
             "socket_buffer_bytes": SOCKET_BUFFER_BYTES,
             "recovery": "ns-3 default (TcpPrrRecovery)",
+            "cc_attributes": args.cc_attr,
         },
         "per_flow_bps": per_flow_bps,
         "per_flow_bytes": [f - b for f, b in zip(final, base)],

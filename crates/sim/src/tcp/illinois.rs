@@ -27,6 +27,10 @@ pub(super) const ENTRY: Registered = Registered {
         Param { name: "win_thresh", default: 15.0, min: 0.0, max: 1e6, doc: "window (segments) below which it behaves as Reno" },
         // Linux tcp_illinois.c theta = 5: rounds of low delay before alpha returns to its max.
         Param { name: "theta", default: 5.0, min: 0.0, max: 1000.0, doc: "low-delay rounds before alpha jumps back to alpha_max" },
+        // Not in the paper or Linux (which measures in microseconds): ns-3 3.44's TcpIllinois
+        // truncates both delays to whole milliseconds (tcp-illinois.cc RecalcParam,
+        // GetMilliSeconds()); 0.001 reproduces that. 0 uses the delays as measured.
+        Param { name: "delay_granularity", default: 0.0, min: 0.0, max: 1.0, doc: "seconds: da and dm are truncated to whole multiples of this (0 = as measured; ns-3 uses 0.001)" },
     ],
     build: |mss, p: &Params| {
         Box::new(Illinois {
@@ -36,6 +40,7 @@ pub(super) const ENTRY: Registered = Registered {
             beta_max: p.get("beta_max"),
             win_thresh: p.get("win_thresh"),
             theta: p.get("theta") as u32,
+            delay_granularity: p.get("delay_granularity"),
             ..Illinois::new(mss)
         })
     },
@@ -51,6 +56,8 @@ pub struct Illinois {
     beta_max: f64,
     win_thresh: f64,
     theta: u32,
+    /// Seconds; 0 = delays as measured.
+    delay_granularity: f64,
     /// Window and threshold, segments.
     cwnd: f64,
     ssthresh: f64,
@@ -80,6 +87,7 @@ impl Illinois {
             beta_max: 0.5,
             win_thresh: 15.0,
             theta: 5,
+            delay_granularity: 0.0,
             cwnd: 2.0,
             ssthresh: f64::INFINITY,
             // Reno's constants until the first round's update (Linux tcp_illinois_init sets
@@ -132,8 +140,8 @@ impl Illinois {
 
     /// Linux tcp_illinois.c alpha(): the round's alpha. Below d1 it is alpha_max at once if the
     /// delay has not been above d1 since alpha was last at its max (`rtt_above`); otherwise alpha
-    /// stays as it was until the theta-th such round in a row (Illinois paper §III-C: "alpha
-    /// is set to alpha_max only if da stays below d1 for some time").
+    /// stays as it was until the theta-th such round in a row (Linux: "Wait for 5 good RTT's
+    /// before allowing alpha to go alpha max").
     fn next_alpha(&mut self, da: f64, dm: f64) -> f64 {
         if da <= dm / 100.0 {
             if !self.rtt_above {
@@ -215,8 +223,16 @@ impl CongestionControl for Illinois {
             return;
         }
         let avg = sum.as_secs_f64() / samples as f64;
-        let da = avg - base.as_secs_f64();
-        let dm = max.as_secs_f64() - base.as_secs_f64();
+        let truncate = |d: f64| {
+            let g = self.delay_granularity;
+            if g > 0.0 {
+                (d / g).floor() * g
+            } else {
+                d
+            }
+        };
+        let da = truncate(avg - base.as_secs_f64());
+        let dm = truncate(max.as_secs_f64() - base.as_secs_f64());
         self.alpha = self.next_alpha(da, dm);
         self.beta = self.beta_of(da, dm);
     }
@@ -339,6 +355,38 @@ mod tests {
         cc.init(100 * MSS, 100 * MSS);
         run_rounds(&mut cc, MSS, Time::ZERO, 1, base);
         assert_eq!(cc.alpha(), 10.0);
+    }
+
+    #[test]
+    fn a_delay_granularity_hides_queueing_below_it() {
+        // ns-3 3.44 tcp-illinois.cc RecalcParam truncates da and dm to whole milliseconds.
+        let base = Duration::from_millis(100);
+        let run = |granularity: f64| {
+            let mut cc = Illinois {
+                delay_granularity: granularity,
+                ..Illinois::new(MSS as u32)
+            };
+            cc.init(100 * MSS, 100 * MSS);
+            // Base 100 ms, dm = 20 ms; then rounds with 0.5 ms of queueing: above d1 = 0.2 ms
+            // as measured, 0 ms at a 1 ms granularity.
+            cc.on_ack(&ack(Time::ZERO, MSS, 1, base));
+            cc.on_ack(&ack(Time::ZERO, MSS, 1, base + Duration::from_millis(20)));
+            run_rounds(
+                &mut cc,
+                MSS,
+                Time::ZERO,
+                3,
+                base + Duration::from_micros(500),
+            );
+            cc.alpha()
+        };
+        // As measured: alpha = 19.8 x 10 / (19.8 + 0.3 x 9.7 / 0.3) = 6.712.
+        assert!(
+            (run(0.0) - 198.0 / (19.8 + 9.7)).abs() < 0.01,
+            "{}",
+            run(0.0)
+        );
+        assert_eq!(run(0.001), 10.0);
     }
 
     #[test]
