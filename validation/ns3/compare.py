@@ -37,6 +37,9 @@ TOLERANCE = 0.05
 NS3_PARAMS = {
     "scalable": "{ name = \"scalable\", ai_cnt = 50 }",
     "bic": "{ name = \"bic\", smooth_part = 5 }",
+    # TcpCubic's slow start counts bytes (tcp-cubic.cc IncreaseWindow: cwnd += segmentsAcked, as
+    # Linux), 2 segments per delayed ACK; the lab's default is RFC 5681's 1 per ACK.
+    "cubic": "{ name = \"cubic\", abc_limit = 1e9 }",
     # TcpIllinois truncates its delays to whole milliseconds (tcp-illinois.cc RecalcParam).
     "illinois": "{ name = \"illinois\", delay_granularity = 0.001 }",
 }
