@@ -40,8 +40,9 @@ NS3_PARAMS = {
     # TcpCubic's slow start counts bytes (tcp-cubic.cc IncreaseWindow: cwnd += segmentsAcked, as
     # Linux), 2 segments per delayed ACK; the lab's default is RFC 5681's 1 per ACK.
     "cubic": "{ name = \"cubic\", abc_limit = 1e9 }",
-    # TcpIllinois truncates its delays to whole milliseconds (tcp-illinois.cc RecalcParam).
-    "illinois": "{ name = \"illinois\", delay_granularity = 0.001 }",
+    # TcpIllinois truncates its delays to whole milliseconds (tcp-illinois.cc RecalcParam), and
+    # ns-3 hands every control the smoothed RTT rather than the sample (tcp-socket-base.cc).
+    "illinois": "{ name = \"illinois\", delay_granularity = 0.001, smoothed_rtt = 1 }",
 }
 
 

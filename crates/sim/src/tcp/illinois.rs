@@ -30,6 +30,9 @@ pub(super) const ENTRY: Registered = Registered {
         // Not in the paper or Linux (which measures in microseconds): ns-3 3.44's TcpIllinois
         // truncates both delays to whole milliseconds (tcp-illinois.cc RecalcParam,
         // GetMilliSeconds()); 0.001 reproduces that. 0 uses the delays as measured.
+        // Not in the paper or Linux (per-ACK RTT samples): ns-3 3.44 gives its controls the
+        // smoothed RTT on every ACK instead; 1 does the same.
+        Param { name: "smoothed_rtt", default: 0.0, min: 0.0, max: 1.0, doc: "1: delays from the smoothed RTT on every ACK (as ns-3), 0: from the RTT samples (paper, Linux)" },
         Param { name: "delay_granularity", default: 0.0, min: 0.0, max: 1.0, doc: "seconds: da and dm are truncated to whole multiples of this (0 = as measured; ns-3 uses 0.001)" },
     ],
     build: |mss, p: &Params| {
@@ -41,6 +44,7 @@ pub(super) const ENTRY: Registered = Registered {
             win_thresh: p.get("win_thresh"),
             theta: p.get("theta") as u32,
             delay_granularity: p.get("delay_granularity"),
+            smoothed_rtt: p.get("smoothed_rtt") >= 0.5,
             ..Illinois::new(mss)
         })
     },
@@ -58,6 +62,8 @@ pub struct Illinois {
     theta: u32,
     /// Seconds; 0 = delays as measured.
     delay_granularity: f64,
+    /// Delays from the smoothed RTT (ns-3) rather than the samples.
+    smoothed_rtt: bool,
     /// Window and threshold, segments.
     cwnd: f64,
     ssthresh: f64,
@@ -88,6 +94,7 @@ impl Illinois {
             win_thresh: 15.0,
             theta: 5,
             delay_granularity: 0.0,
+            smoothed_rtt: false,
             cwnd: 2.0,
             ssthresh: f64::INFINITY,
             // Reno's constants until the first round's update (Linux tcp_illinois_init sets
@@ -199,7 +206,14 @@ impl CongestionControl for Illinois {
     }
 
     fn on_ack_in_recovery(&mut self, sample: &AckSample) {
-        if let Some(rtt) = sample.rtt {
+        // ns-3 3.44 hands every control the smoothed RTT instead of the sample
+        // (tcp-socket-base.cc:2136, PktsAcked(m_tcb, segsAcked, m_tcb->m_srtt)).
+        let rtt = if self.smoothed_rtt {
+            Some(sample.srtt).filter(|r| !r.is_zero())
+        } else {
+            sample.rtt
+        };
+        if let Some(rtt) = rtt {
             self.base_rtt = Some(self.base_rtt.map_or(rtt, |b| b.min(rtt)));
             self.max_rtt = Some(self.max_rtt.map_or(rtt, |m| m.max(rtt)));
             self.sum_rtt += rtt;
@@ -387,6 +401,25 @@ mod tests {
             run(0.0)
         );
         assert_eq!(run(0.001), 10.0);
+    }
+
+    #[test]
+    fn with_smoothed_rtt_the_delays_come_from_the_srtt() {
+        // ns-3 3.44 passes m_srtt to PktsAcked on every ACK: samples of 100 and 150 ms while the
+        // smoothed RTT is 100 ms leave dm at 0; from the samples it is 50 ms.
+        for (smoothed, dm) in [(true, 0.0), (false, 0.05)] {
+            let mut cc = Illinois {
+                smoothed_rtt: smoothed,
+                ..Illinois::new(MSS as u32)
+            };
+            for ms in [100, 150] {
+                let mut a = ack(Time::ZERO, MSS, 1, Duration::from_millis(ms));
+                a.srtt = Duration::from_millis(100);
+                cc.on_ack(&a);
+            }
+            let (base, max) = (cc.base_rtt.unwrap(), cc.max_rtt.unwrap());
+            assert!(((max - base).as_secs_f64() - dm).abs() < 1e-9, "{smoothed}");
+        }
     }
 
     #[test]
