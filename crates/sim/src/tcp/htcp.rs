@@ -4,10 +4,12 @@
 //! backoff beta adapts to the queue, RTTmin / RTTmax clamped to [`beta_min`, `beta_max`]; alpha is
 //! scaled by 2 (1 - beta) so that a flow with a larger beta is no more aggressive on average.
 //!
-//! The adaptive backoff has Linux's mode switch (`htcp_beta_update`, `use_bandwidth_switch` on
-//! by default): beta falls back to `beta_min` when the largest throughput of the epoch differs
-//! by more than 20% from the last epoch's, and at the congestion event after such a fall-back
-//! (and the first one).
+//! `bandwidth_switch = 1` adds Linux's mode switch (`htcp_beta_update`, `use_bandwidth_switch`,
+//! on by default in Linux): beta falls back to `beta_min` when the largest throughput of the
+//! epoch differs by more than 20% from the last epoch's, and at the congestion event after such
+//! a fall-back (and the first one). It is off by default here: it is a Linux layer on top of the
+//! published base form, and on the seed-002 dumbbell it costs H-TCP a quarter of its efficiency
+//! from 4 flows on (0.90 -> 0.67-0.77), which is not explained yet.
 //!
 //! Left out, compared with Linux: RTT scaling of alpha (`use_rtt_scaling`, on by default in
 //! Linux; H-TCP's optional RTT-unfairness fix) and the 10 ms floor on RTTmin. RTTmin and RTTmax
@@ -41,8 +43,8 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "bandwidth_switch",
-            // Linux tcp_htcp.c: use_bandwidth_switch = 1.
-            default: 1.0,
+            // Linux tcp_htcp.c: use_bandwidth_switch = 1; off here (see the module notes).
+            default: 0.0,
             min: 0.0,
             max: 1.0,
             doc: "1: beta falls back to beta_min when the epoch's throughput changed by more than 20%",
@@ -114,7 +116,7 @@ impl Htcp {
             delta_l,
             beta_min,
             beta_max,
-            bandwidth_switch: true,
+            bandwidth_switch: false,
             modeswitch: false,
             packet_count: 0.0,
             last_time: None,
@@ -166,8 +168,10 @@ impl Htcp {
                 return;
             }
         }
+        // Without the switch the mode never changes.
+        let modeswitch = self.modeswitch || !self.bandwidth_switch;
         self.beta = match (self.rtt_min, self.rtt_max) {
-            (Some(min), Some(max)) if self.modeswitch && !max.is_zero() => {
+            (Some(min), Some(max)) if modeswitch && !max.is_zero() => {
                 (min.as_secs_f64() / max.as_secs_f64()).clamp(self.beta_min, self.beta_max)
             }
             _ => {
@@ -405,6 +409,7 @@ mod tests {
         // when clamped) beta is 0.5 when the epoch's maxB is outside [0.8, 1.2] old_maxB, and at
         // the backoff after that (modeswitch), and 0.8 otherwise.
         let mut cc = Htcp::new(MSS as u32, 1.0, 0.5, 0.8);
+        cc.bandwidth_switch = true;
         cc.init(1000 * MSS, 2 * MSS);
         let event = |cc: &mut Htcp, max_b: f64, t: f64| {
             for ms in [100, 110] {
@@ -422,9 +427,9 @@ mod tests {
         assert!((event(&mut cc, 1150.0, 3.0) - 0.8).abs() < 1e-9);
         // 1150 -> 1400 is more than 20% up: beta_min.
         assert_eq!(event(&mut cc, 1400.0, 4.0), 0.5);
-        // Switched off, any throughput: one more beta_min (the mode switch), then the RTT ratio.
+        // Switched off (the default), any throughput: the RTT ratio.
         cc.bandwidth_switch = false;
-        assert_eq!(event(&mut cc, 100.0, 5.0), 0.5);
+        assert!((event(&mut cc, 100.0, 5.0) - 0.8).abs() < 1e-9);
         assert!((event(&mut cc, 10.0, 6.0) - 0.8).abs() < 1e-9);
     }
 
