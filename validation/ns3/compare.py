@@ -33,7 +33,17 @@ CONTROLS = ["newreno", "highspeed", "bic", "scalable", "cubic", "htcp", "illinoi
 TOLERANCE = 0.05
 # ns-3 3.44 defaults that differ from the lab's (the Linux constants): the lab takes ns-3's for the
 # comparison. TcpScalable::AIFactor is 50 (Linux before 2016); the lab's default is 100.
-NS3_PARAMS = {"scalable": "{ name = \"scalable\", ai_cnt = 50 }"}
+# TcpBic::SmoothPart is 5 (tcp-bic.cc); Linux tcp_bic.c and the lab's default smooth_part are 20.
+NS3_PARAMS = {
+    "scalable": "{ name = \"scalable\", ai_cnt = 50 }",
+    "bic": "{ name = \"bic\", smooth_part = 5 }",
+    # TcpCubic's slow start counts bytes (tcp-cubic.cc IncreaseWindow: cwnd += segmentsAcked, as
+    # Linux), 2 segments per delayed ACK; the lab's default is RFC 5681's 1 per ACK.
+    "cubic": "{ name = \"cubic\", abc_limit = 1e9 }",
+    # TcpIllinois truncates its delays to whole milliseconds (tcp-illinois.cc RecalcParam), and
+    # ns-3 hands every control the smoothed RTT rather than the sample (tcp-socket-base.cc).
+    "illinois": "{ name = \"illinois\", delay_granularity = 0.001, smoothed_rtt = 1 }",
+}
 
 
 def jain(xs):
@@ -58,7 +68,7 @@ def ns3_run(cc, flows, duration, fresh, seed=1):
     return result
 
 
-SCENARIO = """name = "ns3-compare"
+HEADER = """name = "ns3-compare"
 duration = "{duration}s"
 runs = 1
 seed = {seed}
@@ -67,14 +77,15 @@ packet_size = 1500
 rate = "200M"
 delay = "98ms"
 queue = {{ kind = "droptail", limit = 100 }}
-[[group]]
-name = "S"
+"""
+
+GROUP = """[[group]]
+name = "{name}"
 protocol = "tcp"
 congestion = {cc}
 flows = {flows}
 rtt = "200ms"
-# ns3_dumbbell.py starts each flow at a uniform time in [0, 100 ms).
-start_spread = "100ms"
+{start}
 access = {{ rate = "1G", delay = "1ms" }}
 # ns-3 3.44 defaults: InitialCwnd 10, DelAckCount 2 (200 ms timer), MinRto 1 s, Sack on,
 # RecoveryType TcpPrrRecovery.
@@ -82,14 +93,31 @@ tcp = {{ initial_window = 10, delayed_ack = true, min_rto = "1s", sack = true, r
 """
 
 
-def lab_run(qstp, cc, flows, duration, recovery, seed=1):
+def scenario(cc, flows, duration, recovery, seed=1, starts=None):
+    """The lab's scenario. With `starts` (seconds, one per flow: ns-3's own draws), one group per
+    flow starts exactly then; without, one group whose flows start at the lab's own seeded offsets
+    in [0, 100 ms), the same distribution as ns3_dumbbell.py's but other draws."""
+    congestion = NS3_PARAMS.get(cc, f'"{cc}"')
+    text = HEADER.format(duration=int(duration), seed=seed)
+    common = dict(cc=congestion, recovery=recovery)
+    if starts is None:
+        start = '# ns3_dumbbell.py starts each flow at a uniform time in [0, 100 ms).\n' \
+                'start_spread = "100ms"'
+        return text + GROUP.format(name="S", flows=flows, start=start, **common)
+    assert len(starts) == flows
+    for i, t in enumerate(starts):
+        start = f'# ns-3 started this flow at {t!r} s.\nstart = "{round(t * 1e9)}ns"\n' \
+                'start_spread = "0s"'
+        text += GROUP.format(name=f"S{i}", flows=1, start=start, **common)
+    return text
+
+
+def lab_run(qstp, cc, flows, duration, recovery, seed=1, starts=None):
     work = tempfile.mkdtemp(prefix="qstp-ns3-compare-")
     try:
         path = os.path.join(work, "s.toml")
         with open(path, "w") as f:
-            congestion = NS3_PARAMS.get(cc, f'"{cc}"')
-            f.write(SCENARIO.format(cc=congestion, flows=flows, duration=int(duration),
-                                    recovery=recovery, seed=seed))
+            f.write(scenario(cc, flows, duration, recovery, seed, starts))
         out = os.path.join(work, "out")
         subprocess.run([qstp, "run", path, "--out", out], check=True, capture_output=True)
         with open(os.path.join(out, "runs.csv")) as f:
@@ -111,6 +139,9 @@ def main():
     p.add_argument("--fresh", action="store_true", help="run ns-3 again despite the cache")
     p.add_argument("--recovery", default="prr", choices=["prr", "rfc6675"],
                    help="the lab's fast-recovery sending (ns-3's default is PRR)")
+    p.add_argument("--lab-starts", action="store_true",
+                   help="start the lab's flows at its own seeded offsets in [0, 100 ms) instead "
+                        "of at the start times ns-3 drew for the same run (the default)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.add_argument("--seeds", type=int, default=1,
                    help="runs per row on each side (seeds 1..N), compared by their means: with "
@@ -124,7 +155,9 @@ def main():
         for n in args.flows or [1, 2, 8]:
             seeds = range(1, args.seeds + 1)
             ns3s = [ns3_run(cc, n, args.duration, args.fresh, seed) for seed in seeds]
-            labs = [lab_run(args.qstp, cc, n, args.duration, args.recovery, seed) for seed in seeds]
+            labs = [lab_run(args.qstp, cc, n, args.duration, args.recovery, seed,
+                            None if args.lab_starts else r["settings"]["start_times_s"])
+                    for seed, r in zip(seeds, ns3s)]
             mean = lambda runs, key: sum(r[key] for r in runs) / len(runs)
             ns3 = {"utilisation": mean(ns3s, "utilisation"), "jain": mean(ns3s, "jain")}
             lab = {"utilisation": mean(labs, "utilisation"), "jain": mean(labs, "jain")}

@@ -90,12 +90,64 @@ def parse_args(argv):
     p.add_argument("--no-timestamps", dest="timestamps", action="store_false",
                    help="disable TCP timestamps (default here: keeps data packets at "
                         "mss + 40 = 1500 bytes of IP)")
+    p.add_argument("--cc-attr", action="append", default=[], metavar="NAME=VALUE",
+                   help="set an attribute of the congestion control's TypeId (repeatable), "
+                        "e.g. --cc-attr Phy=1 for ns3::TcpYeah::Phy; for diagnosis")
+    p.add_argument("--trace", metavar="FILE",
+                   help="write every congestion-window and slow-start-threshold change of "
+                        "every flow to FILE as CSV (time_s,flow,var,bytes); for diagnosis")
     args = p.parse_args(argv)
     if args.flows < 1:
         p.error("--flows must be >= 1")
     if not 0 <= args.warmup < args.duration:
         p.error("--warmup must be in [0, duration)")
     return args
+
+
+TRACE_CPP = r"""
+#include <cstdio>
+#include <string>
+namespace qstp_trace {
+static FILE* out = nullptr;
+static int flow_of(const std::string& ctx) {
+    // "/NodeList/<node>/$ns3::TcpL4Protocol/SocketList/<i>/..."; senders are nodes 0..n-1.
+    auto a = ctx.find("/NodeList/") + 10;
+    return std::stoi(ctx.substr(a, ctx.find('/', a) - a));
+}
+static void cwnd(std::string ctx, uint32_t, uint32_t v) {
+    fprintf(out, "%.6f,%d,cwnd,%u\n", ns3::Simulator::Now().GetSeconds(), flow_of(ctx), v);
+}
+static void ssthresh(std::string ctx, uint32_t, uint32_t v) {
+    fprintf(out, "%.6f,%d,ssthresh,%u\n", ns3::Simulator::Now().GetSeconds(), flow_of(ctx), v);
+}
+static void state(std::string ctx, ns3::TcpSocketState::TcpCongState_t, ns3::TcpSocketState::TcpCongState_t v) {
+    fprintf(out, "%.6f,%d,state,%d\n", ns3::Simulator::Now().GetSeconds(), flow_of(ctx), (int)v);
+}
+static void rtt(std::string ctx, ns3::Time, ns3::Time v) {
+    fprintf(out, "%.6f,%d,rtt_us,%ld\n", ns3::Simulator::Now().GetSeconds(), flow_of(ctx), (long)v.GetMicroSeconds());
+}
+static void connect() {
+    const std::string s = "/NodeList/*/$ns3::TcpL4Protocol/SocketList/*/";
+    ns3::Config::Connect(s + "CongestionWindow", ns3::MakeCallback(&cwnd));
+    ns3::Config::Connect(s + "SlowStartThreshold", ns3::MakeCallback(&ssthresh));
+    ns3::Config::Connect(s + "CongState", ns3::MakeCallback(&state));
+    ns3::Config::Connect(s + "RTT", ns3::MakeCallback(&rtt));
+}
+void install(const char* path, double at) {
+    out = fopen(path, "w");
+    fprintf(out, "time_s,flow,var,value\n");
+    ns3::Simulator::Schedule(ns3::Seconds(at), &connect);
+}
+void close() { if (out) { fclose(out); out = nullptr; } }
+}
+"""
+
+
+def install_trace(ns, path, at):
+    """Connects the TCP sockets' traces (after the last flow has started) to a CSV writer."""
+    import cppyy
+    cppyy.cppdef(TRACE_CPP)
+    cppyy.gbl.qstp_trace.install(path, at)
 
 
 def main(argv=None):
@@ -112,6 +164,10 @@ def main(argv=None):
     # Congestion control used by every TCP socket.
     cfg("ns3::TcpL4Protocol::SocketType",
         ns.TypeIdValue(ns.TypeId.LookupByName(CC_TYPES[args.cc])))
+    # Attributes of the control itself (--cc-attr), given as strings.
+    for attr in args.cc_attr:
+        name, value = attr.split("=", 1)
+        cfg(f"{CC_TYPES[args.cc]}::{name}", ns.StringValue(value))
     # Payload bytes per segment (1460 -> 1500-byte IP packets without options).
     cfg("ns3::TcpSocket::SegmentSize", ns.UintegerValue(args.mss))
     # Initial congestion window in segments.
@@ -220,6 +276,9 @@ def main(argv=None):
         apps = bulk.Install(senders.Get(i))
         apps.Start(ns.Seconds(start))
 
+    if args.trace:
+        install_trace(ns, args.trace, max(starts) + 0.001)
+
     def rx_bytes():
         # PacketSink counts application payload bytes only.
         return [ns.DynamicCast[ns.PacketSink](s).GetTotalRx() for s in sinks]
@@ -235,6 +294,9 @@ def main(argv=None):
     ns.Simulator.Run()
     final = rx_bytes()
     ns.Simulator.Destroy()
+    if args.trace:
+        import cppyy
+        cppyy.gbl.qstp_trace.close()
 
     # ---- Results -----------------------------------------------------------------
     window = args.duration - args.warmup
@@ -278,6 +340,7 @@ def main(argv=None):
             "window_scaling": True,
             "socket_buffer_bytes": SOCKET_BUFFER_BYTES,
             "recovery": "ns-3 default (TcpPrrRecovery)",
+            "cc_attributes": args.cc_attr,
         },
         "per_flow_bps": per_flow_bps,
         "per_flow_bytes": [f - b for f, b in zip(final, base)],

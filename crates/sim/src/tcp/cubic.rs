@@ -48,15 +48,28 @@ pub(super) const ENTRY: Registered = Registered {
             max: 1.0,
             doc: "1 ends slow start on a delay increase (HyStart, Linux and ns-3 default), 0 off",
         },
+        // RFC 5681 §3.1 eq. (2): cwnd += min(N, SMSS), so 1. RFC 3465 §2.2 allows L = 2; Linux
+        // tcp_slow_start and ns-3 3.44 TcpCubic::IncreaseWindow add every segment acknowledged
+        // (no limit: any value at or above the segments one ACK covers).
+        Param {
+            name: "abc_limit",
+            default: 1.0,
+            min: 1.0,
+            max: 1e9,
+            doc: "slow start adds at most this many segments per ACK (RFC 3465 L; RFC 5681: 1; Linux and ns-3: no limit)",
+        },
     ],
     build: |mss, p: &Params| {
-        Box::new(Cubic::new(
-            mss,
-            p.get("c"),
-            p.get("beta"),
-            p.get("fast_convergence") >= 0.5,
-            p.get("hystart") >= 0.5,
-        ))
+        Box::new(Cubic {
+            abc_limit: p.get("abc_limit"),
+            ..Cubic::new(
+                mss,
+                p.get("c"),
+                p.get("beta"),
+                p.get("fast_convergence") >= 0.5,
+                p.get("hystart") >= 0.5,
+            )
+        })
     },
 };
 
@@ -76,6 +89,8 @@ pub struct Cubic {
     beta: f64,
     fast_convergence: bool,
     hystart: bool,
+    /// Most segments slow start adds per ACK (RFC 3465's L).
+    abc_limit: f64,
     /// Window and threshold, segments.
     cwnd: f64,
     ssthresh: f64,
@@ -103,6 +118,7 @@ impl Cubic {
             beta,
             fast_convergence,
             hystart,
+            abc_limit: 1.0,
             cwnd: 2.0,
             ssthresh: f64::INFINITY,
             w_max: 0.0,
@@ -188,8 +204,9 @@ impl CongestionControl for Cubic {
         }
         let acked = segments::acked(sample.acked_bytes, self.mss);
         if self.cwnd < self.ssthresh {
-            // RFC 9438 §4.10 / RFC 5681 §3.1: slow start, at most one segment per ACK.
-            self.cwnd += acked.min(1.0);
+            // RFC 9438 §4.10 / RFC 5681 §3.1: slow start, at most one segment per ACK (RFC 3465
+            // §2.2: at most L = abc_limit).
+            self.cwnd += acked.min(self.abc_limit);
             return;
         }
         let now = sample.now;
@@ -338,6 +355,28 @@ mod tests {
         );
         assert!(!cc.in_slow_start());
         assert!(cc.ssthresh() >= 40 * MSS);
+    }
+
+    #[test]
+    fn slow_start_adds_one_segment_per_ack_unless_byte_counting_allows_more() {
+        // RFC 5681 eq. (2): an ACK of two segments adds one; with RFC 3465's L = 2 (or ns-3's and
+        // Linux's unlimited byte counting) it adds two.
+        for (limit, grown) in [(1.0, 1.0), (2.0, 2.0), (1e9, 2.0)] {
+            let mut cc = Cubic {
+                abc_limit: limit,
+                ..Cubic::new(MSS as u32, 0.4, 0.7, true, false)
+            };
+            cc.init(10 * MSS, u64::MAX);
+            cc.on_ack(&AckSample {
+                now: Time::ZERO,
+                acked_bytes: 2 * MSS,
+                rtt: None,
+                srtt: Duration::ZERO,
+                min_rtt: Duration::ZERO,
+                in_flight: 0,
+            });
+            assert_eq!(cc.cwnd(), (10.0 + grown) as u64 * MSS, "L = {limit}");
+        }
     }
 
     #[test]

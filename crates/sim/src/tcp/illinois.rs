@@ -27,6 +27,13 @@ pub(super) const ENTRY: Registered = Registered {
         Param { name: "win_thresh", default: 15.0, min: 0.0, max: 1e6, doc: "window (segments) below which it behaves as Reno" },
         // Linux tcp_illinois.c theta = 5: rounds of low delay before alpha returns to its max.
         Param { name: "theta", default: 5.0, min: 0.0, max: 1000.0, doc: "low-delay rounds before alpha jumps back to alpha_max" },
+        // Not in the paper or Linux (which measures in microseconds): ns-3 3.44's TcpIllinois
+        // truncates both delays to whole milliseconds (tcp-illinois.cc RecalcParam,
+        // GetMilliSeconds()); 0.001 reproduces that. 0 uses the delays as measured.
+        // Not in the paper or Linux (per-ACK RTT samples): ns-3 3.44 gives its controls the
+        // smoothed RTT on every ACK instead; 1 does the same.
+        Param { name: "smoothed_rtt", default: 0.0, min: 0.0, max: 1.0, doc: "1: delays from the smoothed RTT on every ACK (as ns-3), 0: from the RTT samples (paper, Linux)" },
+        Param { name: "delay_granularity", default: 0.0, min: 0.0, max: 1.0, doc: "seconds: da and dm are truncated to whole multiples of this (0 = as measured; ns-3 uses 0.001)" },
     ],
     build: |mss, p: &Params| {
         Box::new(Illinois {
@@ -36,6 +43,8 @@ pub(super) const ENTRY: Registered = Registered {
             beta_max: p.get("beta_max"),
             win_thresh: p.get("win_thresh"),
             theta: p.get("theta") as u32,
+            delay_granularity: p.get("delay_granularity"),
+            smoothed_rtt: p.get("smoothed_rtt") >= 0.5,
             ..Illinois::new(mss)
         })
     },
@@ -51,19 +60,26 @@ pub struct Illinois {
     beta_max: f64,
     win_thresh: f64,
     theta: u32,
+    /// Seconds; 0 = delays as measured.
+    delay_granularity: f64,
+    /// Delays from the smoothed RTT (ns-3) rather than the samples.
+    smoothed_rtt: bool,
     /// Window and threshold, segments.
     cwnd: f64,
     ssthresh: f64,
     alpha: f64,
     beta: f64,
-    /// Smallest and largest RTT seen (Linux resets them after a timeout).
+    /// Smallest and largest RTT seen over the connection (Linux tcp_illinois.c keeps them for
+    /// its whole life: neither a loss nor a timeout resets them).
     base_rtt: Option<Duration>,
     max_rtt: Option<Duration>,
     /// This round's RTT samples.
     sum_rtt: Duration,
     samples: u64,
-    /// Rounds in a row with a queueing delay below d1.
+    /// Linux `rtt_low`: rounds in a row with a queueing delay below d1, after a round above it.
     low_rounds: u32,
+    /// Linux `rtt_above`: a round's delay has been above d1 since alpha was last at its max.
+    rtt_above: bool,
 }
 
 impl Illinois {
@@ -77,8 +93,13 @@ impl Illinois {
             beta_max: 0.5,
             win_thresh: 15.0,
             theta: 5,
+            delay_granularity: 0.0,
+            smoothed_rtt: false,
             cwnd: 2.0,
             ssthresh: f64::INFINITY,
+            // Reno's constants until the first round's update (Linux tcp_illinois_init sets
+            // ALPHA_MAX, but its first ACK runs update_params, which below win_thresh sets
+            // ALPHA_BASE = 1).
             alpha: 1.0,
             beta: 0.5,
             base_rtt: None,
@@ -86,6 +107,7 @@ impl Illinois {
             sum_rtt: Duration::ZERO,
             samples: 0,
             low_rounds: 0,
+            rtt_above: false,
         }
     }
 
@@ -121,6 +143,27 @@ impl Illinois {
             return self.beta_max;
         }
         (self.beta_min * d3 - self.beta_max * d2 + (self.beta_max - self.beta_min) * da) / (d3 - d2)
+    }
+
+    /// Linux tcp_illinois.c alpha(): the round's alpha. Below d1 it is alpha_max at once if the
+    /// delay has not been above d1 since alpha was last at its max (`rtt_above`); otherwise alpha
+    /// stays as it was until the theta-th such round in a row (Linux: "Wait for 5 good RTT's
+    /// before allowing alpha to go alpha max").
+    fn next_alpha(&mut self, da: f64, dm: f64) -> f64 {
+        if da <= dm / 100.0 {
+            if !self.rtt_above {
+                return self.alpha_max;
+            }
+            self.low_rounds += 1;
+            if self.low_rounds < self.theta {
+                return self.alpha;
+            }
+            self.low_rounds = 0;
+            self.rtt_above = false;
+            return self.alpha_max;
+        }
+        self.rtt_above = true;
+        self.alpha_of(da, dm)
     }
 
     fn ssthresh_after_loss(&self) -> f64 {
@@ -163,7 +206,14 @@ impl CongestionControl for Illinois {
     }
 
     fn on_ack_in_recovery(&mut self, sample: &AckSample) {
-        if let Some(rtt) = sample.rtt {
+        // ns-3 3.44 hands every control the smoothed RTT instead of the sample
+        // (tcp-socket-base.cc:2136, PktsAcked(m_tcb, segsAcked, m_tcb->m_srtt)).
+        let rtt = if self.smoothed_rtt {
+            Some(sample.srtt).filter(|r| !r.is_zero())
+        } else {
+            sample.rtt
+        };
+        if let Some(rtt) = rtt {
             self.base_rtt = Some(self.base_rtt.map_or(rtt, |b| b.min(rtt)));
             self.max_rtt = Some(self.max_rtt.map_or(rtt, |m| m.max(rtt)));
             self.sum_rtt += rtt;
@@ -187,19 +237,17 @@ impl CongestionControl for Illinois {
             return;
         }
         let avg = sum.as_secs_f64() / samples as f64;
-        let da = avg - base.as_secs_f64();
-        let dm = max.as_secs_f64() - base.as_secs_f64();
-        let alpha = self.alpha_of(da, dm);
-        if alpha >= self.alpha_max {
-            // Linux tcp_illinois.c alpha(): back to alpha_max only after theta quiet rounds.
-            self.low_rounds += 1;
-            if self.low_rounds > self.theta {
-                self.alpha = self.alpha_max;
+        let truncate = |d: f64| {
+            let g = self.delay_granularity;
+            if g > 0.0 {
+                (d / g).floor() * g
+            } else {
+                d
             }
-        } else {
-            self.low_rounds = 0;
-            self.alpha = alpha;
-        }
+        };
+        let da = truncate(avg - base.as_secs_f64());
+        let dm = truncate(max.as_secs_f64() - base.as_secs_f64());
+        self.alpha = self.next_alpha(da, dm);
         self.beta = self.beta_of(da, dm);
     }
 
@@ -215,12 +263,15 @@ impl CongestionControl for Illinois {
     fn on_retransmission_timeout(&mut self, _now: Time, _in_flight: u64) {
         self.ssthresh = self.ssthresh_after_loss();
         self.cwnd = 1.0;
-        // Linux tcp_illinois.c: a timeout restarts the delay estimates and alpha.
+        // Linux tcp_illinois.c tcp_illinois_state (TCP_CA_Loss): alpha and beta back to their
+        // base values (1 and 1/2), rtt_low and rtt_above cleared, the round restarted. The base
+        // and largest RTT are kept.
         self.alpha = 1.0;
         self.beta = 0.5;
-        self.base_rtt = None;
-        self.max_rtt = None;
         self.low_rounds = 0;
+        self.rtt_above = false;
+        self.sum_rtt = Duration::ZERO;
+        self.samples = 0;
     }
 }
 
@@ -276,6 +327,99 @@ mod tests {
         assert!((cc.alpha() - 0.3).abs() < 1e-9, "{}", cc.alpha());
         assert_eq!(cc.beta(), 0.5);
         assert!(w[4] - w[3] < 0.5, "{w:?}");
+    }
+
+    #[test]
+    fn alpha_is_at_its_max_at_once_until_the_delay_first_rises_then_after_theta_quiet_rounds() {
+        // Linux tcp_illinois.c: alpha() returns ALPHA_MAX while rtt_above is clear, and after a round above d1 only on the theta-th quiet round.
+        let mut cc = Illinois::new(MSS as u32);
+        cc.init(100 * MSS, 100 * MSS);
+        let base = Duration::from_millis(100);
+        // dm = 50 ms from one sample; quiet rounds (da = 0 <= d1 = 0.5 ms): alpha_max at once.
+        cc.on_ack(&ack(Time::ZERO, MSS, 1, base + Duration::from_millis(50)));
+        run_rounds(&mut cc, MSS, Time::ZERO, 1, base);
+        assert_eq!(cc.alpha(), 10.0);
+        // One round with 25 ms of queueing: da - d1 = 24.5 ms, dm - d1 = 49.5 ms, so alpha =
+        // 49.5 x 10 / (49.5 + 24.5 x 9.7 / 0.3) = 0.5882.
+        run_rounds(
+            &mut cc,
+            MSS,
+            Time::ZERO,
+            1,
+            base + Duration::from_millis(25),
+        );
+        assert!(
+            (cc.alpha() - 495.0 / (49.5 + 24.5 * 9.7 / 0.3)).abs() < 1e-3,
+            "{}",
+            cc.alpha()
+        );
+        let low = cc.alpha();
+        // Quiet again: alpha holds for theta - 1 = 4 rounds, returns to 10 on the 5th.
+        for _ in 0..4 {
+            run_rounds(&mut cc, MSS, Time::ZERO, 1, base);
+            assert_eq!(cc.alpha(), low);
+        }
+        run_rounds(&mut cc, MSS, Time::ZERO, 1, base);
+        assert_eq!(cc.alpha(), 10.0);
+        // A timeout restores alpha 1 and beta 1/2 but keeps the delay range (base 100 ms,
+        // max 150 ms): the next quiet round is at alpha_max again.
+        cc.on_retransmission_timeout(Time::ZERO, 0);
+        assert_eq!((cc.alpha(), cc.beta()), (1.0, 0.5));
+        assert_eq!(cc.max_rtt, Some(base + Duration::from_millis(50)));
+        cc.init(100 * MSS, 100 * MSS);
+        run_rounds(&mut cc, MSS, Time::ZERO, 1, base);
+        assert_eq!(cc.alpha(), 10.0);
+    }
+
+    #[test]
+    fn a_delay_granularity_hides_queueing_below_it() {
+        // ns-3 3.44 tcp-illinois.cc RecalcParam truncates da and dm to whole milliseconds.
+        let base = Duration::from_millis(100);
+        let run = |granularity: f64| {
+            let mut cc = Illinois {
+                delay_granularity: granularity,
+                ..Illinois::new(MSS as u32)
+            };
+            cc.init(100 * MSS, 100 * MSS);
+            // Base 100 ms, dm = 20 ms; then rounds with 0.5 ms of queueing: above d1 = 0.2 ms
+            // as measured, 0 ms at a 1 ms granularity.
+            cc.on_ack(&ack(Time::ZERO, MSS, 1, base));
+            cc.on_ack(&ack(Time::ZERO, MSS, 1, base + Duration::from_millis(20)));
+            run_rounds(
+                &mut cc,
+                MSS,
+                Time::ZERO,
+                3,
+                base + Duration::from_micros(500),
+            );
+            cc.alpha()
+        };
+        // As measured: alpha = 19.8 x 10 / (19.8 + 0.3 x 9.7 / 0.3) = 6.712.
+        assert!(
+            (run(0.0) - 198.0 / (19.8 + 9.7)).abs() < 0.01,
+            "{}",
+            run(0.0)
+        );
+        assert_eq!(run(0.001), 10.0);
+    }
+
+    #[test]
+    fn with_smoothed_rtt_the_delays_come_from_the_srtt() {
+        // ns-3 3.44 passes m_srtt to PktsAcked on every ACK: samples of 100 and 150 ms while the
+        // smoothed RTT is 100 ms leave dm at 0; from the samples it is 50 ms.
+        for (smoothed, dm) in [(true, 0.0), (false, 0.05)] {
+            let mut cc = Illinois {
+                smoothed_rtt: smoothed,
+                ..Illinois::new(MSS as u32)
+            };
+            for ms in [100, 150] {
+                let mut a = ack(Time::ZERO, MSS, 1, Duration::from_millis(ms));
+                a.srtt = Duration::from_millis(100);
+                cc.on_ack(&a);
+            }
+            let (base, max) = (cc.base_rtt.unwrap(), cc.max_rtt.unwrap());
+            assert!(((max - base).as_secs_f64() - dm).abs() < 1e-9, "{smoothed}");
+        }
     }
 
     #[test]

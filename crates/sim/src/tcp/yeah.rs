@@ -172,7 +172,9 @@ impl CongestionControl for Yeah {
         let (Some(rtt), Some(base)) = (round_min, self.base_rtt) else {
             return;
         };
-        if samples < MIN_SAMPLES || self.cwnd < self.ssthresh {
+        // Linux tcp_yeah.c tcp_yeah_cong_avoid: the per-round block (`do_vegas`) runs in slow
+        // start too, so a queue above alpha ends slow start by precautionary decongestion.
+        if samples < MIN_SAMPLES {
             return;
         }
         let (rtt, base) = (rtt.as_secs_f64(), base.as_secs_f64());
@@ -259,6 +261,22 @@ mod tests {
         assert!(!cc.fast_mode());
         assert!(w[7] * 14.0 / 114.0 < 80.0, "{w:?}");
         assert!((w[7] - w[6] - 1.0).abs() < 0.1, "{w:?}");
+    }
+
+    #[test]
+    fn a_long_queue_in_slow_start_decongests_and_ends_slow_start() {
+        // Linux tcp_yeah.c: the per-round block runs in slow start as well.
+        let mut cc = Yeah::new(MSS as u32);
+        cc.init(1000 * MSS, u64::MAX);
+        assert!(cc.in_slow_start());
+        run_rounds(&mut cc, MSS, Time::ZERO, 1, Duration::from_millis(100));
+        // Slow start doubles the window each round (2000, then 4000). A 125 ms round against the
+        // 100 ms base is a queue of 4000 x 25 / 125 = 800 packets > alpha: decongestion removes
+        // them (3200) and sets ssthresh to the new window.
+        let (_, w) = run_rounds(&mut cc, MSS, Time::ZERO, 1, Duration::from_millis(125));
+        assert!(!cc.fast_mode());
+        assert!((3200.0..=3202.0).contains(&w[0]), "{w:?}");
+        assert!(!cc.in_slow_start());
     }
 
     #[test]
