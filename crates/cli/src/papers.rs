@@ -30,15 +30,11 @@ pub struct PapersArgs {
     #[arg(long)]
     pub runs: Option<u32>,
     /// Simulated time per run, instead of each file's (the warm-up is scaled alike).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = crate::run::parse_duration)]
     pub duration: Option<Duration>,
     /// Worker threads [default: the available cores].
     #[arg(long)]
     pub jobs: Option<usize>,
-}
-
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    Duration::parse(text).map_err(|e| e.to_string())
 }
 
 /// Run `qstp papers`.

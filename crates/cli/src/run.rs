@@ -89,7 +89,8 @@ pub fn congestion_help() -> String {
     out
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
+/// A command-line duration (`30s`, `500ms`), for clap.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::parse(text).map_err(|e| e.to_string())
 }
 

@@ -36,12 +36,8 @@ pub struct TestbedArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Wall-clock time per run, e.g. 30s, instead of the file's; the warm-up is scaled alike.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = crate::run::parse_duration)]
     pub duration: Option<Duration>,
-}
-
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    Duration::parse(text).map_err(|e| e.to_string())
 }
 
 /// Run `qstp testbed`.
