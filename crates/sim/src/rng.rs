@@ -17,6 +17,8 @@ pub enum StreamKind {
     Marker = 2,
     /// An agent.
     Agent = 3,
+    /// A host-level controller (the delegation coin of Free & Stunts).
+    Host = 4,
 }
 
 /// Bits of a stream id that hold the component index; above them, the part, then the kind.

@@ -6,6 +6,7 @@ use qstp_proto::{Duration, Rate};
 use qstp_sim::delegation::{
     preprocess, Change, ControllerSpec, DelegationSpec, Feasibility, Trace, TraceError,
 };
+use qstp_sim::params::ParamTable;
 use qstp_sim::GroupSpec;
 use std::path::Path;
 
@@ -37,8 +38,8 @@ pub(crate) fn delegation(
             let size = fg.packet_size.unwrap_or(packet_size) as u64;
             let feasibility = Feasibility {
                 rtt: fg.rtt,
-                // The TCP payload of a segment (40 bytes of TCP/IP headers).
-                segment_bits: size.saturating_sub(40) * 8,
+                // The TCP payload of a segment.
+                segment_bits: size.saturating_sub(u64::from(qstp_sim::validate::TCP_IP_HEADER)) * 8,
                 stunts: sg.flows,
                 // Eq. (2)'s x̄_s: by default the fair share of the bottleneck.
                 stunt_rate: stunt_rate
@@ -134,17 +135,9 @@ fn trace(mut f: Fields, dir: &Path) -> FieldResult<Trace> {
     Ok(trace)
 }
 
+/// A list of strings that must be there.
 fn strings(f: &mut Fields, key: &str) -> FieldResult<Vec<String>> {
-    let items = f
-        .opt_array(key)?
-        .ok_or_else(|| f.error(key, "missing (a list)"))?;
-    items
-        .into_iter()
-        .map(|v| match v {
-            toml::Value::String(s) => Ok(s),
-            other => Err(f.error(key, format!("expected strings, found {}", other.type_str()))),
-        })
-        .collect()
+    ParamTable::opt_strings(f, key)?.ok_or_else(|| f.error(key, "missing (a list)"))
 }
 
 #[cfg(test)]

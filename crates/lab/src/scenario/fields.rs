@@ -176,6 +176,11 @@ impl Fields {
     /// Refuse whatever was not read: every key left is unknown, with the nearest key the table
     /// knows when one is close ("did you mean rtt?").
     pub(crate) fn finish(self) -> FieldResult<()> {
+        self.leftover()
+    }
+
+    /// The first key not read, as an error (with the nearest known key, when one is close).
+    fn leftover(&self) -> FieldResult<()> {
         match self.table.keys().next() {
             None => Ok(()),
             Some(key) => {
@@ -277,14 +282,7 @@ impl ParamTable for Fields {
         Ok(Some(tables))
     }
     fn finish(&mut self) -> ParamResult<()> {
-        let rest = std::mem::take(&mut self.table);
-        let asked = std::mem::take(&mut self.asked);
-        Fields {
-            path: self.path.clone(),
-            table: rest,
-            asked,
-        }
-        .finish()
+        self.leftover()
     }
 }
 

@@ -2,7 +2,7 @@
 //! Stunts, samples the Free's throughput every control period, runs the controller, and decides
 //! for each fast-retransmit signal who backs off (004_42e0da08314fdde6.txt Fig. 2, §II).
 
-use super::delegate::{Decision, Delegator, Steerable};
+use super::delegate::{Delegator, Steerable};
 use super::{Controller, DelegationSpec};
 use crate::agent::Agent;
 use crate::loss::uniform;
@@ -10,9 +10,6 @@ use crate::rng::{stream, StreamKind};
 use crate::tcp::{LossPolicy, Signal, TcpEvent, TcpSender};
 use qstp_proto::{Duration, Rate, Time};
 use rand_chacha::ChaCha8Rng;
-
-/// Stream index of the host's random draws (the delegation coin), apart from every agent's.
-const HOST_STREAM: u64 = 1 << 40;
 
 /// What a delegation group did over a run.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -76,7 +73,7 @@ impl DelegationHost {
             free,
             stunts,
             delegator: Delegator::new(),
-            rng: stream(seed, StreamKind::Agent, HOST_STREAM),
+            rng: stream(seed, StreamKind::Host, 0),
             segment_bits,
             next_control: Time::ZERO + period,
             acked_at_last_control: 0,
@@ -132,10 +129,8 @@ impl DelegationHost {
                 let delegate = g > 0.0 && uniform(&mut self.rng) < g;
                 let (free, mut stunts) = senders(agents, self.free, &self.stunts);
                 let Some(free) = free else { return };
-                let decision = self
-                    .delegator
+                self.delegator
                     .on_free_signal(now, free, &mut stunts, delegate);
-                debug_assert!(!matches!(decision, Decision::TakenByFree));
             } else {
                 let target = self.spec.trace.at(now.saturating_since(Time::ZERO));
                 let above = self.x > target;
