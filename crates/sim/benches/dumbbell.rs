@@ -66,6 +66,7 @@ fn spec(protocol: Protocol, seconds: u64) -> SimSpec {
             access: None,
             start_spread: None,
             packet_size: None,
+            onoff: None,
         }],
         bin: Duration::from_secs(1),
         warmup: Duration::ZERO,

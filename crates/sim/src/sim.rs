@@ -2,6 +2,7 @@
 //! the records.
 
 use crate::agent::qstp::{addresses, QstpClient, QstpServer};
+use crate::agent::switch::Switch;
 use crate::agent::tcp;
 use crate::agent::udp::{OnOff, UdpSink, UdpSource};
 use crate::agent::{Agent, Binding, Ctx, UDP_IP_HEADER};
@@ -501,6 +502,12 @@ fn flow_agents(
                 congestion,
                 options,
             )?;
+            // The switch draws from the sender's stream after its start offset: groups without
+            // one see the numbers they always saw.
+            let source = match group.onoff {
+                Some(spec) => source.with_switch(Switch::new(spec, sender_rng)),
+                None => source,
+            };
             (
                 Agent::TcpSource(Box::new(source)),
                 Agent::TcpSink(Box::new(sink)),

@@ -160,6 +160,26 @@ pub struct GroupSpec {
     pub access: Option<AccessSpec>,
     /// Size of the group's data packets on the wire, bytes; `None`: the spec's `packet_size`.
     pub packet_size: Option<usize>,
+    /// Switch each flow's application on and off (TCP groups); `None`: always on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub onoff: Option<Switching>,
+}
+
+/// A flow whose application alternates between having data to send and having none: the
+/// cross traffic of the Free & Stunts experiments (004_42e0da08314fdde6.txt §IV), "turned on and
+/// off every 10 seconds randomized with a uniform distribution". Each flow starts on, at its
+/// start time; while off, its sender sends no new data (it still finishes recovering what is in
+/// flight).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Switching {
+    /// Length of an on period (its mean when `random`).
+    pub on: Duration,
+    /// Length of an off period (its mean when `random`).
+    pub off: Duration,
+    /// Draw each period uniformly between zero and twice its length, from the flow's own random
+    /// stream (the paper says "uniform" and gives the mean only); otherwise every period is
+    /// exactly `on` or `off`, and the flows of a group switch together.
+    pub random: bool,
 }
 
 /// The access links of a group's flows: each flow's sender reaches the edge, and the egress

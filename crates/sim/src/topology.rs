@@ -200,6 +200,7 @@ mod tests {
             access: None,
             start_spread: None,
             packet_size: None,
+            onoff: None,
         };
         SimSpec {
             duration: Duration::from_secs(1),

@@ -149,6 +149,20 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
         if let Some(Err(e)) = group.marker.as_ref().map(MarkerSpec::validate) {
             return component(key("marker"), e.into());
         }
+        if let Some(switching) = &group.onoff {
+            if !matches!(group.protocol, Protocol::Tcp { .. }) {
+                return invalid(
+                    &key("onoff"),
+                    "switching applies to tcp groups (cbr and onoff sources have schedules)".into(),
+                );
+            }
+            if switching.on.is_zero() || switching.off.is_zero() {
+                return invalid(
+                    &key("onoff"),
+                    "the on and off periods must be positive".into(),
+                );
+            }
+        }
         match &group.protocol {
             Protocol::Tcp {
                 congestion,

@@ -119,3 +119,45 @@ fn a_capture_sees_the_bottleneck_packets_and_changes_nothing() {
         .to_string();
     assert!(err.contains("no link named 'nowhere' (known: bottleneck, access/tcp/0, sink/tcp/0, access/tcp/1, sink/tcp/1)"), "{err}");
 }
+
+/// `onoff` switches a TCP flow's application: nothing new is delivered in its off periods, the
+/// continuous flow takes the capacity meanwhile, and the window restarts after each idle spell
+/// instead of bursting a stale window into the queue (RFC 5681 §4.1).
+#[test]
+fn switched_tcp_is_silent_while_off_and_restarts_its_window() {
+    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 100, 40);
+    let mut switched = group("S", newreno(), 1, Duration::from_millis(40));
+    switched.onoff = Some(qstp_sim::Switching {
+        on: Duration::from_secs(5),
+        off: Duration::from_secs(5),
+        random: false,
+    });
+    spec.groups = vec![
+        switched,
+        group("C", newreno(), 1, Duration::from_millis(40)),
+    ];
+    let out = qstp_sim::run(&spec).unwrap();
+    let s = &out.flows[0].delivered_bytes;
+    let c = &out.flows[1].delivered_bytes;
+    // On in [0, 5), off in [5, 10), on in [10, 15), ...: one-second bins, the edges left out.
+    let mean = |v: &[u64], bins: &[usize]| {
+        bins.iter().map(|&i| v[i] as f64 * 8.0).sum::<f64>() / bins.len() as f64
+    };
+    let on: Vec<usize> = (0..40)
+        .filter(|i| (i / 5) % 2 == 0 && i % 5 != 0 && i % 5 != 4)
+        .collect();
+    let off: Vec<usize> = (0..40).filter(|i| (i / 5) % 2 == 1 && i % 5 >= 2).collect();
+    assert!(
+        mean(s, &off) == 0.0,
+        "the switched flow delivered while off: {s:?}"
+    );
+    assert!(
+        mean(s, &on) > 3e6,
+        "the switched flow is idle while on: {s:?}"
+    );
+    // The continuous flow takes (nearly) the whole link while the other is off.
+    assert!(
+        mean(c, &off) > 8.5e6,
+        "continuous flow while the other is off: {c:?}"
+    );
+}

@@ -62,6 +62,17 @@ impl Fields {
         self.table.remove(key)
     }
 
+    /// A value, left in place.
+    pub(crate) fn peek(&self, key: &str) -> Option<&Value> {
+        self.table.get(key)
+    }
+
+    /// Put a value in place of what the file wrote (a setting the lab derives, like
+    /// `limit = "auto"`), to be read as if the file had written it.
+    pub(crate) fn set(&mut self, key: &str, value: Value) {
+        self.table.insert(key.to_string(), value);
+    }
+
     /// An optional string.
     pub(crate) fn opt_str(&mut self, key: &str) -> FieldResult<Option<String>> {
         match self.take(key) {

@@ -10,7 +10,7 @@ use super::graph::Hosts;
 use qstp_proto::config::MAX_DATAGRAM;
 use qstp_proto::{Config, Duration, ErrorControl, Order, Preset, Rate, RateControl};
 use qstp_sim::tcp::{self, CcSpec, Recovery, TcpOptions};
-use qstp_sim::{AccessSpec, GroupSpec, Protocol};
+use qstp_sim::{AccessSpec, GroupSpec, Protocol, Switching};
 use toml::Value;
 
 // The rules on these values (flow counts, RTTs, schedules, TCP options, ...) live with the spec
@@ -91,6 +91,18 @@ pub(crate) fn group(
             Some(AccessSpec { rate, delay })
         }
     };
+    let onoff = match f.opt_table("onoff")? {
+        None => None,
+        Some(mut t) => {
+            let switching = Switching {
+                on: t.duration("on")?,
+                off: t.duration("off")?,
+                random: t.opt_bool("random")?.unwrap_or(false),
+            };
+            t.finish()?;
+            Some(switching)
+        }
+    };
     let protocol = protocol(&mut f, target, flows, packet_size)?;
     f.finish()?;
     let group = GroupSpec {
@@ -104,6 +116,7 @@ pub(crate) fn group(
         start_spread,
         access,
         packet_size: own_size.map(|s| s as usize),
+        onoff,
     };
     Ok((group, hosts))
 }

@@ -20,7 +20,9 @@
 //! - `queue`: `{ kind = "droptail", limit }`, `{ kind = "red", limit, curve = [min, max, max_p],
 //!   weight }`, `{ kind = "rio", limit, in = [..], out = [..], middle = [..] (optional, yellow),
 //!   mode = "rio-c" | "rio-d", weight }` (weight defaults to 0.002), or `{ kind = "cbq", classes =
-//!   [{ name, rate, borrow, groups = ["NAME", ..], limit }, ..] }`.
+//!   [{ name, rate, borrow, groups = ["NAME", ..], limit }, ..] }`. A dumbbell's droptail or red
+//!   takes `limit = "auto"`: RTT x C / sqrt(m) packets over its groups' flows (Free & Stunts
+//!   §IV), and red then `curve = [limit / 4, limit, 0.1]` unless the file gives one.
 //! - `loss`: `{ kind = "bernoulli", p }` or `{ kind = "gilbert-elliott", p_good_to_bad,
 //!   p_bad_to_good, loss_good = 0, loss_bad = 1 }`.
 //! - `[[group]]`: `name`, `protocol` (tcp, tfrc, tfrc-sack, gtfrc, qstp, cbr, onoff), `flows`
@@ -28,6 +30,8 @@
 //!   target / flows), `marker`, `start` (default 0s), `packet_size` (default the file's). TCP: `congestion` (default newreno),
 //!   `delayed_ack` (default false), `window` (bytes, default 256 KiB). cbr and onoff: `rate` or
 //!   `schedule = [["0s", "300k"], ["60s", "1000k"]]`; onoff also `mean_on`, `mean_off` (1s).
+//!   Any tcp group: `onoff = { on, off, random = false }` switches each flow's application on
+//!   and off (periods exactly `on` and `off`, or with `random` uniform in [0, 2x] around them).
 //! - `marker`: `{ kind = "token-bucket", rate, bucket }`, `{ kind = "srtcm", cir, cbs, ebs }`,
 //!   `{ kind = "trtcm", cir, cbs, pir, pbs }`, `{ kind = "tsw2", cir, window }`,
 //!   `{ kind = "tsw3", cir, pir, window }` (window defaults to 1s), `{ kind = "gcra", pcr, cdvt,
@@ -41,6 +45,7 @@ mod fields;
 mod graph;
 mod group;
 mod network;
+mod sizing;
 mod sweep;
 
 pub use group::{protocol_name, PROTOCOLS};
@@ -471,6 +476,8 @@ fn read(doc: Table, dir: &Path) -> Result<Scenario, FieldError> {
         .map_err(|_| f.error("packet_size", format!("{packet_size} is too large")))?;
     let bin = f.opt_duration("bin")?.unwrap_or(DEFAULT_BIN);
     let links = graph::links(&mut f)?;
+    let (groups, hosts) = groups(&mut f, packet_size, links.is_some())?;
+    let crossing = sizing::Crossing::of(&groups, packet_size);
     let bottleneck = match (&links, f.has("bottleneck")) {
         (Some(_), true) => {
             return Err(f.error(
@@ -479,7 +486,7 @@ fn read(doc: Table, dir: &Path) -> Result<Scenario, FieldError> {
             ))
         }
         (Some(_), false) => None,
-        (None, true) => Some(network::link(f.table("bottleneck")?)?),
+        (None, true) => Some(network::link(f.table("bottleneck")?, Some(&crossing))?),
         (None, false) => {
             return Err(f.error(
                 "bottleneck",
@@ -487,7 +494,6 @@ fn read(doc: Table, dir: &Path) -> Result<Scenario, FieldError> {
             ))
         }
     };
-    let (groups, hosts) = groups(&mut f, packet_size, links.is_some())?;
     let topology = match (bottleneck, links) {
         (Some(bottleneck), _) => Topology::Dumbbell { bottleneck },
         (None, links) => Topology::Graph(graph::graph(

@@ -8,11 +8,16 @@ use qstp_sim::{LinkSpec, LossSpec, MarkerSpec, QueueSpec};
 // `ParamTable`, which `Fields` implements), where its rules (`QueueSpec::validate`, ...) live too:
 // this module only places the tables, and `super::parse` maps what the simulator refuses to the key.
 
-/// Read `[bottleneck]`.
-pub(crate) fn link(mut f: Fields) -> FieldResult<LinkSpec> {
+/// Read `[bottleneck]`. Its queue may be sized from the flows that cross it (`limit = "auto"`, with `flows`).
+pub(crate) fn link(
+    mut f: Fields,
+    flows: Option<&super::sizing::Crossing>,
+) -> FieldResult<LinkSpec> {
     let rate = f.rate("rate")?;
     let delay = f.opt_duration("delay")?.unwrap_or(Duration::ZERO);
-    let queue = queue(f.table("queue")?)?;
+    let mut q = f.table("queue")?;
+    super::sizing::resolve_auto(&mut q, rate, flows)?;
+    let queue = queue(q)?;
     let loss = f.opt_table("loss")?.map(loss).transpose()?;
     f.finish()?;
     Ok(LinkSpec {
@@ -51,10 +56,10 @@ mod tests {
     use qstp_sim::spec::*;
 
     fn read_link(text: &str) -> FieldResult<LinkSpec> {
-        link(Fields::new(
-            "bottleneck",
-            text.parse::<toml::Table>().unwrap(),
-        ))
+        link(
+            Fields::new("bottleneck", text.parse::<toml::Table>().unwrap()),
+            None,
+        )
     }
 
     #[test]

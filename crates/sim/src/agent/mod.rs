@@ -6,6 +6,7 @@
 //! `on_timer`, and `poll_timeout` for the next wake-up.
 
 pub mod qstp;
+pub mod switch;
 pub mod tcp;
 pub mod udp;
 

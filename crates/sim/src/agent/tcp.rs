@@ -1,5 +1,6 @@
 //! TCP agents: a saturated bulk sender and its receiver, wrapping the sans-IO TCP machines.
 
+use super::switch::Switch;
 use super::{Binding, Ctx};
 use crate::error::SimError;
 use crate::network::{Packet, Payload};
@@ -55,6 +56,8 @@ pub struct TcpSource {
     started: bool,
     /// Loss events already recorded.
     loss_events: u64,
+    /// The application's on/off cycle, if it has one.
+    switch: Option<Switch>,
 }
 
 impl TcpSource {
@@ -66,7 +69,14 @@ impl TcpSource {
             header_bytes,
             started: false,
             loss_events: 0,
+            switch: None,
         }
+    }
+
+    /// Switch the application on and off.
+    pub fn with_switch(mut self, switch: Switch) -> Self {
+        self.switch = Some(switch);
+        self
     }
 
     /// The sender, for a host-level controller.
@@ -76,6 +86,9 @@ impl TcpSource {
 
     pub(super) fn start(&mut self, ctx: &mut Ctx) {
         self.started = true;
+        if let Some(switch) = &mut self.switch {
+            switch.start(ctx.now);
+        }
         self.send(ctx);
     }
 
@@ -95,6 +108,11 @@ impl TcpSource {
     }
 
     pub(super) fn on_timer(&mut self, ctx: &mut Ctx) {
+        if let Some(switch) = &mut self.switch {
+            if switch.poll(ctx.now) {
+                self.sender.set_app_paused(ctx.now, !switch.is_on());
+            }
+        }
         if self.sender.poll_timeout().is_some_and(|t| t <= ctx.now) {
             self.sender.handle_timeout(ctx.now);
             self.record_loss_events(ctx);
@@ -113,10 +131,13 @@ impl TcpSource {
     }
 
     pub(super) fn poll_timeout(&self) -> Option<Time> {
-        if self.started {
-            self.sender.poll_timeout()
-        } else {
-            None
+        if !self.started {
+            return None;
+        }
+        let switch = self.switch.as_ref().and_then(Switch::next_change);
+        match (self.sender.poll_timeout(), switch) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 

@@ -79,6 +79,14 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn on_recovery_end(&mut self, now: Time);
     /// The retransmission timer expired (RFC 5681 §3.1: cwnd to one segment).
     fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64);
+    /// The sender was idle for longer than a retransmission timeout and sends again: RFC 5681
+    /// §4.1 restarts with cwnd = min(`restart_window`, cwnd), ssthresh unchanged. By default
+    /// through [`CongestionControl::init`], which every control here keeps to the two values.
+    fn on_idle_restart(&mut self, restart_window: u64) {
+        let ssthresh = self.ssthresh();
+        let cwnd = self.cwnd().min(restart_window);
+        self.init(cwnd, ssthresh);
+    }
     /// The rate at which to pace segments out, if the control paces; `None` sends as the window
     /// opens (ACK clocking).
     fn pacing_rate(&self) -> Option<Rate> {

@@ -108,6 +108,13 @@ impl CongestionControl for Compound {
         (self.cwnd, self.ssthresh) = segments::initial(initial_cwnd, initial_ssthresh, self.mss);
     }
 
+    fn on_idle_restart(&mut self, restart_window: u64) {
+        // RFC 5681 §4.1 on the whole window: the delay window restarts from zero too.
+        let win = self.cwnd().min(restart_window);
+        self.dwnd = 0.0;
+        self.cwnd = segments::initial(win, 0, self.mss).0;
+    }
+
     fn in_slow_start(&self) -> bool {
         self.cwnd < self.ssthresh
     }

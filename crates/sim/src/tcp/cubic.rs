@@ -186,6 +186,15 @@ impl CongestionControl for Cubic {
         (self.cwnd, self.ssthresh) = segments::initial(initial_cwnd, initial_ssthresh, self.mss);
     }
 
+    fn on_idle_restart(&mut self, restart_window: u64) {
+        // RFC 5681 §4.1, and a new epoch: the idle time must not count as growth time of W(t)
+        // (Linux tcp_cubic.c moves the epoch on CA_EVENT_TX_START for the same reason).
+        self.cwnd = self
+            .cwnd
+            .min(segments::initial(restart_window, 0, self.mss).0);
+        self.epoch_start = None;
+    }
+
     fn in_slow_start(&self) -> bool {
         self.cwnd < self.ssthresh
     }

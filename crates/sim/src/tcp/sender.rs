@@ -181,6 +181,11 @@ pub struct TcpSender {
     retransmissions: u64,
     timeouts: u64,
     fast_retransmits: u64,
+    /// The application has no new data (an on/off source in an off period).
+    app_paused: bool,
+    /// When the last segment left, for the restart after idle (RFC 5681 §4.1).
+    last_sent: Option<Time>,
+    idle_restarts: u64,
 }
 
 impl TcpSender {
@@ -228,6 +233,9 @@ impl TcpSender {
             retransmissions: 0,
             timeouts: 0,
             fast_retransmits: 0,
+            app_paused: false,
+            last_sent: None,
+            idle_restarts: 0,
         }
     }
 
@@ -302,6 +310,7 @@ impl TcpSender {
         }
         self.paced_wait = None;
         let segment = self.next_segment(now)?;
+        self.last_sent = Some(now);
         if let Some(rate) = pacing {
             let bytes = (segment.len + self.config.header_bytes) as usize;
             self.next_send_at = self.next_send_at.max(now) + rate.transmit_time(bytes);
@@ -325,6 +334,9 @@ impl TcpSender {
             return Some(self.data_segment(lost.seq, lost.len, true));
         }
         self.resend_now = false;
+        if self.app_paused {
+            return None;
+        }
         // RFC 6675 §5 NextSeg rule 2 / RFC 5681: new data within cwnd and the peer's window.
         let mss = self.mss();
         let in_peer_window = self.snd_nxt + mss <= self.snd_una.saturating_add(self.peer_window);
@@ -555,6 +567,29 @@ impl TcpSender {
         } else {
             self.cc.on_recovery_end(now);
         }
+    }
+
+    /// Whether the application has new data to send: a paused sender only retransmits what is
+    /// already in flight. On resuming after an idle period longer than the retransmission
+    /// timeout, the window restarts from min(initial window, cwnd) (RFC 5681 §4.1).
+    pub fn set_app_paused(&mut self, now: Time, paused: bool) {
+        if self.app_paused && !paused {
+            let idle = self
+                .last_sent
+                .is_some_and(|t| self.snd_nxt == self.snd_una && now - t > self.rtt.rto());
+            if idle {
+                // RFC 5681 §4.1: RW = min(IW, cwnd); ssthresh is left as it was.
+                let restart = u64::from(self.config.initial_window.max(1)) * self.mss();
+                self.cc.on_idle_restart(restart);
+                self.idle_restarts += 1;
+            }
+        }
+        self.app_paused = paused;
+    }
+
+    /// Times the window restarted after an idle period.
+    pub fn idle_restarts(&self) -> u64 {
+        self.idle_restarts
     }
 
     /// Who reacts to fast-retransmit congestion signals from now on.

@@ -593,3 +593,44 @@ mod prr {
         );
     }
 }
+
+/// RFC 5681 §4.1: a sender whose application pauses sends nothing new, and one that resumes
+/// after more than an RTO of silence restarts from the initial window; a short pause keeps cwnd.
+#[test]
+fn a_paused_sender_restarts_its_window_after_an_idle_rto() {
+    let mut net = Net::new(
+        config(1 << 20, false),
+        Rate::from_mbps(10),
+        Duration::from_millis(20),
+        no_drops(),
+    );
+    net.run_until(secs(1.0));
+    let grown = net.sender.cwnd();
+    assert!(grown > 20 * u64::from(MSS), "cwnd {grown}");
+    net.sender.set_app_paused(net.now, true);
+    let sent = net.sender.stats().segments_sent;
+    net.run_until(secs(1.05));
+    // A short pause (less than an RTO since the last segment): the window is kept (the ACKs of
+    // what was in flight still open it).
+    net.sender.set_app_paused(net.now, false);
+    assert!(net.sender.cwnd() >= grown);
+    assert_eq!(net.sender.idle_restarts(), 0);
+    net.run_until(secs(1.1));
+    net.sender.set_app_paused(net.now, true);
+    let paused_at = net.sender.stats().segments_sent;
+    assert!(paused_at > sent, "the short resume sent nothing");
+    net.run_until(secs(4.0));
+    assert_eq!(
+        net.sender.stats().segments_sent,
+        paused_at,
+        "sent while paused"
+    );
+    // Nothing left to happen: the harness stops early; the clock moves on without it.
+    net.now = net.now.max(secs(4.0));
+    net.sender.set_app_paused(net.now, false);
+    let iw = u64::from(TcpConfig::default().initial_window) * u64::from(MSS);
+    assert_eq!(net.sender.cwnd(), iw);
+    assert_eq!(net.sender.idle_restarts(), 1);
+    net.run_until(secs(5.0));
+    assert!(net.sender.stats().segments_sent > paused_at);
+}

@@ -38,6 +38,7 @@ pub fn group(name: &str, protocol: Protocol, flows: u32, rtt: Duration) -> Group
         access: None,
         start_spread: None,
         packet_size: None,
+        onoff: None,
     }
 }
 
