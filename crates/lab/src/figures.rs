@@ -222,6 +222,16 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
         if let Some(figure) = queue_figure(first, summary, p, &label, result.runs[0].seed, warmup) {
             out.push(figure);
         }
+        if let Some(d) = crate::delegation_view::delegation_series(&point.scenario, first) {
+            out.push(crate::delegation_view::delegation_figure(
+                &point.scenario,
+                &d,
+                summary,
+                p,
+                &label,
+                result.runs[0].seed,
+            ));
+        }
     }
     if (2..=4).contains(&panels.len()) {
         // One y scale for every panel, so they compare at a glance.
@@ -259,6 +269,7 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
     out.extend(flow_sweep_figures(plan, summary));
     out.extend(swept_key_figures(plan, summary));
     out.extend(metric_figures(plan, summary));
+    out.extend(crate::delegation_view::matching_figures(plan, summary));
     out
 }
 
@@ -492,7 +503,7 @@ fn tcp_only(groups: &[qstp_sim::GroupSpec]) -> bool {
 
 /// The points grouped by the values of the swept keys other than `key`, in order of first
 /// appearance, each group labelled `key=value, ...` (empty when `key` is the only one).
-fn by_other_keys(plan: &Plan, key: &str) -> Vec<(String, Vec<usize>)> {
+pub(crate) fn by_other_keys(plan: &Plan, key: &str) -> Vec<(String, Vec<usize>)> {
     let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
     for (p, point) in plan.points.iter().enumerate() {
         let others: serde_json::Map<String, serde_json::Value> = point

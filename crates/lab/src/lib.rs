@@ -13,6 +13,7 @@ pub mod scenario;
 /// The simulator's entry point, as the runner calls it.
 pub use qstp_sim::run_with_progress as simulate;
 pub mod choose;
+pub mod delegation_view;
 pub mod figures;
 pub mod output;
 pub mod papers;

@@ -1,7 +1,8 @@
 //! Writes a finished plan to its results folder: `summary.json`, `runs.csv` (every run's per-flow
 //! results, one row per run and flow), `series.csv` (every run's time series in long format, one
 //! row per time, run, flow and metric, and per bottleneck queue), `series/*.csv` (the first run's
-//! series, one column per flow), `plots/*.svg` and `plots/*.pdf`, `report.html`, and with
+//! series, one column per flow; `series/delegation-*.csv` the Free & Stunts view of it),
+//! `plots/*.svg` and `plots/*.pdf`, `report.html`, and with
 //! `--pcap` the packet captures in `pcap/` ([`crate::pcap`]).
 //!
 //! The folder is the lab's: it holds a `.qstp-results` marker, and a later run into it first
@@ -210,6 +211,11 @@ fn write_outputs(
             .collect();
         write(&path, &series_csv(s, &names))?;
         series.push(path);
+        if let Some(d) = crate::delegation_view::delegation_series(&point.scenario, s) {
+            let path = series_dir.join(format!("delegation-{}.csv", point_stem(summary, p)));
+            write(&path, &crate::delegation_view::delegation_csv(&d))?;
+            series.push(path);
+        }
     }
 
     let (report_path, plots) = write_figures(dir, plan, results, summary)?;
