@@ -556,7 +556,7 @@ pub fn text_table(s: &Summary) -> String {
 /// A swept key as labels show it: the first of keys joined with `+`, without `group.`
 /// (`group.CD.flows+group.CD.target` is `CD.flows`).
 pub fn short_key(key: &str) -> &str {
-    let first = key.split('+').next().unwrap_or(key);
+    let first = key.split(['+', ',']).next().unwrap_or(key);
     first.strip_prefix("group.").unwrap_or(first)
 }
 

@@ -38,7 +38,9 @@
 //!   scr, mbs, tagging }` (ATM policing, ITU-T I.371).
 //! - `[sweep]`: `"dotted.key" = [values]`; every combination is a point. In a key, a list of tables
 //!   is indexed by element `name` (`group.AB.protocol`) or number; keys joined with `+` move
-//!   together (`"group.A.protocol+group.B.protocol" = ["tfrc", "gtfrc"]`).
+//!   together (`"group.A.protocol+group.B.protocol" = ["tfrc", "gtfrc"]`), and so do keys joined
+//!   with `,`, each value then a list with one element per key (`"bottleneck.rate,group.X.flows"
+//!   = [["40M", 10], ["80M", 20]]`).
 
 mod delegation;
 mod fields;
@@ -305,8 +307,8 @@ pub fn parse(text: &str, file: &str, overrides: &Overrides) -> Result<Plan, Scen
     for combination in sweep::combinations(&axes) {
         let mut point_doc = doc.clone();
         for (key, value) in &combination {
-            for part in key.split('+') {
-                sweep::apply(&mut point_doc, part, value.clone()).map_err(field)?;
+            for (part, v) in sweep::assignments(key, value) {
+                sweep::apply(&mut point_doc, &part, v).map_err(field)?;
             }
         }
         let dir = Path::new(file).parent().unwrap_or(Path::new("."));
@@ -315,7 +317,7 @@ pub fn parse(text: &str, file: &str, overrides: &Overrides) -> Result<Plan, Scen
             if e.unknown
                 && sweep_keys
                     .iter()
-                    .any(|k| k.split('+').any(|part| part == e.key))
+                    .any(|k| sweep::parts(k).any(|part| part == e.key))
             {
                 field(FieldError::new(
                     format!("sweep.{}", e.key),
@@ -336,8 +338,7 @@ pub fn parse(text: &str, file: &str, overrides: &Overrides) -> Result<Plan, Scen
             });
             // A value the sweep set: say which point refused it.
             let swept = combination.iter().any(|(k, _)| {
-                k.split('+')
-                    .any(|part| key == part || key.starts_with(&format!("{part}.")))
+                sweep::parts(k).any(|part| key == part || key.starts_with(&format!("{part}.")))
             });
             if swept {
                 reason = format!("{reason} (at sweep point {})", params_key(&combination));

@@ -2,6 +2,8 @@
 //! point. In a path, an array of tables is indexed by the `name` of its element
 //! (`group.AB.protocol`, `bottleneck.queue.classes.pipe.rate`) or by a number. Keys joined with
 //! `+` (`"group.A.protocol+group.B.protocol"`) move together: each value is set at every one.
+//! Keys joined with `,` (`"bottleneck.rate,group.X.flows" = [["40M", 10], ["80M", 20]]`) move
+//! together too, each value a list with one element per key, set in order.
 
 use super::fields::FieldError;
 use toml::{Table, Value};
@@ -41,7 +43,21 @@ fn flatten(prefix: &str, table: Table, out: &mut Vec<Axis>) -> Result<(), FieldE
         };
         match v {
             Value::Table(t) => flatten(&key, t, out)?,
-            Value::Array(values) if !values.is_empty() => out.push(Axis { key, values }),
+            Value::Array(values) if !values.is_empty() => {
+                let zipped = key.split(',').count();
+                if zipped > 1 {
+                    let fits = |v: &Value| v.as_array().is_some_and(|a| a.len() == zipped);
+                    if let Some(bad) = values.iter().find(|v| !fits(v)) {
+                        return Err(FieldError::new(
+                            format!("sweep.{key}"),
+                            format!(
+                                "keys joined with ',' take lists of {zipped} values (one per key), found {bad}"
+                            ),
+                        ));
+                    }
+                }
+                out.push(Axis { key, values })
+            }
             Value::Array(_) => {
                 return Err(FieldError::new(
                     format!("sweep.{key}"),
@@ -76,6 +92,26 @@ pub(crate) fn combinations(axes: &[Axis]) -> Vec<Vec<(String, Value)>> {
             .collect();
     }
     points
+}
+
+/// Every `(key, value)` one swept value sets: `+` gives each key the whole value, `,` each key
+/// its element of the value (checked by [`axes`]).
+pub(crate) fn assignments(key: &str, value: &Value) -> Vec<(String, Value)> {
+    if key.contains(',') {
+        let values = value.as_array().cloned().unwrap_or_default();
+        key.split(',')
+            .map(str::trim)
+            .zip(values)
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+    } else {
+        key.split('+').map(|k| (k.to_string(), value.clone())).collect()
+    }
+}
+
+/// The single keys a swept key names (joined with `+` or `,`).
+pub(crate) fn parts(key: &str) -> impl Iterator<Item = &str> {
+    key.split(['+', ',']).map(str::trim)
 }
 
 /// Set `key` (dotted) in `doc` to `value`. Every table and element on the way must exist; the last
@@ -163,6 +199,27 @@ mod tests {
         assert_eq!(points[1][1].1.as_integer(), Some(2));
         assert_eq!(points[3][0].1.as_str(), Some("qstp"));
         assert_eq!(combinations(&[]), vec![Vec::new()]);
+    }
+
+    #[test]
+    fn keys_joined_with_a_comma_take_one_element_each() {
+        let sweep: Table = "\"bottleneck.rate,group.CD.flows\" = [[\"2M\", 4], [\"4M\", 8]]"
+            .parse()
+            .unwrap();
+        let points = combinations(&axes(sweep).unwrap());
+        assert_eq!(points.len(), 2);
+        let set = assignments(&points[1][0].0, &points[1][0].1);
+        assert_eq!(set[0], ("bottleneck.rate".into(), Value::String("4M".into())));
+        assert_eq!(set[1], ("group.CD.flows".into(), Value::Integer(8)));
+        let mut d = doc();
+        for (k, v) in set {
+            apply(&mut d, &k, v).unwrap();
+        }
+        assert_eq!(d["group"][1]["flows"].as_integer(), Some(8));
+        let err = axes("\"a,b\" = [[1, 2], [3]]".parse().unwrap()).unwrap_err();
+        assert_eq!(err.key, "sweep.a,b");
+        assert!(err.reason.contains("lists of 2 values"), "{}", err.reason);
+        assert_eq!(parts("a.b+c,d").collect::<Vec<_>>(), ["a.b", "c", "d"]);
     }
 
     #[test]
