@@ -139,6 +139,7 @@ mod tests {
                 fairness: None,
                 retransmitted: 0.0,
                 matching: None,
+                signals: None,
             }],
             queues: vec![],
             target_fairness: None,

@@ -486,7 +486,8 @@ fn rate_figure(
 
 /// Whether a swept key (or one of the keys joined with `+`) is a number of flows.
 fn is_flows_key(key: &str) -> bool {
-    key.split(['+', ',']).any(|part| part.trim().ends_with(".flows"))
+    key.split(['+', ','])
+        .any(|part| part.trim().ends_with(".flows"))
 }
 
 /// The index of the swept key that is a number of flows, if one is.

@@ -126,6 +126,21 @@ pub struct RunMetrics {
     /// paper eqs. 16-19), when the run has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matching: Option<qstp_sim::delegation::Matching>,
+    /// Who took the delegation group's congestion signals over the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signals: Option<Signals>,
+}
+
+/// Who took a delegation group's congestion signals (Free & Stunts §II-B): per run, or the mean
+/// over runs in a summary.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Signals {
+    /// Fast-retransmit signals of the Free that Stunts backed off for.
+    pub delegated: f64,
+    /// Signals of the Free it reacted to itself (not delegated, or the Stunts too small).
+    pub reacted: f64,
+    /// Signals of Stunts the Free took (reverse delegation).
+    pub taken_by_free: f64,
 }
 
 /// Reduce one run; `warmup` is left out of the means; `keep_series` keeps the time series.
@@ -159,6 +174,11 @@ pub fn reduce(
         let skip = warmup.as_nanos().div_ceil(d.period.as_nanos().max(1)) as usize;
         qstp_sim::delegation::matching(d.samples.get(skip..).unwrap_or(&[]))
     });
+    let signals = output.delegation.as_ref().map(|d| Signals {
+        delegated: d.delegated as f64,
+        reacted: d.reacted as f64,
+        taken_by_free: d.taken_by_free as f64,
+    });
     RunMetrics {
         seed,
         events: output.events,
@@ -167,6 +187,7 @@ pub fn reduce(
         queues: output.queues.clone(),
         series,
         matching,
+        signals,
     }
 }
 

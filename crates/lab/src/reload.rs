@@ -119,6 +119,7 @@ pub fn load(dir: &Path) -> Result<Loaded, ReloadError> {
                     queues: Vec::new(),
                     series: None,
                     matching: None,
+                    signals: None,
                 })
                 .collect(),
         })

@@ -171,6 +171,10 @@ pub struct GroupSummary {
     /// (Free & Stunts paper eqs. 16-19), means over runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matching: Option<qstp_sim::delegation::Matching>,
+    /// For the Free connection of a delegation group: who took the group's congestion signals,
+    /// means per run over the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signals: Option<crate::metrics::Signals>,
 }
 
 /// The packets of one code point at one queue, means per run.
@@ -257,6 +261,7 @@ fn point(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> PointSummary {
             let mut summary = group(g, spec, runs);
             if free == Some(spec.name.as_str()) {
                 summary.matching = mean_matching(runs);
+                summary.signals = mean_signals(runs);
             }
             summary
         })
@@ -338,7 +343,20 @@ fn group(g: usize, spec: &qstp_sim::GroupSpec, runs: &[RunMetrics]) -> GroupSumm
             retransmitted as f64 / sent as f64
         },
         matching: None,
+        signals: None,
     }
+}
+
+/// The mean over runs of each signal count.
+fn mean_signals(runs: &[RunMetrics]) -> Option<crate::metrics::Signals> {
+    let all: Vec<_> = runs.iter().filter_map(|r| r.signals).collect();
+    let mean =
+        |f: fn(&crate::metrics::Signals) -> f64| all.iter().map(f).sum::<f64>() / all.len() as f64;
+    (!all.is_empty()).then(|| crate::metrics::Signals {
+        delegated: mean(|s| s.delegated),
+        reacted: mean(|s| s.reacted),
+        taken_by_free: mean(|s| s.taken_by_free),
+    })
 }
 
 /// The mean over runs of each matching metric (delta over the runs that have one).

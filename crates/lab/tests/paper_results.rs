@@ -287,3 +287,78 @@ fn results_do_not_depend_on_the_number_of_threads() {
     );
     assert!(one.iter().all(|p| p.runs.iter().all(|r| r.events > 0)));
 }
+
+/// The Free's matching metrics in a Free & Stunts summary point.
+fn free_matching(point: &PointSummary) -> qstp_sim::delegation::Matching {
+    group(point, "F")
+        .matching
+        .expect("the Free has matching metrics")
+}
+
+fn int_point<'a>(s: &'a Summary, key: &str, value: i64) -> &'a PointSummary {
+    s.points
+        .iter()
+        .find(|p| p.params[key].as_i64() == Some(value))
+        .unwrap()
+}
+
+/// Free & Stunts Fig. 4 (80 Mbit/s, 16 of 20 cross flows switched on and off, the step trace):
+/// with the PI controller and 10 Stunts the Free matches its trace with a V* at least 4 times
+/// lower than the same connection without delegation (120 s, one run each).
+#[test]
+fn free_and_stunts_match_the_trace_far_better_than_the_free_alone() {
+    let s = run(
+        "fs-fig4",
+        Overrides {
+            runs: Some(1),
+            duration: Some(Duration::from_secs(120)),
+            ..Default::default()
+        },
+        |doc| {
+            let sweep = doc["sweep"].as_table_mut().unwrap();
+            sweep.clear();
+            sweep.insert(
+                "delegation.controller.kind".into(),
+                Value::Array(vec!["none".into(), "pi".into()]),
+            );
+            // The paper's middle panel: 80 Mbit/s, 20 cross flows (16 of them switched).
+            let point: Value = Value::Array(vec!["80M".into(), 20.into(), 16.into()]);
+            sweep.insert(
+                "bottleneck.rate,group.X.flows,group.X.onoff.flows".into(),
+                Value::Array(vec![point]),
+            );
+        },
+    );
+    let alone = free_matching(point(&s, "delegation.controller.kind", "none"));
+    let pi = free_matching(point(&s, "delegation.controller.kind", "pi"));
+    assert!(
+        pi.v_star * 4.0 <= alone.v_star,
+        "V* with delegation {:.3e}, without {:.3e} (bit/s)^2",
+        pi.v_star,
+        alone.v_star
+    );
+}
+
+/// Free & Stunts Fig. 5, non-random cross traffic: V* has an interior optimum in the number of
+/// Stunts, lower at 6 Stunts than at 2 (too few to take the Free's reductions) and at 20 (a
+/// bottleneck congested into timeouts). 150 s, one run per point, as the paper's points.
+#[test]
+fn free_and_stunts_have_an_interior_optimum_in_the_number_of_stunts() {
+    let s = run(
+        "fs-fig5",
+        Overrides {
+            duration: Some(Duration::from_secs(150)),
+            ..Default::default()
+        },
+        |doc| {
+            set_sweep(doc, "group.S.flows", vec![2.into(), 6.into(), 20.into()]);
+            set_sweep(doc, "group.X.onoff.flows", vec![0.into()]);
+        },
+    );
+    let v = |n: i64| free_matching(int_point(&s, "group.S.flows", n)).v_star;
+    let (few, mid, many) = (v(2), v(6), v(20));
+    assert!(
+        mid < few && mid < many,
+        "V* at 2, 6, 20 Stunts: {few:.3e}, {mid:.3e}, {many:.3e} (bit/s)^2"
+    );
+}

@@ -505,8 +505,10 @@ fn flow_agents(
             // The switch draws from the sender's stream after its start offset: groups without
             // one see the numbers they always saw.
             let source = match group.onoff {
-                Some(spec) => source.with_switch(Switch::new(spec, sender_rng)),
-                None => source,
+                Some(spec) if ends.flow < spec.flows.unwrap_or(u32::MAX) => {
+                    source.with_switch(Switch::new(spec, sender_rng))
+                }
+                _ => source,
             };
             (
                 Agent::TcpSource(Box::new(source)),

@@ -180,6 +180,11 @@ pub struct Switching {
     /// stream (the paper says "uniform" and gives the mean only); otherwise every period is
     /// exactly `on` or `off`, and the flows of a group switch together.
     pub random: bool,
+    /// How many of the group's flows switch (its first ones); the others send all along.
+    /// `None`: every flow. (The paper's "8 of the cross-traffic connections ... randomized ...
+    /// with the exception of 2 cross-traffic flows which were continuous".)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<u32>,
 }
 
 /// The access links of a group's flows: each flow's sender reaches the edge, and the egress

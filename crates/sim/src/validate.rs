@@ -156,6 +156,12 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
                     "switching applies to tcp groups (cbr and onoff sources have schedules)".into(),
                 );
             }
+            if switching.flows.is_some_and(|n| n > group.flows) {
+                return invalid(
+                    &key("onoff.flows"),
+                    format!("the group has {} flows", group.flows),
+                );
+            }
             if switching.on.is_zero() || switching.off.is_zero() {
                 return invalid(
                     &key("onoff"),

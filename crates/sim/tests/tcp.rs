@@ -131,6 +131,7 @@ fn switched_tcp_is_silent_while_off_and_restarts_its_window() {
         on: Duration::from_secs(5),
         off: Duration::from_secs(5),
         random: false,
+        flows: None,
     });
     spec.groups = vec![
         switched,

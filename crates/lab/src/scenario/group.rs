@@ -98,6 +98,9 @@ pub(crate) fn group(
                 on: t.duration("on")?,
                 off: t.duration("off")?,
                 random: t.opt_bool("random")?.unwrap_or(false),
+                flows: t
+                    .opt_u64("flows")?
+                    .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
             };
             t.finish()?;
             Some(switching)

@@ -30,8 +30,8 @@
 //!   target / flows), `marker`, `start` (default 0s), `packet_size` (default the file's). TCP: `congestion` (default newreno),
 //!   `delayed_ack` (default false), `window` (bytes, default 256 KiB). cbr and onoff: `rate` or
 //!   `schedule = [["0s", "300k"], ["60s", "1000k"]]`; onoff also `mean_on`, `mean_off` (1s).
-//!   Any tcp group: `onoff = { on, off, random = false }` switches each flow's application on
-//!   and off (periods exactly `on` and `off`, or with `random` uniform in [0, 2x] around them).
+//!   Any tcp group: `onoff = { on, off, random = false, flows }` switches each flow's application
+//!   (or its first `flows`) on and off (periods exactly `on` and `off`, or with `random` uniform in [0, 2x] around them).
 //! - `marker`: `{ kind = "token-bucket", rate, bucket }`, `{ kind = "srtcm", cir, cbs, ebs }`,
 //!   `{ kind = "trtcm", cir, cbs, pir, pbs }`, `{ kind = "tsw2", cir, window }`,
 //!   `{ kind = "tsw3", cir, pir, window }` (window defaults to 1s), `{ kind = "gcra", pcr, cdvt,

@@ -105,7 +105,9 @@ pub(crate) fn assignments(key: &str, value: &Value) -> Vec<(String, Value)> {
             .map(|(k, v)| (k.to_string(), v))
             .collect()
     } else {
-        key.split('+').map(|k| (k.to_string(), value.clone())).collect()
+        key.split('+')
+            .map(|k| (k.to_string(), value.clone()))
+            .collect()
     }
 }
 
@@ -209,7 +211,10 @@ mod tests {
         let points = combinations(&axes(sweep).unwrap());
         assert_eq!(points.len(), 2);
         let set = assignments(&points[1][0].0, &points[1][0].1);
-        assert_eq!(set[0], ("bottleneck.rate".into(), Value::String("4M".into())));
+        assert_eq!(
+            set[0],
+            ("bottleneck.rate".into(), Value::String("4M".into()))
+        );
         assert_eq!(set[1], ("group.CD.flows".into(), Value::Integer(8)));
         let mut d = doc();
         for (k, v) in set {

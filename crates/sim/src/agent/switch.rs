@@ -82,6 +82,7 @@ mod tests {
             on: secs(10),
             off: secs(5),
             random: false,
+            flows: None,
         };
         let mut s = Switch::new(spec, ChaCha8Rng::seed_from_u64(1));
         assert_eq!(s.next_change(), None);
@@ -102,6 +103,7 @@ mod tests {
             on: secs(10),
             off: secs(10),
             random: true,
+            flows: None,
         };
         let mut s = Switch::new(spec, ChaCha8Rng::seed_from_u64(7));
         s.start(Time::ZERO);

@@ -150,17 +150,19 @@ impl Trace {
     }
 
     /// A trace from CSV text: one `seconds,throughput` line per point, throughput in bit/s or
-    /// with a unit (`4M`); blank lines, `#` comments and a header line starting with a letter are
-    /// skipped.
+    /// with a unit (`4M`); blank lines, `#` comments and a header line starting with a letter
+    /// (the first line that is neither) are skipped.
     pub fn from_csv(text: &str) -> Result<Trace, TraceError> {
         let mut points = Vec::new();
+        let mut header_allowed = true;
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
-            let first = line.chars().next();
-            if line.is_empty()
-                || line.starts_with('#')
-                || (n == 0 && first.is_some_and(char::is_alphabetic))
-            {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let header = header_allowed && line.chars().next().is_some_and(char::is_alphabetic);
+            header_allowed = false;
+            if header {
                 continue;
             }
             let bad = |reason: String| TraceError::Line {
@@ -267,5 +269,12 @@ mod tests {
             Err(TraceError::Line { line: 2, .. })
         ));
         assert_eq!(Trace::from_csv("# nothing\n"), Err(TraceError::Empty));
+        // A header after comments is skipped; a word among the points is an error.
+        let t = Trace::from_csv("# about\nseconds,bps\n0,1M\n").unwrap();
+        assert_eq!(t.points().len(), 1);
+        assert!(matches!(
+            Trace::from_csv("0,1M\nseconds,bps\n"),
+            Err(TraceError::Line { line: 2, .. })
+        ));
     }
 }
