@@ -211,3 +211,77 @@ pub fn matching_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::execute;
+    use crate::scenario::{parse, Overrides};
+
+    /// The example file, shortened, with `sweep` in place of its own.
+    fn run(sweep: &str) -> (Plan, Vec<crate::runner::PointResult>, Summary) {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/examples/free-stunts.toml"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let text = format!(
+            "{}[sweep]\n{sweep}\n",
+            &text[..text.find("[sweep]").unwrap()]
+        );
+        let overrides = Overrides {
+            runs: Some(1),
+            duration: Some(Duration::from_secs(70)),
+            ..Default::default()
+        };
+        let plan = parse(&text, path, &overrides).unwrap();
+        let results = execute(&plan, 2, crate::simulate, &|_| {}).unwrap();
+        let summary = crate::summary::build(&plan, &results, &overrides);
+        (plan, results, summary)
+    }
+
+    #[test]
+    fn the_series_put_the_free_beside_the_trace_and_the_group_means() {
+        let (plan, results, summary) = run("\"group.S.flows\" = [2, 4]");
+        for (p, point) in plan.points.iter().enumerate() {
+            let series = results[p].runs[0].series.as_ref().unwrap();
+            let d = delegation_series(&point.scenario, series).unwrap();
+            let stunts = point.scenario.groups[1].flows;
+            let bins = (70.0 / series.bin.as_secs_f64()).round() as usize;
+            assert_eq!(d.time_s.len(), bins);
+            // The trace: 2.5 Mbit/s, then 1.5 from 60 s (at the end of each bin).
+            let at = |t: f64| d.time_s.iter().position(|&x| x >= t).unwrap();
+            assert_eq!(d.target_bps[at(59.0)], 2_500_000.0);
+            assert_eq!(d.target_bps[at(60.5)], 1_500_000.0);
+            let group = |g: usize| group_series(series, g, |f| &f.throughput_bps);
+            assert_eq!(d.free_bps, group(0));
+            for i in [at(10.0), at(40.0), at(65.0)] {
+                assert!((d.stunt_mean_bps[i] - group(1)[i] / f64::from(stunts)).abs() < 1e-6);
+                assert!((d.cross_mean_bps[i] - group(2)[i] / 5.0).abs() < 1e-6);
+                assert!(d.free_bps[i] > 0.0 && d.stunt_mean_bps[i] > 0.0);
+            }
+            let csv = delegation_csv(&d);
+            assert!(csv.starts_with("time_s,target_bps,free_bps,stunt_mean_bps,cross_mean_bps\n"));
+            assert_eq!(csv.lines().count(), bins + 1);
+            let figure = delegation_figure(&point.scenario, &d, &summary, p, "x", 1);
+            assert_eq!(figure.chart.lines.len(), 4);
+            assert!(figure.stem.starts_with("delegation-p0"));
+        }
+        // Figs. 5 and 7: V+, V- and V* against the number of Stunts, one point per value.
+        let figures = matching_figures(&plan, &summary);
+        assert_eq!(figures.len(), 1);
+        let lines = &figures[0].chart.lines;
+        assert_eq!(lines.len(), 3);
+        assert!(lines
+            .iter()
+            .all(|l| l.points.len() == 2 && l.points[0].0 == 2.0));
+        let v_star = summary.points[1].flows[0].matching.unwrap().v_star / 1e12;
+        assert!((lines[0].points[1].1 - v_star).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_sweep_over_a_word_draws_no_matching_figure() {
+        let (plan, _, summary) = run("\"delegation.controller.kind\" = [\"none\", \"pi\"]");
+        assert!(matching_figures(&plan, &summary).is_empty());
+    }
+}
