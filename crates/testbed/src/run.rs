@@ -105,7 +105,7 @@ pub struct RunReport {
 pub struct GroupReport {
     /// The group.
     pub name: String,
-    /// The kernel congestion control its senders use (`None`: a UDP group).
+    /// The kernel congestion control its senders use (`None`: a qstp-net or UDP group).
     pub congestion: Option<String>,
     /// Its hosts' TCP settings.
     pub tcp: HostTcp,
