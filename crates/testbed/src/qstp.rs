@@ -185,19 +185,21 @@ pub fn spawn_sender(
             let data = vec![0x5au8; CHUNK];
             let mut conn = conn;
             while !timing.done(&stop) {
+                // A write waits at most one poll (a full send buffer can hold it much longer),
+                // so that every bin is sampled; an unfinished write has taken nothing.
                 let wrote = if stream {
-                    until_done(conn.write(&data), &timing, &stop)
+                    tokio::time::timeout(POLL, conn.write(&data))
                         .await
                         .map(|r| r.map(|_| ()))
                 } else {
-                    until_done(conn.send_message(&data[..message]), &timing, &stop)
+                    tokio::time::timeout(POLL, conn.send_message(&data[..message]))
                         .await
                         .map(|r| r.map_err(std::io::Error::from))
                 };
                 match wrote {
-                    None | Some(Ok(())) => {}
-                    Some(Err(_)) if timing.done(&stop) => break,
-                    Some(Err(e)) => return Err(host_error(&netns, "write", e)),
+                    Err(_) | Ok(Ok(())) => {}
+                    Ok(Err(_)) if timing.done(&stop) => break,
+                    Ok(Err(e)) => return Err(host_error(&netns, "write", e)),
                 }
                 let bin = timing.bin_of(timing.clock.now());
                 if bin > sampled {
