@@ -24,7 +24,7 @@ struct TestbedSummary<'a> {
 /// Arguments of `qstp testbed`.
 #[derive(clap::Args)]
 pub struct TestbedArgs {
-    /// The scenario file (TOML); its groups must be `protocol = "tcp"`, `"cbr"` or `"onoff"` for now.
+    /// The scenario file (TOML): a dumbbell, without access links.
     pub scenario: PathBuf,
     /// Folder for summary.json, series/, plots/ and report.html [default: results/<scenario name>-testbed/].
     #[arg(long)]

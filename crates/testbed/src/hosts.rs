@@ -188,12 +188,9 @@ pub fn spawn_sender(
 ) -> JoinHandle<Result<SenderOutput, TestbedError>> {
     std::thread::spawn(move || {
         ns::enter(&netns)?;
-        while timing.clock.now() < start {
-            if timing.done(&stop) {
-                return Ok(SenderOutput::default());
-            }
-            let wait = (start - timing.clock.now()).as_nanos().min(20_000_000);
-            std::thread::sleep(std::time::Duration::from_nanos(wait));
+        wait_until(start, &timing, &stop);
+        if timing.done(&stop) {
+            return Ok(SenderOutput::default());
         }
         let err = |what: &str, e: std::io::Error| host_error(&netns, what, e);
         let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
@@ -252,6 +249,14 @@ pub fn spawn_sender(
         let _ = stream.shutdown(std::net::Shutdown::Both);
         Ok(out)
     })
+}
+
+/// Sleep until `start`, or until the run is over.
+pub(crate) fn wait_until(start: Time, timing: &Timing, stop: &AtomicBool) {
+    while timing.clock.now() < start && !timing.done(stop) {
+        let wait = (start - timing.clock.now()).as_nanos().min(20_000_000);
+        std::thread::sleep(std::time::Duration::from_nanos(wait));
+    }
 }
 
 /// Connect `socket` to `to`, waiting in short polls; `Ok(false)` if the run ended first.

@@ -7,8 +7,9 @@
 //! disciplines, edge markers, loss models and sans-IO [`qstp_sim::network::Link`]) on a monotonic
 //! nanosecond clock, and measures how late each packet left against its schedule. Groups of
 //! `protocol = "tcp"` run kernel TCP (a bulk sender and a sink of ours, the group's congestion
-//! control chosen with `TCP_CONGESTION`); `cbr` and `onoff` groups are UDP sources following
-//! their rate schedule ([`udp`]); other protocols are refused for now. Every namespace, and with
+//! control chosen with `TCP_CONGESTION`); `qstp`, `tfrc-sack`, `tfrc` and `gtfrc` groups run
+//! qstp-net endpoints with the group's composition and target ([`qstp`]); `cbr` and `onoff`
+//! groups are UDP sources following their rate schedule ([`udp`]). Every namespace, and with
 //! it every device, is removed when the run ends, on error, on panic and on Ctrl-C
 //! ([`ns::Namespaces`], [`signal`]). It needs root (CAP_NET_ADMIN) and `/dev/net/tun`
 //! ([`check_privileges`]). What it returns is a [`qstp_sim::RunOutput`], so the lab turns it
@@ -18,10 +19,12 @@
 // This crate lives in real time: it reads the clock.
 #![allow(clippy::disallowed_types)]
 
+pub mod flows;
 pub mod hosts;
 pub mod lines;
 pub mod ns;
 pub mod packet;
+pub mod qstp;
 pub mod router;
 mod run;
 pub mod setup;

@@ -1,16 +1,16 @@
 //! One testbed run: check the scenario, build the namespaces, start sinks, router and senders,
 //! wait out the duration, collect, and tear everything down.
 
+use crate::flows;
 use crate::hosts::{self, SenderOutput, Timing};
 use crate::lines::{Accuracy, Clock, LATE_NS};
 use crate::ns::{self, Namespaces};
 use crate::router::{self, DirectionOutput, FlowPath, GroupPath, RouterSpec};
 use crate::setup::{self, HostPair, HostTcp};
-use crate::{udp, TestbedError};
+use crate::TestbedError;
 use qstp_proto::{Duration, Time};
 use qstp_sim::{FlowRecord, Protocol, RunOutput, SimSpec, Topology};
 use rand::RngCore;
-use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -105,7 +105,7 @@ pub struct RunReport {
 pub struct GroupReport {
     /// The group.
     pub name: String,
-    /// The kernel congestion control its senders use (`None`: a UDP group).
+    /// The kernel congestion control its senders use (`None`: a qstp-net or UDP group).
     pub congestion: Option<String>,
     /// Its hosts' TCP settings.
     pub tcp: HostTcp,
@@ -120,9 +120,10 @@ pub struct TestbedRun {
     pub report: RunReport,
 }
 
-/// Check that the testbed can run `spec`, before anything is created: a dumbbell, `tcp` and
-/// `cbr` groups only, congestion controls this kernel has, at most 256 groups of at most 256 flows, and rtts
-/// that cover the bottleneck's delay both ways. Returns each group's kernel congestion control (`None` for cbr).
+/// Check that the testbed can run `spec`, before anything is created: a dumbbell, congestion
+/// controls this kernel has, qstp configurations the endpoints accept, at most 256 groups of at
+/// most 256 flows, and rtts that cover the bottleneck's delay both ways. Returns each group's
+/// kernel congestion control (`None` for a group that is not TCP).
 pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
     let Topology::Dumbbell { bottleneck } = &spec.topology else {
         return Err(TestbedError::Unsupported(
@@ -148,16 +149,16 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
     for g in &spec.groups {
         let cc = match &g.protocol {
             Protocol::Tcp { congestion: cc, .. } => cc,
-            Protocol::Cbr { .. } | Protocol::OnOff { .. } => {
+            Protocol::Qstp { config, .. } => {
+                // A configuration the endpoints would refuse is refused before anything starts.
+                crate::qstp::flow_config(config, spec.packet_size_of(g))
+                    .map_err(|e| TestbedError::Unsupported(format!("group '{}': {e}", g.name)))?;
                 congestion.push(None);
                 continue;
             }
-            other => {
-                return Err(TestbedError::Unsupported(format!(
-                "group '{}': protocol '{}' is not yet supported on the testbed (tcp, cbr and onoff only)",
-                g.name,
-                protocol_name(other)
-            )))
+            Protocol::Cbr { .. } | Protocol::OnOff { .. } => {
+                congestion.push(None);
+                continue;
             }
         };
         let name = hosts::kernel_congestion(&cc.name);
@@ -200,15 +201,6 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
         }
     }
     Ok(congestion)
-}
-
-fn protocol_name(p: &Protocol) -> &str {
-    match p {
-        Protocol::Tcp { .. } => "tcp",
-        Protocol::Qstp { name, .. } => name,
-        Protocol::Cbr { .. } => "cbr",
-        Protocol::OnOff { .. } => "onoff",
-    }
 }
 
 /// Run `spec` on the testbed.
@@ -303,17 +295,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
 
     let mut sinks = Vec::new();
     for (g, p) in &pairs {
-        let ns = p.receiver_ns.clone();
-        sinks.push(match &spec.groups[*g].protocol {
-            Protocol::Cbr { .. } | Protocol::OnOff { .. } => {
-                let addr = SocketAddrV4::new(p.receiver, udp::UDP_PORT);
-                udp::spawn_sink(ns, addr, timing, stop.clone())?
-            }
-            _ => {
-                let addr = SocketAddrV4::new(p.receiver, hosts::TCP_PORT);
-                hosts::spawn_sink(ns, addr, timing, stop.clone())?
-            }
-        });
+        sinks.push(flows::spawn_sink(spec, &spec.groups[*g], p, timing, &stop)?);
     }
     let rs = Arc::new(router_spec);
     let forward = {
@@ -334,51 +316,12 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         } else {
             rng.next_u64() % spread
         };
-        let start = Time::ZERO + group.start + Duration::from_nanos(offset);
-        let ns = p.sender_ns.clone();
-        senders.push(match (&group.protocol, &congestion[*g]) {
-            (Protocol::Cbr { schedule }, _) => {
-                let to = SocketAddrV4::new(p.receiver, udp::UDP_PORT);
-                let size = spec.packet_size_of(group);
-                let schedule = schedule.clone();
-                let stop = stop.clone();
-                Sender::Udp(udp::spawn_source(
-                    ns, to, schedule, size, None, start, timing, stop,
-                ))
-            }
-            (
-                Protocol::OnOff {
-                    schedule,
-                    mean_on,
-                    mean_off,
-                },
-                _,
-            ) => {
-                let to = SocketAddrV4::new(p.receiver, udp::UDP_PORT);
-                let size = spec.packet_size_of(group);
-                let on_off = udp::OnOff {
-                    mean_on: *mean_on,
-                    mean_off: *mean_off,
-                    rng: rng.clone(),
-                };
-                let (schedule, stop) = (schedule.clone(), stop.clone());
-                Sender::Udp(udp::spawn_source(
-                    ns,
-                    to,
-                    schedule,
-                    size,
-                    Some(on_off),
-                    start,
-                    timing,
-                    stop,
-                ))
-            }
-            (_, cc) => {
-                let to = SocketAddrV4::new(p.receiver, hosts::TCP_PORT);
-                let cc = cc.clone().unwrap_or_else(|| "reno".into());
-                Sender::Tcp(hosts::spawn_sender(ns, to, cc, start, timing, stop.clone()))
-            }
-        });
+        let how = flows::SenderStart {
+            start: Time::ZERO + group.start + Duration::from_nanos(offset),
+            congestion: congestion[*g].clone(),
+            rng,
+        };
+        senders.push(flows::spawn_sender(spec, group, p, how, timing, &stop)?);
     }
 
     while clock.now() < end && !crate::signal::interrupted() {
@@ -401,7 +344,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
     let sink_outputs: Vec<Vec<u64>> = sinks
         .into_iter()
         .map(|h| {
-            join(h).unwrap_or_else(|e| {
+            flows::join(h).unwrap_or_else(|e| {
                 keep(e);
                 Vec::new()
             })
@@ -464,28 +407,6 @@ fn panicked(what: &str) -> TestbedError {
     TestbedError::Host {
         netns: what.into(),
         message: "its thread panicked".into(),
-    }
-}
-
-fn join<T>(h: std::thread::JoinHandle<Result<T, TestbedError>>) -> Result<T, TestbedError> {
-    h.join().map_err(|_| panicked("host"))?
-}
-
-/// A running source: kernel TCP, or UDP.
-enum Sender {
-    Tcp(std::thread::JoinHandle<Result<SenderOutput, TestbedError>>),
-    Udp(std::thread::JoinHandle<Result<u64, TestbedError>>),
-}
-
-impl Sender {
-    fn join(self) -> Result<SenderOutput, TestbedError> {
-        match self {
-            Sender::Tcp(h) => join(h),
-            Sender::Udp(h) => join(h).map(|sent| SenderOutput {
-                packets_sent: sent,
-                ..SenderOutput::default()
-            }),
-        }
     }
 }
 

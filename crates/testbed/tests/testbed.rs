@@ -138,3 +138,61 @@ fn namespaces_of_a_run_whose_process_is_gone_are_removed() {
     assert!(!left.contains(&name));
     assert!(left.contains(&alive), "this process's own namespaces stay");
 }
+
+#[test]
+fn a_qstp_flow_with_a_target_holds_it_beside_kernel_tcp() {
+    require_testbed!("a_qstp_flow_with_a_target_holds_it_beside_kernel_tcp");
+    let prefix = format!("{}q", ns::unique_prefix());
+    let options = Options {
+        prefix: Some(prefix.clone()),
+        ..Options::default()
+    };
+    // A 2 Mbit/s AF bottleneck: the qstp flow's 1 Mbit/s is marked in profile, two unmarked
+    // reno flows compete for the rest.
+    let s = spec(
+        r#"
+name = "testbed-qstp"
+duration = "7s"
+warmup = "2s"
+[bottleneck]
+rate = "2M"
+delay = "10ms"
+queue = { kind = "rio", limit = 50, in = [20, 40, 0.02], out = [10, 20, 0.1] }
+[[group]]
+name = "Q"
+protocol = "qstp"
+rtt = "40ms"
+target = "1M"
+marker = { kind = "token-bucket", rate = "1M", bucket = 10000 }
+[[group]]
+name = "T"
+protocol = "tcp"
+flows = 2
+rtt = "40ms"
+"#,
+    );
+    let run = run_with(&s, &options).expect("the testbed runs");
+    assert_eq!(leftovers(&prefix), Vec::<String>::new());
+    // Goodput after the 2 s warm-up, over the 5 s left (bins of 100 ms).
+    let goodput = |f: usize| {
+        let bytes: u64 = run.output.flows[f].delivered_bytes.iter().skip(20).sum();
+        bytes as f64 * 8.0 / 5.0
+    };
+    let (q, t) = (goodput(0), goodput(1) + goodput(2));
+    eprintln!(
+        "qstp {:.0} kbit/s, tcp {:.0} kbit/s; router {:?}",
+        q / 1e3,
+        t / 1e3,
+        run.report.router
+    );
+    assert!(
+        q >= 0.8e6,
+        "the qstp flow's {q:.0} bit/s is far below its 1 Mbit/s target"
+    );
+    assert!(t > 0.2e6, "the TCP flows got {t:.0} bit/s: they starved");
+    assert!(q + t <= 2.05e6, "more than the bottleneck: {q:.0} + {t:.0}");
+    assert!(run.output.flows[0].packets_sent > 0);
+    // The rate controller is sampled in every bin once connected, backpressure or not.
+    let sampled = run.output.flows[0].sender.rate.iter().flatten().count();
+    assert!(sampled >= 60, "{sampled} of 70 bins have a rate sample");
+}

@@ -1,0 +1,141 @@
+//! Each flow's two ends, by the group's protocol: kernel TCP ([`crate::hosts`]), qstp-net
+//! ([`crate::qstp`]) or UDP sources ([`crate::udp`]).
+
+use crate::hosts::{self, SenderOutput, Timing};
+use crate::setup::HostPair;
+use crate::{qstp, udp, TestbedError};
+use qstp_proto::Time;
+use qstp_sim::{GroupSpec, Protocol, SimSpec};
+use std::net::SocketAddrV4;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// A running sink: it yields the bytes its application received per bin.
+pub type Sink = JoinHandle<Result<Vec<u64>, TestbedError>>;
+
+/// Start the sink of flow `pair` of `group`; returns once it listens.
+pub fn spawn_sink(
+    spec: &SimSpec,
+    group: &GroupSpec,
+    pair: &HostPair,
+    timing: Timing,
+    stop: &Arc<AtomicBool>,
+) -> Result<Sink, TestbedError> {
+    let ns = pair.receiver_ns.clone();
+    match &group.protocol {
+        Protocol::Cbr { .. } | Protocol::OnOff { .. } => {
+            let addr = SocketAddrV4::new(pair.receiver, udp::UDP_PORT);
+            udp::spawn_sink(ns, addr, timing, stop.clone())
+        }
+        Protocol::Qstp { config, .. } => {
+            let addr = SocketAddrV4::new(pair.receiver, qstp::QSTP_PORT);
+            let config = qstp::flow_config(config, spec.packet_size_of(group))?;
+            qstp::spawn_sink(ns, addr, config, timing, stop.clone())
+        }
+        Protocol::Tcp { .. } => {
+            let addr = SocketAddrV4::new(pair.receiver, hosts::TCP_PORT);
+            hosts::spawn_sink(ns, addr, timing, stop.clone())
+        }
+    }
+}
+
+/// A running source: kernel TCP or qstp (with their statistics), or UDP (datagrams sent).
+pub enum Sender {
+    /// A kernel TCP or a qstp-net sender.
+    Stats(JoinHandle<Result<SenderOutput, TestbedError>>),
+    /// A UDP source.
+    Udp(JoinHandle<Result<u64, TestbedError>>),
+}
+
+/// What starting a sender needs beyond its group and hosts.
+pub struct SenderStart {
+    /// When it starts.
+    pub start: Time,
+    /// The kernel congestion control of a TCP group.
+    pub congestion: Option<String>,
+    /// The flow's random stream (on/off periods).
+    pub rng: rand_chacha::ChaCha8Rng,
+}
+
+/// Start the sender of flow `pair` of `group`.
+pub fn spawn_sender(
+    spec: &SimSpec,
+    group: &GroupSpec,
+    pair: &HostPair,
+    how: SenderStart,
+    timing: Timing,
+    stop: &Arc<AtomicBool>,
+) -> Result<Sender, TestbedError> {
+    let ns = pair.sender_ns.clone();
+    let size = spec.packet_size_of(group);
+    let stop = stop.clone();
+    let start = how.start;
+    Ok(match &group.protocol {
+        Protocol::Cbr { schedule } => {
+            let to = SocketAddrV4::new(pair.receiver, udp::UDP_PORT);
+            let schedule = schedule.clone();
+            Sender::Udp(udp::spawn_source(
+                ns, to, schedule, size, None, start, timing, stop,
+            ))
+        }
+        Protocol::OnOff {
+            schedule,
+            mean_on,
+            mean_off,
+        } => {
+            let to = SocketAddrV4::new(pair.receiver, udp::UDP_PORT);
+            let on_off = udp::OnOff {
+                mean_on: *mean_on,
+                mean_off: *mean_off,
+                rng: how.rng,
+            };
+            let schedule = schedule.clone();
+            Sender::Udp(udp::spawn_source(
+                ns,
+                to,
+                schedule,
+                size,
+                Some(on_off),
+                start,
+                timing,
+                stop,
+            ))
+        }
+        Protocol::Qstp { config, .. } => {
+            let to = SocketAddrV4::new(pair.receiver, qstp::QSTP_PORT);
+            let config = qstp::flow_config(config, size)?;
+            Sender::Stats(qstp::spawn_sender(ns, to, config, start, timing, stop))
+        }
+        Protocol::Tcp { .. } => {
+            let to = SocketAddrV4::new(pair.receiver, hosts::TCP_PORT);
+            let cc = how.congestion.unwrap_or_else(|| "reno".into());
+            Sender::Stats(hosts::spawn_sender(ns, to, cc, start, timing, stop))
+        }
+    })
+}
+
+fn panicked(what: &str) -> TestbedError {
+    TestbedError::Host {
+        netns: what.into(),
+        message: "its thread panicked".into(),
+    }
+}
+
+/// Wait for a host thread and hand back what it returned.
+pub fn join<T>(h: JoinHandle<Result<T, TestbedError>>) -> Result<T, TestbedError> {
+    h.join().map_err(|_| panicked("host"))?
+}
+
+impl Sender {
+    /// Wait for the sender and hand back what it measured.
+    pub fn join(self) -> Result<SenderOutput, TestbedError> {
+        match self {
+            Sender::Stats(h) => join(h),
+            Sender::Udp(h) => join(h).map(|sent| SenderOutput {
+                packets_sent: sent,
+                ..SenderOutput::default()
+            }),
+        }
+    }
+}
