@@ -144,6 +144,13 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
             spec.groups.len()
         )));
     }
+    if let Some(g) = spec.groups.iter().find(|g| g.onoff.is_some()) {
+        // The bulk senders here always have data; switching them is not built yet.
+        return Err(TestbedError::Unsupported(format!(
+            "group '{}': onoff (switching TCP flows on and off) is not supported on the testbed",
+            g.name
+        )));
+    }
     let available = hosts::available_congestion()?;
     let mut congestion = Vec::new();
     for g in &spec.groups {
@@ -416,5 +423,26 @@ struct StopOnDrop(Arc<AtomicBool>);
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scenario's run 0, from TOML text.
+    fn spec(text: &str) -> SimSpec {
+        let plan = qstp_lab::scenario::parse(text, "t.toml", &Default::default()).unwrap();
+        plan.base().spec(0)
+    }
+
+    #[test]
+    fn what_the_testbed_cannot_run_is_refused_before_anything_starts() {
+        let base = "name = \"t\"\nduration = \"10s\"\n[bottleneck]\nrate = \"10M\"\n\
+                    queue = { kind = \"droptail\", limit = 50 }\n[[group]]\nname = \"X\"\n\
+                    protocol = \"tcp\"\nrtt = \"40ms\"\n";
+        let switched = spec(&format!("{base}onoff = {{ on = \"1s\", off = \"1s\" }}\n"));
+        let err = check(&switched).unwrap_err().to_string();
+        assert!(err.contains("group 'X': onoff"), "{err}");
     }
 }
