@@ -14,6 +14,7 @@ pub mod scenario;
 pub use qstp_sim::run_with_progress as simulate;
 pub mod choose;
 pub mod figures;
+pub mod fluid_figure;
 pub mod output;
 pub mod papers;
 pub mod pcap;
