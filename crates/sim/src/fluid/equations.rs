@@ -160,6 +160,7 @@ fn delegate(m: &Model, control: Control, s: &State, t: f64, out: &mut Rates) {
     if !active(m, f, t) {
         return;
     }
+    // w_i = x_i r_i. Free & Stunts eq. (13).
     let window = |i: usize| s.x[i] * rtt(m, i, s.b);
     let stunts: Vec<usize> = d
         .stunts

@@ -147,6 +147,12 @@ impl Model {
                 ));
             }
             let d = group.rtt.as_secs_f64();
+            if d <= 0.0 {
+                return Err(invalid(
+                    key("rtt"),
+                    "the fluid model needs a positive round-trip time (eq. 14 divides by it)",
+                ));
+            }
             let sink = group.access.map_or(0.0, |a| a.delay.as_secs_f64());
             // The dumbbell's senders' access links carry what the bottleneck and the receivers'
             // links leave of the one-way delay (topology::dumbbell_graph); the queue sits at the

@@ -119,6 +119,7 @@ impl Recorder {
             f.signals[k] += step.signals[i] * h;
             f.rtt_ns[k] += r * 1e9;
             f.rtt_samples[k] += 1;
+            // w_i = x_i r_i. Free & Stunts eq. (13).
             f.cwnd[k] = state.x[i] * r;
         }
     }

@@ -24,8 +24,7 @@ pub struct StepRates {
     pub dropped: Vec<f64>,
     /// Per flow, congestion signals per second it reacts to.
     pub signals: Vec<f64>,
-    /// Packets per second arriving at the bottleneck; of them, dropped early by RED and dropped
-    /// by a full queue.
+    /// Packets per second arriving at the bottleneck.
     pub arrivals: f64,
     /// RED's early drops, per second.
     pub early: f64,
