@@ -171,6 +171,19 @@ fn delegation_lets_the_free_follow_a_target_above_its_share() {
     assert!(stunt < cross, "Stunt {stunt} vs cross {cross}");
     let record = out_pi.delegation.as_ref().unwrap();
     assert!(record.delegated > 0, "{record:?}");
+    // Handed the trace itself, as the packet simulator's controller, the PI integrates the
+    // fluid Free up to eqs. 3-4's 1.33 T, the peak a packet sawtooth would aim at.
+    let margin = FluidParams {
+        margin: true,
+        ..FluidParams::default()
+    };
+    let out = solve(&pi, &margin, &mut |_| {}).unwrap();
+    let x = rate(&out, 0, 10);
+    let goal = qstp_sim::delegation::controller::MARGIN * target;
+    assert!(
+        (x - goal).abs() < 0.05 * goal,
+        "with the margin: {x} vs {goal}"
+    );
 }
 
 fn refused(spec: &SimSpec, step: Duration) -> String {
