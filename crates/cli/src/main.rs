@@ -16,6 +16,7 @@ use clap::{Parser, Subcommand};
 
 mod capture;
 mod choose;
+mod fluid;
 mod papers;
 mod plot;
 mod psk;
@@ -51,6 +52,9 @@ enum Command {
     /// Run a scenario on Linux network namespaces with real kernel TCP, through a router that
     /// runs the simulator's bottleneck in real time (needs root and /dev/net/tun).
     Testbed(testbed::TestbedArgs),
+    /// Solve a scenario's Free & Stunts fluid model (RED bottleneck, TCP groups) instead of
+    /// simulating packets; the same outputs as `qstp run`.
+    Fluid(fluid::FluidArgs),
 }
 
 /// The command line, with `qstp run --help` listing the simulator's congestion controls.
@@ -71,6 +75,7 @@ fn main() -> std::process::ExitCode {
         Command::Send(args) => send::main(args),
         Command::Recv(args) => recv::main(args),
         Command::Testbed(args) => testbed::main(args),
+        Command::Fluid(args) => fluid::main(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

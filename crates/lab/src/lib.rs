@@ -15,6 +15,7 @@ pub use qstp_sim::run_with_progress as simulate;
 pub mod choose;
 pub mod delegation_view;
 pub mod figures;
+pub mod fluid_figure;
 pub mod output;
 pub mod papers;
 pub mod pcap;

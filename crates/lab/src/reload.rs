@@ -75,6 +75,12 @@ fn read(path: &Path) -> Result<String, ReloadError> {
 
 /// Read the results folder `dir`.
 pub fn load(dir: &Path) -> Result<Loaded, ReloadError> {
+    load_resolving(dir, &dir.join("scenario.toml"))
+}
+
+/// [`load`], with the files the scenario names (a trace's CSV) found beside `scenario`, the
+/// file the folder's scenario.toml was copied from, instead of in `dir`.
+pub fn load_resolving(dir: &Path, scenario: &Path) -> Result<Loaded, ReloadError> {
     let summary_path = dir.join("summary.json");
     let summary: Summary =
         serde_json::from_str(&read(&summary_path)?).map_err(|error| ReloadError::Summary {
@@ -92,7 +98,7 @@ pub fn load(dir: &Path) -> Result<Loaded, ReloadError> {
     };
     let plan = parse(
         &read(&scenario_path)?,
-        &scenario_path.display().to_string(),
+        &scenario.display().to_string(),
         &overrides,
     )?;
     let mismatch = |reason: String| ReloadError::Mismatch {

@@ -53,6 +53,7 @@ pub mod delegation;
 pub mod engine;
 pub mod error;
 pub mod event;
+pub mod fluid;
 pub mod graph;
 pub mod ids;
 pub mod network;

@@ -36,6 +36,10 @@
 //!   `{ kind = "trtcm", cir, cbs, pir, pbs }`, `{ kind = "tsw2", cir, window }`,
 //!   `{ kind = "tsw3", cir, pir, window }` (window defaults to 1s), `{ kind = "gcra", pcr, cdvt,
 //!   scr, mbs, tagging }` (ATM policing, ITU-T I.371).
+//! - `[fluid]` (read by `qstp fluid` only; `qstp run` checks and ignores it): `step` (the fluid
+//!   model's fixed integration step, default 1ms, at most the smallest delay of the model),
+//!   `margin` (default false: the controller is handed T / 1.33 so that the fluid Free aims at
+//!   T itself; true: T, as the packet simulator, so that it aims at 1.33 T).
 //! - `[sweep]`: `"dotted.key" = [values]`; every combination is a point. In a key, a list of tables
 //!   is indexed by element `name` (`group.AB.protocol`) or number; keys joined with `+` move
 //!   together (`"group.A.protocol+group.B.protocol" = ["tfrc", "gtfrc"]`), and so do keys joined
@@ -44,6 +48,7 @@
 
 mod delegation;
 mod fields;
+mod fluid;
 mod graph;
 mod group;
 mod network;
@@ -166,6 +171,8 @@ pub struct Scenario {
     pub delegation: Option<qstp_sim::delegation::DelegationSpec>,
     /// The trace points the delegation's preprocessor lowered.
     pub delegation_changes: Vec<qstp_sim::delegation::Change>,
+    /// How `qstp fluid` solves the fluid model (`[fluid]`; `qstp run` ignores it).
+    pub fluid: qstp_sim::fluid::FluidParams,
 }
 
 impl Scenario {
@@ -514,6 +521,7 @@ fn read(doc: Table, dir: &Path) -> Result<Scenario, FieldError> {
             (Some(d), changes)
         }
     };
+    let fluid = fluid::fluid(f.opt_table("fluid")?)?;
     f.finish()?;
     Ok(Scenario {
         name,
@@ -528,6 +536,7 @@ fn read(doc: Table, dir: &Path) -> Result<Scenario, FieldError> {
         groups,
         delegation,
         delegation_changes,
+        fluid,
     })
 }
 
