@@ -106,9 +106,10 @@ fn fluid_refuses_what_it_cannot_solve_naming_the_key() {
     std::fs::create_dir_all(&dir).unwrap();
     let copy = dir.join("fs-fluid-fig3.toml");
     std::fs::write(&copy, text).unwrap();
+    std::fs::create_dir_all(dir.join("traces")).unwrap();
     std::fs::copy(
-        scenario("fs-fluid-fig3-trace.csv"),
-        dir.join("fs-fluid-fig3-trace.csv"),
+        scenario("traces/fs-fluid-fig3.csv"),
+        dir.join("traces/fs-fluid-fig3.csv"),
     )
     .unwrap();
     let (ok, _, stderr) = qstp(&[

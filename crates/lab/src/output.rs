@@ -2,6 +2,7 @@
 //! results, one row per run and flow), `series.csv` (every run's time series in long format, one
 //! row per time, run, flow and metric, and per bottleneck queue), `series/*.csv` (the first run's
 //! series, one column per flow; `series/delegation-*.csv` the Free & Stunts view of it),
+//! `inputs/` (copies of the files the scenario read, such as trace CSVs),
 //! `plots/*.svg` and `plots/*.pdf`, `report.html`, and with
 //! `--pcap` the packet captures in `pcap/` ([`crate::pcap`]).
 //!
@@ -47,9 +48,10 @@ pub enum OutputError {
 pub const MARKER: &str = ".qstp-results";
 
 /// What the lab writes into a results folder, and removes from it before writing again.
-pub const OWNED: [&str; 8] = [
+pub const OWNED: [&str; 9] = [
     "summary.json",
     "scenario.toml",
+    "inputs",
     "runs.csv",
     "series.csv",
     "report.html",
@@ -61,7 +63,7 @@ pub const OWNED: [&str; 8] = [
 /// What the marker file says.
 const MARKER_TEXT: &str =
     "Written by `qstp run`. A later run into this folder replaces summary.json, scenario.toml,\n\
-     runs.csv, series.csv, report.html, series/, plots/ and pcap/, and nothing else.\n";
+     runs.csv, series.csv, report.html, inputs/, series/, plots/ and pcap/, and nothing else.\n";
 
 /// Check that `dir` may receive results: it does not exist, is empty, or was written by the lab.
 /// Call it before running anything, so that a refusal costs no work.
@@ -101,6 +103,35 @@ pub fn prepare_pcap(dir: &Path) -> Result<PathBuf, OutputError> {
     }
     mkdir(&folder)?;
     Ok(folder)
+}
+
+/// Copy the files the scenario read (trace CSVs) into `dir/inputs/`, at the paths it names them
+/// by, where [`crate::reload::load`] finds them. A name that leaves the scenario's folder
+/// (absolute, or with `..`) is not copied: `qstp plot` then says which file it misses.
+fn copy_inputs(dir: &Path, plan: &Plan) -> Result<(), OutputError> {
+    let from = Path::new(&plan.file).parent().unwrap_or(Path::new("."));
+    let mut names: Vec<&String> = plan
+        .points
+        .iter()
+        .flat_map(|p| &p.scenario.inputs)
+        .collect();
+    names.sort();
+    names.dedup();
+    for name in names {
+        let rel = Path::new(name);
+        let inside = rel
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !inside {
+            continue;
+        }
+        let to = dir.join("inputs").join(rel);
+        if let Some(parent) = to.parent() {
+            mkdir(parent)?;
+        }
+        std::fs::copy(from.join(rel), &to).map_err(|error| OutputError::Io { path: to, error })?;
+    }
+    Ok(())
 }
 
 /// Remove what an earlier run of the lab wrote in `dir` (only the names in [`OWNED`], but for
@@ -184,6 +215,7 @@ fn write_outputs(
     write(&dir.join(MARKER), MARKER_TEXT)?;
     // The scenario as run, so that `qstp plot` can redraw from this folder alone.
     write(&dir.join("scenario.toml"), &plan.source)?;
+    copy_inputs(dir, plan)?;
     let series_dir = dir.join("series");
     mkdir(&series_dir)?;
 

@@ -75,7 +75,8 @@ fn read(path: &Path) -> Result<String, ReloadError> {
 
 /// Read the results folder `dir`.
 pub fn load(dir: &Path) -> Result<Loaded, ReloadError> {
-    load_resolving(dir, &dir.join("scenario.toml"))
+    // The files the scenario names were copied into `inputs/` at the paths it names them by.
+    load_resolving(dir, &dir.join("inputs").join("scenario.toml"))
 }
 
 /// [`load`], with the files the scenario names (a trace's CSV) found beside `scenario`, the

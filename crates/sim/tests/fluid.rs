@@ -229,4 +229,15 @@ fn what_the_model_cannot_solve_is_refused_naming_the_key() {
         refused(&udp, Duration::from_millis(1)),
         "groups[U].protocol"
     );
+    let mut switched = spec.clone();
+    switched.groups[0].onoff = Some(qstp_sim::Switching {
+        on: Duration::from_secs(10),
+        off: Duration::from_secs(10),
+        random: true,
+        flows: None,
+    });
+    assert_eq!(
+        refused(&switched, Duration::from_millis(1)),
+        "groups[A].onoff"
+    );
 }

@@ -173,6 +173,8 @@ pub struct Scenario {
     pub delegation_changes: Vec<qstp_sim::delegation::Change>,
     /// How `qstp fluid` solves the fluid model (`[fluid]`; `qstp run` ignores it).
     pub fluid: qstp_sim::fluid::FluidParams,
+    /// The files it read besides itself (a trace's CSV), as written: relative to its folder.
+    pub inputs: Vec<String>,
 }
 
 impl Scenario {
@@ -510,9 +512,12 @@ fn read(doc: Table, dir: &Path) -> Result<Scenario, FieldError> {
             &hosts,
         )?),
     };
+    let mut inputs = Vec::new();
     let (delegation, delegation_changes) = match f.opt_table("delegation")? {
         None => (None, Vec::new()),
         Some(t) => {
+            let file = t.peek("trace").and_then(|v| v.get("file"));
+            inputs.extend(file.and_then(Value::as_str).map(str::to_string));
             let rate = match &topology {
                 Topology::Dumbbell { bottleneck } => bottleneck.rate,
                 Topology::Graph(g) => g.links[g.bottleneck].link.rate,
@@ -537,6 +542,7 @@ fn read(doc: Table, dir: &Path) -> Result<Scenario, FieldError> {
         delegation,
         delegation_changes,
         fluid,
+        inputs,
     })
 }
 

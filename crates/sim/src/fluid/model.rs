@@ -140,6 +140,12 @@ impl Model {
                     "the fluid model has TCP flows only (eq. 14 is TCP's AIMD)",
                 ));
             };
+            if group.onoff.is_some() {
+                return Err(invalid(
+                    key("onoff"),
+                    "the fluid model has no on/off switching yet: its flows send all along",
+                ));
+            }
             if spec.packet_size_of(group) != spec.packet_size {
                 return Err(invalid(
                     key("packet_size"),
