@@ -1,35 +1,13 @@
 //! `qstp fluid` as a user runs it: the paper's Fig. 3 scenario solved, compared with a packet run
 //! of the same file, and what it cannot solve refused before anything is written.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-const QSTP: &str = env!("CARGO_BIN_EXE_qstp");
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("qstp-cli-fluid-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-fn scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(name)
-}
-
-fn qstp(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(QSTP).args(args).output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::{fresh, qstp, scenario};
 
 #[test]
 fn fluid_writes_the_lab_outputs_and_draws_itself_against_the_packet_run() {
-    let (fluid, packet) = (scratch("fluid"), scratch("packet"));
+    let (fluid, packet) = (fresh("fluid"), fresh("packet"));
     let file = scenario("fs-fluid-fig3.toml");
     let file = file.to_str().unwrap();
     let (ok, _, stderr) = qstp(&[
@@ -83,7 +61,7 @@ fn fluid_writes_the_lab_outputs_and_draws_itself_against_the_packet_run() {
 
 #[test]
 fn fluid_refuses_what_it_cannot_solve_naming_the_key() {
-    let out = scratch("refused");
+    let out = fresh("refused");
     let file = scenario("fs-fluid-fig3.toml");
     let file = file.to_str().unwrap();
     let (ok, _, stderr) = qstp(&[
@@ -102,7 +80,7 @@ fn fluid_refuses_what_it_cannot_solve_naming_the_key() {
         r#"kind = "red", limit = 45, curve = [11.25, 45, 0.1], weight = 0.002"#,
         r#"kind = "droptail", limit = 45"#,
     );
-    let dir = scratch("droptail");
+    let dir = fresh("droptail");
     std::fs::create_dir_all(&dir).unwrap();
     let copy = dir.join("fs-fluid-fig3.toml");
     std::fs::write(&copy, text).unwrap();
@@ -121,7 +99,7 @@ fn fluid_refuses_what_it_cannot_solve_naming_the_key() {
     assert!(!ok);
     assert!(stderr.contains("bottleneck.queue"), "{stderr}");
     // A folder of someone else's files is not replaced.
-    let foreign = scratch("foreign");
+    let foreign = fresh("foreign");
     std::fs::create_dir_all(&foreign).unwrap();
     std::fs::write(foreign.join("notes.txt"), "mine").unwrap();
     let (ok, _, _) = qstp(&["fluid", file, "--out", foreign.to_str().unwrap()]);

@@ -1,34 +1,12 @@
 //! `qstp run` and `qstp plot` as a user runs them.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-const QSTP: &str = env!("CARGO_BIN_EXE_qstp");
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("qstp-cli-lab-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-fn scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(name)
-}
-
-fn qstp(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(QSTP).args(args).output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::{fresh, qstp, scenario};
 
 #[test]
 fn run_writes_the_results_and_plot_redraws_them_without_simulating() {
-    let out = scratch("plot");
+    let out = fresh("plot");
     let file = scenario("qstp-fig4.toml");
     let (ok, stdout, stderr) = qstp(&[
         "run",
@@ -71,7 +49,7 @@ fn run_writes_the_results_and_plot_redraws_them_without_simulating() {
 
 #[test]
 fn run_refuses_a_folder_it_did_not_write_before_simulating() {
-    let out = scratch("foreign");
+    let out = fresh("foreign");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("thesis.tex"), "precious").unwrap();
     let file = scenario("qstp-fig4.toml");
@@ -93,7 +71,7 @@ fn run_refuses_a_folder_it_did_not_write_before_simulating() {
 
 #[test]
 fn choose_ranks_the_controls_of_a_sweep_per_flow_count_and_weight() {
-    let out = scratch("choose");
+    let out = fresh("choose");
     std::fs::create_dir_all(&out).unwrap();
     let file = out.join("sweep.toml");
     std::fs::write(

@@ -1,4 +1,4 @@
-//! Helpers the CLI's transfer tests share.
+//! Helpers the CLI's tests share.
 
 #![allow(dead_code, clippy::disallowed_types)]
 
@@ -14,6 +14,30 @@ pub fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// A path in the temporary folder for this test, removed if it exists and not created.
+pub fn fresh(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("qstp-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// A file of the repository's `scenarios/`.
+pub fn scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(name)
+}
+
+/// Run `qstp` with `args`: whether it succeeded, its stdout and its stderr.
+pub fn qstp(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(QSTP).args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 pub fn pattern(len: usize) -> Vec<u8> {

@@ -255,6 +255,13 @@ fn the_scenario_files_of_the_repository_load() {
                 "hstcp-qos" => 9 * 9,
                 // gTFRC paper Fig. 8: two TCP flows, nothing to sweep.
                 "gtfrc-fig8a" | "gtfrc-fig8b" => 1,
+                // Free & Stunts: 2 topologies x 3 traces; 15 Stunt counts x 2 cross traffics;
+                // 3 Stunt counts; 6 numbers of switched cross flows.
+                "fs-fig4" => 6,
+                "fs-fig5" => 30,
+                "fs-fig6" => 3,
+                "fs-fig7" => 6,
+                "fs-fluid-fig3" => 1,
                 _ => 2,
             };
             assert_eq!(plan.points.len(), expected_points, "{}", path.display());
