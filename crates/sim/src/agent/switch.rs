@@ -59,7 +59,7 @@ impl Switch {
     /// one instant.
     fn period(&mut self, length: Duration) -> Duration {
         let nanos = if self.spec.random {
-            self.rng.gen_range(0..=2 * length.as_nanos())
+            self.rng.gen_range(0..=length.as_nanos().saturating_mul(2))
         } else {
             length.as_nanos()
         };
