@@ -11,7 +11,8 @@ use qstp_proto::Duration;
 use std::fmt::Write as _;
 
 /// Per bin: the end of the bin (s), the trace's target there, and the Free's, the mean Stunt's
-/// and the mean cross flow's throughput at the receiver (bit/s, the lab's 1 s TSW).
+/// and the mean cross flow's throughput at the receiver (bit/s, the lab's 1 s TSW), or another
+/// per-flow series ([`delegation_series_of`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DelegationSeries {
     /// End of each bin, seconds.
@@ -29,10 +30,19 @@ pub struct DelegationSeries {
 
 /// The delegation series of one run of `scenario`, if it has a delegation group.
 pub fn delegation_series(scenario: &Scenario, series: &RunSeries) -> Option<DelegationSeries> {
+    delegation_series_of(scenario, series, |f| &f.throughput_bps)
+}
+
+/// [`delegation_series`] of another per-flow series than the throughput (`pick`), in its units.
+pub fn delegation_series_of(
+    scenario: &Scenario,
+    series: &RunSeries,
+    pick: fn(&crate::metrics::FlowSeries) -> &Vec<f64>,
+) -> Option<DelegationSeries> {
     let d = scenario.delegation.as_ref()?;
     let index = |name: &str| scenario.groups.iter().position(|g| g.name == name);
     let (free, stunts) = (index(&d.free)?, index(&d.stunts)?);
-    let total = |g: usize| group_series(series, g, |f| &f.throughput_bps);
+    let total = |g: usize| group_series(series, g, pick);
     let free_bps = total(free);
     let bins = free_bps.len();
     let per_flow = |groups: &[usize]| -> Vec<f64> {

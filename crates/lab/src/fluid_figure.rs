@@ -2,7 +2,7 @@
 //! a Free & Stunts scenario, the Free's, the mean Stunt's and the mean cross flow's goodput over
 //! time from both, with the Free's target, in packets per second as the paper's Fig. 3.
 
-use crate::figures::group_series;
+use crate::delegation_view::delegation_series_of;
 use crate::metrics::RunSeries;
 use crate::plot::{Chart, Line, Shade};
 use crate::scenario::Scenario;
@@ -28,48 +28,20 @@ fn payload_bits(scenario: &Scenario) -> f64 {
 /// The curves of `series` (a run of `scenario`), from the goodput through the lab's 1 s window;
 /// `None` when the scenario has no delegation group.
 pub fn curves(scenario: &Scenario, series: &RunSeries) -> Option<Curves> {
-    let d = scenario.delegation.as_ref()?;
-    let index = |name: &str| scenario.groups.iter().position(|g| g.name == name);
-    let (free, stunts) = (index(&d.free)?, index(&d.stunts)?);
+    let d = delegation_series_of(scenario, series, |f| &f.goodput_bps)?;
     let bits = payload_bits(scenario);
-    let bin = series.bin.as_secs_f64();
-    let at = |i: usize| (i + 1) as f64 * bin;
-    let mean_of = |groups: &[usize]| -> Vec<(f64, f64)> {
-        let flows: u32 = groups.iter().map(|&g| scenario.groups[g].flows).sum();
-        let mut total: Vec<f64> = Vec::new();
-        for &g in groups {
-            let s = group_series(series, g, |f| &f.goodput_bps);
-            if total.len() < s.len() {
-                total.resize(s.len(), 0.0);
-            }
-            total.iter_mut().zip(&s).for_each(|(t, v)| *t += v);
-        }
-        total
+    let packets = |bps: &[f64]| -> Vec<(f64, f64)> {
+        d.time_s
             .iter()
-            .enumerate()
-            .map(|(i, v)| (at(i), v / bits / f64::from(flows.max(1))))
+            .zip(bps)
+            .map(|(&t, &v)| (t, v / bits))
             .collect()
     };
-    let cross: Vec<usize> = (0..scenario.groups.len())
-        .filter(|&g| g != free && g != stunts)
-        .collect();
-    let free_curve = mean_of(&[free]);
-    let target = free_curve
-        .iter()
-        .map(|&(t, _)| {
-            let rate = d.trace.at(qstp_proto::Duration::from_secs_f64(t));
-            (t, rate.bps() as f64 / bits)
-        })
-        .collect();
     Some(Curves {
-        free: free_curve,
-        stunt: mean_of(&[stunts]),
-        cross: if cross.is_empty() {
-            Vec::new()
-        } else {
-            mean_of(&cross)
-        },
-        target,
+        free: packets(&d.free_bps),
+        stunt: packets(&d.stunt_mean_bps),
+        cross: packets(&d.cross_mean_bps),
+        target: packets(&d.target_bps),
     })
 }
 

@@ -65,6 +65,24 @@ pub fn kernel_congestion(name: &str) -> String {
     }
 }
 
+/// Tell the spawning thread how a receiver's setup went (`ready`), and hand back what it set up;
+/// `None` after a failure, which the spawner reports.
+pub(crate) fn announce<T>(
+    ready: &mpsc::Sender<Result<(), TestbedError>>,
+    setup: Result<T, TestbedError>,
+) -> Option<T> {
+    match setup {
+        Ok(x) => {
+            let _ = ready.send(Ok(()));
+            Some(x)
+        }
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            None
+        }
+    }
+}
+
 /// Start a sink in namespace `netns` listening on `addr`; returns once it listens. The thread
 /// yields the bytes read per bin.
 pub fn spawn_sink(
@@ -75,15 +93,8 @@ pub fn spawn_sink(
 ) -> Result<JoinHandle<Result<Vec<u64>, TestbedError>>, TestbedError> {
     let (ready, listening) = mpsc::channel();
     let handle = std::thread::spawn(move || {
-        let listener = match ns::enter(&netns).and_then(|()| bind(addr)) {
-            Ok(l) => {
-                let _ = ready.send(Ok(()));
-                l
-            }
-            Err(e) => {
-                let _ = ready.send(Err(e));
-                return Ok(Vec::new());
-            }
+        let Some(listener) = announce(&ready, ns::enter(&netns).and_then(|()| bind(addr))) else {
+            return Ok(Vec::new());
         };
         let mut bins = vec![0u64; timing.bins];
         let mut stream = loop {

@@ -98,15 +98,8 @@ pub fn spawn_sink(
                 .map_err(|e| host_error(&netns, "bind", e))?;
             Ok((rt, endpoint))
         });
-        let (rt, endpoint) = match setup {
-            Ok(x) => {
-                let _ = ready.send(Ok(()));
-                x
-            }
-            Err(e) => {
-                let _ = ready.send(Err(e));
-                return Ok(Vec::new());
-            }
+        let Some((rt, endpoint)) = crate::hosts::announce(&ready, setup) else {
+            return Ok(Vec::new());
         };
         let mut bins = vec![0u64; timing.bins];
         rt.block_on(async {

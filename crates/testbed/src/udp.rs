@@ -35,20 +35,14 @@ pub fn spawn_sink(
 ) -> Result<JoinHandle<Result<Vec<u64>, TestbedError>>, TestbedError> {
     let (ready, bound) = mpsc::channel();
     let handle = std::thread::spawn(move || {
-        let socket = match ns::enter(&netns).and_then(|()| {
+        let setup = ns::enter(&netns).and_then(|()| {
             let s = UdpSocket::bind(addr).map_err(|e| host_error(&netns, "bind", e))?;
             s.set_read_timeout(Some(POLL))
                 .map_err(|e| host_error(&netns, "socket", e))?;
             Ok(s)
-        }) {
-            Ok(s) => {
-                let _ = ready.send(Ok(()));
-                s
-            }
-            Err(e) => {
-                let _ = ready.send(Err(e));
-                return Ok(Vec::new());
-            }
+        });
+        let Some(socket) = crate::hosts::announce(&ready, setup) else {
+            return Ok(Vec::new());
         };
         let mut bins = vec![0u64; timing.bins];
         let mut buf = vec![0u8; MAX_DATAGRAM];
