@@ -40,8 +40,8 @@ pub struct RunArgs {
     pub pcap_limit: u64,
 }
 
-/// The TCP congestion controls, queues, markers and loss models a scenario may name, with their
-/// parameters, from the simulator's registries (for `qstp run --help`).
+/// The TCP congestion controls, sources, queues, markers and loss models a scenario may name,
+/// with their parameters, from the simulator's registries (for `qstp run --help`).
 pub fn congestion_help() -> String {
     let mut out = String::from(
         "Scenario keys: docs/scenarios.md. TCP congestion controls of a tcp group\n\
@@ -60,6 +60,10 @@ pub fn congestion_help() -> String {
                 p.name, p.default, p.doc, p.min, p.max
             ));
         }
+    }
+    out.push_str("What a group runs (protocol = \"NAME\"):\n");
+    for (names, doc) in qstp_sim::Protocol::KINDS {
+        out.push_str(&format!("  {}: {doc}\n", names.join(" | ")));
     }
     out.push_str(
         "TCP options: tcp = { initial_window = 2, delayed_ack = false, min_rto = \"200ms\", sack = true, window = BYTES, recovery = \"rfc6675\" | \"prr\" }\n\

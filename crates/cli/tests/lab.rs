@@ -181,4 +181,10 @@ fn run_help_lists_every_congestion_control_and_its_parameters() {
     }
     assert!(stdout.contains("fast_convergence = 1"), "{stdout}");
     assert!(stdout.contains("access = { rate"), "{stdout}");
+    // The registry of sources, every name of each kind on one line.
+    assert!(
+        stdout.contains("  tfrc | tfrc-sack | gtfrc | qstp: "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  onoff: on/off UDP"), "{stdout}");
 }

@@ -8,6 +8,7 @@ use crate::plot::{Chart, Line, Reference, Shade};
 use crate::runner::PointResult;
 use crate::scenario::{protocol_name, Plan};
 use crate::summary::{params_label, short_key, Summary};
+use qstp_sim::QstpSpec;
 
 /// A chart and the file stem it is saved under.
 #[derive(Debug, Clone, PartialEq)]
@@ -449,7 +450,7 @@ fn rate_figure(
         .enumerate()
         .filter_map(|(i, f)| {
             let g = match &groups.get(f.group)?.protocol {
-                qstp_sim::Protocol::Qstp { config, .. } => match config.congestion {
+                qstp_sim::Protocol::Qstp(QstpSpec { config, .. }) => match config.congestion {
                     qstp_proto::RateControl::Gtfrc { target } if !target.is_zero() => target,
                     _ => return None,
                 },
@@ -499,7 +500,7 @@ fn flows_axis(plan: &Plan) -> Option<usize> {
 fn tcp_only(groups: &[qstp_sim::GroupSpec]) -> bool {
     groups
         .iter()
-        .all(|g| matches!(g.protocol, qstp_sim::Protocol::Tcp { .. }))
+        .all(|g| matches!(g.protocol, qstp_sim::Protocol::Tcp(_)))
 }
 
 /// The points grouped by the values of the swept keys other than `key`, in order of first

@@ -58,7 +58,7 @@ pub(crate) fn fake(spec: &SimSpec, progress: &mut dyn FnMut(Time)) -> Result<Run
                     loss_events: vec![2; bins],
                     // qstp senders: their rate state at the end of each bin but the first (not
                     // yet established), X rising by 10 kbit/s a bin.
-                    rate: if matches!(group.protocol, Protocol::Qstp { .. }) {
+                    rate: if matches!(group.protocol, Protocol::Qstp(_)) {
                         (0..bins as u64)
                             .map(|i| {
                                 (i > 0).then_some(RateSample {

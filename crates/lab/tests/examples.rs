@@ -2,7 +2,7 @@
 //! and protocol the lab has.
 
 use qstp_lab::runner::execute;
-use qstp_lab::scenario::{load, protocol_name, Overrides, PROTOCOLS};
+use qstp_lab::scenario::{load, protocol_name, Overrides};
 use qstp_lab::summary::build;
 use qstp_proto::Duration;
 use std::collections::BTreeSet;
@@ -89,6 +89,6 @@ fn the_examples_show_every_kind_at_least_once() {
     let base = |p: &String| p.split('/').next().unwrap_or(p).to_string();
     assert_eq!(
         protocols.iter().map(base).collect::<BTreeSet<_>>(),
-        set(&PROTOCOLS)
+        set(&qstp_lab::scenario::protocols())
     );
 }

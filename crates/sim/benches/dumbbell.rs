@@ -16,6 +16,7 @@
 
 use qstp_proto::{Duration, Rate};
 use qstp_sim::{run, GroupSpec, LinkSpec, Protocol, QueueSpec, SimSpec, Topology};
+use qstp_sim::{CbrSpec, QstpSpec, TcpSpec};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -105,29 +106,29 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
-    let tcp = Protocol::Tcp {
+    let tcp = Protocol::Tcp(TcpSpec {
         congestion: qstp_sim::tcp::CcSpec::named("newreno"),
         options: qstp_sim::tcp::TcpOptions {
             receive_window: 64 << 20,
             ..Default::default()
         },
-    };
+    });
     measure("8 x TCP NewReno", &spec(tcp, seconds));
-    let qstp = Protocol::Qstp {
+    let qstp = Protocol::Qstp(QstpSpec {
         name: "qstp".into(),
         config: qstp_proto::Config::qstp(Rate::from_mbps(10)),
-    };
+    });
     measure("8 x QSTP (gTFRC, target 10 Mbit/s)", &spec(qstp, seconds));
-    let cbr = Protocol::Cbr {
+    let cbr = Protocol::Cbr(CbrSpec {
         schedule: vec![(Duration::ZERO, Rate::from_mbps(30))],
-    };
+    });
     measure("8 x CBR 30 Mbit/s", &spec(cbr, seconds));
     for entry in qstp_sim::tcp::REGISTRY {
         let mut spec = spec(
-            Protocol::Tcp {
+            Protocol::Tcp(TcpSpec {
                 congestion: qstp_sim::tcp::CcSpec::named(entry.name),
                 options: qstp_sim::tcp::TcpOptions::default(),
-            },
+            }),
             seconds,
         );
         // High-speed TCP paper §III A: 2 x (1 + 98 + 1) ms of propagation.

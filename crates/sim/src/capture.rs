@@ -19,11 +19,12 @@
 //! The IPv4 total length is the simulated size, so every frame is exactly as long as the packet
 //! was. Addresses tell flows apart: the sender of flow F of group G is 10.1.G.F, its receiver
 //! 10.2.G.F (G and F modulo 256); the sender's port is 10000 + the flow's index in the run (mod
-//! 50000), the receiver's 4433 (qstp), 5001 (TCP) or 9 (UDP).
+//! 50000), the receiver's port as its source kind says ([`crate::source::Source::wire`]: 4433 for
+//! qstp, 5001 for TCP, 9 for UDP).
 
 use crate::ids::{LinkId, PacketId};
 use crate::network::{Packet, Payload, QueueEvent, QueueObserver};
-use crate::spec::{Color, Protocol, SimSpec};
+use crate::spec::{Color, SimSpec};
 use qstp_proto::Time;
 
 /// Where captured frames go.
@@ -89,7 +90,6 @@ struct FlowInfo {
     protocol: u8,
 }
 
-const UDP: u8 = 17;
 const TCP: u8 = 6;
 
 /// The tap on the captured link, an observer of its queue: frames built as packets leave the
@@ -121,11 +121,8 @@ impl Tap {
         let flows = flows
             .iter()
             .map(|&(group, in_group)| {
-                let (receiver_port, protocol) = match spec.groups[group].protocol {
-                    Protocol::Qstp { .. } => (4433, UDP),
-                    Protocol::Tcp { .. } => (5001, TCP),
-                    Protocol::Cbr { .. } | Protocol::OnOff { .. } => (9, UDP),
-                };
+                let wire = spec.groups[group].protocol.get().wire();
+                let (receiver_port, protocol) = (wire.port, wire.ip_protocol);
                 FlowInfo {
                     group: group as u32,
                     in_group,

@@ -23,7 +23,10 @@
 //! line per kind; each kind's spec reads its own keys through a [`params::ParamTable`] (the lab
 //! implements it over TOML), validates itself and builds its component, all in its own file. A new
 //! queue, marker or loss model is that file and one registry line; `--help`, errors and serde
-//! follow from the registry.
+//! follow from the registry. What a group's flows run is the registry of sources
+//! ([`source::Protocol`]: tcp, the qstp compositions, cbr, onoff), made the same way: each kind
+//! reads its keys with the group's target as context, checks itself and builds its flow's two
+//! agents (agents of a new kind plug in as [`agent::Agent::Other`]).
 //!
 //! Seams for what builds on it: [`tcp`] is a sans-IO TCP whose congestion controls live in a
 //! registry ([`tcp::REGISTRY`]: one file and one entry per control, parameters from the scenario)
@@ -62,6 +65,7 @@ pub mod record;
 pub mod registry;
 pub mod rng;
 mod sim;
+pub mod source;
 pub mod topology;
 pub mod validate;
 

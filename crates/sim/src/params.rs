@@ -33,6 +33,14 @@ impl ParamError {
 /// What a reader returns.
 pub type ParamResult<T> = Result<T, ParamError>;
 
+/// A key that holds either a name or a table of settings.
+pub enum NameOrTable {
+    /// Just a name.
+    Name(String),
+    /// A table (which names itself inside).
+    Table(Box<dyn ParamTable>),
+}
+
 /// One table of parameters, read key by key; each key read is taken out, and
 /// [`ParamTable::finish`] refuses whatever is left.
 pub trait ParamTable {
@@ -63,6 +71,17 @@ pub trait ParamTable {
     ) -> ParamResult<Option<Vec<Box<dyn ParamTable>>>>;
     /// Refuse any key not read (with the nearest known key, when one is close).
     fn finish(&mut self) -> ParamResult<()>;
+    /// Whether `key` is there and not read yet.
+    fn has(&self, key: &str) -> bool;
+    /// The keys not read yet.
+    fn keys(&self) -> Vec<String>;
+    /// An optional table, as a reader of its own.
+    fn opt_table(&mut self, key: &str) -> ParamResult<Option<Box<dyn ParamTable>>>;
+    /// An optional name or table: `congestion = "cubic"` or `congestion = { name = "cubic" }`.
+    fn opt_name_or_table(&mut self, key: &str) -> ParamResult<Option<NameOrTable>>;
+    /// An optional list of `["from", "rate"]` steps (`[["0s", "300k"], ["60s", "1M"]]`), in the
+    /// order written.
+    fn opt_steps(&mut self, key: &str) -> ParamResult<Option<Vec<(Duration, Rate)>>>;
 
     /// A string that must be there.
     fn str(&mut self, key: &str) -> ParamResult<String> {

@@ -1,28 +1,22 @@
 //! One run: build the topology and agents from the spec, process events until the end, collect
 //! the records.
 
-use crate::agent::qstp::{addresses, QstpClient, QstpServer};
-use crate::agent::switch::Switch;
-use crate::agent::tcp;
-use crate::agent::udp::{OnOff, UdpSink, UdpSource};
-use crate::agent::{Agent, Binding, Ctx, UDP_IP_HEADER};
+use crate::agent::{Agent, Binding, Ctx};
 use crate::capture::{Capture, CaptureSink, Tap};
 use crate::delegation::DelegationHost;
 use crate::engine::Scheduler;
 use crate::error::SimError;
 use crate::event::{ComponentId, Event};
 use crate::ids::{AgentId, FlowId, LinkId};
-use crate::network::Network;
+use crate::network::{Network, QueueMeter};
 use crate::record::Recorder;
 use crate::rng::{stream, StreamKind};
-use crate::spec::{
-    Color, GroupSpec, Protocol, QueueRecord, QueueSeries, RunOutput, SimSpec, Topology,
-};
+use crate::source::FlowSetup;
+use crate::spec::{Color, GroupSpec, QueueRecord, QueueSeries, RunOutput, SimSpec, Topology};
 use crate::topology::{self, FlowEnds};
 use crate::validate::{bin_count, validate};
-use qstp_proto::{Duration, Endpoint, EndpointConfig, Protection, Time};
+use qstp_proto::{Duration, Time};
 use rand::RngCore;
-use rand_chacha::ChaCha8Rng;
 
 /// Run `spec` to the end.
 pub fn run(spec: &SimSpec) -> Result<RunOutput, SimError> {
@@ -70,9 +64,8 @@ struct World<'a> {
     /// When the queue counters start to count, and what they held then.
     warmup: Time,
     at_warmup: Option<Vec<QueueRecord>>,
-    /// The bottleneck's queue lengths at the end of each bin so far (the whole queue, then each
-    /// class), and when the next bin ends.
-    queue_series: Vec<QueueSeries>,
+    /// How many bins the senders were sampled for, and when the next bin ends.
+    sampled_bins: usize,
     bin: Duration,
     bins: usize,
     next_sample: Time,
@@ -101,16 +94,9 @@ impl<'a> World<'a> {
                 };
                 let flows: Vec<(usize, u32)> =
                     built.flows.iter().map(|f| (f.group, f.flow)).collect();
-                built
-                    .network
-                    .link_mut(link)
-                    .set_observer(Some(Box::new(Tap::new(
-                        spec,
-                        link,
-                        &flows,
-                        after_marker,
-                        c.limit,
-                    ))));
+                let tap = Tap::new(spec, link, &flows, after_marker, c.limit);
+                // The link is fresh: it has room.
+                let _ = built.network.link_mut(link).add_observer(Box::new(tap));
                 Some((c.sink, link))
             }
         };
@@ -157,17 +143,10 @@ impl<'a> World<'a> {
             .map(|(i, _)| i)
             .collect();
         let recorder = Recorder::new(spec.bin, bins, &flows);
-        let queue = &built.network.link(built.bottleneck).queue;
-        let mut queue_series = vec![QueueSeries {
-            name: "bottleneck".into(),
-            packets: Vec::with_capacity(bins),
-            bytes: Vec::with_capacity(bins),
-        }];
-        queue_series.extend(queue.class_lengths().iter().map(|(class, ..)| QueueSeries {
-            name: format!("bottleneck/{class}"),
-            packets: Vec::with_capacity(bins),
-            bytes: Vec::with_capacity(bins),
-        }));
+        // The bottleneck's queue-length series hang on its queue, beside a capture.
+        let bottleneck = built.network.link_mut(built.bottleneck);
+        let meter = QueueMeter::new("bottleneck", &*bottleneck.queue, spec.bin, bins);
+        let _ = bottleneck.add_observer(Box::new(meter));
         Ok(World {
             events,
             network: built.network,
@@ -178,7 +157,7 @@ impl<'a> World<'a> {
             scratch: Vec::new(),
             warmup: Time::ZERO + spec.warmup,
             at_warmup: None,
-            queue_series,
+            sampled_bins: 0,
             bin: spec.bin,
             bins,
             next_sample: Time::ZERO + spec.bin,
@@ -230,10 +209,10 @@ impl<'a> World<'a> {
                 }
             }
             if let Some((sink, link)) = &mut self.capture {
-                let observer = self.network.link_mut(*link).observer_mut();
-                if let Some(tap) = observer
-                    .and_then(|o| o.as_any_mut())
-                    .and_then(|a| a.downcast_mut::<Tap>())
+                let (observers, _) = self.network.link_mut(*link).observers_mut();
+                if let Some(tap) = observers
+                    .iter_mut()
+                    .find_map(|o| o.as_any_mut().and_then(|a| a.downcast_mut::<Tap>()))
                 {
                     tap.drain(&mut **sink);
                 }
@@ -244,16 +223,15 @@ impl<'a> World<'a> {
             next_report += second;
         }
         progress(end);
-        // The bins that end after the last event see the queues and senders as it left them.
-        while self.queue_series[0].packets.len() < self.bins {
+        // The bins that end after the last event see the senders as it left them.
+        while self.sampled_bins < self.bins {
             self.sample_bin();
         }
     }
 
-    /// Record the bottleneck's queue lengths and the qstp senders' rate state as those at the end
-    /// of the next bin.
+    /// Record the qstp senders' rate state as that at the end of the next bin.
     fn sample_bin(&mut self) {
-        let bin = self.queue_series[0].packets.len();
+        let bin = self.sampled_bins;
         self.next_sample = if bin + 1 >= self.bins {
             Time::MAX
         } else {
@@ -262,20 +240,11 @@ impl<'a> World<'a> {
         if bin >= self.bins {
             return;
         }
+        self.sampled_bins += 1;
         for &i in &self.sampled_agents {
             if let Agent::QstpClient(client) = &mut self.agents[i] {
                 client.sample(bin, &mut self.recorder);
             }
-        }
-        let queue = &self.network.link(self.bottleneck).queue;
-        let whole = &mut self.queue_series[0];
-        whole.packets.push(queue.len() as u64);
-        whole.bytes.push(queue.bytes());
-        for (series, (_, packets, bytes)) in
-            self.queue_series[1..].iter_mut().zip(queue.class_lengths())
-        {
-            series.packets.push(packets as u64);
-            series.bytes.push(bytes);
         }
     }
 
@@ -331,6 +300,7 @@ impl<'a> World<'a> {
             agent.finish(&mut self.recorder);
         }
         let mut queues = self.queue_records();
+        let queue_series = self.queue_series();
         // Leave the warm-up out, as the lab does for throughput.
         if let Some(before) = &self.at_warmup {
             for q in &mut queues {
@@ -347,9 +317,19 @@ impl<'a> World<'a> {
             simulated: spec.duration,
             flows: self.recorder.into_records(),
             queues,
-            queue_series: self.queue_series,
+            queue_series,
             delegation: self.delegation.map(DelegationHost::finish),
         }
+    }
+
+    /// The bottleneck queue's length series, from its meter.
+    fn queue_series(&mut self) -> Vec<QueueSeries> {
+        let (observers, queue) = self.network.link_mut(self.bottleneck).observers_mut();
+        observers
+            .iter_mut()
+            .find_map(|o| o.as_any_mut().and_then(|a| a.downcast_mut::<QueueMeter>()))
+            .map(|meter| meter.finish(queue))
+            .unwrap_or_default()
     }
 
     /// The bottleneck's queue counters so far, the whole queue and each class.
@@ -416,7 +396,7 @@ fn flow_agents(
     // group's randomness as it was.
     let stream_id = |side: u64| ((ends.group as u64) << 33) | (u64::from(ends.flow) << 1) | side;
     let mut sender_rng = stream(spec.seed, StreamKind::Agent, stream_id(0));
-    let mut receiver_rng = stream(spec.seed, StreamKind::Agent, stream_id(1));
+    let receiver_rng = stream(spec.seed, StreamKind::Agent, stream_id(1));
     // Flows of a group start within one RTT (or the group's start_spread) of the group's start,
     // at a seeded offset.
     let base_rtt = match spec.topology {
@@ -426,102 +406,16 @@ fn flow_agents(
     let spread = group.start_spread.unwrap_or(base_rtt);
     let offset = Duration::from_nanos(sender_rng.next_u64() % spread.as_nanos().max(1));
     let start = Time::ZERO + group.start + offset;
-    let size = spec.packet_size_of(group) as u32;
-    let (sender, receiver) = match &group.protocol {
-        Protocol::Cbr { schedule } => (
-            Agent::UdpSource(Box::new(UdpSource::new(
-                sender_binding,
-                schedule.clone(),
-                size,
-                None,
-                sender_rng,
-            ))),
-            Agent::UdpSink(UdpSink {
-                binding: receiver_binding,
-            }),
-        ),
-        Protocol::OnOff {
-            schedule,
-            mean_on,
-            mean_off,
-        } => (
-            Agent::UdpSource(Box::new(UdpSource::new(
-                sender_binding,
-                schedule.clone(),
-                size,
-                Some(OnOff::new(*mean_on, *mean_off)),
-                sender_rng,
-            ))),
-            Agent::UdpSink(UdpSink {
-                binding: receiver_binding,
-            }),
-        ),
-        Protocol::Qstp { config, .. } => {
-            // Data packets are `packet_size` on the wire: the datagram is what IP and UDP leave.
-            let mut config = config.clone();
-            config.max_datagram = spec.packet_size_of(group) - UDP_IP_HEADER as usize;
-            // The lab runs without packet protection: its packets are the protocol's own bytes,
-            // its runs stay fast and repeatable, and no one on a simulated path is an attacker.
-            config.protection = Protection::Null;
-            config.skip_packet_numbers = false;
-            config.validate().map_err(|source| SimError::QstpConfig {
-                group: group.name.clone(),
-                source,
-            })?;
-            let (client_addr, server_addr) = addresses(index);
-            let client = Endpoint::new(
-                EndpointConfig::client(key(&mut sender_rng)),
-                sender_rng.next_u64(),
-            );
-            let mut server_config = EndpointConfig::server(key(&mut receiver_rng), config.clone());
-            server_config.policy.allow_unprotected = true;
-            let server = Endpoint::new(server_config, receiver_rng.next_u64());
-            (
-                Agent::QstpClient(Box::new(QstpClient::new(
-                    sender_binding,
-                    client,
-                    config,
-                    server_addr,
-                ))),
-                Agent::QstpServer(Box::new(QstpServer::new(
-                    receiver_binding,
-                    server,
-                    client_addr,
-                ))),
-            )
-        }
-        Protocol::Tcp {
-            congestion,
-            options,
-        } => {
-            let (source, sink) = tcp::flow(
-                group,
-                sender_binding,
-                receiver_binding,
-                size,
-                congestion,
-                options,
-            )?;
-            // The switch draws from the sender's stream after its start offset: groups without
-            // one see the numbers they always saw.
-            let source = match group.onoff {
-                Some(spec) if ends.flow < spec.flows.unwrap_or(u32::MAX) => {
-                    source.with_switch(Switch::new(spec, sender_rng))
-                }
-                _ => source,
-            };
-            (
-                Agent::TcpSource(Box::new(source)),
-                Agent::TcpSink(Box::new(sink)),
-            )
-        }
-    };
+    let (sender, receiver) = group.protocol.get().agents(FlowSetup {
+        spec,
+        group,
+        index,
+        in_group: ends.flow,
+        sender: sender_binding,
+        receiver: receiver_binding,
+        sender_rng,
+        receiver_rng,
+        packet_size: spec.packet_size_of(group) as u32,
+    })?;
     Ok((sender, receiver, start))
-}
-
-/// A cookie key drawn from a component's stream.
-fn key(rng: &mut ChaCha8Rng) -> [u8; 32] {
-    let mut key = [0u8; 32];
-    rng.fill_bytes(&mut key);
-    key
 }

@@ -10,7 +10,7 @@
 //! an edge router (where the group's marker colours the aggregate) over one bottleneck link to
 //! their sinks; the group's `rtt` is the base round-trip time of that path.
 
-use qstp_proto::{Config, Duration, Rate};
+use qstp_proto::{Duration, Rate};
 
 // Types that belong to the modules that use them, named here too so that a spec reads whole.
 pub use crate::color::Color;
@@ -22,6 +22,7 @@ pub use crate::queue::{
     CbqClass, CbqSpec, CodePointCounters, DropTailSpec, QueueSpec, RedParams, RedSpec, RioMode,
     RioSpec, DEFAULT_QUEUE_WEIGHT,
 };
+pub use crate::source::{CbrSpec, OnOffSpec, Protocol, QstpSpec, TcpSpec};
 
 /// One simulation run.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -97,41 +98,6 @@ pub struct LinkSpec {
     pub queue: QueueSpec,
     /// Random losses on the link, after the queue.
     pub loss: Option<LossSpec>,
-}
-
-/// What a group's flows run.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum Protocol {
-    /// A saturated TCP bulk transfer.
-    Tcp {
-        /// The congestion control and its parameters.
-        congestion: crate::tcp::CcSpec,
-        /// Initial window, delayed ACKs, SACK, RTO floor, receive window.
-        options: crate::tcp::TcpOptions,
-    },
-    /// A qstp-proto connection with this composition (`qstp`, `tfrc-sack`, `tfrc`, `gtfrc`, ...),
-    /// saturated by its application (always has data to send).
-    Qstp {
-        /// The name the scenario used, for reports.
-        name: String,
-        /// The composition and limits.
-        config: Config,
-    },
-    /// Constant-bit-rate UDP following a rate schedule.
-    Cbr {
-        /// `(from, rate)` steps, sorted by `from`; the first starts at zero.
-        schedule: Vec<(Duration, Rate)>,
-    },
-    /// On/off UDP: exponential on and off periods, sending at the scheduled rate while on.
-    OnOff {
-        /// `(from, rate)` steps as for [`Protocol::Cbr`].
-        schedule: Vec<(Duration, Rate)>,
-        /// Mean on period.
-        mean_on: Duration,
-        /// Mean off period.
-        mean_off: Duration,
-    },
 }
 
 /// Flows sharing a path, an edge marker and a profile.

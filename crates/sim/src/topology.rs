@@ -184,14 +184,15 @@ mod tests {
     use super::*;
     use crate::ids::{LinkId, NodeId};
     use crate::network::Network;
+    use crate::source::CbrSpec;
     use crate::spec::{GroupSpec, Protocol};
 
     fn spec() -> SimSpec {
         let group = |name: &str, rtt_ms: u64, flows: u32| GroupSpec {
             name: name.into(),
-            protocol: Protocol::Cbr {
+            protocol: Protocol::Cbr(CbrSpec {
                 schedule: vec![(Duration::ZERO, Rate::from_kbps(100))],
-            },
+            }),
             flows,
             rtt: Duration::from_millis(rtt_ms),
             target: None,

@@ -8,10 +8,10 @@
 //! The lab calls the same functions and maps their typed errors to the scenario's keys.
 
 use crate::agent::qstp::MAX_FLOWS;
-use crate::agent::UDP_IP_HEADER;
 use crate::error::{ComponentError, SimError};
+use crate::source::CheckContext;
 use crate::spec::{LinkSpec, LossSpec, MarkerSpec, Protocol, SimSpec, Topology};
-use qstp_proto::config::{MAX_DATAGRAM, MIN_DATAGRAM};
+use qstp_proto::config::MAX_DATAGRAM;
 use qstp_proto::{Duration, Rate};
 use std::collections::BTreeSet;
 
@@ -150,7 +150,7 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
             return component(key("marker"), e.into());
         }
         if let Some(switching) = &group.onoff {
-            if !matches!(group.protocol, Protocol::Tcp { .. }) {
+            if !matches!(group.protocol, Protocol::Tcp(_)) {
                 return invalid(
                     &key("onoff"),
                     "switching applies to tcp groups (cbr and onoff sources have schedules)".into(),
@@ -169,94 +169,14 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
                 );
             }
         }
-        match &group.protocol {
-            Protocol::Tcp {
-                congestion,
-                options,
-            } => {
-                // Refused before anything runs, with the list of known names.
-                congestion
-                    .validate()
-                    .map_err(|error| SimError::CongestionControl {
-                        group: group.name.clone(),
-                        error,
-                    })?;
-                if packet_size <= TCP_IP_HEADER as usize {
-                    return invalid(
-                        &size_key,
-                        format!("TCP needs more than {TCP_IP_HEADER} bytes of headers"),
-                    );
-                }
-                let mss = (packet_size as u32).saturating_sub(TCP_IP_HEADER);
-                if let Err(e) = options.validate(mss) {
-                    return component(key("tcp"), e.into());
-                }
-            }
-            Protocol::Qstp { .. } => {
-                let least = MIN_DATAGRAM + UDP_IP_HEADER as usize;
-                if packet_size < least {
-                    return invalid(
-                        &size_key,
-                        format!("qstp needs packets of at least {least} bytes"),
-                    );
-                }
-            }
-            Protocol::Cbr { schedule } => check_schedule(schedule, &key("schedule"))?,
-            Protocol::OnOff {
-                schedule,
-                mean_on,
-                mean_off,
-            } => {
-                check_schedule(schedule, &key("schedule"))?;
-                if mean_on.is_zero() {
-                    return invalid(
-                        &key("mean_on"),
-                        "the mean on period must be positive".into(),
-                    );
-                }
-                if mean_off.is_zero() {
-                    return invalid(
-                        &key("mean_off"),
-                        "the mean off period must be positive".into(),
-                    );
-                }
-            }
-        }
-        if matches!(
-            group.protocol,
-            Protocol::Cbr { .. } | Protocol::OnOff { .. }
-        ) && packet_size <= UDP_IP_HEADER as usize
-        {
-            return invalid(
-                &size_key,
-                format!("UDP needs more than {UDP_IP_HEADER} bytes of headers"),
-            );
-        }
+        group.protocol.get().validate(&CheckContext {
+            group,
+            packet_size,
+            size_key,
+        })?;
     }
     if let Some(d) = &spec.delegation {
         d.validate(&spec.groups)?;
-    }
-    Ok(())
-}
-
-/// A rate schedule: not empty, starting at zero, strictly increasing step times.
-fn check_schedule(schedule: &[(Duration, Rate)], key: &str) -> Result<(), SimError> {
-    let invalid = |reason: &str| {
-        Err(SimError::Invalid {
-            key: key.to_string(),
-            reason: reason.to_string(),
-        })
-    };
-    match schedule.first() {
-        None => return invalid("needs at least one (from, rate) step"),
-        Some((from, _)) if !from.is_zero() => return invalid("the first step must start at 0s"),
-        _ => {}
-    }
-    if schedule.windows(2).any(|w| w[0].0 >= w[1].0) {
-        return invalid("steps must be in increasing order of time");
-    }
-    if schedule.iter().any(|(_, rate)| *rate > MAX_SOURCE_RATE) {
-        return invalid(&format!("rates above {MAX_SOURCE_RATE} are not supported"));
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ mod common;
 use common::{dumbbell, group};
 use qstp_proto::{Duration, Rate};
 use qstp_sim::tcp::{CcSpec, TcpOptions};
+use qstp_sim::TcpSpec;
 use qstp_sim::{run, AccessSpec, Protocol};
 
 const SECONDS: u64 = 120;
@@ -23,10 +24,10 @@ fn utilisation(cc: &str) -> Vec<f64> {
     spec.packet_size = 1500;
     let mut g = group(
         "S",
-        Protocol::Tcp {
+        Protocol::Tcp(TcpSpec {
             congestion: CcSpec::named(cc),
             options: TcpOptions::default(),
-        },
+        }),
         1,
         Duration::from_millis(200),
     );

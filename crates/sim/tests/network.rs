@@ -5,6 +5,7 @@ mod common;
 use common::{cbr, dumbbell, group};
 use qstp_proto::{Duration, Rate};
 use qstp_sim::{run, run_with_progress, Protocol, SimError};
+use qstp_sim::{CbrSpec, OnOffSpec};
 
 #[test]
 fn a_cbr_flow_gets_exactly_its_rate() {
@@ -70,7 +71,7 @@ fn a_rate_schedule_is_followed() {
     ];
     spec.groups.push(group(
         "udp",
-        Protocol::Cbr { schedule },
+        Protocol::Cbr(CbrSpec { schedule }),
         1,
         Duration::from_millis(10),
     ));
@@ -85,11 +86,11 @@ fn a_rate_schedule_is_followed() {
 #[test]
 fn on_off_sources_send_less_than_their_rate() {
     let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
-    let protocol = Protocol::OnOff {
+    let protocol = Protocol::OnOff(OnOffSpec {
         schedule: vec![(Duration::ZERO, Rate::from_mbps(1))],
         mean_on: Duration::from_millis(500),
         mean_off: Duration::from_millis(500),
-    };
+    });
     spec.groups
         .push(group("onoff", protocol, 4, Duration::from_millis(20)));
     let out = run(&spec).unwrap();
@@ -103,11 +104,11 @@ fn on_off_sources_send_less_than_their_rate() {
 #[test]
 fn same_spec_same_output_other_seed_other_output() {
     let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 10);
-    let protocol = Protocol::OnOff {
+    let protocol = Protocol::OnOff(OnOffSpec {
         schedule: vec![(Duration::ZERO, Rate::from_kbps(600))],
         mean_on: Duration::from_millis(300),
         mean_off: Duration::from_millis(200),
-    };
+    });
     spec.groups
         .push(group("onoff", protocol, 3, Duration::from_millis(30)));
     spec.groups.push(group(
@@ -163,7 +164,7 @@ fn bad_specs_name_the_field() {
     let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 3);
     spec.groups.push(group(
         "udp",
-        Protocol::Cbr { schedule: vec![] },
+        Protocol::Cbr(CbrSpec { schedule: vec![] }),
         1,
         Duration::from_millis(30),
     ));
@@ -209,7 +210,7 @@ fn a_source_scheduled_at_zero_rate_waits_for_its_next_step() {
     ];
     spec.groups.push(group(
         "udp",
-        Protocol::Cbr { schedule },
+        Protocol::Cbr(CbrSpec { schedule }),
         1,
         Duration::from_millis(10),
     ));

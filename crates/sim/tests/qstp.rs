@@ -6,12 +6,13 @@ use common::{dumbbell, group, newreno, paper_rio};
 use qstp_proto::{Config, Duration, Preset, Rate};
 use qstp_sim::run;
 use qstp_sim::spec::*;
+use qstp_sim::{CbrSpec, QstpSpec};
 
 fn qstp(preset: Preset, target: Rate) -> Protocol {
-    Protocol::Qstp {
+    Protocol::Qstp(QstpSpec {
         name: preset.name().into(),
         config: Config::preset(preset, target),
-    }
+    })
 }
 
 #[test]
@@ -135,7 +136,7 @@ fn qstp_keeps_its_cbq_pipe_while_udp_floods_and_borrows_the_rest_otherwise() {
     ];
     spec.groups.push(group(
         "udp",
-        Protocol::Cbr { schedule },
+        Protocol::Cbr(CbrSpec { schedule }),
         1,
         Duration::from_millis(30),
     ));
@@ -172,10 +173,10 @@ fn a_qstp_senders_rate_rtt_and_p_are_sampled_every_bin() {
         config.max_rate = Some(Rate::from_mbps(1));
         spec.groups.push(group(
             "qstp",
-            Protocol::Qstp {
+            Protocol::Qstp(QstpSpec {
                 name: "qstp".into(),
                 config,
-            },
+            }),
             1,
             Duration::from_millis(40),
         ));

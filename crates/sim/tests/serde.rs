@@ -5,6 +5,7 @@ mod common;
 use common::{cbr, dumbbell, group, newreno, paper_rio};
 use qstp_proto::{Config, Duration, Rate};
 use qstp_sim::spec::*;
+use qstp_sim::{OnOffSpec, QstpSpec};
 
 fn round_trip<T>(value: &T) -> T
 where
@@ -88,15 +89,15 @@ fn every_kind_of_queue_marker_loss_and_source_round_trips() {
     let protocols = [
         newreno(),
         cbr(k(300)),
-        Protocol::OnOff {
+        Protocol::OnOff(OnOffSpec {
             schedule: vec![(Duration::ZERO, k(300)), (ms(60_000), k(1000))],
             mean_on: ms(1000),
             mean_off: ms(500),
-        },
-        Protocol::Qstp {
+        }),
+        Protocol::Qstp(QstpSpec {
             name: "qstp".into(),
             config: Config::qstp(k(250)),
-        },
+        }),
     ];
     for q in &queues {
         assert_eq!(&round_trip(q), q);
@@ -164,4 +165,29 @@ fn a_specs_kind_is_the_name_its_json_carries() {
         loss_bad: 1.0,
     });
     assert_eq!(serde_json::to_value(l).unwrap()["kind"], l.kind());
+}
+
+#[test]
+fn a_source_travels_flat_tagged_by_its_kind() {
+    // The registry's newtype variants serialise as the struct variants they replaced did: the
+    // kind's fields beside `kind`, so JSON written before the registry still reads.
+    let tcp = group("t", newreno(), 1, Duration::from_millis(40));
+    let json = serde_json::to_value(&tcp.protocol).unwrap();
+    assert_eq!(json["kind"], "tcp");
+    assert_eq!(json["congestion"]["name"], "newreno");
+    assert!(json["options"].is_object());
+    let onoff = Protocol::OnOff(OnOffSpec {
+        schedule: vec![(Duration::ZERO, Rate::from_kbps(1))],
+        mean_on: Duration::from_secs(1),
+        mean_off: Duration::from_secs(2),
+    });
+    let json = serde_json::to_value(&onoff).unwrap();
+    assert_eq!(json["kind"], "onoff");
+    assert!(json["mean_on"].is_object() || json["mean_on"].is_number());
+    assert_eq!(serde_json::from_value::<Protocol>(json).unwrap(), onoff);
+    assert_eq!(onoff.get().label(), "onoff");
+    assert_eq!(
+        qstp_sim::source::names(),
+        ["tcp", "tfrc", "tfrc-sack", "gtfrc", "qstp", "cbr", "onoff"]
+    );
 }

@@ -6,6 +6,7 @@ use common::{dumbbell, group, newreno};
 use qstp_proto::{Duration, Rate};
 use qstp_sim::capture::{Capture, CaptureSink};
 use qstp_sim::tcp::{CcError, CcSpec, TcpOptions};
+use qstp_sim::TcpSpec;
 use qstp_sim::{run, run_with_capture, Protocol, SimError};
 
 #[test]
@@ -56,14 +57,14 @@ fn tcp_with_delayed_acks_runs_and_is_deterministic() {
     let mut spec = dumbbell(Rate::from_mbps(5), Duration::from_millis(10), 30, 10);
     spec.groups.push(group(
         "tcp",
-        Protocol::Tcp {
+        Protocol::Tcp(TcpSpec {
             congestion: CcSpec::named("newreno"),
             options: TcpOptions {
                 delayed_ack: true,
                 receive_window: 1 << 20,
                 ..TcpOptions::default()
             },
-        },
+        }),
         3,
         Duration::from_millis(60),
     ));
@@ -76,10 +77,10 @@ fn tcp_with_delayed_acks_runs_and_is_deterministic() {
 #[test]
 fn an_unknown_congestion_control_is_refused() {
     let mut spec = dumbbell(Rate::from_mbps(5), Duration::from_millis(10), 30, 10);
-    let protocol = Protocol::Tcp {
+    let protocol = Protocol::Tcp(TcpSpec {
         congestion: CcSpec::named("warp"),
         options: TcpOptions::default(),
-    };
+    });
     spec.groups
         .push(group("tcp", protocol, 1, Duration::from_millis(60)));
     assert!(

@@ -5,7 +5,7 @@ use crate::hosts::{self, SenderOutput, Timing};
 use crate::setup::HostPair;
 use crate::{qstp, udp, TestbedError};
 use qstp_proto::Time;
-use qstp_sim::{GroupSpec, Protocol, SimSpec};
+use qstp_sim::{CbrSpec, GroupSpec, OnOffSpec, Protocol, QstpSpec, SimSpec};
 use std::net::SocketAddrV4;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -24,19 +24,20 @@ pub fn spawn_sink(
 ) -> Result<Sink, TestbedError> {
     let ns = pair.receiver_ns.clone();
     match &group.protocol {
-        Protocol::Cbr { .. } | Protocol::OnOff { .. } => {
+        Protocol::Cbr(_) | Protocol::OnOff(_) => {
             let addr = SocketAddrV4::new(pair.receiver, udp::UDP_PORT);
             udp::spawn_sink(ns, addr, timing, stop.clone())
         }
-        Protocol::Qstp { config, .. } => {
+        Protocol::Qstp(QstpSpec { config, .. }) => {
             let addr = SocketAddrV4::new(pair.receiver, qstp::QSTP_PORT);
             let config = qstp::flow_config(config, spec.packet_size_of(group))?;
             qstp::spawn_sink(ns, addr, config, timing, stop.clone())
         }
-        Protocol::Tcp { .. } => {
+        Protocol::Tcp(_) => {
             let addr = SocketAddrV4::new(pair.receiver, hosts::TCP_PORT);
             hosts::spawn_sink(ns, addr, timing, stop.clone())
         }
+        other => Err(crate::run::not_on_testbed(&group.name, other)),
     }
 }
 
@@ -72,18 +73,18 @@ pub fn spawn_sender(
     let stop = stop.clone();
     let start = how.start;
     Ok(match &group.protocol {
-        Protocol::Cbr { schedule } => {
+        Protocol::Cbr(CbrSpec { schedule }) => {
             let to = SocketAddrV4::new(pair.receiver, udp::UDP_PORT);
             let schedule = schedule.clone();
             Sender::Udp(udp::spawn_source(
                 ns, to, schedule, size, None, start, timing, stop,
             ))
         }
-        Protocol::OnOff {
+        Protocol::OnOff(OnOffSpec {
             schedule,
             mean_on,
             mean_off,
-        } => {
+        }) => {
             let to = SocketAddrV4::new(pair.receiver, udp::UDP_PORT);
             let on_off = udp::OnOff {
                 mean_on: *mean_on,
@@ -102,16 +103,17 @@ pub fn spawn_sender(
                 stop,
             ))
         }
-        Protocol::Qstp { config, .. } => {
+        Protocol::Qstp(QstpSpec { config, .. }) => {
             let to = SocketAddrV4::new(pair.receiver, qstp::QSTP_PORT);
             let config = qstp::flow_config(config, size)?;
             Sender::Stats(qstp::spawn_sender(ns, to, config, start, timing, stop))
         }
-        Protocol::Tcp { .. } => {
+        Protocol::Tcp(_) => {
             let to = SocketAddrV4::new(pair.receiver, hosts::TCP_PORT);
             let cc = how.congestion.unwrap_or_else(|| "reno".into());
             Sender::Stats(hosts::spawn_sender(ns, to, cc, start, timing, stop))
         }
+        other => return Err(crate::run::not_on_testbed(&group.name, other)),
     })
 }
 

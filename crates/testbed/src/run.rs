@@ -9,7 +9,7 @@ use crate::router::{self, DirectionOutput, FlowPath, GroupPath, RouterSpec};
 use crate::setup::{self, HostPair, HostTcp};
 use crate::TestbedError;
 use qstp_proto::{Duration, Time};
-use qstp_sim::{FlowRecord, Protocol, RunOutput, SimSpec, Topology};
+use qstp_sim::{FlowRecord, Protocol, QstpSpec, RunOutput, SimSpec, TcpSpec, Topology};
 use rand::RngCore;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -155,18 +155,19 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
     let mut congestion = Vec::new();
     for g in &spec.groups {
         let cc = match &g.protocol {
-            Protocol::Tcp { congestion: cc, .. } => cc,
-            Protocol::Qstp { config, .. } => {
+            Protocol::Tcp(TcpSpec { congestion: cc, .. }) => cc,
+            Protocol::Qstp(QstpSpec { config, .. }) => {
                 // A configuration the endpoints would refuse is refused before anything starts.
                 crate::qstp::flow_config(config, spec.packet_size_of(g))
                     .map_err(|e| TestbedError::Unsupported(format!("group '{}': {e}", g.name)))?;
                 congestion.push(None);
                 continue;
             }
-            Protocol::Cbr { .. } | Protocol::OnOff { .. } => {
+            Protocol::Cbr(_) | Protocol::OnOff(_) => {
                 congestion.push(None);
                 continue;
             }
+            other => return Err(not_on_testbed(&g.name, other)),
         };
         let name = hosts::kernel_congestion(&cc.name);
         if !available.contains(&name) {
@@ -233,7 +234,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
     for (g, group) in spec.groups.iter().enumerate() {
         // UDP hosts get the simulator's default TCP settings (they use no TCP).
         let o = match &group.protocol {
-            Protocol::Tcp { options, .. } => options.clone(),
+            Protocol::Tcp(TcpSpec { options, .. }) => options.clone(),
             _ => qstp_sim::tcp::TcpOptions::default(),
         };
         let tcp = HostTcp {
@@ -408,6 +409,14 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         delegation: None,
     };
     Ok(TestbedRun { output, report })
+}
+
+/// The refusal of a group whose source kind has no real counterpart here.
+pub(crate) fn not_on_testbed(group: &str, protocol: &Protocol) -> TestbedError {
+    TestbedError::Unsupported(format!(
+        "group '{group}': protocol '{}' does not run on the testbed (tcp, qstp, tfrc-sack, tfrc, gtfrc, cbr and onoff do)",
+        protocol.get().label()
+    ))
 }
 
 fn panicked(what: &str) -> TestbedError {

@@ -2,7 +2,7 @@
 //! refuses the keys left over.
 
 use qstp_proto::{Duration, Rate};
-use qstp_sim::params::{ParamError, ParamResult, ParamTable};
+use qstp_sim::params::{NameOrTable, ParamError, ParamResult, ParamTable};
 use toml::{Table, Value};
 
 /// A problem with one key of the document (the file name is added by the caller): the
@@ -294,6 +294,49 @@ impl ParamTable for Fields {
     }
     fn finish(&mut self) -> ParamResult<()> {
         self.leftover()
+    }
+    fn has(&self, key: &str) -> bool {
+        Fields::has(self, key)
+    }
+    fn keys(&self) -> Vec<String> {
+        Fields::keys(self)
+    }
+    fn opt_table(&mut self, key: &str) -> ParamResult<Option<Box<dyn ParamTable>>> {
+        Ok(Fields::opt_table(self, key)?.map(|t| Box::new(t) as Box<dyn ParamTable>))
+    }
+    fn opt_name_or_table(&mut self, key: &str) -> ParamResult<Option<NameOrTable>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::String(name)) => Ok(Some(NameOrTable::Name(name))),
+            Some(Value::Table(t)) => Ok(Some(NameOrTable::Table(Box::new(Fields::new(
+                self.key(key),
+                t,
+            ))))),
+            Some(other) => Err(Fields::error(
+                self,
+                key,
+                format!("expected a name or a table, found {}", other.type_str()),
+            )),
+        }
+    }
+    fn opt_steps(&mut self, key: &str) -> ParamResult<Option<Vec<(Duration, Rate)>>> {
+        let Some(items) = self.opt_array(key)? else {
+            return Ok(None);
+        };
+        let mut out: Vec<(Duration, Rate)> = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let bad = |reason: String| Fields::error(self, key, format!("step {i}: {reason}"));
+            let Value::Array(pair) = item else {
+                return Err(bad("expected [\"from\", \"rate\"]".into()));
+            };
+            if pair.len() != 2 {
+                return Err(bad("expected [\"from\", \"rate\"]".into()));
+            }
+            let from = duration(&pair[0]).map_err(bad)?;
+            let r = rate(&pair[1]).map_err(bad)?;
+            out.push((from, r));
+        }
+        Ok(Some(out))
     }
 }
 

@@ -1,29 +1,22 @@
-//! One `[[group]]` of a scenario: its flows, path, profile and what they run.
-//!
-//! Protocol names map to compositions: `qstp` is `Config::qstp(g)` (gTFRC + SACK + ordered),
-//! `tfrc-sack` and `tfrc` are the presets of the same names, `gtfrc` is gTFRC with no error control
-//! and unordered delivery (the setting of the gTFRC paper's ns-2 runs). When a group of several
-//! flows has a target, each flow's floor g is `target / flows`: the target is the aggregate's.
+//! One `[[group]]` of a scenario: its flows, path, profile and what they run. What they run is
+//! read by the simulator's registry of sources ([`qstp_sim::source`]), each kind from its own
+//! keys.
 
-use super::fields::{duration, rate, FieldResult, Fields};
+use super::fields::{FieldResult, Fields};
 use super::graph::Hosts;
 use qstp_proto::config::MAX_DATAGRAM;
-use qstp_proto::{Config, Duration, ErrorControl, Order, Preset, Rate, RateControl};
-use qstp_sim::tcp::{self, CcSpec, Recovery, TcpOptions};
+use qstp_proto::{Duration, Rate};
+use qstp_sim::source::{QstpSpec, ReadContext, SourceKind};
 use qstp_sim::{AccessSpec, GroupSpec, Protocol, Switching};
-use toml::Value;
 
 // The rules on these values (flow counts, RTTs, schedules, TCP options, ...) live with the spec
 // types in qstp-sim (`qstp_sim::validate`): this module only reads the document, and
 // `super::parse` maps what the simulator refuses to the key.
 
-/// Mean on and off periods of on/off sources when the file gives none.
-const DEFAULT_ON_OFF: Duration = Duration::from_secs(1);
-
-/// The protocol names a group may use.
-pub const PROTOCOLS: [&str; 7] = ["tcp", "tfrc", "tfrc-sack", "gtfrc", "qstp", "cbr", "onoff"];
-/// The protocols that run TFRC, and so take the `tfrc` key.
-pub const TFRC_PROTOCOLS: [&str; 4] = ["tfrc", "tfrc-sack", "gtfrc", "qstp"];
+/// The protocol names a group may use, in the registry's order.
+pub fn protocols() -> Vec<&'static str> {
+    qstp_sim::source::names()
+}
 
 /// Read one group; `packet_size` (unless the group sets its own) becomes the datagram size of
 /// qstp-proto flows. In a file with `[[link]]` tables (`graph`), the group names its hosts
@@ -124,7 +117,8 @@ pub(crate) fn group(
     Ok((group, hosts))
 }
 
-/// The protocol of a group and its options.
+/// The protocol of a group and its options, read by the source kind the name picks from the
+/// simulator's registry ([`Protocol::read`]).
 fn protocol(
     f: &mut Fields,
     target: Option<Rate>,
@@ -132,238 +126,37 @@ fn protocol(
     packet_size: usize,
 ) -> FieldResult<Protocol> {
     let name = f.str("protocol")?;
-    let per_flow = target.map(|t| Rate::from_bps(t.bps() / u64::from(flows.max(1))));
-    let needs_target = |f: &Fields| {
-        per_flow.ok_or_else(|| {
-            f.error(
-                "target",
-                format!("protocol '{name}' needs a target rate (its floor g)"),
-            )
-        })
-    };
-    let config = |mut config: Config| {
-        config.max_datagram = packet_size;
-        config
-    };
-    if !TFRC_PROTOCOLS.contains(&name.as_str()) && f.has("tfrc") {
+    let tfrc_names = QstpSpec::NAMES;
+    if !tfrc_names.contains(&name.as_str()) && f.has("tfrc") {
         return Err(f.error(
             "tfrc",
             format!(
                 "protocol '{name}' does not run TFRC (the key applies to {})",
-                TFRC_PROTOCOLS.join(", ")
+                tfrc_names.join(", ")
             ),
         ));
     }
-    Ok(match name.as_str() {
-        "tcp" => Protocol::Tcp {
-            congestion: congestion(f)?,
-            options: tcp_options(f)?,
-        },
-        "tfrc" => {
-            let mut c = config(Config::preset(Preset::Tfrc, Rate::ZERO));
-            c.tfrc = tfrc_version(f)?;
-            Protocol::Qstp { name, config: c }
-        }
-        "tfrc-sack" => {
-            let mut c = config(Config::preset(Preset::TfrcSack, Rate::ZERO));
-            c.tfrc = tfrc_version(f)?;
-            Protocol::Qstp { name, config: c }
-        }
-        "qstp" => {
-            let g = needs_target(f)?;
-            let mut c = config(Config::qstp(g));
-            c.gtfrc_rule = gtfrc_rule(f)?;
-            c.tfrc = tfrc_version(f)?;
-            Protocol::Qstp { name, config: c }
-        }
-        "gtfrc" => {
-            // gTFRC paper §4: ns-2 TFRC agents, so no repair and no ordering.
-            let g = needs_target(f)?;
-            let mut c = config(Config::qstp(g));
-            c.gtfrc_rule = gtfrc_rule(f)?;
-            c.tfrc = tfrc_version(f)?;
-            c.congestion = RateControl::Gtfrc { target: g };
-            c.error = ErrorControl::None;
-            c.order = Order::Unordered;
-            Protocol::Qstp { name, config: c }
-        }
-        "cbr" => Protocol::Cbr {
-            schedule: schedule(f)?,
-        },
-        "onoff" => {
-            let schedule = schedule(f)?;
-            let mean_on = f.opt_duration("mean_on")?.unwrap_or(DEFAULT_ON_OFF);
-            let mean_off = f.opt_duration("mean_off")?.unwrap_or(DEFAULT_ON_OFF);
-            Protocol::OnOff {
-                schedule,
-                mean_on,
-                mean_off,
-            }
-        }
-        other => {
-            return Err(f.error(
-                "protocol",
-                format!("'{other}' is not a protocol (use {})", PROTOCOLS.join(", ")),
-            ));
-        }
-    })
-}
-
-/// `tfrc = "rfc5348"` (the default) or `"rfc3448"`: which RFC the TFRC sender follows.
-fn tfrc_version(f: &mut Fields) -> FieldResult<qstp_proto::TfrcVersion> {
-    match f.opt_str("tfrc")? {
-        None => Ok(Default::default()),
-        Some(name) => name.parse().map_err(|_| {
-            f.error(
-                "tfrc",
-                format!("unknown TFRC version '{name}' (use rfc5348 or rfc3448)"),
-            )
-        }),
-    }
-}
-
-/// `gtfrc_rule = "qstp"` (QSTP paper eq. (2), the default) or `"fig1"` (gTFRC paper Fig. 1).
-fn gtfrc_rule(f: &mut Fields) -> FieldResult<qstp_proto::config::GtfrcRule> {
-    match f.opt_str("gtfrc_rule")? {
-        None => Ok(Default::default()),
-        Some(name) => name.parse().map_err(|_| {
-            f.error(
-                "gtfrc_rule",
-                format!("unknown rule '{name}' (use qstp, QSTP paper eq. (2), or fig1, gTFRC paper Fig. 1)"),
-            )
-        }),
-    }
-}
-
-/// `congestion = "cubic"` or `congestion = { name = "cubic", beta = 0.7, c = 0.4 }`, checked
-/// against the simulator's registry (names, parameters, ranges) as the file is read.
-fn congestion(f: &mut Fields) -> FieldResult<CcSpec> {
-    let spec = match f.take("congestion") {
-        None => CcSpec::named("newreno"),
-        Some(Value::String(name)) => CcSpec::named(name),
-        Some(Value::Table(table)) => {
-            let mut t = Fields::new(f.key("congestion"), table);
-            let name = t.str("name")?;
-            let mut spec = CcSpec::named(name);
-            let keys: Vec<String> = t.keys();
-            for key in keys {
-                let value = t.opt_f64(&key)?.expect("key listed above");
-                spec.params.insert(key, value);
-            }
-            spec
-        }
-        Some(other) => {
-            return Err(f.error(
-                "congestion",
-                format!(
-                    "expected a name or a table, found {} (known: {})",
-                    other.type_str(),
-                    tcp::known_names().join(", ")
-                ),
-            ))
-        }
+    let cx = ReadContext {
+        name: &name,
+        target,
+        flows,
+        packet_size,
     };
-    spec.validate()
-        .map_err(|e| f.error("congestion", e.to_string()))?;
-    Ok(spec)
-}
-
-/// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window, recovery }`; `delayed_ack`
-/// and `window` may also sit in the group itself (the older spelling).
-fn tcp_options(f: &mut Fields) -> FieldResult<TcpOptions> {
-    let mut o = TcpOptions::default();
-    let mut table = f.opt_table("tcp")?;
-    for key in ["delayed_ack", "window"] {
-        if table.as_ref().is_some_and(|t| t.has(key)) && f.has(key) {
-            return Err(f.error(key, format!("given twice: here and in tcp.{key}")));
-        }
-    }
-    let mut read = |t: &mut Fields, nested: bool| -> FieldResult<()> {
-        if let Some(v) = t.opt_bool("delayed_ack")? {
-            o.delayed_ack = v;
-        }
-        if let Some(w) = t.opt_u64("window")? {
-            o.receive_window = w;
-        }
-        if nested {
-            if let Some(iw) = t.opt_u64("initial_window")? {
-                o.initial_window = u32::try_from(iw)
-                    .map_err(|_| t.error("initial_window", format!("{iw} is too large")))?;
-            }
-            if let Some(rto) = t.opt_duration("min_rto")? {
-                o.min_rto = rto;
-            }
-            if let Some(sack) = t.opt_bool("sack")? {
-                o.sack = sack;
-            }
-            match t.opt_str("recovery")?.as_deref() {
-                None => {}
-                Some("rfc6675") => o.recovery = Recovery::Rfc6675,
-                Some("prr") => o.recovery = Recovery::Prr,
-                Some(other) => {
-                    return Err(t.error(
-                        "recovery",
-                        format!("'{other}' is not a recovery (use rfc6675 or prr, RFC 6937)"),
-                    ))
-                }
-            }
-        }
-        Ok(())
-    };
-    read(f, false)?;
-    if let Some(t) = table.as_mut() {
-        read(t, true)?;
-    }
-    if let Some(t) = table {
-        t.finish()?;
-    }
-    Ok(o)
-}
-
-/// A rate schedule: `rate = "300k"`, or `schedule = [["0s", "300k"], ["60s", "1000k"], ...]`.
-fn schedule(f: &mut Fields) -> FieldResult<Vec<(Duration, Rate)>> {
-    let single = f.opt_rate("rate")?;
-    let steps = f.opt_array("schedule")?;
-    match (single, steps) {
-        (Some(_), Some(_)) => Err(f.error("schedule", "give either rate or schedule, not both")),
-        (None, None) => Err(f.error("schedule", "missing (give rate = \"300k\" or a schedule)")),
-        (Some(r), None) => Ok(vec![(Duration::ZERO, r)]),
-        (None, Some(items)) => {
-            let mut out: Vec<(Duration, Rate)> = Vec::with_capacity(items.len());
-            for (i, item) in items.iter().enumerate() {
-                let bad = |reason: String| f.error("schedule", format!("step {i}: {reason}"));
-                let Value::Array(pair) = item else {
-                    return Err(bad("expected [\"from\", \"rate\"]".into()));
-                };
-                if pair.len() != 2 {
-                    return Err(bad("expected [\"from\", \"rate\"]".into()));
-                }
-                let from = duration(&pair[0]).map_err(bad)?;
-                let r = rate(&pair[1]).map_err(bad)?;
-                out.push((from, r));
-            }
-            Ok(out)
-        }
-    }
+    Protocol::read(f, &cx)
 }
 
 /// The protocol name a group's spec was built from, for reports: TCP names its control
 /// (`tcp/cubic`).
 pub fn protocol_name(protocol: &Protocol) -> String {
-    match protocol {
-        Protocol::Tcp { congestion, .. } => format!(
-            "tcp/{}",
-            congestion.canonical_name().unwrap_or(&congestion.name)
-        ),
-        Protocol::Qstp { name, .. } => name.clone(),
-        Protocol::Cbr { .. } => "cbr".into(),
-        Protocol::OnOff { .. } => "onoff".into(),
-    }
+    protocol.get().label()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use qstp_proto::{ErrorControl, Order, RateControl};
+    use qstp_sim::source::{CbrSpec, TcpSpec};
+    use qstp_sim::tcp::{CcSpec, Recovery, TcpOptions};
 
     fn read(text: &str) -> FieldResult<GroupSpec> {
         group(
@@ -375,12 +168,29 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_protocol_is_refused_with_every_name_the_registry_knows() {
+        let err = read("name = \"X\"\nprotocol = \"quic\"\nrtt = \"30ms\"").unwrap_err();
+        assert_eq!(err.key, "group.X.protocol");
+        assert_eq!(
+            err.reason,
+            "'quic' is not a protocol (use tcp, tfrc, tfrc-sack, gtfrc, qstp, cbr, onoff)"
+        );
+        // A key of another kind is unknown to the kind the name picked.
+        let err = read(
+            "name = \"X\"\nprotocol = \"cbr\"\nrtt = \"30ms\"\nrate = \"1M\"\nmean_on = \"1s\"",
+        )
+        .unwrap_err();
+        assert_eq!(err.key, "group.X.mean_on");
+        assert!(err.unknown);
+    }
+
+    #[test]
     fn each_flow_of_an_aggregate_gets_its_share_of_the_target() {
         let g = read(
             "name = \"CD\"\nprotocol = \"qstp\"\nflows = 4\nrtt = \"30ms\"\ntarget = \"400k\"",
         )
         .unwrap();
-        let Protocol::Qstp { config, .. } = g.protocol else {
+        let Protocol::Qstp(QstpSpec { config, .. }) = g.protocol else {
             panic!()
         };
         assert_eq!(
@@ -397,7 +207,7 @@ mod tests {
     fn gtfrc_is_the_gtfrc_papers_setting() {
         let g =
             read("name = \"A\"\nprotocol = \"gtfrc\"\nrtt = \"640ms\"\ntarget = \"800k\"").unwrap();
-        let Protocol::Qstp { config, name } = g.protocol else {
+        let Protocol::Qstp(QstpSpec { config, name }) = g.protocol else {
             panic!()
         };
         assert_eq!(name, "gtfrc");
@@ -418,23 +228,23 @@ mod tests {
         .unwrap();
         assert_eq!(
             g.protocol,
-            Protocol::Tcp {
+            Protocol::Tcp(TcpSpec {
                 congestion: CcSpec::named("newreno"),
                 options: TcpOptions {
                     delayed_ack: true,
                     receive_window: 20_000,
                     ..TcpOptions::default()
                 }
-            }
+            })
         );
         let g = read(
             "name = \"T\"\nprotocol = \"tcp\"\nrtt = \"40ms\"\ncongestion = \"Reno\"\ntcp = { initial_window = 10, delayed_ack = true, min_rto = \"1s\", sack = false }",
         )
         .unwrap();
-        let Protocol::Tcp {
+        let Protocol::Tcp(TcpSpec {
             congestion,
             options,
-        } = &g.protocol
+        }) = &g.protocol
         else {
             panic!()
         };
@@ -454,7 +264,7 @@ mod tests {
             "name = \"U\"\nprotocol = \"cbr\"\nrtt = \"30ms\"\nschedule = [[\"0s\", \"300k\"], [\"60s\", \"1000k\"], [\"120s\", \"300k\"]]",
         )
         .unwrap();
-        let Protocol::Cbr { schedule } = g.protocol else {
+        let Protocol::Cbr(CbrSpec { schedule }) = g.protocol else {
             panic!()
         };
         assert_eq!(
@@ -477,7 +287,7 @@ mod tests {
             let g = read(&format!(
                 "name = \"Q\"\nprotocol = \"gtfrc\"\nrtt = \"40ms\"\ntarget = \"200k\"\n{extra}"
             ))?;
-            let Protocol::Qstp { config, .. } = g.protocol else {
+            let Protocol::Qstp(QstpSpec { config, .. }) = g.protocol else {
                 panic!()
             };
             Ok::<_, super::super::fields::FieldError>(config.gtfrc_rule)
@@ -495,12 +305,12 @@ mod tests {
             let g = read(&format!(
                 "name = \"Q\"\nprotocol = \"{protocol}\"\nrtt = \"40ms\"\ntarget = \"200k\"\n{extra}"
             ))?;
-            let Protocol::Qstp { config, .. } = g.protocol else {
+            let Protocol::Qstp(QstpSpec { config, .. }) = g.protocol else {
                 panic!()
             };
             Ok::<_, super::super::fields::FieldError>(config.tfrc)
         };
-        for protocol in TFRC_PROTOCOLS {
+        for protocol in QstpSpec::NAMES {
             assert_eq!(version(protocol, "").unwrap(), TfrcVersion::Rfc5348);
             assert_eq!(
                 version(protocol, "tfrc = \"rfc3448\"").unwrap(),
@@ -551,7 +361,7 @@ mod tests {
         let err = tcp("tcp = { recovery = \"fast\" }").unwrap_err();
         assert_eq!(err.key, "group.X.tcp.recovery");
         let g = tcp("tcp = { recovery = \"prr\" }").unwrap();
-        let Protocol::Tcp { options, .. } = g.protocol else {
+        let Protocol::Tcp(TcpSpec { options, .. }) = g.protocol else {
             panic!()
         };
         assert_eq!(options.recovery, Recovery::Prr);

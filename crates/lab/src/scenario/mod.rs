@@ -55,7 +55,7 @@ mod network;
 mod sizing;
 mod sweep;
 
-pub use group::{protocol_name, PROTOCOLS};
+pub use group::{protocol_name, protocols};
 
 use fields::{FieldError, Fields};
 use qstp_proto::Duration;

@@ -69,7 +69,7 @@ fn reads_the_fig4_scenario_into_three_points() {
         (s.duration, s.warmup, s.runs, s.seed),
         (Duration::from_secs(180), Duration::from_secs(30), 10, 1)
     );
-    let Protocol::Qstp { config, .. } = &s.groups[0].protocol else {
+    let Protocol::Qstp(QstpSpec { config, .. }) = &s.groups[0].protocol else {
         panic!()
     };
     assert_eq!(
@@ -268,7 +268,7 @@ fn the_scenario_files_of_the_repository_load() {
             if plan.base().name.ends_with("-rfc3448") {
                 // The key reaches the flow's configuration at every point of the sweep.
                 for point in &plan.points {
-                    let qstp_sim::Protocol::Qstp { config, .. } =
+                    let qstp_sim::Protocol::Qstp(QstpSpec { config, .. }) =
                         &point.scenario.groups[0].protocol
                     else {
                         panic!("{}: group AB runs no TFRC", path.display())
@@ -546,13 +546,13 @@ fn one_rule_cases() -> Vec<OneRule> {
             old: "protocol = \"cbr\"\nrate = \"200k\"",
             new: "protocol = \"tcp\"\ntcp = { window = 1000 }",
             change: |s| {
-                s.groups[0].protocol = Protocol::Tcp {
+                s.groups[0].protocol = Protocol::Tcp(TcpSpec {
                     congestion: CcSpec::named("newreno"),
                     options: TcpOptions {
                         receive_window: 1000,
                         ..TcpOptions::default()
                     },
-                }
+                })
             },
             refused_at: Some(("group.A.tcp.window", |e| {
                 matches!(e, SimError::Component { error: ComponentError::Tcp(TcpConfigError::WindowBelowMss { window: 1000, .. }), .. })

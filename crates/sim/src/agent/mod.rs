@@ -1,9 +1,10 @@
 //! Agents: the traffic sources and sinks attached to hosts.
 //!
-//! A flow is a pair of agents (a sender on its source host, a receiver on its sink host). Agents
-//! are an enum rather than boxed trait objects: the set is closed and dispatch stays cheap. Every
-//! agent exposes the same sans-IO shape as the protocols it wraps: `start`, `on_packet`,
-//! `on_timer`, and `poll_timeout` for the next wake-up.
+//! A flow is a pair of agents (a sender on its source host, a receiver on its sink host). The
+//! built-in agents are variants of an enum, so dispatch to them stays a match; a source kind with
+//! agents of its own ([`crate::source`]) wraps them in [`Agent::Other`], a [`Behavior`] trait
+//! object, without an edit here. Every agent exposes the same sans-IO shape as the protocols it
+//! wraps: `start`, `on_packet`, `on_timer`, and `poll_timeout` for the next wake-up.
 
 pub mod qstp;
 pub mod switch;
@@ -94,6 +95,24 @@ pub enum Agent {
     QstpClient(Box<qstp::QstpClient>),
     /// A qstp server draining what it receives.
     QstpServer(Box<qstp::QstpServer>),
+    /// Any other agent, from a source kind of its own.
+    Other(Box<dyn Behavior>),
+}
+
+/// What an agent does, for agents outside the built-in set ([`Agent::Other`]).
+pub trait Behavior: std::fmt::Debug + Send {
+    /// The agent's binding.
+    fn binding(&self) -> &Binding;
+    /// Begin (a source starts sending).
+    fn start(&mut self, ctx: &mut Ctx);
+    /// A packet for this agent arrived; its payload's buffer is the agent's to recycle.
+    fn on_packet(&mut self, ctx: &mut Ctx, packet: Packet);
+    /// The agent's wake-up time may have come (it checks).
+    fn on_timer(&mut self, ctx: &mut Ctx);
+    /// When the agent next wants to be woken.
+    fn poll_timeout(&self) -> Option<Time>;
+    /// Put its totals into the record at the end of the run.
+    fn finish(&self, _recorder: &mut Recorder) {}
 }
 
 impl Agent {
@@ -114,6 +133,7 @@ impl Agent {
             Agent::TcpSink(a) => &a.binding,
             Agent::QstpClient(a) => &a.binding,
             Agent::QstpServer(a) => &a.binding,
+            Agent::Other(a) => a.binding(),
         }
     }
 
@@ -126,6 +146,7 @@ impl Agent {
             Agent::TcpSink(_) => {}
             Agent::QstpClient(a) => a.start(ctx),
             Agent::QstpServer(_) => {}
+            Agent::Other(a) => a.start(ctx),
         }
     }
 
@@ -138,6 +159,7 @@ impl Agent {
             Agent::TcpSink(a) => a.on_packet(ctx, packet),
             Agent::QstpClient(a) => a.on_packet(ctx, packet),
             Agent::QstpServer(a) => a.on_packet(ctx, packet),
+            Agent::Other(a) => a.on_packet(ctx, packet),
         }
     }
 
@@ -150,6 +172,7 @@ impl Agent {
             Agent::TcpSink(a) => a.on_timer(ctx),
             Agent::QstpClient(a) => a.on_timer(ctx),
             Agent::QstpServer(a) => a.on_timer(ctx),
+            Agent::Other(a) => a.on_timer(ctx),
         }
     }
 
@@ -162,13 +185,59 @@ impl Agent {
             Agent::TcpSink(a) => a.poll_timeout(),
             Agent::QstpClient(a) => a.poll_timeout(),
             Agent::QstpServer(a) => a.poll_timeout(),
+            Agent::Other(a) => a.poll_timeout(),
         }
     }
 
     /// Put the sender's totals into the record at the end of the run.
     pub fn finish(&self, recorder: &mut Recorder) {
-        if let Agent::QstpClient(a) = self {
-            a.finish(recorder)
+        match self {
+            Agent::QstpClient(a) => a.finish(recorder),
+            Agent::Other(a) => a.finish(recorder),
+            _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An agent from outside the built-in set: it wants waking once, at 1 s.
+    #[derive(Debug)]
+    struct Beacon(Binding);
+
+    impl Behavior for Beacon {
+        fn binding(&self) -> &Binding {
+            &self.0
+        }
+        fn start(&mut self, _: &mut Ctx) {}
+        fn on_packet(&mut self, ctx: &mut Ctx, packet: Packet) {
+            ctx.network.packets.recycle(packet.payload);
+        }
+        fn on_timer(&mut self, _: &mut Ctx) {}
+        fn poll_timeout(&self) -> Option<Time> {
+            Some(Time::ZERO + qstp_proto::Duration::from_secs(1))
+        }
+    }
+
+    #[test]
+    fn an_agent_of_another_kind_is_dispatched_through_its_behavior() {
+        let binding = Binding {
+            me: AgentId(4),
+            node: NodeId(1),
+            peer: AgentId(5),
+            peer_node: NodeId(2),
+            flow: FlowId(2),
+            group: 1,
+        };
+        let agent = Agent::Other(Box::new(Beacon(binding)));
+        assert_eq!(*agent.binding(), binding);
+        assert_eq!(
+            agent.poll_timeout(),
+            Some(Time::ZERO + qstp_proto::Duration::from_secs(1))
+        );
+        let mut agent = agent;
+        assert!(agent.tcp_sender_mut().is_none());
     }
 }

@@ -59,7 +59,7 @@ impl DelegationSpec {
                 .iter()
                 .position(|g| g.name == name)
                 .ok_or_else(|| invalid(key, format!("no group is named '{name}'")))?;
-            if !matches!(groups[i].protocol, Protocol::Tcp { .. }) {
+            if !matches!(groups[i].protocol, Protocol::Tcp(_)) {
                 return Err(invalid(key, format!("group '{name}' is not tcp")));
             }
             Ok(i)

@@ -5,6 +5,7 @@
 use super::FluidParams;
 use crate::delegation::DelegationSpec;
 use crate::error::SimError;
+use crate::source::TcpSpec;
 use crate::spec::{Protocol, QueueSpec, SimSpec, Topology};
 use crate::validate::TCP_IP_HEADER;
 
@@ -134,7 +135,7 @@ impl Model {
         let mut flows = Vec::new();
         for (index, group) in spec.groups.iter().enumerate() {
             let key = |field: &str| format!("groups[{}].{field}", group.name);
-            let Protocol::Tcp { options, .. } = &group.protocol else {
+            let Protocol::Tcp(TcpSpec { options, .. }) = &group.protocol else {
                 return Err(invalid(
                     key("protocol"),
                     "the fluid model has TCP flows only (eq. 14 is TCP's AIMD)",

@@ -10,10 +10,11 @@
 //! work at equal instants (the simulator does) can ask for each on its own:
 //! [`Link::next_ready`] and [`Link::next_arrival`].
 //!
-//! A [`QueueObserver`] set with [`Link::set_observer`] sees every event at the link's queue (a
-//! packet queued, taken for transmission, or dropped and why): the packet capture
-//! ([`crate::capture::Tap`]) is one, and a pcap writer of drops or a queue-length series would
-//! be another. Without one the link pays one branch per event.
+//! The [`QueueObserver`]s added with [`Link::add_observer`] (at most [`MAX_OBSERVERS`]) see every
+//! event at the link's queue (a packet queued, taken for transmission, or dropped and why), and
+//! the queue as it stands just before each change: the packet capture ([`crate::capture::Tap`])
+//! is one, the queue-length series ([`super::QueueMeter`]) another. Without one the link pays one
+//! empty loop per event.
 
 use super::packet::{Packet, PacketStore, QueuedPacket};
 use crate::ids::{LinkId, NodeId, PacketId};
@@ -62,8 +63,15 @@ pub enum QueueEvent {
     Dropped(DropKind),
 }
 
+/// Most observers one link holds.
+pub const MAX_OBSERVERS: usize = 4;
+
 /// Sees every event at a link's queue, as it happens.
 pub trait QueueObserver: Send {
+    /// The queue may change at `now` (a packet is offered, or the link asks it for one): until
+    /// now it held what `queue` holds. Nothing by default.
+    fn before_change(&mut self, _now: Time, _queue: &dyn QueueDiscipline<QueuedPacket>) {}
+
     /// At `now`, `event` happened to the packet `id` (`packet`); the queue then holds
     /// `queue_len` packets.
     fn observe(
@@ -136,8 +144,8 @@ pub struct Link {
     last_transmit: (u32, Duration),
     /// Counters.
     pub stats: LinkStats,
-    /// Who watches the queue's events, if anyone.
-    observer: Option<Box<dyn QueueObserver>>,
+    /// Who watches the queue's events (at most [`MAX_OBSERVERS`]).
+    observers: Vec<Box<dyn QueueObserver>>,
 }
 
 impl std::fmt::Debug for Link {
@@ -184,24 +192,43 @@ impl Link {
             in_flight: VecDeque::new(),
             last_transmit: (0, Duration::ZERO),
             stats: LinkStats::default(),
-            observer: None,
+            observers: Vec::new(),
         }
     }
 
-    /// Let `observer` see every later event at this link's queue (replacing any observer);
-    /// `None` removes it.
-    pub fn set_observer(&mut self, observer: Option<Box<dyn QueueObserver>>) {
-        self.observer = observer;
+    /// Let `observer` see every later event at this link's queue, after those already there;
+    /// a link that holds [`MAX_OBSERVERS`] hands it back.
+    pub fn add_observer(
+        &mut self,
+        observer: Box<dyn QueueObserver>,
+    ) -> Result<(), Box<dyn QueueObserver>> {
+        if self.observers.len() >= MAX_OBSERVERS {
+            return Err(observer);
+        }
+        self.observers.push(observer);
+        Ok(())
     }
 
-    /// The observer in place, if any.
-    pub fn observer_mut(&mut self) -> Option<&mut (dyn QueueObserver + 'static)> {
-        self.observer.as_deref_mut()
+    /// The observers in place, each with the queue (to read back what they gathered).
+    pub fn observers_mut(
+        &mut self,
+    ) -> (
+        &mut [Box<dyn QueueObserver>],
+        &dyn QueueDiscipline<QueuedPacket>,
+    ) {
+        (&mut self.observers, &*self.queue)
     }
 
-    /// Take the observer back (to read what it gathered).
-    pub fn take_observer(&mut self) -> Option<Box<dyn QueueObserver>> {
-        self.observer.take()
+    /// Take the observers back.
+    pub fn take_observers(&mut self) -> Vec<Box<dyn QueueObserver>> {
+        std::mem::take(&mut self.observers)
+    }
+
+    /// Tell the observers that the queue may change at `now`.
+    fn before_change(&mut self, now: Time) {
+        for observer in &mut self.observers {
+            observer.before_change(now, &*self.queue);
+        }
     }
 
     /// The same link without a departure record: [`Link::poll_transmit`] then yields nothing and
@@ -216,21 +243,22 @@ impl Link {
     /// A driver on a real clock calls [`Link::handle_timeout`] first, so that the packets due to
     /// leave by `now` have left the queue.
     pub fn offer(&mut self, now: Time, packet: QueuedPacket, store: &mut PacketStore) -> Offered {
+        self.before_change(now);
         if let Err((refused, kind)) = self.queue.enqueue(now, packet, &mut self.rng) {
             match kind {
                 DropKind::Overflow => self.stats.overflow_drops += 1,
                 DropKind::Early => self.stats.early_drops += 1,
             }
-            if let Some(observer) = self.observer.as_deref_mut() {
+            let len = self.queue.len();
+            for observer in &mut self.observers {
                 let event = QueueEvent::Dropped(kind);
-                let len = self.queue.len();
                 observer.observe(now, event, refused.id, store.get(refused.id), len);
             }
             store.discard(refused.id);
             return Offered::Dropped(kind);
         }
-        if let Some(observer) = self.observer.as_deref_mut() {
-            let len = self.queue.len();
+        let len = self.queue.len();
+        for observer in &mut self.observers {
             observer.observe(
                 now,
                 QueueEvent::Enqueued,
@@ -322,10 +350,11 @@ impl Link {
 
     /// Start serialising the next queued packet, if the queue lets one go; whether one started.
     fn send_next(&mut self, now: Time, store: &mut PacketStore) -> bool {
+        self.before_change(now);
         match self.queue.dequeue(now, self.rate) {
             Dequeue::Packet(packet) => {
-                if let Some(observer) = self.observer.as_deref_mut() {
-                    let len = self.queue.len();
+                let len = self.queue.len();
+                for observer in &mut self.observers {
                     observer.observe(
                         now,
                         QueueEvent::Dequeued,
@@ -552,7 +581,7 @@ mod tests {
         let mut store = PacketStore::default();
         let mut link = test_link(2);
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        link.set_observer(Some(Box::new(Log(seen.clone()))));
+        assert!(link.add_observer(Box::new(Log(seen.clone()))).is_ok());
         // Four 1000-byte packets at 0 (8 ms each at 1 Mbit/s): the first goes on the wire at
         // once, two wait, the fourth overflows the two-packet queue.
         let ids: Vec<PacketId> = (0..4)
@@ -581,11 +610,43 @@ mod tests {
         );
         // The observer saw the dropped packet before the link discarded it.
         assert_eq!(store.live(), 3);
-        // Without an observer nothing more is logged.
-        assert!(link.take_observer().is_some());
+        // A link holds a bounded number of observers.
+        for _ in 1..MAX_OBSERVERS {
+            assert!(link.add_observer(Box::new(Log(Default::default()))).is_ok());
+        }
+        assert!(link.add_observer(Box::new(Log(seen.clone()))).is_err());
+        // Without observers nothing more is logged.
+        assert_eq!(link.take_observers().len(), MAX_OBSERVERS);
         let p = packet(&mut store, 1000);
         link.offer(ms(30), p, &mut store);
         assert_eq!(seen.lock().unwrap().len(), 7);
+    }
+
+    #[test]
+    fn a_meter_records_the_queue_at_each_bin_end_whoever_changes_it() {
+        let mut store = PacketStore::default();
+        let mut link = test_link(10);
+        let meter = crate::network::QueueMeter::new("q", &*link.queue, Duration::from_millis(5), 8);
+        assert!(link.add_observer(Box::new(meter)).is_ok());
+        // Four 1000-byte packets at 1 ms: one on the wire until 9 ms, three queued; they leave
+        // the queue at 9, 17 and 25 ms. Nothing happens after 25 ms.
+        for _ in 0..4 {
+            let p = packet(&mut store, 1000);
+            link.offer(ms(1), p, &mut store);
+        }
+        for at in [9, 17, 25, 33] {
+            link.handle_timeout(ms(at), &mut store);
+        }
+        let (observers, queue) = link.observers_mut();
+        let meter = observers[0]
+            .as_any_mut()
+            .and_then(|a| a.downcast_mut::<crate::network::QueueMeter>())
+            .unwrap();
+        let series = meter.finish(queue);
+        assert_eq!(series.len(), 1, "a FIFO has no classes");
+        // Bins end at 5, 10, ..., 40 ms: what the queue held then.
+        assert_eq!(series[0].packets, [3, 2, 2, 1, 1, 0, 0, 0]);
+        assert_eq!(series[0].bytes, [3000, 2000, 2000, 1000, 1000, 0, 0, 0]);
     }
 
     /// A driver that wakes late (a coarse real-time timer) still gets the link's rate: each

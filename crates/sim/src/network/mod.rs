@@ -8,10 +8,12 @@
 //! creates that work, which keeps the engine's (time, insertion) order of the per-packet events.
 
 pub mod link;
+mod meter;
 pub mod node;
 pub mod packet;
 
-pub use link::{Departure, Link, LinkStats, Offered, QueueEvent, QueueObserver};
+pub use link::{Departure, Link, LinkStats, Offered, QueueEvent, QueueObserver, MAX_OBSERVERS};
+pub use meter::QueueMeter;
 pub use node::{Conditioner, Node, NodeKind};
 pub use packet::{Packet, PacketStore, Payload, QueuedPacket};
 

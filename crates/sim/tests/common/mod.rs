@@ -44,20 +44,20 @@ pub fn group(name: &str, protocol: Protocol, flows: u32, rtt: Duration) -> Group
 
 /// A constant-bit-rate protocol at `rate`.
 pub fn cbr(rate: Rate) -> Protocol {
-    Protocol::Cbr {
+    Protocol::Cbr(CbrSpec {
         schedule: vec![(Duration::ZERO, rate)],
-    }
+    })
 }
 
 /// TCP NewReno without delayed ACKs and a large window.
 pub fn newreno() -> Protocol {
-    Protocol::Tcp {
+    Protocol::Tcp(TcpSpec {
         congestion: qstp_sim::tcp::CcSpec::named("newreno"),
         options: qstp_sim::tcp::TcpOptions {
             receive_window: 64 << 20,
             ..Default::default()
         },
-    }
+    })
 }
 
 /// QSTP paper §5.1: RIO (min_out, max_out, p_out, min_in, max_in, p_in) = (10, 20, 0.1, 20, 40, 0.02).
