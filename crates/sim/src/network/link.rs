@@ -69,8 +69,20 @@ pub const MAX_OBSERVERS: usize = 4;
 /// Sees every event at a link's queue, as it happens.
 pub trait QueueObserver: Send {
     /// The queue may change at `now` (a packet is offered, or the link asks it for one): until
-    /// now it held what `queue` holds. Nothing by default.
+    /// now it held what `queue` holds. Called only once `now` reaches [`QueueObserver::due`].
     fn before_change(&mut self, _now: Time, _queue: &dyn QueueDiscipline<QueuedPacket>) {}
+
+    /// From when on it wants [`QueueObserver::before_change`] (`Time::MAX`, the default:
+    /// never). The link asks again after each call.
+    fn due(&self) -> Time {
+        Time::MAX
+    }
+
+    /// Whether it wants [`QueueObserver::observe`] at all (the default); an observer that says
+    /// no costs the link nothing per event.
+    fn sees_events(&self) -> bool {
+        true
+    }
 
     /// At `now`, `event` happened to the packet `id` (`packet`); the queue then holds
     /// `queue_len` packets.
@@ -146,6 +158,10 @@ pub struct Link {
     pub stats: LinkStats,
     /// Who watches the queue's events (at most [`MAX_OBSERVERS`]).
     observers: Vec<Box<dyn QueueObserver>>,
+    /// Which of them see events (bit i: observer i), asked once as each was added.
+    seeing: u8,
+    /// The earliest instant an observer wants to hear of a change before it happens.
+    due: Time,
 }
 
 impl std::fmt::Debug for Link {
@@ -193,6 +209,8 @@ impl Link {
             last_transmit: (0, Duration::ZERO),
             stats: LinkStats::default(),
             observers: Vec::new(),
+            seeing: 0,
+            due: Time::MAX,
         }
     }
 
@@ -205,6 +223,10 @@ impl Link {
         if self.observers.len() >= MAX_OBSERVERS {
             return Err(observer);
         }
+        if observer.sees_events() {
+            self.seeing |= 1 << self.observers.len();
+        }
+        self.due = self.due.min(observer.due());
         self.observers.push(observer);
         Ok(())
     }
@@ -221,13 +243,35 @@ impl Link {
 
     /// Take the observers back.
     pub fn take_observers(&mut self) -> Vec<Box<dyn QueueObserver>> {
+        self.seeing = 0;
+        self.due = Time::MAX;
         std::mem::take(&mut self.observers)
     }
 
-    /// Tell the observers that the queue may change at `now`.
+    /// Tell the observers that want it that the queue may change at `now`.
     fn before_change(&mut self, now: Time) {
+        if now < self.due {
+            return;
+        }
+        self.due = Time::MAX;
         for observer in &mut self.observers {
-            observer.before_change(now, &*self.queue);
+            if now >= observer.due() {
+                observer.before_change(now, &*self.queue);
+            }
+            self.due = self.due.min(observer.due());
+        }
+    }
+
+    /// Show `event` of packet `id` to the observers that see events.
+    fn observe(&mut self, now: Time, event: QueueEvent, id: PacketId, store: &PacketStore) {
+        if self.seeing == 0 {
+            return;
+        }
+        let len = self.queue.len();
+        for (i, observer) in self.observers.iter_mut().enumerate() {
+            if self.seeing & (1 << i) != 0 {
+                observer.observe(now, event, id, store.get(id), len);
+            }
         }
     }
 
@@ -249,24 +293,11 @@ impl Link {
                 DropKind::Overflow => self.stats.overflow_drops += 1,
                 DropKind::Early => self.stats.early_drops += 1,
             }
-            let len = self.queue.len();
-            for observer in &mut self.observers {
-                let event = QueueEvent::Dropped(kind);
-                observer.observe(now, event, refused.id, store.get(refused.id), len);
-            }
+            self.observe(now, QueueEvent::Dropped(kind), refused.id, store);
             store.discard(refused.id);
             return Offered::Dropped(kind);
         }
-        let len = self.queue.len();
-        for observer in &mut self.observers {
-            observer.observe(
-                now,
-                QueueEvent::Enqueued,
-                packet.id,
-                store.get(packet.id),
-                len,
-            );
-        }
+        self.observe(now, QueueEvent::Enqueued, packet.id, store);
         if self.ready_at.is_some() {
             return Offered::Queued;
         }
@@ -353,16 +384,7 @@ impl Link {
         self.before_change(now);
         match self.queue.dequeue(now, self.rate) {
             Dequeue::Packet(packet) => {
-                let len = self.queue.len();
-                for observer in &mut self.observers {
-                    observer.observe(
-                        now,
-                        QueueEvent::Dequeued,
-                        packet.id,
-                        store.get(packet.id),
-                        len,
-                    );
-                }
+                self.observe(now, QueueEvent::Dequeued, packet.id, store);
                 if self.last_transmit.0 != packet.size {
                     self.last_transmit =
                         (packet.size, self.rate.transmit_time(packet.size as usize));

@@ -1,8 +1,9 @@
 //! The queue-length series of a link: a [`QueueObserver`] that records what the queue holds at the
 //! end of every bin (packets and bytes, for the whole queue and each class of a class-based one),
-//! as ns-3 users sample a queue's length. It samples only when the queue is about to change, so
-//! a link that sees no traffic for many bins costs nothing until it does, and the samples are
-//! those of the queue's state between changes, whoever drives the link.
+//! as ns-3 users sample a queue's length. The link calls it only at the first change of the queue
+//! after a bin ended (it sees no events), so it costs one comparison per event, a link that sees
+//! no traffic for many bins costs nothing until it does, and the samples are those of the queue's
+//! state between changes, whoever drives the link.
 
 use super::link::{QueueEvent, QueueObserver};
 use super::packet::{Packet, QueuedPacket};
@@ -83,9 +84,19 @@ impl QueueMeter {
 
 impl QueueObserver for QueueMeter {
     fn before_change(&mut self, now: Time, queue: &dyn QueueDiscipline<QueuedPacket>) {
-        if now >= self.next_end {
-            self.catch_up(now, queue);
+        self.catch_up(now, queue);
+    }
+
+    fn due(&self) -> Time {
+        if self.series[0].packets.len() < self.bins {
+            self.next_end
+        } else {
+            Time::MAX
         }
+    }
+
+    fn sees_events(&self) -> bool {
+        false
     }
 
     fn observe(&mut self, _: Time, _: QueueEvent, _: PacketId, _: &Packet, _: usize) {}
