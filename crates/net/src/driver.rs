@@ -139,8 +139,8 @@ impl Driver {
                 Ok(_) => {
                     let mut state = self.shared.lock();
                     let now = state.now();
-                    for (remote, datagram) in self.io.received() {
-                        state.proto.handle_datagram(now, remote, datagram);
+                    for (remote, datagram) in self.io.received_mut() {
+                        state.proto.handle_datagram_mut(now, remote, datagram);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),

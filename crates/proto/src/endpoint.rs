@@ -252,25 +252,55 @@ impl Endpoint {
 
     /// Feed one received datagram.
     pub fn handle_datagram(&mut self, now: Time, remote: SocketAddr, datagram: &[u8]) {
+        if is_protected_type(datagram) && self.protected_connection(datagram).is_some() {
+            // Opened in a copy: the caller's bytes stay as they are.
+            let mut scratch = std::mem::take(&mut self.opened);
+            scratch.clear();
+            scratch.extend_from_slice(datagram);
+            self.handle_datagram_mut(now, remote, &mut scratch);
+            self.opened = scratch;
+            return;
+        }
+        self.handle_cleartext(now, remote, datagram);
+    }
+
+    /// Feed one received datagram the endpoint may overwrite: a protected one is decrypted in
+    /// place, with no copy. Otherwise the same as [`Endpoint::handle_datagram`].
+    pub fn handle_datagram_mut(&mut self, now: Time, remote: SocketAddr, datagram: &mut [u8]) {
         // A datagram for a protected connection is opened first; nothing in it is read unless
         // it authenticates.
         if is_protected_type(datagram) {
-            let handle = destination_of(datagram).and_then(|id| self.by_id.get(&id).copied());
-            if let Some(conn) = handle.and_then(|h| self.connections.get_mut(&h)) {
-                if conn.is_protected() {
-                    if conn.open(datagram, &mut self.opened).is_err() {
-                        self.stats.auth_failures += 1;
-                        return;
-                    }
-                    match Packet::decode(&self.opened) {
-                        Ok(packet) => conn.handle_packet(now, remote, &packet, datagram.len()),
-                        // Authentic but malformed: the peer's bug, not an attack.
-                        Err(_) => self.stats.malformed += 1,
-                    }
+            if let Some(handle) = self.protected_connection(datagram) {
+                let Some(conn) = self.connections.get_mut(&handle) else {
                     return;
+                };
+                let size = datagram.len();
+                let Ok(packet) = conn.open_in_place(datagram) else {
+                    self.stats.auth_failures += 1;
+                    return;
+                };
+                match Packet::decode(&datagram[packet]) {
+                    Ok(packet) => conn.handle_packet(now, remote, &packet, size),
+                    // Authentic but malformed: the peer's bug, not an attack.
+                    Err(_) => self.stats.malformed += 1,
                 }
+                return;
             }
         }
+        self.handle_cleartext(now, remote, datagram);
+    }
+
+    /// The protected connection a datagram is addressed to, if any.
+    fn protected_connection(&self, datagram: &[u8]) -> Option<ConnectionHandle> {
+        let handle = destination_of(datagram).and_then(|id| self.by_id.get(&id).copied())?;
+        self.connections
+            .get(&handle)
+            .is_some_and(Connection::is_protected)
+            .then_some(handle)
+    }
+
+    /// A datagram read as it is: the handshake's, and every packet of unprotected connections.
+    fn handle_cleartext(&mut self, now: Time, remote: SocketAddr, datagram: &[u8]) {
         let packet = match Packet::decode(datagram) {
             Ok(packet) => packet,
             Err(_) => {

@@ -276,29 +276,49 @@ impl PacketKeys {
 
     /// Open the protected `datagram` into `out` (cleared first) as the packet that was sealed:
     /// the cleartext header followed by the decrypted rest. Nothing is kept of a datagram that
-    /// fails; a replay is refused after authentication, so a forged sequence number cannot move
-    /// the window.
+    /// fails. [`PacketKeys::open_in_place`] without the copy.
     pub fn open(&mut self, datagram: &[u8], out: &mut Vec<u8>) -> Result<(), ProtectionError> {
         out.clear();
+        out.extend_from_slice(datagram);
+        match self.open_in_place(out) {
+            Ok(packet) => {
+                out.truncate(packet.end);
+                out.drain(..packet.start);
+                Ok(())
+            }
+            Err(e) => {
+                out.clear();
+                Err(e)
+            }
+        }
+    }
+
+    /// Open the protected `datagram` in place: on success, the range of `datagram` that now holds
+    /// the packet that was sealed (the cleartext header followed by the decrypted rest); on
+    /// failure the datagram's bytes are left unspecified. A replay is refused after
+    /// authentication, so a forged sequence number cannot move the window.
+    pub fn open_in_place(
+        &mut self,
+        datagram: &mut [u8],
+    ) -> Result<std::ops::Range<usize>, ProtectionError> {
         if datagram.len() < CLEAR_HEADER_LEN + OVERHEAD {
             return Err(ProtectionError::Short);
         }
-        let (aad, body_and_tag) = datagram.split_at(CLEAR_HEADER_LEN + SEQUENCE_LEN);
+        let (aad, body_and_tag) = datagram.split_at_mut(CLEAR_HEADER_LEN + SEQUENCE_LEN);
         let mut sequence = [0; SEQUENCE_LEN];
         sequence.copy_from_slice(&aad[CLEAR_HEADER_LEN..]);
         let sequence = u64::from_be_bytes(sequence);
         if self.seen(sequence) {
             return Err(ProtectionError::Replayed);
         }
-        out.extend_from_slice(&aad[..CLEAR_HEADER_LEN]);
-        out.extend_from_slice(body_and_tag);
-        let Some(plain) = self.open.open(sequence, aad, &mut out[CLEAR_HEADER_LEN..]) else {
-            out.clear();
-            return Err(ProtectionError::Forged);
-        };
-        out.truncate(CLEAR_HEADER_LEN + plain);
+        let plain = self
+            .open
+            .open(sequence, aad, body_and_tag)
+            .ok_or(ProtectionError::Forged)?;
         self.mark(sequence);
-        Ok(())
+        // The header moves up over the sequence number, next to the plaintext.
+        datagram.copy_within(..CLEAR_HEADER_LEN, SEQUENCE_LEN);
+        Ok(SEQUENCE_LEN..CLEAR_HEADER_LEN + SEQUENCE_LEN + plain)
     }
 
     /// Whether `sequence` was opened before or is too old to tell.
