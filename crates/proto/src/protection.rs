@@ -25,6 +25,9 @@ use x25519_dalek::{PublicKey, StaticSecret};
 /// Length of a key share (an X25519 public key), bytes.
 pub const KEY_SHARE_LEN: usize = 32;
 
+/// Length of a hello's pre-shared key binder, bytes.
+pub const BINDER_LEN: usize = 32;
+
 /// Length of an authentication tag, bytes.
 pub const TAG_LEN: usize = 16;
 
@@ -70,6 +73,24 @@ impl PreSharedKey {
     /// A key from any secret text or bytes (a key file's content): blake3 derives 32 bytes from it.
     pub fn from_secret(secret: &[u8]) -> Self {
         PreSharedKey(blake3::derive_key("qstp 2026-11 pre-shared key", secret))
+    }
+
+    /// The binder of a hello whose bytes before the binder are `covered`: a MAC keyed from this
+    /// key (in the spirit of TLS 1.3's PSK binder, RFC 8446 §4.2.11), so that a server can refuse
+    /// a client holding another key before it keeps any state for it.
+    pub fn binder(&self, covered: &[u8]) -> [u8; BINDER_LEN] {
+        *self.binder_hash(covered).as_bytes()
+    }
+
+    /// Whether `binder` is this key's binder of `covered` (compared in constant time).
+    pub fn verifies(&self, covered: &[u8], binder: &[u8; BINDER_LEN]) -> bool {
+        self.binder_hash(covered) == blake3::Hash::from_bytes(*binder)
+    }
+
+    fn binder_hash(&self, covered: &[u8]) -> blake3::Hash {
+        // A key of its own, so a binder says nothing of the packet keys derived from the same PSK.
+        let key = blake3::derive_key("qstp 2026-11 hello binder", &self.0);
+        blake3::keyed_hash(&key, covered)
     }
 }
 

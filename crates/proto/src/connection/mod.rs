@@ -49,6 +49,9 @@ pub enum CloseReason {
     HandshakeTimeout,
     /// The server refused the connection (for instance, an unsupported composition).
     Refused,
+    /// The server refused the connection because the two sides hold different pre-shared keys,
+    /// or only one side holds one.
+    KeyMismatch,
     /// The peer broke the protocol.
     ProtocolViolation(String),
 }
