@@ -5,6 +5,10 @@
 # A benchmark, not a test: numbers depend on the machine and its load.
 #
 # Usage: scripts/bench-net.sh            (SIZE_MIB=256 scripts/bench-net.sh for a quick run)
+#
+# SKIP_BUILD=1 uses the release binary already built, so the script can run under the same lock
+# as builds (`flock /tmp/qstp-cargo.lock env SKIP_BUILD=1 scripts/bench-net.sh`) with no build
+# beside it.
 set -euo pipefail
 
 SIZE_MIB=${SIZE_MIB:-1024}
@@ -19,7 +23,9 @@ if ! command -v iperf3 >/dev/null; then
 fi
 command -v jq >/dev/null || { echo "bench-net.sh needs jq" >&2; exit 1; }
 
-(cd "$ROOT" && cargo build --release -q -p qstp)
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+    (cd "$ROOT" && cargo build --release -q -p qstp)
+fi
 QSTP="${CARGO_TARGET_DIR:-$ROOT/target}/release/qstp"
 WORK=$(mktemp -d)
 PIDS=()

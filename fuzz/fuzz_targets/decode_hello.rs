@@ -16,6 +16,6 @@ fuzz_target!(|datagram: &[u8]| {
         packet.timestamp(),
     );
     let _ = (packet.composition(), packet.cookie(), packet.padding());
-    let _ = packet.key_share();
+    let _ = (packet.key_share(), packet.binder(), packet.binder_covered());
     let _ = Hello::parse(&packet);
 });

@@ -134,9 +134,8 @@ fn peers_with_different_pre_shared_keys_never_connect() {
     let source = dir.join("small.bin");
     std::fs::write(&source, pattern(100_000)).unwrap();
     let ours_arg = ours.to_str().unwrap();
-    // Not --once: the refused sender's connection stays in the server, unannounced to nothing but
-    // a slot, until its idle timeout (the server cannot tell a wrong key before the client's first
-    // packet); the next sender is served beside it.
+    // The server refuses the wrong key's hello by its binder, keeping nothing for it; the next
+    // sender is served.
     let (mut receiver, addr, _lines) = start_server(&out, &["--psk", ours_arg]);
     let send = |key: &std::path::Path| {
         Command::new(QSTP)
@@ -151,7 +150,7 @@ fn peers_with_different_pre_shared_keys_never_connect() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(
-        stderr.contains("did not authenticate") && stderr.contains("--psk"),
+        stderr.contains("another pre-shared key") && stderr.contains("--psk"),
         "{stderr}"
     );
     assert!(

@@ -104,6 +104,8 @@ struct Turn {
     more_to_send: bool,
     /// Nothing is left to drive.
     idle: bool,
+    /// A handshake this endpoint started is pending: an ICMP error may concern it.
+    handshaking: bool,
 }
 
 impl Driver {
@@ -126,7 +128,7 @@ impl Driver {
                 tokio::task::yield_now().await;
                 continue;
             }
-            self.wait(turn.deadline, blocked).await?;
+            self.wait(turn.deadline, blocked, turn.handshaking).await?;
         }
     }
 
@@ -137,8 +139,8 @@ impl Driver {
                 Ok(_) => {
                     let mut state = self.shared.lock();
                     let now = state.now();
-                    for (remote, datagram) in self.io.received() {
-                        state.proto.handle_datagram(now, remote, datagram);
+                    for (remote, datagram) in self.io.received_mut() {
+                        state.proto.handle_datagram_mut(now, remote, datagram);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
@@ -197,12 +199,22 @@ impl Driver {
             deadline,
             more_to_send,
             idle: state.is_idle(),
+            handshaking: state.handshaking(),
         }
     }
 
-    /// Sleep until the socket is readable (or writable, when `blocked`), a handle nudges the
-    /// driver, or `deadline` comes.
-    async fn wait(&mut self, deadline: Option<Instant>, blocked: bool) -> io::Result<()> {
+    /// Sleep until the socket is readable (or writable, when `blocked`; or has an ICMP error
+    /// queued, when `handshaking`), a handle nudges the driver, or `deadline` comes.
+    ///
+    /// The error queue is waited on only during a handshake, the one time an error changes
+    /// anything (registering that interest on every wait cost a tenth of a busy driver's CPU);
+    /// otherwise errors are drained whenever the driver wakes for something else.
+    async fn wait(
+        &mut self,
+        deadline: Option<Instant>,
+        blocked: bool,
+        handshaking: bool,
+    ) -> io::Result<()> {
         let now = Instant::now();
         if let Some(deadline) = deadline {
             if deadline <= now {
@@ -227,7 +239,7 @@ impl Driver {
         tokio::select! {
             ready = self.io.readable() => ready?,
             ready = self.io.writable(), if blocked => ready?,
-            ready = self.io.error_ready() => ready?,
+            ready = self.io.error_ready(), if handshaking => ready?,
             () = self.shared.driver.notified() => {}
             () = sleep_until(coarse) => {}
         }

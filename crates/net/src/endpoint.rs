@@ -123,6 +123,7 @@ impl Endpoint {
             stopped: None,
             socket_stats: SocketStats::default(),
             retiring: Vec::new(),
+            connecting: Vec::new(),
         };
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
@@ -158,6 +159,7 @@ impl Endpoint {
                     ..Slot::default()
                 },
             );
+            state.connecting.push(handle);
             handle
         };
         self.shared.driver.notify_one();

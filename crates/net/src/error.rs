@@ -21,6 +21,11 @@ pub enum Error {
     /// The peer refused the connection.
     #[error("connection refused by the peer")]
     Refused,
+    /// The peer refused the connection: it holds another pre-shared key, or only one end has one.
+    #[error(
+        "connection refused: the peer holds another pre-shared key, or only one end has one (do both ends use the same --psk?)"
+    )]
+    KeyMismatch,
     /// The handshake's destination answered with ICMP "port unreachable": no socket is bound
     /// to that port.
     #[error("connection refused: nothing listens on {0}")]
@@ -72,6 +77,7 @@ impl Error {
             CloseReason::IdleTimeout => Error::IdleTimeout,
             CloseReason::HandshakeTimeout => Error::ConnectTimeout,
             CloseReason::Refused => Error::Refused,
+            CloseReason::KeyMismatch => Error::KeyMismatch,
             CloseReason::ProtocolViolation(why) => Error::ProtocolViolation(why.clone()),
         })
     }
@@ -81,7 +87,9 @@ impl Error {
         match self {
             Error::ConnectTimeout | Error::IdleTimeout => io::ErrorKind::TimedOut,
             Error::Refused | Error::NothingListens(_) => io::ErrorKind::ConnectionRefused,
-            Error::HandshakeNotAuthenticated(_) => io::ErrorKind::PermissionDenied,
+            Error::HandshakeNotAuthenticated(_) | Error::KeyMismatch => {
+                io::ErrorKind::PermissionDenied
+            }
             Error::PeerClosed { .. } | Error::ProtocolViolation(_) => {
                 io::ErrorKind::ConnectionReset
             }

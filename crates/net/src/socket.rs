@@ -12,6 +12,9 @@ use std::net::SocketAddr;
 /// Largest UDP payload; a receive buffer this big holds one GRO-coalesced batch.
 const MAX_UDP_PAYLOAD: usize = 65_535;
 
+/// Most datagrams (or GRO batches) one receive call reads.
+const MAX_RECV_BATCH: usize = 32;
+
 /// Kernel socket buffer size asked for (the kernel may grant less).
 const SOCKET_BUFFER: usize = 8 << 20;
 
@@ -177,7 +180,8 @@ pub(crate) struct UdpIo {
     socket: tokio::net::UdpSocket,
     state: quinn_udp::UdpSocketState,
     max_segments: usize,
-    rx_buffers: Vec<Box<[u8]>>,
+    /// `rx_meta.len()` receive buffers of `MAX_UDP_PAYLOAD` bytes each, end to end.
+    rx_buffers: Box<[u8]>,
     rx_meta: Vec<quinn_udp::RecvMeta>,
     rx_filled: usize,
     pub(crate) stats: SocketStats,
@@ -194,14 +198,12 @@ impl UdpIo {
         let max_segments = state.max_gso_segments().clamp(1, 64);
         let socket = tokio::net::UdpSocket::from_std(socket)?;
         let local = socket.local_addr()?;
-        let batch = quinn_udp::BATCH_SIZE.clamp(1, 32);
+        let batch = quinn_udp::BATCH_SIZE.clamp(1, MAX_RECV_BATCH);
         Ok(UdpIo {
             socket,
             state,
             max_segments,
-            rx_buffers: (0..batch)
-                .map(|_| vec![0u8; MAX_UDP_PAYLOAD].into_boxed_slice())
-                .collect(),
+            rx_buffers: vec![0u8; batch * MAX_UDP_PAYLOAD].into_boxed_slice(),
             rx_meta: vec![quinn_udp::RecvMeta::default(); batch],
             rx_filled: 0,
             stats: SocketStats::default(),
@@ -278,14 +280,20 @@ impl UdpIo {
             ..
         } = self;
         *rx_filled = 0;
-        let mut slices: Vec<IoSliceMut<'_>> =
-            rx_buffers.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+        // On the stack, not allocated per call; the unused tail stays empty.
+        let mut buffers = rx_buffers.chunks_mut(MAX_UDP_PAYLOAD);
+        let mut slices: [IoSliceMut<'_>; MAX_RECV_BATCH] =
+            std::array::from_fn(|_| IoSliceMut::new(buffers.next().unwrap_or_default()));
+        let batch = rx_meta.len();
         let filled = socket.try_io(tokio::io::Interest::READABLE, || {
-            state.recv(quinn_udp::UdpSockRef::from(&*socket), &mut slices, rx_meta)
+            state.recv(
+                quinn_udp::UdpSockRef::from(&*socket),
+                &mut slices[..batch],
+                rx_meta,
+            )
         })?;
         *rx_filled = filled;
         stats.recv_calls += 1;
-        drop(slices);
         self.stats.datagrams_received += self.received().count() as u64;
         if let Some(tap) = &self.tap {
             let port = self.local.port();
@@ -309,13 +317,31 @@ impl UdpIo {
             .map(|(remote, _, datagram)| (remote, datagram))
     }
 
+    /// [`UdpIo::received`], each datagram writable (a protected one is decrypted where it lies).
+    pub(crate) fn received_mut(&mut self) -> impl Iterator<Item = (SocketAddr, &mut [u8])> {
+        self.rx_meta
+            .iter()
+            .zip(self.rx_buffers.chunks_mut(MAX_UDP_PAYLOAD))
+            .take(self.rx_filled)
+            .flat_map(|(meta, buf)| {
+                let stride = if meta.stride == 0 {
+                    meta.len
+                } else {
+                    meta.stride
+                };
+                buf[..meta.len]
+                    .chunks_mut(stride.max(1))
+                    .map(move |datagram| (meta.addr, datagram))
+            })
+    }
+
     /// [`UdpIo::received`] with each datagram's destination IP where the OS reports it.
     fn received_with_destination(
         &self,
     ) -> impl Iterator<Item = (SocketAddr, Option<std::net::IpAddr>, &[u8])> {
         self.rx_meta
             .iter()
-            .zip(self.rx_buffers.iter())
+            .zip(self.rx_buffers.chunks(MAX_UDP_PAYLOAD))
             .take(self.rx_filled)
             .flat_map(|(meta, buf)| {
                 let stride = if meta.stride == 0 {

@@ -55,6 +55,9 @@ pub(crate) struct State {
     pub(crate) socket_stats: SocketStats,
     /// Closed connections with no handle left, forgotten once their last datagrams went out.
     pub(crate) retiring: Vec<ConnectionHandle>,
+    /// Connections opened by `connect` whose handshake may still be pending (empty, normally):
+    /// only while one is does the driver wait on the socket's error queue.
+    pub(crate) connecting: Vec<ConnectionHandle>,
 }
 
 /// Wakers and flags of one connection.
@@ -228,7 +231,10 @@ impl State {
     /// one of them (the connect call returns [`crate::Error::NothingListens`]). Established and
     /// accepted connections are left alone: a stray ICMP error does not end them.
     pub(crate) fn refuse(&mut self, destinations: &[SocketAddr]) {
-        for (handle, slot) in self.slots.iter_mut() {
+        for handle in &self.connecting {
+            let Some(slot) = self.slots.get_mut(handle) else {
+                continue;
+            };
             if slot.connected || slot.closed.is_some() || slot.refused.is_some() {
                 continue;
             }
@@ -241,6 +247,17 @@ impl State {
                 slot.wake_watchers();
             }
         }
+    }
+
+    /// Whether a handshake this endpoint started is still pending (forgetting those that are not).
+    pub(crate) fn handshaking(&mut self) -> bool {
+        let slots = &self.slots;
+        self.connecting.retain(|handle| {
+            slots
+                .get(handle)
+                .is_some_and(|s| !s.connected && s.closed.is_none() && s.refused.is_none())
+        });
+        !self.connecting.is_empty()
     }
 
     /// Drop the retiring connections from the protocol endpoint and the slots.

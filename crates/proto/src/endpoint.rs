@@ -13,7 +13,7 @@ use crate::connection::{is_protected_type, Connection, Event};
 use crate::protection::{KeyShare, PacketKeys, PreSharedKey, Protection, Side, Transcript};
 use crate::rate::Rate;
 use crate::time::{Duration, Time};
-use crate::wire::{destination_of, Close, ConnectionId, Hello, Packet, Retry};
+use crate::wire::{destination_of, Close, ConnectionId, Hello, HelloPacket, Packet, Retry};
 use cookie::CookieJar;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -25,6 +25,10 @@ pub const MAX_STATELESS_REPLIES: usize = 64;
 
 /// The application error code of a refused handshake.
 const REFUSED_CODE: u32 = 1;
+
+/// The code of a handshake refused because the client's pre-shared key binder did not verify
+/// (another key, or a key on one side only): the client reports [`CloseReason::KeyMismatch`].
+pub(crate) const KEY_MISMATCH_CODE: u32 = 2;
 
 /// Identifies a connection inside its endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -163,6 +167,9 @@ pub struct EndpointStats {
     /// Datagrams for a protected connection that failed authentication (also counted in that
     /// connection's stats).
     pub auth_failures: u64,
+    /// Hellos refused because their pre-shared key binder did not verify, or one side had no
+    /// key (also counted in `refused`); no state was kept for them.
+    pub key_mismatches: u64,
 }
 
 /// Many connections behind one address.
@@ -252,25 +259,55 @@ impl Endpoint {
 
     /// Feed one received datagram.
     pub fn handle_datagram(&mut self, now: Time, remote: SocketAddr, datagram: &[u8]) {
+        if is_protected_type(datagram) && self.protected_connection(datagram).is_some() {
+            // Opened in a copy: the caller's bytes stay as they are.
+            let mut scratch = std::mem::take(&mut self.opened);
+            scratch.clear();
+            scratch.extend_from_slice(datagram);
+            self.handle_datagram_mut(now, remote, &mut scratch);
+            self.opened = scratch;
+            return;
+        }
+        self.handle_cleartext(now, remote, datagram);
+    }
+
+    /// Feed one received datagram the endpoint may overwrite: a protected one is decrypted in
+    /// place, with no copy. Otherwise the same as [`Endpoint::handle_datagram`].
+    pub fn handle_datagram_mut(&mut self, now: Time, remote: SocketAddr, datagram: &mut [u8]) {
         // A datagram for a protected connection is opened first; nothing in it is read unless
         // it authenticates.
         if is_protected_type(datagram) {
-            let handle = destination_of(datagram).and_then(|id| self.by_id.get(&id).copied());
-            if let Some(conn) = handle.and_then(|h| self.connections.get_mut(&h)) {
-                if conn.is_protected() {
-                    if conn.open(datagram, &mut self.opened).is_err() {
-                        self.stats.auth_failures += 1;
-                        return;
-                    }
-                    match Packet::decode(&self.opened) {
-                        Ok(packet) => conn.handle_packet(now, remote, &packet, datagram.len()),
-                        // Authentic but malformed: the peer's bug, not an attack.
-                        Err(_) => self.stats.malformed += 1,
-                    }
+            if let Some(handle) = self.protected_connection(datagram) {
+                let Some(conn) = self.connections.get_mut(&handle) else {
                     return;
+                };
+                let size = datagram.len();
+                let Ok(packet) = conn.open_in_place(datagram) else {
+                    self.stats.auth_failures += 1;
+                    return;
+                };
+                match Packet::decode(&datagram[packet]) {
+                    Ok(packet) => conn.handle_packet(now, remote, &packet, size),
+                    // Authentic but malformed: the peer's bug, not an attack.
+                    Err(_) => self.stats.malformed += 1,
                 }
+                return;
             }
         }
+        self.handle_cleartext(now, remote, datagram);
+    }
+
+    /// The protected connection a datagram is addressed to, if any.
+    fn protected_connection(&self, datagram: &[u8]) -> Option<ConnectionHandle> {
+        let handle = destination_of(datagram).and_then(|id| self.by_id.get(&id).copied())?;
+        self.connections
+            .get(&handle)
+            .is_some_and(Connection::is_protected)
+            .then_some(handle)
+    }
+
+    /// A datagram read as it is: the handshake's, and every packet of unprotected connections.
+    fn handle_cleartext(&mut self, now: Time, remote: SocketAddr, datagram: &[u8]) {
         let packet = match Packet::decode(datagram) {
             Ok(packet) => packet,
             Err(_) => {
@@ -279,7 +316,7 @@ impl Endpoint {
             }
         };
         if let Packet::Hello(hello) = &packet {
-            self.handle_hello(now, remote, hello, &packet, datagram.len());
+            self.handle_hello(now, remote, hello, &packet, datagram);
             return;
         }
         let handle = packet
@@ -298,8 +335,9 @@ impl Endpoint {
         remote: SocketAddr,
         hello: &Hello,
         packet: &Packet<'_>,
-        size: usize,
+        datagram: &[u8],
     ) {
+        let size = datagram.len();
         let Some(limits) = self.config.server.as_ref() else {
             self.stats.refused += 1;
             return;
@@ -332,6 +370,12 @@ impl Endpoint {
                 timestamp_echo: hello.timestamp,
             };
             self.queue_stateless(remote, &Packet::Retry(retry));
+            return;
+        }
+        // Checked before anything is allocated: a client with another key costs no slot.
+        if let Some(reason) = self.key_mismatch(hello, datagram) {
+            self.stats.key_mismatches += 1;
+            self.refuse_with(remote, hello.source, KEY_MISMATCH_CODE, reason);
             return;
         }
         let protected = hello.key_share.is_some();
@@ -396,14 +440,33 @@ impl Endpoint {
         self.stats.accepted += 1;
     }
 
+    /// Why a hello's pre-shared key binder does not match this server's key, if it does not.
+    fn key_mismatch(&self, hello: &Hello, datagram: &[u8]) -> Option<&'static [u8]> {
+        match (&self.config.psk, &hello.binder) {
+            (None, None) => None,
+            (Some(psk), Some(binder)) => {
+                let covered = HelloPacket::new_checked(datagram).ok()?;
+                (!psk.verifies(covered.binder_covered(), binder))
+                    .then_some(&b"another pre-shared key"[..])
+            }
+            (Some(_), None) => Some(b"a pre-shared key is required"),
+            (None, Some(_)) => Some(b"this server holds no pre-shared key"),
+        }
+    }
+
     /// Refuse a proven client statelessly with a close packet.
     fn refuse(&mut self, remote: SocketAddr, client: ConnectionId, reason: &[u8]) {
+        self.refuse_with(remote, client, REFUSED_CODE, reason);
+    }
+
+    /// [`Endpoint::refuse`] with a given code.
+    fn refuse_with(&mut self, remote: SocketAddr, client: ConnectionId, code: u32, reason: &[u8]) {
         self.stats.refused += 1;
         let reason = &reason[..reason.len().min(crate::wire::MAX_REASON_LEN)];
         let close = Close {
             destination: client,
             graceful: false,
-            code: REFUSED_CODE,
+            code,
             reason,
         };
         self.queue_stateless(remote, &Packet::Close(close));

@@ -25,6 +25,9 @@ use x25519_dalek::{PublicKey, StaticSecret};
 /// Length of a key share (an X25519 public key), bytes.
 pub const KEY_SHARE_LEN: usize = 32;
 
+/// Length of a hello's pre-shared key binder, bytes.
+pub const BINDER_LEN: usize = 32;
+
 /// Length of an authentication tag, bytes.
 pub const TAG_LEN: usize = 16;
 
@@ -70,6 +73,24 @@ impl PreSharedKey {
     /// A key from any secret text or bytes (a key file's content): blake3 derives 32 bytes from it.
     pub fn from_secret(secret: &[u8]) -> Self {
         PreSharedKey(blake3::derive_key("qstp 2026-11 pre-shared key", secret))
+    }
+
+    /// The binder of a hello whose bytes before the binder are `covered`: a MAC keyed from this
+    /// key (in the spirit of TLS 1.3's PSK binder, RFC 8446 §4.2.11), so that a server can refuse
+    /// a client holding another key before it keeps any state for it.
+    pub fn binder(&self, covered: &[u8]) -> [u8; BINDER_LEN] {
+        *self.binder_hash(covered).as_bytes()
+    }
+
+    /// Whether `binder` is this key's binder of `covered` (compared in constant time).
+    pub fn verifies(&self, covered: &[u8], binder: &[u8; BINDER_LEN]) -> bool {
+        self.binder_hash(covered) == blake3::Hash::from_bytes(*binder)
+    }
+
+    fn binder_hash(&self, covered: &[u8]) -> blake3::Hash {
+        // A key of its own, so a binder says nothing of the packet keys derived from the same PSK.
+        let key = blake3::derive_key("qstp 2026-11 hello binder", &self.0);
+        blake3::keyed_hash(&key, covered)
     }
 }
 
@@ -276,29 +297,49 @@ impl PacketKeys {
 
     /// Open the protected `datagram` into `out` (cleared first) as the packet that was sealed:
     /// the cleartext header followed by the decrypted rest. Nothing is kept of a datagram that
-    /// fails; a replay is refused after authentication, so a forged sequence number cannot move
-    /// the window.
+    /// fails. [`PacketKeys::open_in_place`] without the copy.
     pub fn open(&mut self, datagram: &[u8], out: &mut Vec<u8>) -> Result<(), ProtectionError> {
         out.clear();
+        out.extend_from_slice(datagram);
+        match self.open_in_place(out) {
+            Ok(packet) => {
+                out.truncate(packet.end);
+                out.drain(..packet.start);
+                Ok(())
+            }
+            Err(e) => {
+                out.clear();
+                Err(e)
+            }
+        }
+    }
+
+    /// Open the protected `datagram` in place: on success, the range of `datagram` that now holds
+    /// the packet that was sealed (the cleartext header followed by the decrypted rest); on
+    /// failure the datagram's bytes are left unspecified. A replay is refused after
+    /// authentication, so a forged sequence number cannot move the window.
+    pub fn open_in_place(
+        &mut self,
+        datagram: &mut [u8],
+    ) -> Result<std::ops::Range<usize>, ProtectionError> {
         if datagram.len() < CLEAR_HEADER_LEN + OVERHEAD {
             return Err(ProtectionError::Short);
         }
-        let (aad, body_and_tag) = datagram.split_at(CLEAR_HEADER_LEN + SEQUENCE_LEN);
+        let (aad, body_and_tag) = datagram.split_at_mut(CLEAR_HEADER_LEN + SEQUENCE_LEN);
         let mut sequence = [0; SEQUENCE_LEN];
         sequence.copy_from_slice(&aad[CLEAR_HEADER_LEN..]);
         let sequence = u64::from_be_bytes(sequence);
         if self.seen(sequence) {
             return Err(ProtectionError::Replayed);
         }
-        out.extend_from_slice(&aad[..CLEAR_HEADER_LEN]);
-        out.extend_from_slice(body_and_tag);
-        let Some(plain) = self.open.open(sequence, aad, &mut out[CLEAR_HEADER_LEN..]) else {
-            out.clear();
-            return Err(ProtectionError::Forged);
-        };
-        out.truncate(CLEAR_HEADER_LEN + plain);
+        let plain = self
+            .open
+            .open(sequence, aad, body_and_tag)
+            .ok_or(ProtectionError::Forged)?;
         self.mark(sequence);
-        Ok(())
+        // The header moves up over the sequence number, next to the plaintext.
+        datagram.copy_within(..CLEAR_HEADER_LEN, SEQUENCE_LEN);
+        Ok(SEQUENCE_LEN..CLEAR_HEADER_LEN + SEQUENCE_LEN + plain)
     }
 
     /// Whether `sequence` was opened before or is too old to tell.

@@ -231,6 +231,7 @@ fn spoofed_hellos_cost_the_server_no_state() {
             // Every tenth hello carries a forged cookie.
             cookie: (i % 10 == 0).then_some(Cookie([i as u8; COOKIE_LEN])),
             key_share: None,
+            binder: None,
         };
         let from = format!("192.0.2.{}:{}", i % 250 + 1, 1000 + i)
             .parse()

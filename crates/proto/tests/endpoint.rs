@@ -111,6 +111,7 @@ fn stateless_replies_beyond_the_bound_are_counted_as_dropped() {
             timestamp: 0,
             cookie: None,
             key_share: None,
+            binder: None,
         };
         let mut datagram = Vec::new();
         Packet::Hello(hello).encode(&mut datagram);

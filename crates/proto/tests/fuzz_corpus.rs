@@ -55,6 +55,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         timestamp: 123_456,
         cookie,
         key_share: None,
+        binder: None,
     };
     let data = |chunk, skip_to, payload| Data {
         destination: ConnectionId(7),
@@ -123,6 +124,14 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             "hello_key_share",
             encode(Packet::Hello(Hello {
                 key_share: Some([0x33; 32]),
+                ..hello(qstp, None)
+            })),
+        ),
+        (
+            "hello_binder",
+            encode(Packet::Hello(Hello {
+                key_share: Some([0x33; 32]),
+                binder: Some([0x44; 32]),
                 ..hello(qstp, None)
             })),
         ),

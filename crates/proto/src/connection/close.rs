@@ -102,8 +102,14 @@ impl Connection {
     pub(super) fn on_close(&mut self, now: Time, close: &Close<'_>) -> bool {
         if self.state == State::Handshaking {
             if self.role == Role::Client {
-                // The server refused the hello (unsupported composition, too many connections).
-                self.close_silently(CloseReason::Refused, now);
+                // The server refused the hello (unsupported composition, too many connections,
+                // another pre-shared key).
+                let reason = if close.code == crate::endpoint::KEY_MISMATCH_CODE {
+                    CloseReason::KeyMismatch
+                } else {
+                    CloseReason::Refused
+                };
+                self.close_silently(reason, now);
                 return true;
             }
             return false;

@@ -3,7 +3,7 @@
 
 use super::{CloseReason, Connection, Event, Role, State, Timer};
 use crate::config::MIN_DATAGRAM;
-use crate::protection::{PacketKeys, Side, Transcript, TAG_LEN};
+use crate::protection::{PacketKeys, Side, Transcript, BINDER_LEN, TAG_LEN};
 use crate::time::{Duration, Time};
 use crate::wire::{Accept, AcceptKeys, Composition, Cookie, Hello, Packet, Retry};
 
@@ -182,6 +182,8 @@ impl Connection {
             timestamp: now.wire_micros(),
             cookie: self.handshake.cookie,
             key_share: self.key_share.as_ref().map(|k| k.public()),
+            // Filled in once the rest is encoded (see `poll_handshake_packet`).
+            binder: self.psk.as_ref().map(|_| [0; BINDER_LEN]),
         }
     }
 
@@ -190,6 +192,9 @@ impl Connection {
         if self.state == State::Handshaking && self.role == Role::Client && self.handshake.hello_due
         {
             Packet::Hello(self.own_hello(now)).encode(buf);
+            if let Some(psk) = &self.psk {
+                Hello::bind(buf, |covered| psk.binder(covered));
+            }
             self.handshake.hello_due = false;
             // RFC 6298 §5.5: back off the retransmission timer, doubling each time.
             let backoff = self

@@ -49,6 +49,9 @@ pub enum CloseReason {
     HandshakeTimeout,
     /// The server refused the connection (for instance, an unsupported composition).
     Refused,
+    /// The server refused the connection because the two sides hold different pre-shared keys,
+    /// or only one side holds one.
+    KeyMismatch,
     /// The peer broke the protocol.
     ProtocolViolation(String),
 }
@@ -376,14 +379,14 @@ impl Connection {
         self.keys.is_some()
     }
 
-    /// Open a protected datagram into `out`; a failure is counted and the datagram dropped.
-    pub(crate) fn open(
+    /// Open a protected datagram in place (see [`PacketKeys::open_in_place`]); a failure is
+    /// counted and the datagram dropped.
+    pub(crate) fn open_in_place(
         &mut self,
-        datagram: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<(), ProtectionError> {
+        datagram: &mut [u8],
+    ) -> Result<std::ops::Range<usize>, ProtectionError> {
         let keys = self.keys.as_mut().ok_or(ProtectionError::Forged)?;
-        let opened = keys.open(datagram, out);
+        let opened = keys.open_in_place(datagram);
         if opened.is_err() {
             self.counters.auth_failures += 1;
             self.counters.packets_dropped += 1;

@@ -182,9 +182,12 @@ impl StreamReassembler {
         }
         let seg = entry.get_mut();
         let take = seg.len().min(buf.len());
-        for (slot, b) in buf.iter_mut().zip(seg.drain(..take)) {
-            *slot = b;
-        }
+        // Two slice copies (the deque's halves), not a byte at a time.
+        let (front, back) = seg.as_slices();
+        let first = front.len().min(take);
+        buf[..first].copy_from_slice(&front[..first]);
+        buf[first..take].copy_from_slice(&back[..take - first]);
+        seg.drain(..take);
         self.read_offset += take as u64;
         let rest = entry.remove();
         if !rest.is_empty() {
@@ -263,6 +266,25 @@ mod tests {
         assert_eq!(r.insert(0, b"abcde", false), Ok(5));
         assert_eq!(r.readable(), 10);
         assert_eq!(read_all(&mut r), b"abcdefghij");
+    }
+
+    #[test]
+    fn reads_in_pieces_across_the_deques_wrap_keep_the_byte_order() {
+        // Interleaved small reads and writes make the held segment's deque wrap around.
+        let stream: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut r = StreamReassembler::new(600);
+        let (mut written, mut out) = (0, Vec::new());
+        let mut buf = [0u8; 97];
+        while out.len() < stream.len() {
+            let room = (r.max_data() as usize).min(stream.len()) - written;
+            let n = room.min(130);
+            r.insert(written as u64, &stream[written..written + n], false)
+                .unwrap();
+            written += n;
+            let got = r.read(&mut buf);
+            out.extend_from_slice(&buf[..got]);
+        }
+        assert_eq!(out, stream);
     }
 
     #[test]

@@ -65,6 +65,35 @@ fn sealed_packets_open_on_the_other_side_only() {
 }
 
 #[test]
+fn opening_in_place_leaves_the_packet_in_the_datagram() {
+    let (mut client, mut server) = pair(None, None);
+    let plain = packet(b"opened where it lies");
+    let mut wire = plain.clone();
+    client.seal(&mut wire);
+    let mut forged = wire.clone();
+    forged[CLEAR_HEADER_LEN + SEQUENCE_LEN] ^= 1;
+    assert_eq!(
+        server.open_in_place(&mut forged),
+        Err(ProtectionError::Forged)
+    );
+    let range = server.open_in_place(&mut wire).unwrap();
+    assert_eq!(&wire[range], &plain[..]);
+    // The forgery did not mark its sequence number, the genuine packet did.
+    let mut again = plain.clone();
+    client.seal(&mut again);
+    let mut replay = again.clone();
+    assert!(server.open_in_place(&mut again).is_ok());
+    assert_eq!(
+        server.open_in_place(&mut replay),
+        Err(ProtectionError::Replayed)
+    );
+    assert_eq!(
+        server.open_in_place(&mut [0; CLEAR_HEADER_LEN + OVERHEAD - 1]),
+        Err(ProtectionError::Short)
+    );
+}
+
+#[test]
 fn every_flipped_bit_is_caught() {
     let (mut client, mut server) = pair(None, None);
     let mut wire = packet(b"payload");

@@ -2,14 +2,16 @@
 //!
 //! Layout (integers big-endian): version (1), type (1), flags (1), source id (8), max datagram
 //! (2), receive window (8), timestamp (4), composition (24), cookie (24, zero unless flagged),
-//! X25519 key share (32, zero unless flagged: see `protection`), then zero padding up to at least `MIN_HELLO_SIZE` bytes so that the server's answer is never
-//! larger than the request (anti-amplification). Once `check_len` passed, no accessor panics.
+//! X25519 key share (32, zero unless flagged: see `protection`), pre-shared key binder (32, zero
+//! unless flagged: a MAC over every byte before it), then zero padding up to at least
+//! `MIN_HELLO_SIZE` bytes so that the server's answer is never larger than the request
+//! (anti-amplification). Once `check_len` passed, no accessor panics.
 
 use super::composition;
 use super::header::{be_u16, be_u32, be_u64, emit_type, Field};
 use super::{ConnectionId, Cookie, Hello, PacketType, WireError, COOKIE_LEN, MIN_HELLO_SIZE};
 use crate::config::{MAX_DATAGRAM, MIN_DATAGRAM};
-use crate::protection::KEY_SHARE_LEN;
+use crate::protection::{BINDER_LEN, KEY_SHARE_LEN};
 
 /// Field offsets.
 mod field {
@@ -22,12 +24,16 @@ mod field {
     pub const COMPOSITION: Field = 25..49;
     pub const COOKIE: Field = 49..73;
     pub const KEY_SHARE: Field = 73..105;
-    pub const PADDING: usize = 105;
+    pub const BINDER: Field = 105..137;
+    pub const PADDING: usize = 137;
 }
 
 /// Flag bit: the cookie field holds a cookie.
 const HAS_COOKIE: u8 = 0x01;
+/// Flag bit: the key share field holds a key share.
 const HAS_KEY_SHARE: u8 = 0x02;
+/// Flag bit: the binder field holds a pre-shared key binder.
+const HAS_BINDER: u8 = 0x04;
 
 /// A raw octet buffer viewed as a hello.
 #[derive(Debug, Clone, Copy)]
@@ -94,13 +100,26 @@ impl<T: AsRef<[u8]>> HelloPacket<T> {
         cookie
     }
 
-    /// The padding after the last field.
+    /// The raw key share field (zero when the flag is clear).
     pub fn key_share(&self) -> [u8; KEY_SHARE_LEN] {
         let mut share = [0; KEY_SHARE_LEN];
         share.copy_from_slice(&self.buffer.as_ref()[field::KEY_SHARE]);
         share
     }
 
+    /// The raw binder field (zero when the flag is clear).
+    pub fn binder(&self) -> [u8; BINDER_LEN] {
+        let mut binder = [0; BINDER_LEN];
+        binder.copy_from_slice(&self.buffer.as_ref()[field::BINDER]);
+        binder
+    }
+
+    /// The bytes a binder covers: everything before the binder field.
+    pub fn binder_covered(&self) -> &[u8] {
+        &self.buffer.as_ref()[..field::BINDER.start]
+    }
+
+    /// The padding after the last field.
     pub fn padding(&self) -> &[u8] {
         &self.buffer.as_ref()[field::PADDING..]
     }
@@ -110,7 +129,7 @@ impl Hello {
     /// Parse and validate a hello whose length was checked.
     pub fn parse<T: AsRef<[u8]>>(packet: &HelloPacket<T>) -> Result<Hello, WireError> {
         let flags = packet.flags();
-        if flags & !(HAS_COOKIE | HAS_KEY_SHARE) != 0 {
+        if flags & !(HAS_COOKIE | HAS_KEY_SHARE | HAS_BINDER) != 0 {
             return Err(WireError::InvalidField("reserved hello flag bits"));
         }
         let max_datagram = packet.max_datagram();
@@ -133,6 +152,14 @@ impl Hello {
         } else {
             None
         };
+        let binder = packet.binder();
+        let binder = if flags & HAS_BINDER != 0 {
+            Some(binder)
+        } else if binder != [0; BINDER_LEN] {
+            return Err(WireError::InvalidField("binder without its flag"));
+        } else {
+            None
+        };
         if packet.padding().iter().any(|&b| b != 0) {
             return Err(WireError::InvalidField("hello padding not zero"));
         }
@@ -144,6 +171,7 @@ impl Hello {
             timestamp: packet.timestamp(),
             cookie,
             key_share,
+            binder,
         })
     }
 
@@ -171,7 +199,8 @@ impl Hello {
                 HAS_KEY_SHARE
             } else {
                 0
-            };
+            }
+            | if self.binder.is_some() { HAS_BINDER } else { 0 };
         buf[field::SOURCE].copy_from_slice(&self.source.0.to_be_bytes());
         buf[field::MAX_DATAGRAM].copy_from_slice(&self.max_datagram.to_be_bytes());
         buf[field::RECV_WINDOW].copy_from_slice(&self.recv_window.to_be_bytes());
@@ -183,6 +212,19 @@ impl Hello {
         if let Some(share) = &self.key_share {
             buf[field::KEY_SHARE].copy_from_slice(share);
         }
+        if let Some(binder) = &self.binder {
+            buf[field::BINDER].copy_from_slice(binder);
+        }
+    }
+
+    /// Write `binder` into the encoded hello `buf` (emitted with a binder, so its flag is set),
+    /// computed by `mac` over the bytes it covers.
+    pub fn bind(buf: &mut [u8], mac: impl FnOnce(&[u8]) -> [u8; BINDER_LEN]) {
+        if buf.len() < MIN_HELLO_SIZE {
+            return;
+        }
+        let binder = mac(&buf[..field::BINDER.start]);
+        buf[field::BINDER].copy_from_slice(&binder);
     }
 }
 
@@ -208,6 +250,7 @@ mod tests {
             timestamp: 0xdead_beef,
             cookie: Some(Cookie([0xc0; COOKIE_LEN])),
             key_share: None,
+            binder: None,
         }
     }
 
@@ -251,6 +294,36 @@ mod tests {
     }
 
     #[test]
+    fn binder_round_trips_needs_its_flag_and_covers_what_precedes_it() {
+        let hello = Hello {
+            key_share: Some([0x5a; KEY_SHARE_LEN]),
+            binder: Some([0; BINDER_LEN]),
+            ..example()
+        };
+        let mut buf = Vec::new();
+        Packet::Hello(hello.clone()).encode(&mut buf);
+        assert_eq!(buf[2], HAS_COOKIE | HAS_KEY_SHARE | HAS_BINDER);
+        Hello::bind(&mut buf, |covered| {
+            assert_eq!(covered.len(), 105);
+            [0x77; BINDER_LEN]
+        });
+        assert_eq!(&buf[105..137], &[0x77; BINDER_LEN]);
+        assert!(buf[137..].iter().all(|&b| b == 0));
+        let bound = Hello {
+            binder: Some([0x77; BINDER_LEN]),
+            ..hello
+        };
+        assert_eq!(Packet::decode(&buf), Ok(Packet::Hello(bound)));
+        let packet = HelloPacket::new_checked(&buf[..]).unwrap();
+        assert_eq!(packet.binder_covered(), &buf[..105]);
+        buf[2] = HAS_COOKIE | HAS_KEY_SHARE;
+        assert_eq!(
+            Packet::decode(&buf),
+            Err(WireError::InvalidField("binder without its flag"))
+        );
+    }
+
+    #[test]
     fn short_hello_is_refused_before_anything_else() {
         let mut buf = Vec::new();
         Packet::Hello(example()).encode(&mut buf);
@@ -280,7 +353,7 @@ mod tests {
         Packet::Hello(hello.clone()).encode(&mut buf);
         assert_eq!(Packet::decode(&buf), Ok(Packet::Hello(hello)));
         let mut bad = buf.clone();
-        bad[field::FLAGS] = 0x04;
+        bad[field::FLAGS] = 0x08;
         assert_eq!(
             Packet::decode(&bad),
             Err(WireError::InvalidField("reserved hello flag bits"))

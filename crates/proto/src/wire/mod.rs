@@ -89,6 +89,9 @@ pub struct Hello {
     pub cookie: Option<Cookie>,
     /// The client's X25519 key share when it asks for protected packets (see `protection`).
     pub key_share: Option<[u8; crate::protection::KEY_SHARE_LEN]>,
+    /// Proof the client holds a pre-shared key, when it has one: a MAC keyed from that key over
+    /// the hello's bytes before this field (see [`crate::protection::PreSharedKey::binder`]).
+    pub binder: Option<[u8; crate::protection::BINDER_LEN]>,
 }
 
 /// Server to client: come back with this cookie (no server state is kept).

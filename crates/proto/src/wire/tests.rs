@@ -65,9 +65,19 @@ fn hello() -> impl Strategy<Value = Hello> {
         any::<u32>(),
         option::of(cookie()),
         option::of(any::<[u8; 32]>()),
+        option::of(any::<[u8; 32]>()),
     )
         .prop_map(
-            |(source, composition, max_datagram, recv_window, timestamp, cookie, key_share)| {
+            |(
+                source,
+                composition,
+                max_datagram,
+                recv_window,
+                timestamp,
+                cookie,
+                key_share,
+                binder,
+            )| {
                 Hello {
                     source,
                     composition,
@@ -76,6 +86,7 @@ fn hello() -> impl Strategy<Value = Hello> {
                     timestamp,
                     cookie,
                     key_share,
+                    binder,
                 }
             },
         )
