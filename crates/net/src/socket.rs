@@ -324,13 +324,8 @@ impl UdpIo {
             .zip(self.rx_buffers.chunks_mut(MAX_UDP_PAYLOAD))
             .take(self.rx_filled)
             .flat_map(|(meta, buf)| {
-                let stride = if meta.stride == 0 {
-                    meta.len
-                } else {
-                    meta.stride
-                };
                 buf[..meta.len]
-                    .chunks_mut(stride.max(1))
+                    .chunks_mut(stride(meta))
                     .map(move |datagram| (meta.addr, datagram))
             })
     }
@@ -344,13 +339,8 @@ impl UdpIo {
             .zip(self.rx_buffers.chunks(MAX_UDP_PAYLOAD))
             .take(self.rx_filled)
             .flat_map(|(meta, buf)| {
-                let stride = if meta.stride == 0 {
-                    meta.len
-                } else {
-                    meta.stride
-                };
                 buf[..meta.len]
-                    .chunks(stride.max(1))
+                    .chunks(stride(meta))
                     .map(move |datagram| (meta.addr, meta.dst_ip, datagram))
             })
     }
@@ -414,6 +404,17 @@ impl UdpIo {
         batch.clear();
         Ok(())
     }
+}
+
+/// The size of each datagram of a received batch (GRO glues equal-sized datagrams together; a
+/// lone datagram reports no stride).
+fn stride(meta: &quinn_udp::RecvMeta) -> usize {
+    let stride = if meta.stride == 0 {
+        meta.len
+    } else {
+        meta.stride
+    };
+    stride.max(1)
 }
 
 #[cfg(target_os = "linux")]

@@ -1,9 +1,9 @@
 //! `protocol = "cbr"`: constant-bit-rate UDP following a rate schedule.
 
 use super::{
-    check_schedule, read_schedule, CheckContext, FlowSetup, ReadContext, Source, SourceKind, Wire,
+    check_schedule, read_schedule, udp_agents, CheckContext, FlowSetup, ReadContext, Source,
+    SourceKind, Wire,
 };
-use crate::agent::udp::{UdpSink, UdpSource};
 use crate::agent::Agent;
 use crate::error::SimError;
 use crate::params::{ParamResult, ParamTable};
@@ -39,18 +39,7 @@ impl Source for CbrSpec {
     }
 
     fn agents(&self, flow: FlowSetup) -> Result<(Agent, Agent), SimError> {
-        Ok((
-            Agent::UdpSource(Box::new(UdpSource::new(
-                flow.sender,
-                self.schedule.clone(),
-                flow.packet_size,
-                None,
-                flow.sender_rng,
-            ))),
-            Agent::UdpSink(UdpSink {
-                binding: flow.receiver,
-            }),
-        ))
+        Ok(udp_agents(flow, &self.schedule, None))
     }
 
     fn wire(&self) -> Wire {

@@ -226,6 +226,28 @@ pub fn names() -> Vec<&'static str> {
         .collect()
 }
 
+/// The two agents of a UDP flow: a source following `schedule` (switching on and off when
+/// `on_off` says so) and a sink.
+pub(crate) fn udp_agents(
+    flow: FlowSetup,
+    schedule: &[(Duration, Rate)],
+    on_off: Option<crate::agent::udp::OnOff>,
+) -> (Agent, Agent) {
+    use crate::agent::udp::{UdpSink, UdpSource};
+    (
+        Agent::UdpSource(Box::new(UdpSource::new(
+            flow.sender,
+            schedule.to_vec(),
+            flow.packet_size,
+            on_off,
+            flow.sender_rng,
+        ))),
+        Agent::UdpSink(UdpSink {
+            binding: flow.receiver,
+        }),
+    )
+}
+
 /// A rate schedule: `rate = "300k"`, or `schedule = [["0s", "300k"], ["60s", "1000k"], ...]`.
 pub(crate) fn read_schedule(t: &mut dyn ParamTable) -> ParamResult<Vec<(Duration, Rate)>> {
     let single = t.opt_rate("rate")?;

@@ -2,9 +2,10 @@
 //! is silent during exponential off periods.
 
 use super::{
-    check_schedule, read_schedule, CheckContext, FlowSetup, ReadContext, Source, SourceKind, Wire,
+    check_schedule, read_schedule, udp_agents, CheckContext, FlowSetup, ReadContext, Source,
+    SourceKind, Wire,
 };
-use crate::agent::udp::{OnOff, UdpSink, UdpSource};
+use crate::agent::udp::OnOff;
 use crate::agent::Agent;
 use crate::error::SimError;
 use crate::params::{ParamResult, ParamTable};
@@ -55,17 +56,10 @@ impl Source for OnOffSpec {
     }
 
     fn agents(&self, flow: FlowSetup) -> Result<(Agent, Agent), SimError> {
-        Ok((
-            Agent::UdpSource(Box::new(UdpSource::new(
-                flow.sender,
-                self.schedule.clone(),
-                flow.packet_size,
-                Some(OnOff::new(self.mean_on, self.mean_off)),
-                flow.sender_rng,
-            ))),
-            Agent::UdpSink(UdpSink {
-                binding: flow.receiver,
-            }),
+        Ok(udp_agents(
+            flow,
+            &self.schedule,
+            Some(OnOff::new(self.mean_on, self.mean_off)),
         ))
     }
 
