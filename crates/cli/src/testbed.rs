@@ -4,7 +4,7 @@
 
 use anyhow::Context as _;
 use qstp_lab::runner::{execute, Progress};
-use qstp_lab::scenario::{load, Overrides};
+use qstp_lab::scenario::{load, Classify, Overrides};
 use qstp_lab::{output, summary};
 use qstp_proto::Duration;
 use std::path::PathBuf;
@@ -51,6 +51,25 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
     };
     let plan = load(&args.scenario, &overrides)?;
     let base = plan.base();
+    // `[testbed]` is the same for every point: the runner hands the run its simulation only.
+    if let Some(p) = plan
+        .points
+        .iter()
+        .find(|p| p.scenario.testbed != base.testbed)
+    {
+        anyhow::bail!(
+            "{}: testbed: the [testbed] table cannot be swept (point {:?} differs)",
+            args.scenario.display(),
+            p.params
+        );
+    }
+    let options = qstp_testbed::Options {
+        classification: qstp_testbed::Classification {
+            by_dscp: base.testbed.classify == Classify::Dscp,
+            dscp: base.testbed.dscp.clone(),
+        },
+        ..qstp_testbed::Options::default()
+    };
     // Every point is checked before anything is created.
     for point in &plan.points {
         qstp_testbed::check(&point.scenario.spec(0))
@@ -87,7 +106,7 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
         &plan,
         1,
         |spec: &qstp_sim::SimSpec, _: &mut dyn FnMut(qstp_proto::Time)| {
-            let run = qstp_testbed::run(spec)?;
+            let run = qstp_testbed::run_with(spec, &options)?;
             reports
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -112,6 +131,14 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", written.summary.display()))?;
 
     print!("{}", summary::text_table(&summary));
+    println!(
+        "\nrouter: edge markers by {}",
+        if options.classification.by_dscp {
+            "DSCP (the code point each group's senders set)"
+        } else {
+            "flow (each packet's addresses)"
+        }
+    );
     println!("\nrouter (forward, through the bottleneck): departure error against schedule");
     for (i, r) in reports.iter().enumerate() {
         let f = &r.router.forward;

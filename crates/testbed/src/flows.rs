@@ -57,6 +57,8 @@ pub struct SenderStart {
     pub congestion: Option<String>,
     /// The flow's random stream (on/off periods).
     pub rng: rand_chacha::ChaCha8Rng,
+    /// The DSCP its packets carry (`None`: the sockets' default, and qstp-net's own choice).
+    pub dscp: Option<u8>,
 }
 
 /// Start the sender of flow `pair` of `group`.
@@ -72,12 +74,23 @@ pub fn spawn_sender(
     let size = spec.packet_size_of(group);
     let stop = stop.clone();
     let start = how.start;
+    let dscp = how.dscp;
     Ok(match &group.protocol {
         Protocol::Cbr(CbrSpec { schedule }) => {
             let to = SocketAddrV4::new(pair.receiver, udp::UDP_PORT);
             let schedule = schedule.clone();
             Sender::Udp(udp::spawn_source(
-                ns, to, schedule, size, None, start, timing, stop,
+                ns,
+                to,
+                udp::Source {
+                    schedule,
+                    size,
+                    on_off: None,
+                    dscp,
+                },
+                start,
+                timing,
+                stop,
             ))
         }
         Protocol::OnOff(OnOffSpec {
@@ -95,9 +108,12 @@ pub fn spawn_sender(
             Sender::Udp(udp::spawn_source(
                 ns,
                 to,
-                schedule,
-                size,
-                Some(on_off),
+                udp::Source {
+                    schedule,
+                    size,
+                    on_off: Some(on_off),
+                    dscp,
+                },
                 start,
                 timing,
                 stop,
@@ -106,12 +122,14 @@ pub fn spawn_sender(
         Protocol::Qstp(QstpSpec { config, .. }) => {
             let to = SocketAddrV4::new(pair.receiver, qstp::QSTP_PORT);
             let config = qstp::flow_config(config, size)?;
-            Sender::Stats(qstp::spawn_sender(ns, to, config, start, timing, stop))
+            Sender::Stats(qstp::spawn_sender(
+                ns, to, config, dscp, start, timing, stop,
+            ))
         }
         Protocol::Tcp(_) => {
             let to = SocketAddrV4::new(pair.receiver, hosts::TCP_PORT);
             let cc = how.congestion.unwrap_or_else(|| "reno".into());
-            Sender::Stats(hosts::spawn_sender(ns, to, cc, start, timing, stop))
+            Sender::Stats(hosts::spawn_sender(ns, to, cc, dscp, start, timing, stop))
         }
         other => return Err(crate::run::not_on_testbed(&group.name, other)),
     })

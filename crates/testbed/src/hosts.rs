@@ -187,12 +187,19 @@ pub struct SenderOutput {
     pub packets_retransmitted: u64,
 }
 
+/// Mark what `socket` sends with `dscp`: its TOS byte is the code point and two ECN bits, left
+/// zero here for the kernel (RFC 2474 §3, RFC 3168 §5).
+pub fn set_dscp(socket: &socket2::Socket, dscp: u8) -> std::io::Result<()> {
+    socket.set_tos(u32::from(dscp & 0x3f) << 2)
+}
+
 /// Start a bulk sender in namespace `netns` that connects to `to` at `start` with the kernel
-/// congestion control `congestion`.
+/// congestion control `congestion`, its packets marked with `dscp`.
 pub fn spawn_sender(
     netns: String,
     to: SocketAddrV4,
     congestion: String,
+    dscp: Option<u8>,
     start: Time,
     timing: Timing,
     stop: Arc<AtomicBool>,
@@ -207,6 +214,9 @@ pub fn spawn_sender(
         let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
             .map_err(|e| err("socket", e))?;
         set_congestion(&socket, &congestion).map_err(|e| err("TCP_CONGESTION", e))?;
+        if let Some(d) = dscp {
+            set_dscp(&socket, d).map_err(|e| err("IP_TOS", e))?;
+        }
         // A handshake still unanswered when the run ends (its SYNs lost in a full queue and
         // retried after 1 s, 2 s, .., RFC 6298 §2.1 and §5.5) is a flow that never started, not
         // a failure; the wait watches the clock and the stop flag.

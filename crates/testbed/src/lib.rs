@@ -33,7 +33,8 @@ pub mod tun;
 pub mod udp;
 
 pub use run::{
-    check, run, run_with, DirectionReport, Options, RouterReport, RunReport, TestbedRun,
+    check, run, run_with, Classification, DirectionReport, Options, RouterReport, RunReport,
+    TestbedRun,
 };
 
 /// Why a testbed run could not start or finish.

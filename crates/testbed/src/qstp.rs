@@ -137,11 +137,13 @@ pub fn spawn_sink(
     crate::hosts::started(&bound, handle, "qstp sink", "binding")
 }
 
-/// Start a saturated sender in namespace `netns` that connects to `to` at `start` with `config`.
+/// Start a saturated sender in namespace `netns` that connects to `to` at `start` with `config`,
+/// its datagrams marked with `dscp` (`None`: qstp-net's choice, AF11 with a target rate).
 pub fn spawn_sender(
     netns: String,
     to: SocketAddrV4,
     config: Config,
+    dscp: Option<u8>,
     start: Time,
     timing: Timing,
     stop: Arc<AtomicBool>,
@@ -154,7 +156,11 @@ pub fn spawn_sender(
         }
         let rt = runtime(&netns)?;
         rt.block_on(async {
-            let endpoint = Endpoint::bind("0.0.0.0:0".parse().expect("an address"))
+            let options = qstp_net::EndpointOptions {
+                dscp: dscp.and_then(qstp_net::Dscp::new),
+                ..qstp_net::EndpointOptions::default()
+            };
+            let endpoint = Endpoint::bind_with("0.0.0.0:0".parse().expect("an address"), options)
                 .map_err(|e| host_error(&netns, "bind", e))?;
             let stream = config.supports_stream();
             // One message per datagram, as the simulator's saturated application.

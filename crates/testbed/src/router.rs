@@ -1,7 +1,9 @@
 //! The router: the scenario's bottleneck in real time, run by the simulator's own code.
 //!
 //! Forward (senders to receivers), each packet read from the TUN device is classified to its flow
-//! by the simulator's 5-tuple [`Classifier`], coloured by its group's edge marker (the same
+//! by the simulator's 5-tuple [`Classifier`] and to its group, by that flow or (with
+//! [`RouterSpec::dscp`]) by its DSCP through the simulator's [`Classifier::by_dscp`], coloured by
+//! that group's edge marker (the same
 //! [`qstp_sim::marker`] objects the simulator builds, whose colour is also written into the DSCP
 //! as AF11/AF12/AF13, RFC 2597 §6), and offered to a [`Link`] built from the scenario's
 //! bottleneck: its queue discipline ([`qstp_sim::queue::build`]), its loss model, its rate and
@@ -21,7 +23,7 @@ use crate::lines::{Clock, Delayed, Lines};
 use crate::packet;
 use crate::tun::{Received, Tun};
 use qstp_proto::{Duration, Time};
-use qstp_sim::classify::{Classifier, TupleRule};
+use qstp_sim::classify::{Classifier, PacketMeta, TupleRule};
 use qstp_sim::ids::{AgentId, FlowId, LinkId, NodeId};
 use qstp_sim::marker::{Marker, Verdict};
 use qstp_sim::network::{Link, Offered, Packet, PacketStore, Payload, QueuedPacket};
@@ -85,6 +87,10 @@ pub struct RouterSpec {
     pub warmup: Duration,
     /// When the loops stop.
     pub end: Time,
+    /// Classify forward packets to their group by DSCP: each group's code point, in the groups'
+    /// order (`None`: by flow). The group found gives the edge marker and the queue's class; the
+    /// flow (by addresses) still gives the delay beyond the bottleneck and the per-flow counts.
+    pub dscp: Option<Vec<u8>>,
 }
 
 /// The DSCP of a packet of `color` past its edge marker: AF11, AF12, AF13 (RFC 2597 §6).
@@ -144,6 +150,36 @@ fn classifier(flows: &[FlowPath], forward: bool) -> Classifier {
     Classifier::ByTuple {
         rules,
         default: u32::MAX,
+    }
+}
+
+/// The classifier from a packet's DSCP to its group (`u32::MAX` for a code point of no group).
+fn dscp_classifier(codes: &[u8]) -> Classifier {
+    let pairs: Vec<(u8, u32)> = codes
+        .iter()
+        .enumerate()
+        .map(|(g, &d)| (d, g as u32))
+        .collect();
+    Classifier::by_dscp(&pairs, u32::MAX)
+}
+
+/// The group of a forward packet of `flow`'s path with code point `dscp`: by DSCP when the router
+/// classifies so (`None` for a code point of no group), else the flow's.
+fn group_of(by_dscp: Option<&Classifier>, dscp: u8, path: &FlowPath) -> Option<usize> {
+    match by_dscp {
+        None => Some(path.group),
+        Some(c) => {
+            let meta = PacketMeta {
+                dscp,
+                tuple: None,
+                group: None,
+                flow: None,
+            };
+            match c.classify(&meta) {
+                u32::MAX => None,
+                g => Some(g as usize),
+            }
+        }
     }
 }
 
@@ -231,6 +267,7 @@ pub fn forward(
         })
         .collect();
     let classes = classifier(&spec.flows, true);
+    let by_dscp = spec.dscp.as_deref().map(dscp_classifier);
     let mut store = PacketStore::new();
     // The bytes of each packet in the store, by slot: a slot the link freed (a packet its loss
     // model took) is simply overwritten by the next packet given that slot.
@@ -267,10 +304,13 @@ pub fn forward(
             let Some(next) = out.read_one(&mut tun, &mut buf, &classes, &spec.flows) else {
                 break;
             };
-            let Some((n, flow, path)) = next else {
+            let Some((n, flow, path, dscp)) = next else {
                 continue;
             };
-            let group = path.group;
+            let Some(group) = group_of(by_dscp.as_ref(), dscp, path) else {
+                out.unclassified += 1;
+                continue;
+            };
             let color = match markers.get_mut(group).and_then(Option::as_mut) {
                 Some((marker, rng)) => match marker.condition(now, n, Color::Red, rng) {
                     Verdict::Pass(color) => {
@@ -291,7 +331,8 @@ pub fn forward(
             let id = store.insert(Packet {
                 size: n as u32,
                 flow: FlowId(flow as u32),
-                group: group as u32,
+                // The delay beyond the bottleneck is the flow's path's (its group's rtt).
+                group: path.group as u32,
                 color,
                 sent: now,
                 source: AgentId(0),
@@ -382,7 +423,7 @@ pub fn backward(
             let Some(next) = out.read_one(&mut tun, &mut buf, &classes, &spec.flows) else {
                 break;
             };
-            let Some((n, flow, path)) = next else {
+            let Some((n, flow, path, _)) = next else {
                 continue;
             };
             let delay = spec
@@ -413,8 +454,8 @@ struct DirectionCounters {
     unclassified: u64,
 }
 
-/// A packet read from a TUN device: its length, flow index and path.
-type Classified<'a> = (usize, usize, &'a FlowPath);
+/// A packet read from a TUN device: its length, flow index, path and DSCP.
+type Classified<'a> = (usize, usize, &'a FlowPath, u8);
 
 impl DirectionCounters {
     /// Read the next packet from `tun` into `buf`, decode and classify it: `None` when the
@@ -441,7 +482,7 @@ impl DirectionCounters {
             self.unclassified += 1;
             return Some(None);
         };
-        Some(Some((n, flow, path)))
+        Some(Some((n, flow, path, header.dscp)))
     }
 
     fn finish(self, lines: Lines, realtime: bool) -> DirectionOutput {
@@ -461,5 +502,26 @@ fn sleep(tun: &Tun, clock: Clock, next: Option<Time>) {
     let wait = next.map_or(MAX_SLEEP_NS, |t| (t - now).as_nanos().min(MAX_SLEEP_NS));
     if wait > 0 {
         tun.wait(wait);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn by_dscp_the_code_point_picks_the_group_whatever_the_flow() {
+        let path = FlowPath {
+            group: 0,
+            sender: Ipv4Addr::new(10, 1, 0, 0),
+            receiver: Ipv4Addr::new(10, 2, 0, 0),
+        };
+        // Group 0 marks AF21 (18), group 1 AF31 (26).
+        let by_dscp = dscp_classifier(&[18, 26]);
+        assert_eq!(group_of(Some(&by_dscp), 26, &path), Some(1));
+        assert_eq!(group_of(Some(&by_dscp), 18, &path), Some(0));
+        assert_eq!(group_of(Some(&by_dscp), 0, &path), None, "no group's");
+        // By flow, the code point does not matter.
+        assert_eq!(group_of(None, 26, &path), Some(0));
     }
 }

@@ -21,9 +21,29 @@ const MAX_PER_BYTE: usize = 256;
 /// (RFC 791 §3.1, 576 bytes), well above Linux's smallest TCP MSS (`tcp_min_snd_mss`, 48).
 const MIN_PACKET: usize = 576;
 
-/// How a run is made (test hooks).
+/// How the router finds a packet's edge marker, and what the hosts mark (the scenario's
+/// `[testbed]` table).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Classification {
+    /// Classify forward packets to their group by the DSCP their senders set, not by flow.
+    pub by_dscp: bool,
+    /// Per group, in the scenario's order, the code point its senders set (`None`, or no entry:
+    /// none set). With `by_dscp`, every group needs its own.
+    pub dscp: Vec<Option<u8>>,
+}
+
+impl Classification {
+    /// The code point of group `g`'s senders.
+    fn dscp_of(&self, g: usize) -> Option<u8> {
+        self.dscp.get(g).copied().flatten()
+    }
+}
+
+/// How a run is made: the classification, and test hooks.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
+    /// How the router classifies, what the hosts mark.
+    pub classification: Classification,
     /// Namespace name prefix; `None`: [`ns::unique_prefix`].
     pub prefix: Option<String>,
     /// Fail on purpose once the hosts exist, before the router starts (to test the cleanup).
@@ -94,6 +114,8 @@ pub struct RouterReport {
 pub struct RunReport {
     /// The run's seed.
     pub seed: u64,
+    /// How the router found each packet's edge marker: `"flow"` or `"dscp"`.
+    pub classify: &'static str,
     /// The router's accuracy.
     pub router: RouterReport,
     /// Per group, the kernel congestion control and TCP settings of its hosts.
@@ -109,6 +131,8 @@ pub struct GroupReport {
     pub congestion: Option<String>,
     /// Its hosts' TCP settings.
     pub tcp: HostTcp,
+    /// The DSCP its senders set (`None`: none).
+    pub dscp: Option<u8>,
 }
 
 /// A finished run.
@@ -223,6 +247,8 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
     let Some(bottleneck) = spec.bottleneck().cloned() else {
         return Err(TestbedError::Unsupported("no bottleneck".into()));
     };
+    let classes = &options.classification;
+    check_classification(spec, classes)?;
     let prefix = options.prefix.clone().unwrap_or_else(ns::unique_prefix);
     let mut guard = Namespaces::new(prefix);
     let r = setup::router(&mut guard)?;
@@ -261,6 +287,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
             name: group.name.clone(),
             congestion: congestion[g].clone(),
             tcp,
+            dscp: classes.dscp_of(g),
         });
     }
     if options.fail_mid_setup {
@@ -296,6 +323,11 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         bins,
         warmup: spec.warmup,
         end,
+        dscp: classes.by_dscp.then(|| {
+            (0..spec.groups.len())
+                .map(|g| classes.dscp_of(g).unwrap_or(0))
+                .collect()
+        }),
     };
     let stop = Arc::new(AtomicBool::new(false));
     // Stop every thread on the way out, whatever happens below.
@@ -328,6 +360,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
             start: Time::ZERO + group.start + Duration::from_nanos(offset),
             congestion: congestion[*g].clone(),
             rng,
+            dscp: classes.dscp_of(*g),
         };
         senders.push(flows::spawn_sender(spec, group, p, how, timing, &stop)?);
     }
@@ -391,6 +424,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         .collect();
     let report = RunReport {
         seed: spec.seed,
+        classify: if classes.by_dscp { "dscp" } else { "flow" },
         router: RouterReport {
             forward: DirectionReport::of(&fwd.direction, drops_f, fwd.overrun),
             backward: DirectionReport::of(&bwd, drops_b, 0),
@@ -417,6 +451,34 @@ pub(crate) fn not_on_testbed(group: &str, protocol: &Protocol) -> TestbedError {
         "group '{group}': protocol '{}' does not run on the testbed (tcp, qstp, tfrc-sack, tfrc, gtfrc, cbr and onoff do)",
         protocol.get().label()
     ))
+}
+
+/// With classification by DSCP, every group needs a code point of its own.
+fn check_classification(spec: &SimSpec, c: &Classification) -> Result<(), TestbedError> {
+    if !c.by_dscp {
+        return Ok(());
+    }
+    for (g, group) in spec.groups.iter().enumerate() {
+        let Some(d) = c.dscp_of(g) else {
+            return Err(TestbedError::Unsupported(format!(
+                "group '{}': no DSCP to classify it by",
+                group.name
+            )));
+        };
+        if d >= 64 {
+            return Err(TestbedError::Unsupported(format!(
+                "group '{}': DSCP {d} is outside 0..63",
+                group.name
+            )));
+        }
+        if let Some(h) = (0..g).find(|&h| c.dscp_of(h) == Some(d)) {
+            return Err(TestbedError::Unsupported(format!(
+                "groups '{}' and '{}' share DSCP {d}",
+                spec.groups[h].name, group.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn panicked(what: &str) -> TestbedError {

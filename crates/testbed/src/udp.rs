@@ -93,26 +93,46 @@ impl OnOff {
     }
 }
 
-/// Start a UDP source in namespace `netns` sending packets of `size` bytes on the wire to `to`
-/// from `start`, at the rate `schedule` gives (in time since the run's start): constant bit rate,
-/// or, with `on_off`, only during its on periods (the first starts at `start`). The thread yields
+/// What a UDP source sends.
+#[derive(Debug)]
+pub struct Source {
+    /// Its rate over time since the run's start.
+    pub schedule: Vec<(Duration, Rate)>,
+    /// Bytes per packet on the wire.
+    pub size: usize,
+    /// Its on and off periods (`None`: always on).
+    pub on_off: Option<OnOff>,
+    /// The DSCP its packets carry (`None`: the socket's default, CS0).
+    pub dscp: Option<u8>,
+}
+
+/// Start a UDP source in namespace `netns` sending `source`'s packets to `to` from `start`, at
+/// the rate its schedule gives (in time since the run's start): constant bit rate, or, with
+/// on/off periods, only during its on periods (the first starts at `start`). The thread yields
 /// the datagrams it sent.
-#[allow(clippy::too_many_arguments)]
 pub fn spawn_source(
     netns: String,
     to: SocketAddrV4,
-    schedule: Vec<(Duration, Rate)>,
-    size: usize,
-    mut on_off: Option<OnOff>,
+    source: Source,
     start: Time,
     timing: Timing,
     stop: Arc<AtomicBool>,
 ) -> JoinHandle<Result<u64, TestbedError>> {
     std::thread::spawn(move || {
         ns::enter(&netns)?;
+        let Source {
+            schedule,
+            size,
+            mut on_off,
+            dscp,
+        } = source;
         let socket = UdpSocket::bind("0.0.0.0:0")
             .and_then(|s| s.connect(to).map(|()| s))
             .map_err(|e| host_error(&netns, "socket", e))?;
+        if let Some(d) = dscp {
+            crate::hosts::set_dscp(&socket2::SockRef::from(&socket), d)
+                .map_err(|e| host_error(&netns, "IP_TOS", e))?;
+        }
         let payload = vec![0u8; size.saturating_sub(UDP_IP_HEADER).max(1)];
         let mut next = start;
         let mut sent = 0u64;

@@ -2,7 +2,9 @@
 //! /dev/net/tun; elsewhere each prints why it did not run and returns.
 
 use qstp_lab::scenario::{parse, Overrides};
-use qstp_testbed::{check_privileges, ns, run_with, Options, SimSpec, TestbedError};
+use qstp_testbed::{
+    check_privileges, ns, run_with, Classification, Options, SimSpec, TestbedError,
+};
 
 /// `None` when the testbed can run here; else the reason, printed by the caller.
 fn skip_reason() -> Option<String> {
@@ -59,6 +61,7 @@ fn a_setup_that_fails_midway_leaves_no_namespace() {
     let options = Options {
         prefix: Some(prefix.clone()),
         fail_mid_setup: true,
+        ..Options::default()
     };
     let result = run_with(&spec(&one_flow("reno", "2s")), &options);
     assert!(matches!(result, Err(TestbedError::Injected)), "{result:?}");
@@ -195,4 +198,65 @@ rtt = "40ms"
     // The rate controller is sampled in every bin once connected, backpressure or not.
     let sampled = run.output.flows[0].sender.rate.iter().flatten().count();
     assert!(sampled >= 60, "{sampled} of 70 bins have a rate sample");
+}
+
+#[test]
+fn packets_classified_by_dscp_get_their_groups_marker() {
+    require_testbed!("packets_classified_by_dscp_get_their_groups_marker");
+    // Two UDP groups marking AF21 and AF31: A's marker passes everything in profile, B's
+    // almost nothing (a 1-packet bucket refilled at 8 kbit/s).
+    let toml = r#"
+name = "testbed-dscp"
+duration = "3s"
+warmup = "1s"
+[bottleneck]
+rate = "20M"
+delay = "5ms"
+queue = { kind = "droptail", limit = 1000 }
+[[group]]
+name = "A"
+protocol = "cbr"
+rate = "2M"
+rtt = "20ms"
+marker = { kind = "token-bucket", rate = "100M", bucket = 1000000 }
+[[group]]
+name = "B"
+protocol = "cbr"
+rate = "2M"
+rtt = "20ms"
+marker = { kind = "token-bucket", rate = "8k", bucket = 1500 }
+[testbed]
+classify = "dscp"
+dscp = { A = "AF21", B = "AF31" }
+"#;
+    let plan = parse(toml, "test.toml", &Overrides::default()).expect("a valid scenario");
+    let scenario = &plan.points[0].scenario;
+    assert_eq!(scenario.testbed.dscp, vec![Some(18), Some(26)]);
+    let prefix = format!("{}d", ns::unique_prefix());
+    let options = Options {
+        prefix: Some(prefix.clone()),
+        classification: Classification {
+            by_dscp: true,
+            dscp: scenario.testbed.dscp.clone(),
+        },
+        ..Options::default()
+    };
+    let run = run_with(&scenario.spec(0), &options).expect("the run");
+    assert_eq!(run.report.classify, "dscp");
+    assert_eq!(run.report.groups[1].dscp, Some(26));
+    let fwd = &run.report.router.forward;
+    assert_eq!(fwd.foreign, 0, "every packet's DSCP named a group: {fwd:?}");
+    // After the warm-up, 2 s of each group: about 330 packets of 1500 bytes at 2 Mbit/s.
+    let q = &run.output.queues[0];
+    let (green, red) = (q.green.packets, q.red.packets);
+    eprintln!("green {green}, red {red}");
+    assert!(
+        (250..=420).contains(&green),
+        "A's packets in profile: {q:?}"
+    );
+    assert!(
+        (250..=420).contains(&red),
+        "B's packets out of profile: {q:?}"
+    );
+    assert_eq!(leftovers(&prefix), Vec::<String>::new());
 }

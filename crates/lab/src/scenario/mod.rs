@@ -40,6 +40,10 @@
 //!   model's fixed integration step, default 1ms, at most the smallest delay of the model),
 //!   `margin` (default false: the controller is handed T / 1.33 so that the fluid Free aims at
 //!   T itself; true: T, as the packet simulator, so that it aims at 1.33 T).
+//! - `[testbed]` (read by `qstp testbed` only; `qstp run` checks and ignores it): `classify`
+//!   (`"flow"`, the default: the router finds a packet's edge marker by its addresses; `"dscp"`:
+//!   by the code point its sender set), `dscp = { <group> = "AF21" | number, .. }` (the code
+//!   point each group's senders set; with `"dscp"`, groups not named get CS1, CS2, .. in order).
 //! - `[sweep]`: `"dotted.key" = [values]`; every combination is a point. In a key, a list of tables
 //!   is indexed by element `name` (`group.AB.protocol`) or number; keys joined with `+` move
 //!   together (`"group.A.protocol+group.B.protocol" = ["tfrc", "gtfrc"]`), and so do keys joined
@@ -54,8 +58,10 @@ mod group;
 mod network;
 mod sizing;
 mod sweep;
+mod testbed;
 
 pub use group::{protocol_name, protocols};
+pub use testbed::{parse_dscp, Classify, TestbedParams};
 
 use fields::{FieldError, Fields};
 use qstp_proto::Duration;
@@ -173,6 +179,8 @@ pub struct Scenario {
     pub delegation_changes: Vec<qstp_sim::delegation::Change>,
     /// How `qstp fluid` solves the fluid model (`[fluid]`; `qstp run` ignores it).
     pub fluid: qstp_sim::fluid::FluidParams,
+    /// How `qstp testbed` classifies and marks (`[testbed]`; `qstp run` ignores it).
+    pub testbed: TestbedParams,
     /// The files it read besides itself (a trace's CSV), as written: relative to its folder.
     pub inputs: Vec<String>,
 }
@@ -527,6 +535,7 @@ fn read(doc: Table, dir: &Path) -> Result<Scenario, FieldError> {
         }
     };
     let fluid = fluid::fluid(f.opt_table("fluid")?)?;
+    let testbed = testbed::testbed(f.opt_table("testbed")?, &groups)?;
     f.finish()?;
     Ok(Scenario {
         name,
@@ -542,6 +551,7 @@ fn read(doc: Table, dir: &Path) -> Result<Scenario, FieldError> {
         delegation,
         delegation_changes,
         fluid,
+        testbed,
         inputs,
     })
 }
