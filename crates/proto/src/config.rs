@@ -440,11 +440,7 @@ impl Default for Config {
             min_rto: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(30),
             handshake_timeout: Duration::from_secs(10),
-            // At most 1 ms of the rate leaves back to back (the pacing module), and never more
-            // than 64 datagrams: one UDP GSO batch (Linux's UDP_MAX_SEGMENTS), about what TCP's
-            // TSO autosizing lets go at once (64 kB near 1 ms of data). Binding only above
-            // 64 datagrams per ms (about 700 Mbit/s with 1400-byte datagrams).
-            max_burst: 64,
+            max_burst: 16,
             max_rate: None,
             protection: Protection::Aead,
             skip_packet_numbers: true,
