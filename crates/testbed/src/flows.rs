@@ -4,7 +4,7 @@
 use crate::hosts::{self, SenderOutput, Timing};
 use crate::setup::HostPair;
 use crate::{qstp, udp, TestbedError};
-use qstp_proto::Time;
+use qstp_proto::{Duration, Rate, Time};
 use qstp_sim::{CbrSpec, GroupSpec, OnOffSpec, Protocol, QstpSpec, SimSpec};
 use std::net::SocketAddrV4;
 use std::sync::atomic::AtomicBool;
@@ -75,49 +75,36 @@ pub fn spawn_sender(
     let stop = stop.clone();
     let start = how.start;
     let dscp = how.dscp;
+    let udp = |schedule: &[(Duration, Rate)], on_off: Option<udp::OnOff>| {
+        let to = SocketAddrV4::new(pair.receiver, udp::UDP_PORT);
+        let source = udp::Source {
+            schedule: schedule.to_vec(),
+            size,
+            on_off,
+            dscp,
+        };
+        Sender::Udp(udp::spawn_source(
+            ns.clone(),
+            to,
+            source,
+            start,
+            timing,
+            stop.clone(),
+        ))
+    };
     Ok(match &group.protocol {
-        Protocol::Cbr(CbrSpec { schedule }) => {
-            let to = SocketAddrV4::new(pair.receiver, udp::UDP_PORT);
-            let schedule = schedule.clone();
-            Sender::Udp(udp::spawn_source(
-                ns,
-                to,
-                udp::Source {
-                    schedule,
-                    size,
-                    on_off: None,
-                    dscp,
-                },
-                start,
-                timing,
-                stop,
-            ))
-        }
+        Protocol::Cbr(CbrSpec { schedule }) => udp(schedule, None),
         Protocol::OnOff(OnOffSpec {
             schedule,
             mean_on,
             mean_off,
         }) => {
-            let to = SocketAddrV4::new(pair.receiver, udp::UDP_PORT);
             let on_off = udp::OnOff {
                 mean_on: *mean_on,
                 mean_off: *mean_off,
                 rng: how.rng,
             };
-            let schedule = schedule.clone();
-            Sender::Udp(udp::spawn_source(
-                ns,
-                to,
-                udp::Source {
-                    schedule,
-                    size,
-                    on_off: Some(on_off),
-                    dscp,
-                },
-                start,
-                timing,
-                stop,
-            ))
+            udp(schedule, Some(on_off))
         }
         Protocol::Qstp(QstpSpec { config, .. }) => {
             let to = SocketAddrV4::new(pair.receiver, qstp::QSTP_PORT);

@@ -171,9 +171,7 @@ fn group_of(by_dscp: Option<&Classifier>, dscp: u8, path: &FlowPath) -> Option<u
         Some(c) => {
             let meta = PacketMeta {
                 dscp,
-                tuple: None,
-                group: None,
-                flow: None,
+                ..PacketMeta::default()
             };
             match c.classify(&meta) {
                 u32::MAX => None,
