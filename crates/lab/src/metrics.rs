@@ -129,6 +129,9 @@ pub struct RunMetrics {
     /// Who took the delegation group's congestion signals over the whole run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signals: Option<Signals>,
+    /// What the ATM trunk's port counted per group (VP), when the bottleneck is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atm: Option<Vec<qstp_sim::atm::VpStats>>,
 }
 
 /// Who took a delegation group's congestion signals (Free & Stunts §II-B): per run, or the mean
@@ -188,6 +191,7 @@ pub fn reduce(
         series,
         matching,
         signals,
+        atm: output.atm.as_ref().map(|a| a.vps.clone()),
     }
 }
 
@@ -412,6 +416,7 @@ mod tests {
             flows: vec![f],
             queue_series: Vec::new(),
             delegation: None,
+            atm: None,
             queues: vec![QueueRecord {
                 name: "bottleneck".into(),
                 green: CodePointCounters {

@@ -127,6 +127,7 @@ pub fn load_resolving(dir: &Path, scenario: &Path) -> Result<Loaded, ReloadError
                     series: None,
                     matching: None,
                     signals: None,
+                    atm: None,
                 })
                 .collect(),
         })

@@ -175,6 +175,38 @@ pub struct GroupSummary {
     /// means per run over the whole run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signals: Option<crate::metrics::Signals>,
+    /// On an ATM trunk: the PHB of the group's VP (`"af"`: SBR3 with SCD; `"df"`: UBR).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phb: Option<String>,
+    /// On an ATM trunk: the TCP throughput per connection the AF-over-ATM paper's assumptions
+    /// give (003_f3c290e5faca751e.txt §4.1, [`qstp_sim::atm::estimate`]), bit/s, to set beside
+    /// the measured goodput.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate_bps: Option<f64>,
+    /// On an ATM trunk: what the group's VP counted, means per run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atm: Option<AtmGroup>,
+}
+
+/// What an ATM VP counted, means per run (from the warm-up on).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AtmGroup {
+    /// Cells its VCs sent.
+    pub cells: f64,
+    /// Cells its UPC tagged CLP=1.
+    pub tagged: f64,
+    /// Cells its UPC discarded.
+    pub policed: f64,
+    /// Frames delivered whole.
+    pub frames_delivered: f64,
+    /// Frames that lost a cell (and with it the whole frame).
+    pub frames_lost: f64,
+    /// Mean queueing delay of its probe (the paper's ping), ms; `None` without a probe.
+    pub queueing_delay_ms: Option<f64>,
+    /// Largest queueing delay of its probe in any run, ms.
+    pub queueing_delay_max_ms: Option<f64>,
+    /// Probes that lost a cell.
+    pub probes_lost: f64,
 }
 
 /// The packets of one code point at one queue, means per run.
@@ -254,11 +286,16 @@ fn point(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> PointSummary {
     let params = point_params(pt);
     let groups = &pt.scenario.groups;
     let free = pt.scenario.delegation.as_ref().map(|d| d.free.as_str());
+    let estimates = atm_estimates(pt);
     let flows = groups
         .iter()
         .enumerate()
         .map(|(g, spec)| {
             let mut summary = group(g, spec, runs);
+            if let Some(estimates) = &estimates {
+                summary.phb = Some(qstp_sim::topology::atm_phb(spec).name().to_string());
+                summary.estimate_bps = estimates.get(g).copied();
+            }
             if free == Some(spec.name.as_str()) {
                 summary.matching = mean_matching(runs);
                 summary.signals = mean_signals(runs);
@@ -297,6 +334,42 @@ fn point(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> PointSummary {
         target_fairness,
         metrics: point_metrics(pt, runs),
     }
+}
+
+/// On an ATM trunk, each group's per-connection TCP throughput by the AF-over-ATM paper's
+/// estimate (003_f3c290e5faca751e.txt §4.1): the trunk less the AF VPs' SCR0 shared equally by
+/// all VPs, plus each AF VP's SCR0, carried in segments of the group's packet size less 40 bytes
+/// of TCP/IP headers, split among the VP's connections.
+pub fn atm_estimates(pt: &crate::scenario::Point) -> Option<Vec<f64>> {
+    let s = &pt.scenario;
+    s.bottleneck().atm.as_ref()?;
+    let scr: Vec<Option<qstp_proto::Rate>> = s
+        .groups
+        .iter()
+        .map(|g| match &g.marker {
+            Some(qstp_sim::MarkerSpec::Gcra(gcra)) => gcra.scr,
+            _ => None,
+        })
+        .collect();
+    let connections: Vec<u32> = s.groups.iter().map(|g| g.flows).collect();
+    let header = u64::from(qstp_sim::validate::TCP_IP_HEADER);
+    Some(
+        s.groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let size = g.packet_size.unwrap_or(s.packet_size) as u64;
+                let e = qstp_sim::atm::estimate(
+                    s.bottleneck().rate,
+                    &scr,
+                    &connections,
+                    size.saturating_sub(header),
+                    header,
+                );
+                e.per_connection_bps[i]
+            })
+            .collect(),
+    )
 }
 
 fn group(g: usize, spec: &qstp_sim::GroupSpec, runs: &[RunMetrics]) -> GroupSummary {
@@ -344,7 +417,45 @@ fn group(g: usize, spec: &qstp_sim::GroupSpec, runs: &[RunMetrics]) -> GroupSumm
         },
         matching: None,
         signals: None,
+        phb: None,
+        estimate_bps: None,
+        atm: atm_group(g, runs),
     }
+}
+
+/// The means over runs of what group `g`'s VP counted, if the runs had an ATM trunk.
+fn atm_group(g: usize, runs: &[RunMetrics]) -> Option<AtmGroup> {
+    let vps: Vec<&qstp_sim::atm::VpStats> = runs
+        .iter()
+        .filter_map(|r| r.atm.as_ref().and_then(|a| a.get(g)))
+        .collect();
+    if vps.is_empty() {
+        return None;
+    }
+    let n = vps.len() as f64;
+    let mean =
+        |f: fn(&qstp_sim::atm::VpStats) -> u64| vps.iter().map(|v| f(v) as f64).sum::<f64>() / n;
+    let delays: Vec<f64> = vps
+        .iter()
+        .filter_map(|v| v.probe_delay_mean())
+        .map(|d| d.as_secs_f64() * 1e3)
+        .collect();
+    let max = vps
+        .iter()
+        .filter(|v| v.probes > v.probes_lost)
+        .map(|v| v.probe_delay_max_ns as f64 / 1e6)
+        .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d))));
+    Some(AtmGroup {
+        cells: mean(|v| v.cells),
+        tagged: mean(|v| v.tagged),
+        policed: mean(|v| v.policed),
+        frames_delivered: mean(|v| v.frames_delivered),
+        frames_lost: mean(|v| v.frames_lost),
+        queueing_delay_ms: (!delays.is_empty())
+            .then(|| delays.iter().sum::<f64>() / delays.len() as f64),
+        queueing_delay_max_ms: max,
+        probes_lost: mean(|v| v.probes_lost),
+    })
 }
 
 /// The mean over runs of each signal count.

@@ -114,5 +114,6 @@ pub(crate) fn fake(spec: &SimSpec, progress: &mut dyn FnMut(Time)) -> Result<Run
             },
         ],
         delegation: None,
+        atm: None,
     })
 }

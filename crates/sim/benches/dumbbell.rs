@@ -54,6 +54,7 @@ fn spec(protocol: Protocol, seconds: u64) -> SimSpec {
                 delay: Duration::from_millis(45),
                 queue: QueueSpec::drop_tail(100),
                 loss: None,
+                atm: None,
             },
         },
         groups: vec![GroupSpec {

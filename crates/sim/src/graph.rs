@@ -344,6 +344,7 @@ mod tests {
                 delay: Duration::from_millis(ms),
                 queue: QueueSpec::drop_tail(10),
                 loss: None,
+                atm: None,
             },
             after_marker: true,
         }

@@ -145,8 +145,14 @@ impl<'a> World<'a> {
         let recorder = Recorder::new(spec.bin, bins, &flows);
         // The bottleneck's queue-length series hang on its queue, beside a capture.
         let bottleneck = built.network.link_mut(built.bottleneck);
-        let meter = QueueMeter::new("bottleneck", &*bottleneck.queue, spec.bin, bins);
-        let _ = bottleneck.add_observer(Box::new(meter));
+        match bottleneck.cells_mut() {
+            // An ATM trunk's buffers hold cells, which its port records itself.
+            Some(port) => port.record_series(spec.bin, bins),
+            None => {
+                let meter = QueueMeter::new("bottleneck", &*bottleneck.queue, spec.bin, bins);
+                let _ = bottleneck.add_observer(Box::new(meter));
+            }
+        }
         Ok(World {
             events,
             network: built.network,
@@ -301,8 +307,14 @@ impl<'a> World<'a> {
         }
         let mut queues = self.queue_records();
         let queue_series = self.queue_series();
-        // Leave the warm-up out, as the lab does for throughput.
-        if let Some(before) = &self.at_warmup {
+        let port = self.network.link(self.bottleneck).cells();
+        let atm = port.map(|port| crate::spec::AtmRecord {
+            vps: port.vp_stats().to_vec(),
+            cells_sent: port.cells_sent,
+        });
+        // Leave the warm-up out, as the lab does for throughput (an ATM port counts from the
+        // warm-up itself, cell by cell).
+        if let Some(before) = self.at_warmup.as_ref().filter(|_| port.is_none()) {
             for q in &mut queues {
                 if let Some(b) = before.iter().find(|b| b.name == q.name) {
                     q.green = q.green.minus(b.green);
@@ -319,11 +331,24 @@ impl<'a> World<'a> {
             queues,
             queue_series,
             delegation: self.delegation.map(DelegationHost::finish),
+            atm,
         }
     }
 
     /// The bottleneck queue's length series, from its meter.
     fn queue_series(&mut self) -> Vec<QueueSeries> {
+        if let Some(port) = self.network.link(self.bottleneck).cells() {
+            return port
+                .series()
+                .into_iter()
+                .filter(|(name, _)| port.phbs().iter().any(|p| p.name() == *name))
+                .map(|(name, cells)| QueueSeries {
+                    name: format!("bottleneck/{name}"),
+                    packets: cells.to_vec(),
+                    bytes: cells.iter().map(|c| c * crate::atm::CELL).collect(),
+                })
+                .collect();
+        }
         let (observers, queue) = self.network.link_mut(self.bottleneck).observers_mut();
         observers
             .iter_mut()
@@ -335,6 +360,22 @@ impl<'a> World<'a> {
     /// The bottleneck's queue counters so far, the whole queue and each class.
     fn queue_records(&self) -> Vec<QueueRecord> {
         let bottleneck = self.network.link(self.bottleneck);
+        if let Some(port) = bottleneck.cells() {
+            // Cells, per output buffer: CLP=0 as green, CLP=1 as red.
+            return port
+                .phbs()
+                .into_iter()
+                .map(|phb| {
+                    let stats = port.buffer_stats(phb);
+                    QueueRecord {
+                        name: format!("bottleneck/{}", phb.name()),
+                        green: stats.clp0,
+                        yellow: Default::default(),
+                        red: stats.clp1,
+                    }
+                })
+                .collect();
+        }
         let queue = &bottleneck.queue;
         let mut queues = vec![QueueRecord {
             name: "bottleneck".into(),

@@ -98,6 +98,11 @@ pub struct LinkSpec {
     pub queue: QueueSpec,
     /// Random losses on the link, after the queue.
     pub loss: Option<LossSpec>,
+    /// An ATM trunk carried cell by cell ([`crate::atm`]): the link's rate is then the trunk's
+    /// cell rate (headers included), its `queue` and `loss` are not used, and each group's
+    /// marker is the usage parameter control of its VP. Only the dumbbell's bottleneck can be one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atm: Option<crate::atm::AtmSpec>,
 }
 
 /// Flows sharing a path, an edge marker and a profile.
@@ -269,4 +274,15 @@ pub struct RunOutput {
     pub queue_series: Vec<QueueSeries>,
     /// What the delegation group did, if the run has one.
     pub delegation: Option<crate::delegation::DelegationRecord>,
+    /// What the ATM trunk's port counted, if the bottleneck is one (from the warm-up on).
+    pub atm: Option<AtmRecord>,
+}
+
+/// What an ATM trunk's port counted, from the warm-up on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AtmRecord {
+    /// Per group (VP), in order.
+    pub vps: Vec<crate::atm::VpStats>,
+    /// Cells the trunk carried.
+    pub cells_sent: u64,
 }

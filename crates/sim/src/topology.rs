@@ -1,12 +1,14 @@
 //! Builders of whole topologies from a [`SimSpec`]: every network is a [`GraphSpec`], and the
 //! papers' DiffServ dumbbell is the one builder of it that the groups' `rtt` and `access` drive.
 
+use crate::atm::{AtmSpec, CellPort, Phb, PortSetup};
 use crate::capture;
 use crate::error::SimError;
 use crate::graph::{self, ConditionerSpec, FlowPlacement, GraphLink, GraphNode, GraphSpec};
+use crate::marker::Gcra;
 use crate::network::NodeKind;
-use crate::spec::{LinkSpec, QueueSpec, SimSpec, Topology};
-use qstp_proto::{Duration, Rate};
+use crate::spec::{LinkSpec, MarkerSpec, QueueSpec, SimSpec, Topology};
+use qstp_proto::{Duration, Rate, Time};
 
 pub use crate::graph::{Built, FlowEnds};
 
@@ -16,7 +18,11 @@ pub fn build(spec: &SimSpec) -> Result<Built, SimError> {
     match &spec.topology {
         Topology::Dumbbell { bottleneck } => {
             let graph = dumbbell_graph(spec, bottleneck)?;
-            graph::realise(&graph, &group_names, spec.seed)
+            let mut built = graph::realise(&graph, &group_names, spec.seed)?;
+            if let Some(atm) = &bottleneck.atm {
+                install_atm(spec, bottleneck, atm, &mut built);
+            }
+            Ok(built)
         }
         Topology::Graph(graph) => {
             if graph.flows.len() != spec.groups.len() {
@@ -48,6 +54,44 @@ pub fn build(spec: &SimSpec) -> Result<Built, SimError> {
     }
 }
 
+/// Make the built dumbbell's bottleneck the ATM trunk of `atm`: each group a VP (AF if its
+/// marker is a GCRA with a sustainable rate, an SBR3 contract; DF otherwise, UBR), each flow a VC
+/// of its group's VP, the groups' markers its VPs' usage parameter controls.
+fn install_atm(spec: &SimSpec, bottleneck: &LinkSpec, atm: &AtmSpec, built: &mut Built) {
+    let vps = spec
+        .groups
+        .iter()
+        .map(|g| {
+            let upc = match &g.marker {
+                Some(MarkerSpec::Gcra(gcra)) => Some(Gcra::new(gcra)),
+                _ => None,
+            };
+            (atm_phb(g), upc)
+        })
+        .collect();
+    // Flow ids are the flows' places in `built.flows`.
+    let vcs = built.flows.iter().map(|f| Some(f.group as u32)).collect();
+    let port = CellPort::new(
+        atm,
+        PortSetup {
+            vps,
+            vcs,
+            trunk: bottleneck.rate,
+            delay: bottleneck.delay,
+            warmup: Time::ZERO + spec.warmup,
+        },
+    );
+    built.network.link_mut(built.bottleneck).set_cells(port);
+}
+
+/// The PHB of each group on an ATM trunk, as [`install_atm`] assigns it.
+pub fn atm_phb(group: &crate::spec::GroupSpec) -> Phb {
+    match &group.marker {
+        Some(MarkerSpec::Gcra(g)) if g.scr.is_some() => Phb::Af,
+        _ => Phb::Df,
+    }
+}
+
 /// Queue limit of the uncongested links around the bottleneck, packets.
 pub const FAST_QUEUE_LIMIT: usize = 1000;
 
@@ -71,6 +115,7 @@ pub fn dumbbell_graph(spec: &SimSpec, bottleneck: &LinkSpec) -> Result<GraphSpec
         delay,
         queue: QueueSpec::drop_tail(FAST_QUEUE_LIMIT),
         loss: None,
+        atm: None,
     };
     let mut g = GraphSpec {
         nodes: Vec::new(),
@@ -136,7 +181,8 @@ pub fn dumbbell_graph(spec: &SimSpec, bottleneck: &LinkSpec) -> Result<GraphSpec
             edge,
             fast_link(trunk_rate, Duration::ZERO),
         );
-        if let Some(marker) = &group.marker {
+        // On an ATM trunk the marker polices cells, in the trunk's port.
+        if let Some(marker) = group.marker.as_ref().filter(|_| bottleneck.atm.is_none()) {
             g.conditioners.push(ConditionerSpec {
                 group: index,
                 node: edge,
@@ -213,6 +259,7 @@ mod tests {
                     delay: Duration::from_millis(10),
                     queue: QueueSpec::drop_tail(50),
                     loss: None,
+                    atm: None,
                 },
             },
             groups: vec![group("near", 40, 2), group("far", 640, 3)],

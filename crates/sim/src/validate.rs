@@ -84,12 +84,40 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
         if let Some(Err(e)) = link.loss.as_ref().map(LossSpec::validate) {
             return component(format!("{key}.loss"), e.into());
         }
+        if let Some(atm) = &link.atm {
+            if key != "bottleneck" {
+                return invalid(
+                    &format!("{key}.atm"),
+                    "only the dumbbell's bottleneck can be an ATM trunk".into(),
+                );
+            }
+            atm.validate(&format!("{key}.atm"), link.rate)?;
+        }
     }
+    let atm = spec.bottleneck().is_some_and(|b| b.atm.is_some());
     if let Some(g) = spec.groups.iter().find(|g| g.flows == 0) {
         return invalid(
             &format!("groups[{}].flows", g.name),
-            "a group needs at least one flow".into(),
+            if atm {
+                "a VP needs at least one VC (one per flow)".into()
+            } else {
+                "a group needs at least one flow".into()
+            },
         );
+    }
+    if atm {
+        // Each group is a VP; its marker, if any, is the VP's usage parameter control, which
+        // polices cells (ITU-T I.371).
+        if let Some(g) = spec.groups.iter().find(|g| {
+            g.marker
+                .as_ref()
+                .is_some_and(|m| !matches!(m, MarkerSpec::Gcra(_)))
+        }) {
+            return invalid(
+                &format!("groups[{}].marker", g.name),
+                "on an ATM trunk a group's marker is its VP's UPC: kind = \"gcra\"".into(),
+            );
+        }
     }
     // One limit on flows, the simulator's address space, whatever their grouping.
     let flows: u64 = spec.groups.iter().map(|g| u64::from(g.flows)).sum();

@@ -441,6 +441,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         queues: fwd.queues,
         queue_series: fwd.queue_series,
         delegation: None,
+        atm: None,
     };
     Ok(TestbedRun { output, report })
 }

@@ -87,6 +87,7 @@ pub(crate) fn links(f: &mut Fields) -> FieldResult<Option<Vec<LinkDoc>>> {
             None => LinkSpec {
                 queue: default_queue(),
                 loss: None,
+                atm: None,
                 ..forward.clone()
             },
         };
@@ -136,6 +137,7 @@ fn direction(f: &mut Fields, forward: Option<&LinkSpec>) -> FieldResult<LinkSpec
         delay,
         queue,
         loss,
+        atm: None,
     })
 }
 

@@ -2,6 +2,7 @@
 
 use super::fields::{FieldResult, Fields};
 use qstp_proto::Duration;
+use qstp_sim::atm::{AtmSpec, ProbeSpec, Service, DEFAULT_PROBE};
 use qstp_sim::{LinkSpec, LossSpec, MarkerSpec, QueueSpec};
 
 // Each queue, marker and loss model reads its own keys in its own file of qstp-sim (through
@@ -15,6 +16,26 @@ pub(crate) fn link(
 ) -> FieldResult<LinkSpec> {
     let rate = f.rate("rate")?;
     let delay = f.opt_duration("delay")?.unwrap_or(Duration::ZERO);
+    if let Some(a) = f.opt_table("atm")? {
+        let atm = atm(a)?;
+        for key in ["queue", "loss"] {
+            if f.has(key) {
+                return Err(f.error(
+                    key,
+                    "an ATM trunk has its own buffers and loses only cells (see atm)",
+                ));
+            }
+        }
+        f.finish()?;
+        return Ok(LinkSpec {
+            rate,
+            delay,
+            // Not used: the port's buffers take its place.
+            queue: QueueSpec::drop_tail(atm.buffer.max(1)),
+            loss: None,
+            atm: Some(atm),
+        });
+    }
     let mut q = f.table("queue")?;
     super::sizing::resolve_auto(&mut q, rate, flows)?;
     let queue = queue(q)?;
@@ -25,7 +46,73 @@ pub(crate) fn link(
         delay,
         queue,
         loss,
+        atm: None,
     })
+}
+
+/// Read an `atm` table: the cell-level trunk port (003_f3c290e5faca751e.txt §3.2 gives the
+/// defaults: 10000-cell buffers, SCD at 90%).
+fn atm(mut f: Fields) -> FieldResult<AtmSpec> {
+    let buffer = f.opt_u64("buffer")?.unwrap_or(10_000);
+    let name = f.opt_str("service")?.unwrap_or_else(|| "priority".into());
+    let weights = f.opt_array("weights")?;
+    let service = match (name.as_str(), weights) {
+        ("fifo", None) => Service::Fifo,
+        ("priority", None) => Service::Priority,
+        ("weighted", None) => Service::Weighted { af: 1, df: 1 },
+        ("weighted", Some(w)) => {
+            let count = |v: &toml::Value| v.as_integer().and_then(|n| u32::try_from(n).ok());
+            match &w[..] {
+                [af, df] => match (count(af), count(df)) {
+                    (Some(af), Some(df)) => Service::Weighted { af, df },
+                    _ => return Err(f.error("weights", "two cell counts per round, [af, df]")),
+                },
+                _ => return Err(f.error("weights", "two cell counts per round, [af, df]")),
+            }
+        }
+        ("fifo" | "priority", Some(_)) => {
+            return Err(f.error("weights", "only with service = \"weighted\""))
+        }
+        (other, _) => {
+            return Err(f.error(
+                "service",
+                format!("'{other}' is not a service (use fifo, priority or weighted)"),
+            ))
+        }
+    };
+    let probe = match f.peek("probe") {
+        None => Some(DEFAULT_PROBE),
+        Some(toml::Value::Boolean(on)) => {
+            let on = *on;
+            f.take("probe");
+            on.then_some(DEFAULT_PROBE)
+        }
+        Some(_) => {
+            let mut p = f.table("probe")?;
+            let size = p
+                .opt_u64("size")?
+                .map_or(DEFAULT_PROBE.size, |s| s as usize);
+            let interval = p
+                .opt_duration("interval")?
+                .unwrap_or(DEFAULT_PROBE.interval);
+            p.finish()?;
+            Some(ProbeSpec { size, interval })
+        }
+    };
+    let spec = AtmSpec {
+        buffer: usize::try_from(buffer).unwrap_or(usize::MAX),
+        scd: f
+            .opt_f64("scd")?
+            .unwrap_or(qstp_sim::queue::DEFAULT_SCD_THRESHOLD),
+        service,
+        epd: f.opt_f64("epd")?,
+        ppd: f.opt_bool("ppd")?.unwrap_or(false),
+        shaping: f.opt_rate("shaping")?,
+        probe,
+        line: f.opt_rate("line")?,
+    };
+    f.finish()?;
+    Ok(spec)
 }
 
 /// Read a queue table: its `kind` (one of [`QueueSpec::KINDS`]) and that kind's keys.

@@ -200,6 +200,7 @@ impl Recorder {
                 reacted: self.reacted.round() as u64,
                 taken_by_free: self.taken_by_free.round() as u64,
             }),
+            atm: None,
         }
     }
 }

@@ -17,6 +17,7 @@
 //! empty loop per event.
 
 use super::packet::{Packet, PacketStore, QueuedPacket};
+use crate::atm::CellPort;
 use crate::ids::{LinkId, NodeId, PacketId};
 use crate::loss::LossModel;
 use crate::queue::{Dequeue, DropKind, QueueDiscipline};
@@ -162,6 +163,9 @@ pub struct Link {
     seeing: u8,
     /// The earliest instant an observer wants to hear of a change before it happens.
     due: Time,
+    /// An ATM trunk: the cell-level port that takes the place of the queue, serialisation and
+    /// delay (the queue, loss model and observers are then unused).
+    cells: Option<Box<CellPort>>,
 }
 
 impl std::fmt::Debug for Link {
@@ -211,7 +215,23 @@ impl Link {
             observers: Vec::new(),
             seeing: 0,
             due: Time::MAX,
+            cells: None,
         }
+    }
+
+    /// Make this link an ATM trunk carried cell by cell by `port`.
+    pub fn set_cells(&mut self, port: CellPort) {
+        self.cells = Some(Box::new(port));
+    }
+
+    /// The ATM port, if this link is an ATM trunk.
+    pub fn cells(&self) -> Option<&CellPort> {
+        self.cells.as_deref()
+    }
+
+    /// The ATM port, to configure it.
+    pub fn cells_mut(&mut self) -> Option<&mut CellPort> {
+        self.cells.as_deref_mut()
     }
 
     /// Let `observer` see every later event at this link's queue, after those already there;
@@ -287,6 +307,17 @@ impl Link {
     /// A driver on a real clock calls [`Link::handle_timeout`] first, so that the packets due to
     /// leave by `now` have left the queue.
     pub fn offer(&mut self, now: Time, packet: QueuedPacket, store: &mut PacketStore) -> Offered {
+        if let Some(port) = self.cells.as_deref_mut() {
+            let flow = store.get(packet.id).flow.0;
+            self.stats.packets_sent += 1;
+            self.stats.bytes_sent += u64::from(packet.size);
+            return if port.offer(now, packet.id, flow, packet.size, store) {
+                Offered::Queued
+            } else {
+                self.stats.overflow_drops += 1;
+                Offered::Dropped(DropKind::Overflow)
+            };
+        }
         self.before_change(now);
         if let Err((refused, kind)) = self.queue.enqueue(now, packet, &mut self.rng) {
             match kind {
@@ -314,6 +345,12 @@ impl Link {
     /// The next instant the link has something to do: ask the queue for a packet, finish a
     /// serialisation, or deliver a propagated packet. `None`: nothing until the next offer.
     pub fn poll_timeout(&self) -> Option<Time> {
+        if let Some(port) = self.cells.as_deref() {
+            return [port.next_wake(), port.next_arrival()]
+                .into_iter()
+                .flatten()
+                .min();
+        }
         let departure = self.oldest_departure().map(|d| d.ended);
         [self.ready_at, departure, self.next_arrival()]
             .into_iter()
@@ -323,11 +360,17 @@ impl Link {
 
     /// When the link next asks its queue for a packet, if it will.
     pub fn next_ready(&self) -> Option<Time> {
+        if let Some(port) = self.cells.as_deref() {
+            return port.next_wake();
+        }
         self.ready_at
     }
 
     /// When the next propagating packet reaches the far end, if one is propagating.
     pub fn next_arrival(&self) -> Option<Time> {
+        if let Some(port) = self.cells.as_deref() {
+            return port.next_arrival();
+        }
         self.in_flight.front().map(|&(at, _)| at)
     }
 
@@ -337,6 +380,10 @@ impl Link {
     /// was due, not at `now`, so the link keeps its rate and its packets their schedule. The
     /// simulator calls it exactly when due, and then it starts one packet.
     pub fn handle_timeout(&mut self, now: Time, store: &mut PacketStore) {
+        if let Some(port) = self.cells.as_deref_mut() {
+            port.advance(now, store);
+            return;
+        }
         let Some(mut at) = self.ready_at.filter(|&at| at <= now) else {
             return;
         };
@@ -371,6 +418,11 @@ impl Link {
 
     /// The next packet that reached the far end by `now`.
     pub fn poll_arrival(&mut self, now: Time) -> Option<PacketId> {
+        if let Some(port) = self.cells.as_deref_mut() {
+            let packet = port.poll_arrival(now)?;
+            self.stats.packets_delivered += 1;
+            return Some(packet);
+        }
         if self.in_flight.front()?.0 > now {
             return None;
         }

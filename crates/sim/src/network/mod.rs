@@ -39,8 +39,10 @@ impl std::fmt::Debug for Network {
 /// Which of a link's two engine events are pending.
 #[derive(Debug, Clone, Copy, Default)]
 struct Armed {
-    /// A `LinkSend` timer at [`Link::next_ready`].
-    ready: bool,
+    /// A `LinkSend` timer at [`Link::next_ready`], at this instant. A packet link's next ready
+    /// instant never moves earlier while it is pending; an ATM port's may (an offer makes an idle
+    /// port busy), and is then armed again, earlier: the timer that no longer matches is stale.
+    ready: Option<Time>,
     /// A `LinkArrive` timer at [`Link::next_arrival`].
     arrival: bool,
 }
@@ -207,7 +209,10 @@ impl Network {
 
     /// A link's `LinkSend` timer fired.
     pub fn on_link_ready(&mut self, now: Time, link: LinkId, events: &mut Scheduler<Event>) {
-        self.armed[link.index()].ready = false;
+        if self.armed[link.index()].ready != Some(now) {
+            return;
+        }
+        self.armed[link.index()].ready = None;
         self.links[link.index()].handle_timeout(now, &mut self.packets);
         self.arm(link, events);
     }
@@ -223,9 +228,9 @@ impl Network {
                 events.schedule(at, Event::Timer(ComponentId::LinkArrive(link)));
             }
         }
-        if !armed.ready {
-            if let Some(at) = l.next_ready() {
-                armed.ready = true;
+        if let Some(at) = l.next_ready() {
+            if armed.ready.is_none_or(|pending| at < pending) {
+                armed.ready = Some(at);
                 events.schedule(at, Event::Timer(ComponentId::LinkSend(link)));
             }
         }

@@ -16,6 +16,7 @@ pub fn dumbbell(rate: Rate, delay: Duration, limit: usize, seconds: u64) -> SimS
                 delay,
                 queue: QueueSpec::drop_tail(limit),
                 loss: None,
+                atm: None,
             },
         },
         groups: Vec::new(),

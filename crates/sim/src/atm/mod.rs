@@ -2,6 +2,13 @@
 //! into 53-byte cells, and the per-connection throughput estimate of the AF-over-ATM paper
 //! (003_f3c290e5faca751e.txt §4.1), computed from its assumptions rather than copied.
 
+mod port;
+
+pub use port::{
+    AtmSpec, BufferStats, CellPort, Phb, PortSetup, ProbeSpec, Service, VpStats, DEFAULT_PROBE,
+    MAX_VC_FRAMES, MAX_WAKE,
+};
+
 use qstp_proto::Rate;
 
 /// Bytes of an ATM cell (ITU-T I.361: a 5-byte header and 48 bytes of payload).
@@ -37,8 +44,8 @@ pub struct PvpEstimate {
 }
 
 /// The estimate for a trunk of `trunk` (cells, headers included) shared by PVPs of sustainable
-/// rates `scr` (`None` for a UBR PVP), each carrying `connections` TCP connections sending full
-/// segments of `mss` bytes with `header` bytes of TCP/IP headers.
+/// rates `scr` (`None` for a UBR PVP), the PVP i carrying `connections[i]` TCP connections
+/// sending full segments of `mss` bytes with `header` bytes of TCP/IP headers.
 ///
 /// (a) the trunk's rate minus the AF PVPs' SCR0 is shared equally by all PVPs, AF and DF; (b)
 /// every segment is full; (c) a segment travels in [`aal5_cells`] cells; (d) rates are at the
@@ -47,7 +54,7 @@ pub struct PvpEstimate {
 pub fn estimate(
     trunk: Rate,
     scr: &[Option<Rate>],
-    connections: u32,
+    connections: &[u32],
     mss: u64,
     header: u64,
 ) -> PvpEstimate {
@@ -60,7 +67,8 @@ pub fn estimate(
     let train = (aal5_cells(mss + header) * CELL) as f64;
     let per_connection_bps = pvp_bps
         .iter()
-        .map(|bw| bw / train * mss as f64 / f64::from(connections.max(1)))
+        .zip(connections)
+        .map(|(bw, &n)| bw / train * mss as f64 / f64::from(n.max(1)))
         .collect();
     PvpEstimate {
         pvp_bps,
@@ -89,7 +97,7 @@ mod tests {
         let k = |kbps| Some(Rate::from_kbps(kbps));
         let mut scr = vec![k(18_720), k(18_720)];
         scr.extend([None; 6]);
-        let e = estimate(Rate::from_kbps(149_760), &scr, 6, 8192, 40);
+        let e = estimate(Rate::from_kbps(149_760), &scr, &[6; 8], 8192, 40);
         // 003 §4.1: DF PVP 14.04 Mbit/s, 2.10 Mbit/s per connection; AF PVP 32.76, 4.91.
         assert!((e.pvp_bps[7] - 14.04e6).abs() < 1.0);
         assert!((e.pvp_bps[0] - 32.76e6).abs() < 1.0);
@@ -98,7 +106,7 @@ mod tests {
         // 003 §4.2.1: with AF #2 at SCR0 = 8.5 Mbit/s its PVP gets 23.82 Mbit/s at the ATM level
         // (the paper calls this the aggregate's TCP throughput; after the cell tax it is 21.40).
         scr[1] = k(8_500);
-        let e = estimate(Rate::from_kbps(149_760), &scr, 6, 8192, 40);
+        let e = estimate(Rate::from_kbps(149_760), &scr, &[6; 8], 8192, 40);
         assert_eq!((e.pvp_bps[1] / 1e4).round() / 1e2, 23.82);
         assert_eq!((e.per_connection_bps[1] * 6.0 / 1e4).round() / 1e2, 21.40);
     }
