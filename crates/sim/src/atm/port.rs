@@ -359,6 +359,8 @@ pub struct CellPort {
     next_probe: Time,
     /// The first probe VC (probe VCs follow the flows' VCs, one per VP).
     probe_vc: usize,
+    /// Probes sent so far, all VPs together (whose turn it is).
+    probe_turn: usize,
     warmup: Time,
     /// Cells the trunk carried (all time).
     pub cells_sent: u64,
@@ -458,6 +460,7 @@ impl CellPort {
                 Time::MAX
             },
             probe_vc,
+            probe_turn: 0,
             warmup: setup.warmup,
             cells_sent: 0,
             series: None,
@@ -639,20 +642,25 @@ impl CellPort {
         }
     }
 
-    /// One probe frame on each VP's probe VC.
+    /// The next VP's probe frame on its probe VC: the VPs take turns, evenly spread over the
+    /// interval, so that their probes do not queue behind each other.
     fn send_probes(&mut self, now: Time) {
         let Some(probe) = self.spec.probe else { return };
-        self.next_probe = now + probe.interval;
-        for vp in 0..self.vps.len() {
-            let frame = Frame {
-                packet: None,
-                cells: aal5_cells(probe.size as u64) as u32,
-                offered: now,
-            };
-            let counted = now >= self.warmup;
-            if self.enqueue_frame(self.probe_vc + vp, frame) && counted {
-                self.vp_stats[vp].probes += 1;
-            }
+        let vps = self.vps.len().max(1);
+        let vp = self.probe_turn % vps;
+        self.probe_turn += 1;
+        let spacing = Duration::from_nanos((probe.interval.as_nanos() / vps as u64).max(1));
+        self.next_probe = now + spacing;
+        if vp >= self.vps.len() {
+            return;
+        }
+        let frame = Frame {
+            packet: None,
+            cells: aal5_cells(probe.size as u64) as u32,
+            offered: now,
+        };
+        if self.enqueue_frame(self.probe_vc + vp, frame) && now >= self.warmup {
+            self.vp_stats[vp].probes += 1;
         }
     }
 
@@ -932,3 +940,7 @@ impl CellPort {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "port_tests.rs"]
+mod tests;
