@@ -71,11 +71,19 @@ fn install_atm(spec: &SimSpec, bottleneck: &LinkSpec, atm: &AtmSpec, built: &mut
         .collect();
     // Flow ids are the flows' places in `built.flows`.
     let vcs = built.flows.iter().map(|f| Some(f.group as u32)).collect();
+    let hosts = atm.hosts.as_ref().map(|hosts| {
+        built
+            .flows
+            .iter()
+            .map(|f| hosts[f.group][f.flow as usize])
+            .collect()
+    });
     let port = CellPort::new(
         atm,
         PortSetup {
             vps,
             vcs,
+            hosts,
             trunk: bottleneck.rate,
             delay: bottleneck.delay,
             warmup: Time::ZERO + spec.warmup,

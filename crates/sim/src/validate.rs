@@ -92,6 +92,18 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
                 );
             }
             atm.validate(&format!("{key}.atm"), link.rate)?;
+            if let Some(hosts) = &atm.hosts {
+                let counts: Vec<usize> = hosts.iter().map(Vec::len).collect();
+                let flows: Vec<usize> = spec.groups.iter().map(|g| g.flows as usize).collect();
+                if counts != flows {
+                    return invalid(
+                        &format!("{key}.atm.hosts"),
+                        format!(
+                            "gives {counts:?} hosts per group; the groups have {flows:?} flows"
+                        ),
+                    );
+                }
+            }
         }
     }
     let atm = spec.bottleneck().is_some_and(|b| b.atm.is_some());

@@ -54,10 +54,12 @@ pub(crate) fn link(
 /// defaults: 10000-cell buffers, SCD at 90%).
 fn atm(mut f: Fields) -> FieldResult<AtmSpec> {
     let buffer = f.opt_u64("buffer")?.unwrap_or(10_000);
-    let name = f.opt_str("service")?.unwrap_or_else(|| "priority".into());
+    // The service that reproduces the AF-over-ATM paper best (docs/atm.md).
+    let name = f.opt_str("service")?.unwrap_or_else(|| "weighted".into());
     let weights = f.opt_array("weights")?;
     let service = match (name.as_str(), weights) {
         ("fifo", None) => Service::Fifo,
+        ("shared", None) => Service::Shared,
         ("priority", None) => Service::Priority,
         ("weighted", None) => Service::Weighted { af: 1, df: 1 },
         ("weighted", Some(w)) => {
@@ -70,13 +72,13 @@ fn atm(mut f: Fields) -> FieldResult<AtmSpec> {
                 _ => return Err(f.error("weights", "two cell counts per round, [af, df]")),
             }
         }
-        ("fifo" | "priority", Some(_)) => {
+        ("fifo" | "shared" | "priority", Some(_)) => {
             return Err(f.error("weights", "only with service = \"weighted\""))
         }
         (other, _) => {
             return Err(f.error(
                 "service",
-                format!("'{other}' is not a service (use fifo, priority or weighted)"),
+                format!("'{other}' is not a service (use fifo, shared, priority or weighted)"),
             ))
         }
     };
@@ -108,6 +110,27 @@ fn atm(mut f: Fields) -> FieldResult<AtmSpec> {
         epd: f.opt_f64("epd")?,
         ppd: f.opt_bool("ppd")?.unwrap_or(false),
         shaping: f.opt_rate("shaping")?,
+        hosts: match f.opt_array("hosts")? {
+            None => None,
+            Some(lists) => {
+                let bad = || {
+                    f.error(
+                        "hosts",
+                        "one list of host numbers per group, in group order",
+                    )
+                };
+                let mut hosts = Vec::with_capacity(lists.len());
+                for list in &lists {
+                    let list = list.as_array().ok_or_else(bad)?;
+                    let numbers: Option<Vec<u32>> = list
+                        .iter()
+                        .map(|v| v.as_integer().and_then(|n| u32::try_from(n).ok()))
+                        .collect();
+                    hosts.push(numbers.ok_or_else(bad)?);
+                }
+                Some(hosts)
+            }
+        },
         probe,
         line: f.opt_rate("line")?,
     };

@@ -68,6 +68,9 @@ pub enum Service {
     /// One FIFO in arrival order; each PHB's cells still count against their own buffer's size
     /// and SCD threshold.
     Fifo,
+    /// One FIFO in arrival order and one buffer of `buffer` cells for both PHBs: SCD acts on
+    /// what both hold together.
+    Shared,
     /// The SBR3 (AF) buffer first; the UBR (DF) buffer only when it is empty.
     Priority,
     /// Weighted round robin, cell by cell, work-conserving: `af` cells of SBR3 for every `df`
@@ -105,6 +108,10 @@ pub struct AtmSpec {
     /// The rate of each VP's line from the LAN switch to the WAN switch, where its VCs are
     /// multiplexed without loss (003 §3.2: OC-3c); `None`: the trunk's rate.
     pub line: Option<Rate>,
+    /// Which host sends each VC, per group then per flow: the VCs of one host share its shaper
+    /// (at `shaping`, cell by cell in turn). `None`: each VC is shaped on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Vec<Vec<u32>>>,
 }
 
 impl AtmSpec {
@@ -147,6 +154,11 @@ impl AtmSpec {
         if let Some(s) = self.shaping.filter(|s| *s > line) {
             return invalid("shaping", format!("{s} is above the line's rate {line}"));
         }
+        if let Some(hosts) = &self.hosts {
+            if let Some(&h) = hosts.iter().flatten().find(|&&h| h as usize >= MAX_HOSTS) {
+                return invalid("hosts", format!("host {h} is not below {MAX_HOSTS}"));
+            }
+        }
         if let Some(p) = &self.probe {
             if p.size == 0 || p.size > MAX_PROBE {
                 return invalid(
@@ -161,6 +173,9 @@ impl AtmSpec {
         Ok(())
     }
 }
+
+/// Most hosts a port's VCs can come from.
+pub const MAX_HOSTS: usize = 1 << 16;
 
 /// Largest buffer, cells: a bound on what a scenario can make the port allocate.
 pub const MAX_BUFFER: usize = 1 << 22;
@@ -191,6 +206,8 @@ pub struct PortSetup {
     pub vps: Vec<(Phb, Option<Gcra>)>,
     /// Per flow (by flow id): the VP of its VC; `None` for a flow that does not cross the port.
     pub vcs: Vec<Option<u32>>,
+    /// Per flow (by flow id): the host that shapes its VC, if hosts share shapers.
+    pub hosts: Option<Vec<u32>>,
     /// The trunk's rate, cells with their headers.
     pub trunk: Rate,
     /// The trunk's one-way propagation delay.
@@ -275,8 +292,8 @@ struct Vc {
     current: Option<(Frame, u32)>,
     /// The tag of the current frame (wrapping), carried by each of its cells.
     frame_tag: u32,
-    /// When its next cell leaves the shaper, nanoseconds x shaping rate.
-    next_scaled: u128,
+    /// Its shaper.
+    shaper: u32,
     discard: Discard,
     /// Reassembly: cells received since the last end of frame, the tag of the first of them, and
     /// whether cells of another frame were among them.
@@ -285,6 +302,16 @@ struct Vc {
     rx_mixed: bool,
     /// For a probe VC: when its last cell joined the buffer.
     probe_eom_arrival: Option<Time>,
+}
+
+/// A host's shaper: one cell per cell time at the shaping rate, taken in turn from the VCs that
+/// have cells.
+#[derive(Debug, Default)]
+struct Shaper {
+    /// When its next cell leaves, nanoseconds x shaping rate.
+    next_scaled: u128,
+    /// VCs with cells, in turn.
+    turn: VecDeque<u32>,
 }
 
 /// A cell on its way from its host to the WAN switch.
@@ -338,7 +365,9 @@ pub struct CellPort {
     buffer_stats: [BufferStats; 2],
     /// Weighted service: cells served of the PHB whose turn it is.
     round: (usize, u32),
-    /// VCs with cells to send, by the instant of their next cell (ns).
+    /// The hosts' shapers.
+    shapers: Vec<Shaper>,
+    /// Shapers with cells to send, by the instant of their next cell (ns).
     ready: BinaryHeap<Reverse<(u64, u32)>>,
     /// Line rate from the LAN switch to the WAN switch, bit/s.
     line: u128,
@@ -389,13 +418,22 @@ impl CellPort {
         let trunk = u128::from(setup.trunk.bps().max(1));
         let shaping = spec.shaping.map_or(trunk, |r| u128::from(r.bps().max(1)));
         let vp_phb: Vec<Phb> = setup.vps.iter().map(|(phb, _)| *phb).collect();
-        let vc = |vp: u32| Vc {
+        let mut shapers: Vec<Shaper> = Vec::new();
+        if let Some(hosts) = &setup.hosts {
+            let count = hosts.iter().map(|&h| h as usize + 1).max().unwrap_or(0);
+            shapers.resize_with(count, Shaper::default);
+        }
+        let own_shaper = |shapers: &mut Vec<Shaper>| {
+            shapers.push(Shaper::default());
+            (shapers.len() - 1) as u32
+        };
+        let vc = |vp: u32, shaper: u32| Vc {
             vp,
             phb: vp_phb[vp as usize],
             waiting: VecDeque::new(),
             current: None,
             frame_tag: 0,
-            next_scaled: 0,
+            shaper,
             discard: Discard::None,
             rx_cells: 0,
             rx_tag: 0,
@@ -404,24 +442,35 @@ impl CellPort {
         };
         let mut vcs = Vec::new();
         let mut vc_of_flow = Vec::with_capacity(setup.vcs.len());
-        for vp in &setup.vcs {
+        for (flow, vp) in setup.vcs.iter().enumerate() {
+            let host = setup.hosts.as_ref().and_then(|h| h.get(flow).copied());
             vc_of_flow.push(vp.map(|vp| {
-                vcs.push(vc(vp));
+                let shaper = host.unwrap_or_else(|| own_shaper(&mut shapers));
+                vcs.push(vc(vp, shaper));
                 (vcs.len() - 1) as u32
             }));
         }
         let probe_vc = vcs.len();
         if spec.probe.is_some() {
             for vp in 0..setup.vps.len() {
-                vcs.push(vc(vp as u32));
+                let shaper = own_shaper(&mut shapers);
+                vcs.push(vc(vp as u32, shaper));
             }
         }
         let cell_time = Duration::from_nanos(to_ns(CELL_SCALED, trunk));
         let limit = spec.buffer.max(1);
         let threshold =
             |fraction: f64| ((limit as f64 * fraction.clamp(0.0, 1.0)).ceil() as usize).max(1);
-        let ring =
-            || VecDeque::with_capacity(limit * if spec.service == Service::Fifo { 2 } else { 1 });
+        let ring = || {
+            VecDeque::with_capacity(
+                limit
+                    * if matches!(spec.service, Service::Fifo | Service::Shared) {
+                        2
+                    } else {
+                        1
+                    },
+            )
+        };
         CellPort {
             trunk,
             shaping,
@@ -435,7 +484,7 @@ impl CellPort {
             vc_of_flow,
             buffers: [
                 ring(),
-                if spec.service == Service::Fifo {
+                if matches!(spec.service, Service::Fifo | Service::Shared) {
                     VecDeque::new()
                 } else {
                     ring()
@@ -446,6 +495,7 @@ impl CellPort {
             epd_cells: spec.epd.map_or(usize::MAX, threshold),
             buffer_stats: [BufferStats::default(); 2],
             round: (0, 0),
+            shapers,
             ready: BinaryHeap::new(),
             line: spec.line.map_or(trunk, |r| u128::from(r.bps().max(1))),
             vp_lines: (0..vp_phb.len()).map(|_| (0, VecDeque::new())).collect(),
@@ -548,11 +598,17 @@ impl CellPort {
         let shaping = self.shaping;
         let v = &mut self.vcs[vc];
         if v.current.is_none() {
-            let offered = u128::from(frame.offered.as_nanos()) * shaping;
-            v.next_scaled = v.next_scaled.max(offered);
             v.current = Some((frame, 0));
-            self.ready
-                .push(Reverse((to_ns(v.next_scaled, shaping), vc as u32)));
+            let shaper = v.shaper;
+            let s = &mut self.shapers[shaper as usize];
+            s.turn.push_back(vc as u32);
+            if s.turn.len() == 1 {
+                // An idle shaper: its next cell no sooner than now.
+                let offered = u128::from(frame.offered.as_nanos()) * shaping;
+                s.next_scaled = s.next_scaled.max(offered);
+                self.ready
+                    .push(Reverse((to_ns(s.next_scaled, shaping), shaper)));
+            }
             return true;
         }
         if v.waiting.len() >= MAX_VC_FRAMES {
@@ -618,10 +674,10 @@ impl CellPort {
                 };
                 self.cell_arrives(at, cell, store);
             } else {
-                let Some(Reverse((_, vc))) = self.ready.pop() else {
+                let Some(Reverse((_, shaper))) = self.ready.pop() else {
                     break;
                 };
-                self.emit(at, vc as usize);
+                self.emit(at, shaper as usize);
             }
         }
         self.serve(u128::from(now.as_nanos()) * self.trunk, true, store);
@@ -681,7 +737,7 @@ impl CellPort {
     /// The next cell the trunk serves.
     fn dequeue(&mut self) -> Option<Cell> {
         let from = match self.spec.service {
-            Service::Fifo => 0,
+            Service::Fifo | Service::Shared => 0,
             Service::Priority => usize::from(self.buffers[0].is_empty()),
             Service::Weighted { af, df } => {
                 let quota = [af.max(1), df.max(1)];
@@ -702,11 +758,15 @@ impl CellPort {
         Some(cell)
     }
 
-    /// The shaper of `vc` lets a cell go at `now`: it crosses its VP's line from the LAN switch
-    /// to the WAN switch (003 §3.2: the VCs of one destination share one OC-3c line, where no
-    /// cell is lost), queueing behind the VP's other cells if the line is busy.
-    fn emit(&mut self, now: Time, vc: usize) {
+    /// The shaper `shaper` lets a cell of its next VC go at `now`: it crosses its VP's line from
+    /// the LAN switch to the WAN switch (003 §3.2: the VCs of one destination share one OC-3c
+    /// line, where no cell is lost), queueing behind the VP's other cells if the line is busy.
+    fn emit(&mut self, now: Time, shaper: usize) {
         let shaping = self.shaping;
+        let Some(vc) = self.shapers[shaper].turn.pop_front() else {
+            return;
+        };
+        let vc = vc as usize;
         let v = &mut self.vcs[vc];
         let Some((frame, sent)) = v.current.as_mut() else {
             return;
@@ -724,21 +784,21 @@ impl CellPort {
             cells: frame.cells,
         };
         let vp = v.vp as usize;
-        // The VC's shaper: its next cell one cell time at the peak rate later (003 §3.2: PCR
-        // shaping at the hosts).
-        v.next_scaled += CELL_SCALED;
         if eom {
             v.frame_tag = v.frame_tag.wrapping_add(1);
             v.current = v.waiting.pop_front().map(|f| (f, 0));
-            if let Some((next, _)) = v.current {
-                v.next_scaled = v
-                    .next_scaled
-                    .max(u128::from(next.offered.as_nanos()) * shaping);
-            }
         }
-        if v.current.is_some() {
+        let more = v.current.is_some();
+        // The shaper's next cell one cell time at the peak rate later (003 §3.2: PCR shaping at
+        // the hosts), from the next VC in turn.
+        let s = &mut self.shapers[shaper];
+        s.next_scaled += CELL_SCALED;
+        if more {
+            s.turn.push_back(vc as u32);
+        }
+        if !s.turn.is_empty() {
             self.ready
-                .push(Reverse((to_ns(v.next_scaled, shaping), vc as u32)));
+                .push(Reverse((to_ns(s.next_scaled, shaping), shaper as u32)));
         }
         if now >= self.warmup {
             self.vp_stats[vp].cells += 1;
@@ -793,7 +853,10 @@ impl CellPort {
             }
         };
         let b = phb.index();
-        let held = self.held[b];
+        let held = match self.spec.service {
+            Service::Shared => self.held[0] + self.held[1],
+            _ => self.held[b],
+        };
         let v = &mut self.vcs[vc];
         if first && held >= self.epd_cells {
             v.discard = Discard::Whole;
@@ -835,7 +898,7 @@ impl CellPort {
                 v.probe_eom_arrival = Some(now);
             }
         }
-        let buffer = if self.spec.service == Service::Fifo {
+        let buffer = if matches!(self.spec.service, Service::Fifo | Service::Shared) {
             0
         } else {
             b

@@ -18,6 +18,7 @@ fn spec() -> AtmSpec {
         shaping: None,
         probe: None,
         line: None,
+        hosts: None,
     }
 }
 
@@ -28,6 +29,7 @@ fn port(spec: &AtmSpec, vps: Vec<(Phb, Option<Gcra>)>, vcs: Vec<u32>) -> CellPor
         PortSetup {
             vps,
             vcs: vcs.into_iter().map(Some).collect(),
+            hosts: None,
             trunk: TRUNK,
             delay: Duration::from_millis(1),
             warmup: Time::ZERO,
