@@ -271,6 +271,153 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
     out.extend(swept_key_figures(plan, summary));
     out.extend(metric_figures(plan, summary));
     out.extend(crate::delegation_view::matching_figures(plan, summary));
+    out.extend(atm_figures(plan, results, summary));
+    out
+}
+
+/// On an ATM trunk, the measured goodput beside the AF-over-ATM paper's estimate (003 §4.1):
+/// per point, every connection's (its Fig. 2); across a one-key sweep, each AF group's and the
+/// mean DF group's total (its Figs. 3-5).
+fn atm_figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<Figure> {
+    let has_estimates =
+        |p: &crate::summary::PointSummary| p.flows.iter().any(|g| g.estimate_bps.is_some());
+    if !summary.points.iter().any(has_estimates) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (p, (point, result)) in summary.points.iter().zip(results).enumerate() {
+        let runs = result.runs.len().max(1) as f64;
+        let connections = result.runs.first().map_or(0, |r| r.flows.len());
+        let measured: Vec<(f64, f64)> = (0..connections)
+            .map(|i| {
+                let sum: f64 = result
+                    .runs
+                    .iter()
+                    .filter_map(|r| r.flows.get(i))
+                    .map(|f| f.goodput_bps)
+                    .sum();
+                ((i + 1) as f64, sum / runs / 1e6)
+            })
+            .collect();
+        let mut estimate = Vec::new();
+        for group in &point.flows {
+            let Some(e) = group.estimate_bps else {
+                continue;
+            };
+            for _ in 0..group.flows {
+                estimate.push(((estimate.len() + 1) as f64, e / 1e6));
+            }
+        }
+        out.push(Figure {
+            stem: format!("atm-connections-{}", point_stem(summary, p)),
+            point: Some(p),
+            chart: Chart {
+                title: format!(
+                    "Goodput of each connection (groups in order) and the paper's estimate, {}",
+                    params_label(&point.params)
+                ),
+                x_label: "connection".into(),
+                y_label: "goodput (Mbit/s)".into(),
+                lines: vec![
+                    Line {
+                        label: "measured".into(),
+                        points: measured,
+                        ..Default::default()
+                    },
+                    Line {
+                        label: "estimate (003 §4.1)".into(),
+                        points: estimate,
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            },
+            panels: Vec::new(),
+        });
+    }
+    if plan.points.len() < 2 || plan.sweep_keys.len() != 1 {
+        return out;
+    }
+    // The swept value as a number: a rate in Mbit/s, a duration in ms, or the number itself.
+    let x_of = |p: usize| -> f64 {
+        let v = &plan.points[p].params[0].1;
+        if let Some(text) = v.as_str() {
+            if let Ok(rate) = qstp_proto::Rate::parse(text) {
+                return rate.bps() as f64 / 1e6;
+            }
+            if let Ok(d) = qstp_proto::Duration::parse(text) {
+                return d.as_secs_f64() * 1e3;
+            }
+        }
+        v.as_float()
+            .or(v.as_integer().map(|i| i as f64))
+            .unwrap_or(p as f64)
+    };
+    let first = &summary.points[0];
+    let mut lines = Vec::new();
+    let total = |g: &crate::summary::GroupSummary| {
+        (
+            g.aggregate_bps.mean / 1e6,
+            g.estimate_bps.unwrap_or(0.0) * f64::from(g.flows) / 1e6,
+        )
+    };
+    for (g, group) in first.flows.iter().enumerate() {
+        if group.phb.as_deref() != Some("af") {
+            continue;
+        }
+        let at = |p: usize| total(&summary.points[p].flows[g]);
+        let xs = 0..summary.points.len();
+        lines.push(Line {
+            label: format!("{} measured", group.group),
+            points: xs.clone().map(|p| (x_of(p), at(p).0)).collect(),
+            ..Default::default()
+        });
+        lines.push(Line {
+            label: format!("{} estimate", group.group),
+            points: xs.map(|p| (x_of(p), at(p).1)).collect(),
+            ..Default::default()
+        });
+    }
+    let df_mean = |p: usize, pick: &dyn Fn((f64, f64)) -> f64| {
+        let dfs: Vec<f64> = summary.points[p]
+            .flows
+            .iter()
+            .filter(|g| g.phb.as_deref() == Some("df"))
+            .map(|g| pick(total(g)))
+            .collect();
+        dfs.iter().sum::<f64>() / dfs.len().max(1) as f64
+    };
+    if first.flows.iter().any(|g| g.phb.as_deref() == Some("df")) {
+        lines.push(Line {
+            label: "DF (mean per VP) measured".into(),
+            points: (0..summary.points.len())
+                .map(|p| (x_of(p), df_mean(p, &|t| t.0)))
+                .collect(),
+            ..Default::default()
+        });
+        lines.push(Line {
+            label: "DF (mean per VP) estimate".into(),
+            points: (0..summary.points.len())
+                .map(|p| (x_of(p), df_mean(p, &|t| t.1)))
+                .collect(),
+            ..Default::default()
+        });
+    }
+    let short = short_key(&plan.sweep_keys[0]);
+    out.push(Figure {
+        stem: "atm-estimates".into(),
+        point: None,
+        chart: Chart {
+            title: format!(
+                "Total goodput per VP, measured and estimated (003 §4.1), against {short}"
+            ),
+            x_label: short.to_string(),
+            y_label: "goodput (Mbit/s)".into(),
+            lines,
+            ..Default::default()
+        },
+        panels: Vec::new(),
+    });
     out
 }
 

@@ -467,3 +467,34 @@ fn the_mbs0_of_an_af_pvp_does_not_change_its_throughput() {
     assert!((af2[0] - af2[1]).abs() < 0.05 * af2[1], "{af2:?}");
     assert!(af2[0] > 1.5 * df1, "AF2 {af2:?} DF1 {}", kbps(df1));
 }
+
+#[test]
+fn with_one_shared_buffer_an_af_pvp_gets_more_the_higher_its_scr0() {
+    // 003 §4.2.1 (Fig. 3): AF2's share grows with its SCR0. With the weighted service the lab
+    // uses by default the AF buffer never fills at RTT 80 ms (the 48-kbyte windows cap AF below
+    // its half of the trunk), so SCR0 changes nothing there (docs/atm.md); with one buffer and
+    // one SCD threshold for both PHBs, AF2's tagged cells meet the DF backlog and SCR0 counts.
+    let s = run(
+        "atm-fig3",
+        Overrides {
+            duration: Some(Duration::from_secs(40)),
+            ..Default::default()
+        },
+        |doc| {
+            let atm = doc["bottleneck"]["atm"].as_table_mut().unwrap();
+            atm.insert("service".into(), Value::String("shared".into()));
+            atm.remove("weights");
+            set_sweep(
+                doc,
+                "group.AF2.marker.scr",
+                vec![Value::String("2M".into()), Value::String("18.72M".into())],
+            )
+        },
+    );
+    let af2: Vec<f64> = s
+        .points
+        .iter()
+        .map(|p| group(p, "AF2").aggregate_bps.mean)
+        .collect();
+    assert!(af2[1] > 2.0 * af2[0], "AF2 at 2M and 18.72M: {af2:?}");
+}

@@ -154,6 +154,14 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
             "the testbed runs the dumbbell only ([bottleneck]), not [[link]] graphs".into(),
         ));
     };
+    if bottleneck.atm.is_some() {
+        // The router forwards IP packets; cells, their policing and reassembly are the lab's.
+        return Err(TestbedError::Unsupported(
+            "an ATM trunk ([bottleneck] atm) runs in the lab only (qstp run): the testbed's \
+             router forwards packets, not cells"
+                .into(),
+        ));
+    }
     if spec.delegation.is_some() {
         // Kernel TCP exposes no hook to defer a connection's window reduction.
         return Err(TestbedError::Unsupported(
@@ -516,5 +524,11 @@ mod tests {
         let switched = spec(&format!("{base}onoff = {{ on = \"1s\", off = \"1s\" }}\n"));
         let err = check(&switched).unwrap_err().to_string();
         assert!(err.contains("group 'X': onoff"), "{err}");
+        let cells = spec(&base.replace(
+            "queue = { kind = \"droptail\", limit = 50 }",
+            "atm = { buffer = 100 }",
+        ));
+        let err = check(&cells).unwrap_err().to_string();
+        assert!(err.contains("ATM trunk"), "{err}");
     }
 }
