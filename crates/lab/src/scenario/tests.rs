@@ -621,3 +621,122 @@ fn specs_of_the_repository_scenarios_survive_a_json_round_trip() {
         assert!(kinds.contains(kind), "{kind} not in {kinds:?}");
     }
 }
+
+const ATM: &str = r#"
+name = "atm"
+duration = "10s"
+packet_size = 8232
+[bottleneck]
+rate = "149.76M"
+delay = "10ms"
+atm = { buffer = 10000, scd = 0.9, shaping = "35M" }
+[[group]]
+name = "AF"
+protocol = "tcp"
+flows = 2
+rtt = "80ms"
+marker = { kind = "gcra", pcr = "149.76M", cdvt = "3us", scr = "18.72M", mbs = 8256 }
+[[group]]
+name = "DF"
+protocol = "tcp"
+flows = 2
+rtt = "80ms"
+"#;
+
+#[test]
+fn reads_an_atm_trunk_with_its_defaults() {
+    let p = plan(ATM).unwrap();
+    let atm = p.base().bottleneck().atm.clone().unwrap();
+    assert_eq!(atm.buffer, 10_000);
+    assert_eq!(atm.scd, 0.9);
+    assert_eq!(
+        atm.service,
+        qstp_sim::atm::Service::Weighted { af: 1, df: 1 }
+    );
+    assert_eq!(atm.shaping, Some(Rate::from_kbps(35_000)));
+    assert_eq!(atm.probe, Some(qstp_sim::atm::DEFAULT_PROBE));
+    assert_eq!((atm.epd, atm.ppd, atm.hosts), (None, false, None));
+    let text = ATM.replace(
+        "shaping = \"35M\" }",
+        "service = \"priority\", probe = false, epd = 0.5, ppd = true, hosts = [[0, 1], [1, 0]] }",
+    );
+    let atm = plan(&text)
+        .unwrap()
+        .base()
+        .bottleneck()
+        .atm
+        .clone()
+        .unwrap();
+    assert_eq!(atm.service, qstp_sim::atm::Service::Priority);
+    assert_eq!((atm.probe, atm.epd, atm.ppd), (None, Some(0.5), true));
+    assert_eq!(atm.hosts, Some(vec![vec![0, 1], vec![1, 0]]));
+}
+
+#[test]
+fn bad_atm_settings_are_refused_by_key() {
+    let key = |old: &str, new: &str| {
+        assert!(ATM.contains(old), "{old}");
+        plan(&ATM.replacen(old, new, 1))
+            .unwrap_err()
+            .key()
+            .map(str::to_string)
+    };
+    let atm = "atm = { buffer = 10000, scd = 0.9, shaping = \"35M\" }";
+    // 003 §3.2 and the issue's list: an SCD threshold outside (0, 1], an SCR above the PCR, an MBS
+    // of zero, a VP without VCs.
+    assert_eq!(
+        key("scd = 0.9", "scd = 1.2").as_deref(),
+        Some("bottleneck.atm.scd")
+    );
+    assert_eq!(
+        key("scd = 0.9", "scd = 0").as_deref(),
+        Some("bottleneck.atm.scd")
+    );
+    assert_eq!(
+        key("scr = \"18.72M\"", "scr = \"200M\"").as_deref(),
+        Some("group.AF.marker.scr")
+    );
+    assert_eq!(
+        key("mbs = 8256", "mbs = 0").as_deref(),
+        Some("group.AF.marker.mbs")
+    );
+    let err = plan(&ATM.replacen(
+        "name = \"DF\"\nprotocol = \"tcp\"\nflows = 2",
+        "name = \"DF\"\nprotocol = \"tcp\"\nflows = 0",
+        1,
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("group.DF.flows") && err.contains("VP"),
+        "{err}"
+    );
+    assert_eq!(
+        key("buffer = 10000", "buffer = 0").as_deref(),
+        Some("bottleneck.atm.buffer")
+    );
+    assert_eq!(
+        key(atm, "atm = { service = \"round-robin\" }").as_deref(),
+        Some("bottleneck.atm.service")
+    );
+    assert_eq!(
+        key(atm, "atm = { service = \"fifo\", weights = [1, 2] }").as_deref(),
+        Some("bottleneck.atm.weights")
+    );
+    assert_eq!(
+        key(atm, "atm = { hosts = [[0, 1]] }").as_deref(),
+        Some("bottleneck.atm.hosts")
+    );
+    assert_eq!(
+        key(atm, "atm = {}\nqueue = { kind = \"droptail\", limit = 5 }").as_deref(),
+        Some("bottleneck.queue")
+    );
+    assert_eq!(
+        key(
+            "marker = { kind = \"gcra\", pcr = \"149.76M\", cdvt = \"3us\", scr = \"18.72M\", mbs = 8256 }",
+            "marker = { kind = \"token-bucket\", rate = \"1M\", bucket = 1000 }"
+        )
+        .as_deref(),
+        Some("group.AF.marker")
+    );
+}
