@@ -27,6 +27,7 @@
 //! - ssthresh is beta times the bytes in flight (`GetSsThresh(tcb, bytesInFlight)`), not the
 //!   window, truncated to whole bytes, at least 2 segments;
 //! - the first epoch starts at time zero of the simulation (`m_lastCon(0)`), not at the first ACK.
+//!
 //! `bandwidth_switch` has no effect under `ns3 = 1` (ns-3 has no such switch).
 //!
 //! Left out, compared with Linux: RTT scaling of alpha (`use_rtt_scaling`, on by default in
