@@ -95,12 +95,14 @@ rtt = "200ms"
 {start}
 access = {{ rate = "1G", delay = "1ms" }}
 # ns-3 3.44 defaults: InitialCwnd 10, DelAckCount 2 (200 ms timer), MinRto 1 s, Sack on,
-# RecoveryType TcpPrrRecovery.
-tcp = {{ initial_window = 10, delayed_ack = true, min_rto = "1s", sack = true, recovery = "{recovery}" }}
+# RecoveryType TcpPrrRecovery; BulkSend connects with a SYN / SYN-ACK exchange whose round trip
+# is the first RTT sample (tcp-socket-base.cc ProcessSynSent -> EstimateRtt).
+tcp = {{ initial_window = 10, delayed_ack = true, min_rto = "1s", sack = true, recovery = "{recovery}", handshake = {handshake} }}
 """
 
 
-def scenario(cc, flows, duration, recovery, seed=1, starts=None, congestion=None):
+def scenario(cc, flows, duration, recovery, seed=1, starts=None, congestion=None,
+             handshake=True):
     """The lab's scenario (`congestion`: the group's congestion key; by default the control with
     the settings of NS3_PARAMS). With `starts` (seconds, one per flow: ns-3's own draws), one group per
     flow starts exactly then; without, one group whose flows start at the lab's own seeded offsets
@@ -108,7 +110,7 @@ def scenario(cc, flows, duration, recovery, seed=1, starts=None, congestion=None
     if congestion is None:
         congestion = NS3_PARAMS.get(cc, f'"{cc}"')
     text = HEADER.format(duration=int(duration), seed=seed)
-    common = dict(cc=congestion, recovery=recovery)
+    common = dict(cc=congestion, recovery=recovery, handshake=str(handshake).lower())
     if starts is None:
         start = '# ns3_dumbbell.py starts each flow at a uniform time in [0, 100 ms).\n' \
                 'start_spread = "100ms"'
@@ -121,12 +123,14 @@ def scenario(cc, flows, duration, recovery, seed=1, starts=None, congestion=None
     return text
 
 
-def lab_run(qstp, cc, flows, duration, recovery, seed=1, starts=None, congestion=None):
+def lab_run(qstp, cc, flows, duration, recovery, seed=1, starts=None, congestion=None,
+            handshake=True):
     work = tempfile.mkdtemp(prefix="qstp-ns3-compare-")
     try:
         path = os.path.join(work, "s.toml")
         with open(path, "w") as f:
-            f.write(scenario(cc, flows, duration, recovery, seed, starts, congestion))
+            f.write(scenario(cc, flows, duration, recovery, seed, starts, congestion,
+                             handshake))
         out = os.path.join(work, "out")
         subprocess.run([qstp, "run", path, "--out", out], check=True, capture_output=True)
         with open(os.path.join(out, "runs.csv")) as f:
@@ -151,6 +155,9 @@ def main():
     p.add_argument("--lab-starts", action="store_true",
                    help="start the lab's flows at its own seeded offsets in [0, 100 ms) instead "
                         "of at the start times ns-3 drew for the same run (the default)")
+    p.add_argument("--no-handshake", action="store_true",
+                   help="the lab's flows send data from their start, without ns-3's SYN / SYN-ACK "
+                        "exchange (one RTT earlier, and no first RTT sample from it)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.add_argument("--variants", default="both", choices=["published", "ns3", "both"],
                    help="for controls with an ns-3-compatible variant (%s): the lab row with the "
@@ -180,7 +187,7 @@ def main():
             for label, congestion in variants:
                 labs = [lab_run(args.qstp, cc, n, args.duration, args.recovery, seed,
                                 None if args.lab_starts else r["settings"]["start_times_s"],
-                                congestion)
+                                congestion, not args.no_handshake)
                         for seed, r in zip(seeds, ns3s)]
                 lab = {"utilisation": mean(labs, "utilisation"), "jain": mean(labs, "jain")}
                 du = lab["utilisation"] - ns3["utilisation"]

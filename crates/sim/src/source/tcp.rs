@@ -110,7 +110,8 @@ fn congestion(t: &mut dyn ParamTable) -> ParamResult<CcSpec> {
     Ok(spec)
 }
 
-/// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window, recovery }`;
+/// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window, recovery,
+/// handshake }`;
 /// `delayed_ack` and `window` may also sit in the group itself (the older spelling).
 fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
     let mut o = TcpOptions::default();
@@ -137,6 +138,9 @@ fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
             }
             if let Some(sack) = t.opt_bool("sack")? {
                 o.sack = sack;
+            }
+            if let Some(handshake) = t.opt_bool("handshake")? {
+                o.handshake = handshake;
             }
             match t.opt_str("recovery")?.as_deref() {
                 None => {}

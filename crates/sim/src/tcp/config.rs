@@ -42,6 +42,9 @@ pub struct TcpConfig {
     pub max_rto: Duration,
     /// Retransmission timeout before any RTT sample (RFC 6298 §2.1: 1 s).
     pub initial_rto: Duration,
+    /// Whether the connection opens with a SYN / SYN-ACK exchange before any data (RFC 9293
+    /// §3.5), whose round trip is the first RTT sample, as ns-3 and Linux measure it.
+    pub handshake: bool,
 }
 
 impl Default for TcpConfig {
@@ -58,6 +61,7 @@ impl Default for TcpConfig {
             min_rto: Duration::from_secs(1),
             max_rto: Duration::from_secs(60),
             initial_rto: Duration::from_secs(1),
+            handshake: false,
         }
     }
 }
@@ -77,6 +81,9 @@ pub struct TcpOptions {
     pub receive_window: u64,
     /// Sending during fast recovery.
     pub recovery: Recovery,
+    /// Whether the connection opens with a SYN / SYN-ACK exchange (off: data from the start).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub handshake: bool,
 }
 
 impl Default for TcpOptions {
@@ -91,6 +98,7 @@ impl Default for TcpOptions {
             // Unlimited: a receive buffer that never caps the window (Linux autotuning).
             receive_window: u64::MAX,
             recovery: Recovery::Rfc6675,
+            handshake: false,
         }
     }
 }
@@ -110,6 +118,7 @@ impl TcpOptions {
             sack: self.sack,
             receive_window: self.receive_window,
             recovery: self.recovery,
+            handshake: self.handshake,
             ..defaults
         }
     }
