@@ -97,7 +97,7 @@ access = {{ rate = "1G", delay = "1ms" }}
 # ns-3 3.44 defaults: InitialCwnd 10, DelAckCount 2 (200 ms timer), MinRto 1 s, Sack on,
 # RecoveryType TcpPrrRecovery; BulkSend connects with a SYN / SYN-ACK exchange whose round trip
 # is the first RTT sample (tcp-socket-base.cc ProcessSynSent -> EstimateRtt).
-tcp = {{ initial_window = 10, delayed_ack = true, min_rto = "1s", sack = true, recovery = "{recovery}", handshake = {handshake} }}
+tcp = {{ initial_window = 10, delayed_ack = true, min_rto = "1s", sack = true, recovery = "{recovery}", handshake = {handshake}, rtt_sample = "oldest" }}
 """
 
 

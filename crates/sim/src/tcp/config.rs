@@ -16,6 +16,25 @@ pub enum Recovery {
     Prr,
 }
 
+/// Which segment of a cumulative ACK gives the RTT estimator (RFC 6298) its sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RttSample {
+    /// The last segment it acknowledges, if none of them was sent twice (Karn).
+    #[default]
+    Newest,
+    /// The first segment it acknowledges, if that one was sent only once: ns-3 3.44
+    /// (tcp-socket-base.cc `EstimateRtt`, `m_history.front()`), so with delayed ACKs the sample
+    /// includes the wait for the second segment.
+    Oldest,
+}
+
+impl RttSample {
+    fn is_newest(&self) -> bool {
+        *self == RttSample::Newest
+    }
+}
+
 /// Parameters of one TCP connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TcpConfig {
@@ -45,6 +64,8 @@ pub struct TcpConfig {
     /// Whether the connection opens with a SYN / SYN-ACK exchange before any data (RFC 9293
     /// §3.5), whose round trip is the first RTT sample, as ns-3 and Linux measure it.
     pub handshake: bool,
+    /// Which segment of a cumulative ACK gives the RTT estimator its sample.
+    pub rtt_sample: RttSample,
 }
 
 impl Default for TcpConfig {
@@ -62,6 +83,7 @@ impl Default for TcpConfig {
             max_rto: Duration::from_secs(60),
             initial_rto: Duration::from_secs(1),
             handshake: false,
+            rtt_sample: RttSample::Newest,
         }
     }
 }
@@ -84,6 +106,9 @@ pub struct TcpOptions {
     /// Whether the connection opens with a SYN / SYN-ACK exchange (off: data from the start).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub handshake: bool,
+    /// Which segment of a cumulative ACK gives the RTT estimator its sample.
+    #[serde(default, skip_serializing_if = "RttSample::is_newest")]
+    pub rtt_sample: RttSample,
 }
 
 impl Default for TcpOptions {
@@ -99,6 +124,7 @@ impl Default for TcpOptions {
             receive_window: u64::MAX,
             recovery: Recovery::Rfc6675,
             handshake: false,
+            rtt_sample: RttSample::Newest,
         }
     }
 }
@@ -119,6 +145,7 @@ impl TcpOptions {
             receive_window: self.receive_window,
             recovery: self.recovery,
             handshake: self.handshake,
+            rtt_sample: self.rtt_sample,
             ..defaults
         }
     }

@@ -10,7 +10,9 @@
 
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, DUP_THRESH};
-use super::{AckSample, CongestionControl, Recovery, RoundSample, SackBlocks, Segment, TcpConfig};
+use super::{
+    AckSample, CongestionControl, Recovery, RoundSample, RttSample, SackBlocks, Segment, TcpConfig,
+};
 use qstp_proto::{Duration, Rate, Time};
 use std::collections::VecDeque;
 
@@ -446,8 +448,18 @@ impl TcpSender {
             let rtt_sample = cumulative
                 .rtt_sent_at
                 .map(|sent| now.saturating_since(sent));
-            if let Some(r) = rtt_sample {
+            // The estimator's sample: the same, or with RttSample::Oldest that of the first
+            // segment acknowledged (ns-3 tcp-socket-base.cc EstimateRtt: m_history.front()).
+            let estimator_sample = match self.config.rtt_sample {
+                RttSample::Newest => rtt_sample,
+                RttSample::Oldest => cumulative
+                    .oldest_sent_at
+                    .map(|sent| now.saturating_since(sent)),
+            };
+            if let Some(r) = estimator_sample {
                 self.rtt.sample(r);
+            }
+            if let Some(r) = rtt_sample {
                 cc_rtt = Some(r);
             }
             if self.in_recovery {

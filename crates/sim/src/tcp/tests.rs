@@ -704,3 +704,35 @@ fn a_lost_syn_is_sent_again_after_the_rto_and_gives_no_rtt_sample() {
     net.run_until(secs(1.152));
     assert!(net.delivered > 0);
 }
+
+#[test]
+fn the_rtt_sample_comes_from_the_newest_or_the_oldest_segment_acknowledged() {
+    // Two segments sent 10 ms apart, one ACK for both 110 ms after the first: the estimator's
+    // first sample (its srtt) is 100 ms from the newest, or 110 ms from the oldest, as ns-3
+    // measures (tcp-socket-base.cc EstimateRtt, m_history.front()).
+    for (rtt_sample, srtt) in [(RttSample::Newest, 100), (RttSample::Oldest, 110)] {
+        let config = TcpConfig {
+            rtt_sample,
+            ..config(1 << 20, true)
+        };
+        let cc = CcSpec::named("newreno").build(config.mss).unwrap();
+        let mut sender = TcpSender::new(config, cc);
+        let first = sender.poll_segment(Time::ZERO).unwrap();
+        let second = sender.poll_segment(secs(0.01)).unwrap();
+        let ack = Segment {
+            seq: 0,
+            len: 0,
+            ack: u64::from(first.len + second.len),
+            sack: SackBlocks::new(),
+            window: 1 << 20,
+            retransmission: false,
+            syn: false,
+        };
+        sender.on_ack(secs(0.11), &ack);
+        assert_eq!(
+            sender.stats().srtt,
+            Duration::from_millis(srtt),
+            "{rtt_sample:?}"
+        );
+    }
+}
