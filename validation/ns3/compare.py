@@ -96,13 +96,14 @@ rtt = "200ms"
 access = {{ rate = "1G", delay = "1ms" }}
 # ns-3 3.44 defaults: InitialCwnd 10, DelAckCount 2 (200 ms timer), MinRto 1 s, Sack on,
 # RecoveryType TcpPrrRecovery; BulkSend connects with a SYN / SYN-ACK exchange whose round trip
-# is the first RTT sample (tcp-socket-base.cc ProcessSynSent -> EstimateRtt).
-tcp = {{ initial_window = 10, delayed_ack = true, min_rto = "1s", sack = true, recovery = "{recovery}", handshake = {handshake}, rtt_sample = "oldest" }}
+# is the first RTT sample (tcp-socket-base.cc ProcessSynSent -> EstimateRtt); EstimateRtt samples
+# the first segment an ACK covers (m_history.front()).
+tcp = {{ initial_window = 10, delayed_ack = true, min_rto = "1s", sack = true, recovery = "{recovery}", handshake = {handshake}, rtt_sample = "{rtt_sample}" }}
 """
 
 
 def scenario(cc, flows, duration, recovery, seed=1, starts=None, congestion=None,
-             handshake=True):
+             handshake=True, rtt_sample="oldest"):
     """The lab's scenario (`congestion`: the group's congestion key; by default the control with
     the settings of NS3_PARAMS). With `starts` (seconds, one per flow: ns-3's own draws), one group per
     flow starts exactly then; without, one group whose flows start at the lab's own seeded offsets
@@ -110,7 +111,8 @@ def scenario(cc, flows, duration, recovery, seed=1, starts=None, congestion=None
     if congestion is None:
         congestion = NS3_PARAMS.get(cc, f'"{cc}"')
     text = HEADER.format(duration=int(duration), seed=seed)
-    common = dict(cc=congestion, recovery=recovery, handshake=str(handshake).lower())
+    common = dict(cc=congestion, recovery=recovery, handshake=str(handshake).lower(),
+                  rtt_sample=rtt_sample)
     if starts is None:
         start = '# ns3_dumbbell.py starts each flow at a uniform time in [0, 100 ms).\n' \
                 'start_spread = "100ms"'
@@ -124,13 +126,13 @@ def scenario(cc, flows, duration, recovery, seed=1, starts=None, congestion=None
 
 
 def lab_run(qstp, cc, flows, duration, recovery, seed=1, starts=None, congestion=None,
-            handshake=True):
+            handshake=True, rtt_sample="oldest"):
     work = tempfile.mkdtemp(prefix="qstp-ns3-compare-")
     try:
         path = os.path.join(work, "s.toml")
         with open(path, "w") as f:
             f.write(scenario(cc, flows, duration, recovery, seed, starts, congestion,
-                             handshake))
+                             handshake, rtt_sample))
         out = os.path.join(work, "out")
         subprocess.run([qstp, "run", path, "--out", out], check=True, capture_output=True)
         with open(os.path.join(out, "runs.csv")) as f:
@@ -158,6 +160,9 @@ def main():
     p.add_argument("--no-handshake", action="store_true",
                    help="the lab's flows send data from their start, without ns-3's SYN / SYN-ACK "
                         "exchange (one RTT earlier, and no first RTT sample from it)")
+    p.add_argument("--rtt-sample", default="oldest", choices=["oldest", "newest"],
+                   help="the segment of a cumulative ACK the lab's RTT estimator samples: the "
+                        "first it covers, as ns-3 (the default), or the last")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.add_argument("--variants", default="both", choices=["published", "ns3", "both"],
                    help="for controls with an ns-3-compatible variant (%s): the lab row with the "
@@ -187,7 +192,7 @@ def main():
             for label, congestion in variants:
                 labs = [lab_run(args.qstp, cc, n, args.duration, args.recovery, seed,
                                 None if args.lab_starts else r["settings"]["start_times_s"],
-                                congestion, not args.no_handshake)
+                                congestion, not args.no_handshake, args.rtt_sample)
                         for seed, r in zip(seeds, ns3s)]
                 lab = {"utilisation": mean(labs, "utilisation"), "jain": mean(labs, "jain")}
                 du = lab["utilisation"] - ns3["utilisation"]
