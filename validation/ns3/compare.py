@@ -12,7 +12,8 @@ side by side, with a verdict: within 0.05 of ns-3 on both.
 
 Both simulators use ns-3's TCP defaults, which the lab can take through scenario keys: initial
 window 10, delayed ACKs (every second segment, 200 ms), minimum RTO 1 s, SACK, PRR recovery
-(RFC 6937); no timestamps, so
+(RFC 6937), a SYN / SYN-ACK handshake whose round trip is the first RTT sample, RTT samples from
+the first segment an ACK covers; no timestamps, so
 data packets are 1500 bytes in both. ns-3 results are cached in validation/ns3/results/ by
 settings; `--fresh` runs them again. Not part of CI: a full table takes tens of minutes.
 """
