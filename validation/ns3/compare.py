@@ -12,7 +12,8 @@ side by side, with a verdict: within 0.05 of ns-3 on both.
 
 Both simulators use ns-3's TCP defaults, which the lab can take through scenario keys: initial
 window 10, delayed ACKs (every second segment, 200 ms), minimum RTO 1 s, SACK, PRR recovery
-(RFC 6937); no timestamps, so
+(RFC 6937), a SYN / SYN-ACK handshake whose round trip is the first RTT sample, RTT samples from
+the first segment an ACK covers; no timestamps, so
 data packets are 1500 bytes in both. ns-3 results are cached in validation/ns3/results/ by
 settings; `--fresh` runs them again. Not part of CI: a full table takes tens of minutes.
 """
@@ -43,6 +44,13 @@ NS3_PARAMS = {
     # TcpIllinois truncates its delays to whole milliseconds (tcp-illinois.cc RecalcParam), and
     # ns-3 hands every control the smoothed RTT rather than the sample (tcp-socket-base.cc).
     "illinois": "{ name = \"illinois\", delay_granularity = 0.001, smoothed_rtt = 1 }",
+}
+# Controls whose ns-3 implementation departs from the published algorithm in ways the lab can
+# reproduce on request (`ns3 = 1`; see crates/sim/src/tcp/htcp.rs and yeah.rs): these get two rows,
+# the published algorithm and the ns-3-compatible variant, both against the same ns-3 run.
+NS3_COMPAT = {
+    "htcp": "{ name = \"htcp\", ns3 = 1 }",
+    "yeah": "{ name = \"yeah\", ns3 = 1 }",
 }
 
 
@@ -88,18 +96,24 @@ rtt = "200ms"
 {start}
 access = {{ rate = "1G", delay = "1ms" }}
 # ns-3 3.44 defaults: InitialCwnd 10, DelAckCount 2 (200 ms timer), MinRto 1 s, Sack on,
-# RecoveryType TcpPrrRecovery.
-tcp = {{ initial_window = 10, delayed_ack = true, min_rto = "1s", sack = true, recovery = "{recovery}" }}
+# RecoveryType TcpPrrRecovery; BulkSend connects with a SYN / SYN-ACK exchange whose round trip
+# is the first RTT sample (tcp-socket-base.cc ProcessSynSent -> EstimateRtt); EstimateRtt samples
+# the first segment an ACK covers (m_history.front()).
+tcp = {{ initial_window = 10, delayed_ack = true, min_rto = "1s", sack = true, recovery = "{recovery}", handshake = {handshake}, rtt_sample = "{rtt_sample}" }}
 """
 
 
-def scenario(cc, flows, duration, recovery, seed=1, starts=None):
-    """The lab's scenario. With `starts` (seconds, one per flow: ns-3's own draws), one group per
+def scenario(cc, flows, duration, recovery, seed=1, starts=None, congestion=None,
+             handshake=True, rtt_sample="oldest"):
+    """The lab's scenario (`congestion`: the group's congestion key; by default the control with
+    the settings of NS3_PARAMS). With `starts` (seconds, one per flow: ns-3's own draws), one group per
     flow starts exactly then; without, one group whose flows start at the lab's own seeded offsets
     in [0, 100 ms), the same distribution as ns3_dumbbell.py's but other draws."""
-    congestion = NS3_PARAMS.get(cc, f'"{cc}"')
+    if congestion is None:
+        congestion = NS3_PARAMS.get(cc, f'"{cc}"')
     text = HEADER.format(duration=int(duration), seed=seed)
-    common = dict(cc=congestion, recovery=recovery)
+    common = dict(cc=congestion, recovery=recovery, handshake=str(handshake).lower(),
+                  rtt_sample=rtt_sample)
     if starts is None:
         start = '# ns3_dumbbell.py starts each flow at a uniform time in [0, 100 ms).\n' \
                 'start_spread = "100ms"'
@@ -112,12 +126,14 @@ def scenario(cc, flows, duration, recovery, seed=1, starts=None):
     return text
 
 
-def lab_run(qstp, cc, flows, duration, recovery, seed=1, starts=None):
+def lab_run(qstp, cc, flows, duration, recovery, seed=1, starts=None, congestion=None,
+            handshake=True, rtt_sample="oldest"):
     work = tempfile.mkdtemp(prefix="qstp-ns3-compare-")
     try:
         path = os.path.join(work, "s.toml")
         with open(path, "w") as f:
-            f.write(scenario(cc, flows, duration, recovery, seed, starts))
+            f.write(scenario(cc, flows, duration, recovery, seed, starts, congestion,
+                             handshake, rtt_sample))
         out = os.path.join(work, "out")
         subprocess.run([qstp, "run", path, "--out", out], check=True, capture_output=True)
         with open(os.path.join(out, "runs.csv")) as f:
@@ -142,7 +158,17 @@ def main():
     p.add_argument("--lab-starts", action="store_true",
                    help="start the lab's flows at its own seeded offsets in [0, 100 ms) instead "
                         "of at the start times ns-3 drew for the same run (the default)")
+    p.add_argument("--no-handshake", action="store_true",
+                   help="the lab's flows send data from their start, without ns-3's SYN / SYN-ACK "
+                        "exchange (one RTT earlier, and no first RTT sample from it)")
+    p.add_argument("--rtt-sample", default="oldest", choices=["oldest", "newest"],
+                   help="the segment of a cumulative ACK the lab's RTT estimator samples: the "
+                        "first it covers, as ns-3 (the default), or the last")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--variants", default="both", choices=["published", "ns3", "both"],
+                   help="for controls with an ns-3-compatible variant (%s): the lab row with the "
+                        "published algorithm, with `ns3 = 1`, or both (the default)"
+                        % ", ".join(NS3_COMPAT))
     p.add_argument("--seeds", type=int, default=1,
                    help="runs per row on each side (seeds 1..N), compared by their means: with "
                         "few flows one run is one draw of a bimodal outcome (do two flows leave "
@@ -152,23 +178,32 @@ def main():
         sys.exit(f"{args.qstp} not found: build it with `cargo build --release -p qstp`")
     rows = []
     for cc in args.cc or CONTROLS:
+        # (label, congestion key) of each lab row: the published algorithm (with NS3_PARAMS),
+        # and for NS3_COMPAT controls the ns-3-compatible variant.
+        variants = [(cc, None)]
+        if cc in NS3_COMPAT:
+            compat = [(f"{cc} (ns3 = 1)", NS3_COMPAT[cc])]
+            variants = {"published": variants, "ns3": compat, "both": variants + compat}[
+                args.variants]
         for n in args.flows or [1, 2, 8]:
             seeds = range(1, args.seeds + 1)
             ns3s = [ns3_run(cc, n, args.duration, args.fresh, seed) for seed in seeds]
-            labs = [lab_run(args.qstp, cc, n, args.duration, args.recovery, seed,
-                            None if args.lab_starts else r["settings"]["start_times_s"])
-                    for seed, r in zip(seeds, ns3s)]
             mean = lambda runs, key: sum(r[key] for r in runs) / len(runs)
             ns3 = {"utilisation": mean(ns3s, "utilisation"), "jain": mean(ns3s, "jain")}
-            lab = {"utilisation": mean(labs, "utilisation"), "jain": mean(labs, "jain")}
-            du = lab["utilisation"] - ns3["utilisation"]
-            dj = lab["jain"] - ns3["jain"]
-            ok = abs(du) <= TOLERANCE and abs(dj) <= TOLERANCE
-            rows.append((cc, n, ns3["utilisation"], lab["utilisation"], du, ns3["jain"],
-                         lab["jain"], dj, "agrees" if ok else "DIFFERS"))
-            if not args.markdown:
-                print("%-9s %2d flows  utilisation ns-3 %.3f lab %.3f (%+.3f)  "
-                      "Jain ns-3 %.3f lab %.3f (%+.3f)  %s" % rows[-1], flush=True)
+            for label, congestion in variants:
+                labs = [lab_run(args.qstp, cc, n, args.duration, args.recovery, seed,
+                                None if args.lab_starts else r["settings"]["start_times_s"],
+                                congestion, not args.no_handshake, args.rtt_sample)
+                        for seed, r in zip(seeds, ns3s)]
+                lab = {"utilisation": mean(labs, "utilisation"), "jain": mean(labs, "jain")}
+                du = lab["utilisation"] - ns3["utilisation"]
+                dj = lab["jain"] - ns3["jain"]
+                ok = abs(du) <= TOLERANCE and abs(dj) <= TOLERANCE
+                rows.append((label, n, ns3["utilisation"], lab["utilisation"], du, ns3["jain"],
+                             lab["jain"], dj, "agrees" if ok else "DIFFERS"))
+                if not args.markdown:
+                    print("%-16s %2d flows  utilisation ns-3 %.3f lab %.3f (%+.3f)  "
+                          "Jain ns-3 %.3f lab %.3f (%+.3f)  %s" % rows[-1], flush=True)
     if args.markdown:
         print("| control | flows | utilisation ns-3 | lab | diff | Jain ns-3 | lab | diff | verdict |")
         print("|---|---|---|---|---|---|---|---|---|")

@@ -1,14 +1,20 @@
 #!/bin/sh
-# Runs the README results table: newreno, cubic, highspeed at 1, 2 and 8 flows,
-# 60 simulated seconds each, default path, seed 1.  One JSON per run in
-# results/<cc>-<flows>-60s.json (the names compare.py uses as its cache).
+# The comparison table: ns-3 runs of the 8 controls at 1, 2 and 8 flows, 60 simulated seconds,
+# seed 1 (results/<cc>-<flows>-60s.json, kept when present unless FRESH=1), then the lab against
+# them (compare.py, needs target/release/qstp) into table.md. H-TCP and YeAH get two lab rows,
+# the published algorithm and ns3 = 1; VARIANTS=published or VARIANTS=ns3 keeps one.
 set -e
 cd "$(dirname "$0")"
 mkdir -p results
-for cc in newreno cubic highspeed; do
+for cc in newreno highspeed bic scalable cubic htcp illinois yeah; do
   for n in 1 2 8; do
+    out="results/${cc}-${n}-60s.json"
+    if [ -s "$out" ] && [ -z "$FRESH" ]; then
+      continue
+    fi
     nice -n 19 python3 ns3_dumbbell.py --cc "$cc" --flows "$n" --duration 60 \
-      > "results/${cc}-${n}-60s.json" 2> /dev/null
+      > "$out" 2> /dev/null
     echo "done $cc $n"
   done
 done
+nice -n 10 python3 compare.py --markdown --variants "${VARIANTS:-both}" > table.md

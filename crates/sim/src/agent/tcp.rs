@@ -144,8 +144,10 @@ impl TcpSource {
     /// Send every segment the window allows.
     fn send(&mut self, ctx: &mut Ctx) {
         while let Some(segment) = self.sender.poll_segment(ctx.now) {
-            ctx.recorder
-                .on_sent(self.binding.flow, ctx.now, segment.retransmission, true);
+            if !segment.syn {
+                ctx.recorder
+                    .on_sent(self.binding.flow, ctx.now, segment.retransmission, true);
+            }
             let size = segment.len + self.header_bytes + sack_option_bytes(&segment);
             ctx.send(
                 self.binding.node,

@@ -6,7 +6,7 @@ use crate::agent::switch::Switch;
 use crate::agent::{self, Agent};
 use crate::error::SimError;
 use crate::params::{NameOrTable, ParamResult, ParamTable};
-use crate::tcp::{self, CcSpec, Recovery, TcpOptions};
+use crate::tcp::{self, CcSpec, Recovery, RttSample, TcpOptions};
 use crate::validate::TCP_IP_HEADER;
 
 /// A saturated TCP bulk transfer.
@@ -110,7 +110,8 @@ fn congestion(t: &mut dyn ParamTable) -> ParamResult<CcSpec> {
     Ok(spec)
 }
 
-/// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window, recovery }`;
+/// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window, recovery,
+/// handshake, rtt_sample }`;
 /// `delayed_ack` and `window` may also sit in the group itself (the older spelling).
 fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
     let mut o = TcpOptions::default();
@@ -137,6 +138,20 @@ fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
             }
             if let Some(sack) = t.opt_bool("sack")? {
                 o.sack = sack;
+            }
+            if let Some(handshake) = t.opt_bool("handshake")? {
+                o.handshake = handshake;
+            }
+            match t.opt_str("rtt_sample")?.as_deref() {
+                None => {}
+                Some("newest") => o.rtt_sample = RttSample::Newest,
+                Some("oldest") => o.rtt_sample = RttSample::Oldest,
+                Some(other) => {
+                    return Err(t.error(
+                        "rtt_sample",
+                        &format!("'{other}' is not an RTT sample (use newest or oldest)"),
+                    ))
+                }
             }
             match t.opt_str("recovery")?.as_deref() {
                 None => {}

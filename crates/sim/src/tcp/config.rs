@@ -16,6 +16,25 @@ pub enum Recovery {
     Prr,
 }
 
+/// Which segment of a cumulative ACK gives the RTT estimator (RFC 6298) its sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RttSample {
+    /// The last segment it acknowledges, if none of them was sent twice (Karn).
+    #[default]
+    Newest,
+    /// The first segment it acknowledges, if that one was sent only once: ns-3 3.44
+    /// (tcp-socket-base.cc `EstimateRtt`, `m_history.front()`), so with delayed ACKs the sample
+    /// includes the wait for the second segment.
+    Oldest,
+}
+
+impl RttSample {
+    fn is_newest(&self) -> bool {
+        *self == RttSample::Newest
+    }
+}
+
 /// Parameters of one TCP connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TcpConfig {
@@ -42,6 +61,11 @@ pub struct TcpConfig {
     pub max_rto: Duration,
     /// Retransmission timeout before any RTT sample (RFC 6298 §2.1: 1 s).
     pub initial_rto: Duration,
+    /// Whether the connection opens with a SYN / SYN-ACK exchange before any data (RFC 9293
+    /// §3.5), whose round trip is the first RTT sample, as ns-3 and Linux measure it.
+    pub handshake: bool,
+    /// Which segment of a cumulative ACK gives the RTT estimator its sample.
+    pub rtt_sample: RttSample,
 }
 
 impl Default for TcpConfig {
@@ -58,6 +82,8 @@ impl Default for TcpConfig {
             min_rto: Duration::from_secs(1),
             max_rto: Duration::from_secs(60),
             initial_rto: Duration::from_secs(1),
+            handshake: false,
+            rtt_sample: RttSample::Newest,
         }
     }
 }
@@ -77,6 +103,12 @@ pub struct TcpOptions {
     pub receive_window: u64,
     /// Sending during fast recovery.
     pub recovery: Recovery,
+    /// Whether the connection opens with a SYN / SYN-ACK exchange (off: data from the start).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub handshake: bool,
+    /// Which segment of a cumulative ACK gives the RTT estimator its sample.
+    #[serde(default, skip_serializing_if = "RttSample::is_newest")]
+    pub rtt_sample: RttSample,
 }
 
 impl Default for TcpOptions {
@@ -91,6 +123,8 @@ impl Default for TcpOptions {
             // Unlimited: a receive buffer that never caps the window (Linux autotuning).
             receive_window: u64::MAX,
             recovery: Recovery::Rfc6675,
+            handshake: false,
+            rtt_sample: RttSample::Newest,
         }
     }
 }
@@ -110,6 +144,8 @@ impl TcpOptions {
             sack: self.sack,
             receive_window: self.receive_window,
             recovery: self.recovery,
+            handshake: self.handshake,
+            rtt_sample: self.rtt_sample,
             ..defaults
         }
     }

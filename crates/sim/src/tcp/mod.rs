@@ -29,7 +29,7 @@ pub use cc::{
     RoundSample,
 };
 pub use compound::Compound;
-pub use config::{Recovery, TcpConfig, TcpConfigError, TcpOptions};
+pub use config::{Recovery, RttSample, TcpConfig, TcpConfigError, TcpOptions};
 pub use cubic::Cubic;
 pub use highspeed::HighSpeed;
 pub use htcp::Htcp;
@@ -57,6 +57,9 @@ pub struct Segment {
     pub window: u64,
     /// Whether this is sent again (for statistics only; TCP itself cannot tell).
     pub retransmission: bool,
+    /// A SYN (from the sender) or SYN-ACK (from the receiver) of the opening handshake
+    /// ([`TcpConfig::handshake`]); it carries no data and takes no sequence space here.
+    pub syn: bool,
 }
 
 /// Every congestion control the simulator knows, in the order `--help` lists them.

@@ -26,6 +26,8 @@ pub struct TcpReceiver {
     /// When the delayed ACK is due.
     delayed_ack_deadline: Option<Time>,
     acks_sent: u64,
+    /// A SYN arrived: the SYN-ACK goes out at the next `poll_ack`.
+    syn_ack_due: bool,
 }
 
 impl TcpReceiver {
@@ -44,11 +46,17 @@ impl TcpReceiver {
             unacked_bytes: 0,
             delayed_ack_deadline: None,
             acks_sent: 0,
+            syn_ack_due: false,
         }
     }
 
     /// Process a data segment; returns bytes newly delivered in order to the application.
     pub fn on_segment(&mut self, now: Time, segment: &Segment) -> u64 {
+        if segment.syn {
+            // RFC 9293 §3.5: a SYN is answered by a SYN-ACK (again, if the SYN was resent).
+            self.syn_ack_due = true;
+            return 0;
+        }
         if segment.len == 0 {
             return 0;
         }
@@ -117,6 +125,17 @@ impl TcpReceiver {
 
     /// The ACK to send now, if one is due.
     pub fn poll_ack(&mut self, now: Time) -> Option<Segment> {
+        if std::mem::take(&mut self.syn_ack_due) {
+            return Some(Segment {
+                seq: 0,
+                len: 0,
+                ack: 0,
+                sack: SackBlocks::new(),
+                window: self.window,
+                retransmission: false,
+                syn: true,
+            });
+        }
         if self.delayed_ack_deadline.is_some_and(|d| d <= now) {
             self.ack_now = true;
         }
@@ -138,6 +157,7 @@ impl TcpReceiver {
             },
             window: self.window,
             retransmission: false,
+            syn: false,
         })
     }
 
@@ -182,6 +202,7 @@ mod tests {
             sack: SackBlocks::new(),
             window: 0,
             retransmission: false,
+            syn: false,
         }
     }
 

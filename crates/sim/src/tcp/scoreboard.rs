@@ -56,6 +56,8 @@ pub(crate) struct CumulativeAck {
     /// Send time of the last segment acknowledged, if no acknowledged segment was ever sent
     /// twice (Karn's rule, RFC 6298 §3).
     pub rtt_sent_at: Option<Time>,
+    /// Send time of the first segment acknowledged, if it was sent only once (ns-3's sample).
+    pub oldest_sent_at: Option<Time>,
 }
 
 /// What a SACK option newly covered.
@@ -144,6 +146,7 @@ impl Scoreboard {
     pub(crate) fn ack_cumulative(&mut self, ack: u64) -> CumulativeAck {
         let mut result = CumulativeAck::default();
         let mut karn_ok = true;
+        let mut first = true;
         while self.segments.front().is_some_and(|s| s.end() <= ack) {
             let was_sacked = self.segments[0].sacked;
             // Take it out of the pipe and the resend set before dropping it.
@@ -157,6 +160,9 @@ impl Scoreboard {
             }
             karn_ok &= !seg.retransmitted;
             result.rtt_sent_at = Some(seg.sent_at);
+            if std::mem::take(&mut first) && !seg.retransmitted {
+                result.oldest_sent_at = Some(seg.sent_at);
+            }
         }
         if !karn_ok {
             result.rtt_sent_at = None;

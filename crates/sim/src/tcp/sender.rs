@@ -10,7 +10,9 @@
 
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, DUP_THRESH};
-use super::{AckSample, CongestionControl, Recovery, RoundSample, SackBlocks, Segment, TcpConfig};
+use super::{
+    AckSample, CongestionControl, Recovery, RoundSample, RttSample, SackBlocks, Segment, TcpConfig,
+};
 use qstp_proto::{Duration, Rate, Time};
 use std::collections::VecDeque;
 
@@ -186,12 +188,20 @@ pub struct TcpSender {
     /// When the last segment left, for the restart after idle (RFC 5681 §4.1).
     last_sent: Option<Time>,
     idle_restarts: u64,
+    /// The opening handshake is over (from the start without [`TcpConfig::handshake`]).
+    established: bool,
+    /// A SYN is to be sent at the next poll.
+    syn_due: bool,
+    /// When the SYN was last sent, and whether it was sent more than once (Karn).
+    syn_sent_at: Option<Time>,
+    syn_resent: bool,
 }
 
 impl TcpSender {
     /// A sender with `config`, controlled by `cc`.
     pub fn new(config: TcpConfig, mut cc: Box<dyn CongestionControl>) -> Self {
         let mss = u64::from(config.mss.max(1));
+        let config_handshake = config.handshake;
         // RFC 5681 §3.1: IW segments; ssthresh as high as the largest window the peer offers.
         cc.init(
             u64::from(config.initial_window.max(1)) * mss,
@@ -236,6 +246,10 @@ impl TcpSender {
             app_paused: false,
             last_sent: None,
             idle_restarts: 0,
+            established: !config_handshake,
+            syn_due: config_handshake,
+            syn_sent_at: None,
+            syn_resent: false,
         }
     }
 
@@ -298,7 +312,27 @@ impl TcpSender {
             sack: SackBlocks::new(),
             window: 0,
             retransmission,
+            syn: false,
         }
+    }
+
+    /// The SYN, if one is due (RFC 9293 §3.5: nothing else goes out before the SYN-ACK).
+    fn syn_segment(&mut self, now: Time) -> Option<Segment> {
+        if !std::mem::take(&mut self.syn_due) {
+            return None;
+        }
+        self.syn_sent_at = Some(now);
+        // RFC 6298 §5.1: the timer runs while the SYN is unanswered.
+        self.rto_deadline = Some(now + self.rtt.rto());
+        Some(Segment {
+            syn: true,
+            ..self.data_segment(0, 0, self.syn_resent)
+        })
+    }
+
+    /// Whether the opening handshake is over.
+    pub fn established(&self) -> bool {
+        self.established
     }
 
     /// Next data segment allowed now by cwnd, the peer's window and recovery; None if none.
@@ -320,6 +354,9 @@ impl TcpSender {
 
     /// The next segment cwnd, the peer's window and recovery allow, pacing aside.
     fn next_segment(&mut self, now: Time) -> Option<Segment> {
+        if !self.established {
+            return self.syn_segment(now);
+        }
         // RFC 6675 §5 NextSeg rule 1: segments deemed lost go before new data.
         if let Some(lost) = self.board.next_resend() {
             if !(self.resend_now || self.window_allows(u64::from(lost.len))) {
@@ -366,6 +403,20 @@ impl TcpSender {
             // Acknowledges data never sent, or is older than what we know: ignore.
             return;
         }
+        if ack.syn || !self.established {
+            // The SYN-ACK: the connection is open, and its round trip is the first RTT sample
+            // unless the SYN was resent (RFC 6298 §3, Karn; ns-3 tcp-socket-base.cc
+            // ProcessSynSent and Linux both measure it). A second SYN-ACK is ignored.
+            if ack.syn && !self.established {
+                self.established = true;
+                self.rto_deadline = None;
+                self.peer_window = ack.window;
+                if let (Some(sent), false) = (self.syn_sent_at, self.syn_resent) {
+                    self.rtt.sample(now.saturating_since(sent));
+                }
+            }
+            return;
+        }
         self.peer_window = ack.window;
         self.peer_sacks |= !ack.sack.is_empty();
         let in_flight = self.pipe();
@@ -397,8 +448,18 @@ impl TcpSender {
             let rtt_sample = cumulative
                 .rtt_sent_at
                 .map(|sent| now.saturating_since(sent));
-            if let Some(r) = rtt_sample {
+            // The estimator's sample: the same, or with RttSample::Oldest that of the first
+            // segment acknowledged (ns-3 tcp-socket-base.cc EstimateRtt: m_history.front()).
+            let estimator_sample = match self.config.rtt_sample {
+                RttSample::Newest => rtt_sample,
+                RttSample::Oldest => cumulative
+                    .oldest_sent_at
+                    .map(|sent| now.saturating_since(sent)),
+            };
+            if let Some(r) = estimator_sample {
                 self.rtt.sample(r);
+            }
+            if let Some(r) = rtt_sample {
                 cc_rtt = Some(r);
             }
             if self.in_recovery {
@@ -646,6 +707,14 @@ impl TcpSender {
         match self.rto_deadline {
             Some(deadline) if deadline <= now => {}
             _ => return,
+        }
+        if !self.established {
+            // RFC 6298 §5.5-5.6 for the SYN: back off and send it again.
+            self.syn_due = true;
+            self.syn_resent = true;
+            self.rtt.back_off();
+            self.rto_deadline = Some(now + self.rtt.rto());
+            return;
         }
         if self.board.is_empty() {
             self.rto_deadline = None;

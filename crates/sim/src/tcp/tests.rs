@@ -634,3 +634,105 @@ fn a_paused_sender_restarts_its_window_after_an_idle_rto() {
     net.run_until(secs(5.0));
     assert!(net.sender.stats().segments_sent > paused_at);
 }
+
+/// `config` with the opening handshake.
+fn with_handshake() -> TcpConfig {
+    TcpConfig {
+        handshake: true,
+        ..config(1 << 20, false)
+    }
+}
+
+#[test]
+fn a_handshake_opens_the_connection_one_rtt_later_and_gives_the_first_rtt_sample() {
+    // RTT 100 ms. Without the handshake the first data arrive after 50 ms; with it, the SYN and
+    // SYN-ACK take the first 100 ms, whose round trip (a 40-byte SYN at 10 Mbit/s: 32 µs) is
+    // the first RTT sample, and the data arrive after 150 ms.
+    for (handshake, first_data) in [(false, 0.05), (true, 0.15)] {
+        let config = TcpConfig {
+            handshake,
+            ..config(1 << 20, false)
+        };
+        let mut net = Net::new(
+            config,
+            Rate::from_mbps(10),
+            Duration::from_millis(50),
+            no_drops(),
+        );
+        // Event by event (run_until stops after the first event at or past its end).
+        let mut t = 0.0;
+        while net.delivered == 0 && t < 1.0 {
+            t += 0.001;
+            net.run_until(secs(t));
+        }
+        let arrived = net.now.as_secs_f64();
+        assert!(
+            (first_data..first_data + 0.002).contains(&arrived),
+            "handshake = {handshake}: {arrived}"
+        );
+    }
+    let mut net = Net::new(
+        with_handshake(),
+        Rate::from_mbps(10),
+        Duration::from_millis(50),
+        no_drops(),
+    );
+    net.run_until(secs(0.1001));
+    let stats = net.sender.stats();
+    assert_eq!(stats.srtt, Duration::from_micros(100_032));
+    // The SYN is no data segment: the initial window of 2 has gone out since.
+    assert_eq!(stats.segments_sent, 2);
+}
+
+#[test]
+fn a_lost_syn_is_sent_again_after_the_rto_and_gives_no_rtt_sample() {
+    // RFC 6298 §5.5 and §3 (Karn): the SYN goes again after the 1 s initial RTO; its SYN-ACK
+    // opens the connection but is no sample. It is not a timeout of the data.
+    let mut net = Net::new(
+        with_handshake(),
+        Rate::from_mbps(10),
+        Duration::from_millis(50),
+        Box::new(|seg: &Segment, _| seg.syn && !seg.retransmission),
+    );
+    net.run_until(secs(1.0));
+    assert_eq!(net.sender.stats().segments_sent, 0);
+    net.run_until(secs(1.1001));
+    let stats = net.sender.stats();
+    assert!(net.sender.established());
+    assert_eq!(stats.srtt, Duration::ZERO);
+    assert_eq!(stats.timeouts, 0);
+    net.run_until(secs(1.152));
+    assert!(net.delivered > 0);
+}
+
+#[test]
+fn the_rtt_sample_comes_from_the_newest_or_the_oldest_segment_acknowledged() {
+    // Two segments sent 10 ms apart, one ACK for both 110 ms after the first: the estimator's
+    // first sample (its srtt) is 100 ms from the newest, or 110 ms from the oldest, as ns-3
+    // measures (tcp-socket-base.cc EstimateRtt, m_history.front()).
+    for (rtt_sample, srtt) in [(RttSample::Newest, 100), (RttSample::Oldest, 110)] {
+        let config = TcpConfig {
+            rtt_sample,
+            ..config(1 << 20, true)
+        };
+        let cc = CcSpec::named("newreno").build(config.mss).unwrap();
+        let mut sender = TcpSender::new(config, cc);
+        let first = sender.poll_segment(Time::ZERO).unwrap();
+        let second = sender.poll_segment(secs(0.01)).unwrap();
+        let ack = Segment {
+            seq: 0,
+            len: 0,
+            ack: u64::from(first.len + second.len),
+            sack: SackBlocks::new(),
+            window: 1 << 20,
+            retransmission: false,
+            syn: false,
+        };
+        sender.on_ack(secs(0.11), &ack);
+        assert_eq!(
+            sender.stats().srtt,
+            Duration::from_millis(srtt),
+            "{rtt_sample:?}"
+        );
+    }
+}

@@ -6,6 +6,26 @@
 //! Constants and the per-round logic follow Linux `tcp_yeah.c` (alpha 80 packets, gamma 1, delta
 //! 3, epsilon 1, phy 8, rho 16, zeta 50; Scalable increase of one segment per 100 acknowledged).
 //! The round's RTT is its smallest sample, as in Linux's Vegas machinery.
+//!
+//! `ns3 = 1` reproduces ns-3 3.44's `TcpYeah` (src/internet/model/tcp-yeah.cc) where it departs
+//! from the paper and Linux; the default (0) follows the paper and Linux. Under it:
+//! - slow mode as soon as the round's RTT exceeds the base RTT at all: ns-3 tests
+//!   `L > (1 / m_phy)` (tcp-yeah.cc:250) with `m_phy` a `uint32_t` (tcp-yeah.h:158), so with
+//!   phy = 8 the threshold is the integer 1 / 8 = 0, not 1/8 of the base RTT (with phy = 1 it is
+//!   1, a queueing delay of a whole base RTT);
+//! - the RTTs are the smoothed RTT on every ACK (ns-3 hands every control `m_srtt`,
+//!   tcp-socket-base.cc:2136 and the other `PktsAcked` calls), so the base RTT is the smallest
+//!   srtt and a round's RTT its smallest srtt;
+//! - the queue estimate is truncated to whole packets from the window in whole segments
+//!   (`static_cast<uint32_t>(bw * rttQueue)`, `GetCwndInSegments()`);
+//! - slow mode grows as ns-3's NewReno: mss²/cwnd bytes per ACK, at least 1, truncated to whole
+//!   bytes (tcp-newreno.cc `CongestionAvoidance`), whatever the ACK covers: half a segment per
+//!   RTT with delayed ACKs, where Linux's `tcp_cong_avoid_ai` adds one per window acknowledged;
+//! - a loss reduces from the bytes in flight, not the window (`GetSsThresh(tcb,
+//!   bytesInFlight)`), the reduction bounded below by in-flight / 2^delta before it is bounded
+//!   above by half (Linux bounds in the other order);
+//! - the per-round block runs only where ns-3 calls `IncreaseWindow` (not in fast recovery),
+//!   and leaving recovery starts a new round (`CongestionStateSet(CA_OPEN)` -> `EnableYeah`).
 
 use super::cc::segments;
 use super::{AckSample, CongestionControl, Param, Params, Registered, RoundSample};
@@ -29,6 +49,8 @@ pub(super) const ENTRY: Registered = Registered {
         Param { name: "rho", default: 16.0, min: 0.0, max: 1e6, doc: "slow rounds after which a loss halves as Reno" },
         // Linux tcp_yeah.c TCP_YEAH_ZETA = 50.
         Param { name: "zeta", default: 50.0, min: 1.0, max: 1e6, doc: "fast rounds after which the Reno window estimate restarts" },
+        // Not in the paper or Linux: ns-3 3.44 tcp-yeah.cc's own rules (module notes).
+        Param { name: "ns3", default: 0.0, min: 0.0, max: 1.0, doc: "1: ns-3 3.44's TcpYeah (integer 1/phy, smoothed RTT, NewReno per-ACK slow mode); 0: paper and Linux" },
     ],
     build: |mss, p: &Params| {
         Box::new(Yeah {
@@ -38,6 +60,7 @@ pub(super) const ENTRY: Registered = Registered {
             delta: p.get("delta") as u32,
             rho: p.get("rho") as u32,
             zeta: p.get("zeta") as u32,
+            ns3: p.get("ns3") >= 0.5,
             ..Yeah::new(mss)
         })
     },
@@ -75,6 +98,10 @@ pub struct Yeah {
     fast_rounds: u32,
     /// Linux `lastQ`: the last queue estimate, packets.
     last_queue: f64,
+    /// ns-3 3.44's `TcpYeah` rules (module notes).
+    ns3: bool,
+    /// In fast recovery (only followed under `ns3`).
+    in_recovery: bool,
 }
 
 impl Yeah {
@@ -97,7 +124,14 @@ impl Yeah {
             reno_count: 2.0,
             fast_rounds: 0,
             last_queue: 0.0,
+            ns3: false,
+            in_recovery: false,
         }
+    }
+
+    /// The same control with ns-3 3.44's `TcpYeah` rules (module notes).
+    pub fn ns3(self) -> Self {
+        Yeah { ns3: true, ..self }
     }
 
     /// Whether it grows as Scalable TCP (fast mode) rather than Reno.
@@ -105,8 +139,12 @@ impl Yeah {
         self.slow_rounds == 0
     }
 
-    /// Linux tcp_yeah.c tcp_yeah_ssthresh: the window after a loss, segments.
-    fn after_loss(&mut self) -> f64 {
+    /// Linux tcp_yeah.c tcp_yeah_ssthresh: the window after a loss, segments; under `ns3`,
+    /// ns-3 tcp-yeah.cc `GetSsThresh`, from `in_flight` bytes.
+    fn after_loss(&mut self, in_flight: u64) -> f64 {
+        if self.ns3 {
+            return self.after_loss_ns3(in_flight);
+        }
         let half = (self.cwnd / 2.0).floor().max(2.0);
         let reduction = if self.slow_rounds < self.rho {
             // Remove the queue, at least cwnd / 2^delta and at most half.
@@ -119,6 +157,47 @@ impl Yeah {
         self.fast_rounds = 0;
         self.reno_count = (self.reno_count / 2.0).floor().max(2.0);
         (self.cwnd - reduction).max(2.0)
+    }
+
+    /// ns-3 3.44 tcp-yeah.cc `GetSsThresh`: the reduction in whole segments of the bytes in
+    /// flight (`segBytesInFlight`), at least in-flight >> delta and then at most half; the
+    /// threshold is the bytes in flight less the reduction, at least 2 segments.
+    fn after_loss_ns3(&mut self, in_flight: u64) -> f64 {
+        let flight = (in_flight / self.mss) as f64;
+        let half = (flight / 2.0).floor().max(2.0);
+        let reduction = if self.slow_rounds < self.rho {
+            self.last_queue
+                .max((flight / f64::from(1u32 << self.delta)).floor())
+                .min(half)
+        } else {
+            half
+        };
+        self.fast_rounds = 0;
+        self.reno_count = (self.reno_count / 2.0).floor().max(2.0);
+        (in_flight as f64 / self.mss as f64 - reduction).max(2.0)
+    }
+
+    /// The RTT this ACK gives the control: the sample, or under `ns3` the smoothed RTT.
+    fn rtt_of(&self, sample: &AckSample) -> Option<Duration> {
+        if self.ns3 {
+            // ns-3 tcp-socket-base.cc:2136: PktsAcked(m_tcb, segsAcked, m_tcb->m_srtt); tcp-yeah.cc
+            // PktsAcked ignores a zero RTT.
+            Some(sample.srtt).filter(|r| !r.is_zero())
+        } else {
+            sample.rtt
+        }
+    }
+
+    /// Whether a round with queueing delay `rtt - base` is congested beyond the delay test:
+    /// queueing delay above base / phy (paper, Linux), or under `ns3`, L = (rtt - base) / base
+    /// above ns-3's `1 / m_phy` in integers (tcp-yeah.cc:250).
+    fn delay_congested(&self, rtt: f64, base: f64) -> bool {
+        if self.ns3 {
+            let threshold = 1 / (self.phy as u32).max(1);
+            (rtt - base) / base > f64::from(threshold)
+        } else {
+            rtt - base > base / self.phy
+        }
     }
 }
 
@@ -152,6 +231,12 @@ impl CongestionControl for Yeah {
         } else if self.fast_mode() {
             // Linux tcp_yeah.c: Scalable increase, one segment per min(cwnd, 100) acknowledged.
             self.cwnd += acked / self.cwnd.min(SCALABLE_AI_CNT);
+        } else if self.ns3 {
+            // ns-3 tcp-newreno.cc CongestionAvoidance: max(1, mss² / cwnd) bytes per ACK,
+            // truncated.
+            let mss = self.mss as f64;
+            let bytes = (mss * mss / (self.cwnd * mss)).max(1.0).floor();
+            self.cwnd += bytes / mss;
         } else {
             // Reno: one segment per window.
             self.cwnd += acked / self.cwnd;
@@ -159,7 +244,7 @@ impl CongestionControl for Yeah {
     }
 
     fn on_ack_in_recovery(&mut self, sample: &AckSample) {
-        if let Some(rtt) = sample.rtt {
+        if let Some(rtt) = self.rtt_of(sample) {
             self.base_rtt = Some(self.base_rtt.map_or(rtt, |b| b.min(rtt)));
             self.round_min = Some(self.round_min.map_or(rtt, |m| m.min(rtt)));
             self.round_samples += 1;
@@ -172,6 +257,11 @@ impl CongestionControl for Yeah {
         let (Some(rtt), Some(base)) = (round_min, self.base_rtt) else {
             return;
         };
+        // ns-3 tcp-yeah.cc: the block runs in IncreaseWindow, which ns-3 does not call in fast
+        // recovery (tcp-socket-base.cc ReceivedAck).
+        if self.ns3 && self.in_recovery {
+            return;
+        }
         // Linux tcp_yeah.c tcp_yeah_cong_avoid: the per-round block (`do_vegas`) runs in slow
         // start too, so a queue above alpha ends slow start by precautionary decongestion.
         if samples < MIN_SAMPLES {
@@ -179,8 +269,13 @@ impl CongestionControl for Yeah {
         }
         let (rtt, base) = (rtt.as_secs_f64(), base.as_secs_f64());
         // YeAH paper §2 / Linux: Q = cwnd (RTT - base) / RTT, packets queued by this flow.
-        let queue = self.cwnd * (rtt - base) / rtt;
-        if queue > self.alpha || rtt - base > base / self.phy {
+        let queue = if self.ns3 {
+            // ns-3 tcp-yeah.cc: static_cast<uint32_t>(segCwnd / minRtt * rttQueue).
+            (self.cwnd.floor() / rtt * (rtt - base)).floor()
+        } else {
+            self.cwnd * (rtt - base) / rtt
+        };
+        if queue > self.alpha || self.delay_congested(rtt, base) {
             if queue > self.alpha && self.cwnd > self.reno_count {
                 // Precautionary decongestion: drain the flow's own queue.
                 let reduction = (queue / GAMMA)
@@ -206,18 +301,27 @@ impl CongestionControl for Yeah {
         self.last_queue = queue;
     }
 
-    fn on_congestion_event(&mut self, _now: Time, _in_flight: u64) {
-        self.ssthresh = self.after_loss();
+    fn on_congestion_event(&mut self, _now: Time, in_flight: u64) {
+        self.ssthresh = self.after_loss(in_flight);
         self.cwnd = self.ssthresh;
+        self.in_recovery = true;
     }
 
     fn on_recovery_end(&mut self, _now: Time) {
         self.cwnd = self.ssthresh;
+        self.in_recovery = false;
+        if self.ns3 {
+            // ns-3 tcp-yeah.cc EnableYeah on CA_OPEN: a new round, its samples from here on.
+            self.round_samples = 0;
+            self.round_min = None;
+        }
     }
 
-    fn on_retransmission_timeout(&mut self, _now: Time, _in_flight: u64) {
-        self.ssthresh = self.after_loss();
+    fn on_retransmission_timeout(&mut self, _now: Time, in_flight: u64) {
+        self.ssthresh = self.after_loss(in_flight);
         self.cwnd = 1.0;
+        // ns-3's CA_LOSS calls IncreaseWindow, and so runs the per-round block.
+        self.in_recovery = false;
     }
 }
 
@@ -287,6 +391,169 @@ mod tests {
         let before = cc.cwnd() / MSS;
         cc.on_congestion_event(Time::ZERO, 0);
         assert_eq!(cc.cwnd() / MSS, before - before / 8);
+    }
+
+    fn ns3_at(w: u64) -> Yeah {
+        let mut cc = Yeah::new(MSS as u32).ns3();
+        cc.init(w * MSS, w * MSS);
+        cc
+    }
+
+    /// An ACK of `segments` at `now` with RTT sample `rtt_ms` and smoothed RTT `srtt_ms`.
+    fn ack_srtt(now: Time, segments: u64, rtt_ms: u64, srtt_ms: u64) -> AckSample {
+        AckSample {
+            srtt: Duration::from_millis(srtt_ms),
+            ..super::super::cc::testkit::ack(now, MSS, segments, Duration::from_millis(rtt_ms))
+        }
+    }
+
+    /// A round of `acks` ACKs, then its end.
+    fn round(cc: &mut Yeah, acks: u32, rtt_ms: u64, srtt_ms: u64) {
+        for _ in 0..acks {
+            cc.on_ack(&ack_srtt(Time::ZERO, 1, rtt_ms, srtt_ms));
+        }
+        cc.on_round(&round_sample());
+    }
+
+    fn round_sample() -> RoundSample {
+        let rtt = Duration::from_millis(100);
+        RoundSample {
+            now: Time::ZERO,
+            duration: rtt,
+            acked_bytes: 0,
+            min_rtt: Some(rtt),
+            max_rtt: Some(rtt),
+            rtt_samples: 0,
+            base_rtt: rtt,
+            srtt: rtt,
+        }
+    }
+
+    #[test]
+    fn ns3_any_queueing_delay_is_slow_mode() {
+        // 2 ms of queueing on a 100 ms base, a queue of about 20 packets: below base / 8 and
+        // alpha, so fast mode; ns-3's integer 1 / m_phy = 0 makes it slow mode (tcp-yeah.cc:250).
+        // With phy = 1 ns-3's threshold is 1 (a whole base RTT) and it stays fast.
+        for (cc, fast) in [
+            (yeah_at(1000), true),
+            (ns3_at(1000), false),
+            (
+                Yeah {
+                    phy: 1.0,
+                    ..ns3_at(1000)
+                },
+                true,
+            ),
+        ] {
+            let mut cc = cc;
+            run_rounds(&mut cc, MSS, Time::ZERO, 1, Duration::from_millis(100));
+            run_rounds(&mut cc, MSS, Time::ZERO, 1, Duration::from_millis(102));
+            assert_eq!(cc.fast_mode(), fast, "ns3 = {}, phy = {}", cc.ns3, cc.phy);
+        }
+    }
+
+    #[test]
+    fn ns3_measures_the_queue_on_the_smoothed_rtt() {
+        // Every sample is the 100 ms base, but the srtt rises to 110 ms in the second round:
+        // ns-3 sees 10 ms of queueing, about 92 packets > alpha, and decongests.
+        for (mut cc, fast) in [
+            (yeah_at(1000), true),
+            (
+                Yeah {
+                    phy: 1.0,
+                    ..ns3_at(1000)
+                },
+                false,
+            ),
+        ] {
+            round(&mut cc, 1000, 100, 100);
+            let before = cc.cwnd() / MSS;
+            round(&mut cc, 1010, 100, 110);
+            assert_eq!(cc.fast_mode(), fast, "ns3 = {}", cc.ns3);
+            assert_eq!(cc.cwnd() / MSS < before, !fast, "ns3 = {}", cc.ns3);
+        }
+    }
+
+    #[test]
+    fn ns3_truncates_the_queue_estimate() {
+        // cwnd 1000 and a round 8.7549 ms above the 100 ms base: a queue of 80.5 packets, above
+        // alpha = 80 (decongestion), or 80 under ns-3's uint32 cast (none). phy = 1 keeps the
+        // delay test out of it.
+        for (mut cc, decongests) in [(yeah_at(1000), true), (ns3_at(1000), false)] {
+            cc.phy = 1.0;
+            cc.base_rtt = Some(Duration::from_millis(100));
+            cc.round_min = Some(Duration::from_nanos(108_754_894));
+            cc.round_samples = 3;
+            cc.on_round(&round_sample());
+            assert_eq!(cc.cwnd() < 1000 * MSS, decongests, "ns3 = {}", cc.ns3);
+        }
+    }
+
+    #[test]
+    fn ns3_slow_mode_adds_mss_squared_over_cwnd_per_ack() {
+        // 100 segments in slow mode, 50 ACKs of 2 segments (one window with delayed ACKs):
+        // ns-3's NewReno adds 10 bytes for the first ACK, then 9 (1e6 / 100010 truncated):
+        // 0.451 segment. Linux's tcp_cong_avoid_ai adds one segment per window acknowledged.
+        for (mut cc, grown) in [(yeah_at(100), 1.0), (ns3_at(100), 0.451)] {
+            cc.slow_rounds = 1;
+            for _ in 0..50 {
+                cc.on_ack(&ack_srtt(Time::ZERO, 2, 100, 100));
+            }
+            assert!(
+                (cc.cwnd - 100.0 - grown).abs() < 0.01,
+                "ns3 = {}: {}",
+                cc.ns3,
+                cc.cwnd
+            );
+        }
+    }
+
+    #[test]
+    fn ns3_reduces_from_the_bytes_in_flight() {
+        // No queue: the reduction is its floor, 1/8; of the 800 segments in flight under ns-3
+        // (tcp-yeah.cc GetSsThresh: 800 - 100), of the 1000-segment window otherwise.
+        for (mut cc, after) in [(yeah_at(1000), 875), (ns3_at(1000), 700)] {
+            cc.on_congestion_event(Time::ZERO, 800 * MSS);
+            assert_eq!(cc.ssthresh() / MSS, after, "ns3 = {}", cc.ns3);
+        }
+    }
+
+    #[test]
+    fn ns3_rounds_pause_in_recovery_and_restart_after_it() {
+        // A round ending in fast recovery with 20 ms of queueing turns Linux's YeAH to slow
+        // mode, not ns-3's (no IncreaseWindow in recovery).
+        for (mut cc, fast) in [
+            (yeah_at(1000), false),
+            (
+                Yeah {
+                    phy: 1.0,
+                    ..ns3_at(1000)
+                },
+                true,
+            ),
+        ] {
+            round(&mut cc, 1000, 100, 100);
+            cc.on_congestion_event(Time::ZERO, 1000 * MSS);
+            for _ in 0..10 {
+                cc.on_ack_in_recovery(&ack_srtt(Time::ZERO, 1, 120, 120));
+            }
+            cc.on_round(&round_sample());
+            assert_eq!(cc.fast_mode(), fast, "ns3 = {}", cc.ns3);
+        }
+        // Samples from recovery do not count in the first round after it (EnableYeah): 100 ms
+        // in recovery, 115 ms after (a queue of about 114 packets > alpha) is a long queue.
+        let mut cc = Yeah {
+            phy: 1.0,
+            ..ns3_at(1000)
+        };
+        round(&mut cc, 1000, 100, 100);
+        cc.on_congestion_event(Time::ZERO, 1000 * MSS);
+        for _ in 0..10 {
+            cc.on_ack_in_recovery(&ack_srtt(Time::ZERO, 1, 100, 100));
+        }
+        cc.on_recovery_end(Time::ZERO);
+        round(&mut cc, 900, 115, 115);
+        assert!(!cc.fast_mode());
     }
 
     #[test]
