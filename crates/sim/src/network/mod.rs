@@ -229,7 +229,7 @@ impl Network {
             }
         }
         if let Some(at) = l.next_ready() {
-            if armed.ready.is_none_or(|pending| at < pending) {
+            if armed.ready.map_or(true, |pending| at < pending) {
                 armed.ready = Some(at);
                 events.schedule(at, Event::Timer(ComponentId::LinkSend(link)));
             }
