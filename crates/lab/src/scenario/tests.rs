@@ -262,6 +262,10 @@ fn the_scenario_files_of_the_repository_load() {
                 "fs-fig6" => 3,
                 "fs-fig7" => 6,
                 "fs-fluid-fig3" => 1,
+                // AF over ATM: 3 RTTs; 9 SCR0 values; 6 MBS0 values.
+                "atm-fig2" => 3,
+                "atm-fig3" | "atm-fig4" => 9,
+                "atm-fig5" => 6,
                 _ => 2,
             };
             assert_eq!(plan.points.len(), expected_points, "{}", path.display());
