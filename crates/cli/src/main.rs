@@ -23,6 +23,7 @@ mod psk;
 mod recv;
 mod run;
 mod send;
+mod sink;
 mod testbed;
 mod wire_args;
 

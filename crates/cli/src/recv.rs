@@ -232,8 +232,6 @@ fn claim(part: &Path, target: &Path) -> io::Result<()> {
 const RECV_WINDOW: usize = 4 << 20;
 /// What each transfer may queue towards its sender (only the verdict).
 const SEND_WINDOW: usize = 64 << 10;
-/// Buffer between a transfer and its file (the transfer adds its own block of `IO_BLOCK`).
-const FILE_BUFFER: usize = 1 << 20;
 
 /// The limits of every accepted transfer.
 fn accept_config(idle_timeout: Duration) -> Config {
@@ -575,7 +573,7 @@ async fn receive_into(
         .open(&part_path)
         .await
     {
-        Ok(file) => file,
+        Ok(file) => file.into_std().await,
         Err(e) => {
             let e =
                 anyhow::Error::new(e).context(format!("cannot create '{}'", part_path.display()));
@@ -586,7 +584,7 @@ async fn receive_into(
         path: part_path,
         kept: false,
     };
-    let mut sink = tokio::io::BufWriter::with_capacity(FILE_BUFFER, file);
+    let mut sink = crate::sink::FileSink::new(file);
     let result = transfer::receive(conn, header, &mut sink, progress).await;
     let result = match result {
         Ok(moved) => match sink.shutdown().await {
@@ -669,9 +667,9 @@ mod tests {
     fn the_stated_memory_bound_holds_for_the_limits_used() {
         let config = accept_config(Duration::from_secs(30));
         config.validate().unwrap();
-        // Window, queue towards the sender, the file buffer and the transfer's block.
+        // Window, queue towards the sender, the file sink's two blocks and the transfer's block.
         let per_transfer =
-            config.recv_buffer + config.send_buffer + FILE_BUFFER + transfer::IO_BLOCK;
+            config.recv_buffer + config.send_buffer + 2 * crate::sink::BLOCK + transfer::IO_BLOCK;
         assert!(
             per_transfer <= (6 << 20) + (64 << 10),
             "{per_transfer} bytes per transfer"

@@ -1,5 +1,5 @@
 //! Packet protection: an ephemeral X25519 key exchange in the hello and the accept, then
-//! ChaCha20-Poly1305 on every data, feedback and close packet.
+//! AES-256-GCM on every data, feedback and close packet.
 //!
 //! - The client's hello carries its key share; the server's accept carries its own and a tag that
 //!   proves it derived the same keys (key confirmation). The keys come from blake3's key
@@ -10,6 +10,9 @@
 //!   8-byte protection sequence number, then the encrypted rest of the packet and a 16-byte tag.
 //!   The header and the sequence number are the associated data; the nonce is the direction's IV
 //!   XOR the sequence number (as TLS 1.3, RFC 8446 §5.3), so no nonce repeats under one key.
+//! - Each direction's key changes every 2^22 packets (an epoch, which the sequence number tells,
+//!   so nothing on the wire announces it): RFC 9001 §6.6 bounds what AES-GCM may seal under one
+//!   key at 2^23 packets. Every epoch's key derives from the direction's secret.
 //! - A datagram that does not authenticate, or whose sequence number was seen before (a replay
 //!   window as IPsec's, RFC 4303 §3.4.3), is dropped before anything in it is read.
 //!
@@ -19,7 +22,7 @@
 //! [`Protection::Null`] leaves packets as they are: the simulator runs it (its runs stay fast and
 //! byte-exact), and nothing on a real network should.
 
-use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305};
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
 use x25519_dalek::{PublicKey, StaticSecret};
 
 /// Length of a key share (an X25519 public key), bytes.
@@ -42,6 +45,10 @@ pub const CLEAR_HEADER_LEN: usize = 10;
 
 /// Sequence numbers this far behind the largest seen are still accepted once (the replay window).
 const REPLAY_WINDOW: u64 = 1024;
+
+/// log2 of the packets sealed under one key: half of AES-GCM's confidentiality limit of 2^23
+/// packets (RFC 9001 §6.6).
+const EPOCH_BITS: u32 = 22;
 
 /// The nonce of the accept's confirmation tag: never a packet's (sequence numbers start at 0 and
 /// a connection closes long before 2^64 - 1 packets).
@@ -160,13 +167,63 @@ pub struct Transcript<'a> {
     pub server_share: [u8; KEY_SHARE_LEN],
 }
 
-/// One direction's cipher and IV.
+/// The epoch of a sequence number: which key seals it.
+fn epoch_of(sequence: u64) -> u64 {
+    sequence >> EPOCH_BITS
+}
+
+/// One direction's secret, IV and keys.
 struct Direction {
-    cipher: LessSafeKey,
+    /// What every epoch's key derives from.
+    secret: [u8; 32],
     iv: [u8; 12],
+    /// Epoch 0's key, kept for the accept's confirmation tag.
+    first: LessSafeKey,
+    /// Keys of later epochs in use: the sealer's one, or the opener's current, previous (late
+    /// packets) and next.
+    later: [Option<(u64, LessSafeKey)>; 3],
 }
 
 impl Direction {
+    fn new(secret: [u8; 32], iv: [u8; 12]) -> Direction {
+        Direction {
+            first: Direction::derive_key(&secret, 0),
+            secret,
+            iv,
+            later: [None, None, None],
+        }
+    }
+
+    fn derive_key(secret: &[u8; 32], epoch: u64) -> LessSafeKey {
+        let mut kdf = blake3::Hasher::new_derive_key("qstp 2026-11 packet key of an epoch v2");
+        kdf.update(secret);
+        kdf.update(&epoch.to_be_bytes());
+        let key = UnboundKey::new(&AES_256_GCM, kdf.finalize().as_bytes()).expect("a 32-byte key");
+        LessSafeKey::new(key)
+    }
+
+    /// The key of `epoch`, derived on first use in place of the oldest one held.
+    fn key(&mut self, epoch: u64) -> &LessSafeKey {
+        if epoch == 0 {
+            return &self.first;
+        }
+        let slot = match self
+            .later
+            .iter()
+            .position(|k| k.as_ref().is_some_and(|(e, _)| *e == epoch))
+        {
+            Some(found) => found,
+            None => {
+                let oldest = (0..self.later.len())
+                    .min_by_key(|&i| self.later[i].as_ref().map_or(0, |(e, _)| *e + 1))
+                    .expect("three slots");
+                self.later[oldest] = Some((epoch, Direction::derive_key(&self.secret, epoch)));
+                oldest
+            }
+        };
+        &self.later[slot].as_ref().expect("just found or filled").1
+    }
+
     fn nonce(&self, sequence: u64) -> Nonce {
         // RFC 8446 §5.3: the sequence number, left-padded to the IV's length, XOR the IV.
         let mut nonce = self.iv;
@@ -176,25 +233,41 @@ impl Direction {
         Nonce::assume_unique_for_key(nonce)
     }
 
-    /// Encrypt `body` in place under `sequence` and `aad`; its tag.
-    fn seal(&self, sequence: u64, aad: &[u8], body: &mut [u8]) -> [u8; TAG_LEN] {
-        let tag = self
-            .cipher
-            .seal_in_place_separate_tag(self.nonce(sequence), Aad::from(aad), body)
-            .expect("a packet is far below ChaCha20-Poly1305's message limit");
-        let mut out = [0; TAG_LEN];
-        out.copy_from_slice(tag.as_ref());
-        out
+    /// Encrypt `body` in place under `sequence`'s epoch key and `aad`; its tag.
+    fn seal(&mut self, sequence: u64, aad: &[u8], body: &mut [u8]) -> [u8; TAG_LEN] {
+        let nonce = self.nonce(sequence);
+        seal_with(self.key(epoch_of(sequence)), nonce, aad, body)
     }
 
-    /// Decrypt `body_and_tag` in place; the plaintext's length, or `None` if it does not
-    /// authenticate.
-    fn open(&self, sequence: u64, aad: &[u8], body_and_tag: &mut [u8]) -> Option<usize> {
-        self.cipher
-            .open_in_place(self.nonce(sequence), Aad::from(aad), body_and_tag)
-            .ok()
-            .map(|plain| plain.len())
+    /// Decrypt `body_and_tag` in place under `sequence`'s epoch key; the plaintext's length, or
+    /// `None` if it does not authenticate.
+    fn open(&mut self, sequence: u64, aad: &[u8], body_and_tag: &mut [u8]) -> Option<usize> {
+        let nonce = self.nonce(sequence);
+        open_with(self.key(epoch_of(sequence)), nonce, aad, body_and_tag)
     }
+}
+
+/// Encrypt `body` in place under `key`, `nonce` and `aad`; its tag.
+fn seal_with(key: &LessSafeKey, nonce: Nonce, aad: &[u8], body: &mut [u8]) -> [u8; TAG_LEN] {
+    let tag = key
+        .seal_in_place_separate_tag(nonce, Aad::from(aad), body)
+        .expect("a packet is far below AES-GCM's message limit");
+    let mut out = [0; TAG_LEN];
+    out.copy_from_slice(tag.as_ref());
+    out
+}
+
+/// Decrypt `body_and_tag` in place; the plaintext's length, or `None` if it does not
+/// authenticate.
+fn open_with(
+    key: &LessSafeKey,
+    nonce: Nonce,
+    aad: &[u8],
+    body_and_tag: &mut [u8],
+) -> Option<usize> {
+    key.open_in_place(nonce, Aad::from(aad), body_and_tag)
+        .ok()
+        .map(|plain| plain.len())
 }
 
 /// A connection's packet keys, both directions, and the state that keeps nonces and replays in
@@ -232,7 +305,7 @@ impl PacketKeys {
         if !shared.was_contributory() {
             return Err(ProtectionError::WeakKeyShare);
         }
-        let mut kdf = blake3::Hasher::new_derive_key("qstp 2026-11 packet protection keys v1");
+        let mut kdf = blake3::Hasher::new_derive_key("qstp 2026-11 packet protection keys v2");
         kdf.update(&psk.map_or([0; 32], |k| k.0));
         kdf.update(shared.as_bytes());
         kdf.update(&(transcript.hello.len() as u64).to_be_bytes());
@@ -242,14 +315,11 @@ impl PacketKeys {
         let mut okm = [0u8; 2 * (32 + 12)];
         kdf.finalize_xof().fill(&mut okm);
         let direction = |at: usize| {
+            let mut secret = [0; 32];
+            secret.copy_from_slice(&okm[at..at + 32]);
             let mut iv = [0; 12];
             iv.copy_from_slice(&okm[at + 32..at + 44]);
-            let key =
-                UnboundKey::new(&CHACHA20_POLY1305, &okm[at..at + 32]).expect("a 32-byte key");
-            Direction {
-                cipher: LessSafeKey::new(key),
-                iv,
-            }
+            Direction::new(secret, iv)
         };
         let (client_to_server, server_to_client) = (direction(0), direction(44));
         let (seal, open) = match side {
@@ -268,13 +338,21 @@ impl PacketKeys {
     /// The tag the server puts on its accept (`accept` is the accept without the tag): proof it
     /// holds the keys the client will derive.
     pub fn confirmation(&self, accept: &[u8]) -> [u8; TAG_LEN] {
-        self.seal.seal(CONFIRM_SEQUENCE, accept, &mut [])
+        let nonce = self.seal.nonce(CONFIRM_SEQUENCE);
+        seal_with(&self.seal.first, nonce, accept, &mut [])
     }
 
     /// Whether `tag` is the server's confirmation of `accept` under these keys.
     pub fn check_confirmation(&self, accept: &[u8], tag: &[u8; TAG_LEN]) -> bool {
         let mut tag = *tag;
-        self.open.open(CONFIRM_SEQUENCE, accept, &mut tag).is_some()
+        let nonce = self.open.nonce(CONFIRM_SEQUENCE);
+        open_with(&self.open.first, nonce, accept, &mut tag).is_some()
+    }
+
+    /// Seal the next packet under `sequence` (tests of what happens far into a connection).
+    #[cfg(test)]
+    fn skip_to(&mut self, sequence: u64) {
+        self.next_sequence = sequence;
     }
 
     /// Protect the encoded packet in `buf` in place: its first `CLEAR_HEADER_LEN` bytes stay in
@@ -331,6 +409,12 @@ impl PacketKeys {
         let sequence = u64::from_be_bytes(sequence);
         if self.seen(sequence) {
             return Err(ProtectionError::Replayed);
+        }
+        // Keys are derived only for the epochs next to the largest opened: a forged sequence
+        // number far ahead costs no derivation (a real peer never gets 2^22 packets ahead).
+        let current = epoch_of(self.largest_opened.unwrap_or(0));
+        if epoch_of(sequence) > current + 1 {
+            return Err(ProtectionError::Forged);
         }
         let plain = self
             .open

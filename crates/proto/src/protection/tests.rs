@@ -225,3 +225,60 @@ fn psk_debug_hides_the_key() {
     let k = PreSharedKey::from_secret(b"s");
     assert_eq!(format!("{k:?}"), "PreSharedKey(..)");
 }
+
+#[test]
+fn keys_change_with_the_epoch_and_both_sides_follow() {
+    let (mut client, mut server) = pair(None, None);
+    let boundary = 1u64 << EPOCH_BITS;
+    let plain = packet(b"across the epochs");
+    let mut out = Vec::new();
+    let mut sealed = Vec::new();
+    for sequence in [
+        boundary - 2,
+        boundary - 1,
+        boundary,
+        boundary + 1,
+        2 * boundary,
+    ] {
+        client.skip_to(sequence);
+        let mut wire = plain.clone();
+        client.seal(&mut wire);
+        sealed.push(wire);
+    }
+    // In order, except the last packet of epoch 0 arriving after the first of epoch 1.
+    for i in [0, 2, 1, 3, 4] {
+        server.open(&sealed[i], &mut out).unwrap();
+        assert_eq!(out, plain, "packet {i}");
+    }
+    // The same nonce under two epochs' keys gives two ciphertexts: the key did change.
+    let mut a = *b"same bytes";
+    let mut b = a;
+    let nonce = client.seal.nonce(5);
+    let tag_a = seal_with(client.seal.key(0), nonce, b"", &mut a);
+    let nonce = client.seal.nonce(5);
+    let tag_b = seal_with(client.seal.key(1), nonce, b"", &mut b);
+    assert_ne!(a, b);
+    assert_ne!(tag_a, tag_b);
+}
+
+#[test]
+fn a_sequence_number_epochs_ahead_is_refused_before_any_key_is_made() {
+    let (mut client, mut server) = pair(None, None);
+    let plain = packet(b"far ahead");
+    let mut first = plain.clone();
+    client.seal(&mut first);
+    let mut out = Vec::new();
+    server.open(&first, &mut out).unwrap();
+    // Genuinely sealed, but two epochs beyond anything opened: refused, nothing derived.
+    client.skip_to(2 << EPOCH_BITS);
+    let mut ahead = plain.clone();
+    client.seal(&mut ahead);
+    assert_eq!(server.open(&ahead, &mut out), Err(ProtectionError::Forged));
+    assert!(server.open.later.iter().all(Option::is_none));
+    // The window did not move: packets of the current epoch still open.
+    client.skip_to(1);
+    let mut next = plain.clone();
+    client.seal(&mut next);
+    server.open(&next, &mut out).unwrap();
+    assert_eq!(out, plain);
+}
