@@ -343,14 +343,8 @@ fn point(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> PointSummary {
 pub fn atm_estimates(pt: &crate::scenario::Point) -> Option<Vec<f64>> {
     let s = &pt.scenario;
     s.bottleneck().atm.as_ref()?;
-    let scr: Vec<Option<qstp_proto::Rate>> = s
-        .groups
-        .iter()
-        .map(|g| match &g.marker {
-            Some(qstp_sim::MarkerSpec::Gcra(gcra)) => gcra.scr,
-            _ => None,
-        })
-        .collect();
+    let scr: Vec<Option<qstp_proto::Rate>> =
+        s.groups.iter().map(qstp_sim::topology::atm_scr).collect();
     let connections: Vec<u32> = s.groups.iter().map(|g| g.flows).collect();
     let header = u64::from(qstp_sim::validate::TCP_IP_HEADER);
     Some(

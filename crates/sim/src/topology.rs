@@ -94,9 +94,18 @@ fn install_atm(spec: &SimSpec, bottleneck: &LinkSpec, atm: &AtmSpec, built: &mut
 
 /// The PHB of each group on an ATM trunk, as [`install_atm`] assigns it.
 pub fn atm_phb(group: &crate::spec::GroupSpec) -> Phb {
+    if atm_scr(group).is_some() {
+        Phb::Af
+    } else {
+        Phb::Df
+    }
+}
+
+/// The sustainable cell rate of a group's VP on an ATM trunk: its GCRA's `scr` (SBR3), if any.
+pub fn atm_scr(group: &crate::spec::GroupSpec) -> Option<Rate> {
     match &group.marker {
-        Some(MarkerSpec::Gcra(g)) if g.scr.is_some() => Phb::Af,
-        _ => Phb::Df,
+        Some(MarkerSpec::Gcra(g)) => g.scr,
+        _ => None,
     }
 }
 

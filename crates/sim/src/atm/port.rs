@@ -83,6 +83,13 @@ pub enum Service {
     },
 }
 
+impl Service {
+    /// Whether both PHBs' cells wait in one queue, in arrival order.
+    fn one_queue(self) -> bool {
+        matches!(self, Service::Fifo | Service::Shared)
+    }
+}
+
 /// The ATM parts of a trunk (the `atm` table of an ATM bottleneck).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AtmSpec {
@@ -459,17 +466,15 @@ impl CellPort {
         }
         let cell_time = Duration::from_nanos(to_ns(CELL_SCALED, trunk));
         let limit = spec.buffer.max(1);
-        let threshold =
-            |fraction: f64| ((limit as f64 * fraction.clamp(0.0, 1.0)).ceil() as usize).max(1);
-        let ring = || {
-            VecDeque::with_capacity(
-                limit
-                    * if matches!(spec.service, Service::Fifo | Service::Shared) {
-                        2
-                    } else {
-                        1
-                    },
-            )
+        let threshold = |fraction: f64| crate::queue::threshold_cells(limit, fraction);
+        // One queue holds both PHBs' cells, or each its own.
+        let queues = if spec.service.one_queue() { 1 } else { 2 };
+        let ring = |i: usize| {
+            if i < queues {
+                VecDeque::with_capacity(limit * 2 / queues)
+            } else {
+                VecDeque::new()
+            }
         };
         CellPort {
             trunk,
@@ -482,14 +487,7 @@ impl CellPort {
             vps: setup.vps,
             vcs,
             vc_of_flow,
-            buffers: [
-                ring(),
-                if matches!(spec.service, Service::Fifo | Service::Shared) {
-                    VecDeque::new()
-                } else {
-                    ring()
-                },
-            ],
+            buffers: [ring(0), ring(1)],
             held: [0, 0],
             scd_cells: threshold(spec.scd),
             epd_cells: spec.epd.map_or(usize::MAX, threshold),
@@ -898,11 +896,7 @@ impl CellPort {
                 v.probe_eom_arrival = Some(now);
             }
         }
-        let buffer = if matches!(self.spec.service, Service::Fifo | Service::Shared) {
-            0
-        } else {
-            b
-        };
+        let buffer = if self.spec.service.one_queue() { 0 } else { b };
         self.buffers[buffer].push_back(Cell {
             vc: vc as u32,
             tag,

@@ -20,7 +20,7 @@ pub use cbq::{Cbq, CbqClass, CbqSpec, CLASS_BURST_BYTES};
 pub use droptail::{DropTail, DropTailSpec};
 pub use red::{AverageQueue, IdlePeriod, Red, RedCurve, RedParams, RedSpec, DEFAULT_QUEUE_WEIGHT};
 pub use rio::{Rio, RioMode, RioSpec};
-pub use scd::{scd, ScdSpec, DEFAULT_SCD_THRESHOLD};
+pub use scd::{scd, threshold_cells, ScdSpec, DEFAULT_SCD_THRESHOLD};
 
 crate::registry! {
     /// A queue discipline, as a scenario names it by `kind`: the registry of queues. A new queue

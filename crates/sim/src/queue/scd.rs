@@ -56,8 +56,13 @@ impl QueueKind for ScdSpec {
 /// The selective-cell-discard buffer: a drop-tail FIFO of `limit` cells refusing CLP=1 cells from
 /// `threshold` x `limit` cells on (rounded up: at least one cell of room for them).
 pub fn scd<P>(limit: usize, threshold: f64) -> DropTail<P> {
-    let threshold = (limit as f64 * threshold.clamp(0.0, 1.0)).ceil() as usize;
-    DropTail::with_threshold(limit, threshold.max(1))
+    DropTail::with_threshold(limit, threshold_cells(limit, threshold))
+}
+
+/// The occupancy, in cells (or packets), from which a buffer of `limit` with the threshold
+/// `fraction` refuses CLP=1 cells: rounded up, and at least one.
+pub fn threshold_cells(limit: usize, fraction: f64) -> usize {
+    ((limit as f64 * fraction.clamp(0.0, 1.0)).ceil() as usize).max(1)
 }
 
 #[cfg(test)]
