@@ -771,6 +771,11 @@ impl TcpSender {
         self.fast_retransmits + self.timeouts
     }
 
+    /// Retransmission timeouts so far (RFC 6298 §5.5 expiries of an established connection).
+    pub fn timeouts(&self) -> u64 {
+        self.timeouts
+    }
+
     /// Smoothed RTT (zero before the first sample).
     pub fn srtt(&self) -> Duration {
         self.rtt.srtt()
