@@ -48,6 +48,9 @@ pub struct Options {
     pub prefix: Option<String>,
     /// Fail on purpose once the hosts exist, before the router starts (to test the cleanup).
     pub fail_mid_setup: bool,
+    /// More sysctls for every host (`key=value`, after the testbed's own; the scenario's
+    /// `[testbed] sysctl`).
+    pub host_sysctl: Vec<String>,
 }
 
 /// One direction of the router, as the summary reports it.
@@ -279,6 +282,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
             rto_min_ms: o.min_rto.as_millis(),
             quickack: !o.delayed_ack,
             mtu: spec.packet_size_of(group),
+            sysctl: options.host_sysctl.clone(),
         };
         for f in 0..group.flows as usize {
             let pair = setup::hosts(&mut guard, &r, pairs.len(), (g, f), &tcp)?;
