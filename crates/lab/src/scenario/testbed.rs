@@ -13,6 +13,7 @@
 //! are taken: any other would change the whole machine.
 
 use super::fields::{FieldResult, Fields};
+use qstp_sim::classify::{check_group_dscps, DscpConflict};
 use qstp_sim::GroupSpec;
 use toml::Value;
 
@@ -163,19 +164,16 @@ pub(crate) fn testbed(f: Option<Fields>, groups: &[GroupSpec]) -> FieldResult<Te
                 *d = Some(8 * (i as u8 + 1));
             }
         }
-        for (i, d) in dscp.iter().enumerate() {
-            if let Some(j) = dscp[..i].iter().position(|e| e == d) {
-                return Err(f.error(
-                    "dscp",
-                    format!(
-                        "groups '{}' and '{}' share code point {}: with classify = \"dscp\" the \
-                         router could not tell them apart",
-                        groups[j].name,
-                        groups[i].name,
-                        d.unwrap_or(0)
-                    ),
-                ));
-            }
+        // Every group now has one; they must differ (and the parser keeps them below 64).
+        if let Err(DscpConflict::Shared(j, i, d)) = check_group_dscps(&dscp) {
+            return Err(f.error(
+                "dscp",
+                format!(
+                    "groups '{}' and '{}' share code point {d}: with classify = \"dscp\" the \
+                     router could not tell them apart",
+                    groups[j].name, groups[i].name
+                ),
+            ));
         }
     }
     let mut sysctl = Vec::new();
