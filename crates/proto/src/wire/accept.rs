@@ -164,7 +164,7 @@ mod tests {
         Packet::Accept(accept.clone()).encode(&mut buf);
         #[rustfmt::skip]
         let expected: &[u8] = &[
-            1, 3, // version, type
+            2, 3, // version, type
             0, 0, 0, 0, 0, 0, 0, 1, // destination
             0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99, 0x88, // source
             0x04, 0xb0, // max datagram 1200

@@ -136,6 +136,7 @@ impl<'a> Close<'a> {
 mod tests {
     use super::*;
     use crate::wire::Packet;
+    use crate::wire::VERSION;
 
     #[test]
     fn golden_layout() {
@@ -148,7 +149,7 @@ mod tests {
         let mut buf = Vec::new();
         Packet::Close(close.clone()).encode(&mut buf);
         let expected: &[u8] = &[
-            1, 6, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 2, 3, b'b', b'y', b'e',
+            2, 6, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 2, 3, b'b', b'y', b'e',
         ];
         assert_eq!(buf, expected);
         assert_eq!(Packet::decode(&buf), Ok(Packet::Close(close)));
@@ -161,7 +162,7 @@ mod tests {
     fn rejects_oversize_reason_and_bad_flags() {
         let long = [b'x'; MAX_REASON_LEN + 1];
         let mut buf = vec![
-            1,
+            VERSION,
             6,
             0,
             0,
@@ -180,7 +181,7 @@ mod tests {
         ];
         buf.extend_from_slice(&long);
         assert_eq!(Packet::decode(&buf), Err(WireError::Oversize));
-        let mut graceful = vec![1, 6, 0, 0, 0, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0];
+        let mut graceful = vec![2, 6, 0, 0, 0, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0];
         assert_eq!(
             Packet::decode(&graceful),
             Ok(Packet::Close(Close {

@@ -306,7 +306,7 @@ mod tests {
         Packet::Data(stream_example()).encode(&mut buf);
         #[rustfmt::skip]
         let expected: &[u8] = &[
-            1, 4, // version, type
+            2, 4, // version, type
             0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, // destination
             0x05, // flags: stream, fin
             0, 0, 0, 0, 0, 0, 0x01, 0x00, // packet number
@@ -339,7 +339,7 @@ mod tests {
         Packet::Data(data.clone()).encode(&mut buf);
         #[rustfmt::skip]
         let expected: &[u8] = &[
-            1, 4, 0, 0, 0, 0, 0, 0, 0, 2,
+            2, 4, 0, 0, 0, 0, 0, 0, 0, 2,
             0x1a, // flags: message, skip-to, previous skipped
             0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0, 2,
             0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 3, 0, 0, 0, 4, // id, offset, total length

@@ -248,7 +248,7 @@ mod tests {
         let buf = encode(example());
         #[rustfmt::skip]
         let expected: &[u8] = &[
-            1, 5, 0, 0, 0, 0, 0, 0, 0, 3, // version, type, destination
+            2, 5, 0, 0, 0, 0, 0, 0, 0, 3, // version, type, destination
             0, 0, 0, 0, 0, 0, 0, 17, // sequence
             1, 2, 3, 4, // timestamp echo
             0, 0, 0, 250, // t_delay

@@ -152,7 +152,9 @@ mod tests {
     fn peek_checks_version_before_type() {
         assert_eq!(peek_type(&[]), Err(WireError::Truncated));
         assert_eq!(peek_type(&[VERSION]), Err(WireError::Truncated));
-        assert_eq!(peek_type(&[2, 1]), Err(WireError::UnknownVersion(2)));
+        // A peer of version 1 (before AES-256-GCM and the v2 key labels) is told apart.
+        assert_eq!(peek_type(&[1, 1]), Err(WireError::UnknownVersion(1)));
+        assert_eq!(peek_type(&[3, 1]), Err(WireError::UnknownVersion(3)));
         assert_eq!(peek_type(&[0, 99]), Err(WireError::UnknownVersion(0)));
         assert_eq!(peek_type(&[VERSION, 99]), Err(WireError::UnknownType(99)));
     }

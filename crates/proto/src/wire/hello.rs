@@ -261,7 +261,7 @@ mod tests {
         assert_eq!(buf.len(), MIN_HELLO_SIZE);
         #[rustfmt::skip]
         let head: &[u8] = &[
-            1, 1, // version, type
+            2, 1, // version, type
             1, // flags: cookie
             1, 2, 3, 4, 5, 6, 7, 8, // source
             0x05, 0xdc, // max datagram 1500

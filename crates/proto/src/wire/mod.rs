@@ -35,8 +35,10 @@ pub use header::{destination_of, peek_type, PacketType};
 pub use hello::HelloPacket;
 pub use retry::{RetryPacket, RETRY_LEN};
 
-/// The wire version this code speaks.
-pub const VERSION: u8 = 1;
+/// The wire version this code speaks. 2: packets sealed with AES-256-GCM under per-epoch keys
+/// (v2 key labels); a peer of version 1 is refused by its first packet with
+/// [`WireError::UnknownVersion`] instead of failing the handshake as unauthenticated.
+pub const VERSION: u8 = 2;
 
 /// Length of a handshake cookie, bytes.
 pub const COOKIE_LEN: usize = 24;

@@ -96,7 +96,7 @@ mod tests {
         };
         let mut buf = Vec::new();
         Packet::Retry(retry.clone()).encode(&mut buf);
-        let mut expected = vec![1, 2, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88];
+        let mut expected = vec![2, 2, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88];
         expected.extend_from_slice(&[0xab; COOKIE_LEN]);
         expected.extend_from_slice(&[0, 0, 0, 7]);
         assert_eq!(buf, expected);
