@@ -2,6 +2,7 @@
 //! in until its scheduled departure, the record of how late each departure was, and the per-flow
 //! counters of what left.
 
+use crate::packet::{Run, Segment, MAX_SEGMENTS};
 use crate::tun::Tun;
 use qstp_proto::{Duration, Time};
 use std::collections::VecDeque;
@@ -131,8 +132,29 @@ pub struct FlowBins {
     last_sojourn: Option<u64>,
 }
 
+/// Segments of one TCP flow due together, being gathered into one super-packet.
+#[derive(Debug)]
+struct Open {
+    /// What the next segment must match.
+    run: Run,
+    /// The segments, in order (at most [`MAX_SEGMENTS`]).
+    segs: Vec<Delayed>,
+    /// The last segment's TCP flags.
+    last_flags: u8,
+}
+
+/// Most runs open at once while due packets are written (one per TCP flow among them): beyond
+/// it the oldest is written first.
+const MAX_OPEN: usize = 8;
+
 /// The delay lines of one direction (one per group: a group's packets share one delay, so each
 /// line stays in due order) and what left them.
+///
+/// Due packets are written in batches: consecutive segments of one TCP flow that are due at the
+/// same wake-up (same addresses, ports and headers, contiguous sequence numbers, see
+/// [`Run::continues`]) leave as one super-packet that the kernel carries to the receiver whole
+/// (a virtio-net header with `VNET_GSO_TCPV4`), in one `writev`; every segment is still counted
+/// on its own (its departure error, its flow's bytes and jitter).
 #[derive(Debug)]
 pub struct Lines {
     lines: Vec<VecDeque<Delayed>>,
@@ -149,6 +171,16 @@ pub struct Lines {
     bin: Duration,
     /// Spare buffers, at most [`MAX_SPARE`].
     spare: Vec<Vec<u8>>,
+    /// Runs being gathered during [`Lines::release`] (at most [`MAX_OPEN`]; none between calls).
+    open: Vec<Open>,
+    /// Spare segment lists of runs, at most [`MAX_OPEN`].
+    spare_runs: Vec<Vec<Delayed>>,
+    /// Super-packets written (each of two segments or more).
+    pub super_packets: u64,
+    /// Segments written in super-packets.
+    pub coalesced: u64,
+    /// Super-packets the device refused, whose segments were then written one by one.
+    pub super_failures: u64,
 }
 
 /// Most spare packet buffers kept for reuse.
@@ -172,6 +204,11 @@ impl Lines {
             held: 0,
             bin,
             spare: Vec::new(),
+            open: Vec::with_capacity(MAX_OPEN),
+            spare_runs: Vec::new(),
+            super_packets: 0,
+            coalesced: 0,
+            super_failures: 0,
         }
     }
 
@@ -214,7 +251,8 @@ impl Lines {
             .min()
     }
 
-    /// Write every packet due by `now` to `tun`, counting how late each left.
+    /// Write every packet due by `now` to `tun`, counting how late each left; consecutive
+    /// segments of a TCP flow leave together as one super-packet.
     pub fn release(&mut self, now: Time, tun: &mut Tun) {
         for g in 0..self.lines.len() {
             while self.lines[g].front().is_some_and(|d| d.due <= now) {
@@ -222,15 +260,99 @@ impl Lines {
                     break;
                 };
                 self.held -= d.bytes.len();
-                if tun.write(&d.bytes) {
-                    self.accuracy.record((now - d.due).as_nanos());
-                    self.count(now, &d);
-                } else {
-                    self.write_failures += 1;
-                }
-                self.recycle(d.bytes);
+                self.send(now, d, tun);
             }
         }
+        while let Some(o) = self.open.pop() {
+            self.flush(now, o, tun);
+        }
+    }
+
+    /// Add `d` to its flow's open run, or start one, or write it alone.
+    fn send(&mut self, now: Time, d: Delayed, tun: &mut Tun) {
+        let Some(seg) = Segment::parse(&d.bytes) else {
+            return self.write_one(now, d, tun);
+        };
+        if let Some(i) = self.open.iter().position(|o| o.run.head.flow == seg.flow) {
+            let o = &mut self.open[i];
+            if o.run.continues(&o.segs[0].bytes, &d.bytes, &seg) {
+                o.run.push(&seg);
+                o.last_flags = seg.flags;
+                o.segs.push(d);
+                if o.run.closed {
+                    let o = self.open.swap_remove(i);
+                    self.flush(now, o, tun);
+                }
+                return;
+            }
+            // The flow's earlier segments leave first.
+            let o = self.open.swap_remove(i);
+            self.flush(now, o, tun);
+        }
+        let run = Run::start(seg);
+        if !seg.coalescable() || run.closed {
+            return self.write_one(now, d, tun);
+        }
+        if self.open.len() >= MAX_OPEN {
+            let o = self.open.swap_remove(0);
+            self.flush(now, o, tun);
+        }
+        let mut segs = self.spare_runs.pop().unwrap_or_default();
+        segs.push(d);
+        self.open.push(Open {
+            run,
+            segs,
+            last_flags: seg.flags,
+        });
+    }
+
+    /// Write the run `o`: a super-packet of its segments (one `writev`), or its one segment.
+    fn flush(&mut self, now: Time, mut o: Open, tun: &mut Tun) {
+        if o.segs.len() > 1 {
+            let cut = o.run.head.ihl + o.run.head.thl;
+            // The first segment's own headers, to write the segments one by one if the device
+            // refuses the super-packet.
+            let mut saved = [0u8; 120];
+            saved[..cut].copy_from_slice(&o.segs[0].bytes[..cut]);
+            let hdr = o.run.finish(&mut o.segs[0].bytes, o.last_flags);
+            let mut parts: [&[u8]; MAX_SEGMENTS] = [&[]; MAX_SEGMENTS];
+            for (i, (p, d)) in parts.iter_mut().zip(&o.segs).enumerate() {
+                *p = if i == 0 { &d.bytes } else { &d.bytes[cut..] };
+            }
+            if tun.write_parts(&hdr, &parts[..o.segs.len()]) {
+                self.super_packets += 1;
+                self.coalesced += o.segs.len() as u64;
+                for d in o.segs.drain(..) {
+                    self.written(now, d, true);
+                }
+            } else {
+                self.super_failures += 1;
+                o.segs[0].bytes[..cut].copy_from_slice(&saved[..cut]);
+            }
+        }
+        for d in o.segs.drain(..) {
+            self.write_one(now, d, tun);
+        }
+        if self.spare_runs.len() < MAX_OPEN {
+            self.spare_runs.push(o.segs);
+        }
+    }
+
+    /// Write `d` alone.
+    fn write_one(&mut self, now: Time, d: Delayed, tun: &mut Tun) {
+        let ok = tun.write(&d.bytes);
+        self.written(now, d, ok);
+    }
+
+    /// Count `d` as written (`ok`) or refused, and keep its buffer.
+    fn written(&mut self, now: Time, d: Delayed, ok: bool) {
+        if ok {
+            self.accuracy.record((now - d.due).as_nanos());
+            self.count(now, &d);
+        } else {
+            self.write_failures += 1;
+        }
+        self.recycle(d.bytes);
     }
 
     fn count(&mut self, now: Time, d: &Delayed) {
