@@ -384,7 +384,12 @@ pub fn complete_checksum(hdr: &VnetHdr, p: &mut [u8]) -> Result<(), GsoError> {
     if at + 2 > p.len() {
         return Err(GsoError::Checksum);
     }
-    let c = !fold(sum(&p[start..], 0));
+    // A sum of zero is sent as 0xffff, as the kernel does (for UDP, RFC 768, zero would mean
+    // "no checksum"; for TCP both verify).
+    let c = match !fold(sum(&p[start..], 0)) {
+        0 => 0xffff,
+        c => c,
+    };
     p[at..at + 2].copy_from_slice(&c.to_be_bytes());
     Ok(())
 }
@@ -723,6 +728,15 @@ mod tests {
         };
         complete_checksum(&hdr, &mut p).unwrap();
         assert!(checksums_verify(&p));
+        // A span summing to zero: the field gets 0xffff, never 0 (UDP's "no checksum").
+        let mut zero = [0, 0, 0xff, 0xff, 0, 0];
+        let at_start = VnetHdr {
+            csum_start: 0,
+            csum_offset: 0,
+            ..hdr
+        };
+        complete_checksum(&at_start, &mut zero).unwrap();
+        assert_eq!(zero[..2], [0xff, 0xff]);
         let far = VnetHdr {
             csum_offset: 400,
             ..hdr
