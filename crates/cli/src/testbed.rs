@@ -68,6 +68,12 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
             by_dscp: base.testbed.classify == Classify::Dscp,
             dscp: base.testbed.dscp.clone(),
         },
+        host_sysctl: base
+            .testbed
+            .sysctl
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect(),
         ..qstp_testbed::Options::default()
     };
     // Every point is checked before anything is created.

@@ -138,6 +138,7 @@ mod tests {
                 jitter_ms: None,
                 fairness: None,
                 retransmitted: 0.0,
+                recovery: None,
                 matching: None,
                 signals: None,
                 phb: None,

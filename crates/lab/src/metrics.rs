@@ -39,6 +39,12 @@ pub struct FlowRun {
     pub packets_sent: u64,
     /// Data packets sent again.
     pub packets_retransmitted: u64,
+    /// Retransmission timeouts after the warm-up (TCP senders; `None` for others).
+    #[serde(default)]
+    pub timeouts: Option<u64>,
+    /// Entries into fast recovery after the warm-up (TCP senders; `None` for others).
+    #[serde(default)]
+    pub fast_recoveries: Option<u64>,
 }
 
 /// One flow's series over a whole run, one value per bin.
@@ -219,6 +225,11 @@ fn flow_run(f: &FlowRecord, bin: Duration, warmup: Duration, end: Duration) -> F
     let first = first_bin(bin, warmup);
     let jitter_sum: u64 = f.jitter_ns.iter().skip(first).sum();
     let packets: u64 = f.received_packets.iter().skip(first).sum();
+    // A TCP sender's loss events split into timeouts and fast recoveries.
+    let recovery = (!f.sender.timeouts.is_empty()).then(|| {
+        let sum = |v: &[u64]| v.iter().skip(first).sum::<u64>();
+        (sum(&f.sender.timeouts), sum(&f.sender.loss_events))
+    });
     FlowRun {
         group: f.group,
         flow: f.flow,
@@ -228,6 +239,8 @@ fn flow_run(f: &FlowRecord, bin: Duration, warmup: Duration, end: Duration) -> F
         jitter_ms: (packets > 0).then(|| jitter_sum as f64 / packets as f64 / 1e6),
         packets_sent: f.packets_sent,
         packets_retransmitted: f.packets_retransmitted,
+        timeouts: recovery.map(|(t, _)| t),
+        fast_recoveries: recovery.map(|(t, events)| events.saturating_sub(t)),
     }
 }
 

@@ -329,7 +329,7 @@ fn field(text: &str) -> String {
 pub fn runs_csv(plan: &Plan, results: &[PointResult], summary: &Summary) -> String {
     let mut out = String::from(
         "point,params,run,seed,group,flow,protocol,target_bps,throughput_bps,goodput_bps,\
-         jitter_ms,packets_sent,packets_retransmitted,retransmitted\n",
+         jitter_ms,packets_sent,packets_retransmitted,retransmitted,timeouts,fast_recoveries\n",
     );
     for (p, (point, result)) in plan.points.iter().zip(results).enumerate() {
         let label = field(&params_label(&summary.points[p].params));
@@ -345,9 +345,10 @@ pub fn runs_csv(plan: &Plan, results: &[PointResult], summary: &Summary) -> Stri
                 } else {
                     f.packets_retransmitted as f64 / f.packets_sent as f64
                 };
+                let count = |c: Option<u64>| c.map_or(String::new(), |c| c.to_string());
                 let _ = writeln!(
                     out,
-                    "{p},{label},{run},{seed},{group},{flow},{protocol},{target},{thr:.1},{good:.1},{jitter},{sent},{re},{share:.6}",
+                    "{p},{label},{run},{seed},{group},{flow},{protocol},{target},{thr:.1},{good:.1},{jitter},{sent},{re},{share:.6},{timeouts},{fast}",
                     seed = metrics.seed,
                     group = field(&group.name),
                     flow = f.flow,
@@ -356,6 +357,8 @@ pub fn runs_csv(plan: &Plan, results: &[PointResult], summary: &Summary) -> Stri
                     good = f.goodput_bps,
                     sent = f.packets_sent,
                     re = f.packets_retransmitted,
+                    timeouts = count(f.timeouts),
+                    fast = count(f.fast_recoveries),
                 );
             }
         }

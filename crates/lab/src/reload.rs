@@ -233,6 +233,10 @@ fn read_runs(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<()
             jitter_ms: r.get(10).and_then(|v| v.parse().ok()),
             packets_sent: field(path, line, r, 11, "packets_sent")?,
             packets_retransmitted: field(path, line, r, 12, "packets_retransmitted")?,
+            // Columns 14 and 15 (TCP's loss recoveries) are empty for other senders and absent
+            // from files written before they existed.
+            timeouts: r.get(14).and_then(|v| v.parse().ok()),
+            fast_recoveries: r.get(15).and_then(|v| v.parse().ok()),
         });
     }
     Ok(())

@@ -167,6 +167,10 @@ pub struct GroupSummary {
     pub fairness: Option<f64>,
     /// Share of sent data packets that were retransmissions.
     pub retransmitted: f64,
+    /// A TCP group's loss recoveries per flow and run after the warm-up (`None` for other
+    /// protocols).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
     /// For the Free connection of a delegation group: how its throughput matched the trace
     /// (Free & Stunts paper eqs. 16-19), means over runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -186,6 +190,16 @@ pub struct GroupSummary {
     /// On an ATM trunk: what the group's VP counted, means per run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub atm: Option<AtmGroup>,
+}
+
+/// How a TCP group's senders recovered from losses: means per flow and run, after the warm-up.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// Retransmission timeouts (RFC 6298 §5.5; on the testbed the kernel's `TCPTimeouts`).
+    pub timeouts: f64,
+    /// Entries into fast recovery (RFC 6582, RFC 6675; on the testbed the kernel's
+    /// `TCPSackRecovery` and `TCPRenoRecovery`).
+    pub fast_recoveries: f64,
 }
 
 /// What an ATM VP counted, means per run (from the warm-up on).
@@ -380,6 +394,7 @@ fn group(g: usize, spec: &qstp_sim::GroupSpec, runs: &[RunMetrics]) -> GroupSumm
     let mut aggregate = Vec::new();
     let mut fairness = Vec::new();
     let (mut sent, mut retransmitted) = (0u64, 0u64);
+    let mut recoveries = Vec::new();
     for r in runs {
         let flows = of_group(r);
         throughput.extend(flows.iter().map(|f| f.throughput_bps));
@@ -393,7 +408,17 @@ fn group(g: usize, spec: &qstp_sim::GroupSpec, runs: &[RunMetrics]) -> GroupSumm
         }
         sent += flows.iter().map(|f| f.packets_sent).sum::<u64>();
         retransmitted += flows.iter().map(|f| f.packets_retransmitted).sum::<u64>();
+        recoveries.extend(
+            flows
+                .iter()
+                .filter_map(|f| Some((f.timeouts?, f.fast_recoveries?))),
+        );
     }
+    let n = recoveries.len() as f64;
+    let recovery = (!recoveries.is_empty()).then(|| Recovery {
+        timeouts: recoveries.iter().map(|r| r.0 as f64).sum::<f64>() / n,
+        fast_recoveries: recoveries.iter().map(|r| r.1 as f64).sum::<f64>() / n,
+    });
     GroupSummary {
         group: spec.name.clone(),
         protocol: protocol_name(&spec.protocol),
@@ -409,6 +434,7 @@ fn group(g: usize, spec: &qstp_sim::GroupSpec, runs: &[RunMetrics]) -> GroupSumm
         } else {
             retransmitted as f64 / sent as f64
         },
+        recovery,
         matching: None,
         signals: None,
         phb: None,

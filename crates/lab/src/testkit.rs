@@ -56,6 +56,7 @@ pub(crate) fn fake(spec: &SimSpec, progress: &mut dyn FnMut(Time)) -> Result<Run
                     rtt_samples: vec![1; bins],
                     cwnd_bytes: vec![15_000; bins],
                     loss_events: vec![2; bins],
+                    timeouts: vec![1; bins],
                     // qstp senders: their rate state at the end of each bin but the first (not
                     // yet established), X rising by 10 kbit/s a bin.
                     rate: if matches!(group.protocol, Protocol::Qstp(_)) {

@@ -122,6 +122,35 @@ pub enum Classifier {
     },
 }
 
+/// Why groups cannot be told apart by their code points (see [`check_group_dscps`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DscpConflict {
+    /// Group `0` has no code point.
+    Missing(usize),
+    /// Group `0`'s code point is above 63.
+    OutOfRange(usize, u8),
+    /// Groups `0` and `1` (the earlier first) share code point `2`.
+    Shared(usize, usize, u8),
+}
+
+/// The rule of a behaviour-aggregate classification by group (RFC 2474 §3: a codepoint is six
+/// bits and selects one PHB): every group has a code point of its own, in 0..63. The first
+/// conflict, groups in order.
+pub fn check_group_dscps(dscp: &[Option<u8>]) -> Result<(), DscpConflict> {
+    for (g, d) in dscp.iter().enumerate() {
+        let Some(d) = *d else {
+            return Err(DscpConflict::Missing(g));
+        };
+        if usize::from(d) >= DSCP_VALUES {
+            return Err(DscpConflict::OutOfRange(g, d));
+        }
+        if let Some(h) = dscp[..g].iter().position(|e| *e == Some(d)) {
+            return Err(DscpConflict::Shared(h, g, d));
+        }
+    }
+    Ok(())
+}
+
 impl Classifier {
     /// A behaviour-aggregate classifier: `(dscp, class)` pairs (a later pair for the same
     /// codepoint wins), every other codepoint to `default`. Codepoints are taken modulo 64.
@@ -159,6 +188,23 @@ impl Classifier {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_group_needs_a_code_point_of_its_own() {
+        assert_eq!(check_group_dscps(&[Some(10), Some(46)]), Ok(()));
+        assert_eq!(
+            check_group_dscps(&[Some(10), None]),
+            Err(DscpConflict::Missing(1))
+        );
+        assert_eq!(
+            check_group_dscps(&[Some(64)]),
+            Err(DscpConflict::OutOfRange(0, 64))
+        );
+        assert_eq!(
+            check_group_dscps(&[Some(8), Some(10), Some(8)]),
+            Err(DscpConflict::Shared(0, 2, 8))
+        );
+    }
     use std::net::{Ipv4Addr, Ipv6Addr};
 
     /// RFC 2597 §6: AF11, AF12, AF13 and RFC 3246: EF.

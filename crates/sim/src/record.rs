@@ -103,6 +103,7 @@ impl Recorder {
         }
         if s.loss_events.is_empty() {
             s.loss_events = vec![0; bins];
+            s.timeouts = vec![0; bins];
         }
         if !srtt.is_zero() {
             s.rtt_ns[bin] += srtt.as_nanos();
@@ -111,15 +112,20 @@ impl Recorder {
         s.cwnd_bytes[bin] = cwnd;
     }
 
-    /// The flow's sender saw `count` more loss events (congestion signals) at `now`.
-    pub fn on_loss_events(&mut self, flow: FlowId, now: Time, count: u64) {
+    /// The flow's TCP sender saw `count` more loss events (congestion signals) at `now`, of which
+    /// `timeouts` were retransmission timeouts.
+    pub fn on_loss_events(&mut self, flow: FlowId, now: Time, count: u64, timeouts: u64) {
         let Some(bin) = self.bin_of(now) else { return };
         let bins = self.bins;
         let s = &mut self.flows[flow.index()].sender;
         if s.loss_events.is_empty() {
             s.loss_events = vec![0; bins];
         }
+        if s.timeouts.is_empty() {
+            s.timeouts = vec![0; bins];
+        }
         s.loss_events[bin] += count;
+        s.timeouts[bin] += timeouts;
     }
 
     /// A rate-based sender's state at the end of bin `bin` (`None`: no connection yet), and the
@@ -182,11 +188,12 @@ mod tests {
         r.on_sent(f, ms(1200), true, true);
         r.on_sender_state(f, ms(300), Duration::from_millis(40), 3000);
         r.on_sender_state(f, ms(700), Duration::from_millis(60), 4500);
-        r.on_loss_events(f, ms(1100), 1);
-        r.on_loss_events(f, ms(1900), 2);
-        r.on_loss_events(f, ms(2100), 5); // after the last bin: not counted
+        r.on_loss_events(f, ms(1100), 1, 0);
+        r.on_loss_events(f, ms(1900), 2, 1);
+        r.on_loss_events(f, ms(2100), 5, 5); // after the last bin: not counted
         let rec = &r.into_records()[0];
         assert_eq!(rec.sender.loss_events, vec![0, 3]);
+        assert_eq!(rec.sender.timeouts, vec![0, 1]);
         // Per bin: sends, retransmissions, mean smoothed RTT, the last window.
         assert_eq!(rec.sender.sent, vec![1, 1]);
         assert_eq!(rec.sender.retransmitted, vec![0, 1]);

@@ -238,6 +238,8 @@ pub struct SenderSeries {
     /// retransmission timeouts; qstp's feedbacks whose loss event rate p rose
     /// (`qstp_proto::Stats::loss_event_rate_increases`, a lower bound on new loss events).
     pub loss_events: Vec<u64>,
+    /// Of those, retransmission timeouts (TCP senders; empty for others).
+    pub timeouts: Vec<u64>,
     /// The rate controller's state at the end of each bin (qstp senders; `None` for a bin that
     /// ended before the connection was established).
     pub rate: Vec<Option<RateSample>>,

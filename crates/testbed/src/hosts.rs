@@ -3,8 +3,9 @@
 //!
 //! The sender writes as fast as its socket takes data, with the group's congestion control set by
 //! `TCP_CONGESTION` before it connects, and samples `TCP_INFO` at the end of every bin (segments
-//! sent and retransmitted, smoothed RTT, window). The sink counts the bytes its application reads
-//! per bin: the goodput.
+//! sent and retransmitted, smoothed RTT, window) and its namespace's `TcpExt` counters (its loss
+//! recoveries: the namespace holds this one connection). The sink counts the bytes its
+//! application reads per bin: the goodput.
 
 use crate::lines::Clock;
 use crate::{ns, TestbedError};
@@ -237,13 +238,17 @@ pub fn spawn_sender(
                 rtt_ns: vec![0; timing.bins],
                 rtt_samples: vec![0; timing.bins],
                 cwnd_bytes: vec![0; timing.bins],
-                loss_events: Vec::new(),
+                loss_events: vec![0; timing.bins],
+                timeouts: vec![0; timing.bins],
                 rate: Vec::new(),
             },
             ..SenderOutput::default()
         };
         let mut sampled = timing.bin_of(timing.clock.now());
         let mut last = TcpInfo::default();
+        // The namespace's counters before this connection sent anything (the handshake's own
+        // timeouts, if its SYN was lost, count as the first bin's).
+        let mut last_ext = TcpExt::read().unwrap_or_default();
         while !timing.done(&stop) {
             match stream.write(&data) {
                 Ok(_) => {}
@@ -259,6 +264,10 @@ pub fn spawn_sender(
                     record(&mut out, sampled, &info, &last);
                     last = info;
                 }
+                if let Ok(ext) = TcpExt::read() {
+                    record_recoveries(&mut out, sampled, &ext, &last_ext);
+                    last_ext = ext;
+                }
                 sampled = bin;
             }
         }
@@ -266,6 +275,9 @@ pub fn spawn_sender(
             record(&mut out, sampled, &info, &last);
             out.packets_sent = u64::from(info.data_segs_out);
             out.packets_retransmitted = u64::from(info.total_retrans);
+        }
+        if let Ok(ext) = TcpExt::read() {
+            record_recoveries(&mut out, sampled, &ext, &last_ext);
         }
         let _ = stream.shutdown(std::net::Shutdown::Both);
         Ok(out)
@@ -324,6 +336,74 @@ fn record(out: &mut SenderOutput, bin: usize, info: &TcpInfo, last: &TcpInfo) {
     s.rtt_ns[bin] = u64::from(info.rtt_us) * 1000;
     s.rtt_samples[bin] = 1;
     s.cwnd_bytes[bin] = u64::from(info.snd_cwnd) * u64::from(info.snd_mss);
+}
+
+fn record_recoveries(out: &mut SenderOutput, bin: usize, ext: &TcpExt, last: &TcpExt) {
+    let s = &mut out.series;
+    if bin >= s.loss_events.len() {
+        return;
+    }
+    let timeouts = ext.timeouts.saturating_sub(last.timeouts);
+    let recoveries = ext.recoveries().saturating_sub(last.recoveries());
+    s.timeouts[bin] += timeouts;
+    s.loss_events[bin] += timeouts + recoveries;
+}
+
+/// The loss-recovery counters of the calling thread's network namespace (`TcpExt` in
+/// `/proc/thread-self/net/netstat`, as `nstat` shows them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpExt {
+    /// `TCPTimeouts`: retransmission timer expiries (not counting loss probes).
+    pub timeouts: u64,
+    /// `TCPSackRecovery`: entries into fast recovery with SACK.
+    pub sack_recoveries: u64,
+    /// `TCPRenoRecovery`: entries into fast recovery without SACK.
+    pub reno_recoveries: u64,
+}
+
+impl TcpExt {
+    /// Entries into fast recovery, with SACK or without.
+    pub fn recoveries(&self) -> u64 {
+        self.sack_recoveries + self.reno_recoveries
+    }
+
+    /// The calling thread's namespace's counters.
+    pub fn read() -> Result<TcpExt, TestbedError> {
+        let text = std::fs::read_to_string("/proc/thread-self/net/netstat")
+            .map_err(|e| TestbedError::Decode(format!("/proc/thread-self/net/netstat: {e}")))?;
+        TcpExt::parse(&text)
+    }
+
+    /// The counters from the text of `/proc/net/netstat`: a `TcpExt:` line of names, then a
+    /// `TcpExt:` line of values in the same order.
+    pub fn parse(text: &str) -> Result<TcpExt, TestbedError> {
+        let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
+        let (Some(names), Some(values)) = (lines.next(), lines.next()) else {
+            return Err(TestbedError::Decode("no TcpExt lines in netstat".into()));
+        };
+        let names: Vec<&str> = names.split_whitespace().skip(1).collect();
+        let values: Vec<&str> = values.split_whitespace().skip(1).collect();
+        if names.len() != values.len() {
+            return Err(TestbedError::Decode(format!(
+                "netstat's TcpExt has {} names and {} values",
+                names.len(),
+                values.len()
+            )));
+        }
+        let get = |name: &str| -> Result<u64, TestbedError> {
+            match names.iter().position(|n| *n == name) {
+                None => Ok(0),
+                Some(i) => values[i].parse().map_err(|_| {
+                    TestbedError::Decode(format!("netstat's {name} is '{}'", values[i]))
+                }),
+            }
+        };
+        Ok(TcpExt {
+            timeouts: get("TCPTimeouts")?,
+            sack_recoveries: get("TCPSackRecovery")?,
+            reno_recoveries: get("TCPRenoRecovery")?,
+        })
+    }
 }
 
 fn set_congestion(socket: &socket2::Socket, name: &str) -> std::io::Result<()> {
@@ -410,6 +490,25 @@ mod tests {
         assert_eq!(kernel_congestion("NewReno"), "reno");
         assert_eq!(kernel_congestion("reno"), "reno");
         assert_eq!(kernel_congestion("cubic"), "cubic");
+    }
+
+    #[test]
+    fn netstat_s_tcp_ext_counters_are_read_by_name() {
+        let text = "TcpExt: SyncookiesSent TCPRenoRecovery TCPSackRecovery TCPTimeouts\n\
+                    TcpExt: 0 2 5 7\n\
+                    IpExt: InNoRoutes\nIpExt: 0\n";
+        let ext = TcpExt::parse(text).unwrap();
+        assert_eq!((ext.timeouts, ext.recoveries()), (7, 7));
+        assert!(TcpExt::parse("IpExt: A\nIpExt: 1\n").is_err());
+        assert!(TcpExt::parse("TcpExt: A B\nTcpExt: 1\n").is_err());
+        assert!(TcpExt::parse("TcpExt: TCPTimeouts\nTcpExt: x\n").is_err());
+    }
+
+    #[test]
+    fn this_machine_s_netstat_parses() {
+        // /proc/thread-self/net/netstat exists on every Linux this testbed runs on.
+        let ext = TcpExt::read();
+        assert!(ext.is_ok(), "{ext:?}");
     }
 
     #[test]

@@ -232,6 +232,7 @@ impl Sampler {
                     rtt_samples: vec![0; bins],
                     cwnd_bytes: vec![0; bins],
                     loss_events: vec![0; bins],
+                    timeouts: Vec::new(),
                     rate: vec![None; bins],
                 },
                 ..SenderOutput::default()

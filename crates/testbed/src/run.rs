@@ -9,6 +9,7 @@ use crate::router::{self, DirectionOutput, FlowPath, GroupPath, RouterSpec};
 use crate::setup::{self, HostPair, HostTcp};
 use crate::TestbedError;
 use qstp_proto::{Duration, Time};
+use qstp_sim::classify::{check_group_dscps, DscpConflict};
 use qstp_sim::{FlowRecord, Protocol, QstpSpec, RunOutput, SimSpec, TcpSpec, Topology};
 use rand::RngCore;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,6 +49,9 @@ pub struct Options {
     pub prefix: Option<String>,
     /// Fail on purpose once the hosts exist, before the router starts (to test the cleanup).
     pub fail_mid_setup: bool,
+    /// More sysctls for every host (`key=value`, after the testbed's own; the scenario's
+    /// `[testbed] sysctl`).
+    pub host_sysctl: Vec<String>,
 }
 
 /// One direction of the router, as the summary reports it.
@@ -289,6 +293,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
             rto_min_ms: o.min_rto.as_millis(),
             quickack: !o.delayed_ack,
             mtu: spec.packet_size_of(group),
+            sysctl: options.host_sysctl.clone(),
         };
         for f in 0..group.flows as usize {
             let pair = setup::hosts(&mut guard, &r, pairs.len(), (g, f), &tcp)?;
@@ -477,27 +482,19 @@ fn check_classification(spec: &SimSpec, c: &Classification) -> Result<(), Testbe
     if !c.by_dscp {
         return Ok(());
     }
-    for (g, group) in spec.groups.iter().enumerate() {
-        let Some(d) = c.dscp_of(g) else {
-            return Err(TestbedError::Unsupported(format!(
-                "group '{}': no DSCP to classify it by",
-                group.name
-            )));
-        };
-        if d >= 64 {
-            return Err(TestbedError::Unsupported(format!(
-                "group '{}': DSCP {d} is outside 0..63",
-                group.name
-            )));
-        }
-        if let Some(h) = (0..g).find(|&h| c.dscp_of(h) == Some(d)) {
-            return Err(TestbedError::Unsupported(format!(
-                "groups '{}' and '{}' share DSCP {d}",
-                spec.groups[h].name, group.name
-            )));
-        }
-    }
-    Ok(())
+    let dscp: Vec<Option<u8>> = (0..spec.groups.len()).map(|g| c.dscp_of(g)).collect();
+    let name = |g: usize| &spec.groups[g].name;
+    check_group_dscps(&dscp).map_err(|conflict| {
+        TestbedError::Unsupported(match conflict {
+            DscpConflict::Missing(g) => format!("group '{}': no DSCP to classify it by", name(g)),
+            DscpConflict::OutOfRange(g, d) => {
+                format!("group '{}': DSCP {d} is outside 0..63", name(g))
+            }
+            DscpConflict::Shared(h, g, d) => {
+                format!("groups '{}' and '{}' share DSCP {d}", name(h), name(g))
+            }
+        })
+    })
 }
 
 fn panicked(what: &str) -> TestbedError {
@@ -524,6 +521,28 @@ mod tests {
     fn spec(text: &str) -> SimSpec {
         let plan = qstp_lab::scenario::parse(text, "t.toml", &Default::default()).unwrap();
         plan.base().spec(0)
+    }
+
+    #[test]
+    fn classification_by_dscp_needs_a_code_point_per_group() {
+        let two = spec(
+            "name = \"t\"\nduration = \"10s\"\n[bottleneck]\nrate = \"10M\"\n\
+             queue = { kind = \"droptail\", limit = 50 }\n[[group]]\nname = \"X\"\n\
+             protocol = \"tcp\"\nrtt = \"40ms\"\n[[group]]\nname = \"Y\"\n\
+             protocol = \"tcp\"\nrtt = \"40ms\"\n",
+        );
+        let by = |dscp: Vec<Option<u8>>| Classification {
+            by_dscp: true,
+            dscp,
+        };
+        assert!(check_classification(&two, &by(vec![Some(10), Some(12)])).is_ok());
+        let err = check_classification(&two, &by(vec![Some(10), Some(10)])).unwrap_err();
+        assert!(
+            err.to_string().contains("groups 'X' and 'Y' share DSCP 10"),
+            "{err}"
+        );
+        let err = check_classification(&two, &by(vec![Some(10)])).unwrap_err();
+        assert!(err.to_string().contains("group 'Y': no DSCP"), "{err}");
     }
 
     #[test]

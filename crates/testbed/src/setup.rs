@@ -39,6 +39,8 @@ pub struct HostTcp {
     /// The hosts' MTU: the group's packet size on the wire, so that a full segment is one
     /// simulated packet.
     pub mtu: usize,
+    /// The scenario's own sysctls (`key=value`), set after those above.
+    pub sysctl: Vec<String>,
 }
 
 /// One flow's two hosts.
@@ -92,17 +94,16 @@ pub fn hosts(
     for (side, addr) in [("s", sender), ("d", receiver)] {
         let host = guard.create(&format!("{side}{index}"))?;
         let flag = |b: bool| if b { "1" } else { "0" };
-        ns::sysctl(
-            &host,
-            &[
-                format!("net.ipv4.tcp_sack={}", flag(tcp.sack)),
-                format!("net.ipv4.tcp_timestamps={}", flag(tcp.timestamps)),
-                format!("net.ipv4.tcp_ecn={}", flag(tcp.ecn)),
-                "net.ipv4.tcp_no_metrics_save=1".into(),
-                "net.ipv6.conf.all.disable_ipv6=1".into(),
-                "net.ipv6.conf.default.disable_ipv6=1".into(),
-            ],
-        )?;
+        let mut settings = vec![
+            format!("net.ipv4.tcp_sack={}", flag(tcp.sack)),
+            format!("net.ipv4.tcp_timestamps={}", flag(tcp.timestamps)),
+            format!("net.ipv4.tcp_ecn={}", flag(tcp.ecn)),
+            "net.ipv4.tcp_no_metrics_save=1".into(),
+            "net.ipv6.conf.all.disable_ipv6=1".into(),
+            "net.ipv6.conf.default.disable_ipv6=1".into(),
+        ];
+        settings.extend(tcp.sysctl.iter().cloned());
+        ns::sysctl(&host, &settings)?;
         let dev = format!("{side}{index}");
         let addr = addr.to_string();
         ns::ip(&[

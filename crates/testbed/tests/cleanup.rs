@@ -25,8 +25,24 @@ fn a_panic_half_way_through_the_setup_removes_every_namespace_and_device() {
             rto_min_ms: 200,
             quickack: true,
             mtu: 1500,
+            sysctl: vec!["net.ipv4.tcp_recovery=0".into()],
         };
-        setup::hosts(&mut guard, &r, 0, (0, 0), &tcp).unwrap();
+        let pair = setup::hosts(&mut guard, &r, 0, (0, 0), &tcp).unwrap();
+        // The scenario's own sysctls hold in the hosts (the machine's default is 1).
+        for host in [&pair.sender_ns, &pair.receiver_ns] {
+            let out = std::process::Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    host,
+                    "sysctl",
+                    "-n",
+                    "net.ipv4.tcp_recovery",
+                ])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0", "{host}");
+        }
         let _tuns = setup::tuns(&r).unwrap();
         let made: Vec<String> = ns::list()
             .unwrap()

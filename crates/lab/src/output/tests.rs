@@ -142,7 +142,7 @@ fn runs_csv_has_a_row_per_point_run_and_flow() {
     assert_eq!(
         lines.next().unwrap(),
         "point,params,run,seed,group,flow,protocol,target_bps,throughput_bps,goodput_bps,\
-         jitter_ms,packets_sent,packets_retransmitted,retransmitted"
+         jitter_ms,packets_sent,packets_retransmitted,retransmitted,timeouts,fast_recoveries"
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     // Point 0: 3 runs x 2 flows; point 1: 3 runs x 3 flows.
@@ -155,6 +155,10 @@ fn runs_csv_has_a_row_per_point_run_and_flow() {
     assert_eq!(row[1], "B.flows=2");
     assert_eq!(row[3], "7");
     assert_eq!(row[8].parse::<f64>().unwrap(), 7101.0 * 8.0);
+    // The fake sender has 2 loss events a bin, one of them a timeout.
+    let timeouts: u64 = row[14].parse().unwrap();
+    assert!(timeouts > 0);
+    assert_eq!(row[15], row[14]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -365,6 +365,14 @@ mod tests {
             panic!()
         };
         assert_eq!(options.recovery, Recovery::Prr);
+        let err = tcp("tcp = { rto = \"bsd\" }").unwrap_err();
+        assert_eq!(err.key, "group.X.tcp.rto");
+        assert!(err.reason.contains("rfc6298 or linux"), "{}", err.reason);
+        let g = tcp("tcp = { rto = \"linux\" }").unwrap();
+        let Protocol::Tcp(TcpSpec { options, .. }) = g.protocol else {
+            panic!()
+        };
+        assert_eq!(options.rto, qstp_sim::tcp::RtoRule::Linux);
         let err = tcp("tcp = { nagle = true }").unwrap_err();
         assert_eq!((err.key.as_str(), err.unknown), ("group.X.tcp.nagle", true));
     }

@@ -6,8 +6,14 @@
 //! point its sender set (RFC 2474 §3), as a DiffServ edge router that trusts its customers' marks
 //! would. `dscp = { A = "AF21", B = "EF" }` gives the code point each group's senders set; in
 //! `"dscp"` mode a group it does not name gets CS1, CS2, .. by its place among the groups.
+//!
+//! `sysctl = { "net.ipv4.tcp_recovery" = 0, .. }` sets more sysctls in every host's namespace,
+//! after the testbed's own (SACK, timestamps, ECN): a way to switch a kernel TCP feature off and
+//! see what it does. Only the network namespace's own settings (`net.ipv4.*`, `net.core.*`)
+//! are taken: any other would change the whole machine.
 
 use super::fields::{FieldResult, Fields};
+use qstp_sim::classify::{check_group_dscps, DscpConflict};
 use qstp_sim::GroupSpec;
 use toml::Value;
 
@@ -39,6 +45,36 @@ pub struct TestbedParams {
     /// Per group, in the scenario's order, the code point its senders set (`None`: they leave
     /// the sockets' default, CS0, and qstp-net its own choice).
     pub dscp: Vec<Option<u8>>,
+    /// More sysctls for every host, `(key, value)` in the file's order of keys (sorted).
+    pub sysctl: Vec<(String, String)>,
+}
+
+/// Check one `sysctl` entry: a key of the network namespace's own and a value of one line.
+fn host_sysctl(key: &str, value: Value) -> Result<String, String> {
+    let namespaced = ["net.ipv4.", "net.core."]
+        .iter()
+        .any(|p| key.strip_prefix(p).is_some_and(|rest| !rest.is_empty()));
+    if !namespaced
+        || !key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        return Err(
+            "only a network namespace's own sysctls (net.ipv4.*, net.core.*) can be set".into(),
+        );
+    }
+    let value = match value {
+        Value::Integer(n) => n.to_string(),
+        Value::String(s) if !s.is_empty() && !s.contains(['=', '\n', '\r']) => s,
+        Value::String(_) => return Err("an empty value, or one with '=' or a line break".into()),
+        other => {
+            return Err(format!(
+                "expected a number or a string, found {}",
+                other.type_str()
+            ))
+        }
+    };
+    Ok(value)
 }
 
 /// Parse a DSCP: `AF11`..`AF43` (RFC 2597 §6: 8 class + 2 drop precedence), `EF` (46, RFC 3246
@@ -76,6 +112,7 @@ pub(crate) fn testbed(f: Option<Fields>, groups: &[GroupSpec]) -> FieldResult<Te
         return Ok(TestbedParams {
             classify: Classify::Flow,
             dscp: vec![None; groups.len()],
+            sysctl: Vec::new(),
         });
     };
     let classify = match f.opt_str("classify")?.as_deref() {
@@ -127,23 +164,33 @@ pub(crate) fn testbed(f: Option<Fields>, groups: &[GroupSpec]) -> FieldResult<Te
                 *d = Some(8 * (i as u8 + 1));
             }
         }
-        for (i, d) in dscp.iter().enumerate() {
-            if let Some(j) = dscp[..i].iter().position(|e| e == d) {
-                return Err(f.error(
-                    "dscp",
-                    format!(
-                        "groups '{}' and '{}' share code point {}: with classify = \"dscp\" the \
-                         router could not tell them apart",
-                        groups[j].name,
-                        groups[i].name,
-                        d.unwrap_or(0)
-                    ),
-                ));
-            }
+        // Every group now has one; they must differ (and the parser keeps them below 64).
+        if let Err(DscpConflict::Shared(j, i, d)) = check_group_dscps(&dscp) {
+            return Err(f.error(
+                "dscp",
+                format!(
+                    "groups '{}' and '{}' share code point {d}: with classify = \"dscp\" the \
+                     router could not tell them apart",
+                    groups[j].name, groups[i].name
+                ),
+            ));
         }
     }
+    let mut sysctl = Vec::new();
+    if let Some(mut t) = f.opt_table("sysctl")? {
+        for key in t.keys() {
+            let Some(value) = t.take(&key) else { continue };
+            let value = host_sysctl(&key, value).map_err(|reason| t.error(&key, reason))?;
+            sysctl.push((key, value));
+        }
+        t.finish()?;
+    }
     f.finish()?;
-    Ok(TestbedParams { classify, dscp })
+    Ok(TestbedParams {
+        classify,
+        dscp,
+        sysctl,
+    })
 }
 
 #[cfg(test)]
@@ -183,6 +230,34 @@ rtt = "40ms"
         assert_eq!(parse_dscp("63"), Ok(63));
         for bad in ["AF14", "AF51", "CS8", "64", "AF1", "", "X"] {
             assert!(parse_dscp(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn host_sysctls_are_the_namespace_s_own() {
+        let p = params(
+            "[testbed]\nsysctl = { \"net.ipv4.tcp_recovery\" = 0, \"net.ipv4.tcp_rmem\" = \"4096 131072 6291456\" }\n",
+        )
+        .unwrap();
+        assert_eq!(
+            p.sysctl,
+            vec![
+                ("net.ipv4.tcp_recovery".to_string(), "0".to_string()),
+                (
+                    "net.ipv4.tcp_rmem".to_string(),
+                    "4096 131072 6291456".to_string()
+                )
+            ]
+        );
+        for (bad, why) in [
+            ("\"kernel.panic\" = 1", "network namespace's own"),
+            ("\"net.ipv4.\" = 1", "network namespace's own"),
+            ("\"net.ipv4.a;b\" = 1", "network namespace's own"),
+            ("\"net.ipv4.tcp_sack\" = \"1=2\"", "'='"),
+            ("\"net.ipv4.tcp_sack\" = true", "found boolean"),
+        ] {
+            let err = params(&format!("[testbed]\nsysctl = {{ {bad} }}\n")).unwrap_err();
+            assert!(err.contains("sysctl") && err.contains(why), "{bad}: {err}");
         }
     }
 

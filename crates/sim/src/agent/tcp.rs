@@ -56,6 +56,8 @@ pub struct TcpSource {
     started: bool,
     /// Loss events already recorded.
     loss_events: u64,
+    /// Of those, retransmission timeouts.
+    timeouts: u64,
     /// The application's on/off cycle, if it has one.
     switch: Option<Switch>,
 }
@@ -69,6 +71,7 @@ impl TcpSource {
             header_bytes,
             started: false,
             loss_events: 0,
+            timeouts: 0,
             switch: None,
         }
     }
@@ -122,11 +125,16 @@ impl TcpSource {
 
     /// Count the loss events the sender saw since the last call in the flow's series.
     fn record_loss_events(&mut self, ctx: &mut Ctx) {
-        let now = self.sender.loss_events();
-        if now > self.loss_events {
-            ctx.recorder
-                .on_loss_events(self.binding.flow, ctx.now, now - self.loss_events);
-            self.loss_events = now;
+        let (events, timeouts) = (self.sender.loss_events(), self.sender.timeouts());
+        if events > self.loss_events {
+            ctx.recorder.on_loss_events(
+                self.binding.flow,
+                ctx.now,
+                events - self.loss_events,
+                timeouts - self.timeouts,
+            );
+            self.loss_events = events;
+            self.timeouts = timeouts;
         }
     }
 

@@ -161,6 +161,7 @@ impl Recorder {
                             .map(|&w| (w * payload).round() as u64)
                             .collect(),
                         loss_events: counts(&b.signals, 1.0),
+                        timeouts: Vec::new(),
                         rate: Vec::new(),
                     },
                 }

@@ -6,7 +6,7 @@ use crate::agent::switch::Switch;
 use crate::agent::{self, Agent};
 use crate::error::SimError;
 use crate::params::{NameOrTable, ParamResult, ParamTable};
-use crate::tcp::{self, CcSpec, Recovery, RttSample, TcpOptions};
+use crate::tcp::{self, CcSpec, Recovery, RtoRule, RttSample, TcpOptions};
 use crate::validate::TCP_IP_HEADER;
 
 /// A saturated TCP bulk transfer.
@@ -111,7 +111,7 @@ fn congestion(t: &mut dyn ParamTable) -> ParamResult<CcSpec> {
 }
 
 /// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window, recovery,
-/// handshake, rtt_sample }`;
+/// handshake, rtt_sample, rto }`;
 /// `delayed_ack` and `window` may also sit in the group itself (the older spelling).
 fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
     let mut o = TcpOptions::default();
@@ -150,6 +150,17 @@ fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
                     return Err(t.error(
                         "rtt_sample",
                         &format!("'{other}' is not an RTT sample (use newest or oldest)"),
+                    ))
+                }
+            }
+            match t.opt_str("rto")?.as_deref() {
+                None => {}
+                Some("rfc6298") => o.rto = RtoRule::Rfc6298,
+                Some("linux") => o.rto = RtoRule::Linux,
+                Some(other) => {
+                    return Err(t.error(
+                        "rto",
+                        &format!("'{other}' is not an RTO rule (use rfc6298 or linux)"),
                     ))
                 }
             }

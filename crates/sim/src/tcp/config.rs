@@ -35,6 +35,25 @@ impl RttSample {
     }
 }
 
+/// How the retransmission timeout follows the RTT samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RtoRule {
+    /// RFC 6298 §2: RTO = max(SRTT + 4 RTTVAR, min_rto).
+    #[default]
+    Rfc6298,
+    /// Linux (net/ipv4/tcp_input.c `tcp_rtt_estimator`, `__tcp_set_rto`): RTO = SRTT + RTTVAR,
+    /// where RTTVAR is the largest mean deviation (x4) of the last round trip but never below
+    /// min_rto, so the floor applies to the variance term rather than to the whole.
+    Linux,
+}
+
+impl RtoRule {
+    fn is_rfc6298(&self) -> bool {
+        *self == RtoRule::Rfc6298
+    }
+}
+
 /// Parameters of one TCP connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TcpConfig {
@@ -66,6 +85,8 @@ pub struct TcpConfig {
     pub handshake: bool,
     /// Which segment of a cumulative ACK gives the RTT estimator its sample.
     pub rtt_sample: RttSample,
+    /// How the RTO follows the RTT samples.
+    pub rto: RtoRule,
 }
 
 impl Default for TcpConfig {
@@ -84,6 +105,7 @@ impl Default for TcpConfig {
             initial_rto: Duration::from_secs(1),
             handshake: false,
             rtt_sample: RttSample::Newest,
+            rto: RtoRule::Rfc6298,
         }
     }
 }
@@ -109,6 +131,9 @@ pub struct TcpOptions {
     /// Which segment of a cumulative ACK gives the RTT estimator its sample.
     #[serde(default, skip_serializing_if = "RttSample::is_newest")]
     pub rtt_sample: RttSample,
+    /// How the RTO follows the RTT samples.
+    #[serde(default, skip_serializing_if = "RtoRule::is_rfc6298")]
+    pub rto: RtoRule,
 }
 
 impl Default for TcpOptions {
@@ -125,6 +150,7 @@ impl Default for TcpOptions {
             recovery: Recovery::Rfc6675,
             handshake: false,
             rtt_sample: RttSample::Newest,
+            rto: RtoRule::Rfc6298,
         }
     }
 }
@@ -146,6 +172,7 @@ impl TcpOptions {
             recovery: self.recovery,
             handshake: self.handshake,
             rtt_sample: self.rtt_sample,
+            rto: self.rto,
             ..defaults
         }
     }

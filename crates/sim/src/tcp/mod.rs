@@ -29,7 +29,7 @@ pub use cc::{
     RoundSample,
 };
 pub use compound::Compound;
-pub use config::{Recovery, RttSample, TcpConfig, TcpConfigError, TcpOptions};
+pub use config::{Recovery, RtoRule, RttSample, TcpConfig, TcpConfigError, TcpOptions};
 pub use cubic::Cubic;
 pub use highspeed::HighSpeed;
 pub use htcp::Htcp;

@@ -1,5 +1,6 @@
-//! The retransmission timeout estimator of RFC 6298.
+//! The retransmission timeout estimator of RFC 6298, or Linux's.
 
+use super::config::RtoRule;
 use qstp_proto::Duration;
 
 /// Clock granularity G of RFC 6298 §2 (the simulator's clock is exact; this keeps RTO above SRTT
@@ -16,6 +17,21 @@ pub struct RttEstimator {
     backoff: u32,
     min_rto: Duration,
     max_rto: Duration,
+    rule: RtoRule,
+    linux: LinuxVariance,
+}
+
+/// Linux's variance state (net/ipv4/tcp_input.c `tcp_rtt_estimator`), in nanoseconds.
+#[derive(Debug, Clone, Copy, Default)]
+struct LinuxVariance {
+    /// `mdev_us`: the mean deviation, times 4.
+    mdev: u64,
+    /// `mdev_max_us`: the largest `mdev` of the round trip under way, at least min_rto.
+    mdev_max: u64,
+    /// `rttvar_us`: what the RTO adds to SRTT.
+    rttvar: u64,
+    /// `rtt_seq`: the round trip ends when snd_una passes it.
+    rtt_seq: u64,
 }
 
 impl RttEstimator {
@@ -29,7 +45,77 @@ impl RttEstimator {
             backoff: 0,
             min_rto,
             max_rto,
+            rule: RtoRule::Rfc6298,
+            linux: LinuxVariance::default(),
         }
+    }
+
+    /// The same with the RTO rule `rule`.
+    pub fn with_rule(mut self, rule: RtoRule) -> Self {
+        self.rule = rule;
+        self
+    }
+
+    /// Fold in an RTT measurement taken when the cumulative ACK point was `snd_una` and the next
+    /// new byte `snd_nxt` (Linux's rule ends its round trips by them; RFC 6298's ignores them).
+    pub fn sample_acked(&mut self, r: Duration, snd_una: u64, snd_nxt: u64) {
+        match self.rule {
+            RtoRule::Rfc6298 => self.sample(r),
+            RtoRule::Linux => self.sample_linux(r, snd_una, snd_nxt),
+        }
+    }
+
+    /// Linux's estimator (net/ipv4/tcp_input.c `tcp_rtt_estimator`, `__tcp_set_rto`).
+    fn sample_linux(&mut self, r: Duration, snd_una: u64, snd_nxt: u64) {
+        let m = r.as_nanos().max(1);
+        let min_rto = self.min_rto.as_nanos();
+        let v = &mut self.linux;
+        match self.srtt {
+            None => {
+                // "make sure rto = 3*rtt": mdev = 2m (x4), RTTVAR at least min_rto.
+                self.srtt = Some(Duration::from_nanos(m));
+                v.mdev = 2 * m;
+                v.rttvar = v.mdev.max(min_rto);
+                v.mdev_max = v.rttvar;
+                v.rtt_seq = snd_nxt;
+            }
+            Some(srtt) => {
+                let srtt = srtt.as_nanos();
+                // SRTT <- 7/8 SRTT + 1/8 m.
+                self.srtt = Some(Duration::from_nanos(if m >= srtt {
+                    srtt + (m - srtt) / 8
+                } else {
+                    srtt - (srtt - m) / 8
+                }));
+                // mdev <- 3/4 mdev + |err| (x4 units), except that an RTT falling by more than
+                // mdev/4 raises mdev only by an eighth of the excess (Linux's Eifel-like damping).
+                let err = m.abs_diff(srtt);
+                let quarter = v.mdev / 4;
+                v.mdev = if err >= quarter {
+                    let grow = err - quarter;
+                    v.mdev + if m < srtt { grow / 8 } else { grow }
+                } else {
+                    v.mdev - (quarter - err)
+                };
+                if v.mdev > v.mdev_max {
+                    v.mdev_max = v.mdev;
+                    v.rttvar = v.rttvar.max(v.mdev_max);
+                }
+                // Once per round trip: RTTVAR decays a quarter of the way to the round's
+                // largest deviation, and the next round's starts at min_rto.
+                if snd_una > v.rtt_seq {
+                    if v.mdev_max < v.rttvar {
+                        v.rttvar -= (v.rttvar - v.mdev_max) / 4;
+                    }
+                    v.rtt_seq = snd_nxt;
+                    v.mdev_max = min_rto;
+                }
+            }
+        }
+        self.min_rtt = Some(self.min_rtt.map_or(r, |x| x.min(r)));
+        // __tcp_set_rto: RTO = SRTT + RTTVAR.
+        self.rto = self.srtt.unwrap_or(r) + Duration::from_nanos(v.rttvar);
+        self.backoff = 0;
     }
 
     /// Fold in an RTT measurement (the caller applies Karn's rule, RFC 6298 §3).
@@ -95,6 +181,53 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn linux_adds_a_min_rto_floored_variance_to_srtt() {
+        let mut e = RttEstimator::new(ms(1000), ms(200), ms(60_000)).with_rule(RtoRule::Linux);
+        // First sample 100 ms: RTTVAR = max(2 x 100, 200) = 200, RTO = 300 (RFC 6298: 300 too).
+        e.sample_acked(ms(100), 0, 10);
+        assert_eq!(e.rto(), ms(300));
+        // Steady 100 ms samples: the deviation decays, RTTVAR stays at the 200 ms floor, so the
+        // RTO stays SRTT + 200 ms, where RFC 6298 would fall to its floor of max(SRTT, 200).
+        let mut rfc = RttEstimator::new(ms(1000), ms(200), ms(60_000));
+        rfc.sample(ms(100));
+        for i in 1..50u64 {
+            e.sample_acked(ms(100), 10 * i + 1, 10 * i + 10);
+            rfc.sample(ms(100));
+        }
+        assert_eq!(e.rto(), ms(300));
+        assert_eq!(rfc.rto(), ms(200));
+        // A jump to 300 ms: err 200 ms, mdev (x4) grows to about 200 ms... and more: RTTVAR
+        // follows the largest deviation of the round, above the floor.
+        e.sample_acked(ms(300), 600, 610);
+        let jumped = e.rto();
+        assert!(jumped > ms(125 + 200), "{jumped:?}");
+    }
+
+    #[test]
+    fn linux_damps_a_falling_rtt_and_decays_once_a_round() {
+        let mut e = RttEstimator::new(ms(1000), ms(10), ms(60_000)).with_rule(RtoRule::Linux);
+        e.sample_acked(ms(100), 0, 10);
+        // mdev (x4) = 200 ms, RTTVAR 200 ms.
+        // A sample 80 ms below SRTT (above mdev/4 = 50): mdev grows by (80 - 50) / 8 only.
+        e.sample_acked(ms(20), 5, 10);
+        assert_eq!(e.linux.mdev, ms(200).as_nanos() + ms(30).as_nanos() / 8);
+        // Same round (snd_una 5 is not past rtt_seq 10): RTTVAR rose with mdev_max, no decay.
+        assert_eq!(e.linux.rttvar, e.linux.mdev);
+        // Small errors shrink mdev. The round ends (snd_una 11 passed 10) with its largest
+        // deviation equal to RTTVAR: nothing to decay; the next round's largest starts at min_rto.
+        let before = e.linux.rttvar;
+        e.sample_acked(ms(90), 11, 20);
+        assert!(e.linux.mdev < before);
+        assert_eq!(e.linux.rttvar, before);
+        assert_eq!(e.linux.mdev_max, ms(10).as_nanos());
+        // That round's largest deviation is below RTTVAR: at its end RTTVAR decays a quarter of
+        // the way down to it.
+        e.sample_acked(ms(90), 21, 30);
+        let largest = e.linux.mdev;
+        assert_eq!(e.linux.rttvar, before - (before - largest) / 4);
     }
 
     #[test]

@@ -208,7 +208,8 @@ impl TcpSender {
             config.receive_window.max(2 * mss),
         );
         TcpSender {
-            rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto),
+            rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto)
+                .with_rule(config.rto),
             peer_window: config.receive_window,
             config,
             cc,
@@ -412,7 +413,8 @@ impl TcpSender {
                 self.rto_deadline = None;
                 self.peer_window = ack.window;
                 if let (Some(sent), false) = (self.syn_sent_at, self.syn_resent) {
-                    self.rtt.sample(now.saturating_since(sent));
+                    let (una, nxt) = (self.snd_una, self.snd_nxt);
+                    self.rtt.sample_acked(now.saturating_since(sent), una, nxt);
                 }
             }
             return;
@@ -457,7 +459,7 @@ impl TcpSender {
                     .map(|sent| now.saturating_since(sent)),
             };
             if let Some(r) = estimator_sample {
-                self.rtt.sample(r);
+                self.rtt.sample_acked(r, self.snd_una, self.snd_nxt);
             }
             if let Some(r) = rtt_sample {
                 cc_rtt = Some(r);
@@ -769,6 +771,11 @@ impl TcpSender {
     /// congestion signal the sender reacted to, or was told to leave to someone else).
     pub fn loss_events(&self) -> u64 {
         self.fast_retransmits + self.timeouts
+    }
+
+    /// Retransmission timeouts so far (RFC 6298 §5.5 expiries of an established connection).
+    pub fn timeouts(&self) -> u64 {
+        self.timeouts
     }
 
     /// Smoothed RTT (zero before the first sample).
