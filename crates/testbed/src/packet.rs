@@ -451,7 +451,7 @@ pub fn segment(hdr: &VnetHdr, p: &[u8], i: usize, out: &mut [u8]) -> Result<usiz
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A 20-byte IPv4 header plus 4 bytes of TCP ports, with a valid checksum.
@@ -528,6 +528,16 @@ mod tests {
 
     /// A TCP/IPv4 segment with valid checksums, 10.1.0.3:40000 to 10.2.0.3:5001.
     fn tcp(seq: u32, id: u16, flags: u8, payload: &[u8]) -> Vec<u8> {
+        tcp_port(40000, seq, id, flags, payload)
+    }
+
+    /// A TCP/IPv4 segment with valid checksums, from port `sport`, of `n` payload bytes.
+    pub(crate) fn tcp_from(sport: u16, seq: u32, id: u16, flags: u8, n: usize) -> Vec<u8> {
+        tcp_port(sport, seq, id, flags, &bytes(seq as usize, n))
+    }
+
+    /// A TCP/IPv4 segment with valid checksums, 10.1.0.3:`sport` to 10.2.0.3:5001.
+    fn tcp_port(sport: u16, seq: u32, id: u16, flags: u8, payload: &[u8]) -> Vec<u8> {
         let total = 40 + payload.len();
         let mut p = vec![0u8; total];
         p[0] = 0x45;
@@ -538,7 +548,7 @@ mod tests {
         p[9] = 6;
         p[12..16].copy_from_slice(&[10, 1, 0, 3]);
         p[16..20].copy_from_slice(&[10, 2, 0, 3]);
-        p[20..22].copy_from_slice(&40000u16.to_be_bytes());
+        p[20..22].copy_from_slice(&sport.to_be_bytes());
         p[22..24].copy_from_slice(&5001u16.to_be_bytes());
         p[24..28].copy_from_slice(&seq.to_be_bytes());
         p[28..32].copy_from_slice(&77_777u32.to_be_bytes());
