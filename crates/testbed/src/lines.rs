@@ -2,6 +2,7 @@
 //! in until its scheduled departure, the record of how late each departure was, and the per-flow
 //! counters of what left.
 
+use crate::packet::{Run, Segment, VnetHdr, MAX_SEGMENTS};
 use crate::tun::Tun;
 use qstp_proto::{Duration, Time};
 use std::collections::VecDeque;
@@ -131,8 +132,48 @@ pub struct FlowBins {
     last_sojourn: Option<u64>,
 }
 
+/// Where the delay lines write: a TUN device (or, in tests, a recorder).
+pub trait Writer {
+    /// Write one plain packet; whether it was taken.
+    fn write(&mut self, packet: &[u8]) -> bool;
+    /// Write one packet made of `parts` in order behind the virtio-net header `hdr`; whether it
+    /// was taken whole.
+    fn write_parts(&mut self, hdr: &VnetHdr, parts: &[&[u8]]) -> bool;
+}
+
+impl Writer for Tun {
+    fn write(&mut self, packet: &[u8]) -> bool {
+        Tun::write(self, packet)
+    }
+
+    fn write_parts(&mut self, hdr: &VnetHdr, parts: &[&[u8]]) -> bool {
+        Tun::write_parts(self, hdr, parts)
+    }
+}
+
+/// Segments of one TCP flow due together, being gathered into one super-packet.
+#[derive(Debug)]
+struct Open {
+    /// What the next segment must match.
+    run: Run,
+    /// The segments, in order (at most [`MAX_SEGMENTS`]).
+    segs: Vec<Delayed>,
+    /// The last segment's TCP flags.
+    last_flags: u8,
+}
+
+/// Most runs open at once while due packets are written (one per TCP flow among them): beyond
+/// it the oldest is written first.
+const MAX_OPEN: usize = 8;
+
 /// The delay lines of one direction (one per group: a group's packets share one delay, so each
 /// line stays in due order) and what left them.
+///
+/// Due packets are written in batches: consecutive segments of one TCP flow that are due at the
+/// same wake-up (same addresses, ports and headers, contiguous sequence numbers, see
+/// [`Run::continues`]) leave as one super-packet that the kernel carries to the receiver whole
+/// (a virtio-net header with `VNET_GSO_TCPV4`), in one `writev`; every segment is still counted
+/// on its own (its departure error, its flow's bytes and jitter).
 #[derive(Debug)]
 pub struct Lines {
     lines: Vec<VecDeque<Delayed>>,
@@ -149,6 +190,16 @@ pub struct Lines {
     bin: Duration,
     /// Spare buffers, at most [`MAX_SPARE`].
     spare: Vec<Vec<u8>>,
+    /// Runs being gathered during [`Lines::release`] (at most [`MAX_OPEN`]; none between calls).
+    open: Vec<Open>,
+    /// Spare segment lists of runs, at most [`MAX_OPEN`].
+    spare_runs: Vec<Vec<Delayed>>,
+    /// Super-packets written (each of two segments or more).
+    pub super_packets: u64,
+    /// Segments written in super-packets.
+    pub coalesced: u64,
+    /// Super-packets the device refused, whose segments were then written one by one.
+    pub super_failures: u64,
 }
 
 /// Most spare packet buffers kept for reuse.
@@ -172,6 +223,11 @@ impl Lines {
             held: 0,
             bin,
             spare: Vec::new(),
+            open: Vec::with_capacity(MAX_OPEN),
+            spare_runs: Vec::new(),
+            super_packets: 0,
+            coalesced: 0,
+            super_failures: 0,
         }
     }
 
@@ -214,23 +270,108 @@ impl Lines {
             .min()
     }
 
-    /// Write every packet due by `now` to `tun`, counting how late each left.
-    pub fn release(&mut self, now: Time, tun: &mut Tun) {
+    /// Write every packet due by `now` to `tun`, counting how late each left; consecutive
+    /// segments of a TCP flow leave together as one super-packet.
+    pub fn release(&mut self, now: Time, tun: &mut impl Writer) {
         for g in 0..self.lines.len() {
             while self.lines[g].front().is_some_and(|d| d.due <= now) {
                 let Some(d) = self.lines[g].pop_front() else {
                     break;
                 };
                 self.held -= d.bytes.len();
-                if tun.write(&d.bytes) {
-                    self.accuracy.record((now - d.due).as_nanos());
-                    self.count(now, &d);
-                } else {
-                    self.write_failures += 1;
-                }
-                self.recycle(d.bytes);
+                self.send(now, d, tun);
             }
         }
+        while let Some(o) = self.open.pop() {
+            self.flush(now, o, tun);
+        }
+    }
+
+    /// Add `d` to its flow's open run, or start one, or write it alone.
+    fn send(&mut self, now: Time, d: Delayed, tun: &mut impl Writer) {
+        let Some(seg) = Segment::parse(&d.bytes) else {
+            return self.write_one(now, d, tun);
+        };
+        if let Some(i) = self.open.iter().position(|o| o.run.head.flow == seg.flow) {
+            let o = &mut self.open[i];
+            if o.run.continues(&o.segs[0].bytes, &d.bytes, &seg) {
+                o.run.push(&seg);
+                o.last_flags = seg.flags;
+                o.segs.push(d);
+                if o.run.closed {
+                    let o = self.open.swap_remove(i);
+                    self.flush(now, o, tun);
+                }
+                return;
+            }
+            // The flow's earlier segments leave first.
+            let o = self.open.swap_remove(i);
+            self.flush(now, o, tun);
+        }
+        let run = Run::start(seg);
+        if !seg.coalescable() || run.closed {
+            return self.write_one(now, d, tun);
+        }
+        if self.open.len() >= MAX_OPEN {
+            let o = self.open.swap_remove(0);
+            self.flush(now, o, tun);
+        }
+        let mut segs = self.spare_runs.pop().unwrap_or_default();
+        segs.push(d);
+        self.open.push(Open {
+            run,
+            segs,
+            last_flags: seg.flags,
+        });
+    }
+
+    /// Write the run `o`: a super-packet of its segments (one `writev`), or its one segment.
+    fn flush(&mut self, now: Time, mut o: Open, tun: &mut impl Writer) {
+        if o.segs.len() > 1 {
+            let cut = o.run.head.ihl + o.run.head.thl;
+            // The first segment's own headers, to write the segments one by one if the device
+            // refuses the super-packet.
+            let mut saved = [0u8; 120];
+            saved[..cut].copy_from_slice(&o.segs[0].bytes[..cut]);
+            let hdr = o.run.finish(&mut o.segs[0].bytes, o.last_flags);
+            let mut parts: [&[u8]; MAX_SEGMENTS] = [&[]; MAX_SEGMENTS];
+            for (i, (p, d)) in parts.iter_mut().zip(&o.segs).enumerate() {
+                *p = if i == 0 { &d.bytes } else { &d.bytes[cut..] };
+            }
+            if tun.write_parts(&hdr, &parts[..o.segs.len()]) {
+                self.super_packets += 1;
+                self.coalesced += o.segs.len() as u64;
+                for d in o.segs.drain(..) {
+                    self.written(now, d, true);
+                }
+            } else {
+                self.super_failures += 1;
+                o.segs[0].bytes[..cut].copy_from_slice(&saved[..cut]);
+            }
+        }
+        for d in o.segs.drain(..) {
+            self.write_one(now, d, tun);
+        }
+        if self.spare_runs.len() < MAX_OPEN {
+            self.spare_runs.push(o.segs);
+        }
+    }
+
+    /// Write `d` alone.
+    fn write_one(&mut self, now: Time, d: Delayed, tun: &mut impl Writer) {
+        let ok = tun.write(&d.bytes);
+        self.written(now, d, ok);
+    }
+
+    /// Count `d` as written (`ok`) or refused, and keep its buffer.
+    fn written(&mut self, now: Time, d: Delayed, ok: bool) {
+        if ok {
+            self.accuracy.record((now - d.due).as_nanos());
+            self.count(now, &d);
+        } else {
+            self.write_failures += 1;
+        }
+        self.recycle(d.bytes);
     }
 
     fn count(&mut self, now: Time, d: &Delayed) {
@@ -272,5 +413,126 @@ mod tests {
         );
         assert_eq!(a.quantile_ns(1.0), 50_000_000);
         assert_eq!(a.quantile_ns(0.0), 1_000);
+    }
+
+    use crate::packet::{self, tests::tcp_from};
+
+    /// Records what the lines write; refuses super-packets if `refuse`.
+    #[derive(Default)]
+    struct Recorder {
+        written: Vec<(VnetHdr, Vec<u8>)>,
+        refuse: bool,
+    }
+
+    impl Writer for Recorder {
+        fn write(&mut self, p: &[u8]) -> bool {
+            self.written.push((VnetHdr::default(), p.to_vec()));
+            true
+        }
+
+        fn write_parts(&mut self, hdr: &VnetHdr, parts: &[&[u8]]) -> bool {
+            if self.refuse && hdr.gso_type != packet::VNET_GSO_NONE {
+                return false;
+            }
+            self.written.push((*hdr, parts.concat()));
+            true
+        }
+    }
+
+    /// Two TCP flows' segments interleaved, a pure acknowledgement and a UDP packet, all due.
+    fn due() -> Vec<(usize, Vec<u8>)> {
+        let a = |seq: u32, id: u16, flags: u8, n: usize| (0, tcp_from(40000, seq, id, flags, n));
+        let b = |seq: u32, id: u16, flags: u8, n: usize| (1, tcp_from(40001, seq, id, flags, n));
+        let mut udp = tcp_from(40002, 0, 0, 0x10, 30);
+        udp[9] = 17;
+        vec![
+            a(1000, 1, 0x10, 1000),
+            b(5000, 9, 0x10, 1000),
+            a(2000, 2, 0x10, 1000),
+            b(6000, 10, 0x10, 1000),
+            a(3000, 3, 0x18, 400), // PSH, shorter: ends flow 0's run
+            b(7000, 11, 0x10, 1000),
+            b(8000, 12, 0x10, 0), // an acknowledgement: flow 1's run leaves before it
+            a(3400, 4, 0x10, 1000),
+            (1, udp),
+        ]
+    }
+
+    fn release(refuse: bool) -> (Lines, Vec<(VnetHdr, Vec<u8>)>) {
+        let mut lines = Lines::new(1, 2, 1, Duration::from_secs(1));
+        for (flow, bytes) in due() {
+            let due = Time::from_nanos(1_000);
+            let read = Time::ZERO;
+            lines.push(
+                0,
+                Delayed {
+                    due,
+                    read,
+                    flow,
+                    bytes,
+                },
+            );
+        }
+        let mut out = Recorder {
+            refuse,
+            ..Recorder::default()
+        };
+        lines.release(Time::from_nanos(3_000), &mut out);
+        (lines, out.written)
+    }
+
+    /// Every written packet cut back into plain packets.
+    fn plain(written: &[(VnetHdr, Vec<u8>)]) -> Vec<Vec<u8>> {
+        let mut out = vec![0u8; 65_535];
+        let mut plain = Vec::new();
+        for (hdr, p) in written {
+            for i in 0..packet::segments(hdr, p).unwrap() {
+                if hdr.gso_type == packet::VNET_GSO_NONE {
+                    plain.push(p.clone());
+                } else {
+                    let n = packet::segment(hdr, p, i, &mut out).unwrap();
+                    plain.push(out[..n].to_vec());
+                }
+            }
+        }
+        plain
+    }
+
+    #[test]
+    fn due_segments_of_a_flow_leave_as_one_super_packet_each_counted_alone() {
+        let (lines, written) = release(false);
+        // Flow 0: 3 segments (the third with PSH), then 1 alone; flow 1: 3 segments, then the
+        // acknowledgement; the UDP packet alone.
+        assert_eq!(lines.super_packets, 2);
+        assert_eq!(lines.coalesced, 6);
+        assert_eq!(written.len(), 5);
+        assert_eq!(lines.accuracy.count(), 9, "every packet counted on its own");
+        assert_eq!(lines.accuracy.quantile_ns(1.0), 2_000);
+        assert_eq!(lines.flows[0].packets[0], 4);
+        assert_eq!(lines.flows[1].packets[0], 5);
+        let bytes: u64 = due().iter().map(|(_, p)| p.len() as u64).sum();
+        assert_eq!(lines.flows[0].bytes[0] + lines.flows[1].bytes[0], bytes);
+        // Cut back into plain packets, each flow's packets are the ones pushed, in order.
+        let plain = plain(&written);
+        let due = due();
+        for port in [40000u16, 40001, 40002] {
+            let of = |p: &&Vec<u8>| p[20..22] == port.to_be_bytes();
+            let sent: Vec<&Vec<u8>> = due.iter().map(|(_, p)| p).filter(of).collect();
+            let got: Vec<&Vec<u8>> = plain.iter().filter(of).collect();
+            assert_eq!(got, sent, "port {port}");
+        }
+    }
+
+    #[test]
+    fn a_refused_super_packet_leaves_segment_by_segment_unchanged() {
+        let (lines, written) = release(true);
+        assert_eq!((lines.super_packets, lines.super_failures), (0, 2));
+        assert_eq!(lines.write_failures, 0);
+        assert_eq!(lines.accuracy.count(), 9);
+        let mut sent: Vec<Vec<u8>> = due().into_iter().map(|(_, p)| p).collect();
+        let mut got: Vec<Vec<u8>> = written.into_iter().map(|(_, p)| p).collect();
+        sent.sort();
+        got.sort();
+        assert_eq!(got, sent, "the first segments' headers restored");
     }
 }

@@ -18,6 +18,13 @@
 //! [`MAX_SLEEP_NS`]), read every waiting packet (at most [`BATCH`] per wake-up), and let the link
 //! catch up on its schedule ([`Link::handle_timeout`] starts each packet at the instant it was
 //! due, not when the loop woke).
+//!
+//! Batched both ways with the TUN devices' TCP offloads (as virtio-net devices do): a read may
+//! return a sender's TCP super-packet, which is cut into its segments before anything else sees
+//! it ([`packet::segment`]), so that the markers, the queue and the link see, schedule and drop
+//! every segment on its own; and the segments of one flow due at the same wake-up leave in one
+//! `writev` as one super-packet ([`Lines::release`]), which the kernel forwards and the
+//! receiver's TCP takes as one.
 
 use crate::lines::{Clock, Delayed, Lines};
 use crate::packet;
@@ -37,7 +44,8 @@ use std::sync::Arc;
 pub const BATCH: usize = 64;
 /// Longest sleep of a loop, ns (so that it sees the stop flag and samples the queue in time).
 pub const MAX_SLEEP_NS: u64 = 1_000_000;
-/// Largest packet read from a TUN device (its MTU is 1500; this bounds the read buffer).
+/// Largest packet read from a TUN device (an IPv4 super-packet at most; this bounds the read
+/// buffers).
 const MAX_PACKET: usize = 65_535;
 /// Most packets the forward direction holds at once (queued, serialising, propagating; above
 /// the largest queue a scenario may ask for, 100 000 packets): beyond it a packet is dropped and
@@ -111,8 +119,10 @@ pub struct DirectionOutput {
     pub malformed: u64,
     /// Packets of no flow of the run.
     pub unclassified: u64,
-    /// Packets read.
+    /// Packets read (each segment of a super-packet counted).
     pub read: u64,
+    /// TCP super-packets read whole (and cut into segments).
+    pub super_packets: u64,
     /// Whether its thread ran with real-time priority ([`crate::tun::realtime`]).
     pub realtime: bool,
 }
@@ -274,6 +284,7 @@ pub fn forward(
     let mut out = DirectionCounters::default();
     let (mut policed, mut overrun) = (0u64, 0u64);
     let mut buf = vec![0u8; MAX_PACKET];
+    let mut reader = Reader::new();
     let mut series = QueueSeries {
         name: "bottleneck".into(),
         packets: Vec::with_capacity(spec.bins),
@@ -298,8 +309,11 @@ pub fn forward(
         }
         // What is due by now leaves the queue before anything new is offered.
         link.handle_timeout(now, &mut store);
+        // At most BATCH packets (segments of a super-packet counted one by one; the rest of
+        // one waits for the next round, which then does not sleep).
         for _ in 0..BATCH {
-            let Some(next) = out.read_one(&mut tun, &mut buf, &classes, &spec.flows) else {
+            let Some(next) = out.read_one(&mut reader, &mut tun, &mut buf, &classes, &spec.flows)
+            else {
                 break;
             };
             let Some((n, flow, path, dscp)) = next else {
@@ -386,7 +400,7 @@ pub fn forward(
             .into_iter()
             .flatten()
             .min();
-        sleep(&tun, clock, next);
+        sleep(&tun, clock, next, reader.pending());
     }
     let queues = since(queue_records(&link), at_warmup.as_deref().unwrap_or(&[]));
     ForwardOutput {
@@ -412,13 +426,15 @@ pub fn backward(
     let mut lines = Lines::new(spec.groups.len(), spec.flows.len(), spec.bins, spec.bin);
     let mut out = DirectionCounters::default();
     let mut buf = vec![0u8; MAX_PACKET];
+    let mut reader = Reader::new();
     loop {
         let now = clock.now();
         if now >= spec.end || stop.load(Ordering::Relaxed) || crate::signal::interrupted() {
             break;
         }
         for _ in 0..BATCH {
-            let Some(next) = out.read_one(&mut tun, &mut buf, &classes, &spec.flows) else {
+            let Some(next) = out.read_one(&mut reader, &mut tun, &mut buf, &classes, &spec.flows)
+            else {
                 break;
             };
             let Some((n, flow, path, _)) = next else {
@@ -440,7 +456,7 @@ pub fn backward(
             );
         }
         lines.release(now, &mut tun);
-        sleep(&tun, clock, lines.next_due());
+        sleep(&tun, clock, lines.next_due(), reader.pending());
     }
     out.finish(lines, realtime)
 }
@@ -450,6 +466,56 @@ struct DirectionCounters {
     read: u64,
     malformed: u64,
     unclassified: u64,
+    super_packets: u64,
+}
+
+/// A TCP super-packet read whole, being handed out segment by segment.
+#[derive(Debug)]
+struct Reader {
+    /// The super-packet (at most [`MAX_PACKET`] bytes).
+    raw: Vec<u8>,
+    hdr: packet::VnetHdr,
+    len: usize,
+    next: usize,
+    count: usize,
+}
+
+impl Reader {
+    fn new() -> Self {
+        Reader {
+            raw: vec![0; MAX_PACKET],
+            hdr: packet::VnetHdr::default(),
+            len: 0,
+            next: 0,
+            count: 0,
+        }
+    }
+
+    /// Whether segments of the last super-packet are still to come.
+    fn pending(&self) -> bool {
+        self.next < self.count
+    }
+
+    /// Take the super-packet of `len` bytes just read into `buf` with `hdr` (the buffers are
+    /// swapped, not copied) and put its first segment into `buf`.
+    fn start(
+        &mut self,
+        hdr: packet::VnetHdr,
+        len: usize,
+        buf: &mut Vec<u8>,
+    ) -> Result<usize, packet::GsoError> {
+        std::mem::swap(&mut self.raw, buf);
+        let count = packet::segments(&hdr, &self.raw[..len])?;
+        (self.hdr, self.len, self.next, self.count) = (hdr, len, 0, count);
+        self.segment(buf)
+    }
+
+    /// The next segment into `buf`.
+    fn segment(&mut self, buf: &mut [u8]) -> Result<usize, packet::GsoError> {
+        let i = self.next;
+        self.next += 1;
+        packet::segment(&self.hdr, &self.raw[..self.len], i, buf)
+    }
 }
 
 /// A packet read from a TUN device: its length, flow index, path and DSCP.
@@ -458,19 +524,35 @@ type Classified<'a> = (usize, usize, &'a FlowPath, u8);
 impl DirectionCounters {
     /// Read the next packet from `tun` into `buf`, decode and classify it: `None` when the
     /// device has nothing more now; `Some(None)` for a packet skipped (and counted) as malformed
-    /// or of no flow.
+    /// or of no flow. A TCP super-packet the kernel handed over whole is cut into its segments
+    /// here, one per call, before anything else sees them.
     fn read_one<'a>(
         &mut self,
+        reader: &mut Reader,
         tun: &mut Tun,
-        buf: &mut [u8],
+        buf: &mut Vec<u8>,
         classes: &Classifier,
         flows: &'a [FlowPath],
     ) -> Option<Option<Classified<'a>>> {
-        let n = match tun.read(buf) {
-            Ok(Received::Packet(n)) => n,
-            Ok(Received::Empty) | Err(_) => return None,
+        let n = if reader.pending() {
+            reader.segment(buf)
+        } else {
+            let (n, hdr) = match tun.read(buf) {
+                Ok(Received::Packet(n, hdr)) => (n, hdr),
+                Ok(Received::Empty) | Err(_) => return None,
+            };
+            if hdr.gso_type == packet::VNET_GSO_NONE {
+                packet::complete_checksum(&hdr, &mut buf[..n]).map(|()| n)
+            } else {
+                self.super_packets += 1;
+                reader.start(hdr, n, buf)
+            }
         };
         self.read += 1;
+        let Ok(n) = n else {
+            self.malformed += 1;
+            return Some(None);
+        };
         let Ok(header) = packet::decode(&buf[..n]) else {
             self.malformed += 1;
             return Some(None);
@@ -490,12 +572,17 @@ impl DirectionCounters {
             malformed: self.malformed,
             unclassified: self.unclassified,
             read: self.read,
+            super_packets: self.super_packets,
         }
     }
 }
 
-/// Sleep until a packet arrives on `tun` or `next` (at most [`MAX_SLEEP_NS`]).
-fn sleep(tun: &Tun, clock: Clock, next: Option<Time>) {
+/// Sleep until a packet arrives on `tun` or `next` (at most [`MAX_SLEEP_NS`]); not at all while
+/// segments of a super-packet already read are `pending`.
+fn sleep(tun: &Tun, clock: Clock, next: Option<Time>, pending: bool) {
+    if pending {
+        return;
+    }
     let now = clock.now();
     let wait = next.map_or(MAX_SLEEP_NS, |t| (t - now).as_nanos().min(MAX_SLEEP_NS));
     if wait > 0 {

@@ -75,6 +75,13 @@ pub struct DirectionReport {
     pub overrun: u64,
     /// Packets the TUN device refused on write.
     pub write_failures: u64,
+    /// TCP super-packets read whole from the TUN device (each cut into its segments before the
+    /// bottleneck saw them).
+    pub super_packets_read: u64,
+    /// Super-packets written: due segments of one flow handed to the kernel together.
+    pub super_packets_written: u64,
+    /// Segments written in super-packets (of `packets`).
+    pub segments_coalesced: u64,
     /// Packets that were not IPv4, or of no flow of the run.
     pub foreign: u64,
     /// Whether the loop ran with real-time priority (SCHED_FIFO).
@@ -94,6 +101,9 @@ impl DirectionReport {
             kernel_drops,
             overrun: d.lines.overrun + extra_overrun,
             write_failures: d.lines.write_failures,
+            super_packets_read: d.super_packets,
+            super_packets_written: d.lines.super_packets,
+            segments_coalesced: d.lines.coalesced,
             foreign: d.malformed + d.unclassified,
             realtime: d.realtime,
         }

@@ -155,7 +155,9 @@ pub fn hosts(
     })
 }
 
-/// Create the two TUN devices in `r` (forward `tunf`, backward `tunr`) and route through them.
+/// Create the two TUN devices in `r` (forward `tunf`, backward `tunr`) and route through them,
+/// with TCP offloads on: reads may return a sender's super-packet of up to
+/// [`crate::packet::MAX_SEGMENTS`] segments, writes may hand one to the kernel.
 pub fn tuns(r: &str) -> Result<(Tun, Tun), TestbedError> {
     let name = r.to_string();
     let (f, b) = std::thread::spawn(move || {
@@ -167,9 +169,29 @@ pub fn tuns(r: &str) -> Result<(Tun, Tun), TestbedError> {
         name: "tunf".into(),
         message: "the thread creating it panicked".into(),
     })??;
+    // The senders' TCP super-packets reach the router whole (it cuts them into segments before
+    // the bottleneck); at most MAX_SEGMENTS segments each (`gso_max_segs`, below).
+    for t in [&f, &b] {
+        t.offload().map_err(|e| TestbedError::Tun {
+            name: t.name().to_string(),
+            message: format!("TUNSETOFFLOAD: {e}"),
+        })?;
+    }
     let queue = TUN_QUEUE.to_string();
+    let segs = crate::packet::MAX_SEGMENTS.to_string();
     for (dev, prefix) in [("tunf", "10.2.0.0/16"), ("tunr", "10.1.0.0/16")] {
-        ns::ip(&["-n", r, "link", "set", dev, "up", "txqueuelen", &queue])?;
+        ns::ip(&[
+            "-n",
+            r,
+            "link",
+            "set",
+            dev,
+            "up",
+            "txqueuelen",
+            &queue,
+            "gso_max_segs",
+            &segs,
+        ])?;
         ns::ip(&["-n", r, "route", "add", prefix, "dev", dev])?;
         ns::ip(&["-n", r, "rule", "add", "iif", dev, "lookup", TABLE])?;
     }

@@ -118,6 +118,11 @@ fn one_reno_flow_fills_the_bottleneck_and_leaves_nothing_behind() {
     let fwd = &run.report.router.forward;
     assert!(fwd.packets > 1000, "{fwd:?}");
     assert!(fwd.departure_error_p50_ns < 1_000_000, "{fwd:?}");
+    // Every packet read (super-packets cut into their segments) decoded as the run's, and the
+    // devices took every packet and super-packet written.
+    let bwd = &run.report.router.backward;
+    assert_eq!((fwd.foreign, fwd.write_failures), (0, 0), "{fwd:?}");
+    assert_eq!((bwd.foreign, bwd.write_failures), (0, 0), "{bwd:?}");
     assert_eq!(run.report.groups[0].congestion.as_deref(), Some("reno"));
     assert_eq!(run.output.queues[0].name, "bottleneck");
 }
