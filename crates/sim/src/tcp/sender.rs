@@ -421,6 +421,7 @@ impl TcpSender {
         self.peer_sacks |= !ack.sack.is_empty();
         let in_flight = self.pipe();
         let advanced = ack.ack > self.snd_una;
+        let cumulative_advance = ack.ack.saturating_sub(self.snd_una);
         let mut sack = SackBlocks::new();
         for &(start, end) in ack.sack.iter() {
             if start < end && start >= ack.ack && end <= self.snd_nxt {
@@ -519,6 +520,9 @@ impl TcpSender {
         if self.in_recovery || ended_recovery {
             if acked_bytes > 0 || cc_rtt.is_some() {
                 self.cc.on_ack_in_recovery(&sample);
+            }
+            if ended_recovery && self.reduced_this_recovery {
+                self.cc.on_recovery_exit_ack(now, cumulative_advance);
             }
         } else if advanced && acked_bytes > 0 {
             self.cc.on_ack(&sample);
