@@ -11,8 +11,9 @@
 //!   sits at its target are credit for later (`IncreaseWindow`);
 //! - TCP friendliness counts segments into a Reno window with the Linux scale 15/8 per segment
 //!   (`(segCwnd * scale) >> 3`), 0.53 segments per RTT throughout (no switch to 1 past W_max);
-//! - fast convergence compares with the last *reduced* maximum, as Linux and RFC 9438 §4.7
-//!   (`GetSsThresh`: `segCwnd < m_lastMaxCwnd`), not with the last window at loss (RFC 8312);
+//! - fast convergence compares with the last *reduced* maximum, as Linux `tcp_cubic.c`
+//!   (`GetSsThresh`: `segCwnd < m_lastMaxCwnd`), not with the last window at loss (RFC 8312
+//!   §4.6's W_last_max, which the default follows);
 //!   W_max and ssthresh are truncated to whole segments;
 //! - slow start counts bytes (`m_cWnd += segmentsAcked * m_segmentSize`);
 //! - HyStart as `HystartUpdate`: an ACK train lasting longer than the smallest RTT, or a round's
