@@ -21,7 +21,9 @@ pub enum Recovery {
     /// one segment counted delivered per ACK with new SACK information on top of what it SACKed
     /// (issue #1350); RecoverFS the pipe, not FlightSize (issue #1351); a partial ACK with new
     /// SACK information counted twice; below ssthresh PRR-CRB, one segment more only when the ACK
-    /// covers a retransmission, nothing when more was sent than delivered (unsigned wrap).
+    /// covers a retransmission, nothing when more was sent than delivered (unsigned wrap). With
+    /// SACK, only an ACK that SACKs new data counts as a duplicate (tcp-socket-base.cc
+    /// `isDupack = scoreboardUpdated`, as RFC 6675 §2).
     #[serde(rename = "prr-ns3")]
     PrrNs3,
 }

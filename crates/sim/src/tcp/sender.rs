@@ -550,8 +550,13 @@ impl TcpSender {
                 // RFC 6298 §5.2-5.3.
                 self.restart_timer(now);
             }
-        } else if ack.len == 0 && self.snd_nxt > self.snd_una {
-            // RFC 5681 §2: a duplicate ACK.
+        } else if ack.len == 0
+            && self.snd_nxt > self.snd_una
+            && !(self.config.recovery == Recovery::PrrNs3 && self.peer_sacks && newly_sacked == 0)
+        {
+            // RFC 5681 §2: a duplicate ACK. With ns-3's recovery and SACK, only one that SACKs
+            // new data (tcp-socket-base.cc ProcessAck: `isDupack = scoreboardUpdated`, RFC 6675
+            // §2), not the ACK of a segment the receiver already had.
             self.dupacks += 1;
             if self.in_recovery && !self.peer_sacks {
                 // Without SACK each duplicate ACK stands for a segment that left the network

@@ -613,6 +613,32 @@ mod prr {
     }
 
     #[test]
+    fn ns3_recovery_counts_only_acks_that_sack_new_data_as_duplicates() {
+        for (recovery, enters) in [(Recovery::Prr, true), (Recovery::PrrNs3, false)] {
+            let config = TcpConfig {
+                mss: MSS,
+                initial_window: 10,
+                recovery,
+                ..config(1 << 20, false)
+            };
+            let cc = CcSpec::named("newreno").build(MSS).unwrap();
+            let mut sender = TcpSender::new(config.clone(), cc);
+            let mut receiver = TcpReceiver::new(&config);
+            let t = Time::ZERO;
+            let sent: Vec<Segment> = std::iter::from_fn(|| sender.poll_segment(t)).collect();
+            // Segment 2 before 1 (an ACK with a SACK block), then 1 three more times: copies
+            // the receiver already has, whose ACKs SACK nothing new.
+            for i in [0, 2, 1, 1, 1, 1] {
+                receiver.on_segment(t, &sent[i]);
+                while let Some(ack) = receiver.poll_ack(t) {
+                    sender.on_ack(t, &ack);
+                }
+            }
+            assert_eq!(sender.stats().fast_retransmits == 1, enters, "{recovery:?}");
+        }
+    }
+
+    #[test]
     fn ns3_prr_wraps_in_32_bits_and_goes_quiet_in_a_large_window() {
         // 400 segments of 1000 bytes, ssthresh 200 000 bytes: prr_delivered x ssthresh passes
         // 2^32 after 22 segments delivered (11 ACKs, counted twice), and from there the
