@@ -11,11 +11,12 @@ side by side, with a verdict: within 0.05 of ns-3 on both.
     python3 validation/ns3/compare.py --markdown > validation/ns3/table.md
 
 Both simulators use ns-3's TCP defaults, which the lab can take through scenario keys: initial
-window 10, delayed ACKs (every second segment, 200 ms), minimum RTO 1 s, SACK, PRR recovery
-(RFC 6937), a SYN / SYN-ACK handshake whose round trip is the first RTT sample, RTT samples from
-the first segment an ACK covers; no timestamps, so
-data packets are 1500 bytes in both. ns-3 results are cached in validation/ns3/results/ by
-settings; `--fresh` runs them again. Not part of CI: a full table takes tens of minutes.
+window 10, delayed ACKs (every second segment, 200 ms), minimum RTO 1 s, SACK, ns-3's PRR
+recovery (RFC 6937 as tcp-prr-recovery.cc computes it, `recovery = "prr-ns3"`), a SYN / SYN-ACK
+handshake whose round trip is the first RTT sample, RTT samples from the first segment an ACK
+covers; no timestamps, so data packets are 1500 bytes in both. ns-3 results are cached in
+validation/ns3/results/ by settings; `--fresh` runs them again. Not part of CI: a full table
+takes tens of minutes.
 """
 
 import argparse
@@ -34,10 +35,11 @@ CONTROLS = ["newreno", "highspeed", "bic", "scalable", "cubic", "htcp", "illinoi
 TOLERANCE = 0.05
 # ns-3 3.44 defaults that differ from the lab's (the Linux constants): the lab takes ns-3's for the
 # comparison. TcpScalable::AIFactor is 50 (Linux before 2016); the lab's default is 100.
-# TcpBic::SmoothPart is 5 (tcp-bic.cc); Linux tcp_bic.c and the lab's default smooth_part are 20.
+# TcpBic::SmoothPart is 5 and Beta 0.8 (tcp-bic.cc); Linux tcp_bic.c and the lab's defaults are 20 and
+# 819/1024.
 NS3_PARAMS = {
     "scalable": "{ name = \"scalable\", ai_cnt = 50 }",
-    "bic": "{ name = \"bic\", smooth_part = 5 }",
+    "bic": "{ name = \"bic\", smooth_part = 5, beta = 0.8 }",
     # TcpCubic's slow start counts bytes (tcp-cubic.cc IncreaseWindow: cwnd += segmentsAcked, as
     # Linux), 2 segments per delayed ACK; the lab's default is RFC 5681's 1 per ACK.
     "cubic": "{ name = \"cubic\", abc_limit = 1e9 }",
@@ -46,9 +48,12 @@ NS3_PARAMS = {
     "illinois": "{ name = \"illinois\", delay_granularity = 0.001, smoothed_rtt = 1 }",
 }
 # Controls whose ns-3 implementation departs from the published algorithm in ways the lab can
-# reproduce on request (`ns3 = 1`; see crates/sim/src/tcp/htcp.rs and yeah.rs): these get two rows,
+# reproduce on request (`ns3 = 1`; see crates/sim/src/tcp/bic.rs, cubic_ns3.rs,
+# htcp.rs and yeah.rs): these get two rows,
 # the published algorithm and the ns-3-compatible variant, both against the same ns-3 run.
 NS3_COMPAT = {
+    "bic": "{ name = \"bic\", smooth_part = 5, beta = 0.8, ns3 = 1 }",
+    "cubic": "{ name = \"cubic\", ns3 = 1 }",
     "htcp": "{ name = \"htcp\", ns3 = 1 }",
     "yeah": "{ name = \"yeah\", ns3 = 1 }",
 }
@@ -96,9 +101,10 @@ rtt = "200ms"
 {start}
 access = {{ rate = "1G", delay = "1ms" }}
 # ns-3 3.44 defaults: InitialCwnd 10, DelAckCount 2 (200 ms timer), MinRto 1 s, Sack on,
-# RecoveryType TcpPrrRecovery; BulkSend connects with a SYN / SYN-ACK exchange whose round trip
-# is the first RTT sample (tcp-socket-base.cc ProcessSynSent -> EstimateRtt); EstimateRtt samples
-# the first segment an ACK covers (m_history.front()).
+# RecoveryType TcpPrrRecovery (recovery = "prr-ns3": its 32-bit arithmetic); BulkSend connects
+# with a SYN / SYN-ACK exchange whose round trip is the first RTT sample (tcp-socket-base.cc
+# ProcessSynSent -> EstimateRtt); EstimateRtt samples the first segment an ACK covers
+# (m_history.front()).
 tcp = {{ initial_window = 10, delayed_ack = true, min_rto = "1s", sack = true, recovery = "{recovery}", handshake = {handshake}, rtt_sample = "{rtt_sample}" }}
 """
 
@@ -153,8 +159,9 @@ def main():
     p.add_argument("--qstp", default=os.path.join(ROOT, "target", "release", "qstp"),
                    help="the qstp binary (cargo build --release -p qstp)")
     p.add_argument("--fresh", action="store_true", help="run ns-3 again despite the cache")
-    p.add_argument("--recovery", default="prr", choices=["prr", "rfc6675"],
-                   help="the lab's fast-recovery sending (ns-3's default is PRR)")
+    p.add_argument("--recovery", default="prr-ns3", choices=["prr-ns3", "prr", "rfc6675"],
+                   help="the lab's fast-recovery sending: ns-3 3.44's PRR with its arithmetic "
+                        "(the default), RFC 6937's, or RFC 6675's")
     p.add_argument("--lab-starts", action="store_true",
                    help="start the lab's flows at its own seeded offsets in [0, 100 ms) instead "
                         "of at the start times ns-3 drew for the same run (the default)")

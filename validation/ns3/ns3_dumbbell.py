@@ -94,8 +94,9 @@ def parse_args(argv):
                    help="set an attribute of the congestion control's TypeId (repeatable), "
                         "e.g. --cc-attr Phy=1 for ns3::TcpYeah::Phy; for diagnosis")
     p.add_argument("--trace", metavar="FILE",
-                   help="write every congestion-window and slow-start-threshold change of "
-                        "every flow to FILE as CSV (time_s,flow,var,bytes); for diagnosis")
+                   help="write every change of every flow's congestion window, slow-start "
+                        "threshold, state, RTT and bytes in flight to FILE as CSV "
+                        "(time_s,flow,var,value); for diagnosis")
     args = p.parse_args(argv)
     if args.flows < 1:
         p.error("--flows must be >= 1")
@@ -123,6 +124,9 @@ static void ssthresh(std::string ctx, uint32_t, uint32_t v) {
 static void state(std::string ctx, ns3::TcpSocketState::TcpCongState_t, ns3::TcpSocketState::TcpCongState_t v) {
     fprintf(out, "%.6f,%d,state,%d\n", ns3::Simulator::Now().GetSeconds(), flow_of(ctx), (int)v);
 }
+static void inflight(std::string ctx, uint32_t, uint32_t v) {
+    fprintf(out, "%.6f,%d,inflight,%u\n", ns3::Simulator::Now().GetSeconds(), flow_of(ctx), v);
+}
 static void rtt(std::string ctx, ns3::Time, ns3::Time v) {
     fprintf(out, "%.6f,%d,rtt_us,%ld\n", ns3::Simulator::Now().GetSeconds(), flow_of(ctx), (long)v.GetMicroSeconds());
 }
@@ -132,6 +136,7 @@ static void connect() {
     ns3::Config::Connect(s + "SlowStartThreshold", ns3::MakeCallback(&ssthresh));
     ns3::Config::Connect(s + "CongState", ns3::MakeCallback(&state));
     ns3::Config::Connect(s + "RTT", ns3::MakeCallback(&rtt));
+    ns3::Config::Connect(s + "BytesInFlight", ns3::MakeCallback(&inflight));
 }
 void install(const char* path, double at) {
     out = fopen(path, "w");

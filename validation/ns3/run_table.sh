@@ -1,7 +1,7 @@
 #!/bin/sh
 # The comparison table: ns-3 runs of the 8 controls at 1, 2 and 8 flows, 60 simulated seconds,
 # seed 1 (results/<cc>-<flows>-60s.json, kept when present unless FRESH=1), then the lab against
-# them (compare.py, needs target/release/qstp) into table.md. H-TCP and YeAH get two lab rows,
+# them (compare.py, needs target/release/qstp) into table.md. BIC, CUBIC, H-TCP and YeAH get two lab rows,
 # the published algorithm and ns3 = 1; VARIANTS=published or VARIANTS=ns3 keeps one.
 set -e
 cd "$(dirname "$0")"

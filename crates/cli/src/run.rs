@@ -66,7 +66,7 @@ pub fn congestion_help() -> String {
         out.push_str(&format!("  {}: {doc}\n", names.join(" | ")));
     }
     out.push_str(
-        "TCP options: tcp = { initial_window = 2, delayed_ack = false, min_rto = \"200ms\", sack = true, window = BYTES, recovery = \"rfc6675\" | \"prr\" }\n\
+        "TCP options: tcp = { initial_window = 2, delayed_ack = false, min_rto = \"200ms\", sack = true, window = BYTES, recovery = \"rfc6675\" | \"prr\" | \"prr-ns3\" }\n\
          Access links: access = { rate = \"1G\", delay = \"1ms\" }\n",
     );
     // The simulator's registries of queues, markers and loss models, with their keys.

@@ -168,10 +168,13 @@ fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
                 None => {}
                 Some("rfc6675") => o.recovery = Recovery::Rfc6675,
                 Some("prr") => o.recovery = Recovery::Prr,
+                Some("prr-ns3") => o.recovery = Recovery::PrrNs3,
                 Some(other) => {
                     return Err(t.error(
                         "recovery",
-                        &format!("'{other}' is not a recovery (use rfc6675 or prr, RFC 6937)"),
+                        &format!(
+                            "'{other}' is not a recovery (use rfc6675, prr, RFC 6937, or prr-ns3)"
+                        ),
                     ))
                 }
             }

@@ -77,6 +77,12 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn on_congestion_event(&mut self, now: Time, in_flight: u64);
     /// Fast recovery ended (the recovery point was acknowledged).
     fn on_recovery_end(&mut self, now: Time);
+    /// The ACK that ended fast recovery moved the cumulative acknowledgement by `advanced` bytes,
+    /// SACKed before or not (called after that ACK's `on_recovery_end` and `on_ack_in_recovery`).
+    /// ns-3 hands this whole advance to its control's window increase (tcp-socket-base.cc
+    /// `ProcessAck`, CA_RECOVERY -> CA_OPEN: `IncreaseWindow(m_tcb, segsAcked)`). Does nothing by
+    /// default.
+    fn on_recovery_exit_ack(&mut self, _now: Time, _advanced: u64) {}
     /// The retransmission timer expired (RFC 5681 §3.1: cwnd to one segment).
     fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64);
     /// The sender was idle for longer than a retransmission timeout and sends again: RFC 5681

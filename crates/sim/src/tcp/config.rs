@@ -14,6 +14,18 @@ pub enum Recovery {
     /// recovery follows the data delivered, so the window reaches ssthresh smoothly (ns-3's and
     /// Linux's default).
     Prr,
+    /// PRR as ns-3 3.44 computes it (tcp-prr-recovery.cc `DoRecovery`, and the calls in
+    /// tcp-socket-base.cc), bugs included, for comparisons with ns-3: `prr_delivered x ssthresh`
+    /// in 32-bit unsigned arithmetic, which wraps above 4 GiB (so with windows of a few hundred
+    /// segments the proportional part sends almost nothing; ns-3 issue #1282, fixed after 3.44);
+    /// one segment counted delivered per ACK with new SACK information on top of what it SACKed
+    /// (issue #1350); RecoverFS the pipe, not FlightSize (issue #1351); a partial ACK with new
+    /// SACK information counted twice; below ssthresh PRR-CRB, one segment more only when the ACK
+    /// covers a retransmission, nothing when more was sent than delivered (unsigned wrap). With
+    /// SACK, only an ACK that SACKs new data counts as a duplicate (tcp-socket-base.cc
+    /// `isDupack = scoreboardUpdated`, as RFC 6675 §2).
+    #[serde(rename = "prr-ns3")]
+    PrrNs3,
 }
 
 /// Which segment of a cumulative ACK gives the RTT estimator (RFC 6298) its sample.

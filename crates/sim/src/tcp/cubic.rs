@@ -6,8 +6,12 @@
 //! Windows are kept in segments (f64), exposed in bytes. Where the RFC leaves a choice, Linux is
 //! followed: ssthresh from cwnd (not FlightSize), the epoch starting at the first ACK of
 //! congestion avoidance.
+//!
+//! `ns3 = 1` builds ns-3 3.44's `TcpCubic` instead ([`super::cubic_ns3`]), for comparisons
+//! with ns-3; the default (0) is this one.
 
 use super::cc::segments;
+use super::cubic_ns3::Ns3Cubic;
 use super::{AckSample, CongestionControl, Param, Params, Registered, RoundSample};
 use qstp_proto::{Duration, Time};
 
@@ -58,8 +62,25 @@ pub(super) const ENTRY: Registered = Registered {
             max: 1e9,
             doc: "slow start adds at most this many segments per ACK (RFC 3465 L; RFC 5681: 1; Linux and ns-3: no limit)",
         },
+        Param {
+            name: "ns3",
+            // Not in the RFC or Linux: ns-3 3.44 tcp-cubic.cc's own arithmetic (cubic_ns3.rs).
+            default: 0.0,
+            min: 0.0,
+            max: 1.0,
+            doc: "1: ns-3 3.44's TcpCubic (whole-segment target and cnt, kept credit, its HyStart; abc_limit unused); 0: RFC 9438",
+        },
     ],
     build: |mss, p: &Params| {
+        if p.get("ns3") >= 0.5 {
+            return Box::new(Ns3Cubic::new(
+                mss,
+                p.get("c"),
+                p.get("beta"),
+                p.get("fast_convergence") >= 0.5,
+                p.get("hystart") >= 0.5,
+            ));
+        }
         Box::new(Cubic {
             abc_limit: p.get("abc_limit"),
             ..Cubic::new(

@@ -58,6 +58,9 @@ pub(crate) struct CumulativeAck {
     pub rtt_sent_at: Option<Time>,
     /// Send time of the first segment acknowledged, if it was sent only once (ns-3's sample).
     pub oldest_sent_at: Option<Time>,
+    /// Whether it acknowledged a segment sent more than once that no SACK block had covered
+    /// (ns-3's `m_isRetransDataAcked`).
+    pub retransmission_acked: bool,
 }
 
 /// What a SACK option newly covered.
@@ -157,6 +160,7 @@ impl Scoreboard {
             let seg = self.segments.pop_front().expect("front checked above");
             if !was_sacked {
                 result.newly_acked += seg.len as u64;
+                result.retransmission_acked |= seg.retransmitted;
             }
             karn_ok &= !seg.retransmitted;
             result.rtt_sent_at = Some(seg.sent_at);

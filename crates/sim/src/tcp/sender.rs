@@ -179,6 +179,10 @@ pub struct TcpSender {
     prr_delivered: u64,
     prr_out: u64,
     prr_sndcnt: u64,
+    /// [`Recovery::PrrNs3`]: RecoverFS (the pipe when recovery began, 32 bits as in ns-3), and the
+    /// window ns-3's `DoRecovery` last set, bytes.
+    prr_recover_fs: u32,
+    prr_ns3_cwnd: u64,
     segments_sent: u64,
     retransmissions: u64,
     timeouts: u64,
@@ -240,6 +244,8 @@ impl TcpSender {
             prr_delivered: 0,
             prr_out: 0,
             prr_sndcnt: 0,
+            prr_recover_fs: 0,
+            prr_ns3_cwnd: 0,
             segments_sent: 0,
             retransmissions: 0,
             timeouts: 0,
@@ -266,7 +272,7 @@ impl TcpSender {
     /// Whether the window has room for `len` more bytes (always for a first segment in flight).
     fn window_allows(&self, len: u64) -> bool {
         let pipe = self.pipe();
-        if self.in_recovery && self.config.recovery == Recovery::Prr {
+        if self.in_recovery && self.config.recovery != Recovery::Rfc6675 {
             // RFC 6937 §3: in recovery, send what the ACKs' sndcnt allows.
             return pipe == 0 || len <= self.prr_sndcnt;
         }
@@ -279,6 +285,53 @@ impl TcpSender {
             self.prr_out += len;
             self.prr_sndcnt = self.prr_sndcnt.saturating_sub(len);
         }
+    }
+
+    /// ns-3 3.44 tcp-prr-recovery.cc `DoRecovery` with its 32-bit arithmetic: the window it
+    /// sets, `in_flight` (`tcb->m_bytesInFlight`) plus its send count, bytes.
+    fn do_recovery_ns3(
+        &mut self,
+        delivered: u64,
+        dupack: bool,
+        in_flight: u64,
+        safe_ack: bool,
+    ) -> u64 {
+        let mss = self.mss() as u32;
+        let mut delivered = delivered as u32;
+        // "if (isDupAck && m_prrDelivered < m_recoveryFlightSize) deliveredBytes += mss"
+        // (counted on top of the SACKed bytes: ns-3 issue #1350).
+        if dupack && (self.prr_delivered as u32) < self.prr_recover_fs {
+            delivered = delivered.wrapping_add(mss);
+        }
+        if delivered == 0 {
+            return self.prr_ns3_cwnd;
+        }
+        self.prr_delivered = u64::from((self.prr_delivered as u32).wrapping_add(delivered));
+        let prr_delivered = self.prr_delivered as u32;
+        let prr_out = self.prr_out as u32;
+        let ssthresh = self.cc.ssthresh().min(u64::from(u32::MAX)) as u32;
+        let in_flight = in_flight.min(u64::from(u32::MAX)) as u32;
+        let send_count: i32 = if in_flight > ssthresh {
+            // `std::ceil(m_prrDelivered * tcb->m_ssThresh * 1.0 / m_recoveryFlightSize) -
+            // m_prrOut`: the product of two uint32_t wraps before the conversion to double
+            // (ns-3 issue #1282).
+            let product = f64::from(prr_delivered.wrapping_mul(ssthresh));
+            let fs = f64::from(self.prr_recover_fs.max(1));
+            ((product / fs).ceil() - f64::from(prr_out)) as i32
+        } else {
+            // PRR-CRB: `std::max(m_prrDelivered - m_prrOut, deliveredBytes)` of two uint32_t
+            // (wraps when more was sent than delivered), stored in an int.
+            let mut limit = prr_delivered.wrapping_sub(prr_out).max(delivered) as i32;
+            if safe_ack {
+                limit = limit.wrapping_add(mss as i32);
+            }
+            limit.min(ssthresh.wrapping_sub(in_flight) as i32)
+        };
+        // "Force a fast retransmit upon entering fast recovery".
+        let send_count = send_count.max(if prr_out > 0 { 0 } else { mss as i32 });
+        // `tcb->m_cWnd = tcb->m_bytesInFlight + sendCount` (uint32_t).
+        self.prr_ns3_cwnd = u64::from(in_flight.wrapping_add(send_count as u32));
+        self.prr_ns3_cwnd
     }
 
     /// RFC 6937 §3: on an ACK during recovery, the bytes that may be sent now.
@@ -423,6 +476,7 @@ impl TcpSender {
         self.peer_sacks |= !ack.sack.is_empty();
         let in_flight = self.pipe();
         let advanced = ack.ack > self.snd_una;
+        let cumulative_advance = ack.ack.saturating_sub(self.snd_una);
         let mut sack = SackBlocks::new();
         for &(start, end) in ack.sack.iter() {
             if start < end && start >= ack.ack && end <= self.snd_nxt {
@@ -433,12 +487,14 @@ impl TcpSender {
         let newly_sacked = sacked.newly_sacked;
         let mut acked_bytes = newly_sacked;
         let mut ended_recovery = false;
+        let mut retransmission_acked = false;
         // The control's RTT sample: the cumulative one if any, else the newest segment SACKed.
         let mut cc_rtt = sacked.rtt_sent_at.map(|sent| now.saturating_since(sent));
 
         if advanced {
             let cumulative = self.board.ack_cumulative(ack.ack);
             acked_bytes += cumulative.newly_acked;
+            retransmission_acked = cumulative.retransmission_acked;
             self.snd_una = ack.ack;
             self.dupacks = 0;
             // RFC 6582 §3.2 step 5: deflate the window by the data newly acknowledged (those
@@ -496,8 +552,13 @@ impl TcpSender {
                 // RFC 6298 §5.2-5.3.
                 self.restart_timer(now);
             }
-        } else if ack.len == 0 && self.snd_nxt > self.snd_una {
-            // RFC 5681 §2: a duplicate ACK.
+        } else if ack.len == 0
+            && self.snd_nxt > self.snd_una
+            && !(self.config.recovery == Recovery::PrrNs3 && self.peer_sacks && newly_sacked == 0)
+        {
+            // RFC 5681 §2: a duplicate ACK. With ns-3's recovery and SACK, only one that SACKs
+            // new data (tcp-socket-base.cc ProcessAck: `isDupack = scoreboardUpdated`, RFC 6675
+            // §2), not the ACK of a segment the receiver already had.
             self.dupacks += 1;
             if self.in_recovery && !self.peer_sacks {
                 // Without SACK each duplicate ACK stands for a segment that left the network
@@ -522,6 +583,9 @@ impl TcpSender {
             if acked_bytes > 0 || cc_rtt.is_some() {
                 self.cc.on_ack_in_recovery(&sample);
             }
+            if ended_recovery && self.reduced_this_recovery {
+                self.cc.on_recovery_exit_ack(now, cumulative_advance);
+            }
         } else if advanced && acked_bytes > 0 {
             self.cc.on_ack(&sample);
         }
@@ -532,13 +596,56 @@ impl TcpSender {
             Some(r) => self.snd_una >= r,
             None => true,
         };
+        let was_in_recovery = self.in_recovery;
+        // ns-3's `m_bytesInFlight`, set before `ProcessAck`.
+        let pipe_before = self.pipe();
         if !self.in_recovery
             && may_enter
             && (self.dupacks >= DUP_THRESH as u32 || first_lost_by_sack)
         {
             self.enter_recovery(now);
         }
-        self.update_prr(acked_bytes);
+        if self.config.recovery != Recovery::PrrNs3 {
+            self.update_prr(acked_bytes);
+        } else if self.in_recovery {
+            self.update_prr_ns3(
+                acked_bytes,
+                was_in_recovery,
+                newly_sacked > 0,
+                advanced,
+                pipe_before,
+                retransmission_acked,
+            );
+        }
+    }
+
+    /// The calls of ns-3 3.44's PRR on one ACK in recovery (tcp-socket-base.cc): on entering,
+    /// `EnterRecovery` (RecoverFS = `m_bytesInFlight`, after the head is marked lost) then
+    /// `DoRecovery` as for a duplicate ACK; in recovery, `DupAck` calls it as for a duplicate ACK
+    /// when the ACK brought new SACK information, and `ProcessAck` again on a partial ACK of a
+    /// segment or more. The bytes that may be sent: the window it set less the pipe now.
+    fn update_prr_ns3(
+        &mut self,
+        delivered: u64,
+        was_in_recovery: bool,
+        new_sack: bool,
+        advanced: bool,
+        pipe_before: u64,
+        safe_ack: bool,
+    ) {
+        let mut in_flight = pipe_before;
+        if !was_in_recovery {
+            in_flight = self.pipe();
+            self.prr_recover_fs = in_flight.min(u64::from(u32::MAX)) as u32;
+            self.prr_ns3_cwnd = 0;
+            self.do_recovery_ns3(delivered, true, in_flight, safe_ack);
+        } else if new_sack {
+            self.do_recovery_ns3(delivered, true, in_flight, safe_ack);
+        }
+        if advanced && delivered >= self.mss() {
+            self.do_recovery_ns3(delivered, false, in_flight, safe_ack);
+        }
+        self.prr_sndcnt = self.prr_ns3_cwnd.saturating_sub(self.pipe());
     }
 
     /// Close the round when its last byte is acknowledged, and tell the control.

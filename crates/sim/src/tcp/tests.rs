@@ -551,9 +551,15 @@ mod prr {
 
     /// Segments sent after each of the 39 duplicate ACKs that follow the loss of segment 0.
     fn sends_per_ack(recovery: Recovery) -> (Vec<usize>, TcpSenderStats) {
+        sends_per_ack_in(recovery, 40)
+    }
+
+    /// Segments sent after each duplicate ACK that follows the loss of segment 0 of a window of
+    /// `window` segments.
+    fn sends_per_ack_in(recovery: Recovery, window: u32) -> (Vec<usize>, TcpSenderStats) {
         let config = TcpConfig {
             mss: MSS,
-            initial_window: 40,
+            initial_window: window,
             recovery,
             ..config(1 << 20, false)
         };
@@ -562,7 +568,7 @@ mod prr {
         let mut receiver = TcpReceiver::new(&config);
         let t = Time::ZERO;
         let sent: Vec<Segment> = std::iter::from_fn(|| sender.poll_segment(t)).collect();
-        assert_eq!(sent.len(), 40);
+        assert_eq!(sent.len(), window as usize);
         let mut per_ack = Vec::new();
         for s in &sent[1..] {
             receiver.on_segment(t, s);
@@ -591,6 +597,58 @@ mod prr {
             (total(&rfc6675) - total(&prr)).abs() <= 2,
             "{rfc6675:?} {prr:?}"
         );
+    }
+
+    #[test]
+    fn ns3_prr_counts_each_sack_twice_in_a_small_window() {
+        // ns-3 3.44 tcp-prr-recovery.cc: a duplicate ACK counts the segment it SACKs plus one
+        // more, so with ssthresh / RecoverFS = 1/2 it sends about one segment per ACK, RFC 6937
+        // one per two.
+        let (prr, _) = sends_per_ack_in(Recovery::Prr, 40);
+        let (ns3, stats) = sends_per_ack_in(Recovery::PrrNs3, 40);
+        assert_eq!(stats.fast_retransmits, 1);
+        let sum = |v: &[usize]| v[..20].iter().sum::<usize>();
+        assert!((8..=11).contains(&sum(&prr)), "{prr:?}");
+        assert!((17..=21).contains(&sum(&ns3)), "{ns3:?}");
+    }
+
+    #[test]
+    fn ns3_recovery_counts_only_acks_that_sack_new_data_as_duplicates() {
+        for (recovery, enters) in [(Recovery::Prr, true), (Recovery::PrrNs3, false)] {
+            let config = TcpConfig {
+                mss: MSS,
+                initial_window: 10,
+                recovery,
+                ..config(1 << 20, false)
+            };
+            let cc = CcSpec::named("newreno").build(MSS).unwrap();
+            let mut sender = TcpSender::new(config.clone(), cc);
+            let mut receiver = TcpReceiver::new(&config);
+            let t = Time::ZERO;
+            let sent: Vec<Segment> = std::iter::from_fn(|| sender.poll_segment(t)).collect();
+            // Segment 2 before 1 (an ACK with a SACK block), then 1 three more times: copies
+            // the receiver already has, whose ACKs SACK nothing new.
+            for i in [0, 2, 1, 1, 1, 1] {
+                receiver.on_segment(t, &sent[i]);
+                while let Some(ack) = receiver.poll_ack(t) {
+                    sender.on_ack(t, &ack);
+                }
+            }
+            assert_eq!(sender.stats().fast_retransmits == 1, enters, "{recovery:?}");
+        }
+    }
+
+    #[test]
+    fn ns3_prr_wraps_in_32_bits_and_goes_quiet_in_a_large_window() {
+        // 400 segments of 1000 bytes, ssthresh 200 000 bytes: prr_delivered x ssthresh passes
+        // 2^32 after 22 segments delivered (11 ACKs, counted twice), and from there the
+        // proportional part's quotient is the product modulo 2^32 over RecoverFS, at most about
+        // 11 segments, already sent: nothing more until the pipe reaches ssthresh.
+        let (prr, _) = sends_per_ack_in(Recovery::Prr, 400);
+        let (ns3, _) = sends_per_ack_in(Recovery::PrrNs3, 400);
+        let sum = |v: &[usize]| v[..150].iter().sum::<usize>();
+        assert!((70..=80).contains(&sum(&prr)), "{}", sum(&prr));
+        assert!(sum(&ns3) <= 20, "{ns3:?}");
     }
 }
 
