@@ -146,26 +146,37 @@ impl Bic {
     }
 
     /// Segments to acknowledge per one-segment increase at window `w` segments (Linux
-    /// tcp_bic.c bictcp_update's `cnt`): the window grows by about w / cnt per round trip.
+    /// tcp_bic.c bictcp_update's `cnt`; ns-3 3.44 tcp-bic.cc `Update` with `ns3`): the window
+    /// grows by about w / cnt per round trip.
     fn cnt(&self, w: u64) -> u64 {
-        if self.ns3 {
-            return self.cnt_ns3(w);
-        }
         let (max, max_inc) = (self.last_max, self.max_increment);
-        let cnt = if w <= self.low_window {
-            // Linux tcp_bic.c: "start off normal", one segment per window like standard TCP.
+        // "Start off normal", one segment per window like standard TCP: Linux at or below
+        // low_window, ns-3 below it.
+        let normal = if self.ns3 {
+            w < self.low_window
+        } else {
+            w <= self.low_window
+        };
+        let cnt = if normal {
             w
         } else if w < max {
-            let dist = (max - w) / B;
-            if dist > max_inc {
+            // The binary search's distance, segments: Linux's integer quotient, ns-3's
+            // fractional one. (For whole numbers the float quotient below truncates to the
+            // integer one exactly.)
+            let dist = if self.ns3 {
+                (max - w) as f64 / B as f64
+            } else {
+                ((max - w) / B) as f64
+            };
+            if dist > max_inc as f64 {
                 // Far below: linear increase, max_increment per round trip.
                 w / max_inc
-            } else if dist <= 1 {
+            } else if dist <= 1.0 {
                 // Almost there: B / smooth_part segments per round trip.
                 w * self.smooth_part / B
             } else {
                 // Binary search: dist segments per round trip.
-                w / dist
+                (w as f64 / dist) as u64
             }
         } else if w < max + B {
             // Just above last_max: creep as just below it.
@@ -178,31 +189,6 @@ impl Bic {
             w / max_inc
         };
         // Linux tcp_bic.c: with no loss yet, at least 5% per round trip (cnt at most 20).
-        let cnt = if max == 0 { cnt.min(20) } else { cnt };
-        cnt.max(1)
-    }
-
-    /// ns-3 3.44 tcp-bic.cc `Update`: `cnt` with a fractional binary-search distance.
-    fn cnt_ns3(&self, w: u64) -> u64 {
-        let (max, max_inc) = (self.last_max, self.max_increment);
-        let cnt = if w < self.low_window {
-            w
-        } else if w < max {
-            let dist = (max - w) as f64 / B as f64;
-            if dist > max_inc as f64 {
-                w / max_inc
-            } else if dist <= 1.0 {
-                w * self.smooth_part / B
-            } else {
-                (w as f64 / dist) as u64
-            }
-        } else if w < max + B {
-            w * self.smooth_part / B
-        } else if w < max + max_inc * (B - 1) {
-            w * (B - 1) / (w - max)
-        } else {
-            w / max_inc
-        };
         let cnt = if max == 0 { cnt.min(20) } else { cnt };
         cnt.max(1)
     }
