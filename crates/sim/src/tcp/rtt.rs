@@ -60,7 +60,7 @@ impl RttEstimator {
     /// new byte `snd_nxt` (Linux's rule ends its round trips by them; RFC 6298's ignores them).
     pub fn sample_acked(&mut self, r: Duration, snd_una: u64, snd_nxt: u64) {
         match self.rule {
-            RtoRule::Rfc6298 => self.sample(r),
+            RtoRule::Rfc6298 => self.sample_rfc6298(r),
             RtoRule::Linux => self.sample_linux(r, snd_una, snd_nxt),
         }
     }
@@ -118,8 +118,9 @@ impl RttEstimator {
         self.backoff = 0;
     }
 
-    /// Fold in an RTT measurement (the caller applies Karn's rule, RFC 6298 §3).
-    pub fn sample(&mut self, r: Duration) {
+    /// RFC 6298's estimator, whatever the rule (the caller applies Karn's rule, RFC 6298 §3);
+    /// [`RttEstimator::sample_acked`] is the way in, which follows the rule.
+    fn sample_rfc6298(&mut self, r: Duration) {
         match self.srtt {
             None => {
                 // RFC 6298 §2.2: SRTT <- R, RTTVAR <- R/2.
@@ -192,10 +193,10 @@ mod tests {
         // Steady 100 ms samples: the deviation decays, RTTVAR stays at the 200 ms floor, so the
         // RTO stays SRTT + 200 ms, where RFC 6298 would fall to its floor of max(SRTT, 200).
         let mut rfc = RttEstimator::new(ms(1000), ms(200), ms(60_000));
-        rfc.sample(ms(100));
+        rfc.sample_rfc6298(ms(100));
         for i in 1..50u64 {
             e.sample_acked(ms(100), 10 * i + 1, 10 * i + 10);
-            rfc.sample(ms(100));
+            rfc.sample_rfc6298(ms(100));
         }
         assert_eq!(e.rto(), ms(300));
         assert_eq!(rfc.rto(), ms(200));
@@ -234,7 +235,7 @@ mod tests {
     fn first_sample_sets_srtt_and_half_rttvar() {
         let mut e = RttEstimator::new(ms(1000), ms(200), ms(60_000));
         assert_eq!(e.rto(), ms(1000));
-        e.sample(ms(100));
+        e.sample_rfc6298(ms(100));
         assert_eq!(e.srtt(), ms(100));
         // RTO = 100 + 4 * 50 = 300 ms.
         assert_eq!(e.rto(), ms(300));
@@ -243,8 +244,8 @@ mod tests {
     #[test]
     fn later_samples_are_smoothed() {
         let mut e = RttEstimator::new(ms(1000), ms(10), ms(60_000));
-        e.sample(ms(100));
-        e.sample(ms(200));
+        e.sample_rfc6298(ms(100));
+        e.sample_rfc6298(ms(200));
         // RTTVAR = 3/4 * 50 + 1/4 * 100 = 62.5; SRTT = 7/8 * 100 + 1/8 * 200 = 112.5.
         assert_eq!(e.srtt(), Duration::from_micros(112_500));
         assert_eq!(e.rto(), Duration::from_micros(112_500 + 250_000));
@@ -254,7 +255,7 @@ mod tests {
     #[test]
     fn min_rto_floors_and_backoff_doubles_up_to_max() {
         let mut e = RttEstimator::new(ms(1000), ms(1000), ms(60_000));
-        e.sample(ms(10));
+        e.sample_rfc6298(ms(10));
         assert_eq!(e.rto(), ms(1000));
         let mut seen = vec![];
         for _ in 0..8 {
@@ -262,7 +263,7 @@ mod tests {
             seen.push(e.rto().as_millis());
         }
         assert_eq!(seen, [2000, 4000, 8000, 16000, 32000, 60000, 60000, 60000]);
-        e.sample(ms(10));
+        e.sample_rfc6298(ms(10));
         assert_eq!(e.rto(), ms(1000));
     }
 }
