@@ -86,7 +86,15 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(format!("{}-testbed", base.name)));
     output::claim(&out)?;
-    for warning in plan.warnings() {
+    let mut warnings = plan.warnings();
+    for point in &plan.points {
+        for w in qstp_testbed::ignored_settings(&point.scenario.spec(0)) {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+    }
+    for warning in warnings {
         eprintln!("warning: {}: {warning}", args.scenario.display());
     }
     let total = plan.total_runs();

@@ -33,8 +33,8 @@ pub mod tun;
 pub mod udp;
 
 pub use run::{
-    check, run, run_with, Classification, DirectionReport, Options, RouterReport, RunReport,
-    TestbedRun,
+    check, ignored_settings, run, run_with, Classification, DirectionReport, Options, RouterReport,
+    RunReport, TestbedRun,
 };
 
 /// Why a testbed run could not start or finish.

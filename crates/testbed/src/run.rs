@@ -257,6 +257,56 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
     Ok(congestion)
 }
 
+/// Settings of `spec`'s TCP groups that the testbed accepts but cannot honour, one line each, for
+/// the user to read before the run: kernel TCP has its own recovery, RTT estimator and timer rule,
+/// autotunes its receive buffer, and takes its controls' constants from the module, so the lab's
+/// `recovery`, `rtt_sample`, `rto`, `receive_window` and control parameters change nothing here.
+/// The defaults are not listed: they stand for "whatever TCP does", which the kernel does.
+pub fn ignored_settings(spec: &SimSpec) -> Vec<String> {
+    let default = qstp_sim::tcp::TcpOptions::default();
+    let mut out = Vec::new();
+    for g in &spec.groups {
+        let Protocol::Tcp(TcpSpec {
+            congestion,
+            options: o,
+        }) = &g.protocol
+        else {
+            continue;
+        };
+        let mut keys = Vec::new();
+        if o.recovery != default.recovery {
+            keys.push("recovery");
+        }
+        if o.rtt_sample != default.rtt_sample {
+            keys.push("rtt_sample");
+        }
+        if o.rto != default.rto {
+            keys.push("rto");
+        }
+        if o.receive_window != default.receive_window {
+            keys.push("receive_window");
+        }
+        // The kernel always opens with a handshake; `handshake = false` is the lab's shortcut.
+        if !keys.is_empty() {
+            out.push(format!(
+                "group.{}.tcp: {} set, but kernel TCP follows its own rules on the testbed",
+                g.name,
+                keys.join(", ")
+            ));
+        }
+        if !congestion.params.is_empty() {
+            let names: Vec<&str> = congestion.params.keys().map(String::as_str).collect();
+            out.push(format!(
+                "group.{}.congestion: {} set, but the kernel's {} takes its own constants",
+                g.name,
+                names.join(", "),
+                hosts::kernel_congestion(&congestion.name)
+            ));
+        }
+    }
+    out
+}
+
 /// Run `spec` on the testbed.
 pub fn run(spec: &SimSpec) -> Result<TestbedRun, TestbedError> {
     run_with(spec, &Options::default())
@@ -559,5 +609,30 @@ mod tests {
         ));
         let err = check(&cells).unwrap_err().to_string();
         assert!(err.contains("ATM trunk"), "{err}");
+    }
+
+    #[test]
+    fn lab_only_tcp_settings_are_named_and_defaults_are_not() {
+        let base = "name = \"t\"\nduration = \"10s\"\n[bottleneck]\nrate = \"10M\"\n\
+                    queue = { kind = \"droptail\", limit = 50 }\n[[group]]\nname = \"X\"\n\
+                    protocol = \"tcp\"\nrtt = \"40ms\"\n";
+        assert!(ignored_settings(&spec(base)).is_empty());
+        // Settings the kernel does honour (through the route and sysctls) are not listed.
+        let honoured = spec(&format!(
+            "{base}tcp = {{ initial_window = 10, delayed_ack = true, min_rto = \"1s\", sack = false, handshake = true }}\n"
+        ));
+        assert!(ignored_settings(&honoured).is_empty());
+        let lab_only = spec(&format!(
+            "{base}congestion = {{ name = \"cubic\", ns3 = 1 }}\n\
+             tcp = {{ recovery = \"prr-ns3\", rto = \"linux\", rtt_sample = \"oldest\" }}\n"
+        ));
+        let w = ignored_settings(&lab_only);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].starts_with("group.X.tcp: recovery, rtt_sample, rto set"),
+            "{w:?}"
+        );
+        assert!(w[1].contains("group.X.congestion: ns3 set"), "{w:?}");
+        assert!(w[1].contains("kernel's cubic"), "{w:?}");
     }
 }
