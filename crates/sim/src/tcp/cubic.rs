@@ -115,9 +115,8 @@ pub struct Cubic {
     /// Window and threshold, segments.
     cwnd: f64,
     ssthresh: f64,
-    /// RFC 9438 §4.1: window just before the last reduction, and the one before that (§4.7).
+    /// RFC 9438 §4.1: window just before the last reduction (lowered by fast convergence, §4.7).
     w_max: f64,
-    w_last_max: f64,
     /// RFC 9438 eq. (2): time for the cubic function to reach W_max, seconds.
     k: f64,
     /// Start of the current congestion-avoidance epoch.
@@ -143,7 +142,6 @@ impl Cubic {
             cwnd: 2.0,
             ssthresh: f64::INFINITY,
             w_max: 0.0,
-            w_last_max: 0.0,
             k: 0.0,
             epoch_start: None,
             w_est: 0.0,
@@ -166,13 +164,14 @@ impl Cubic {
 
     /// RFC 9438 §4.6-4.7: remember W_max and set ssthresh.
     fn reduce(&mut self) {
-        // RFC 9438 §4.7 fast convergence: a flow losing below its last maximum lowers it further.
-        self.w_max = if self.fast_convergence && self.cwnd < self.w_last_max {
+        // RFC 9438 §4.7 fast convergence: a flow losing below W_max, as the last reduction left
+        // it (lowered already if that one converged too; Linux `last_max_cwnd`), lowers it
+        // further. RFC 8312 §4.6 compared with the last window at loss instead.
+        self.w_max = if self.fast_convergence && self.cwnd < self.w_max {
             self.cwnd * (1.0 + self.beta) / 2.0
         } else {
             self.cwnd
         };
-        self.w_last_max = self.cwnd;
         // RFC 9438 §4.6: ssthresh = cwnd * beta_cubic, at least 2 segments (RFC 5681).
         self.ssthresh = (self.cwnd * self.beta).max(2.0);
         self.epoch_start = None;
@@ -351,6 +350,15 @@ mod tests {
         // RFC 9438 §4.7: W_max = 90 (1 + 0.7) / 2 = 76.5.
         assert!((cc.w_max - 76.5).abs() < 1e-9);
         assert_eq!(cc.cwnd(), 63 * MSS);
+        // The next loss at 85 segments is above the lowered W_max of 76.5, though below the 90 of
+        // the last loss: no further lowering (RFC 9438 §4.7; RFC 8312 §4.6 would give 72.25).
+        cc.init(85 * MSS, 1);
+        cc.on_congestion_event(Time::ZERO, 0);
+        assert!((cc.w_max - 85.0).abs() < 1e-9, "{}", cc.w_max);
+        // Below it again: lowered.
+        cc.init(80 * MSS, 1);
+        cc.on_congestion_event(Time::ZERO, 0);
+        assert!((cc.w_max - 68.0).abs() < 1e-9, "{}", cc.w_max);
     }
 
     #[test]
