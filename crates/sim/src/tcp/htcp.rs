@@ -25,7 +25,10 @@
 //! - RTTmin and RTTmax are those of the smoothed RTT on every ACK, in recovery too (ns-3 hands
 //!   every control `m_srtt`, tcp-socket-base.cc:2136 and the other `PktsAcked` calls);
 //! - ssthresh is beta times the bytes in flight (`GetSsThresh(tcb, bytesInFlight)`), not the
-//!   window, truncated to whole bytes, at least 2 segments;
+//!   window, truncated to whole bytes, at least 2 segments; the bytes in flight are ns-3's
+//!   `BytesInFlight()`, the pipe (neither SACKed nor deemed lost), on a fast retransmit
+//!   (tcp-socket-base.cc:1715-1717) and on a timeout (:3916), not FlightSize
+//!   ([`CongestionControl::ssthresh_from_pipe`]);
 //! - the first epoch starts at time zero of the simulation (`m_lastCon(0)`), not at the first ACK.
 //!
 //! `bandwidth_switch` has no effect under `ns3 = 1` (ns-3 has no such switch).
@@ -406,6 +409,12 @@ impl CongestionControl for Htcp {
     fn on_recovery_end(&mut self, _now: Time) {
         // RFC 6582 §3.2 step 3: on a full ACK, cwnd = ssthresh.
         self.cwnd = self.ssthresh;
+    }
+
+    fn ssthresh_from_pipe(&self) -> bool {
+        // ns-3 3.44 tcp-htcp.cc:164-175: GetSsThresh(tcb, bytesInFlight) gets BytesInFlight(), the
+        // pipe (tcp-socket-base.cc:1715-1717 EnterRecovery, :3916 ReTxTimeout), not FlightSize.
+        self.ns3
     }
 
     fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64) {

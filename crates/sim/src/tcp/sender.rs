@@ -161,6 +161,9 @@ pub struct TcpSender {
     reduced_this_recovery: bool,
     /// FlightSize when the current recovery began (RFC 5681 eq. (4); RFC 6937's RecoverFS).
     recovery_flight: u64,
+    /// The pipe when the current recovery began, its first segment deemed lost (for controls
+    /// that reduce from it, [`CongestionControl::ssthresh_from_pipe`]).
+    recovery_pipe: u64,
     events: VecDeque<TcpEvent>,
     record_events: bool,
     events_dropped: u64,
@@ -231,6 +234,7 @@ impl TcpSender {
             policy: LossPolicy::React,
             reduced_this_recovery: false,
             recovery_flight: 0,
+            recovery_pipe: 0,
             events: VecDeque::new(),
             record_events: false,
             events_dropped: 0,
@@ -703,15 +707,18 @@ impl TcpSender {
             deferred,
         });
         self.reduced_this_recovery = false;
-        if !deferred {
-            self.apply_deferred_reduction(now);
-        }
         self.board.mark_first_lost();
         self.board.mark_lost_by_sack();
         self.resend_now = true;
         if !self.peer_sacks {
             // RFC 6582 §3.2 step 3: the three duplicate ACKs stand for three segments gone.
             self.departed_by_dupacks = u64::from(self.dupacks) * self.mss();
+        }
+        // The pipe once the first unacknowledged segment is deemed lost (ns-3 tcp-socket-base.cc
+        // EnterRecovery: MarkHeadAsLost, then BytesInFlight() for GetSsThresh).
+        self.recovery_pipe = self.pipe();
+        if !deferred {
+            self.apply_deferred_reduction(now);
         }
     }
 
@@ -722,7 +729,12 @@ impl TcpSender {
             return false;
         }
         self.reduced_this_recovery = true;
-        self.cc.on_congestion_event(now, self.recovery_flight);
+        let in_flight = if self.cc.ssthresh_from_pipe() {
+            self.recovery_pipe
+        } else {
+            self.recovery_flight
+        };
+        self.cc.on_congestion_event(now, in_flight);
         true
     }
 
@@ -837,9 +849,14 @@ impl TcpSender {
             in_flight: self.snd_nxt - self.snd_una,
             deferred: false,
         });
-        // RFC 5681 §3.1: ssthresh from FlightSize, cwnd to one segment.
-        self.cc
-            .on_retransmission_timeout(now, self.snd_nxt - self.snd_una);
+        // RFC 5681 §3.1: ssthresh from FlightSize, cwnd to one segment (or from the pipe before
+        // the timeout, ns-3 tcp-socket-base.cc:3916 `inFlightBeforeRto = BytesInFlight()`).
+        let in_flight = if self.cc.ssthresh_from_pipe() {
+            self.pipe()
+        } else {
+            self.snd_nxt - self.snd_una
+        };
+        self.cc.on_retransmission_timeout(now, in_flight);
         // RFC 6582 §3.2 step 4 (and §4): no fast retransmit for data sent before the timeout.
         self.recover = Some(self.snd_nxt);
         self.in_recovery = false;

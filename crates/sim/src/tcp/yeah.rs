@@ -23,7 +23,10 @@
 //!   RTT with delayed ACKs, where Linux's `tcp_cong_avoid_ai` adds one per window acknowledged;
 //! - a loss reduces from the bytes in flight, not the window (`GetSsThresh(tcb,
 //!   bytesInFlight)`), the reduction bounded below by in-flight / 2^delta before it is bounded
-//!   above by half (Linux bounds in the other order);
+//!   above by half (Linux bounds in the other order); the bytes in flight are ns-3's
+//!   `BytesInFlight()`, the pipe (neither SACKed nor deemed lost), on a fast retransmit
+//!   (tcp-socket-base.cc:1715-1717) and on a timeout (:3916), not FlightSize
+//!   ([`CongestionControl::ssthresh_from_pipe`]);
 //! - the per-round block runs only where ns-3 calls `IncreaseWindow` (not in fast recovery),
 //!   and leaving recovery starts a new round (`CongestionStateSet(CA_OPEN)` -> `EnableYeah`).
 
@@ -315,6 +318,12 @@ impl CongestionControl for Yeah {
             self.round_samples = 0;
             self.round_min = None;
         }
+    }
+
+    fn ssthresh_from_pipe(&self) -> bool {
+        // ns-3 3.44 tcp-yeah.cc:310-314: GetSsThresh(tcb, bytesInFlight) gets BytesInFlight(), the
+        // pipe (tcp-socket-base.cc:1715-1717 EnterRecovery, :3916 ReTxTimeout), not FlightSize.
+        self.ns3
     }
 
     fn on_retransmission_timeout(&mut self, _now: Time, in_flight: u64) {
