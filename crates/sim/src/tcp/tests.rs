@@ -842,3 +842,54 @@ fn ns3_variants_reduce_from_the_pipe_not_from_flight_size() {
         assert_eq!(ssthresh, expected, "{name} ns3 = 1, pipe {pipe}");
     }
 }
+
+#[test]
+fn ns3_variants_grow_nothing_on_the_ack_that_ends_a_timeouts_loss_state() {
+    // Segment 100 is lost twice (first send and fast retransmission): the timer expires with
+    // everything else SACKed, so the ACK of the timeout's retransmission reaches the recovery
+    // point. ns-3 hands its control only the segments above that point
+    // (tcp-socket-base.cc:2226, `segsAcked = (ackNumber - m_recover) / m_segmentSize`), none:
+    // cwnd stays one segment until the next ACK. RFC 5681 slow start counts the segment.
+    for (name, ns3, cwnd_after) in [
+        ("yeah", 0.0, 2),
+        ("yeah", 1.0, 1),
+        ("htcp", 0.0, 2),
+        ("htcp", 1.0, 1),
+    ] {
+        let cfg = config(1 << 20, false);
+        let mut sends = 0;
+        let drop: DropRule = Box::new(move |seg, _| {
+            if seg.seq == 100 * u64::from(MSS) {
+                sends += 1;
+            }
+            seg.seq == 100 * u64::from(MSS) && sends <= 2
+        });
+        let net = Net::new(
+            cfg.clone(),
+            Rate::from_mbps(10),
+            Duration::from_millis(20),
+            drop,
+        );
+        let mut net = with_control(net, cfg, name, &[("ns3", ns3)]);
+        let mut t = 0.0;
+        while net.timeouts.is_empty() && t < 5.0 {
+            t += 0.001;
+            net.run_until(secs(t));
+        }
+        let (at, _, stats) = net.timeouts[0];
+        assert_eq!(stats.cwnd, u64::from(MSS));
+        // The retransmission's ACK comes back after one round trip (about 42 ms), the ACK of
+        // the segment sent then one round trip later.
+        net.run_until(at + Duration::from_millis(60));
+        let stats = net.sender.stats();
+        assert!(
+            stats.bytes_acked > 100 * u64::from(MSS),
+            "{name}: {stats:?}"
+        );
+        assert_eq!(
+            stats.cwnd,
+            cwnd_after * u64::from(MSS),
+            "{name} ns3 = {ns3}: {stats:?}"
+        );
+    }
+}
