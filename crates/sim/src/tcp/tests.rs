@@ -832,7 +832,7 @@ fn ns3_variants_reduce_from_the_pipe_not_from_flight_size() {
             ("htcp", true) => pipe / 2,
             // tcp-yeah.cc GetSsThresh: in flight less max(lastQ, in flight >> 3) segments (the
             // queue here is shorter than an eighth).
-            ("yeah", true) => pipe - (pipe / mss >> 3) * mss,
+            ("yeah", true) => pipe - ((pipe / mss) >> 3) * mss,
             // The published algorithms reduce from the window (102 segments) instead.
             _ => {
                 assert!(ssthresh > before.pipe * 7 / 10, "{name}: {ssthresh}");
