@@ -85,6 +85,23 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn on_recovery_exit_ack(&mut self, _now: Time, _advanced: u64) {}
     /// The retransmission timer expired (RFC 5681 §3.1: cwnd to one segment).
     fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64);
+    /// Whether the sender applies two rules of ns-3 3.44's socket (tcp-socket-base.cc) around
+    /// this control, for the ns-3-compatible variants (default: the RFC rules):
+    /// - the `in_flight` of [`CongestionControl::on_congestion_event`] and
+    ///   [`CongestionControl::on_retransmission_timeout`] is the pipe (RFC 6675 §2: outstanding
+    ///   bytes neither SACKed nor deemed lost, plus those resent; on a fast retransmit after the
+    ///   first unacknowledged segment is deemed lost, on a timeout before every segment is), not
+    ///   FlightSize (RFC 5681 §3.1, every byte sent and not cumulatively acknowledged): ns-3
+    ///   hands `GetSsThresh` `BytesInFlight()` (tcp-socket-base.cc:1715-1717 `EnterRecovery`,
+    ///   :3916 and :3963 `ReTxTimeout`), which after a loss burst or in a long recovery is far
+    ///   below FlightSize (the SACKed data above the holes);
+    /// - the ACK that ends the loss state after a timeout (the first to reach the recovery
+    ///   point) hands [`CongestionControl::on_ack`] only the whole segments it acknowledges above
+    ///   that point (tcp-socket-base.cc:2226 `segsAcked = (ackNumber - m_recover) /
+    ///   m_segmentSize`), usually none, so that it grows nothing.
+    fn ns3_socket(&self) -> bool {
+        false
+    }
     /// The sender was idle for longer than a retransmission timeout and sends again: RFC 5681
     /// §4.1 restarts with cwnd = min(`restart_window`, cwnd), ssthresh unchanged. By default
     /// through [`CongestionControl::init`], which every control here keeps to the two values.

@@ -25,7 +25,11 @@
 //! - RTTmin and RTTmax are those of the smoothed RTT on every ACK, in recovery too (ns-3 hands
 //!   every control `m_srtt`, tcp-socket-base.cc:2136 and the other `PktsAcked` calls);
 //! - ssthresh is beta times the bytes in flight (`GetSsThresh(tcb, bytesInFlight)`), not the
-//!   window, truncated to whole bytes, at least 2 segments;
+//!   window, truncated to whole bytes, at least 2 segments; the bytes in flight are ns-3's
+//!   `BytesInFlight()`, the pipe (neither SACKed nor deemed lost), on a fast retransmit
+//!   (tcp-socket-base.cc:1715-1717) and on a timeout (:3916), not FlightSize; and the ACK that
+//!   ends a timeout's loss state counts only the segments above the recovery point
+//!   (tcp-socket-base.cc:2226), usually none ([`CongestionControl::ns3_socket`]);
 //! - the first epoch starts at time zero of the simulation (`m_lastCon(0)`), not at the first ACK.
 //!
 //! `bandwidth_switch` has no effect under `ns3 = 1` (ns-3 has no such switch).
@@ -377,7 +381,10 @@ impl CongestionControl for Htcp {
             // RFC 5681 §3.1 eq. (2): cwnd += min(N, SMSS).
             self.cwnd += acked.min(self.mss);
         } else if self.ns3 {
-            self.cwnd += self.ns3_increase(sample.now);
+            // ns-3 tcp-htcp.cc:107: only if the ACK counts a segment.
+            if sample.acked_bytes > 0 {
+                self.cwnd += self.ns3_increase(sample.now);
+            }
         } else {
             // Leith & Shorten 2004: cwnd += alpha / cwnd per acknowledged segment; in bytes,
             // alpha * SMSS per window of bytes acknowledged.
@@ -406,6 +413,13 @@ impl CongestionControl for Htcp {
     fn on_recovery_end(&mut self, _now: Time) {
         // RFC 6582 §3.2 step 3: on a full ACK, cwnd = ssthresh.
         self.cwnd = self.ssthresh;
+    }
+
+    fn ns3_socket(&self) -> bool {
+        // ns-3 3.44 tcp-htcp.cc:164-175: GetSsThresh(tcb, bytesInFlight) gets BytesInFlight(), the
+        // pipe (tcp-socket-base.cc:1715-1717 EnterRecovery, :3916 ReTxTimeout), not FlightSize;
+        // leaving CA_LOSS counts only what lies above the recovery point (:2226).
+        self.ns3
     }
 
     fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64) {

@@ -146,6 +146,8 @@ pub struct TcpSender {
     in_recovery: bool,
     /// RFC 6582 §3.2 "recover": snd_nxt when the last recovery or timeout began.
     recover: Option<u64>,
+    /// A timeout's loss state (ns-3 `CA_LOSS`): from the timeout until `recover` is acknowledged.
+    in_loss: bool,
     /// Send the next retransmission whatever the pipe (the fast retransmit itself, RFC 6675 §5
     /// step 4.3, and the retransmission after a timeout, RFC 6298 §5.4).
     resend_now: bool,
@@ -161,6 +163,9 @@ pub struct TcpSender {
     reduced_this_recovery: bool,
     /// FlightSize when the current recovery began (RFC 5681 eq. (4); RFC 6937's RecoverFS).
     recovery_flight: u64,
+    /// The pipe when the current recovery began, its first segment deemed lost (for controls
+    /// that reduce from it, [`CongestionControl::ns3_socket`]).
+    recovery_pipe: u64,
     events: VecDeque<TcpEvent>,
     record_events: bool,
     events_dropped: u64,
@@ -223,6 +228,7 @@ impl TcpSender {
             dupacks: 0,
             in_recovery: false,
             recover: None,
+            in_loss: false,
             resend_now: false,
             partial_ack_seen: false,
             departed_by_dupacks: 0,
@@ -231,6 +237,7 @@ impl TcpSender {
             policy: LossPolicy::React,
             reduced_this_recovery: false,
             recovery_flight: 0,
+            recovery_pipe: 0,
             events: VecDeque::new(),
             record_events: false,
             events_dropped: 0,
@@ -571,9 +578,22 @@ impl TcpSender {
             self.round.sample(r);
         }
         self.round.acked += acked_bytes;
+        // The bytes the control's increase gets: those newly acknowledged, except on the ACK
+        // that ends a timeout's loss state under ns-3's socket rules (tcp-socket-base.cc:2226,
+        // `segsAcked = (ackNumber - m_recover) / m_segmentSize`): only the whole segments above
+        // the recovery point, usually none.
+        let mut cc_acked = acked_bytes;
+        let mut left_loss = false;
+        if let Some(r) = self.recover.filter(|&r| self.in_loss && self.snd_una >= r) {
+            self.in_loss = false;
+            if self.cc.ns3_socket() {
+                left_loss = true;
+                cc_acked = (self.snd_una - r) / self.mss() * self.mss();
+            }
+        }
         let sample = AckSample {
             now,
-            acked_bytes,
+            acked_bytes: cc_acked,
             rtt: cc_rtt,
             srtt: self.rtt.srtt(),
             min_rtt: self.rtt.min_rtt(),
@@ -586,7 +606,9 @@ impl TcpSender {
             if ended_recovery && self.reduced_this_recovery {
                 self.cc.on_recovery_exit_ack(now, cumulative_advance);
             }
-        } else if advanced && acked_bytes > 0 {
+        } else if advanced && (acked_bytes > 0 || left_loss) {
+            // ns-3 calls its control on that ACK even with no segment to count (PktsAcked,
+            // IncreaseWindow with segsAcked = 0).
             self.cc.on_ack(&sample);
         }
         self.end_round_if_due(now);
@@ -703,15 +725,18 @@ impl TcpSender {
             deferred,
         });
         self.reduced_this_recovery = false;
-        if !deferred {
-            self.apply_deferred_reduction(now);
-        }
         self.board.mark_first_lost();
         self.board.mark_lost_by_sack();
         self.resend_now = true;
         if !self.peer_sacks {
             // RFC 6582 §3.2 step 3: the three duplicate ACKs stand for three segments gone.
             self.departed_by_dupacks = u64::from(self.dupacks) * self.mss();
+        }
+        // The pipe once the first unacknowledged segment is deemed lost (ns-3 tcp-socket-base.cc
+        // EnterRecovery: MarkHeadAsLost, then BytesInFlight() for GetSsThresh).
+        self.recovery_pipe = self.pipe();
+        if !deferred {
+            self.apply_deferred_reduction(now);
         }
     }
 
@@ -722,7 +747,12 @@ impl TcpSender {
             return false;
         }
         self.reduced_this_recovery = true;
-        self.cc.on_congestion_event(now, self.recovery_flight);
+        let in_flight = if self.cc.ns3_socket() {
+            self.recovery_pipe
+        } else {
+            self.recovery_flight
+        };
+        self.cc.on_congestion_event(now, in_flight);
         true
     }
 
@@ -837,11 +867,17 @@ impl TcpSender {
             in_flight: self.snd_nxt - self.snd_una,
             deferred: false,
         });
-        // RFC 5681 §3.1: ssthresh from FlightSize, cwnd to one segment.
-        self.cc
-            .on_retransmission_timeout(now, self.snd_nxt - self.snd_una);
+        // RFC 5681 §3.1: ssthresh from FlightSize, cwnd to one segment (or from the pipe before
+        // the timeout, ns-3 tcp-socket-base.cc:3916 `inFlightBeforeRto = BytesInFlight()`).
+        let in_flight = if self.cc.ns3_socket() {
+            self.pipe()
+        } else {
+            self.snd_nxt - self.snd_una
+        };
+        self.cc.on_retransmission_timeout(now, in_flight);
         // RFC 6582 §3.2 step 4 (and §4): no fast retransmit for data sent before the timeout.
         self.recover = Some(self.snd_nxt);
+        self.in_loss = true;
         self.in_recovery = false;
         self.dupacks = 0;
         self.departed_by_dupacks = 0;

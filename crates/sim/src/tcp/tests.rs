@@ -794,3 +794,102 @@ fn the_rtt_sample_comes_from_the_newest_or_the_oldest_segment_acknowledged() {
         );
     }
 }
+
+/// `net` with its sender driven by control `name` with `params` instead of NewReno.
+fn with_control(mut net: Net, config: TcpConfig, name: &str, params: &[(&str, f64)]) -> Net {
+    let mut spec = CcSpec::named(name);
+    for (k, v) in params {
+        spec.params.insert((*k).to_string(), *v);
+    }
+    net.sender = TcpSender::new(config.clone(), spec.build(config.mss).unwrap());
+    net
+}
+
+#[test]
+fn ns3_variants_reduce_from_the_pipe_not_from_flight_size() {
+    // 30 consecutive segments lost in one window: once three segments above them are SACKed all
+    // 30 are deemed lost, so the pipe is FlightSize less 33 segments. ns-3's GetSsThresh gets
+    // BytesInFlight(), the pipe (tcp-socket-base.cc:1715-1717 EnterRecovery); the lab's default
+    // is RFC 5681's FlightSize.
+    let lost: Vec<u64> = (100..130).collect();
+    for (name, ns3) in [("htcp", 0.0), ("htcp", 1.0), ("yeah", 0.0), ("yeah", 1.0)] {
+        let cfg = config(1 << 20, false);
+        let net = Net::new(
+            cfg.clone(),
+            Rate::from_mbps(10),
+            Duration::from_millis(20),
+            drop_first_sends(&lost),
+        );
+        let mut net = with_control(net, cfg, name, &[("ns3", ns3)]);
+        net.run_until(secs(3.0));
+        let mss = u64::from(MSS);
+        let before = net.before_recovery[0];
+        let ssthresh = net.after_recovery[0].ssthresh;
+        // The ACK that starts recovery SACKs one more segment and the 30 are deemed lost.
+        let pipe = before.pipe - 31 * mss;
+        let expected = match (name, ns3 > 0.0) {
+            // tcp-htcp.cc GetSsThresh: bytesInFlight x beta, beta = 0.5 at the first loss.
+            ("htcp", true) => pipe / 2,
+            // tcp-yeah.cc GetSsThresh: in flight less max(lastQ, in flight >> 3) segments (the
+            // queue here is shorter than an eighth).
+            ("yeah", true) => pipe - ((pipe / mss) >> 3) * mss,
+            // The published algorithms reduce from the window (102 segments) instead.
+            _ => {
+                assert!(ssthresh > before.pipe * 7 / 10, "{name}: {ssthresh}");
+                continue;
+            }
+        };
+        assert_eq!(ssthresh, expected, "{name} ns3 = 1, pipe {pipe}");
+    }
+}
+
+#[test]
+fn ns3_variants_grow_nothing_on_the_ack_that_ends_a_timeouts_loss_state() {
+    // Segment 100 is lost twice (first send and fast retransmission): the timer expires with
+    // everything else SACKed, so the ACK of the timeout's retransmission reaches the recovery
+    // point. ns-3 hands its control only the segments above that point
+    // (tcp-socket-base.cc:2226, `segsAcked = (ackNumber - m_recover) / m_segmentSize`), none:
+    // cwnd stays one segment until the next ACK. RFC 5681 slow start counts the segment.
+    for (name, ns3, cwnd_after) in [
+        ("yeah", 0.0, 2),
+        ("yeah", 1.0, 1),
+        ("htcp", 0.0, 2),
+        ("htcp", 1.0, 1),
+    ] {
+        let cfg = config(1 << 20, false);
+        let mut sends = 0;
+        let drop: DropRule = Box::new(move |seg, _| {
+            if seg.seq == 100 * u64::from(MSS) {
+                sends += 1;
+            }
+            seg.seq == 100 * u64::from(MSS) && sends <= 2
+        });
+        let net = Net::new(
+            cfg.clone(),
+            Rate::from_mbps(10),
+            Duration::from_millis(20),
+            drop,
+        );
+        let mut net = with_control(net, cfg, name, &[("ns3", ns3)]);
+        let mut t = 0.0;
+        while net.timeouts.is_empty() && t < 5.0 {
+            t += 0.001;
+            net.run_until(secs(t));
+        }
+        let (at, _, stats) = net.timeouts[0];
+        assert_eq!(stats.cwnd, u64::from(MSS));
+        // The retransmission's ACK comes back after one round trip (about 42 ms), the ACK of
+        // the segment sent then one round trip later.
+        net.run_until(at + Duration::from_millis(60));
+        let stats = net.sender.stats();
+        assert!(
+            stats.bytes_acked > 100 * u64::from(MSS),
+            "{name}: {stats:?}"
+        );
+        assert_eq!(
+            stats.cwnd,
+            cwnd_after * u64::from(MSS),
+            "{name} ns3 = {ns3}: {stats:?}"
+        );
+    }
+}

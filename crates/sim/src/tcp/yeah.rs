@@ -23,7 +23,11 @@
 //!   RTT with delayed ACKs, where Linux's `tcp_cong_avoid_ai` adds one per window acknowledged;
 //! - a loss reduces from the bytes in flight, not the window (`GetSsThresh(tcb,
 //!   bytesInFlight)`), the reduction bounded below by in-flight / 2^delta before it is bounded
-//!   above by half (Linux bounds in the other order);
+//!   above by half (Linux bounds in the other order); the bytes in flight are ns-3's
+//!   `BytesInFlight()`, the pipe (neither SACKed nor deemed lost), on a fast retransmit
+//!   (tcp-socket-base.cc:1715-1717) and on a timeout (:3916), not FlightSize; and the ACK that
+//!   ends a timeout's loss state counts only the segments above the recovery point
+//!   (tcp-socket-base.cc:2226), usually none ([`CongestionControl::ns3_socket`]);
 //! - the per-round block runs only where ns-3 calls `IncreaseWindow` (not in fast recovery),
 //!   and leaving recovery starts a new round (`CongestionStateSet(CA_OPEN)` -> `EnableYeah`).
 
@@ -232,8 +236,11 @@ impl CongestionControl for Yeah {
             // Linux tcp_yeah.c: Scalable increase, one segment per min(cwnd, 100) acknowledged.
             self.cwnd += acked / self.cwnd.min(SCALABLE_AI_CNT);
         } else if self.ns3 {
-            // ns-3 tcp-newreno.cc CongestionAvoidance: max(1, mss² / cwnd) bytes per ACK,
-            // truncated.
+            // ns-3 tcp-congestion-ops.cc:177-189 TcpNewReno::CongestionAvoidance: max(1,
+            // mss² / cwnd) bytes per ACK, truncated, if it counts a segment.
+            if sample.acked_bytes == 0 {
+                return;
+            }
             let mss = self.mss as f64;
             let bytes = (mss * mss / (self.cwnd * mss)).max(1.0).floor();
             self.cwnd += bytes / mss;
@@ -315,6 +322,13 @@ impl CongestionControl for Yeah {
             self.round_samples = 0;
             self.round_min = None;
         }
+    }
+
+    fn ns3_socket(&self) -> bool {
+        // ns-3 3.44 tcp-yeah.cc:310-314: GetSsThresh(tcb, bytesInFlight) gets BytesInFlight(), the
+        // pipe (tcp-socket-base.cc:1715-1717 EnterRecovery, :3916 ReTxTimeout), not FlightSize;
+        // leaving CA_LOSS counts only what lies above the recovery point (:2226).
+        self.ns3
     }
 
     fn on_retransmission_timeout(&mut self, _now: Time, in_flight: u64) {
