@@ -638,6 +638,81 @@ mod prr {
         }
     }
 
+    /// A sender of `window` segments (newreno, no delayed ACKs) with everything sent at 0.
+    fn sender_with(recovery: Recovery, window: u32) -> TcpSender {
+        let config = TcpConfig {
+            mss: MSS,
+            initial_window: window,
+            recovery,
+            ..config(1 << 20, false)
+        };
+        let cc = CcSpec::named("newreno").build(MSS).unwrap();
+        let mut sender = TcpSender::new(config, cc);
+        let sent = std::iter::from_fn(|| sender.poll_segment(Time::ZERO)).count();
+        assert_eq!(sent, window as usize);
+        sender
+    }
+
+    /// An ACK of everything below segment `ack` that SACKs the segment ranges `blocks`.
+    fn ack_of(ack: u64, blocks: &[(u64, u64)]) -> Segment {
+        let mut sack = SackBlocks::new();
+        for &(a, b) in blocks {
+            sack.push((a * u64::from(MSS), b * u64::from(MSS)));
+        }
+        Segment {
+            seq: 0,
+            len: 0,
+            ack: ack * u64::from(MSS),
+            sack,
+            window: 1 << 20,
+            retransmission: false,
+            syn: false,
+        }
+    }
+
+    /// Feed `acks` to `sender`, returning what it sent after each: (first segment, retransmission).
+    fn feed(sender: &mut TcpSender, acks: &[Segment]) -> Vec<Vec<(u64, bool)>> {
+        let t = Time::ZERO;
+        acks.iter()
+            .map(|a| {
+                sender.on_ack(t, a);
+                std::iter::from_fn(|| sender.poll_segment(t))
+                    .map(|s| (s.seq / u64::from(MSS), s.retransmission))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ns3_partial_ack_with_sack_sends_new_data_instead_of_resending_the_head() {
+        // 40 segments out, 0 lost: segments 1-19 arrive (recovery from the third), then the
+        // retransmission of 0, a partial ACK of 20 (recover = 40) while 20-39 are still on their
+        // way. RFC 6582 marks the head (20) lost and resends it; ns-3 3.44 with SACK does not
+        // mark it (tcp-socket-base.cc:2084) and `DoRetransmit` sends `NextSeg`'s segment,
+        // nothing being lost, new data, whatever the window.
+        for recovery in [Recovery::Prr, Recovery::PrrNs3] {
+            let mut sender = sender_with(recovery, 40);
+            let mut acks: Vec<Segment> = (2..=20).map(|k| ack_of(0, &[(1, k)])).collect();
+            acks.push(ack_of(20, &[]));
+            let sent = feed(&mut sender, &acks);
+            assert_eq!(sender.stats().fast_retransmits, 1);
+            let after_partial = sent.last().unwrap();
+            if recovery == Recovery::Prr {
+                assert_eq!(
+                    after_partial.first(),
+                    Some(&(20, true)),
+                    "{after_partial:?}"
+                );
+            } else {
+                assert!(!after_partial.is_empty(), "{sent:?}");
+                assert!(
+                    after_partial.iter().all(|&(seq, re)| seq >= 40 && !re),
+                    "{after_partial:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn ns3_prr_wraps_in_32_bits_and_goes_quiet_in_a_large_window() {
         // 400 segments of 1000 bytes, ssthresh 200 000 bytes: prr_delivered x ssthresh passes
