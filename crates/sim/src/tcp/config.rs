@@ -23,7 +23,9 @@ pub enum Recovery {
     /// SACK information counted twice; below ssthresh PRR-CRB, one segment more only when the ACK
     /// covers a retransmission, nothing when more was sent than delivered (unsigned wrap). With
     /// SACK, only an ACK that SACKs new data counts as a duplicate (tcp-socket-base.cc
-    /// `isDupack = scoreboardUpdated`, as RFC 6675 §2).
+    /// `isDupack = scoreboardUpdated`, as RFC 6675 §2). With SACK, a partial ACK does not mark
+    /// the head lost; unless the head is a retransmission it sends one segment whatever the
+    /// window, the first one deemed lost or else new data (`ProcessAck` -> `DoRetransmit`).
     #[serde(rename = "prr-ns3")]
     PrrNs3,
 }

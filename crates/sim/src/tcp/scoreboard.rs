@@ -271,6 +271,11 @@ impl Scoreboard {
         self.lost_upto = self.segments.back().map_or(self.lost_upto, |s| s.end());
     }
 
+    /// The first outstanding segment.
+    pub(crate) fn first(&self) -> Option<SentSegment> {
+        self.segments.front().copied()
+    }
+
     /// The first segment deemed lost and not yet sent again.
     pub(crate) fn next_resend(&self) -> Option<SentSegment> {
         let &seq = self.resend.first()?;

@@ -151,6 +151,9 @@ pub struct TcpSender {
     /// Send the next retransmission whatever the pipe (the fast retransmit itself, RFC 6675 §5
     /// step 4.3, and the retransmission after a timeout, RFC 6298 §5.4).
     resend_now: bool,
+    /// [`Recovery::PrrNs3`]: send the next segment, a retransmission or else new data, whatever
+    /// the window (ns-3's `DoRetransmit` on a partial ACK).
+    send_now: bool,
     /// Whether a partial ACK has been seen in this recovery (RFC 6582 §3.2 step 5, "Impatient").
     partial_ack_seen: bool,
     /// In recovery without SACK information: bytes that duplicate ACKs say left the network.
@@ -230,6 +233,7 @@ impl TcpSender {
             recover: None,
             in_loss: false,
             resend_now: false,
+            send_now: false,
             partial_ack_seen: false,
             departed_by_dupacks: 0,
             peer_sacks: false,
@@ -420,10 +424,11 @@ impl TcpSender {
         }
         // RFC 6675 §5 NextSeg rule 1: segments deemed lost go before new data.
         if let Some(lost) = self.board.next_resend() {
-            if !(self.resend_now || self.window_allows(u64::from(lost.len))) {
+            if !(self.resend_now || self.send_now || self.window_allows(u64::from(lost.len))) {
                 return None;
             }
             self.resend_now = false;
+            self.send_now = false;
             self.board.resent(lost.seq, now);
             self.segments_sent += 1;
             self.retransmissions += 1;
@@ -432,6 +437,7 @@ impl TcpSender {
             return Some(self.data_segment(lost.seq, lost.len, true));
         }
         self.resend_now = false;
+        let forced = std::mem::take(&mut self.send_now);
         if self.app_paused {
             return None;
         }
@@ -439,7 +445,7 @@ impl TcpSender {
         let mss = self.mss();
         let in_peer_window = self.snd_nxt + mss <= self.snd_una.saturating_add(self.peer_window);
         let nothing_outstanding = self.snd_nxt == self.snd_una;
-        if !(self.window_allows(mss) && (in_peer_window || nothing_outstanding)) {
+        if !((forced || self.window_allows(mss)) && (in_peer_window || nothing_outstanding)) {
             return None;
         }
         let seq = self.snd_nxt;
@@ -545,11 +551,23 @@ impl TcpSender {
                     });
                     self.restart_timer(now);
                 } else {
-                    // RFC 6582 §3.2 step 5: a partial ACK; resend the first unacknowledged
-                    // segment, and reset the timer on the first partial ACK only ("Impatient").
-                    if self.board.mark_first_lost() {
+                    if self.config.recovery == Recovery::PrrNs3 && self.peer_sacks {
+                        // ns-3 3.44 tcp-socket-base.cc:2084-2102 (ProcessAck, partial ACK in
+                        // CA_RECOVERY): with SACK the head is not marked lost; unless it is a
+                        // retransmission already (`IsRetransmittedDataAcked(ackNumber +
+                        // segmentSize)`), `DoRetransmit` sends one segment whatever the window:
+                        // `NextSeg` rule 1 (the first segment deemed lost and not yet resent),
+                        // else rule 2, new data (tcp-socket-base.cc:4086-4116).
+                        if !self.board.first().is_some_and(|s| s.retransmitted) {
+                            self.send_now = true;
+                        }
+                    } else if self.board.mark_first_lost() {
+                        // RFC 6582 §3.2 step 5: a partial ACK; resend the first unacknowledged
+                        // segment.
                         self.resend_now = true;
                     }
+                    // RFC 6582 §3.2 step 5: reset the timer on the first partial ACK only
+                    // ("Impatient").
                     if !self.partial_ack_seen {
                         self.partial_ack_seen = true;
                         self.restart_timer(now);
@@ -885,6 +903,7 @@ impl TcpSender {
         // cover follow as the window opens again.
         self.board.mark_all_lost();
         self.resend_now = true;
+        self.send_now = false;
         // RFC 6298 §5.5-5.6: back off and restart the timer.
         self.rtt.back_off();
         self.rto_deadline = Some(now + self.rtt.rto());

@@ -557,14 +557,7 @@ mod prr {
     /// Segments sent after each duplicate ACK that follows the loss of segment 0 of a window of
     /// `window` segments.
     fn sends_per_ack_in(recovery: Recovery, window: u32) -> (Vec<usize>, TcpSenderStats) {
-        let config = TcpConfig {
-            mss: MSS,
-            initial_window: window,
-            recovery,
-            ..config(1 << 20, false)
-        };
-        let cc = CcSpec::named("newreno").build(MSS).unwrap();
-        let mut sender = TcpSender::new(config.clone(), cc);
+        let (config, mut sender) = newreno_sender(recovery, window);
         let mut receiver = TcpReceiver::new(&config);
         let t = Time::ZERO;
         let sent: Vec<Segment> = std::iter::from_fn(|| sender.poll_segment(t)).collect();
@@ -615,14 +608,7 @@ mod prr {
     #[test]
     fn ns3_recovery_counts_only_acks_that_sack_new_data_as_duplicates() {
         for (recovery, enters) in [(Recovery::Prr, true), (Recovery::PrrNs3, false)] {
-            let config = TcpConfig {
-                mss: MSS,
-                initial_window: 10,
-                recovery,
-                ..config(1 << 20, false)
-            };
-            let cc = CcSpec::named("newreno").build(MSS).unwrap();
-            let mut sender = TcpSender::new(config.clone(), cc);
+            let (config, mut sender) = newreno_sender(recovery, 10);
             let mut receiver = TcpReceiver::new(&config);
             let t = Time::ZERO;
             let sent: Vec<Segment> = std::iter::from_fn(|| sender.poll_segment(t)).collect();
@@ -635,6 +621,87 @@ mod prr {
                 }
             }
             assert_eq!(sender.stats().fast_retransmits == 1, enters, "{recovery:?}");
+        }
+    }
+
+    /// A newreno sender with an initial window of `window` segments (no delayed ACKs), and its
+    /// configuration.
+    fn newreno_sender(recovery: Recovery, window: u32) -> (TcpConfig, TcpSender) {
+        let config = TcpConfig {
+            mss: MSS,
+            initial_window: window,
+            recovery,
+            ..config(1 << 20, false)
+        };
+        let cc = CcSpec::named("newreno").build(MSS).unwrap();
+        (config.clone(), TcpSender::new(config, cc))
+    }
+
+    /// A sender of `window` segments (newreno, no delayed ACKs) with everything sent at 0.
+    fn sender_with(recovery: Recovery, window: u32) -> TcpSender {
+        let (_, mut sender) = newreno_sender(recovery, window);
+        let sent = std::iter::from_fn(|| sender.poll_segment(Time::ZERO)).count();
+        assert_eq!(sent, window as usize);
+        sender
+    }
+
+    /// An ACK of everything below segment `ack` that SACKs the segment ranges `blocks`.
+    fn ack_of(ack: u64, blocks: &[(u64, u64)]) -> Segment {
+        let mut sack = SackBlocks::new();
+        for &(a, b) in blocks {
+            sack.push((a * u64::from(MSS), b * u64::from(MSS)));
+        }
+        Segment {
+            seq: 0,
+            len: 0,
+            ack: ack * u64::from(MSS),
+            sack,
+            window: 1 << 20,
+            retransmission: false,
+            syn: false,
+        }
+    }
+
+    /// Feed `acks` to `sender`, returning what it sent after each: (first segment, retransmission).
+    fn feed(sender: &mut TcpSender, acks: &[Segment]) -> Vec<Vec<(u64, bool)>> {
+        let t = Time::ZERO;
+        acks.iter()
+            .map(|a| {
+                sender.on_ack(t, a);
+                std::iter::from_fn(|| sender.poll_segment(t))
+                    .map(|s| (s.seq / u64::from(MSS), s.retransmission))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ns3_partial_ack_with_sack_sends_new_data_instead_of_resending_the_head() {
+        // 40 segments out, 0 lost: segments 1-19 arrive (recovery from the third), then the
+        // retransmission of 0, a partial ACK of 20 (recover = 40) while 20-39 are still on their
+        // way. RFC 6582 marks the head (20) lost and resends it; ns-3 3.44 with SACK does not
+        // mark it (tcp-socket-base.cc:2084) and `DoRetransmit` sends `NextSeg`'s segment,
+        // nothing being lost, new data, whatever the window.
+        for recovery in [Recovery::Prr, Recovery::PrrNs3] {
+            let mut sender = sender_with(recovery, 40);
+            let mut acks: Vec<Segment> = (2..=20).map(|k| ack_of(0, &[(1, k)])).collect();
+            acks.push(ack_of(20, &[]));
+            let sent = feed(&mut sender, &acks);
+            assert_eq!(sender.stats().fast_retransmits, 1);
+            let after_partial = sent.last().unwrap();
+            if recovery == Recovery::Prr {
+                assert_eq!(
+                    after_partial.first(),
+                    Some(&(20, true)),
+                    "{after_partial:?}"
+                );
+            } else {
+                assert!(!after_partial.is_empty(), "{sent:?}");
+                assert!(
+                    after_partial.iter().all(|&(seq, re)| seq >= 40 && !re),
+                    "{after_partial:?}"
+                );
+            }
         }
     }
 
