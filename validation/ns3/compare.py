@@ -150,6 +150,15 @@ def lab_run(qstp, cc, flows, duration, recovery, seed=1, starts=None, congestion
         shutil.rmtree(work, ignore_errors=True)
 
 
+def sem2(runs, key):
+    """The squared standard error of the mean of `key` over `runs` (0 for a single run)."""
+    n = len(runs)
+    if n < 2:
+        return 0.0
+    mean = sum(r[key] for r in runs) / n
+    return sum((r[key] - mean) ** 2 for r in runs) / (n - 1) / n
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -180,7 +189,19 @@ def main():
                    help="runs per row on each side (seeds 1..N), compared by their means: with "
                         "few flows one run is one draw of a bimodal outcome (do two flows leave "
                         "slow start in the same loss episode?)")
+    p.add_argument("--seeds-at", action="append", default=[], metavar="FLOWS=N",
+                   help="runs per row for one flow count, instead of --seeds (repeatable), e.g. "
+                        "8=7: with 8 flows the Jain index of one run swings by 0.2 between seeds "
+                        "(which flows time out in the slow-start overshoot), so 3 seeds leave a "
+                        "standard error of about 0.1, twice the tolerance")
     args = p.parse_args()
+    seeds_at = {}
+    for item in args.seeds_at:
+        flows, _, n = item.partition("=")
+        try:
+            seeds_at[int(flows)] = int(n)
+        except ValueError:
+            sys.exit(f"--seeds-at {item}: expected FLOWS=N, e.g. 8=7")
     if not os.path.exists(args.qstp):
         sys.exit(f"{args.qstp} not found: build it with `cargo build --release -p qstp`")
     rows = []
@@ -193,7 +214,7 @@ def main():
             variants = {"published": variants, "ns3": compat, "both": variants + compat}[
                 args.variants]
         for n in args.flows or [1, 2, 8]:
-            seeds = range(1, args.seeds + 1)
+            seeds = range(1, seeds_at.get(n, args.seeds) + 1)
             ns3s = [ns3_run(cc, n, args.duration, args.fresh, seed) for seed in seeds]
             mean = lambda runs, key: sum(r[key] for r in runs) / len(runs)
             ns3 = {"utilisation": mean(ns3s, "utilisation"), "jain": mean(ns3s, "jain")}
@@ -206,16 +227,18 @@ def main():
                 du = lab["utilisation"] - ns3["utilisation"]
                 dj = lab["jain"] - ns3["jain"]
                 ok = abs(du) <= TOLERANCE and abs(dj) <= TOLERANCE
-                rows.append((label, n, ns3["utilisation"], lab["utilisation"], du, ns3["jain"],
-                             lab["jain"], dj, "agrees" if ok else "DIFFERS"))
+                se_j = math.sqrt(sem2(labs, "jain") + sem2(ns3s, "jain"))
+                rows.append((label, n, len(seeds), ns3["utilisation"], lab["utilisation"], du,
+                             ns3["jain"], lab["jain"], dj, se_j, "agrees" if ok else "DIFFERS"))
                 if not args.markdown:
-                    print("%-16s %2d flows  utilisation ns-3 %.3f lab %.3f (%+.3f)  "
-                          "Jain ns-3 %.3f lab %.3f (%+.3f)  %s" % rows[-1], flush=True)
+                    print("%-16s %2d flows %d seeds  utilisation ns-3 %.3f lab %.3f (%+.3f)  "
+                          "Jain ns-3 %.3f lab %.3f (%+.3f, SE %.3f)  %s" % rows[-1], flush=True)
     if args.markdown:
-        print("| control | flows | utilisation ns-3 | lab | diff | Jain ns-3 | lab | diff | verdict |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| control | flows | seeds | utilisation ns-3 | lab | diff | Jain ns-3 | lab | diff "
+              "| SE of Jain diff | verdict |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
-            print("| %s | %d | %.3f | %.3f | %+.3f | %.3f | %.3f | %+.3f | %s |" % r)
+            print("| %s | %d | %d | %.3f | %.3f | %+.3f | %.3f | %.3f | %+.3f | %.3f | %s |" % r)
     agree = sum(1 for r in rows if r[-1] == "agrees")
     print(f"\n{agree} of {len(rows)} within {TOLERANCE} of ns-3 on both", file=sys.stderr)
 
