@@ -96,7 +96,10 @@ fn measure(name: &str, spec: &SimSpec, only: Option<&str>, repeat: u32) {
         match run(spec) {
             Ok(out) => {
                 walls.push(started.elapsed().as_secs_f64());
-                last = Some((out, ALLOCATIONS.load(Ordering::Relaxed) - allocations_before));
+                last = Some((
+                    out,
+                    ALLOCATIONS.load(Ordering::Relaxed) - allocations_before,
+                ));
             }
             Err(e) => {
                 println!("{name}: cannot run: {e}");
@@ -155,7 +158,12 @@ fn main() {
         name: "qstp".into(),
         config: qstp_proto::Config::qstp(Rate::from_mbps(10)),
     });
-    measure("8 x QSTP (gTFRC, target 10 Mbit/s)", &spec(qstp, seconds), only, repeat);
+    measure(
+        "8 x QSTP (gTFRC, target 10 Mbit/s)",
+        &spec(qstp, seconds),
+        only,
+        repeat,
+    );
     let cbr = Protocol::Cbr(CbrSpec {
         schedule: vec![(Duration::ZERO, Rate::from_mbps(30))],
     });
@@ -176,6 +184,11 @@ fn main() {
             rate: Rate::from_mbps(1000),
             delay: Duration::from_millis(1),
         });
-        measure(&format!("24 x TCP {} (hstcp-qos)", entry.name), &spec, only, repeat);
+        measure(
+            &format!("24 x TCP {} (hstcp-qos)", entry.name),
+            &spec,
+            only,
+            repeat,
+        );
     }
 }
