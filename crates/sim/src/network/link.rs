@@ -319,14 +319,22 @@ impl Link {
             };
         }
         self.before_change(now);
+        if self.ready_at.is_none() && self.busy_until <= now && self.seeing == 0 {
+            // Idle, and no observer to show the packet queued then taken: one step for both
+            // (the observers' `before_change` is already done for `now`).
+            return match self
+                .queue
+                .enqueue_dequeue(now, packet, &mut self.rng, self.rate)
+            {
+                Err((refused, kind)) => self.refuse(now, refused, kind, store),
+                Ok(dequeued) => match self.start(now, dequeued, store) {
+                    true => Offered::Transmitting,
+                    false => Offered::Queued,
+                },
+            };
+        }
         if let Err((refused, kind)) = self.queue.enqueue(now, packet, &mut self.rng) {
-            match kind {
-                DropKind::Overflow => self.stats.overflow_drops += 1,
-                DropKind::Early => self.stats.early_drops += 1,
-            }
-            self.observe(now, QueueEvent::Dropped(kind), refused.id, store);
-            store.discard(refused.id);
-            return Offered::Dropped(kind);
+            return self.refuse(now, refused, kind, store);
         }
         self.observe(now, QueueEvent::Enqueued, packet.id, store);
         if self.ready_at.is_some() {
@@ -431,10 +439,38 @@ impl Link {
         Some(packet)
     }
 
+    /// Count and discard a packet the queue refused.
+    fn refuse(
+        &mut self,
+        now: Time,
+        refused: QueuedPacket,
+        kind: DropKind,
+        store: &mut PacketStore,
+    ) -> Offered {
+        match kind {
+            DropKind::Overflow => self.stats.overflow_drops += 1,
+            DropKind::Early => self.stats.early_drops += 1,
+        }
+        self.observe(now, QueueEvent::Dropped(kind), refused.id, store);
+        store.discard(refused.id);
+        Offered::Dropped(kind)
+    }
+
     /// Start serialising the next queued packet, if the queue lets one go; whether one started.
     fn send_next(&mut self, now: Time, store: &mut PacketStore) -> bool {
         self.before_change(now);
-        match self.queue.dequeue(now, self.rate) {
+        let dequeued = self.queue.dequeue(now, self.rate);
+        self.start(now, dequeued, store)
+    }
+
+    /// Act on what the queue gave: serialise a packet, or wait; whether a packet started.
+    fn start(
+        &mut self,
+        now: Time,
+        dequeued: Dequeue<QueuedPacket>,
+        store: &mut PacketStore,
+    ) -> bool {
+        match dequeued {
             Dequeue::Packet(packet) => {
                 self.observe(now, QueueEvent::Dequeued, packet.id, store);
                 if self.last_transmit.0 != packet.size {

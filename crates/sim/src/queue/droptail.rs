@@ -65,13 +65,9 @@ impl<P> DropTail<P> {
     }
 }
 
-impl<P: Queued> QueueDiscipline<P> for DropTail<P> {
-    fn enqueue(
-        &mut self,
-        _now: Time,
-        packet: P,
-        _rng: &mut dyn RngCore,
-    ) -> Result<(), (P, DropKind)> {
+impl<P: Queued> DropTail<P> {
+    /// Count an arriving packet and decide whether the FIFO takes it (it is not stored here).
+    fn admit(&mut self, packet: P) -> Result<P, (P, DropKind)> {
         let color = packet.color();
         self.counters.arrived(color);
         let refused = if self.fifo.len() >= self.limit {
@@ -85,8 +81,35 @@ impl<P: Queued> QueueDiscipline<P> for DropTail<P> {
             self.counters.dropped(color, kind);
             return Err((packet, kind));
         }
+        Ok(packet)
+    }
+}
+
+impl<P: Queued> QueueDiscipline<P> for DropTail<P> {
+    fn enqueue(
+        &mut self,
+        _now: Time,
+        packet: P,
+        _rng: &mut dyn RngCore,
+    ) -> Result<(), (P, DropKind)> {
+        let packet = self.admit(packet)?;
         self.fifo.push_back(packet);
         Ok(())
+    }
+
+    fn enqueue_dequeue(
+        &mut self,
+        now: Time,
+        packet: P,
+        rng: &mut dyn RngCore,
+        link_rate: Rate,
+    ) -> Result<Dequeue<P>, (P, DropKind)> {
+        if !self.fifo.is_empty() {
+            self.enqueue(now, packet, rng)?;
+            return Ok(self.dequeue(now, link_rate));
+        }
+        // Empty: the packet would be the FIFO's only one, and leave at once.
+        self.admit(packet).map(Dequeue::Packet)
     }
 
     fn dequeue(&mut self, _now: Time, _link_rate: Rate) -> Dequeue<P> {
@@ -153,5 +176,48 @@ mod tests {
         assert_eq!(ids, [0, 1, 2]);
         assert!(q.is_empty());
         assert_eq!(q.dequeue(Time::ZERO, Rate::from_mbps(1)), Dequeue::Empty);
+    }
+
+    /// One step of an idle link (`enqueue_dequeue`) gives what `enqueue` then `dequeue` give,
+    /// and leaves the same FIFO and counters, whatever the queue holds and the colours.
+    mod idle_link_step {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn colour(c: u8) -> Color {
+            [Color::Green, Color::Yellow, Color::Red][usize::from(c % 3)]
+        }
+
+        fn snapshot(q: &DropTail<Pkt>) -> (Vec<u32>, [CodePointCounters; 3]) {
+            (
+                q.fifo.iter().map(|p| p.id).collect(),
+                [Color::Green, Color::Yellow, Color::Red].map(|c| q.counters(c)),
+            )
+        }
+
+        proptest! {
+            #[test]
+            fn matches_enqueue_then_dequeue(
+                limit in 0usize..4,
+                threshold in 0usize..4,
+                held in proptest::collection::vec(0u8..3, 0..4),
+                arriving in 0u8..3,
+            ) {
+                let mut rng = ChaCha8Rng::seed_from_u64(0);
+                let mut one = DropTail::with_threshold(limit, threshold);
+                for (i, &c) in held.iter().enumerate() {
+                    let _ = one.enqueue(Time::ZERO, pkt(i as u32, colour(c)), &mut rng);
+                }
+                let mut two = one.clone();
+                let packet = pkt(99, colour(arriving));
+                let rate = Rate::from_mbps(1);
+                let stepped = one.enqueue_dequeue(Time::ZERO, packet, &mut rng, rate);
+                let called = two
+                    .enqueue(Time::ZERO, packet, &mut rng)
+                    .map(|()| two.dequeue(Time::ZERO, rate));
+                prop_assert_eq!(stepped, called);
+                prop_assert_eq!(snapshot(&one), snapshot(&two));
+            }
+        }
     }
 }

@@ -115,6 +115,20 @@ pub trait QueueDiscipline<P: Queued>: Send {
         -> Result<(), (P, DropKind)>;
     /// Take the next packet for a link of rate `link_rate` that is idle at `now`.
     fn dequeue(&mut self, now: Time, link_rate: Rate) -> Dequeue<P>;
+    /// [`QueueDiscipline::enqueue`] then, if the packet was taken, [`QueueDiscipline::dequeue`]:
+    /// what an idle link does with a packet offered to it. A discipline may do both in one step
+    /// (a drop-tail FIFO that is empty hands the packet straight back), provided the result and
+    /// its state afterwards are those of the two calls.
+    fn enqueue_dequeue(
+        &mut self,
+        now: Time,
+        packet: P,
+        rng: &mut dyn RngCore,
+        link_rate: Rate,
+    ) -> Result<Dequeue<P>, (P, DropKind)> {
+        self.enqueue(now, packet, rng)?;
+        Ok(self.dequeue(now, link_rate))
+    }
     /// Packets queued.
     fn len(&self) -> usize;
     /// Bytes queued (sizes on the wire).
