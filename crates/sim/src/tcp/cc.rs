@@ -298,6 +298,32 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn segments_round_as_f64_round_does(x in proptest::num::f64::ANY) {
+            proptest::prop_assert_eq!(super::segments::round(x), x.round() as u64, "{}", x);
+        }
+    }
+
+    #[test]
+    fn rounding_halves_and_edges() {
+        for x in [
+            0.0,
+            0.5,
+            1.5,
+            2.5,
+            0.49999999999999994,
+            4503599627370495.5,
+            9007199254740993.0,
+            1e19,
+            1e20,
+            -0.5,
+            -3.7,
+        ] {
+            assert_eq!(super::segments::round(x), x.round() as u64, "{x}");
+        }
+    }
+
     #[test]
     fn unknown_names_and_parameters_are_refused_with_the_known_ones() {
         let err = CcSpec::named("warp").build(1460).unwrap_err();
@@ -328,9 +354,23 @@ pub(crate) mod segments {
     /// `segments` in bytes, rounded; an infinite threshold is `u64::MAX`.
     pub(crate) fn bytes(segments: f64, mss: u64) -> u64 {
         if segments.is_finite() {
-            (segments * mss as f64).round() as u64
+            round(segments * mss as f64)
         } else {
             u64::MAX
+        }
+    }
+
+    /// `x.round() as u64` (half away from zero; negative values give 0) without the library
+    /// call `round` is on x86-64 before SSE4.1: the senders ask for the window several times per
+    /// ACK. `x - t` is exact: below 2^53 it is the fraction, above it every f64 is a whole number.
+    #[inline]
+    pub(crate) fn round(x: f64) -> u64 {
+        let t = x as u64;
+        if x - t as f64 >= 0.5 {
+            // Saturates as the cast does, from 2^64 on.
+            t.saturating_add(1)
+        } else {
+            t
         }
     }
 
