@@ -269,10 +269,17 @@ impl Link {
     }
 
     /// Tell the observers that want it that the queue may change at `now`.
+    #[inline]
     fn before_change(&mut self, now: Time) {
-        if now < self.due {
-            return;
+        if now >= self.due {
+            self.tell_before_change(now);
         }
+    }
+
+    /// [`Link::before_change`] once some observer is due (out of line: the per-packet path only
+    /// compares two instants).
+    #[inline(never)]
+    fn tell_before_change(&mut self, now: Time) {
         self.due = Time::MAX;
         for observer in &mut self.observers {
             if now >= observer.due() {
@@ -283,10 +290,16 @@ impl Link {
     }
 
     /// Show `event` of packet `id` to the observers that see events.
+    #[inline]
     fn observe(&mut self, now: Time, event: QueueEvent, id: PacketId, store: &PacketStore) {
-        if self.seeing == 0 {
-            return;
+        if self.seeing != 0 {
+            self.tell(now, event, id, store);
         }
+    }
+
+    /// [`Link::observe`] when some observer sees events (out of line, as for `before_change`).
+    #[inline(never)]
+    fn tell(&mut self, now: Time, event: QueueEvent, id: PacketId, store: &PacketStore) {
         let len = self.queue.len();
         for (i, observer) in self.observers.iter_mut().enumerate() {
             if self.seeing & (1 << i) != 0 {
