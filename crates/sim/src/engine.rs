@@ -4,8 +4,9 @@
 //! so scheduling never allocates beyond the heap's own growth.
 //!
 //! Most events schedule another (a packet's arrival arms the next one's), so an event popped is
-//! left at the top of the heap, spent, until the next call: a schedule writes over it (one sift
-//! down, where a pop and a push would sift twice), a pop removes it first. The order is the same.
+//! left at the top of its heap, spent, until the next call: a schedule into that heap writes over
+//! it (one sift down, where a pop and a push would sift twice), a pop removes it first. The order
+//! is the same.
 
 use qstp_proto::Time;
 use std::cmp::Ordering;
@@ -46,10 +47,16 @@ impl<E> Ord for Entry<E> {
 }
 
 /// A discrete-event scheduler.
+///
+/// Events wait in one of two heaps: [`Scheduler::schedule`]'s, for the packet events that come
+/// and go by the thousand per second, and [`Scheduler::schedule_timer`]'s, for wake-ups that are
+/// mostly set far ahead and rarely fire (retransmission timers), so that the busy heap stays
+/// shallow. One clock and one sequence number span both: the order is that of a single heap.
 pub struct Scheduler<E> {
-    heap: BinaryHeap<Entry<E>>,
-    /// Whether the heap's top is the event last popped, left in place.
-    spent: bool,
+    /// The packet events' heap (0) and the timers' (1).
+    heaps: [BinaryHeap<Entry<E>>; 2],
+    /// The heap whose top is the event last popped, left in place.
+    spent: Option<usize>,
     next_sequence: u64,
     now: Time,
     processed: u64,
@@ -58,14 +65,19 @@ pub struct Scheduler<E> {
 impl<E> Default for Scheduler<E> {
     fn default() -> Self {
         Scheduler {
-            heap: BinaryHeap::new(),
-            spent: false,
+            heaps: [BinaryHeap::new(), BinaryHeap::new()],
+            spent: None,
             next_sequence: 0,
             now: Time::ZERO,
             processed: 0,
         }
     }
 }
+
+/// The heap of [`Scheduler::schedule`].
+const EVENTS: usize = 0;
+/// The heap of [`Scheduler::schedule_timer`].
+const TIMERS: usize = 1;
 
 impl<E: Copy> Scheduler<E> {
     /// An empty scheduler at time zero.
@@ -85,7 +97,7 @@ impl<E: Copy> Scheduler<E> {
 
     /// Events waiting.
     pub fn len(&self) -> usize {
-        self.heap.len() - usize::from(self.spent)
+        self.heaps[EVENTS].len() + self.heaps[TIMERS].len() - usize::from(self.spent.is_some())
     }
 
     /// Whether no event is waiting.
@@ -93,45 +105,72 @@ impl<E: Copy> Scheduler<E> {
         self.len() == 0
     }
 
-    /// Remove the spent event at the top, if one is there.
+    /// Remove the spent event at a top, if one is there.
     fn drop_spent(&mut self) {
-        if std::mem::take(&mut self.spent) {
-            self.heap.pop();
+        if let Some(heap) = self.spent.take() {
+            self.heaps[heap].pop();
         }
     }
 
     /// Schedule `event` at `time`; a time in the past is treated as now (causality holds).
     pub fn schedule(&mut self, time: Time, event: E) {
+        self.schedule_in(EVENTS, time, event);
+    }
+
+    /// [`Scheduler::schedule`] for a wake-up that is usually set well ahead of the events around
+    /// it and often set again before it fires: the same order, kept apart from the busy heap.
+    pub fn schedule_timer(&mut self, time: Time, event: E) {
+        self.schedule_in(TIMERS, time, event);
+    }
+
+    fn schedule_in(&mut self, heap: usize, time: Time, event: E) {
         let time = time.max(self.now);
         let sequence = self.next_sequence;
         self.next_sequence += 1;
         let key = (u128::from(time.as_nanos()) << 64) | u128::from(sequence);
         let entry = Entry { key, event };
-        if std::mem::take(&mut self.spent) {
-            if let Some(mut top) = self.heap.peek_mut() {
+        if self.spent == Some(heap) {
+            self.spent = None;
+            if let Some(mut top) = self.heaps[heap].peek_mut() {
                 *top = entry;
                 return;
             }
         }
-        self.heap.push(entry);
+        self.heaps[heap].push(entry);
+    }
+
+    /// The heap holding the next event, if any.
+    fn next_heap(&self) -> Option<usize> {
+        match (self.heaps[EVENTS].peek(), self.heaps[TIMERS].peek()) {
+            (Some(event), Some(timer)) => Some(if event.key < timer.key {
+                EVENTS
+            } else {
+                TIMERS
+            }),
+            (Some(_), None) => Some(EVENTS),
+            (None, Some(_)) => Some(TIMERS),
+            (None, None) => None,
+        }
     }
 
     /// When the next event is due.
     pub fn peek_time(&mut self) -> Option<Time> {
         self.drop_spent();
-        self.heap.peek().map(Entry::time)
+        let heap = self.next_heap()?;
+        self.heaps[heap].peek().map(Entry::time)
     }
 
     /// Take the next event if it is due before `end`, advancing the clock to it.
     pub fn pop_before(&mut self, end: Time) -> Option<(Time, E)> {
         self.drop_spent();
-        let top = self.heap.peek()?;
+        let heap = self.next_heap()?;
+        let top = self.heaps[heap].peek()?;
         let time = top.time();
         if time >= end {
             return None;
         }
         let event = top.event;
-        self.spent = true;
+        self.spent = Some(heap);
         self.now = time;
         self.processed += 1;
         Some((time, event))
@@ -199,8 +238,9 @@ mod tests {
         assert_eq!(s.now(), t(10));
     }
 
-    /// Against a model (a sorted list): any interleaving of schedules and pops, with ties and
-    /// times in the past, pops the same events at the same times, and `len` agrees.
+    /// Against a model (a sorted list): any interleaving of schedules (into either heap) and
+    /// pops, with ties and times in the past, pops the same events at the same times, and `len`
+    /// agrees.
     mod against_a_model {
         use super::*;
         use proptest::prelude::*;
@@ -222,9 +262,13 @@ mod tests {
                         }
                         prop_assert_eq!(popped, expected.map(|(time, _, e)| (t(time), e)));
                     } else {
-                        // Half of these are in the past (treated as now), many tie.
+                        // Half of these are in the past (treated as now), many tie; either heap.
                         let time = (now + delta).saturating_sub(10);
-                        s.schedule(t(time), i as u32);
+                        if op == 1 {
+                            s.schedule(t(time), i as u32);
+                        } else {
+                            s.schedule_timer(t(time), i as u32);
+                        }
                         model.push((time.max(now), sequence, i as u32));
                         sequence += 1;
                     }

@@ -296,7 +296,7 @@ impl<'a> World<'a> {
             _ => {
                 *armed = Some(at);
                 self.events
-                    .schedule(at, Event::Timer(ComponentId::Agent(id)));
+                    .schedule_timer(at, Event::Timer(ComponentId::Agent(id)));
             }
         }
     }
