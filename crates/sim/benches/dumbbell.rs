@@ -129,23 +129,14 @@ fn measure(name: &str, spec: &SimSpec, only: Option<&str>, repeat: u32) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let seconds = args
-        .iter()
-        .position(|a| a == "--seconds")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
-    let repeat = args
-        .iter()
-        .position(|a| a == "--repeat")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3);
-    let only = args
-        .iter()
-        .position(|a| a == "--only")
-        .and_then(|i| args.get(i + 1))
-        .map(String::as_str);
+    // The value after `--name`, if given.
+    let arg = |name: &str| {
+        let at = args.iter().position(|a| a == name)?;
+        args.get(at + 1).map(String::as_str)
+    };
+    let seconds = arg("--seconds").and_then(|s| s.parse().ok()).unwrap_or(60);
+    let repeat = arg("--repeat").and_then(|s| s.parse().ok()).unwrap_or(3);
+    let only = arg("--only");
     let tcp = Protocol::Tcp(TcpSpec {
         congestion: qstp_sim::tcp::CcSpec::named("newreno"),
         options: qstp_sim::tcp::TcpOptions {

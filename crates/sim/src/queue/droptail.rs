@@ -105,8 +105,7 @@ impl<P: Queued> QueueDiscipline<P> for DropTail<P> {
         link_rate: Rate,
     ) -> Result<Dequeue<P>, (P, DropKind)> {
         if !self.fifo.is_empty() {
-            self.enqueue(now, packet, rng)?;
-            return Ok(self.dequeue(now, link_rate));
+            return super::enqueue_then_dequeue(self, now, packet, rng, link_rate);
         }
         // Empty: the packet would be the FIFO's only one, and leave at once.
         self.admit(packet).map(Dequeue::Packet)

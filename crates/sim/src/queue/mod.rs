@@ -126,8 +126,7 @@ pub trait QueueDiscipline<P: Queued>: Send {
         rng: &mut dyn RngCore,
         link_rate: Rate,
     ) -> Result<Dequeue<P>, (P, DropKind)> {
-        self.enqueue(now, packet, rng)?;
-        Ok(self.dequeue(now, link_rate))
+        enqueue_then_dequeue(self, now, packet, rng, link_rate)
     }
     /// Packets queued.
     fn len(&self) -> usize;
@@ -148,6 +147,19 @@ pub trait QueueDiscipline<P: Queued>: Send {
     fn class_lengths(&self) -> Vec<(&str, usize, u64)> {
         Vec::new()
     }
+}
+
+/// [`QueueDiscipline::enqueue_dequeue`] as two calls (its default, and a discipline's own when
+/// its one step does not apply).
+pub(crate) fn enqueue_then_dequeue<P: Queued, Q: QueueDiscipline<P> + ?Sized>(
+    queue: &mut Q,
+    now: Time,
+    packet: P,
+    rng: &mut dyn RngCore,
+    link_rate: Rate,
+) -> Result<Dequeue<P>, (P, DropKind)> {
+    queue.enqueue(now, packet, rng)?;
+    Ok(queue.dequeue(now, link_rate))
 }
 
 /// Bytes of the packets in `fifo`.
