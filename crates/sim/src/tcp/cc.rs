@@ -86,7 +86,9 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     /// The retransmission timer expired (RFC 5681 §3.1: cwnd to one segment).
     fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64);
     /// Whether the sender applies two rules of ns-3 3.44's socket (tcp-socket-base.cc) around
-    /// this control, for the ns-3-compatible variants (default: the RFC rules):
+    /// this control even without ns-3's recovery (default: only with [`super::Recovery::PrrNs3`],
+    /// which brings them for every control, as ns-3's socket applies them whatever the control;
+    /// otherwise the RFC rules). The ns-3-compatible variants of YeAH and H-TCP ask for them:
     /// - the `in_flight` of [`CongestionControl::on_congestion_event`] and
     ///   [`CongestionControl::on_retransmission_timeout`] is the pipe (RFC 6675 §2: outstanding
     ///   bytes neither SACKed nor deemed lost, plus those resent; on a fast retransmit after the

@@ -26,6 +26,10 @@ pub enum Recovery {
     /// `isDupack = scoreboardUpdated`, as RFC 6675 §2). With SACK, a partial ACK does not mark
     /// the head lost; unless the head is a retransmission it sends one segment whatever the
     /// window, the first one deemed lost or else new data (`ProcessAck` -> `DoRetransmit`).
+    /// With it come ns-3's socket rules around every control
+    /// ([`super::CongestionControl::ns3_socket`]): the control reduces from the pipe
+    /// (`BytesInFlight()`), not FlightSize, on a fast retransmit and a timeout, and the ACK that
+    /// ends a timeout's loss state hands it only the segments above the recovery point.
     #[serde(rename = "prr-ns3")]
     PrrNs3,
 }

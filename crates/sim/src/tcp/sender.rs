@@ -166,8 +166,8 @@ pub struct TcpSender {
     reduced_this_recovery: bool,
     /// FlightSize when the current recovery began (RFC 5681 eq. (4); RFC 6937's RecoverFS).
     recovery_flight: u64,
-    /// The pipe when the current recovery began, its first segment deemed lost (for controls
-    /// that reduce from it, [`CongestionControl::ns3_socket`]).
+    /// The pipe when the current recovery began, its first segment deemed lost (the bytes in
+    /// flight a control reduces from under ns-3's socket rules, [`TcpSender::ns3_socket_rules`]).
     recovery_pipe: u64,
     events: VecDeque<TcpEvent>,
     record_events: bool,
@@ -273,6 +273,14 @@ impl TcpSender {
 
     fn mss(&self) -> u64 {
         u64::from(self.config.mss.max(1))
+    }
+
+    /// Whether ns-3 3.44's socket rules apply around the control (see
+    /// [`CongestionControl::ns3_socket`]): they are tcp-socket-base.cc's, whatever the control,
+    /// so they come with ns-3's recovery ([`Recovery::PrrNs3`]) as well as with a control's
+    /// ns-3-compatible variant that asks for them.
+    fn ns3_socket_rules(&self) -> bool {
+        self.config.recovery == Recovery::PrrNs3 || self.cc.ns3_socket()
     }
 
     /// RFC 6675 pipe, less what duplicate ACKs without SACK blocks say has left.
@@ -604,7 +612,7 @@ impl TcpSender {
         let mut left_loss = false;
         if let Some(r) = self.recover.filter(|&r| self.in_loss && self.snd_una >= r) {
             self.in_loss = false;
-            if self.cc.ns3_socket() {
+            if self.ns3_socket_rules() {
                 left_loss = true;
                 cc_acked = (self.snd_una - r) / self.mss() * self.mss();
             }
@@ -765,7 +773,7 @@ impl TcpSender {
             return false;
         }
         self.reduced_this_recovery = true;
-        let in_flight = if self.cc.ns3_socket() {
+        let in_flight = if self.ns3_socket_rules() {
             self.recovery_pipe
         } else {
             self.recovery_flight
@@ -887,7 +895,7 @@ impl TcpSender {
         });
         // RFC 5681 §3.1: ssthresh from FlightSize, cwnd to one segment (or from the pipe before
         // the timeout, ns-3 tcp-socket-base.cc:3916 `inFlightBeforeRto = BytesInFlight()`).
-        let in_flight = if self.cc.ns3_socket() {
+        let in_flight = if self.ns3_socket_rules() {
             self.pipe()
         } else {
             self.snd_nxt - self.snd_una

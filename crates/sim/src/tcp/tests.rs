@@ -960,3 +960,72 @@ fn ns3_variants_grow_nothing_on_the_ack_that_ends_a_timeouts_loss_state() {
         );
     }
 }
+
+#[test]
+fn ns3_recovery_reduces_any_control_from_the_pipe() {
+    // The same burst of 30 losses under NewReno, which has no ns-3 variant: ns-3's socket hands
+    // every control's GetSsThresh BytesInFlight(), the pipe once the head is deemed lost
+    // (tcp-socket-base.cc:1715-1717 EnterRecovery), so with ns-3's recovery ssthresh is half
+    // the pipe (tcp-congestion-ops.cc TcpNewReno::GetSsThresh); with RFC 6937's, half of
+    // FlightSize (RFC 5681 eq. (4)), which counts the segments SACKed above the holes.
+    let lost: Vec<u64> = (100..130).collect();
+    for recovery in [Recovery::Prr, Recovery::PrrNs3] {
+        let cfg = TcpConfig {
+            recovery,
+            ..config(1 << 20, false)
+        };
+        let mut net = Net::new(
+            cfg,
+            Rate::from_mbps(10),
+            Duration::from_millis(20),
+            drop_first_sends(&lost),
+        );
+        net.run_until(secs(3.0));
+        assert!(net.timeouts.is_empty(), "{recovery:?}");
+        let mss = u64::from(MSS);
+        let before = net.before_recovery[0];
+        let ssthresh = net.after_recovery[0].ssthresh;
+        // The ACK that starts recovery SACKs one more segment and the 30 are deemed lost.
+        let pipe = before.pipe - 31 * mss;
+        if recovery == Recovery::PrrNs3 {
+            assert_eq!(ssthresh, pipe / 2, "pipe {pipe}");
+        } else {
+            assert!(ssthresh > before.pipe * 7 / 20, "{ssthresh}, pipe {pipe}");
+        }
+    }
+}
+
+#[test]
+fn ns3_recovery_grows_nothing_on_the_ack_that_ends_a_timeouts_loss_state() {
+    // As for the ns-3 variants above, with NewReno: the loss-state exit of tcp-socket-base.cc:2226
+    // is the socket's, so ns-3's recovery brings it to every control.
+    for (recovery, cwnd_after) in [(Recovery::Prr, 2), (Recovery::PrrNs3, 1)] {
+        let cfg = TcpConfig {
+            recovery,
+            ..config(1 << 20, false)
+        };
+        let mut sends = 0;
+        let drop: DropRule = Box::new(move |seg, _| {
+            if seg.seq == 100 * u64::from(MSS) {
+                sends += 1;
+            }
+            seg.seq == 100 * u64::from(MSS) && sends <= 2
+        });
+        let mut net = Net::new(cfg, Rate::from_mbps(10), Duration::from_millis(20), drop);
+        let mut t = 0.0;
+        while net.timeouts.is_empty() && t < 5.0 {
+            t += 0.001;
+            net.run_until(secs(t));
+        }
+        let (at, _, stats) = net.timeouts[0];
+        assert_eq!(stats.cwnd, u64::from(MSS));
+        net.run_until(at + Duration::from_millis(60));
+        let stats = net.sender.stats();
+        assert!(stats.bytes_acked > 100 * u64::from(MSS), "{stats:?}");
+        assert_eq!(
+            stats.cwnd,
+            cwnd_after * u64::from(MSS),
+            "{recovery:?}: {stats:?}"
+        );
+    }
+}
