@@ -154,6 +154,10 @@ pub struct TcpSender {
     /// [`Recovery::PrrNs3`]: send the next segment, a retransmission or else new data, whatever
     /// the window (ns-3's `DoRetransmit` on a partial ACK).
     send_now: bool,
+    /// [`Recovery::PrrNs3`]: the first unacknowledged segment, already resent, to send again as
+    /// the fast retransmit of the recovery just entered (ns-3's `EnterRecovery` sends the head
+    /// whatever its state).
+    resend_head: Option<u64>,
     /// Whether a partial ACK has been seen in this recovery (RFC 6582 §3.2 step 5, "Impatient").
     partial_ack_seen: bool,
     /// In recovery without SACK information: bytes that duplicate ACKs say left the network.
@@ -234,6 +238,7 @@ impl TcpSender {
             in_loss: false,
             resend_now: false,
             send_now: false,
+            resend_head: None,
             partial_ack_seen: false,
             departed_by_dupacks: 0,
             peer_sacks: false,
@@ -429,6 +434,21 @@ impl TcpSender {
     fn next_segment(&mut self, now: Time) -> Option<Segment> {
         if !self.established {
             return self.syn_segment(now);
+        }
+        if let Some(head) = self.resend_head.take() {
+            if let Some(seg) = self.board.first().filter(|s| s.seq == head) {
+                // ns-3 3.44 tcp-socket-base.cc:1729 (EnterRecovery): `SendDataPacket(
+                // m_highRxAckMark, ...)` resends the head even if it was resent before. It was
+                // in the pipe already (ns-3's BytesInFlight counts a retransmission once), so
+                // it leaves the window ns-3's PRR set as it was and only counts in `prr_out`.
+                self.resend_now = false;
+                self.board.resent(seg.seq, now);
+                self.segments_sent += 1;
+                self.retransmissions += 1;
+                self.arm_timer(now);
+                self.prr_out += u64::from(seg.len);
+                return Some(self.data_segment(seg.seq, seg.len, true));
+            }
         }
         // RFC 6675 §5 NextSeg rule 1: segments deemed lost go before new data.
         if let Some(lost) = self.board.next_resend() {
@@ -754,6 +774,14 @@ impl TcpSender {
         self.board.mark_first_lost();
         self.board.mark_lost_by_sack();
         self.resend_now = true;
+        // ns-3 3.44 tcp-socket-base.cc:1729 (EnterRecovery): "(4.3) Retransmit the first data
+        // segment presumed dropped" is always the head, even one already resent (a segment sent
+        // above the last recovery point and resent in that recovery); RFC 6675's NextSeg would
+        // skip it for the next lost segment not yet resent.
+        self.resend_head = None;
+        if self.config.recovery == Recovery::PrrNs3 {
+            self.resend_head = self.board.first().filter(|s| s.resent).map(|s| s.seq);
+        }
         if !self.peer_sacks {
             // RFC 6582 §3.2 step 3: the three duplicate ACKs stand for three segments gone.
             self.departed_by_dupacks = u64::from(self.dupacks) * self.mss();
@@ -912,6 +940,7 @@ impl TcpSender {
         self.board.mark_all_lost();
         self.resend_now = true;
         self.send_now = false;
+        self.resend_head = None;
         // RFC 6298 §5.5-5.6: back off and restart the timer.
         self.rtt.back_off();
         self.rto_deadline = Some(now + self.rtt.rto());

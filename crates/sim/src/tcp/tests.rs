@@ -706,6 +706,40 @@ mod prr {
     }
 
     #[test]
+    fn ns3_recovery_resends_the_head_even_if_it_was_resent_before() {
+        // 10 segments out, 0 lost; 10 and 11 go out by limited transmit and recovery starts on
+        // the third duplicate ACK (recover = 12). Segment 12, sent in that recovery, is lost too:
+        // three segments SACKed above it deem it lost and it is resent. The full ACK of 12 ends
+        // the recovery and the next ACK, SACKing 16, starts another with 12, already resent, at
+        // the head. ns-3's EnterRecovery resends the head whatever its state
+        // (tcp-socket-base.cc:1729); RFC 6675's NextSeg takes the first lost segment not yet
+        // resent (none here), so new data if any.
+        for recovery in [Recovery::Prr, Recovery::PrrNs3] {
+            let mut sender = sender_with(recovery, 10);
+            let mut acks: Vec<Segment> = (2..=12).map(|k| ack_of(0, &[(1, k)])).collect();
+            for k in 14..=16 {
+                acks.push(ack_of(0, &[(1, 12), (13, k)]));
+            }
+            acks.push(ack_of(12, &[(13, 16)]));
+            acks.push(ack_of(12, &[(13, 17)]));
+            let sent = feed(&mut sender, &acks);
+            assert_eq!(sender.stats().fast_retransmits, 2, "{recovery:?}");
+            assert!(
+                sent[..sent.len() - 1].concat().contains(&(12, true)),
+                "{sent:?}"
+            );
+            let entering = sent.last().unwrap();
+            if recovery == Recovery::PrrNs3 {
+                // The head, then what PRR's forced segment allows, as in ns-3 (the head was in
+                // the pipe already).
+                assert_eq!(entering, &[(12, true), (19, false)], "{sent:?}");
+            } else {
+                assert!(entering.iter().all(|&(_, re)| !re), "{sent:?}");
+            }
+        }
+    }
+
+    #[test]
     fn ns3_prr_wraps_in_32_bits_and_goes_quiet_in_a_large_window() {
         // 400 segments of 1000 bytes, ssthresh 200 000 bytes: prr_delivered x ssthresh passes
         // 2^32 after 22 segments delivered (11 ACKs, counted twice), and from there the
