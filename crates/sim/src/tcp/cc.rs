@@ -67,6 +67,14 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn ssthresh(&self) -> u64;
     /// New data was acknowledged outside recovery.
     fn on_ack(&mut self, sample: &AckSample);
+    /// New data was acknowledged in the loss state of a retransmission timeout, up to and
+    /// including the ACK that reaches its recovery point (ns-3's `CA_LOSS`: `PktsAcked` is called
+    /// in that state, tcp-socket-base.cc:2136, and on that last ACK at :2228, before the state
+    /// becomes `CA_OPEN`). By default as any ACK outside recovery
+    /// ([`CongestionControl::on_ack`]).
+    fn on_ack_in_loss(&mut self, sample: &AckSample) {
+        self.on_ack(sample);
+    }
     /// An ACK arrived during fast recovery (the window is the sender's business then; delay-based
     /// controls still want its RTT sample). Does nothing by default.
     fn on_ack_in_recovery(&mut self, _sample: &AckSample) {}

@@ -630,6 +630,7 @@ impl TcpSender {
         // the recovery point, usually none.
         let mut cc_acked = acked_bytes;
         let mut left_loss = false;
+        let was_in_loss = self.in_loss;
         if let Some(r) = self.recover.filter(|&r| self.in_loss && self.snd_una >= r) {
             self.in_loss = false;
             if self.ns3_socket_rules() {
@@ -654,8 +655,13 @@ impl TcpSender {
             }
         } else if advanced && (acked_bytes > 0 || left_loss) {
             // ns-3 calls its control on that ACK even with no segment to count (PktsAcked,
-            // IncreaseWindow with segsAcked = 0).
-            self.cc.on_ack(&sample);
+            // IncreaseWindow with segsAcked = 0); its PktsAcked still in CA_LOSS
+            // (tcp-socket-base.cc:2228).
+            if was_in_loss {
+                self.cc.on_ack_in_loss(&sample);
+            } else {
+                self.cc.on_ack(&sample);
+            }
         }
         self.end_round_if_due(now);
 
