@@ -1063,3 +1063,35 @@ fn ns3_recovery_grows_nothing_on_the_ack_that_ends_a_timeouts_loss_state() {
         );
     }
 }
+
+#[test]
+fn ns3_recovery_computes_ssthresh_again_on_a_second_timeout_in_the_loss_state() {
+    // Every segment from 100 on is lost, and the first retransmission of 100 too: the timer
+    // expires with the whole window in flight, then again in that timeout's loss state with the
+    // head resent. ns-3 3.44's ReTxTimeout would keep ssthresh then ("congState != CA_LOSS ||
+    // !IsHeadRetransmitted()", tcp-socket-base.cc:3961), but SetSentListLost (:3939) has just
+    // cleared every retransmitted flag (tcp-tx-buffer.cc SetSentListLost: `m_retrans = 0`), so
+    // the test always passes and GetSsThresh gets BytesInFlight() again (:3963): the one
+    // segment resent, so ssthresh is 2 segments.
+    let cfg = TcpConfig {
+        recovery: Recovery::PrrNs3,
+        ..config(1 << 20, false)
+    };
+    let mut resends = 0;
+    let drop: DropRule = Box::new(move |seg, _| {
+        if seg.seq == 100 * u64::from(MSS) && seg.retransmission {
+            resends += 1;
+        }
+        seg.seq >= 100 * u64::from(MSS) && (!seg.retransmission || resends == 1)
+    });
+    let mut net = Net::new(cfg, Rate::from_mbps(10), Duration::from_millis(20), drop);
+    let mut t = 0.0;
+    while net.timeouts.len() < 2 && t < 10.0 {
+        t += 0.001;
+        net.run_until(secs(t));
+    }
+    let first = net.timeouts[0].2;
+    let second = net.timeouts[1].2;
+    assert!(first.ssthresh > 2 * u64::from(MSS), "{first:?}");
+    assert_eq!(second.ssthresh, 2 * u64::from(MSS), "{second:?}");
+}
