@@ -1095,3 +1095,35 @@ fn ns3_recovery_computes_ssthresh_again_on_a_second_timeout_in_the_loss_state() 
     assert!(first.ssthresh > 2 * u64::from(MSS), "{first:?}");
     assert_eq!(second.ssthresh, 2 * u64::from(MSS), "{second:?}");
 }
+
+#[test]
+fn bic_ns3_halves_the_pipe_below_low_window() {
+    // Four segments lost early in slow start, the window well below low_window (14 segments):
+    // ns-3's TcpBic::GetSsThresh halves bytesInFlight there (tcp-bic.cc:256), the pipe once
+    // the head is deemed lost (tcp-socket-base.cc:1715-1717), with any recovery. The Linux form
+    // halves the window.
+    let lost: Vec<u64> = (8..12).collect();
+    for ns3 in [0.0, 1.0] {
+        let cfg = config(1 << 20, false);
+        let net = Net::new(
+            cfg.clone(),
+            Rate::from_mbps(10),
+            Duration::from_millis(20),
+            drop_first_sends(&lost),
+        );
+        let mut net = with_control(net, cfg, "bic", &[("ns3", ns3)]);
+        net.run_until(secs(3.0));
+        assert!(net.timeouts.is_empty());
+        let mss = u64::from(MSS);
+        let before = net.before_recovery[0];
+        let ssthresh = net.after_recovery[0].ssthresh;
+        assert!(before.cwnd < 14 * mss, "{before:?}");
+        // The ACK that starts recovery SACKs one more segment and the 4 are deemed lost.
+        let pipe = before.pipe - 5 * mss;
+        if ns3 > 0.0 {
+            assert_eq!(ssthresh, (pipe / 2).max(2 * mss), "pipe {pipe}, {before:?}");
+        } else {
+            assert_eq!(ssthresh, before.cwnd / mss / 2 * mss, "{before:?}");
+        }
+    }
+}
