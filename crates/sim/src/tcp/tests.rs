@@ -518,6 +518,82 @@ mod steering {
         }
     }
 
+    /// NewReno that counts the ACKs it is told came in a timeout's loss state.
+    #[derive(Debug)]
+    struct LossCounting(NewReno, std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+    impl CongestionControl for LossCounting {
+        fn name(&self) -> &'static str {
+            "loss-counting"
+        }
+        fn init(&mut self, cwnd: u64, ssthresh: u64) {
+            self.0.init(cwnd, ssthresh)
+        }
+        fn cwnd(&self) -> u64 {
+            self.0.cwnd()
+        }
+        fn ssthresh(&self) -> u64 {
+            self.0.ssthresh()
+        }
+        fn on_ack(&mut self, s: &AckSample) {
+            self.0.on_ack(s)
+        }
+        fn on_ack_in_loss(&mut self, s: &AckSample) {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.0.on_ack(s)
+        }
+        fn on_congestion_event(&mut self, now: Time, in_flight: u64) {
+            self.0.on_congestion_event(now, in_flight)
+        }
+        fn on_recovery_end(&mut self, now: Time) {
+            self.0.on_recovery_end(now)
+        }
+        fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64) {
+            self.0.on_retransmission_timeout(now, in_flight)
+        }
+    }
+
+    #[test]
+    fn acks_in_a_timeouts_loss_state_reach_the_control_as_such() {
+        // Every segment first sent in the 100 ms from segment 100 on is lost: no duplicate
+        // ACKs, so the timer expires with the window in flight (recover = its end). The ACKs of
+        // the resends up to that point are in the loss state (ns-3's CA_LOSS), the control
+        // hears them through on_ack_in_loss, the ACKs after through on_ack.
+        let cfg = config(1 << 20, false);
+        let mut from: Option<Time> = None;
+        let drop: DropRule = Box::new(move |seg, now| {
+            if seg.seq == 100 * u64::from(MSS) && !seg.retransmission {
+                from = Some(now);
+            }
+            !seg.retransmission && from.is_some_and(|t| now < t + Duration::from_millis(100))
+        });
+        let mut net = Net::new(
+            cfg.clone(),
+            Rate::from_mbps(10),
+            Duration::from_millis(20),
+            drop,
+        );
+        let in_loss = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        net.sender = TcpSender::new(
+            cfg,
+            Box::new(LossCounting(NewReno::new(MSS), in_loss.clone())),
+        );
+        let mut t = 0.0;
+        while net.timeouts.is_empty() && t < 5.0 {
+            t += 0.001;
+            net.run_until(secs(t));
+        }
+        assert_eq!(net.timeouts.len(), 1);
+        assert_eq!(in_loss.load(std::sync::atomic::Ordering::Relaxed), 0);
+        net.run_until(secs(t + 3.0));
+        let calls = in_loss.load(std::sync::atomic::Ordering::Relaxed);
+        // Slow start from one segment over some dozens of segments: a few round trips of ACKs.
+        assert!(calls >= 5, "{calls}");
+        assert_eq!(net.timeouts.len(), 1, "{:?}", net.sender.stats());
+        let stats = net.sender.stats();
+        assert!(stats.bytes_acked > 300 * u64::from(MSS), "{stats:?}");
+    }
+
     #[test]
     fn a_pacing_control_spaces_segments_at_its_rate() {
         let config = TcpConfig {
