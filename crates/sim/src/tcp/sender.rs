@@ -537,7 +537,18 @@ impl TcpSender {
             acked_bytes += cumulative.newly_acked;
             retransmission_acked = cumulative.retransmission_acked;
             self.snd_una = ack.ack;
-            self.dupacks = 0;
+            if self.config.recovery == Recovery::PrrNs3 && self.peer_sacks && newly_sacked > 0 {
+                // ns-3 3.44 with SACK: an ACK that SACKs new data is a duplicate "regardless of
+                // its status as a cumulative acknowledgment" (tcp-socket-base.cc:2003
+                // `isDupack = scoreboardUpdated`, :2020 DupAck, which counts it outside recovery
+                // and the loss state, :1745-1758), and it does not reset the count (:2065-2068;
+                // the end of a recovery does, :2214).
+                if !self.in_recovery && !self.in_loss {
+                    self.dupacks += 1;
+                }
+            } else {
+                self.dupacks = 0;
+            }
             // RFC 6582 §3.2 step 5: deflate the window by the data newly acknowledged (those
             // bytes left the pipe with the cumulative ACK, so they no longer count as departed).
             self.departed_by_dupacks = self
@@ -565,6 +576,7 @@ impl TcpSender {
                 if self.recover.is_some_and(|r| self.snd_una >= r) {
                     // RFC 6582 §3.2 step 3: a full ACK ends fast recovery.
                     self.in_recovery = false;
+                    self.dupacks = 0;
                     self.departed_by_dupacks = 0;
                     ended_recovery = true;
                     if self.reduced_this_recovery {
@@ -611,8 +623,11 @@ impl TcpSender {
         {
             // RFC 5681 §2: a duplicate ACK. With ns-3's recovery and SACK, only one that SACKs
             // new data (tcp-socket-base.cc ProcessAck: `isDupack = scoreboardUpdated`, RFC 6675
-            // §2), not the ACK of a segment the receiver already had.
-            self.dupacks += 1;
+            // §2), not the ACK of a segment the receiver already had; and none in a timeout's
+            // loss state (DupAck returns in CA_LOSS, tcp-socket-base.cc:1745).
+            if !(self.config.recovery == Recovery::PrrNs3 && self.in_loss) {
+                self.dupacks += 1;
+            }
             if self.in_recovery && !self.peer_sacks {
                 // Without SACK each duplicate ACK stands for a segment that left the network
                 // (RFC 6582 §3.2 step 4: the window inflation of fast recovery).

@@ -816,6 +816,32 @@ mod prr {
     }
 
     #[test]
+    fn ns3_recovery_counts_cumulative_acks_that_sack_new_data_as_duplicates() {
+        // Three ACKs that each move the cumulative point and SACK a segment not SACKed before:
+        // with SACK, ns-3 counts each as a duplicate (tcp-socket-base.cc:2003 `isDupack =
+        // scoreboardUpdated`) without resetting the count (:2065-2068), and enters recovery at
+        // the third (:1812), although only one segment is SACKed above the new head (5). RFC
+        // 5681's duplicate ACK does not move the cumulative point: no recovery yet.
+        for (recovery, enters) in [(Recovery::Prr, false), (Recovery::PrrNs3, true)] {
+            let mut sender = sender_with(recovery, 20);
+            let acks = [
+                ack_of(1, &[(3, 4)]),
+                ack_of(2, &[(3, 5)]),
+                ack_of(5, &[(6, 7)]),
+            ];
+            let sent = feed(&mut sender, &acks);
+            assert_eq!(
+                sender.stats().fast_retransmits == 1,
+                enters,
+                "{recovery:?}: {sent:?}"
+            );
+            if enters {
+                assert_eq!(sent[2].first(), Some(&(5, true)), "{sent:?}");
+            }
+        }
+    }
+
+    #[test]
     fn ns3_prr_wraps_in_32_bits_and_goes_quiet_in_a_large_window() {
         // 400 segments of 1000 bytes, ssthresh 200 000 bytes: prr_delivered x ssthresh passes
         // 2^32 after 22 segments delivered (11 ACKs, counted twice), and from there the
