@@ -67,6 +67,7 @@ pub fn congestion_help() -> String {
     }
     out.push_str(
         "TCP options: tcp = { initial_window = 2, delayed_ack = false, min_rto = \"200ms\", sack = true, window = BYTES, recovery = \"rfc6675\" | \"prr\" | \"prr-ns3\" }\n\
+         \x20 (\"prr-ns3\": ns-3 3.44's PRR and socket rules, for comparisons with ns-3: the bytes in flight a control reduces from are the pipe, not FlightSize; docs/scenarios.md)\n\
          Access links: access = { rate = \"1G\", delay = \"1ms\" }\n",
     );
     // The simulator's registries of queues, markers and loss models, with their keys.

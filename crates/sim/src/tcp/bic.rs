@@ -20,6 +20,9 @@
 //!   (`GetSsThresh`: `m_lastMaxCwnd = m_beta * segCwnd`), truncated to whole segments;
 //! - below `low_window` ssthresh is half the bytes in flight, at least 2 segments, not half the
 //!   window (`GetSsThresh`); the standard-TCP region is below `low_window`, not at or below it;
+//!   the bytes in flight are ns-3's `BytesInFlight()`, the pipe, not FlightSize
+//!   (tcp-socket-base.cc:1715-1717, :3963), and the ACK that ends a timeout's loss state counts
+//!   only the segments above the recovery point (:2226) ([`CongestionControl::ns3_socket`]);
 //! - the binary search's distance is fractional (`double dist = (m_lastMaxCwnd - segCwnd) / m_b`)
 //!   and `cnt` is the window over it, truncated;
 //! - one segment is added once *more than* `cnt` segments were acknowledged, and the count then
@@ -307,6 +310,12 @@ impl CongestionControl for Bic {
             // `segsAcked = (ackNumber - oldHeadSequence) / m_segmentSize`.
             self.increase_ns3(advanced / self.mss);
         }
+    }
+
+    fn ns3_socket(&self) -> bool {
+        // ns-3 3.44 tcp-bic.cc:256 GetSsThresh: below low_window, half of `bytesInFlight`, which
+        // the socket sets to BytesInFlight(), the pipe (tcp-socket-base.cc:1715-1717, :3963).
+        self.ns3
     }
 
     fn on_retransmission_timeout(&mut self, _now: Time, in_flight: u64) {

@@ -67,6 +67,14 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn ssthresh(&self) -> u64;
     /// New data was acknowledged outside recovery.
     fn on_ack(&mut self, sample: &AckSample);
+    /// New data was acknowledged in the loss state of a retransmission timeout, up to and
+    /// including the ACK that reaches its recovery point (ns-3's `CA_LOSS`: `PktsAcked` is called
+    /// in that state, tcp-socket-base.cc:2136, and on that last ACK at :2228, before the state
+    /// becomes `CA_OPEN`). By default as any ACK outside recovery
+    /// ([`CongestionControl::on_ack`]).
+    fn on_ack_in_loss(&mut self, sample: &AckSample) {
+        self.on_ack(sample);
+    }
     /// An ACK arrived during fast recovery (the window is the sender's business then; delay-based
     /// controls still want its RTT sample). Does nothing by default.
     fn on_ack_in_recovery(&mut self, _sample: &AckSample) {}
@@ -86,7 +94,9 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     /// The retransmission timer expired (RFC 5681 §3.1: cwnd to one segment).
     fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64);
     /// Whether the sender applies two rules of ns-3 3.44's socket (tcp-socket-base.cc) around
-    /// this control, for the ns-3-compatible variants (default: the RFC rules):
+    /// this control even without ns-3's recovery (default: only with [`super::Recovery::PrrNs3`],
+    /// which brings them for every control, as ns-3's socket applies them whatever the control;
+    /// otherwise the RFC rules). The ns-3-compatible variants of YeAH and H-TCP ask for them:
     /// - the `in_flight` of [`CongestionControl::on_congestion_event`] and
     ///   [`CongestionControl::on_retransmission_timeout`] is the pipe (RFC 6675 §2: outstanding
     ///   bytes neither SACKed nor deemed lost, plus those resent; on a fast retransmit after the

@@ -26,6 +26,13 @@ pub enum Recovery {
     /// `isDupack = scoreboardUpdated`, as RFC 6675 §2). With SACK, a partial ACK does not mark
     /// the head lost; unless the head is a retransmission it sends one segment whatever the
     /// window, the first one deemed lost or else new data (`ProcessAck` -> `DoRetransmit`).
+    /// Entering recovery resends the head even if it was resent before (`EnterRecovery`). With
+    /// SACK, a cumulative ACK that SACKs new data counts as a duplicate too and does not reset
+    /// the count; none counts in a timeout's loss state (`DupAck`).
+    /// With it come ns-3's socket rules around every control
+    /// ([`super::CongestionControl::ns3_socket`]): the control reduces from the pipe
+    /// (`BytesInFlight()`), not FlightSize, on a fast retransmit and a timeout, and the ACK that
+    /// ends a timeout's loss state hands it only the segments above the recovery point.
     #[serde(rename = "prr-ns3")]
     PrrNs3,
 }

@@ -18,10 +18,11 @@
 //!   alpha segments per RTT; alpha is at least 1 after the 2 (1 - beta) scaling (`UpdateAlpha`),
 //!   and beta is 0 before the first backoff (the constructor's `m_beta(0)`);
 //! - beta is 0.5 (`DefaultBackoff`, here `beta_min`) unless the epoch's throughput (bytes
-//!   acknowledged in the Open state over the time since the last backoff) rose against the last
-//!   epoch's, by less than 100 %: `UpdateBeta` tests `diff / m_lastThroughput <= 0.2` on two
-//!   `uint32_t`, so the quotient is an integer and only 0 passes. Then beta = RTTmin / RTTmax,
-//!   **not clamped** to [beta_min, beta_max];
+//!   acknowledged in the Open state, not in recovery nor in a timeout's loss state, over the
+//!   time since the last backoff) rose against the last epoch's, by less than 100 %:
+//!   `UpdateBeta` tests `diff / m_lastThroughput <= 0.2` on two `uint32_t`, so the quotient is
+//!   an integer and only 0 passes. Then beta = RTTmin / RTTmax, **not clamped** to
+//!   [beta_min, beta_max];
 //! - RTTmin and RTTmax are those of the smoothed RTT on every ACK, in recovery too (ns-3 hands
 //!   every control `m_srtt`, tcp-socket-base.cc:2136 and the other `PktsAcked` calls);
 //! - ssthresh is beta times the bytes in flight (`GetSsThresh(tcb, bytesInFlight)`), not the
@@ -340,6 +341,37 @@ impl Htcp {
             self.rtt_min = Some(self.rtt_min.map_or(rtt, |m| m.min(rtt)));
         }
     }
+
+    /// New data acknowledged outside recovery; under `ns3` it counts in the epoch's throughput
+    /// only if `open` (ns-3's `CA_OPEN`).
+    fn ack(&mut self, sample: &AckSample, open: bool) {
+        // Linux tcp_htcp.c htcp_init: the first epoch starts with the connection.
+        self.last_congestion.get_or_insert(sample.now);
+        if self.ns3 {
+            let open_bytes = if open { sample.acked_bytes } else { 0 };
+            self.pkts_acked_ns3(sample, open_bytes);
+        } else {
+            self.measure_throughput(sample);
+            self.sample_min(sample.rtt);
+            if let Some(rtt) = sample.rtt {
+                self.rtt_max = Some(self.rtt_max.map_or(rtt, |m| m.max(rtt)));
+            }
+        }
+        let acked = sample.acked_bytes as f64;
+        if self.cwnd < self.ssthresh {
+            // RFC 5681 §3.1 eq. (2): cwnd += min(N, SMSS).
+            self.cwnd += acked.min(self.mss);
+        } else if self.ns3 {
+            // ns-3 tcp-htcp.cc:107: only if the ACK counts a segment.
+            if sample.acked_bytes > 0 {
+                self.cwnd += self.ns3_increase(sample.now);
+            }
+        } else {
+            // Leith & Shorten 2004: cwnd += alpha / cwnd per acknowledged segment; in bytes,
+            // alpha * SMSS per window of bytes acknowledged.
+            self.cwnd += self.alpha(sample.now) * self.mss * acked / self.cwnd;
+        }
+    }
 }
 
 impl CongestionControl for Htcp {
@@ -365,31 +397,14 @@ impl CongestionControl for Htcp {
     }
 
     fn on_ack(&mut self, sample: &AckSample) {
-        // Linux tcp_htcp.c htcp_init: the first epoch starts with the connection.
-        self.last_congestion.get_or_insert(sample.now);
-        if self.ns3 {
-            self.pkts_acked_ns3(sample, sample.acked_bytes);
-        } else {
-            self.measure_throughput(sample);
-            self.sample_min(sample.rtt);
-            if let Some(rtt) = sample.rtt {
-                self.rtt_max = Some(self.rtt_max.map_or(rtt, |m| m.max(rtt)));
-            }
-        }
-        let acked = sample.acked_bytes as f64;
-        if self.cwnd < self.ssthresh {
-            // RFC 5681 §3.1 eq. (2): cwnd += min(N, SMSS).
-            self.cwnd += acked.min(self.mss);
-        } else if self.ns3 {
-            // ns-3 tcp-htcp.cc:107: only if the ACK counts a segment.
-            if sample.acked_bytes > 0 {
-                self.cwnd += self.ns3_increase(sample.now);
-            }
-        } else {
-            // Leith & Shorten 2004: cwnd += alpha / cwnd per acknowledged segment; in bytes,
-            // alpha * SMSS per window of bytes acknowledged.
-            self.cwnd += self.alpha(sample.now) * self.mss * acked / self.cwnd;
-        }
+        self.ack(sample, true);
+    }
+
+    fn on_ack_in_loss(&mut self, sample: &AckSample) {
+        // ns-3 tcp-htcp.cc PktsAcked counts only data acknowledged in the Open state, and the
+        // socket calls it in CA_LOSS (tcp-socket-base.cc:2136, :2228). `open` only matters under
+        // `ns3`: the published algorithm takes these ACKs as any other.
+        self.ack(sample, false);
     }
 
     fn on_ack_in_recovery(&mut self, sample: &AckSample) {
@@ -651,6 +666,32 @@ mod tests {
         assert!((epoch(&mut cc, 557) - ratio).abs() < 1e-9);
         // The published rule would have clamped it to beta_max.
         assert!(ratio > 0.8);
+    }
+
+    #[test]
+    fn ns3_counts_no_throughput_in_a_timeouts_loss_state() {
+        // ns-3 tcp-htcp.cc PktsAcked adds to m_dataSent only in CA_OPEN, and the socket calls
+        // it in CA_LOSS too (tcp-socket-base.cc:2136). A second epoch of 150 ACKs, 50 % more
+        // than the first, rises (beta = RTTmin / RTTmax) if all are in the Open state; if 100
+        // of them come in a timeout's loss state its throughput fell (beta = 0.5).
+        let ratio = 200.0 / 210.0;
+        for (in_loss, beta) in [(0, ratio), (100, 0.5)] {
+            let mut cc = ns3_at_1000();
+            for i in 0..100 {
+                cc.on_ack(&ack2(f64::from(i + 1) / 100.0, 200));
+            }
+            cc.on_congestion_event(secs(1.0), 1000 * MSS);
+            for i in 0..150 {
+                let sample = ack2(1.0 + f64::from(i + 1) / 150.0, 200 + 10 * (i % 2) as u64);
+                if i < in_loss {
+                    cc.on_ack_in_loss(&sample);
+                } else {
+                    cc.on_ack(&sample);
+                }
+            }
+            cc.on_congestion_event(secs(2.0), 1000 * MSS);
+            assert!((cc.beta() - beta).abs() < 1e-9, "{in_loss}: {}", cc.beta());
+        }
     }
 
     #[test]

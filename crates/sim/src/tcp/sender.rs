@@ -154,6 +154,10 @@ pub struct TcpSender {
     /// [`Recovery::PrrNs3`]: send the next segment, a retransmission or else new data, whatever
     /// the window (ns-3's `DoRetransmit` on a partial ACK).
     send_now: bool,
+    /// [`Recovery::PrrNs3`]: the first unacknowledged segment, already resent, to send again as
+    /// the fast retransmit of the recovery just entered (ns-3's `EnterRecovery` sends the head
+    /// whatever its state).
+    resend_head: Option<u64>,
     /// Whether a partial ACK has been seen in this recovery (RFC 6582 §3.2 step 5, "Impatient").
     partial_ack_seen: bool,
     /// In recovery without SACK information: bytes that duplicate ACKs say left the network.
@@ -166,8 +170,8 @@ pub struct TcpSender {
     reduced_this_recovery: bool,
     /// FlightSize when the current recovery began (RFC 5681 eq. (4); RFC 6937's RecoverFS).
     recovery_flight: u64,
-    /// The pipe when the current recovery began, its first segment deemed lost (for controls
-    /// that reduce from it, [`CongestionControl::ns3_socket`]).
+    /// The pipe when the current recovery began, its first segment deemed lost (the bytes in
+    /// flight a control reduces from under ns-3's socket rules, [`TcpSender::ns3_socket_rules`]).
     recovery_pipe: u64,
     events: VecDeque<TcpEvent>,
     record_events: bool,
@@ -234,6 +238,7 @@ impl TcpSender {
             in_loss: false,
             resend_now: false,
             send_now: false,
+            resend_head: None,
             partial_ack_seen: false,
             departed_by_dupacks: 0,
             peer_sacks: false,
@@ -273,6 +278,14 @@ impl TcpSender {
 
     fn mss(&self) -> u64 {
         u64::from(self.config.mss.max(1))
+    }
+
+    /// Whether ns-3 3.44's socket rules apply around the control (see
+    /// [`CongestionControl::ns3_socket`]): they are tcp-socket-base.cc's, whatever the control,
+    /// so they come with ns-3's recovery ([`Recovery::PrrNs3`]) as well as with a control's
+    /// ns-3-compatible variant that asks for them.
+    fn ns3_socket_rules(&self) -> bool {
+        self.config.recovery == Recovery::PrrNs3 || self.cc.ns3_socket()
     }
 
     /// RFC 6675 pipe, less what duplicate ACKs without SACK blocks say has left.
@@ -422,6 +435,21 @@ impl TcpSender {
         if !self.established {
             return self.syn_segment(now);
         }
+        if let Some(head) = self.resend_head.take() {
+            if let Some(seg) = self.board.first().filter(|s| s.seq == head) {
+                // ns-3 3.44 tcp-socket-base.cc:1729 (EnterRecovery): `SendDataPacket(
+                // m_highRxAckMark, ...)` resends the head even if it was resent before. It was
+                // in the pipe already (ns-3's BytesInFlight counts a retransmission once), so
+                // it leaves the window ns-3's PRR set as it was and only counts in `prr_out`.
+                self.resend_now = false;
+                self.board.resent(seg.seq, now);
+                self.segments_sent += 1;
+                self.retransmissions += 1;
+                self.arm_timer(now);
+                self.prr_out += u64::from(seg.len);
+                return Some(self.data_segment(seg.seq, seg.len, true));
+            }
+        }
         // RFC 6675 §5 NextSeg rule 1: segments deemed lost go before new data.
         if let Some(lost) = self.board.next_resend() {
             if !(self.resend_now || self.send_now || self.window_allows(u64::from(lost.len))) {
@@ -509,7 +537,18 @@ impl TcpSender {
             acked_bytes += cumulative.newly_acked;
             retransmission_acked = cumulative.retransmission_acked;
             self.snd_una = ack.ack;
-            self.dupacks = 0;
+            if self.config.recovery == Recovery::PrrNs3 && self.peer_sacks && newly_sacked > 0 {
+                // ns-3 3.44 with SACK: an ACK that SACKs new data is a duplicate "regardless of
+                // its status as a cumulative acknowledgment" (tcp-socket-base.cc:2003
+                // `isDupack = scoreboardUpdated`, :2020 DupAck, which counts it outside recovery
+                // and the loss state, :1745-1758), and it does not reset the count (:2065-2068;
+                // the end of a recovery does, :2214).
+                if !self.in_recovery && !self.in_loss {
+                    self.dupacks += 1;
+                }
+            } else {
+                self.dupacks = 0;
+            }
             // RFC 6582 §3.2 step 5: deflate the window by the data newly acknowledged (those
             // bytes left the pipe with the cumulative ACK, so they no longer count as departed).
             self.departed_by_dupacks = self
@@ -537,6 +576,7 @@ impl TcpSender {
                 if self.recover.is_some_and(|r| self.snd_una >= r) {
                     // RFC 6582 §3.2 step 3: a full ACK ends fast recovery.
                     self.in_recovery = false;
+                    self.dupacks = 0;
                     self.departed_by_dupacks = 0;
                     ended_recovery = true;
                     if self.reduced_this_recovery {
@@ -583,8 +623,11 @@ impl TcpSender {
         {
             // RFC 5681 §2: a duplicate ACK. With ns-3's recovery and SACK, only one that SACKs
             // new data (tcp-socket-base.cc ProcessAck: `isDupack = scoreboardUpdated`, RFC 6675
-            // §2), not the ACK of a segment the receiver already had.
-            self.dupacks += 1;
+            // §2), not the ACK of a segment the receiver already had; and none in a timeout's
+            // loss state (DupAck returns in CA_LOSS, tcp-socket-base.cc:1745).
+            if !(self.config.recovery == Recovery::PrrNs3 && self.in_loss) {
+                self.dupacks += 1;
+            }
             if self.in_recovery && !self.peer_sacks {
                 // Without SACK each duplicate ACK stands for a segment that left the network
                 // (RFC 6582 §3.2 step 4: the window inflation of fast recovery).
@@ -602,9 +645,10 @@ impl TcpSender {
         // the recovery point, usually none.
         let mut cc_acked = acked_bytes;
         let mut left_loss = false;
+        let was_in_loss = self.in_loss;
         if let Some(r) = self.recover.filter(|&r| self.in_loss && self.snd_una >= r) {
             self.in_loss = false;
-            if self.cc.ns3_socket() {
+            if self.ns3_socket_rules() {
                 left_loss = true;
                 cc_acked = (self.snd_una - r) / self.mss() * self.mss();
             }
@@ -626,8 +670,13 @@ impl TcpSender {
             }
         } else if advanced && (acked_bytes > 0 || left_loss) {
             // ns-3 calls its control on that ACK even with no segment to count (PktsAcked,
-            // IncreaseWindow with segsAcked = 0).
-            self.cc.on_ack(&sample);
+            // IncreaseWindow with segsAcked = 0); its PktsAcked still in CA_LOSS
+            // (tcp-socket-base.cc:2228).
+            if was_in_loss {
+                self.cc.on_ack_in_loss(&sample);
+            } else {
+                self.cc.on_ack(&sample);
+            }
         }
         self.end_round_if_due(now);
 
@@ -746,6 +795,14 @@ impl TcpSender {
         self.board.mark_first_lost();
         self.board.mark_lost_by_sack();
         self.resend_now = true;
+        // ns-3 3.44 tcp-socket-base.cc:1729 (EnterRecovery): "(4.3) Retransmit the first data
+        // segment presumed dropped" is always the head, even one already resent (a segment sent
+        // above the last recovery point and resent in that recovery); RFC 6675's NextSeg would
+        // skip it for the next lost segment not yet resent.
+        self.resend_head = None;
+        if self.config.recovery == Recovery::PrrNs3 {
+            self.resend_head = self.board.first().filter(|s| s.resent).map(|s| s.seq);
+        }
         if !self.peer_sacks {
             // RFC 6582 §3.2 step 3: the three duplicate ACKs stand for three segments gone.
             self.departed_by_dupacks = u64::from(self.dupacks) * self.mss();
@@ -765,7 +822,7 @@ impl TcpSender {
             return false;
         }
         self.reduced_this_recovery = true;
-        let in_flight = if self.cc.ns3_socket() {
+        let in_flight = if self.ns3_socket_rules() {
             self.recovery_pipe
         } else {
             self.recovery_flight
@@ -887,7 +944,7 @@ impl TcpSender {
         });
         // RFC 5681 §3.1: ssthresh from FlightSize, cwnd to one segment (or from the pipe before
         // the timeout, ns-3 tcp-socket-base.cc:3916 `inFlightBeforeRto = BytesInFlight()`).
-        let in_flight = if self.cc.ns3_socket() {
+        let in_flight = if self.ns3_socket_rules() {
             self.pipe()
         } else {
             self.snd_nxt - self.snd_una
@@ -904,6 +961,7 @@ impl TcpSender {
         self.board.mark_all_lost();
         self.resend_now = true;
         self.send_now = false;
+        self.resend_head = None;
         // RFC 6298 §5.5-5.6: back off and restart the timer.
         self.rtt.back_off();
         self.rto_deadline = Some(now + self.rtt.rto());

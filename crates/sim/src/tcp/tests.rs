@@ -518,6 +518,82 @@ mod steering {
         }
     }
 
+    /// NewReno that counts the ACKs it is told came in a timeout's loss state.
+    #[derive(Debug)]
+    struct LossCounting(NewReno, std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+    impl CongestionControl for LossCounting {
+        fn name(&self) -> &'static str {
+            "loss-counting"
+        }
+        fn init(&mut self, cwnd: u64, ssthresh: u64) {
+            self.0.init(cwnd, ssthresh)
+        }
+        fn cwnd(&self) -> u64 {
+            self.0.cwnd()
+        }
+        fn ssthresh(&self) -> u64 {
+            self.0.ssthresh()
+        }
+        fn on_ack(&mut self, s: &AckSample) {
+            self.0.on_ack(s)
+        }
+        fn on_ack_in_loss(&mut self, s: &AckSample) {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.0.on_ack(s)
+        }
+        fn on_congestion_event(&mut self, now: Time, in_flight: u64) {
+            self.0.on_congestion_event(now, in_flight)
+        }
+        fn on_recovery_end(&mut self, now: Time) {
+            self.0.on_recovery_end(now)
+        }
+        fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64) {
+            self.0.on_retransmission_timeout(now, in_flight)
+        }
+    }
+
+    #[test]
+    fn acks_in_a_timeouts_loss_state_reach_the_control_as_such() {
+        // Every segment first sent in the 100 ms from segment 100 on is lost: no duplicate
+        // ACKs, so the timer expires with the window in flight (recover = its end). The ACKs of
+        // the resends up to that point are in the loss state (ns-3's CA_LOSS), the control
+        // hears them through on_ack_in_loss, the ACKs after through on_ack.
+        let cfg = config(1 << 20, false);
+        let mut from: Option<Time> = None;
+        let drop: DropRule = Box::new(move |seg, now| {
+            if seg.seq == 100 * u64::from(MSS) && !seg.retransmission {
+                from = Some(now);
+            }
+            !seg.retransmission && from.is_some_and(|t| now < t + Duration::from_millis(100))
+        });
+        let mut net = Net::new(
+            cfg.clone(),
+            Rate::from_mbps(10),
+            Duration::from_millis(20),
+            drop,
+        );
+        let in_loss = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        net.sender = TcpSender::new(
+            cfg,
+            Box::new(LossCounting(NewReno::new(MSS), in_loss.clone())),
+        );
+        let mut t = 0.0;
+        while net.timeouts.is_empty() && t < 5.0 {
+            t += 0.001;
+            net.run_until(secs(t));
+        }
+        assert_eq!(net.timeouts.len(), 1);
+        assert_eq!(in_loss.load(std::sync::atomic::Ordering::Relaxed), 0);
+        net.run_until(secs(t + 3.0));
+        let calls = in_loss.load(std::sync::atomic::Ordering::Relaxed);
+        // Slow start from one segment over some dozens of segments: a few round trips of ACKs.
+        assert!(calls >= 5, "{calls}");
+        assert_eq!(net.timeouts.len(), 1, "{:?}", net.sender.stats());
+        let stats = net.sender.stats();
+        assert!(stats.bytes_acked > 300 * u64::from(MSS), "{stats:?}");
+    }
+
     #[test]
     fn a_pacing_control_spaces_segments_at_its_rate() {
         let config = TcpConfig {
@@ -701,6 +777,66 @@ mod prr {
                     after_partial.iter().all(|&(seq, re)| seq >= 40 && !re),
                     "{after_partial:?}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn ns3_recovery_resends_the_head_even_if_it_was_resent_before() {
+        // 10 segments out, 0 lost; 10 and 11 go out by limited transmit and recovery starts on
+        // the third duplicate ACK (recover = 12). Segment 12, sent in that recovery, is lost too:
+        // three segments SACKed above it deem it lost and it is resent. The full ACK of 12 ends
+        // the recovery and the next ACK, SACKing 16, starts another with 12, already resent, at
+        // the head. ns-3's EnterRecovery resends the head whatever its state
+        // (tcp-socket-base.cc:1729); RFC 6675's NextSeg takes the first lost segment not yet
+        // resent (none here), so new data if any.
+        for recovery in [Recovery::Prr, Recovery::PrrNs3] {
+            let mut sender = sender_with(recovery, 10);
+            let mut acks: Vec<Segment> = (2..=12).map(|k| ack_of(0, &[(1, k)])).collect();
+            for k in 14..=16 {
+                acks.push(ack_of(0, &[(1, 12), (13, k)]));
+            }
+            acks.push(ack_of(12, &[(13, 16)]));
+            acks.push(ack_of(12, &[(13, 17)]));
+            let sent = feed(&mut sender, &acks);
+            assert_eq!(sender.stats().fast_retransmits, 2, "{recovery:?}");
+            assert!(
+                sent[..sent.len() - 1].concat().contains(&(12, true)),
+                "{sent:?}"
+            );
+            let entering = sent.last().unwrap();
+            if recovery == Recovery::PrrNs3 {
+                // The head, then what PRR's forced segment allows, as in ns-3 (the head was in
+                // the pipe already).
+                assert_eq!(entering, &[(12, true), (19, false)], "{sent:?}");
+            } else {
+                assert!(entering.iter().all(|&(_, re)| !re), "{sent:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn ns3_recovery_counts_cumulative_acks_that_sack_new_data_as_duplicates() {
+        // Three ACKs that each move the cumulative point and SACK a segment not SACKed before:
+        // with SACK, ns-3 counts each as a duplicate (tcp-socket-base.cc:2003 `isDupack =
+        // scoreboardUpdated`) without resetting the count (:2065-2068), and enters recovery at
+        // the third (:1812), although only one segment is SACKed above the new head (5). RFC
+        // 5681's duplicate ACK does not move the cumulative point: no recovery yet.
+        for (recovery, enters) in [(Recovery::Prr, false), (Recovery::PrrNs3, true)] {
+            let mut sender = sender_with(recovery, 20);
+            let acks = [
+                ack_of(1, &[(3, 4)]),
+                ack_of(2, &[(3, 5)]),
+                ack_of(5, &[(6, 7)]),
+            ];
+            let sent = feed(&mut sender, &acks);
+            assert_eq!(
+                sender.stats().fast_retransmits == 1,
+                enters,
+                "{recovery:?}: {sent:?}"
+            );
+            if enters {
+                assert_eq!(sent[2].first(), Some(&(5, true)), "{sent:?}");
             }
         }
     }
@@ -958,5 +1094,138 @@ fn ns3_variants_grow_nothing_on_the_ack_that_ends_a_timeouts_loss_state() {
             cwnd_after * u64::from(MSS),
             "{name} ns3 = {ns3}: {stats:?}"
         );
+    }
+}
+
+#[test]
+fn ns3_recovery_reduces_any_control_from_the_pipe() {
+    // The same burst of 30 losses under NewReno, which has no ns-3 variant: ns-3's socket hands
+    // every control's GetSsThresh BytesInFlight(), the pipe once the head is deemed lost
+    // (tcp-socket-base.cc:1715-1717 EnterRecovery), so with ns-3's recovery ssthresh is half
+    // the pipe (tcp-congestion-ops.cc TcpNewReno::GetSsThresh); with RFC 6937's, half of
+    // FlightSize (RFC 5681 eq. (4)), which counts the segments SACKed above the holes.
+    let lost: Vec<u64> = (100..130).collect();
+    for recovery in [Recovery::Prr, Recovery::PrrNs3] {
+        let cfg = TcpConfig {
+            recovery,
+            ..config(1 << 20, false)
+        };
+        let mut net = Net::new(
+            cfg,
+            Rate::from_mbps(10),
+            Duration::from_millis(20),
+            drop_first_sends(&lost),
+        );
+        net.run_until(secs(3.0));
+        assert!(net.timeouts.is_empty(), "{recovery:?}");
+        let mss = u64::from(MSS);
+        let before = net.before_recovery[0];
+        let ssthresh = net.after_recovery[0].ssthresh;
+        // The ACK that starts recovery SACKs one more segment and the 30 are deemed lost.
+        let pipe = before.pipe - 31 * mss;
+        if recovery == Recovery::PrrNs3 {
+            assert_eq!(ssthresh, pipe / 2, "pipe {pipe}");
+        } else {
+            assert!(ssthresh > before.pipe * 7 / 20, "{ssthresh}, pipe {pipe}");
+        }
+    }
+}
+
+#[test]
+fn ns3_recovery_grows_nothing_on_the_ack_that_ends_a_timeouts_loss_state() {
+    // As for the ns-3 variants above, with NewReno: the loss-state exit of tcp-socket-base.cc:2226
+    // is the socket's, so ns-3's recovery brings it to every control.
+    for (recovery, cwnd_after) in [(Recovery::Prr, 2), (Recovery::PrrNs3, 1)] {
+        let cfg = TcpConfig {
+            recovery,
+            ..config(1 << 20, false)
+        };
+        let mut sends = 0;
+        let drop: DropRule = Box::new(move |seg, _| {
+            if seg.seq == 100 * u64::from(MSS) {
+                sends += 1;
+            }
+            seg.seq == 100 * u64::from(MSS) && sends <= 2
+        });
+        let mut net = Net::new(cfg, Rate::from_mbps(10), Duration::from_millis(20), drop);
+        let mut t = 0.0;
+        while net.timeouts.is_empty() && t < 5.0 {
+            t += 0.001;
+            net.run_until(secs(t));
+        }
+        let (at, _, stats) = net.timeouts[0];
+        assert_eq!(stats.cwnd, u64::from(MSS));
+        net.run_until(at + Duration::from_millis(60));
+        let stats = net.sender.stats();
+        assert!(stats.bytes_acked > 100 * u64::from(MSS), "{stats:?}");
+        assert_eq!(
+            stats.cwnd,
+            cwnd_after * u64::from(MSS),
+            "{recovery:?}: {stats:?}"
+        );
+    }
+}
+
+#[test]
+fn ns3_recovery_computes_ssthresh_again_on_a_second_timeout_in_the_loss_state() {
+    // Every segment from 100 on is lost, and the first retransmission of 100 too: the timer
+    // expires with the whole window in flight, then again in that timeout's loss state with the
+    // head resent. ns-3 3.44's ReTxTimeout would keep ssthresh then ("congState != CA_LOSS ||
+    // !IsHeadRetransmitted()", tcp-socket-base.cc:3961), but SetSentListLost (:3939) has just
+    // cleared every retransmitted flag (tcp-tx-buffer.cc SetSentListLost: `m_retrans = 0`), so
+    // the test always passes and GetSsThresh gets BytesInFlight() again (:3963): the one
+    // segment resent, so ssthresh is 2 segments.
+    let cfg = TcpConfig {
+        recovery: Recovery::PrrNs3,
+        ..config(1 << 20, false)
+    };
+    let mut resends = 0;
+    let drop: DropRule = Box::new(move |seg, _| {
+        if seg.seq == 100 * u64::from(MSS) && seg.retransmission {
+            resends += 1;
+        }
+        seg.seq >= 100 * u64::from(MSS) && (!seg.retransmission || resends == 1)
+    });
+    let mut net = Net::new(cfg, Rate::from_mbps(10), Duration::from_millis(20), drop);
+    let mut t = 0.0;
+    while net.timeouts.len() < 2 && t < 10.0 {
+        t += 0.001;
+        net.run_until(secs(t));
+    }
+    let first = net.timeouts[0].2;
+    let second = net.timeouts[1].2;
+    assert!(first.ssthresh > 2 * u64::from(MSS), "{first:?}");
+    assert_eq!(second.ssthresh, 2 * u64::from(MSS), "{second:?}");
+}
+
+#[test]
+fn bic_ns3_halves_the_pipe_below_low_window() {
+    // Four segments lost early in slow start, the window well below low_window (14 segments):
+    // ns-3's TcpBic::GetSsThresh halves bytesInFlight there (tcp-bic.cc:256), the pipe once
+    // the head is deemed lost (tcp-socket-base.cc:1715-1717), with any recovery. The Linux form
+    // halves the window.
+    let lost: Vec<u64> = (8..12).collect();
+    for ns3 in [0.0, 1.0] {
+        let cfg = config(1 << 20, false);
+        let net = Net::new(
+            cfg.clone(),
+            Rate::from_mbps(10),
+            Duration::from_millis(20),
+            drop_first_sends(&lost),
+        );
+        let mut net = with_control(net, cfg, "bic", &[("ns3", ns3)]);
+        net.run_until(secs(3.0));
+        assert!(net.timeouts.is_empty());
+        let mss = u64::from(MSS);
+        let before = net.before_recovery[0];
+        let ssthresh = net.after_recovery[0].ssthresh;
+        assert!(before.cwnd < 14 * mss, "{before:?}");
+        // The ACK that starts recovery SACKs one more segment and the 4 are deemed lost.
+        let pipe = before.pipe - 5 * mss;
+        if ns3 > 0.0 {
+            assert_eq!(ssthresh, (pipe / 2).max(2 * mss), "pipe {pipe}, {before:?}");
+        } else {
+            assert_eq!(ssthresh, before.cwnd / mss / 2 * mss, "{before:?}");
+        }
     }
 }
