@@ -166,11 +166,8 @@ impl CongestionControl for HighSpeed {
     }
 
     fn ssthresh(&self) -> u64 {
-        if self.ssthresh >= u64::MAX as f64 {
-            u64::MAX
-        } else {
-            self.ssthresh as u64
-        }
+        // The cast saturates: an infinite threshold is u64::MAX.
+        self.ssthresh as u64
     }
 
     fn on_ack(&mut self, sample: &AckSample) {

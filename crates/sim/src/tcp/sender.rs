@@ -442,12 +442,8 @@ impl TcpSender {
                 // in the pipe already (ns-3's BytesInFlight counts a retransmission once), so
                 // it leaves the window ns-3's PRR set as it was and only counts in `prr_out`.
                 self.resend_now = false;
-                self.board.resent(seg.seq, now);
-                self.segments_sent += 1;
-                self.retransmissions += 1;
-                self.arm_timer(now);
                 self.prr_out += u64::from(seg.len);
-                return Some(self.data_segment(seg.seq, seg.len, true));
+                return Some(self.retransmit(seg.seq, seg.len, now));
             }
         }
         // RFC 6675 §5 NextSeg rule 1: segments deemed lost go before new data.
@@ -457,12 +453,8 @@ impl TcpSender {
             }
             self.resend_now = false;
             self.send_now = false;
-            self.board.resent(lost.seq, now);
-            self.segments_sent += 1;
-            self.retransmissions += 1;
-            self.arm_timer(now);
             self.count_prr_out(u64::from(lost.len));
-            return Some(self.data_segment(lost.seq, lost.len, true));
+            return Some(self.retransmit(lost.seq, lost.len, now));
         }
         self.resend_now = false;
         let forced = std::mem::take(&mut self.send_now);
@@ -483,6 +475,16 @@ impl TcpSender {
         self.arm_timer(now);
         self.count_prr_out(mss);
         Some(self.data_segment(seq, self.config.mss.max(1), false))
+    }
+
+    /// Send the segment at `seq` (`len` bytes) again: the scoreboard and counters note it, and
+    /// the timer starts if it is not running.
+    fn retransmit(&mut self, seq: u64, len: u32, now: Time) -> Segment {
+        self.board.resent(seq, now);
+        self.segments_sent += 1;
+        self.retransmissions += 1;
+        self.arm_timer(now);
+        self.data_segment(seq, len, true)
     }
 
     /// RFC 6298 §5.1: start the timer when sending if it is not running.

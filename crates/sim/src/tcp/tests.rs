@@ -484,72 +484,57 @@ mod steering {
         assert_eq!(events(&mut net).len(), sender::MAX_EVENTS);
     }
 
-    /// NewReno that asks to be paced at a fixed rate.
+    /// NewReno as a test double: it may ask to be paced at a fixed rate, and it counts the ACKs
+    /// it is told came in a timeout's loss state.
     #[derive(Debug)]
-    struct Paced(NewReno, Rate);
+    struct Probe {
+        cc: NewReno,
+        pacing: Option<Rate>,
+        acks_in_loss: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    }
 
-    impl CongestionControl for Paced {
-        fn name(&self) -> &'static str {
-            "paced"
-        }
-        fn init(&mut self, cwnd: u64, ssthresh: u64) {
-            self.0.init(cwnd, ssthresh)
-        }
-        fn cwnd(&self) -> u64 {
-            self.0.cwnd()
-        }
-        fn ssthresh(&self) -> u64 {
-            self.0.ssthresh()
-        }
-        fn on_ack(&mut self, s: &AckSample) {
-            self.0.on_ack(s)
-        }
-        fn on_congestion_event(&mut self, now: Time, in_flight: u64) {
-            self.0.on_congestion_event(now, in_flight)
-        }
-        fn on_recovery_end(&mut self, now: Time) {
-            self.0.on_recovery_end(now)
-        }
-        fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64) {
-            self.0.on_retransmission_timeout(now, in_flight)
-        }
-        fn pacing_rate(&self) -> Option<Rate> {
-            Some(self.1)
+    impl Probe {
+        fn new() -> Self {
+            Probe {
+                cc: NewReno::new(MSS),
+                pacing: None,
+                acks_in_loss: Default::default(),
+            }
         }
     }
 
-    /// NewReno that counts the ACKs it is told came in a timeout's loss state.
-    #[derive(Debug)]
-    struct LossCounting(NewReno, std::sync::Arc<std::sync::atomic::AtomicU64>);
-
-    impl CongestionControl for LossCounting {
+    impl CongestionControl for Probe {
         fn name(&self) -> &'static str {
-            "loss-counting"
+            "probe"
         }
         fn init(&mut self, cwnd: u64, ssthresh: u64) {
-            self.0.init(cwnd, ssthresh)
+            self.cc.init(cwnd, ssthresh)
         }
         fn cwnd(&self) -> u64 {
-            self.0.cwnd()
+            self.cc.cwnd()
         }
         fn ssthresh(&self) -> u64 {
-            self.0.ssthresh()
+            self.cc.ssthresh()
         }
         fn on_ack(&mut self, s: &AckSample) {
-            self.0.on_ack(s)
+            self.cc.on_ack(s)
         }
         fn on_ack_in_loss(&mut self, s: &AckSample) {
-            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            self.0.on_ack(s)
+            self.acks_in_loss
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.cc.on_ack(s)
         }
         fn on_congestion_event(&mut self, now: Time, in_flight: u64) {
-            self.0.on_congestion_event(now, in_flight)
+            self.cc.on_congestion_event(now, in_flight)
         }
         fn on_recovery_end(&mut self, now: Time) {
-            self.0.on_recovery_end(now)
+            self.cc.on_recovery_end(now)
         }
         fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64) {
-            self.0.on_retransmission_timeout(now, in_flight)
+            self.cc.on_retransmission_timeout(now, in_flight)
+        }
+        fn pacing_rate(&self) -> Option<Rate> {
+            self.pacing
         }
     }
 
@@ -573,11 +558,9 @@ mod steering {
             Duration::from_millis(20),
             drop,
         );
-        let in_loss = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        net.sender = TcpSender::new(
-            cfg,
-            Box::new(LossCounting(NewReno::new(MSS), in_loss.clone())),
-        );
+        let probe = Probe::new();
+        let in_loss = probe.acks_in_loss.clone();
+        net.sender = TcpSender::new(cfg, Box::new(probe));
         let mut t = 0.0;
         while net.timeouts.is_empty() && t < 5.0 {
             t += 0.001;
@@ -602,7 +585,10 @@ mod steering {
         };
         let mut sender = TcpSender::new(
             config,
-            Box::new(Paced(NewReno::new(MSS), Rate::from_mbps(1))),
+            Box::new(Probe {
+                pacing: Some(Rate::from_mbps(1)),
+                ..Probe::new()
+            }),
         );
         let mut now = Time::ZERO;
         let mut sent = Vec::new();
