@@ -66,6 +66,17 @@ impl Net {
     }
 
     /// Run until `end` of simulated time.
+    /// Run in 1 ms steps until the first retransmission timeout (at most 5 s); the time
+    /// reached, seconds.
+    fn run_to_first_timeout(&mut self) -> f64 {
+        let mut t = 0.0;
+        while self.timeouts.is_empty() && t < 5.0 {
+            t += 0.001;
+            self.run_until(secs(t));
+        }
+        t
+    }
+
     fn run_until(&mut self, end: Time) {
         while self.now < end {
             while let Some(seg) = self.sender.poll_segment(self.now) {
@@ -150,6 +161,18 @@ fn secs(s: f64) -> Time {
 fn drop_first_sends(indexes: &[u64]) -> DropRule {
     let seqs: Vec<u64> = indexes.iter().map(|i| i * MSS as u64).collect();
     Box::new(move |seg, _| !seg.retransmission && seqs.contains(&seg.seq))
+}
+
+/// Drop the first `times` sends of segment `index`, first transmission and resends alike.
+fn drop_sends(index: u64, times: u32) -> DropRule {
+    let seq = index * u64::from(MSS);
+    let mut sends = 0;
+    Box::new(move |seg, _| {
+        if seg.seq == seq {
+            sends += 1;
+        }
+        seg.seq == seq && sends <= times
+    })
 }
 
 fn no_drops() -> DropRule {
@@ -561,11 +584,7 @@ mod steering {
         let probe = Probe::new();
         let in_loss = probe.acks_in_loss.clone();
         net.sender = TcpSender::new(cfg, Box::new(probe));
-        let mut t = 0.0;
-        while net.timeouts.is_empty() && t < 5.0 {
-            t += 0.001;
-            net.run_until(secs(t));
-        }
+        let t = net.run_to_first_timeout();
         assert_eq!(net.timeouts.len(), 1);
         assert_eq!(in_loss.load(std::sync::atomic::Ordering::Relaxed), 0);
         net.run_until(secs(t + 3.0));
@@ -1046,13 +1065,7 @@ fn ns3_variants_grow_nothing_on_the_ack_that_ends_a_timeouts_loss_state() {
         ("htcp", 1.0, 1),
     ] {
         let cfg = config(1 << 20, false);
-        let mut sends = 0;
-        let drop: DropRule = Box::new(move |seg, _| {
-            if seg.seq == 100 * u64::from(MSS) {
-                sends += 1;
-            }
-            seg.seq == 100 * u64::from(MSS) && sends <= 2
-        });
+        let drop = drop_sends(100, 2);
         let net = Net::new(
             cfg.clone(),
             Rate::from_mbps(10),
@@ -1060,11 +1073,7 @@ fn ns3_variants_grow_nothing_on_the_ack_that_ends_a_timeouts_loss_state() {
             drop,
         );
         let mut net = with_control(net, cfg, name, &[("ns3", ns3)]);
-        let mut t = 0.0;
-        while net.timeouts.is_empty() && t < 5.0 {
-            t += 0.001;
-            net.run_until(secs(t));
-        }
+        net.run_to_first_timeout();
         let (at, _, stats) = net.timeouts[0];
         assert_eq!(stats.cwnd, u64::from(MSS));
         // The retransmission's ACK comes back after one round trip (about 42 ms), the ACK of
@@ -1126,19 +1135,9 @@ fn ns3_recovery_grows_nothing_on_the_ack_that_ends_a_timeouts_loss_state() {
             recovery,
             ..config(1 << 20, false)
         };
-        let mut sends = 0;
-        let drop: DropRule = Box::new(move |seg, _| {
-            if seg.seq == 100 * u64::from(MSS) {
-                sends += 1;
-            }
-            seg.seq == 100 * u64::from(MSS) && sends <= 2
-        });
+        let drop = drop_sends(100, 2);
         let mut net = Net::new(cfg, Rate::from_mbps(10), Duration::from_millis(20), drop);
-        let mut t = 0.0;
-        while net.timeouts.is_empty() && t < 5.0 {
-            t += 0.001;
-            net.run_until(secs(t));
-        }
+        net.run_to_first_timeout();
         let (at, _, stats) = net.timeouts[0];
         assert_eq!(stats.cwnd, u64::from(MSS));
         net.run_until(at + Duration::from_millis(60));
