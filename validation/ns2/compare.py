@@ -178,32 +178,41 @@ def hstcp_rows(args):
 # ---------------------------------------------------------------------------------------------
 # The gTFRC paper (001_1a5ede01d5aa24de.txt): the AF network of §4.1 (gtfrc_af.tcl).
 
-# Per experiment: the lab's scenario file, the sweep point whose flows are TFRC (point 0 in every
-# file with a tfrc/gtfrc sweep), the flows as gtfrc_af.tcl takes them (PROTO:TARGET:RTT; the
+# Per experiment: its name, the lab's scenario file, the lab's sweep point (its params, as
+# summary.json lists them), the groups as gtfrc_af.tcl takes them (PROTO:TARGET:RTT[:N]; the
 # scenario's gtfrc groups are TFRC at that point), and the paper's stated values.
 GTFRC_EXPERIMENTS = [
-    ("Fig. 4(a)", "gtfrc-fig4.toml", ["tfrc:800000:0.64", "tfrc:200000:0.04"],
-     {"share_in": 0.7663, "out_ldrop": 0.0341, "out_edrop": 0.0378}),
-    ("Fig. 5(a)", "gtfrc-fig5.toml", ["tfrc:200000:0.64", "tfrc:800000:0.04"], {}),
-    ("Fig. 6(a)", "gtfrc-fig6.toml", ["tfrc:800000:0.64", "tcp:200000:0.04"],
-     {"share_in": 0.7357, "out_ldrop": 0.0167, "out_edrop": 0.0312}),
-    ("Fig. 7(a)", "gtfrc-fig7.toml", ["tfrc:200000:0.64", "tcp:800000:0.04"], {}),
-    ("Fig. 8(a)", "gtfrc-fig8a.toml", ["tcp:800000:0.64", "tcp:200000:0.04"],
+    ("Fig. 4(a)", "gtfrc-fig4.toml", {"group.A.protocol+group.B.protocol": "tfrc"},
+     ["tfrc:800000:0.64", "tfrc:200000:0.04"],
+     {"share_in": 0.7663, "out_ldrop": 0.0341, "out_edrop": 0.0378, "out_drop": 0.0719}),
+    ("Fig. 5(a)", "gtfrc-fig5.toml", {"group.A.protocol+group.B.protocol": "tfrc"},
+     ["tfrc:200000:0.64", "tfrc:800000:0.04"], {}),
+    ("Fig. 6(a)", "gtfrc-fig6.toml", {"group.A.protocol": "tfrc"},
+     ["tfrc:800000:0.64", "tcp:200000:0.04"],
+     {"share_in": 0.7357, "out_ldrop": 0.0167, "out_edrop": 0.0312, "out_drop": 0.0479}),
+    ("Fig. 7(a)", "gtfrc-fig7.toml", {"group.A.protocol": "tfrc"},
+     ["tfrc:200000:0.64", "tcp:800000:0.04"], {}),
+    ("Fig. 8(a)", "gtfrc-fig8a.toml", {}, ["tcp:800000:0.64", "tcp:200000:0.04"],
      {"flow0": 200e3}),
-    ("Fig. 8(b)", "gtfrc-fig8b.toml", ["tcp:200000:0.64", "tcp:800000:0.04"], {}),
-    ("Fig. 9(a)", "gtfrc-fig9.toml", ["tfrc:700000:0.25", "tfrc:100000:0.25"], {}),
-    ("Fig. 10(a)", "gtfrc-fig10.toml", ["tfrc:600000:0.64", "tfrc:200000:0.04"], {}),
-    ("Fig. 11(a)", "gtfrc-fig11.toml", ["tfrc:200000:0.64", "tfrc:600000:0.04"], {}),
+    ("Fig. 8(b)", "gtfrc-fig8b.toml", {}, ["tcp:200000:0.64", "tcp:800000:0.04"], {}),
+    ("Fig. 9(a)", "gtfrc-fig9.toml", {"group.A.protocol+group.B.protocol": "tfrc"},
+     ["tfrc:700000:0.25", "tfrc:100000:0.25"], {}),
+    ("Fig. 10(a)", "gtfrc-fig10.toml", {"group.A.protocol+group.B.protocol": "tfrc"},
+     ["tfrc:600000:0.64", "tfrc:200000:0.04"], {}),
+    ("Fig. 11(a)", "gtfrc-fig11.toml", {"group.A.protocol+group.B.protocol": "tfrc"},
+     ["tfrc:200000:0.64", "tfrc:600000:0.04"], {}),
     # §4.4: "TCP reaches a throughput about two times higher than its target rate".
-    ("Fig. 12(a)", "gtfrc-fig12.toml", ["tfrc:600000:0.64", "tcp:200000:0.04"],
-     {"flow1": 400e3}),
-    ("Fig. 13(a)", "gtfrc-fig13.toml", ["tfrc:200000:0.64", "tcp:600000:0.04"], {}),
+    ("Fig. 12(a)", "gtfrc-fig12.toml", {"group.A.protocol": "tfrc"},
+     ["tfrc:600000:0.64", "tcp:200000:0.04"], {"flow1": 400e3}),
+    ("Fig. 13(a)", "gtfrc-fig13.toml", {"group.A.protocol": "tfrc"},
+     ["tfrc:200000:0.64", "tcp:600000:0.04"], {}),
     ("Table 4 row 1", "gtfrc-table4.toml",
+     {"group.R200.protocol+group.R100.protocol+group.R50a.protocol+group.R50b.protocol": "tfrc"},
      ["tcp:400000:0.04", "tfrc:200000:0.04", "tfrc:100000:0.04", "tfrc:50000:0.04",
       "tfrc:50000:0.04"],
      {"flow0": 413.50e3, "flow1": 237.44e3, "flow2": 143.12e3, "flow3": 100e3,
       "flow4": 102.967e3}),
-    ("Table 5 row 1", "gtfrc-table5.toml",
+    ("Table 5 row 1", "gtfrc-table5.toml", {"group.R400.protocol": "tfrc"},
      ["tfrc:400000:0.04", "tcp:200000:0.04", "tcp:100000:0.04", "tcp:50000:0.04",
       "tcp:50000:0.04"],
      {"flow0": 402.32e3, "flow1": 232.88e3, "flow2": 143.77e3, "flow3": 111.32e3,
@@ -213,16 +222,17 @@ GTFRC_EXPERIMENTS = [
 # binds, as the lab's TCP (unlimited window). ns-2's own defaults are window_ 20, packetSize_ 1000.
 GTFRC_TCP = (1000, 1460)
 GTFRC_TCP_NS2_DEFAULTS = (20, 1000)
-GTFRC_CAUSES = {}
+CAUSES = {}
 
 
-def gtfrc_ns2(flows, seed, tcp, fresh):
-    name = "gtfrc-" + "-".join(f.replace(":", "_") for f in flows) + \
-        f"-w{tcp[0]}-s{tcp[1]}-seed{seed}.json"
-    return run_ns2("gtfrc_af.tcl", [100, 10, seed, tcp[0], tcp[1]] + flows, name, fresh)
+def af_ns2(groups, seed, tcp, duration, warmup, fresh):
+    name = "af-" + "-".join(g.replace(":", "_") for g in groups) + \
+        f"-{duration}s-w{tcp[0]}-s{tcp[1]}-seed{seed}.json"
+    return run_ns2("gtfrc_af.tcl", [duration, warmup, seed, tcp[0], tcp[1]] + groups, name,
+                   fresh)
 
 
-def gtfrc_ns2_metrics(r):
+def af_ns2_metrics(r):
     m = {f"flow{i}": f["throughput_bps"] for i, f in enumerate(r["flows"])}
     q = r["core_queue"]
     total = q["10"]["packets"] + q["11"]["packets"]
@@ -230,81 +240,152 @@ def gtfrc_ns2_metrics(r):
     out = q["11"]["packets"]
     m["out_ldrop"] = q["11"]["ldrops"] / out if out else 0.0
     m["out_edrop"] = q["11"]["edrops"] / out if out else 0.0
+    m["out_drop"] = m["out_ldrop"] + m["out_edrop"]
     return m
 
 
-def gtfrc_lab(qstp, scenario, seeds):
-    """The lab's shipped scenario, seeds 1..N: per point, per-flow throughput (groups in file
-    order) and the bottleneck's per-colour shares, means over the runs."""
-    work = tempfile.mkdtemp(prefix="qstp-ns2-gtfrc-")
+_LAB_CACHE = {}
+
+
+def af_lab(qstp, scenario, seeds, sweep=None):
+    """The lab's scenario (with `sweep`, a replacement [sweep] table), seeds 1..N: per point (its
+    params), each group's aggregate throughput (groups in file order, mean over runs) and the
+    bottleneck's per-colour shares."""
+    key = (scenario, seeds, sweep)
+    if key in _LAB_CACHE:
+        return _LAB_CACHE[key]
+    work = tempfile.mkdtemp(prefix="qstp-ns2-af-")
     try:
+        path = os.path.join(ROOT, "scenarios", scenario)
+        if sweep is not None:
+            with open(path) as f:
+                text = f.read()
+            text = text[:text.index("[sweep]")] + "[sweep]\n" + sweep
+            path = os.path.join(work, scenario)
+            with open(path, "w") as f:
+                f.write(text)
         out = os.path.join(work, "out")
-        subprocess.run(["nice", "-n", "10", qstp, "run", os.path.join(ROOT, "scenarios", scenario),
-                        "--out", out, "--runs", str(seeds), "--seed", "1", "--jobs", "1"],
-                       check=True, capture_output=True)
+        subprocess.run(["nice", "-n", "10", qstp, "run", path, "--out", out, "--runs",
+                        str(seeds), "--seed", "1", "--jobs", "1"], check=True, capture_output=True)
         with open(os.path.join(out, "runs.csv")) as f:
             rows = list(csv.DictReader(f))
         with open(os.path.join(out, "summary.json")) as f:
             summary = json.load(f)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    points = {}
+    points = []
     for point, p in enumerate(summary["points"]):
+        mine = [r for r in rows if int(r["point"]) == point]
         groups = []
-        for r in rows:
-            if int(r["point"]) == point and r["group"] not in groups:
+        for r in mine:
+            if r["group"] not in groups:
                 groups.append(r["group"])
-        m = {}
+        m = {"params": p["params"]}
         for i, g in enumerate(groups):
-            m[f"flow{i}"] = mean([float(r["throughput_bps"]) for r in rows
-                                  if int(r["point"]) == point and r["group"] == g])
-            m[f"proto{i}"] = next(r["protocol"] for r in rows if r["group"] == g
-                                  and int(r["point"]) == point)
+            runs = sorted({r["run"] for r in mine})
+            m[f"flow{i}"] = mean([sum(float(r["throughput_bps"]) for r in mine
+                                      if r["group"] == g and r["run"] == run) for run in runs])
         q = p["queues"][0]
         m["share_in"] = q["in_profile"]["share"]
         m["out_ldrop"] = q["out_profile"]["ldrop_rate"]
         m["out_edrop"] = q["out_profile"]["edrop_rate"]
-        points[point] = m
+        m["out_drop"] = m["out_ldrop"] + m["out_edrop"]
+        points.append(m)
+    _LAB_CACHE[key] = points
     return points
+
+
+def af_point(points, params):
+    for p in points:
+        if all(str(p["params"].get(k)) == str(v) for k, v in params.items()):
+            return p
+    raise KeyError(params)
+
+
+METRIC_LABELS = {"share_in": "in-profile share of packets",
+                 "out_ldrop": "out-profile ldrop rate (ns-2: overflow and forced drops)",
+                 "out_edrop": "out-profile edrop rate (ns-2: random early drops)",
+                 "out_drop": "out-profile drop rate (ldrops + edrops)"}
+
+
+def af_rows(args, paper_name, prefix, name, lab, groups, paper, duration, warmup,
+            queue_rows=True):
+    ns2 = [af_ns2_metrics(af_ns2(groups, seed, GTFRC_TCP, duration, warmup, args.fresh))
+           for seed in range(1, args.seeds + 1)]
+    keys = [f"flow{i}" for i in range(len(groups))]
+    if queue_rows:
+        keys += ["share_in", "out_ldrop", "out_edrop", "out_drop"]
+    rows = []
+    for k in keys:
+        if k.startswith("flow"):
+            i = int(k[4:])
+            proto, target, rtt, *n = groups[i].split(":")
+            who = f"{n[0]} {proto.upper()} flows" if n else proto.upper()
+            label = f"{'ABCDE'[i] if not n else 'aggregate'} ({who}, {float(target) / 1e3:.0f}k, " \
+                    f"{float(rtt) * 1e3:.0f} ms) throughput"
+            metric = "throughput"
+        else:
+            label, metric = METRIC_LABELS[k], "share"
+        r = row(paper_name, f"{prefix} {name}", metric, paper.get(k),
+                mean([m[k] for m in ns2]), lab[k], CAUSES.get((prefix, name, k)), args.seeds)
+        r["label"] = label
+        rows.append(r)
+    return rows
 
 
 def gtfrc_rows(args):
     rows = []
-    for name, scenario, flows, paper in GTFRC_EXPERIMENTS:
-        lab = gtfrc_lab(args.qstp, scenario, args.seeds)
-        ns2 = [gtfrc_ns2_metrics(gtfrc_ns2(flows, seed, GTFRC_TCP, args.fresh))
-               for seed in range(1, args.seeds + 1)]
-        keys = [f"flow{i}" for i in range(len(flows))] + ["share_in", "out_ldrop", "out_edrop"]
-        for k in keys:
-            if k.startswith("flow"):
-                i = int(k[4:])
-                proto, target, rtt = flows[i].split(":")
-                label = f"flow {'ABCDE'[i]} ({proto.upper()}, {float(target) / 1e3:.0f}k, " \
-                        f"{float(rtt) * 1e3:.0f} ms) throughput"
-                metric = "throughput"
-            else:
-                label = {"share_in": "in-profile share of packets",
-                         "out_ldrop": "out-profile ldrop rate",
-                         "out_edrop": "out-profile edrop rate"}[k]
-                metric = "share"
-            r = row("gtfrc", f"gTFRC {name}", metric, paper.get(k),
-                    mean([m[k] for m in ns2]), lab[0][k], GTFRC_CAUSES.get((name, k)), args.seeds)
-            r["label"] = label
-            rows.append(r)
+    for name, scenario, params, groups, paper in GTFRC_EXPERIMENTS:
+        lab = af_point(af_lab(args.qstp, scenario, args.seeds), params)
+        rows += af_rows(args, "gtfrc", "gTFRC", name, lab, groups, paper, 100, 10)
         if name == "Fig. 8(a)":
             # The lead of issue 30: ns-2's TCP defaults (window_ 20, packetSize_ 1000) cap flow A
             # at 20 x 1040 x 8 / 0.64 s = 260 kbit/s, the paper's "around 200".
-            d = [gtfrc_ns2_metrics(gtfrc_ns2(flows, seed, GTFRC_TCP_NS2_DEFAULTS, args.fresh))
-                 for seed in range(1, args.seeds + 1)]
-            for k, label in (("flow0", "flow A throughput, ns-2 with window_ 20, packetSize_ 1000"),
-                             ("flow1", "flow B throughput, ns-2 with window_ 20, packetSize_ 1000")):
+            d = [af_ns2_metrics(af_ns2(groups, seed, GTFRC_TCP_NS2_DEFAULTS, 100, 10,
+                                       args.fresh)) for seed in range(1, args.seeds + 1)]
+            for k, label in (("flow0", "A throughput, ns-2 with window_ 20, packetSize_ 1000"),
+                             ("flow1", "B throughput, ns-2 with window_ 20, packetSize_ 1000")):
                 r = row("gtfrc", "gTFRC Fig. 8(a)", "throughput", paper.get(k),
                         mean([m[k] for m in d]), None, None, args.seeds)
                 r["label"] = label
-                r["vs_ns2"] = "-"
-                r["cause"] = "ns-2's defaults, not the lab's settings: not counted"
+                r["cause"] = "ns-2's own TCP defaults, not the lab's settings: not counted"
                 rows.append(r)
     return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# The QSTP paper (000_858e07306333e5f2.txt): Figs. 4 and 5 on the testbed of §5.1 (gtfrc_af.tcl),
+# ns-2's TCP NewReno and TFRC standing in for the paper's TCP and Java TFRC/SACK. QSTP itself
+# (gTFRC) is not in ns-2.35; Fig. 7 (CBQ) is not scripted.
+
+QSTP_EXPERIMENTS = [
+    # (name, scenario, sweep override, lab params, ns-2 groups)
+    ("Fig. 4(a) TCP", "qstp-fig4.toml", None, {"group.AB.protocol": "tcp"},
+     ["tcp:500000:0.03", "tcp:300000:0.03:15"]),
+    ("Fig. 4(b) TFRC/SACK", "qstp-fig4.toml", None, {"group.AB.protocol": "tfrc-sack"},
+     ["tfrc:500000:0.03", "tcp:300000:0.03:15"]),
+]
+QSTP_FIG5_FLOWS = [1, 5, 10, 20]
+QSTP_FIG5_SWEEP = ('"group.AB.protocol" = ["tcp", "tfrc-sack"]\n"group.CD.flows" = [%s]\n'
+                   % ", ".join(str(n) for n in QSTP_FIG5_FLOWS))
+for _n in QSTP_FIG5_FLOWS:
+    QSTP_EXPERIMENTS.append((f"Fig. 5(a) TCP, {_n} micro-flows", "qstp-fig5.toml",
+                             QSTP_FIG5_SWEEP,
+                             {"group.AB.protocol": "tcp", "group.CD.flows": _n},
+                             ["tcp:400000:0.03", f"tcp:400000:0.03:{_n}"]))
+    QSTP_EXPERIMENTS.append((f"Fig. 5(b) TFRC/SACK, {_n} micro-flows", "qstp-fig5.toml",
+                             QSTP_FIG5_SWEEP,
+                             {"group.AB.protocol": "tfrc-sack", "group.CD.flows": _n},
+                             ["tfrc:400000:0.03", f"tcp:400000:0.03:{_n}"]))
+
+
+def qstp_rows(args):
+    rows = []
+    for name, scenario, sweep, params, groups in QSTP_EXPERIMENTS:
+        lab = af_point(af_lab(args.qstp, scenario, args.seeds, sweep), params)
+        rows += af_rows(args, "qstp", "QSTP", name, lab, groups, {}, 180, 30, queue_rows=False)
+    return rows
+
 
 # ---------------------------------------------------------------------------------------------
 
@@ -333,7 +414,7 @@ def fmt(metric, v):
     return "%.3f" % v
 
 
-SECTIONS = {"hstcp": hstcp_rows, "gtfrc": gtfrc_rows}
+SECTIONS = {"hstcp": hstcp_rows, "gtfrc": gtfrc_rows, "qstp": qstp_rows}
 
 
 def main():

@@ -1,13 +1,14 @@
 # The high-speed TCP paper's dumbbell (002_b59ef6c014a62b94.txt, §III A, Figs. 1-2) in ns-2.35
 # with Agent/TCP/Linux, the same network as scenarios/hstcp-qos.toml and validation/ns3/.
 #
-#   ns hstcp_dumbbell.tcl CC FLOWS DURATION_S SEED [WARMUP_S] [TRACE_FILE]
+#   ns hstcp_dumbbell.tcl CC FLOWS DURATION_S SEED [WARMUP_S] [TRACE_FILE] [QUEUE_TRACE_FILE]
 #
 # Prints one JSON object: each flow's goodput (in-order payload, from its cumulative ACK),
 # utilisation (their sum over 200 Mbit/s) and Jain's index. CC is a Linux module name for
 # select_ca (reno, highspeed, bic, scalable, cubic, htcp, illinois, yeah, compound). With
 # TRACE_FILE, every flow's cwnd_ and ssthresh_ are traced there (ns-2's trace format:
-# "time src_addr src_port dst_addr dst_port var value").
+# "time src_addr src_port dst_addr dst_port var value"). With QUEUE_TRACE_FILE, the bottleneck's
+# enqueues, dequeues and drops (ns-2's trace-queue format).
 
 set cc       [lindex $argv 0]
 set nflows   [lindex $argv 1]
@@ -15,6 +16,7 @@ set duration [lindex $argv 2]
 set seed     [lindex $argv 3]
 set warmup   [expr {[llength $argv] > 4 ? [lindex $argv 4] : 0}]
 set tracefile [expr {[llength $argv] > 5 ? [lindex $argv 5] : ""}]
+set qtracefile [expr {[llength $argv] > 6 ? [lindex $argv 6] : ""}]
 
 # Paper §III A: 200 Mbit/s, 98 ms bottleneck; 1 Gbit/s, 1 ms access links (base RTT 200 ms).
 set bneck_rate 200Mb
@@ -52,6 +54,7 @@ $ns queue-limit $R $L $access_queue
 
 set tf ""
 if {$tracefile != ""} { set tf [open $tracefile w] }
+if {$qtracefile != ""} { $ns trace-queue $L $R [open $qtracefile w] }
 
 for {set i 0} {$i < $nflows} {incr i} {
     set s($i) [$ns node]
@@ -117,6 +120,7 @@ proc finish {} {
     set sum 0.0
     set sq 0.0
     set rtx {}
+    set rtos {}
     for {set i 0} {$i < $nflows} {incr i} {
         # ack_ is the highest cumulative ACK (segment numbers from 0): ack_ + 1 segments delivered.
         set segs [expr {[$tcp($i) set ack_] + 1 - $acked_at_warmup($i)}]
@@ -124,13 +128,14 @@ proc finish {} {
         lappend rates $bps
         lappend starts $start($i)
         lappend rtx [$tcp($i) set nrexmitpack_]
+        lappend rtos [$tcp($i) set nrexmit_]
         set sum [expr {$sum + $bps}]
         set sq [expr {$sq + $bps * $bps}]
     }
     set jain [expr {$sq > 0 ? $sum * $sum / ($nflows * $sq) : 0}]
     set util [expr {$sum / 200e6}]
-    puts [format "{\"simulator\": \"ns-2.35\", \"cc\": \"%s\", \"flows\": %d, \"duration_s\": %s, \"warmup_s\": %s, \"seed\": %d, \"start_times_s\": \[%s\], \"per_flow_bps\": \[%s\], \"retransmitted_packets\": \[%s\], \"utilisation\": %.6f, \"jain\": %.6f}" \
-        $cc $nflows $duration $warmup $seed [join $starts ", "] [join $rates ", "] [join $rtx ", "] $util $jain]
+    puts [format "{\"simulator\": \"ns-2.35\", \"cc\": \"%s\", \"flows\": %d, \"duration_s\": %s, \"warmup_s\": %s, \"seed\": %d, \"start_times_s\": \[%s\], \"per_flow_bps\": \[%s\], \"retransmitted_packets\": \[%s\], \"timeouts\": \[%s\], \"utilisation\": %.6f, \"jain\": %.6f}" \
+        $cc $nflows $duration $warmup $seed [join $starts ", "] [join $rates ", "] [join $rtx ", "] [join $rtos ", "] $util $jain]
     if {$tf != ""} { close $tf }
     exit 0
 }

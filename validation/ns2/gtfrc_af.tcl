@@ -1,0 +1,156 @@
+# The gTFRC paper's AF network (001_1a5ede01d5aa24de.txt, §4.1, Fig. 2) in ns-2.35 with Nortel's
+# DiffServ module (Queue/dsRED/edge and Queue/dsRED/core) and ns-2's TFRC and TCP agents, the same
+# network as scenarios/gtfrc-*.toml.
+#
+#   ns gtfrc_af.tcl DURATION_S WARMUP_S SEED TCP_WINDOW TCP_PKTSIZE FLOW [FLOW ...]
+#
+# FLOW is PROTO:TARGET_BPS:RTT_S[:N], a group of N flows (default 1) with PROTO tfrc or tcp from one
+# source host to one destination host, whose aggregate one token bucket marks at TARGET_BPS. TCP_WINDOW is ns-2's window_ (packets) and
+# TCP_PKTSIZE its packetSize_ (payload bytes; ns-2 adds a 40-byte header): 1000 1460 are the
+# paper's 1500-byte packets with a window that never binds, as the lab; 20 1000 are ns-2's own
+# defaults (tcp-defaults: window_ 20, packetSize_ 1000). Prints one JSON object: each flow's
+# throughput at the bottleneck's output over [WARMUP, DURATION], and the core queue's packets,
+# ldrops and edrops per code point (10 in-profile, 11 out-profile) over the whole run, as the
+# paper's Tables 1-3. "flows" lists the groups, each with its aggregate throughput.
+
+set duration [lindex $argv 0]
+set warmup   [lindex $argv 1]
+set seed     [lindex $argv 2]
+set tcpwin   [lindex $argv 3]
+set tcpsize  [lindex $argv 4]
+set flows    [lrange $argv 5 end]
+
+set ns [new Simulator]
+# Seed N: the N-th substream of ns-2's default RNG (TFRC's send-time jitter and RED's drops draw
+# from it).
+for {set k 1} {$k < $seed} {incr k} { $defaultRNG next-substream }
+
+# §4.1: a 1000 kbit/s bottleneck between the core and the egress router.
+set bneck_rate 1000kb
+# §4.1: 50-packet queues; RIO (min_out, max_out, p_out, min_in, max_in, p_in) =
+# (10, 20, 0.1, 20, 40, 0.02). Nortel's module: RIO-C (its default, dsredq.cc:48), EWMA weight
+# 0.002 (its default, dsredq.cc:68), as the lab's `rio` queue (mode rio-c, weight 0.002).
+set qlimit 50
+# §4.1: 1500-byte packets.
+set pktsize 1500
+# §4.1: a two-colour token bucket marker with a 10^4-byte bucket. Choice (paper silent, as the
+# lab's scenarios): one marker per flow at the flow's target rate.
+set cbs 10000
+# Choice (paper silent, as the lab's dumbbell): the other links run at 100 Mbit/s (ten times the
+# bottleneck, at least 100 Mbit/s) with no propagation delay but each flow's own access link,
+# which carries the whole base RTT (half each way); no queue but the bottleneck's ever fills.
+set fast 100Mb
+
+set E [$ns node]
+set C [$ns node]
+set X [$ns node]
+$ns simplex-link $E $C $fast 0ms dsRED/edge
+$ns simplex-link $C $E $fast 0ms DropTail
+$ns simplex-link $C $X $bneck_rate 0ms dsRED/core
+$ns simplex-link $X $C $fast 0ms DropTail
+$ns queue-limit $E $C 1000
+$ns queue-limit $C $E 1000
+$ns queue-limit $C $X $qlimit
+$ns queue-limit $X $C 1000
+
+set qE [[$ns link $E $C] queue]
+set qC [[$ns link $C $X] queue]
+foreach q [list $qE $qC] {
+    $q meanPktSize $pktsize
+    $q set numQueues_ 1
+    $q setNumPrec 2
+    $q addPHBEntry 10 0 0
+    $q addPHBEntry 11 0 1
+    $q configQ 0 0 20 40 0.02
+    $q configQ 0 1 10 20 0.10
+    $q setMREDMode RIO-C
+}
+$qE addPolicerEntry TokenBucket 10 11
+
+# Per-flow throughput at the bottleneck's output (nothing is lost after it).
+set fmon [$ns makeflowmon Fid]
+$ns attach-fmon [$ns link $C $X] $fmon
+
+set i 0
+set g 0
+foreach f $flows {
+    lassign [split $f :] proto target rtt n
+    if {$n == ""} { set n 1 }
+    set s($g) [$ns node]
+    set d($g) [$ns node]
+    $ns duplex-link $s($g) $E $fast [expr {$rtt / 2.0}]s DropTail
+    $ns duplex-link $X $d($g) $fast 0ms DropTail
+    $ns queue-limit $s($g) $E 1000
+    $ns queue-limit $E $s($g) 1000
+    $qE addPolicyEntry [$s($g) id] [$d($g) id] TokenBucket 10 $target $cbs
+    set kind($g) $proto
+    set tgt($g) $target
+    set rt($g) $rtt
+    set members($g) {}
+    for {set k 0} {$k < $n} {incr k} {
+        if {$proto == "tfrc"} {
+            # ns-2's TFRC sender and receiver (tcl/lib/ns-default.tcl defaults otherwise); its
+            # packetSize_ is the whole packet.
+            set src($i) [new Agent/TFRC]
+            set snk($i) [new Agent/TFRCSink]
+            $src($i) set packetSize_ $pktsize
+        } else {
+            # §4.1: TCP NewReno; ns-2's sink ACKs every packet (no delayed ACKs, as the lab).
+            set src($i) [new Agent/TCP/Newreno]
+            set snk($i) [new Agent/TCPSink]
+            $src($i) set packetSize_ $tcpsize
+            $src($i) set window_ $tcpwin
+        }
+        $src($i) set fid_ $i
+        $ns attach-agent $s($g) $src($i)
+        $ns attach-agent $d($g) $snk($i)
+        $ns connect $src($i) $snk($i)
+        set app($i) [new Application/FTP]
+        $app($i) attach-agent $src($i)
+        # Choice: every flow starts at t = 0 (the lab's groups start within one RTT of 0).
+        $ns at 0.0 "$app($i) start"
+        lappend members($g) $i
+        incr i
+    }
+    incr g
+}
+set ngroups $g
+set nflows $i
+
+proc bytes_of {i} {
+    global fmon
+    set cl [$fmon classifier]
+    set flow [$cl lookup auto 0 0 $i]
+    if {$flow == ""} { return 0 }
+    return [$flow set bdepartures_]
+}
+proc mark_warmup {} {
+    global nflows at_warmup
+    for {set i 0} {$i < $nflows} {incr i} { set at_warmup($i) [bytes_of $i] }
+}
+for {set i 0} {$i < $nflows} {incr i} { set at_warmup($i) 0 }
+if {$warmup > 0} { $ns at $warmup "mark_warmup" }
+
+proc finish {} {
+    global ngroups members duration warmup kind tgt rt qC seed tcpwin tcpsize at_warmup
+    set out {}
+    for {set g 0} {$g < $ngroups} {incr g} {
+        set bytes 0
+        foreach i $members($g) { set bytes [expr {$bytes + [bytes_of $i] - $at_warmup($i)}] }
+        set bps [expr {$bytes * 8.0 / ($duration - $warmup)}]
+        lappend out [format "{\"protocol\": \"%s\", \"flows\": %d, \"target_bps\": %s, \"rtt_s\": %s, \"throughput_bps\": %.1f}" $kind($g) [llength $members($g)] $tgt($g) $rt($g) $bps]
+    }
+    set cps {}
+    foreach cp {10 11} {
+        set pk [$qC getStat pkts $cp]
+        set dr [$qC getStat drops $cp]
+        set ed [$qC getStat edrops $cp]
+        # getStat drops is the link (overflow) drops alone: dsred.cc:198-204 counts edrops apart.
+        lappend cps [format "\"%d\": {\"packets\": %.0f, \"ldrops\": %.0f, \"edrops\": %.0f}" $cp $pk $dr $ed]
+    }
+    puts [format "{\"simulator\": \"ns-2.35\", \"duration_s\": %s, \"warmup_s\": %s, \"seed\": %d, \"tcp_window\": %s, \"tcp_packet_size\": %s, \"flows\": \[%s\], \"core_queue\": {%s}}" \
+        $duration $warmup $seed $tcpwin $tcpsize [join $out ", "] [join $cps ", "]]
+    exit 0
+}
+$ns at $duration "finish"
+$ns run
