@@ -47,7 +47,7 @@ pub fn congestion_help() -> String {
         "Scenario keys: docs/scenarios.md. TCP congestion controls of a tcp group\n\
          (congestion = \"NAME\" or congestion = { name = \"NAME\", PARAM = VALUE, .. }):\n",
     );
-    for entry in qstp_sim::tcp::REGISTRY {
+    for entry in qstp_tcp::REGISTRY {
         let aliases = if entry.aliases.is_empty() {
             String::new()
         } else {

@@ -138,8 +138,8 @@ fn main() {
     let repeat = arg("--repeat").and_then(|s| s.parse().ok()).unwrap_or(3);
     let only = arg("--only");
     let tcp = Protocol::Tcp(TcpSpec {
-        congestion: qstp_sim::tcp::CcSpec::named("newreno"),
-        options: qstp_sim::tcp::TcpOptions {
+        congestion: qstp_tcp::CcSpec::named("newreno"),
+        options: qstp_tcp::TcpOptions {
             receive_window: 64 << 20,
             ..Default::default()
         },
@@ -159,11 +159,11 @@ fn main() {
         schedule: vec![(Duration::ZERO, Rate::from_mbps(30))],
     });
     measure("8 x CBR 30 Mbit/s", &spec(cbr, seconds), only, repeat);
-    for entry in qstp_sim::tcp::REGISTRY {
+    for entry in qstp_tcp::REGISTRY {
         let mut spec = spec(
             Protocol::Tcp(TcpSpec {
-                congestion: qstp_sim::tcp::CcSpec::named(entry.name),
-                options: qstp_sim::tcp::TcpOptions::default(),
+                congestion: qstp_tcp::CcSpec::named(entry.name),
+                options: qstp_tcp::TcpOptions::default(),
             }),
             seconds,
         );

@@ -14,9 +14,9 @@ pub enum ComponentError {
     /// A loss model ([`crate::LossSpec::validate`]).
     #[error(transparent)]
     Loss(#[from] crate::loss::LossSpecError),
-    /// A TCP group's options ([`crate::tcp::TcpOptions::validate`]).
+    /// A TCP group's options ([`qstp_tcp::TcpOptions::validate`]).
     #[error(transparent)]
-    Tcp(#[from] crate::tcp::TcpConfigError),
+    Tcp(#[from] qstp_tcp::TcpConfigError),
 }
 
 impl ComponentError {
@@ -63,7 +63,7 @@ pub enum SimError {
         /// The group.
         group: String,
         /// What the registry refused.
-        error: crate::tcp::CcError,
+        error: qstp_tcp::CcError,
     },
     /// A qstp group's connection configuration is invalid.
     #[error("group '{group}': {source}")]

@@ -28,8 +28,8 @@
 //! reads its keys with the group's target as context, checks itself and builds its flow's two
 //! agents (agents of a new kind plug in as [`agent::Agent::Other`]).
 //!
-//! Seams for what builds on it: [`tcp`] is a sans-IO TCP whose congestion controls live in a
-//! registry ([`tcp::REGISTRY`]: one file and one entry per control, parameters from the scenario)
+//! Seams for what builds on it: [`qstp_tcp`] is a sans-IO TCP whose congestion controls live in a
+//! registry ([`qstp_tcp::REGISTRY`]: one file and one entry per control, parameters from the scenario)
 //! and whose sender can be steered from outside (congestion-signal events, deferred or delegated
 //! window reductions, per-round samples: what a host-level controller such as loss delegation
 //! needs); its SACK scoreboard does O(log W) work per ACK. Every network is a
@@ -44,7 +44,6 @@ pub use spec::*;
 pub mod loss;
 pub mod marker;
 pub mod queue;
-pub mod tcp;
 
 pub mod agent;
 pub mod atm;

@@ -2,7 +2,7 @@
 //!
 //! This is the single home of the rules on a run's description: each component spec checks
 //! itself ([`crate::QueueSpec::validate`], [`crate::MarkerSpec::validate`],
-//! [`crate::LossSpec::validate`], [`crate::tcp::TcpOptions::validate`], [`crate::tcp::CcSpec::validate`],
+//! [`crate::LossSpec::validate`], [`qstp_tcp::TcpOptions::validate`], [`qstp_tcp::CcSpec::validate`],
 //! and [`validate`] calls each of them with the whole-run checks (a qstp group's
 //! `qstp_proto::Config::validate` runs as the flow is built, on the configuration it runs with).
 //! The lab calls the same functions and maps their typed errors to the scenario's keys.

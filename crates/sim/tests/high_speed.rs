@@ -7,9 +7,9 @@ mod common;
 
 use common::{dumbbell, group};
 use qstp_proto::{Duration, Rate};
-use qstp_sim::tcp::{CcSpec, TcpOptions};
 use qstp_sim::TcpSpec;
 use qstp_sim::{run, AccessSpec, Protocol};
+use qstp_tcp::{CcSpec, TcpOptions};
 
 const SECONDS: u64 = 120;
 
@@ -82,7 +82,7 @@ fn high_speed_controls_hold_the_link_where_newreno_cannot() {
 #[test]
 #[ignore = "prints curves for a reader; asserts nothing"]
 fn print_curves() {
-    for entry in qstp_sim::tcp::REGISTRY {
+    for entry in qstp_tcp::REGISTRY {
         let u = utilisation(entry.name);
         let every5: Vec<String> = u.iter().step_by(5).map(|x| format!("{x:.2}")).collect();
         println!(

@@ -5,9 +5,9 @@ mod common;
 use common::{dumbbell, group, newreno};
 use qstp_proto::{Duration, Rate};
 use qstp_sim::capture::{Capture, CaptureSink};
-use qstp_sim::tcp::{CcError, CcSpec, TcpOptions};
 use qstp_sim::TcpSpec;
 use qstp_sim::{run, run_with_capture, Protocol, SimError};
+use qstp_tcp::{CcError, CcSpec, TcpOptions};
 
 #[test]
 fn tcp_flows_share_a_drop_tail_bottleneck_and_fill_it() {

@@ -263,7 +263,7 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
 /// `recovery`, `rtt_sample`, `rto`, `receive_window` and control parameters change nothing here.
 /// The defaults are not listed: they stand for "whatever TCP does", which the kernel does.
 pub fn ignored_settings(spec: &SimSpec) -> Vec<String> {
-    let default = qstp_sim::tcp::TcpOptions::default();
+    let default = qstp_tcp::TcpOptions::default();
     let mut out = Vec::new();
     for g in &spec.groups {
         let Protocol::Tcp(TcpSpec {
@@ -333,7 +333,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         // UDP hosts get the simulator's default TCP settings (they use no TCP).
         let o = match &group.protocol {
             Protocol::Tcp(TcpSpec { options, .. }) => options.clone(),
-            _ => qstp_sim::tcp::TcpOptions::default(),
+            _ => qstp_tcp::TcpOptions::default(),
         };
         let tcp = HostTcp {
             sack: o.sack,

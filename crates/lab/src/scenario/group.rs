@@ -156,7 +156,7 @@ mod tests {
     use super::*;
     use qstp_proto::{ErrorControl, Order, RateControl};
     use qstp_sim::source::{CbrSpec, TcpSpec};
-    use qstp_sim::tcp::{CcSpec, Recovery, TcpOptions};
+    use qstp_tcp::{CcSpec, Recovery, TcpOptions};
 
     fn read(text: &str) -> FieldResult<GroupSpec> {
         group(
@@ -372,7 +372,7 @@ mod tests {
         let Protocol::Tcp(TcpSpec { options, .. }) = g.protocol else {
             panic!()
         };
-        assert_eq!(options.rto, qstp_sim::tcp::RtoRule::Linux);
+        assert_eq!(options.rto, qstp_tcp::RtoRule::Linux);
         let err = tcp("tcp = { nagle = true }").unwrap_err();
         assert_eq!((err.key.as_str(), err.unknown), ("group.X.tcp.nagle", true));
     }

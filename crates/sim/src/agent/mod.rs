@@ -117,7 +117,7 @@ pub trait Behavior: std::fmt::Debug + Send {
 
 impl Agent {
     /// The TCP sender of a TCP source agent.
-    pub fn tcp_sender_mut(&mut self) -> Option<&mut crate::tcp::TcpSender> {
+    pub fn tcp_sender_mut(&mut self) -> Option<&mut qstp_tcp::TcpSender> {
         match self {
             Agent::TcpSource(source) => Some(source.sender_mut()),
             _ => None,

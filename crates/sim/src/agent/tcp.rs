@@ -5,8 +5,8 @@ use super::{Binding, Ctx};
 use crate::error::SimError;
 use crate::network::{Packet, Payload};
 use crate::spec::GroupSpec;
-use crate::tcp::{CcSpec, Segment, TcpConfig, TcpOptions, TcpReceiver, TcpSender};
 use qstp_proto::Time;
+use qstp_tcp::{CcSpec, Segment, TcpConfig, TcpOptions, TcpReceiver, TcpSender};
 
 /// The two agents of one TCP flow of `group`, with `packet_size`-byte data packets on the wire.
 pub fn flow(

@@ -1,12 +1,12 @@
 //! Delegation of congestion signals between the Free connection and its Stunts
 //! (004_42e0da08314fdde6.txt §II-B), over any TCP sender that can be steered ([`Steerable`]).
 //!
-//! The senders run under [`crate::tcp::LossPolicy::Defer`]: a fast-retransmit signal leaves its
+//! The senders run under [`qstp_tcp::LossPolicy::Defer`]: a fast-retransmit signal leaves its
 //! window alone and is reported; the [`Delegator`] then decides who backs off. Timeouts and slow
 //! start are never delegated ("we have chosen to delegate losses during the AIMD behavior").
 
-use crate::tcp::TcpSender;
 use qstp_proto::Time;
+use qstp_tcp::TcpSender;
 
 /// What the delegator needs of a TCP sender.
 pub trait Steerable {

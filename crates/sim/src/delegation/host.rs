@@ -7,8 +7,8 @@ use super::{Controller, DelegationSpec};
 use crate::agent::Agent;
 use crate::loss::uniform;
 use crate::rng::{stream, StreamKind};
-use crate::tcp::{LossPolicy, Signal, TcpEvent, TcpSender};
 use qstp_proto::{Duration, Rate, Time};
+use qstp_tcp::{LossPolicy, Signal, TcpEvent, TcpSender};
 use rand_chacha::ChaCha8Rng;
 
 /// What a delegation group did over a run.

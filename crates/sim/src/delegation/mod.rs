@@ -7,7 +7,7 @@
 //! throughput into a delegation fraction (eqs. 3-4), and the [`matching`] metrics of a run
 //! (eqs. 16-19); and the [`delegate`] step of §II-B, which decides who backs off for a congestion
 //! signal, over TCP senders steered through their loss-response hook
-//! ([`crate::tcp::LossPolicy::Defer`]). The [`host`] runs all of it in the simulator for a
+//! ([`qstp_tcp::LossPolicy::Defer`]). The [`host`] runs all of it in the simulator for a
 //! [`DelegationSpec`] (a run's `delegation`): it samples the Free every control period, runs the
 //! controller, and hands the senders' congestion signals to the delegator.
 

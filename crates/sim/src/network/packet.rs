@@ -9,8 +9,8 @@ use crate::classify::PacketMeta;
 use crate::color::Color;
 use crate::ids::{AgentId, FlowId, NodeId, PacketId};
 use crate::queue::Queued;
-use crate::tcp::Segment;
 use qstp_proto::Time;
+use qstp_tcp::Segment;
 
 /// What a packet carries.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use crate::agent::switch::Switch;
 use crate::agent::{self, Agent};
 use crate::error::SimError;
 use crate::params::{NameOrTable, ParamResult, ParamTable};
-use crate::tcp::{self, CcSpec, Recovery, RtoRule, RttSample, TcpOptions};
 use crate::validate::TCP_IP_HEADER;
+use qstp_tcp::{CcSpec, Recovery, RtoRule, RttSample, TcpOptions};
 
 /// A saturated TCP bulk transfer.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -101,7 +101,11 @@ fn congestion(t: &mut dyn ParamTable) -> ParamResult<CcSpec> {
             spec
         }
         Err(mut e) => {
-            e.reason = format!("{} (known: {})", e.reason, tcp::known_names().join(", "));
+            e.reason = format!(
+                "{} (known: {})",
+                e.reason,
+                qstp_tcp::known_names().join(", ")
+            );
             return Err(e);
         }
     };

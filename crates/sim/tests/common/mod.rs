@@ -53,8 +53,8 @@ pub fn cbr(rate: Rate) -> Protocol {
 /// TCP NewReno without delayed ACKs and a large window.
 pub fn newreno() -> Protocol {
     Protocol::Tcp(TcpSpec {
-        congestion: qstp_sim::tcp::CcSpec::named("newreno"),
-        options: qstp_sim::tcp::TcpOptions {
+        congestion: qstp_tcp::CcSpec::named("newreno"),
+        options: qstp_tcp::TcpOptions {
             receive_window: 64 << 20,
             ..Default::default()
         },

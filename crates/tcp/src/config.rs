@@ -201,7 +201,7 @@ impl TcpOptions {
 
 impl TcpOptions {
     /// Check the options for segments of `mss` payload bytes: the single home of these rules
-    /// (the lab and [`crate::run`] both call it).
+    /// (the simulator and the lab both call it).
     pub fn validate(&self, mss: u32) -> Result<(), TcpConfigError> {
         if self.initial_window > MAX_INITIAL_WINDOW {
             return Err(TcpConfigError::InitialWindowTooLarge(self.initial_window));

@@ -1,4 +1,4 @@
-//! TCP for the simulator: a bulk sender and a receiver as sans-IO state machines (like
+//! `qstp-tcp`: TCP for the simulator: a bulk sender and a receiver as sans-IO state machines (like
 //! `qstp-proto`), with congestion control behind a trait: NewReno, HighSpeed, BIC, Scalable,
 //! CUBIC, H-TCP, Illinois, YeAH and Compound TCP, one file each, listed in [`REGISTRY`].
 //!

@@ -7,7 +7,7 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use qstp_proto::{Duration, Time};
-use qstp_sim::tcp::{NewReno, Segment, TcpConfig, TcpReceiver, TcpSender};
+use qstp_tcp::{NewReno, Segment, TcpConfig, TcpReceiver, TcpSender};
 
 const MSS: u32 = 1460;
 

@@ -338,7 +338,7 @@ impl CongestionControl for Bic {
 mod tests {
     use super::super::cc::testkit::ack_bytes as ack;
     use super::*;
-    use crate::tcp::CcSpec;
+    use crate::CcSpec;
 
     const MSS: u64 = 1000;
 

@@ -444,7 +444,7 @@ impl CongestionControl for Htcp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::CcSpec;
+    use crate::CcSpec;
 
     const MSS: u64 = 1000;
 

@@ -205,7 +205,7 @@ impl CongestionControl for HighSpeed {
 mod tests {
     use super::super::cc::testkit::ack_bytes as ack;
     use super::*;
-    use crate::tcp::CcSpec;
+    use crate::CcSpec;
 
     const MSS: u32 = 1000;
 
