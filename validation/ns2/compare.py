@@ -388,6 +388,68 @@ def qstp_rows(args):
 
 
 # ---------------------------------------------------------------------------------------------
+# The Free & Stunts paper (004_42e0da08314fdde6.txt): §IV's TCP/RED network without delegation
+# (fs_red.tcl): the Free, its Stunts and the cross traffic as plain TCP flows, all continuous.
+
+FS_STUNTS = [2, 10, 20]   # Fig. 6's three points (Fig. 5's non-random sweep runs 1..20)
+FS_DURATION, FS_WARMUP = 200, 20
+
+
+def fs_lab(qstp, seeds):
+    """fs-fig6.toml without its [delegation] table (the paper's baseline), 200 s, per number of
+    Stunts: the per-flow goodputs of each run."""
+    with open(os.path.join(ROOT, "scenarios", "fs-fig6.toml")) as f:
+        text = f.read()
+    text = text[:text.index("[delegation]")] + '[sweep]\n"group.S.flows" = [%s]\n' % ", ".join(
+        str(n) for n in FS_STUNTS)
+    work = tempfile.mkdtemp(prefix="qstp-ns2-fs-")
+    try:
+        path = os.path.join(work, "fs.toml")
+        with open(path, "w") as f:
+            f.write(text)
+        out = os.path.join(work, "out")
+        subprocess.run(["nice", "-n", "10", qstp, "run", path, "--out", out, "--runs", str(seeds),
+                        "--seed", "1", "--duration", f"{FS_DURATION}s", "--jobs", "1"],
+                       check=True, capture_output=True)
+        with open(os.path.join(out, "runs.csv")) as f:
+            rows = list(csv.DictReader(f))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    result = {}
+    for point, n in enumerate(FS_STUNTS):
+        runs = []
+        for run in sorted({r["run"] for r in rows}):
+            mine = [r for r in rows if int(r["point"]) == point and r["run"] == run]
+            free = [float(r["goodput_bps"]) for r in mine if r["group"] == "F"]
+            g = [float(r["goodput_bps"]) for r in mine]
+            runs.append({"utilisation": sum(g) / 80e6, "jain": jain(g), "free": free[0]})
+        result[n] = {k: mean([r[k] for r in runs]) for k in runs[0]}
+    return result
+
+
+def fs_rows(args):
+    rows = []
+    lab = fs_lab(args.qstp, args.seeds)
+    for n in FS_STUNTS:
+        flows = 1 + n + 20
+        ns2 = []
+        for seed in range(1, args.seeds + 1):
+            r = run_ns2("fs_red.tcl", [80, flows, FS_DURATION, FS_WARMUP, seed],
+                        f"fs-80M-{flows}flows-{FS_DURATION}s-seed{seed}.json", args.fresh)
+            ns2.append({"utilisation": r["utilisation"], "jain": r["jain"],
+                        "free": r["per_flow_bps"][0]})
+        exp = f"F&S §IV, 80 Mbit/s RED, Free + {n} Stunts + 20 cross, no delegation"
+        for k, metric, label in (("utilisation", "utilisation", "utilisation (goodput)"),
+                                 ("jain", "jain", "Jain index of all flows"),
+                                 ("free", "throughput", "the Free's goodput")):
+            r = row("fs", exp, metric, None, mean([m[k] for m in ns2]), lab[n][k],
+                    CAUSES.get(("F&S", n, k)), args.seeds)
+            r["label"] = label
+            rows.append(r)
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
 
 def row(paper_name, experiment, metric, paper, ns2, lab, cause, seeds):
     v_ns2 = within(metric, lab, ns2)
@@ -414,7 +476,7 @@ def fmt(metric, v):
     return "%.3f" % v
 
 
-SECTIONS = {"hstcp": hstcp_rows, "gtfrc": gtfrc_rows, "qstp": qstp_rows}
+SECTIONS = {"hstcp": hstcp_rows, "gtfrc": gtfrc_rows, "qstp": qstp_rows, "fs": fs_rows}
 
 
 def main():
