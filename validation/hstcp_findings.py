@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-# 002_b59ef6c014a62b94.txt §III B-D, as stated in the text (the figures themselves are not in
+# high-speed TCP paper §III B-D, as stated in the text (the figures themselves are not in
 # the paper's text).
 PAPER_EFFICIENCY = [
     ("compound", 1, 0.96), ("compound", 2, 0.95), ("illinois", 4, 0.93), ("illinois", 6, 0.93),

@@ -1,4 +1,4 @@
-//! `qstp fluid`: solve a scenario's Free & Stunts fluid model (004_42e0da08314fdde6.txt §III)
+//! `qstp fluid`: solve a scenario's Free & Stunts fluid model (Free & Stunts paper §III)
 //! instead of simulating packets; the same outputs as `qstp run`, with `"fluid_model": true` and
 //! the solver's settings in summary.json. With `--compare-with`, a `qstp run` results folder of
 //! the same scenario is drawn on one chart with the fluid solution.

@@ -1,4 +1,4 @@
-//! The high-speed TCP paper's "dynamic tool of choice" (`002_b59ef6c014a62b94.txt` §III D): from
+//! The high-speed TCP paper's "dynamic tool of choice" (§III D): from
 //! a finished sweep over congestion controls and flow counts, the control with the best
 //! performance `a E + (1 - a) F` for a number of flows and a weight `a` between efficiency and
 //! fairness, with the full ranking.

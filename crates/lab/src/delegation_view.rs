@@ -1,4 +1,4 @@
-//! What a Free & Stunts run looks like (004_42e0da08314fdde6.txt Figs. 4 and 6): the trace, the
+//! What a Free & Stunts run looks like (Free & Stunts paper Figs. 4 and 6): the trace, the
 //! Free's throughput, the mean Stunt's and the mean cross flow's over time, as a series file and
 //! a figure; and, over a sweep, V+, V- and V* against the swept key (Figs. 5 and 7).
 

@@ -22,7 +22,7 @@ pub struct Curves {
 
 /// Packets per second of payload, the unit of the trace: the scenario's segment payload.
 fn payload_bits(scenario: &Scenario) -> f64 {
-    (scenario.packet_size as f64 - f64::from(qstp_sim::validate::TCP_IP_HEADER)).max(1.0) * 8.0
+    qstp_dataplane::headers::tcp_payload(scenario.packet_size as u64) as f64 * 8.0
 }
 
 /// The curves of `series` (a run of `scenario`), from the goodput through the lab's 1 s window;

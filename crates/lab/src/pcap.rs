@@ -9,12 +9,10 @@ use crate::output::{self, OutputError};
 use crate::runner::{execute_tasks, PointResult, Progress, RunError, Task};
 use crate::scenario::Plan;
 use crate::summary::point_params;
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
-use pcap_file::{DataLink, TsResolution};
+use qstp_dataplane::pcap::RawIpPcap;
 use qstp_proto::Time;
 use qstp_sim::capture::{link_names, Capture, CaptureSink};
 use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -54,29 +52,19 @@ pub fn path(plan: &Plan, dir: &Path, p: usize) -> PathBuf {
 /// A pcap file receiving a run's frames; write errors are kept for [`PcapSink::finish`].
 pub struct PcapSink {
     path: PathBuf,
-    writer: Option<PcapWriter<BufWriter<File>>>,
+    pcap: RawIpPcap,
     error: Option<String>,
-    frames: u64,
 }
 
 impl PcapSink {
     /// Create the file at `path` and write its header.
     pub fn create(path: &Path) -> Result<PcapSink, String> {
-        let file =
-            File::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        let header = PcapHeader {
-            datalink: DataLink::RAW,
-            ts_resolution: TsResolution::NanoSecond,
-            snaplen: u32::from(u16::MAX),
-            ..Default::default()
-        };
-        let writer = PcapWriter::with_header(BufWriter::new(file), header)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let cannot = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+        let pcap = RawIpPcap::new(File::create(path).map_err(cannot)?).map_err(cannot)?;
         Ok(PcapSink {
             path: path.to_path_buf(),
-            writer: Some(writer),
+            pcap,
             error: None,
-            frames: 0,
         })
     }
 
@@ -85,13 +73,9 @@ impl PcapSink {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        let writer = self.writer.take().map(PcapWriter::into_writer);
-        if let Some(mut w) = writer {
-            use std::io::Write as _;
-            w.flush()
-                .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
-        }
-        Ok(self.frames)
+        self.pcap
+            .finish()
+            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))
     }
 }
 
@@ -100,17 +84,9 @@ impl CaptureSink for PcapSink {
         if self.error.is_some() {
             return;
         }
-        let Some(writer) = self.writer.as_mut() else {
-            return;
-        };
-        let packet = PcapPacket::new(
-            std::time::Duration::from_nanos(time.as_nanos()),
-            frame.len() as u32,
-            frame,
-        );
-        match writer.write_packet(&packet) {
-            Ok(_) => self.frames += 1,
-            Err(e) => self.error = Some(format!("cannot write {}: {e}", self.path.display())),
+        let at = std::time::Duration::from_nanos(time.as_nanos());
+        if let Err(e) = self.pcap.write(at, frame) {
+            self.error = Some(format!("cannot write {}: {e}", self.path.display()));
         }
     }
 }

@@ -90,7 +90,7 @@ pub struct PointSummary {
     pub metrics: Option<PointMetrics>,
 }
 
-/// The high-speed TCP paper's metrics of one point (`002_b59ef6c014a62b94.txt` §III B-D), over
+/// The high-speed TCP paper's metrics of one point (§III B-D), over
 /// every flow of every group, each run one sample.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PointMetrics {
@@ -183,7 +183,7 @@ pub struct GroupSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phb: Option<String>,
     /// On an ATM trunk: the TCP throughput per connection the AF-over-ATM paper's assumptions
-    /// give (003_f3c290e5faca751e.txt §4.1, [`qstp_sim::atm::estimate`]), bit/s, to set beside
+    /// give (AF-over-ATM paper §4.1, [`qstp_dataplane::atm::estimate`]), bit/s, to set beside
     /// the measured goodput.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimate_bps: Option<f64>,
@@ -351,7 +351,7 @@ fn point(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> PointSummary {
 }
 
 /// On an ATM trunk, each group's per-connection TCP throughput by the AF-over-ATM paper's
-/// estimate (003_f3c290e5faca751e.txt §4.1): the trunk less the AF VPs' SCR0 shared equally by
+/// estimate (AF-over-ATM paper §4.1): the trunk less the AF VPs' SCR0 shared equally by
 /// all VPs, plus each AF VP's SCR0, carried in segments of the group's packet size less 40 bytes
 /// of TCP/IP headers, split among the VP's connections.
 pub fn atm_estimates(pt: &crate::scenario::Point) -> Option<Vec<f64>> {
@@ -360,18 +360,18 @@ pub fn atm_estimates(pt: &crate::scenario::Point) -> Option<Vec<f64>> {
     let scr: Vec<Option<qstp_proto::Rate>> =
         s.groups.iter().map(qstp_sim::topology::atm_scr).collect();
     let connections: Vec<u32> = s.groups.iter().map(|g| g.flows).collect();
-    let header = u64::from(qstp_sim::validate::TCP_IP_HEADER);
+    let header = u64::from(qstp_dataplane::headers::TCP_IP_HEADER);
     Some(
         s.groups
             .iter()
             .enumerate()
             .map(|(i, g)| {
                 let size = g.packet_size.unwrap_or(s.packet_size) as u64;
-                let e = qstp_sim::atm::estimate(
+                let e = qstp_dataplane::atm::estimate(
                     s.bottleneck().rate,
                     &scr,
                     &connections,
-                    size.saturating_sub(header),
+                    qstp_dataplane::headers::tcp_payload(size),
                     header,
                 );
                 e.per_connection_bps[i]

@@ -7,12 +7,14 @@
 //! crate.
 
 pub mod config;
+pub mod range_set;
 pub mod rate;
 pub mod time;
 
 pub use config::{
     Config, ConfigError, ErrorControl, GtfrcRule, Order, Preset, RateControl, TfrcVersion,
 };
+pub use range_set::RangeSet;
 pub use rate::{Rate, RateParseError};
 pub use time::{Duration, DurationParseError, Time};
 

@@ -25,6 +25,7 @@
 use crate::ids::{LinkId, PacketId};
 use crate::network::{Packet, Payload, QueueEvent, QueueObserver};
 use crate::spec::{Color, SimSpec};
+use qstp_dataplane::headers::{checksum, ipv4_pseudo_sum, Ipv4, PROTO_TCP};
 use qstp_proto::Time;
 
 /// Where captured frames go.
@@ -89,8 +90,6 @@ struct FlowInfo {
     receiver_port: u16,
     protocol: u8,
 }
-
-const TCP: u8 = 6;
 
 /// The tap on the captured link, an observer of its queue: frames built as packets leave the
 /// queue onto the link, waiting for the run loop to hand them to the sink.
@@ -201,30 +200,12 @@ fn dscp(color: Color, marked: bool) -> u8 {
     }
 }
 
-/// The RFC 791 header checksum of `header`.
-fn ipv4_checksum(header: &[u8]) -> u16 {
-    internet_checksum(&[header])
-}
-
-/// The RFC 1071 checksum of the concatenation of `parts` (each of even length but the last).
-fn internet_checksum(parts: &[&[u8]]) -> u16 {
-    let mut sum: u64 = parts
-        .iter()
-        .flat_map(|p| p.chunks(2))
-        .map(|w| u64::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 /// Append the frame of `packet` to `out`.
 fn write_frame(out: &mut Vec<u8>, packet: &Packet, info: FlowInfo, marked: bool, ip_id: u16) {
     let start = out.len();
     let size = packet.size.clamp(40, u32::from(u16::MAX)) as usize;
     let protocol = match packet.payload {
-        Payload::Tcp(_) => TCP,
+        Payload::Tcp(_) => PROTO_TCP,
         _ => info.protocol,
     };
     let (group, flow) = ((info.group & 0xff) as u8, (info.in_group & 0xff) as u8);
@@ -243,14 +224,15 @@ fn write_frame(out: &mut Vec<u8>, packet: &Packet, info: FlowInfo, marked: bool,
     } else {
         (info.receiver_port, sender_port)
     };
-    out.extend_from_slice(&[0x45, dscp(packet.color, marked) << 2]);
-    out.extend_from_slice(&(size as u16).to_be_bytes());
-    out.extend_from_slice(&ip_id.to_be_bytes());
-    out.extend_from_slice(&[0x40, 0x00, 64, protocol, 0, 0]);
-    out.extend_from_slice(&src);
-    out.extend_from_slice(&dst);
-    let checksum = ipv4_checksum(&out[start..start + 20]);
-    out[start + 10..start + 12].copy_from_slice(&checksum.to_be_bytes());
+    Ipv4 {
+        total_len: size as u16,
+        tos: dscp(packet.color, marked) << 2,
+        id: ip_id,
+        protocol,
+        src: src.into(),
+        dst: dst.into(),
+    }
+    .write(out);
     out.extend_from_slice(&sport.to_be_bytes());
     out.extend_from_slice(&dport.to_be_bytes());
     match &packet.payload {
@@ -268,13 +250,9 @@ fn write_frame(out: &mut Vec<u8>, packet: &Packet, info: FlowInfo, marked: bool,
             out.extend_from_slice(&(window as u16).to_be_bytes());
             out.extend_from_slice(&[0, 0, 0, 0]);
             out.resize(start + size, 0);
-            // RFC 793's checksum over the pseudo-header and the segment.
-            let mut pseudo = [0u8; 12];
-            pseudo[..4].copy_from_slice(&src);
-            pseudo[4..8].copy_from_slice(&dst);
-            pseudo[9] = TCP;
-            pseudo[10..12].copy_from_slice(&((size - 20) as u16).to_be_bytes());
-            let checksum = internet_checksum(&[&pseudo, &out[start + 20..start + size]]);
+            // RFC 9293 §3.1: the checksum covers the pseudo-header and the segment.
+            let pseudo = ipv4_pseudo_sum(src.into(), dst.into(), PROTO_TCP, (size - 20) as u32);
+            let checksum = checksum(&out[start + 20..start + size], pseudo);
             out[start + 36..start + 38].copy_from_slice(&checksum.to_be_bytes());
         }
         Payload::Datagram(bytes) => {
@@ -289,21 +267,4 @@ fn write_frame(out: &mut Vec<u8>, packet: &Packet, info: FlowInfo, marked: bool,
         }
     }
     out.resize(start + size, 0);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_ipv4_checksum_verifies() {
-        // RFC 1071's example header from Wikipedia's IPv4 article.
-        let mut header = [
-            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8,
-            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
-        ];
-        assert_eq!(ipv4_checksum(&header), 0xb861);
-        header[10..12].copy_from_slice(&0xb861u16.to_be_bytes());
-        assert_eq!(ipv4_checksum(&header), 0);
-    }
 }

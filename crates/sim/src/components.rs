@@ -2,11 +2,11 @@
 //! checking each spec (so a bad one is an error naming the component, never a panic).
 
 use crate::error::{ComponentError, SimError};
-use crate::loss::{self, LossModel};
-use crate::marker::{self, Marker};
 use crate::network::QueuedPacket;
-use crate::queue::{self, QueueDiscipline};
 use crate::spec::{LossSpec, MarkerSpec, QueueSpec};
+use qstp_dataplane::loss::{self, LossModel};
+use qstp_dataplane::marker::{self, Marker};
+use qstp_dataplane::queue::{self, QueueDiscipline};
 
 fn refused(component: &str, error: impl Into<ComponentError>) -> SimError {
     SimError::Component {

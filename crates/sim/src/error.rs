@@ -7,13 +7,13 @@ use qstp_proto::{ConfigError, Duration};
 pub enum ComponentError {
     /// A queue discipline ([`crate::QueueSpec::validate`]).
     #[error(transparent)]
-    Queue(#[from] crate::queue::QueueSpecError),
+    Queue(#[from] qstp_dataplane::queue::QueueSpecError),
     /// An edge marker ([`crate::MarkerSpec::validate`]).
     #[error(transparent)]
-    Marker(#[from] crate::marker::MarkerSpecError),
+    Marker(#[from] qstp_dataplane::marker::MarkerSpecError),
     /// A loss model ([`crate::LossSpec::validate`]).
     #[error(transparent)]
-    Loss(#[from] crate::loss::LossSpecError),
+    Loss(#[from] qstp_dataplane::loss::LossSpecError),
     /// A TCP group's options ([`qstp_tcp::TcpOptions::validate`]).
     #[error(transparent)]
     Tcp(#[from] qstp_tcp::TcpConfigError),

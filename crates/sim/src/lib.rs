@@ -41,15 +41,10 @@
 pub mod spec;
 
 pub use spec::*;
-pub mod loss;
-pub mod marker;
-pub mod queue;
 
 pub mod agent;
 pub mod atm;
 pub mod capture;
-pub mod classify;
-pub mod color;
 mod components;
 pub mod delegation;
 pub mod engine;
@@ -59,9 +54,7 @@ pub mod fluid;
 pub mod graph;
 pub mod ids;
 pub mod network;
-pub mod params;
 pub mod record;
-pub mod registry;
 pub mod rng;
 mod sim;
 pub mod source;

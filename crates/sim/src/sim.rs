@@ -120,9 +120,7 @@ impl<'a> World<'a> {
                         .map(|i| 2 * i)
                         .collect()
                 };
-                let payload = spec.packet_size_of(&spec.groups[free_group]) as u64;
-                let segment_bits =
-                    payload.saturating_sub(u64::from(crate::validate::TCP_IP_HEADER)) * 8;
+                let segment_bits = spec.segment_payload_of(&spec.groups[free_group]) * 8;
                 Some(DelegationHost::new(
                     d.clone(),
                     senders_of(free_group)[0],
@@ -345,7 +343,10 @@ impl<'a> World<'a> {
                 .map(|(name, cells)| QueueSeries {
                     name: format!("bottleneck/{name}"),
                     packets: cells.to_vec(),
-                    bytes: cells.iter().map(|c| c * crate::atm::CELL).collect(),
+                    bytes: cells
+                        .iter()
+                        .map(|c| c * qstp_dataplane::atm::CELL)
+                        .collect(),
                 })
                 .collect();
         }

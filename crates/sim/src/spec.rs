@@ -13,16 +13,16 @@
 use qstp_proto::{Duration, Rate};
 
 // Types that belong to the modules that use them, named here too so that a spec reads whole.
-pub use crate::color::Color;
-pub use crate::loss::{BernoulliSpec, GilbertElliottSpec, LossSpec};
-pub use crate::marker::{
+pub use crate::source::{CbrSpec, OnOffSpec, Protocol, QstpSpec, TcpSpec};
+pub use qstp_dataplane::color::Color;
+pub use qstp_dataplane::loss::{BernoulliSpec, GilbertElliottSpec, LossSpec};
+pub use qstp_dataplane::marker::{
     ColorMode, MarkerSpec, SrtcmSpec, TokenBucketSpec, TrtcmSpec, Tsw2Spec, Tsw3Spec,
 };
-pub use crate::queue::{
+pub use qstp_dataplane::queue::{
     CbqClass, CbqSpec, CodePointCounters, DropTailSpec, QueueSpec, RedParams, RedSpec, RioMode,
     RioSpec, DEFAULT_QUEUE_WEIGHT,
 };
-pub use crate::source::{CbrSpec, OnOffSpec, Protocol, QstpSpec, TcpSpec};
 
 /// One simulation run.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -85,6 +85,11 @@ impl SimSpec {
     pub fn packet_size_of(&self, group: &GroupSpec) -> usize {
         group.packet_size.unwrap_or(self.packet_size)
     }
+
+    /// The TCP payload of a full segment of group `group`, bytes.
+    pub fn segment_payload_of(&self, group: &GroupSpec) -> u64 {
+        qstp_dataplane::headers::tcp_payload(self.packet_size_of(group) as u64)
+    }
 }
 
 /// A link: a serialisation rate, a propagation delay, a queue and an optional loss model.
@@ -137,7 +142,7 @@ pub struct GroupSpec {
 }
 
 /// A flow whose application alternates between having data to send and having none: the
-/// cross traffic of the Free & Stunts experiments (004_42e0da08314fdde6.txt §IV), "turned on and
+/// cross traffic of the Free & Stunts experiments (Free & Stunts paper §IV), "turned on and
 /// off every 10 seconds randomized with a uniform distribution". Each flow starts on, at its
 /// start time; while off, its sender sends no new data (it still finishes recovering what is in
 /// flight).

@@ -5,9 +5,9 @@ use crate::atm::{AtmSpec, CellPort, Phb, PortSetup};
 use crate::capture;
 use crate::error::SimError;
 use crate::graph::{self, ConditionerSpec, FlowPlacement, GraphLink, GraphNode, GraphSpec};
-use crate::marker::Gcra;
 use crate::network::NodeKind;
 use crate::spec::{LinkSpec, MarkerSpec, QueueSpec, SimSpec, Topology};
+use qstp_dataplane::marker::Gcra;
 use qstp_proto::{Duration, Rate, Time};
 
 pub use crate::graph::{Built, FlowEnds};

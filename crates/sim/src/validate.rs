@@ -15,9 +15,6 @@ use qstp_proto::config::MAX_DATAGRAM;
 use qstp_proto::{Duration, Rate};
 use std::collections::BTreeSet;
 
-/// Bytes of IPv4 and TCP headers (no options) on every segment.
-pub const TCP_IP_HEADER: u32 = 40;
-
 /// Fastest rate a UDP source may be scheduled at (a guard against schedules that would emit a
 /// packet every nanosecond).
 pub const MAX_SOURCE_RATE: Rate = Rate::from_mbps(100_000);

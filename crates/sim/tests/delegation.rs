@@ -1,4 +1,4 @@
-//! Free & Stunts in the simulator (004_42e0da08314fdde6.txt): a Free TCP connection that delegates
+//! Free & Stunts in the simulator (Free & Stunts paper): a Free TCP connection that delegates
 //! its congestion signals to Stunts reaches a target above its fair share, and the group takes no
 //! more than as many plain TCP flows would.
 

@@ -1,4 +1,4 @@
-//! The Free & Stunts fluid model (004_42e0da08314fdde6.txt §III): TCP flows sharing a RED
+//! The Free & Stunts fluid model (Free & Stunts paper §III): TCP flows sharing a RED
 //! bottleneck converge to their fair share, the solution does not depend on the step, delegation
 //! lets the Free follow a target above its share, and what the model cannot solve is refused
 //! naming its key.
@@ -95,7 +95,7 @@ fn delegated(controller: ControllerSpec, target: f64, reverse: bool) -> SimSpec 
         group("X3", newreno(), 2, ms(70)),
     ];
     // The controller compares payload throughput with the trace.
-    let payload_bits = (PACKET - 40) as f64 * 8.0;
+    let payload_bits = qstp_dataplane::headers::tcp_payload(PACKET as u64) as f64 * 8.0;
     spec.delegation = Some(DelegationSpec {
         free: "F".into(),
         stunts: "S".into(),

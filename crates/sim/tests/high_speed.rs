@@ -1,4 +1,4 @@
-//! The high-speed TCPs on the high-speed TCP paper's dumbbell (`002_b59ef6c014a62b94.txt` §III A:
+//! The high-speed TCPs on the high-speed TCP paper's dumbbell (§III A:
 //! 1 Gbit/s, 1 ms access links; 200 Mbit/s, 98 ms, 100-packet drop-tail bottleneck; MSS 1460),
 //! one flow alone: each of the eight regains the link after its losses far sooner than NewReno, whose window
 //! grows by one segment per 200 ms round trip against a bandwidth-delay product of 3,333.

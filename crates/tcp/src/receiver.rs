@@ -1,8 +1,8 @@
 //! A TCP receiver as a sans-IO state machine: cumulative ACKs, SACK blocks (RFC 2018) and
 //! delayed ACKs (RFC 5681 §4.2).
 
-use super::ranges::RangeSet;
 use super::{SackBlocks, Segment, TcpConfig};
+use qstp_proto::RangeSet;
 use qstp_proto::{Duration, Time};
 
 /// The receiving end of a bulk transfer.

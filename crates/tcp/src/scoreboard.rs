@@ -7,7 +7,7 @@
 //! segment is marked SACKed, lost or resent at most once per loss episode, so the work per ACK is
 //! O(log W) amortised, whatever the window.
 
-use super::ranges::RangeSet;
+use qstp_proto::RangeSet;
 use qstp_proto::Time;
 use std::collections::{BTreeSet, VecDeque};
 

@@ -2,7 +2,8 @@
 //! field it writes (the DSCP of a marked packet). Decoding never panics: a packet too short or
 //! not IPv4 is an error the router counts and drops.
 
-use qstp_sim::classify::{FiveTuple, PacketMeta};
+use qstp_dataplane::classify::{FiveTuple, PacketMeta};
+use qstp_dataplane::headers::{fold, ones_sum, set_ipv4_checksum};
 use std::net::{IpAddr, Ipv4Addr};
 
 /// Why a packet could not be read.
@@ -193,37 +194,9 @@ pub enum GsoError {
     Buffer,
 }
 
-/// The ones'-complement sum (RFC 1071) of `data` added to `acc`, not folded.
-fn sum(data: &[u8], mut acc: u64) -> u64 {
-    let mut words = data.chunks_exact(2);
-    for w in &mut words {
-        acc += u64::from(u16::from_be_bytes([w[0], w[1]]));
-    }
-    if let [last] = words.remainder() {
-        acc += u64::from(*last) << 8;
-    }
-    acc
-}
-
-/// `acc` folded to 16 bits.
-fn fold(mut acc: u64) -> u16 {
-    while acc > 0xffff {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    acc as u16
-}
-
 /// The IPv4 pseudo-header's sum (RFC 9293 §3.1) for a TCP segment of `tcp_len` bytes.
 fn pseudo(ip: &[u8], tcp_len: usize) -> u64 {
-    sum(&ip[12..20], 0) + u64::from(ip[9]) + tcp_len as u64
-}
-
-/// Set the header checksum of the IPv4 header `ip` (RFC 791).
-fn set_ip_checksum(ip: &mut [u8]) {
-    ip[10] = 0;
-    ip[11] = 0;
-    let c = !fold(sum(ip, 0));
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    ones_sum(&ip[12..20], 0) + u64::from(ip[9]) + tcp_len as u64
 }
 
 /// A TCP/IPv4 packet as the write coalescing and the splitting see it.
@@ -358,7 +331,7 @@ impl Run {
         let (ihl, thl) = (self.head.ihl, self.head.thl);
         let total = ihl + thl + self.payload;
         h[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-        set_ip_checksum(&mut h[..ihl]);
+        set_ipv4_checksum(&mut h[..ihl]);
         h[ihl + 13] |= last_flags & PSH;
         let partial = fold(pseudo(h, thl + self.payload));
         h[ihl + 16..ihl + 18].copy_from_slice(&partial.to_be_bytes());
@@ -386,7 +359,7 @@ pub fn complete_checksum(hdr: &VnetHdr, p: &mut [u8]) -> Result<(), GsoError> {
     }
     // A sum of zero is sent as 0xffff, as the kernel does (for UDP, RFC 768, zero would mean
     // "no checksum"; for TCP both verify).
-    let c = match !fold(sum(&p[start..], 0)) {
+    let c = match !fold(ones_sum(&p[start..], 0)) {
         0 => 0xffff,
         c => c,
     };
@@ -435,7 +408,7 @@ pub fn segment(hdr: &VnetHdr, p: &[u8], i: usize, out: &mut [u8]) -> Result<usiz
     o[head..].copy_from_slice(&p[head + from..head + from + len]);
     o[2..4].copy_from_slice(&(total as u16).to_be_bytes());
     o[4..6].copy_from_slice(&s.id.wrapping_add(i as u16).to_be_bytes());
-    set_ip_checksum(&mut o[..ihl]);
+    set_ipv4_checksum(&mut o[..ihl]);
     o[ihl + 4..ihl + 8].copy_from_slice(&s.seq.wrapping_add(from as u32).to_be_bytes());
     if i > 0 {
         o[ihl + 13] &= !CWR;
@@ -445,7 +418,7 @@ pub fn segment(hdr: &VnetHdr, p: &[u8], i: usize, out: &mut [u8]) -> Result<usiz
     }
     o[ihl + 16] = 0;
     o[ihl + 17] = 0;
-    let c = !fold(sum(&o[ihl..], pseudo(o, thl + len)));
+    let c = !fold(ones_sum(&o[ihl..], pseudo(o, thl + len)));
     o[ihl + 16..ihl + 18].copy_from_slice(&c.to_be_bytes());
     Ok(total)
 }
@@ -556,15 +529,16 @@ pub(crate) mod tests {
         p[33] = flags;
         p[34..36].copy_from_slice(&502u16.to_be_bytes());
         p[40..].copy_from_slice(payload);
-        set_ip_checksum(&mut p[..20]);
-        let c = !fold(sum(&p[20..], pseudo(&p, total - 20)));
+        set_ipv4_checksum(&mut p[..20]);
+        let c = !fold(ones_sum(&p[20..], pseudo(&p, total - 20)));
         p[36..38].copy_from_slice(&c.to_be_bytes());
         p
     }
 
     /// Whether the IP and TCP checksums of `p` verify.
     fn checksums_verify(p: &[u8]) -> bool {
-        fold(sum(&p[..20], 0)) == 0xffff && fold(sum(&p[20..], pseudo(p, p.len() - 20))) == 0xffff
+        fold(ones_sum(&p[..20], 0)) == 0xffff
+            && fold(ones_sum(&p[20..], pseudo(p, p.len() - 20))) == 0xffff
     }
 
     /// Payload bytes that differ from segment to segment.
@@ -641,7 +615,7 @@ pub(crate) mod tests {
             assert_eq!(big.len(), 40 + 1448 * (n - 1) + last);
             assert_eq!(usize::from(u16::from_be_bytes([big[2], big[3]])), big.len());
             assert_eq!(
-                fold(sum(&big[..20], 0)),
+                fold(ones_sum(&big[..20], 0)),
                 0xffff,
                 "the IP header checksum verifies"
             );

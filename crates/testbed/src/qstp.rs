@@ -15,6 +15,7 @@
 
 use crate::hosts::{SenderOutput, Timing};
 use crate::{ns, TestbedError};
+use qstp_dataplane::headers::UDP_IP_HEADER;
 use qstp_net::{Config, Connection, Endpoint, EndpointOptions, ServerPolicy};
 use qstp_proto::Protection;
 use qstp_proto::Time;
@@ -37,7 +38,7 @@ const CHUNK: usize = 64 * 1024;
 /// the wire (IPv4 and UDP headers included), no packet protection, every packet number used.
 pub fn flow_config(config: &Config, packet_size: usize) -> Result<Config, TestbedError> {
     let mut c = config.clone();
-    c.max_datagram = packet_size.saturating_sub(crate::udp::UDP_IP_HEADER);
+    c.max_datagram = packet_size.saturating_sub(UDP_IP_HEADER as usize);
     c.protection = Protection::Null;
     c.skip_packet_numbers = false;
     c.validate()

@@ -4,9 +4,9 @@
 //! by the simulator's 5-tuple [`Classifier`] and to its group, by that flow or (with
 //! [`RouterSpec::dscp`]) by its DSCP through the simulator's [`Classifier::by_dscp`], coloured by
 //! that group's edge marker (the same
-//! [`qstp_sim::marker`] objects the simulator builds, whose colour is also written into the DSCP
+//! [`qstp_dataplane::marker`] objects the simulator builds, whose colour is also written into the DSCP
 //! as AF11/AF12/AF13, RFC 2597 §6), and offered to a [`Link`] built from the scenario's
-//! bottleneck: its queue discipline ([`qstp_sim::queue::build`]), its loss model, its rate and
+//! bottleneck: its queue discipline ([`qstp_dataplane::queue::build`]), its loss model, its rate and
 //! delay, on the run's monotonic nanosecond [`Clock`]. What the link delivers waits out the rest
 //! of the group's one-way delay in a delay line and is written back to the TUN device, which the
 //! kernel routes on to the receiver. Backward (acknowledgements), packets only wait out the
@@ -29,10 +29,10 @@
 use crate::lines::{Clock, Delayed, Lines};
 use crate::packet;
 use crate::tun::{Received, Tun};
+use qstp_dataplane::classify::{Classifier, PacketMeta, TupleRule};
+use qstp_dataplane::marker::{Marker, Verdict};
 use qstp_proto::{Duration, Time};
-use qstp_sim::classify::{Classifier, PacketMeta, TupleRule};
 use qstp_sim::ids::{AgentId, FlowId, LinkId, NodeId};
-use qstp_sim::marker::{Marker, Verdict};
 use qstp_sim::network::{Link, Offered, Packet, PacketStore, Payload, QueuedPacket};
 use qstp_sim::{CodePointCounters, Color, LinkSpec, MarkerSpec, QueueRecord, QueueSeries};
 use rand_chacha::ChaCha8Rng;
@@ -257,8 +257,8 @@ pub fn forward(
         NodeId(1),
         b.rate,
         b.delay,
-        qstp_sim::queue::build(&b.queue, &names),
-        b.loss.as_ref().map(qstp_sim::loss::build),
+        qstp_dataplane::queue::build(&b.queue, &names),
+        b.loss.as_ref().map(qstp_dataplane::loss::build),
         link_rng,
     )
     .without_departures();
@@ -270,7 +270,7 @@ pub fn forward(
             group.marker.as_ref().map(|m| {
                 let rng =
                     qstp_sim::rng::stream(spec.seed, qstp_sim::rng::StreamKind::Marker, g as u64);
-                (qstp_sim::marker::build(m), rng)
+                (qstp_dataplane::marker::build(m), rng)
             })
         })
         .collect();

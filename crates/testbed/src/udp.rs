@@ -3,6 +3,7 @@
 
 use crate::hosts::Timing;
 use crate::{ns, TestbedError};
+use qstp_dataplane::headers::UDP_IP_HEADER;
 use qstp_proto::{Duration, Rate, Time};
 use std::net::{SocketAddrV4, UdpSocket};
 use std::sync::atomic::AtomicBool;
@@ -11,8 +12,6 @@ use std::thread::JoinHandle;
 
 /// The port UDP sinks listen on (discard, RFC 863; as the simulator's packet captures).
 pub const UDP_PORT: u16 = 9;
-/// IPv4 and UDP headers, bytes: a packet of `size` bytes on the wire carries `size - 28`.
-pub const UDP_IP_HEADER: usize = 28;
 /// Longest sleep of a source or a sink before it looks at the clock again.
 const POLL: std::time::Duration = std::time::Duration::from_millis(20);
 /// Largest datagram a sink reads (bounds its buffer).
@@ -133,7 +132,7 @@ pub fn spawn_source(
             crate::hosts::set_dscp(&socket2::SockRef::from(&socket), d)
                 .map_err(|e| host_error(&netns, "IP_TOS", e))?;
         }
-        let payload = vec![0u8; size.saturating_sub(UDP_IP_HEADER).max(1)];
+        let payload = vec![0u8; size.saturating_sub(UDP_IP_HEADER as usize).max(1)];
         let mut next = start;
         let mut sent = 0u64;
         // (on, when it switches next)

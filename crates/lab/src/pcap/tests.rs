@@ -1,6 +1,7 @@
 use super::*;
 use crate::scenario::{parse, Overrides};
 use pcap_file::pcap::PcapReader;
+use pcap_file::DataLink;
 
 /// Two points of qstp, TCP and CBR flows over a 1 Mbit/s drop-tail bottleneck, 2 s each.
 const TINY: &str = r#"

@@ -1,12 +1,12 @@
-//! The `[delegation]` table: a Free & Stunts group (004_42e0da08314fdde6.txt), its controller
+//! The `[delegation]` table: a Free & Stunts group (Free & Stunts paper), its controller
 //! and the trace its application asks for, made feasible by the paper's preprocessor.
 
 use super::fields::{FieldError, FieldResult, Fields};
+use qstp_dataplane::params::ParamTable;
 use qstp_proto::{Duration, Rate};
 use qstp_sim::delegation::{
     preprocess, Change, ControllerSpec, DelegationSpec, Feasibility, Trace, TraceError,
 };
-use qstp_sim::params::ParamTable;
 use qstp_sim::GroupSpec;
 use std::path::Path;
 
@@ -39,7 +39,7 @@ pub(crate) fn delegation(
             let feasibility = Feasibility {
                 rtt: fg.rtt,
                 // The TCP payload of a segment.
-                segment_bits: size.saturating_sub(u64::from(qstp_sim::validate::TCP_IP_HEADER)) * 8,
+                segment_bits: qstp_dataplane::headers::tcp_payload(size) * 8,
                 stunts: sg.flows,
                 // Eq. (2)'s x̄_s: by default the fair share of the bottleneck.
                 stunt_rate: stunt_rate

@@ -1,8 +1,8 @@
 //! A reader over one TOML table that knows its dotted path, takes keys out as it reads them, and
 //! refuses the keys left over.
 
+use qstp_dataplane::params::{NameOrTable, ParamError, ParamResult, ParamTable};
 use qstp_proto::{Duration, Rate};
-use qstp_sim::params::{NameOrTable, ParamError, ParamResult, ParamTable};
 use toml::{Table, Value};
 
 /// A problem with one key of the document (the file name is added by the caller): the

@@ -50,7 +50,7 @@ pub(crate) fn link(
     })
 }
 
-/// Read an `atm` table: the cell-level trunk port (003_f3c290e5faca751e.txt §3.2 gives the
+/// Read an `atm` table: the cell-level trunk port (AF-over-ATM paper §3.2 gives the
 /// defaults: 10000-cell buffers, SCD at 90%).
 fn atm(mut f: Fields) -> FieldResult<AtmSpec> {
     let buffer = f.opt_u64("buffer")?.unwrap_or(10_000);
@@ -105,7 +105,7 @@ fn atm(mut f: Fields) -> FieldResult<AtmSpec> {
         buffer: usize::try_from(buffer).unwrap_or(usize::MAX),
         scd: f
             .opt_f64("scd")?
-            .unwrap_or(qstp_sim::queue::DEFAULT_SCD_THRESHOLD),
+            .unwrap_or(qstp_dataplane::queue::DEFAULT_SCD_THRESHOLD),
         service,
         epd: f.opt_f64("epd")?,
         ppd: f.opt_bool("ppd")?.unwrap_or(false),

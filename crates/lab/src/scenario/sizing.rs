@@ -1,6 +1,6 @@
 //! `limit = "auto"`: a bottleneck queue sized from the flows that cross it.
 //!
-//! Free & Stunts (004_42e0da08314fdde6.txt §IV) sizes its RED bottleneck as RTT x C / sqrt(m)
+//! Free & Stunts paper (§IV) sizes its RED bottleneck as RTT x C / sqrt(m)
 //! (Appenzeller et al.'s rule for m desynchronised flows), with B_min a quarter of it and
 //! B_max = B_min + 3 B_min. The paper leaves RED's other settings to "encourage the stability of
 //! the average queue size"; the lab takes ns-2's defaults, the simulator the paper used: max_p

@@ -13,7 +13,7 @@
 //! are taken: any other would change the whole machine.
 
 use super::fields::{FieldResult, Fields};
-use qstp_sim::classify::{check_group_dscps, DscpConflict};
+use qstp_dataplane::classify::{check_group_dscps, DscpConflict};
 use qstp_sim::GroupSpec;
 use toml::Value;
 

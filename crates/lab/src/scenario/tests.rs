@@ -371,8 +371,8 @@ struct OneRule {
 type IsExpected = fn(&qstp_sim::SimError) -> bool;
 
 fn one_rule_cases() -> Vec<OneRule> {
+    use qstp_dataplane::queue::QueueSpecError;
     use qstp_sim::error::ComponentError;
-    use qstp_sim::queue::QueueSpecError;
     use qstp_sim::SimError;
     use qstp_tcp::{CcSpec, TcpConfigError, TcpOptions};
     let queue_line = "queue = { kind = \"droptail\", limit = 50 }";

@@ -5,10 +5,10 @@
 //! sans-IO port) driven on the wall clock, as a real-time forwarder drives it: the tests and the
 //! lab share one bottleneck model.
 
+use qstp_dataplane::queue::DropTail;
 use qstp_proto::{Rate, Time};
 use qstp_sim::ids::{AgentId, FlowId, LinkId, NodeId, PacketId};
 use qstp_sim::network::{Link, Offered, Packet, PacketStore, Payload, QueuedPacket};
-use qstp_sim::queue::DropTail;
 use qstp_sim::Color;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

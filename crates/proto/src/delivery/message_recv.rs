@@ -7,9 +7,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::ranges::insert_range;
 use super::DeliveryError;
 use crate::config::Order;
+use crate::range_set::RangeSet;
 
 /// Most disjoint received ranges one message may hold: a fragment that would open more is
 /// refused (the sender sends it again), so tiny scattered fragments cannot cost quadratic time.
@@ -18,8 +18,8 @@ pub const MAX_MESSAGE_RANGES: usize = 64;
 #[derive(Debug)]
 struct InMessage {
     data: Vec<u8>,
-    /// Received byte ranges, sorted, disjoint, `(start, end)` exclusive.
-    ranges: Vec<(u32, u32)>,
+    /// Received byte ranges.
+    ranges: RangeSet,
     complete: bool,
 }
 
@@ -27,7 +27,7 @@ impl InMessage {
     fn new(total_len: u32) -> Self {
         Self {
             data: vec![0; total_len as usize],
-            ranges: Vec::new(),
+            ranges: RangeSet::new(),
             complete: total_len == 0,
         }
     }
@@ -36,13 +36,13 @@ impl InMessage {
     fn add(&mut self, offset: u32, data: &[u8]) -> bool {
         let end = offset + data.len() as u32;
         if self.ranges.len() >= MAX_MESSAGE_RANGES
-            && !self.ranges.iter().any(|&(s, e)| s <= end && offset <= e)
+            && !self.ranges.touches(u64::from(offset), u64::from(end))
         {
             return false;
         }
         self.data[offset as usize..end as usize].copy_from_slice(data);
-        insert_range(&mut self.ranges, offset, end);
-        self.complete = self.ranges == [(0, self.data.len() as u32)];
+        self.ranges.insert(u64::from(offset), u64::from(end));
+        self.complete = self.complete || self.ranges.is_exactly(0, self.data.len() as u64);
         true
     }
 }

@@ -7,8 +7,8 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 
-use super::ranges::insert_range;
 use super::DeliveryError;
+use crate::range_set::RangeSet;
 use crate::time::Time;
 
 /// Most skip_to values awaiting confirmation remembered (older ones are forgotten, which only delays confirmation).
@@ -33,8 +33,8 @@ struct OutMessage {
     sent_upto: u32,
     /// Whether a fragment was ever sent (a zero-length message is one empty fragment).
     any_sent: bool,
-    /// Acknowledged byte ranges, sorted, disjoint, `(start, end)` exclusive.
-    acked: Vec<(u32, u32)>,
+    /// Acknowledged byte ranges.
+    acked: RangeSet,
     any_acked: bool,
     retransmissions: u32,
     fate: Fate,
@@ -50,13 +50,15 @@ impl OutMessage {
     }
 
     fn is_acked_range(&self, offset: u32, end: u32) -> bool {
-        self.acked.iter().any(|&(s, e)| s <= offset && end <= e)
+        self.acked.contains_range(u64::from(offset), u64::from(end))
     }
 
     fn add_acked(&mut self, offset: u32, end: u32) {
         self.any_acked = true;
-        insert_range(&mut self.acked, offset, end);
-        if self.acked == [(0, self.total_len())] || (self.total_len() == 0 && self.any_acked) {
+        self.acked.insert(u64::from(offset), u64::from(end));
+        if self.acked.is_exactly(0, u64::from(self.total_len()))
+            || (self.total_len() == 0 && self.any_acked)
+        {
             self.fate = Fate::Acked;
         }
     }
@@ -128,7 +130,7 @@ impl MessageSendQueue {
             deadline,
             sent_upto: 0,
             any_sent: false,
-            acked: Vec::new(),
+            acked: RangeSet::new(),
             any_acked: false,
             retransmissions: 0,
             fate: Fate::Pending,

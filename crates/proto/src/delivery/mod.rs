@@ -6,8 +6,6 @@ pub mod message_send;
 pub mod stream_recv;
 pub mod stream_send;
 
-mod ranges;
-
 pub use error::DeliveryError;
 pub use message_recv::MessageReassembler;
 pub use message_send::MessageSendQueue;

@@ -3,7 +3,8 @@
 //! Bytes stay buffered from `write` until acknowledged, so a chunk declared lost can be copied
 //! again into a new packet (QSTP paper §4.4: the retransmission buffer).
 
-use std::collections::{BTreeMap, VecDeque};
+use crate::range_set::RangeSet;
+use std::collections::VecDeque;
 
 /// Bytes written and not yet acknowledged, in a bounded ring.
 #[derive(Debug)]
@@ -16,7 +17,7 @@ pub struct StreamSendBuffer {
     /// Next offset never sent.
     next_unsent: u64,
     /// Acknowledged ranges above the prefix, start -> end (exclusive), disjoint.
-    acked_above: BTreeMap<u64, u64>,
+    acked_above: RangeSet,
     finished: bool,
     fin_sent: bool,
     fin_acked: bool,
@@ -30,7 +31,7 @@ impl StreamSendBuffer {
             data: VecDeque::new(),
             acked_prefix: 0,
             next_unsent: 0,
-            acked_above: BTreeMap::new(),
+            acked_above: RangeSet::new(),
             finished: false,
             fin_sent: false,
             fin_acked: false,
@@ -123,12 +124,7 @@ impl StreamSendBuffer {
         if offset < self.acked_prefix || end > self.next_unsent {
             return false;
         }
-        let covered = self
-            .acked_above
-            .range(..=offset)
-            .next_back()
-            .is_some_and(|(_, &e)| e >= end);
-        if covered {
+        if self.acked_above.contains_range(offset, end) {
             return false;
         }
         self.copy_out(offset, u64::from(len), out);
@@ -141,29 +137,17 @@ impl StreamSendBuffer {
         if fin && self.fin_sent && end == self.write_end() {
             self.fin_acked = true;
         }
-        let mut start = offset.max(self.acked_prefix);
+        let start = offset.max(self.acked_prefix);
         if start >= end {
             return;
         }
-        let mut end = end;
-        // Merge with every acknowledged range touching [start, end).
-        if let Some((&s, &e)) = self.acked_above.range(..=start).next_back() {
-            if e >= start {
-                start = s;
-                end = end.max(e);
-                self.acked_above.remove(&s);
-            }
-        }
-        while let Some((&s, &e)) = self.acked_above.range(start..=end).next() {
-            end = end.max(e);
-            self.acked_above.remove(&s);
-        }
+        let (start, end) = self.acked_above.insert(start, end);
         if start == self.acked_prefix {
+            // The prefix grew: free it, and keep only what lies above it.
             let freed = (end - self.acked_prefix) as usize;
             self.data.drain(..freed);
             self.acked_prefix = end;
-        } else {
-            self.acked_above.insert(start, end);
+            self.acked_above.remove_below(end);
         }
     }
 
@@ -176,7 +160,7 @@ impl StreamSendBuffer {
         }
         self.acked_prefix = self.write_end();
         self.data.clear();
-        self.acked_above.clear();
+        self.acked_above = RangeSet::new();
         self.fin_acked = true;
         true
     }

@@ -3,16 +3,16 @@
 //! Packet numbers are never reused (retransmissions travel in new packets, QSTP paper §4.2), so
 //! this record is both the duplicate filter and the source of the SACK ranges the receiver reports.
 
-use std::collections::BTreeMap;
+use crate::range_set::RangeSet;
 
 /// Ranges of received packet numbers, bounded by `max_ranges`.
 #[derive(Debug, Clone)]
 pub struct ReceivedPackets {
-    /// Inclusive ranges, keyed by their first packet number; disjoint and never adjacent
-    /// (QSTP paper §4.2: the edges of intervals of correctly received contiguous packets).
-    ranges: BTreeMap<u64, u64>,
+    /// The packet numbers received and still remembered (QSTP paper §4.2: the edges of intervals
+    /// of correctly received contiguous packets).
+    ranges: RangeSet,
     max_ranges: usize,
-    /// Every packet number below this is too old to tell (its range was forgotten).
+    /// Packet numbers below this were forgotten and read as received (too old to tell).
     forgotten_below: u64,
 }
 
@@ -20,49 +20,21 @@ impl ReceivedPackets {
     /// An empty record keeping at most `max_ranges` ranges (at least one).
     pub fn new(max_ranges: usize) -> Self {
         Self {
-            ranges: BTreeMap::new(),
+            ranges: RangeSet::new(),
             max_ranges: max_ranges.max(1),
             forgotten_below: 0,
         }
     }
 
-    /// Record a packet number; false if already received (duplicate) or too old to tell.
+    /// Record a packet number; false if already received (duplicate), too old to tell, or
+    /// `u64::MAX` (which no sender reaches).
     pub fn insert(&mut self, packet_number: u64) -> bool {
-        let pn = packet_number;
-        if pn < self.forgotten_below {
+        if packet_number < self.forgotten_below || !self.ranges.insert_one(packet_number) {
             return false;
-        }
-        let below = self.ranges.range(..=pn).next_back().map(|(&s, &e)| (s, e));
-        if let Some((_, end)) = below {
-            if end >= pn {
-                return false;
-            }
-        }
-        let above = pn
-            .checked_add(1)
-            .and_then(|next| self.ranges.get(&next).map(|&e| (next, e)));
-        let joins_below = matches!(below, Some((_, end)) if end + 1 == pn);
-        match (joins_below, above) {
-            (true, Some((above_start, above_end))) => {
-                self.ranges.remove(&above_start);
-                let (start, _) = below.expect("joins_below implies a range below");
-                self.ranges.insert(start, above_end);
-            }
-            (true, None) => {
-                let (start, _) = below.expect("joins_below implies a range below");
-                self.ranges.insert(start, pn);
-            }
-            (false, Some((above_start, above_end))) => {
-                self.ranges.remove(&above_start);
-                self.ranges.insert(pn, above_end);
-            }
-            (false, None) => {
-                self.ranges.insert(pn, pn);
-            }
         }
         while self.ranges.len() > self.max_ranges {
             if let Some((_, end)) = self.ranges.pop_first() {
-                self.forgotten_below = end + 1;
+                self.forgotten_below = end;
             }
         }
         true
@@ -70,12 +42,7 @@ impl ReceivedPackets {
 
     /// Whether `packet_number` was received already, or is too old to tell.
     pub fn contains(&self, packet_number: u64) -> bool {
-        packet_number < self.forgotten_below
-            || self
-                .ranges
-                .range(..=packet_number)
-                .next_back()
-                .is_some_and(|(_, &end)| end >= packet_number)
+        packet_number < self.forgotten_below || self.ranges.contains(packet_number)
     }
 
     /// Ranges to report, inclusive, highest first, disjoint, at most `limit`.
@@ -83,16 +50,15 @@ impl ReceivedPackets {
         // RFC 2018 §4: report the most recent blocks first; packet numbers grow with send time,
         // so the highest range holds the packet that triggered this acknowledgement.
         self.ranges
-            .iter()
-            .rev()
+            .iter_rev()
             .take(limit)
-            .map(|(&s, &e)| (s, e))
+            .map(|(s, e)| (s, e - 1))
             .collect()
     }
 
     /// The largest packet number received.
     pub fn largest(&self) -> Option<u64> {
-        self.ranges.last_key_value().map(|(_, &e)| e)
+        self.ranges.last().map(|(_, e)| e - 1)
     }
 
     /// Number of ranges remembered.
@@ -144,12 +110,17 @@ mod tests {
     }
 
     #[test]
-    fn largest_packet_number_does_not_overflow() {
+    fn the_largest_packet_numbers_do_not_overflow() {
         let mut r = ReceivedPackets::new(4);
-        assert!(r.insert(u64::MAX));
         assert!(r.insert(u64::MAX - 1));
-        assert!(!r.insert(u64::MAX));
-        assert_eq!(r.ranges(4), vec![(u64::MAX - 1, u64::MAX)]);
+        assert!(r.insert(u64::MAX - 2));
+        assert!(!r.insert(u64::MAX - 1));
+        assert!(
+            !r.insert(u64::MAX),
+            "u64::MAX cannot be held, and is refused"
+        );
+        assert_eq!(r.ranges(4), vec![(u64::MAX - 2, u64::MAX - 1)]);
+        assert_eq!(r.largest(), Some(u64::MAX - 1));
     }
 
     proptest! {

@@ -11,16 +11,13 @@ pub mod switch;
 pub mod tcp;
 pub mod udp;
 
-use crate::color::Color;
 use crate::engine::Scheduler;
 use crate::event::Event;
 use crate::ids::{AgentId, FlowId, NodeId};
 use crate::network::{Network, Packet, Payload};
 use crate::record::Recorder;
+use qstp_dataplane::color::Color;
 use qstp_proto::Time;
-
-/// Bytes of IPv4 and UDP headers around a datagram.
-pub const UDP_IP_HEADER: u32 = 28;
 
 /// What an agent may touch while it runs.
 pub struct Ctx<'a> {

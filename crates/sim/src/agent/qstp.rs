@@ -5,10 +5,11 @@
 //! the send buffer full; the server accepts with the same limits and its application reads
 //! everything as soon as it is readable.
 
-use super::{Binding, Ctx, UDP_IP_HEADER};
+use super::{Binding, Ctx};
 use crate::network::{Packet, Payload};
 use crate::record::Recorder;
 use crate::spec::RateSample;
+use qstp_dataplane::headers::UDP_IP_HEADER;
 use qstp_proto::wire::MAX_DATA_HEADER;
 use qstp_proto::{Config, ConnectionHandle, Endpoint, Event, Time};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};

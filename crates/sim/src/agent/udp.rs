@@ -1,8 +1,9 @@
 //! UDP sources following a rate schedule (constant bit rate, or on/off with exponential periods)
 //! and the sink that counts what arrives.
 
-use super::{Binding, Ctx, UDP_IP_HEADER};
+use super::{Binding, Ctx};
 use crate::network::{Packet, Payload};
+use qstp_dataplane::headers::UDP_IP_HEADER;
 use qstp_proto::{Duration, Rate, Time};
 use rand::RngCore;
 use rand_chacha::ChaCha8Rng;

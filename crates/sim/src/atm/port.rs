@@ -15,12 +15,12 @@
 //! it happens) and whenever a frame is offered. A cell costs no allocation: cells are small
 //! copies in buffers allocated once at their full size.
 
-use super::{aal5_cells, CELL};
-use crate::color::Color;
 use crate::ids::PacketId;
-use crate::marker::{Gcra, Verdict};
 use crate::network::PacketStore;
-use crate::queue::CodePointCounters;
+use qstp_dataplane::atm::{aal5_cells, CELL};
+use qstp_dataplane::color::Color;
+use qstp_dataplane::marker::{Gcra, Verdict};
+use qstp_dataplane::queue::CodePointCounters;
 use qstp_proto::{Duration, Rate, Time};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -36,7 +36,7 @@ pub const MAX_VC_FRAMES: usize = 1024;
 /// The longest the port lets pass between two wakes while it holds cells.
 pub const MAX_WAKE: Duration = Duration::from_millis(1);
 
-/// Which output buffer of the trunk port a VP's cells join (003_f3c290e5faca751e.txt §2.2: AF is
+/// Which output buffer of the trunk port a VP's cells join (AF-over-ATM paper §2.2: AF is
 /// carried by SBR3 with SCD, DF by UBR).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -466,7 +466,7 @@ impl CellPort {
         }
         let cell_time = Duration::from_nanos(to_ns(CELL_SCALED, trunk));
         let limit = spec.buffer.max(1);
-        let threshold = |fraction: f64| crate::queue::threshold_cells(limit, fraction);
+        let threshold = |fraction: f64| qstp_dataplane::queue::threshold_cells(limit, fraction);
         // One queue holds both PHBs' cells, or each its own.
         let queues = if spec.service.one_queue() { 1 } else { 2 };
         let ring = |i: usize| {

@@ -2,9 +2,9 @@
 
 use super::*;
 use crate::ids::{AgentId, FlowId, NodeId};
-use crate::marker::GcraSpec;
-use crate::marker::{ColorMode, MarkerKind};
 use crate::network::{Packet, Payload};
+use qstp_dataplane::marker::GcraSpec;
+use qstp_dataplane::marker::{ColorMode, MarkerKind};
 
 const TRUNK: Rate = Rate::from_kbps(149_760);
 

@@ -1,4 +1,4 @@
-//! The controllers of the Free & Stunts architecture (004_42e0da08314fdde6.txt §II-A): from the
+//! The controllers of the Free & Stunts architecture (Free & Stunts paper §II-A): from the
 //! Free connection's measured throughput and the trace, the fraction g of its congestion signals
 //! to delegate to the Stunts.
 

@@ -1,5 +1,5 @@
 //! Delegation of congestion signals between the Free connection and its Stunts
-//! (004_42e0da08314fdde6.txt §II-B), over any TCP sender that can be steered ([`Steerable`]).
+//! (Free & Stunts paper §II-B), over any TCP sender that can be steered ([`Steerable`]).
 //!
 //! The senders run under [`qstp_tcp::LossPolicy::Defer`]: a fast-retransmit signal leaves its
 //! window alone and is reported; the [`Delegator`] then decides who backs off. Timeouts and slow

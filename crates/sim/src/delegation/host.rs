@@ -1,12 +1,12 @@
 //! The host of a delegation group in the simulator: it watches the Free connection and its
 //! Stunts, samples the Free's throughput every control period, runs the controller, and decides
-//! for each fast-retransmit signal who backs off (004_42e0da08314fdde6.txt Fig. 2, §II).
+//! for each fast-retransmit signal who backs off (Free & Stunts paper Fig. 2, §II).
 
 use super::delegate::{Delegator, Steerable};
 use super::{Controller, DelegationSpec};
 use crate::agent::Agent;
-use crate::loss::uniform;
 use crate::rng::{stream, StreamKind};
+use qstp_dataplane::loss::uniform;
 use qstp_proto::{Duration, Rate, Time};
 use qstp_tcp::{LossPolicy, Signal, TcpEvent, TcpSender};
 use rand_chacha::ChaCha8Rng;

@@ -1,5 +1,5 @@
 //! How well a throughput matched its trace: the paper's V+, V-, V* and delta
-//! (004_42e0da08314fdde6.txt §III, eqs. 16-19).
+//! (Free & Stunts paper §III, eqs. 16-19).
 
 /// The matching metrics of one run, over sampled throughputs `x_i` against targets `T_i`
 /// (bit/s; variances in (bit/s)^2).

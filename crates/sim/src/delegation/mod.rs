@@ -1,4 +1,4 @@
-//! Free & Stunts (004_42e0da08314fdde6.txt): soft throughput guarantees on a best-effort network
+//! Free & Stunts paper: soft throughput guarantees on a best-effort network
 //! by delegating the congestion signals of one "Free" TCP connection to s "Stunt" connections of
 //! the same host.
 //!

@@ -1,4 +1,4 @@
-//! The preprocessor of the Free & Stunts architecture (004_42e0da08314fdde6.txt §II-A): it checks
+//! The preprocessor of the Free & Stunts architecture (Free & Stunts paper §II-A): it checks
 //! that a trace can be followed and, where it cannot, makes the closest trace that can, saying
 //! what it changed at each point.
 

@@ -1,4 +1,4 @@
-//! The trace file of the Free & Stunts architecture (004_42e0da08314fdde6.txt §II-A): the
+//! The trace file of the Free & Stunts architecture (Free & Stunts paper §II-A): the
 //! throughput an application asks for, as `(time, throughput)` points, held from one point to the
 //! next.
 

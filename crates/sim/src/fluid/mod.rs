@@ -1,4 +1,4 @@
-//! The nonlinear fluid model of Free & Stunts (004_42e0da08314fdde6.txt §III, eqs. 5-15): m TCP
+//! The nonlinear fluid model of the Free & Stunts paper (§III, eqs. 5-15): m TCP
 //! flows as rates x_i(t) through one RED bottleneck of capacity C, with the Free's congestion
 //! signals delegated to its Stunts by the same [`Controller`](crate::delegation::Controller) the
 //! packet simulator runs. [`solve`] turns a [`SimSpec`] into a [`RunOutput`], so the lab's

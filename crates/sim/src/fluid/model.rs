@@ -7,7 +7,7 @@ use crate::delegation::DelegationSpec;
 use crate::error::SimError;
 use crate::source::TcpSpec;
 use crate::spec::{Protocol, QueueSpec, SimSpec, Topology};
-use crate::validate::TCP_IP_HEADER;
+use qstp_dataplane::headers::tcp_payload;
 
 /// A flow's part in the Free & Stunts group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,7 +205,7 @@ impl Model {
         let model = Model {
             c: bottleneck.rate.bps() as f64 / (packet_bytes * 8.0),
             packet_bytes,
-            payload_bytes: (packet_bytes - f64::from(TCP_IP_HEADER)).max(1.0),
+            payload_bytes: tcp_payload(spec.packet_size as u64) as f64,
             red: Red {
                 b_min: red.params.min_th,
                 b_max: red.params.max_th,

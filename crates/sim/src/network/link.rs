@@ -19,8 +19,8 @@
 use super::packet::{Packet, PacketStore, QueuedPacket};
 use crate::atm::CellPort;
 use crate::ids::{LinkId, NodeId, PacketId};
-use crate::loss::LossModel;
-use crate::queue::{Dequeue, DropKind, QueueDiscipline};
+use qstp_dataplane::loss::LossModel;
+use qstp_dataplane::queue::{Dequeue, DropKind, QueueDiscipline};
 use qstp_proto::{Duration, Rate, Time};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
@@ -537,10 +537,10 @@ impl Link {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::color::Color;
     use crate::ids::{AgentId, FlowId};
     use crate::network::{Packet, Payload};
-    use crate::queue::DropTail;
+    use qstp_dataplane::color::Color;
+    use qstp_dataplane::queue::DropTail;
     use rand::SeedableRng;
 
     fn packet(store: &mut PacketStore, size: u32) -> QueuedPacket {

@@ -8,8 +8,8 @@
 use super::link::{QueueEvent, QueueObserver};
 use super::packet::{Packet, QueuedPacket};
 use crate::ids::PacketId;
-use crate::queue::QueueDiscipline;
 use crate::spec::QueueSeries;
+use qstp_dataplane::queue::QueueDiscipline;
 use qstp_proto::{Duration, Time};
 
 /// Records a queue's length at the end of each bin.

@@ -20,9 +20,9 @@ pub use packet::{Packet, PacketStore, Payload, QueuedPacket};
 use crate::engine::Scheduler;
 use crate::event::{ComponentId, Event};
 use crate::ids::{AgentId, LinkId, NodeId, PacketId};
-use crate::loss::LossModel;
-use crate::marker::Verdict;
-use crate::queue::QueueDiscipline;
+use qstp_dataplane::loss::LossModel;
+use qstp_dataplane::marker::Verdict;
+use qstp_dataplane::queue::QueueDiscipline;
 use qstp_proto::{Duration, Rate, Time};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
@@ -278,11 +278,11 @@ impl Network {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::color::Color;
     use crate::ids::FlowId;
-    use crate::marker::Marker;
-    use crate::queue::CodePointCounters;
-    use crate::queue::{Dequeue, DropKind};
+    use qstp_dataplane::color::Color;
+    use qstp_dataplane::marker::Marker;
+    use qstp_dataplane::queue::CodePointCounters;
+    use qstp_dataplane::queue::{Dequeue, DropKind};
     use rand::{RngCore, SeedableRng};
 
     /// A test FIFO.
@@ -308,7 +308,7 @@ mod tests {
             self.0.len()
         }
         fn bytes(&self) -> u64 {
-            crate::queue::fifo_bytes(&self.0)
+            qstp_dataplane::queue::fifo_bytes(&self.0)
         }
         fn counters(&self, _: Color) -> CodePointCounters {
             CodePointCounters::default()
@@ -522,7 +522,7 @@ mod tests {
         link(&mut net, r, a, 1, 10);
         net.compute_routes();
         net.node_mut(r)
-            .set_classifier(crate::classify::Classifier::ByFlow {
+            .set_classifier(qstp_dataplane::classify::Classifier::ByFlow {
                 classes: vec![9, 4],
                 default: 9,
             });
@@ -553,7 +553,7 @@ mod tests {
         movable::<Box<dyn QueueDiscipline<QueuedPacket>>>();
         movable::<Box<dyn Marker>>();
         movable::<Box<dyn LossModel>>();
-        movable::<crate::classify::Classifier>();
+        movable::<qstp_dataplane::classify::Classifier>();
         movable::<Link>();
         movable::<Node>();
         movable::<PacketStore>();

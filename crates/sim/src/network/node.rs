@@ -1,10 +1,10 @@
 //! Nodes: hosts where agents live and routers that forward, each with a routing table and,
 //! at edge routers, traffic conditioners that mark (or police) a group's aggregate.
 
-use crate::classify::{ClassId, Classifier, PacketMeta};
-use crate::color::Color;
 use crate::ids::{LinkId, NodeId};
-use crate::marker::{Marker, Verdict};
+use qstp_dataplane::classify::{ClassId, Classifier, PacketMeta};
+use qstp_dataplane::color::Color;
+use qstp_dataplane::marker::{Marker, Verdict};
 use qstp_proto::Time;
 use rand_chacha::ChaCha8Rng;
 

@@ -5,10 +5,10 @@
 //! [`QueuedPacket`] copy of what they need). Datagram buffers are recycled, so a run in steady
 //! state does not allocate per packet.
 
-use crate::classify::PacketMeta;
-use crate::color::Color;
 use crate::ids::{AgentId, FlowId, NodeId, PacketId};
-use crate::queue::Queued;
+use qstp_dataplane::classify::PacketMeta;
+use qstp_dataplane::color::Color;
+use qstp_dataplane::queue::Queued;
 use qstp_proto::Time;
 use qstp_tcp::Segment;
 

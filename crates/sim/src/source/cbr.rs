@@ -6,7 +6,7 @@ use super::{
 };
 use crate::agent::Agent;
 use crate::error::SimError;
-use crate::params::{ParamResult, ParamTable};
+use qstp_dataplane::params::{ParamResult, ParamTable};
 use qstp_proto::{Duration, Rate};
 
 /// Constant-bit-rate UDP following a rate schedule.

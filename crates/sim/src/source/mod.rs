@@ -19,11 +19,12 @@ pub use onoff::OnOffSpec;
 pub use qstp::QstpSpec;
 pub use tcp::TcpSpec;
 
-use crate::agent::{Agent, Binding, UDP_IP_HEADER};
+use crate::agent::{Agent, Binding};
 use crate::error::SimError;
-use crate::params::{ParamResult, ParamTable};
 use crate::spec::{GroupSpec, SimSpec};
 use crate::validate::MAX_SOURCE_RATE;
+use qstp_dataplane::headers::UDP_IP_HEADER;
+use qstp_dataplane::params::{ParamResult, ParamTable};
 use qstp_proto::{Duration, Rate};
 use rand_chacha::ChaCha8Rng;
 

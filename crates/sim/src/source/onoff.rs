@@ -8,7 +8,7 @@ use super::{
 use crate::agent::udp::OnOff;
 use crate::agent::Agent;
 use crate::error::SimError;
-use crate::params::{ParamResult, ParamTable};
+use qstp_dataplane::params::{ParamResult, ParamTable};
 use qstp_proto::{Duration, Rate};
 
 /// Mean on and off periods when the file gives none.

@@ -8,9 +8,10 @@
 
 use super::{CheckContext, FlowSetup, ReadContext, Source, SourceKind, Wire};
 use crate::agent::qstp::{addresses, QstpClient, QstpServer};
-use crate::agent::{Agent, UDP_IP_HEADER};
+use crate::agent::Agent;
 use crate::error::SimError;
-use crate::params::{ParamResult, ParamTable};
+use qstp_dataplane::headers::UDP_IP_HEADER;
+use qstp_dataplane::params::{ParamResult, ParamTable};
 use qstp_proto::config::{GtfrcRule, MIN_DATAGRAM};
 use qstp_proto::{
     Config, Endpoint, EndpointConfig, ErrorControl, Order, Preset, Protection, Rate, RateControl,

@@ -5,8 +5,8 @@ use super::{CheckContext, FlowSetup, ReadContext, Source, SourceKind, Wire};
 use crate::agent::switch::Switch;
 use crate::agent::{self, Agent};
 use crate::error::SimError;
-use crate::params::{NameOrTable, ParamResult, ParamTable};
-use crate::validate::TCP_IP_HEADER;
+use qstp_dataplane::headers::{tcp_payload, TCP_IP_HEADER};
+use qstp_dataplane::params::{NameOrTable, ParamResult, ParamTable};
 use qstp_tcp::{CcSpec, Recovery, RtoRule, RttSample, TcpOptions};
 
 /// A saturated TCP bulk transfer.
@@ -50,7 +50,7 @@ impl Source for TcpSpec {
                 format!("TCP needs more than {TCP_IP_HEADER} bytes of headers"),
             ));
         }
-        let mss = (cx.packet_size as u32).saturating_sub(TCP_IP_HEADER);
+        let mss = tcp_payload(cx.packet_size as u64) as u32;
         self.options.validate(mss).map_err(|e| SimError::Component {
             component: cx.key("tcp"),
             error: e.into(),

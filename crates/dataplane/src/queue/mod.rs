@@ -163,7 +163,7 @@ pub(crate) fn enqueue_then_dequeue<P: Queued, Q: QueueDiscipline<P> + ?Sized>(
 }
 
 /// Bytes of the packets in `fifo`.
-pub(crate) fn fifo_bytes<P: Queued>(fifo: &std::collections::VecDeque<P>) -> u64 {
+pub fn fifo_bytes<P: Queued>(fifo: &std::collections::VecDeque<P>) -> u64 {
     fifo.iter().map(|p| p.size() as u64).sum()
 }
 
@@ -346,7 +346,7 @@ impl QueueSpec {
     }
 
     /// Check the description on its own: limits, curves, weights, CBQ classes. The single home
-    /// of these rules (the lab and [`crate::run`] both call it).
+    /// of these rules (the lab and the simulator both call it).
     pub fn validate(&self) -> Result<(), QueueSpecError> {
         self.get().validate()
     }
@@ -422,7 +422,7 @@ pub(crate) mod test_packet {
 mod tests {
     use super::test_packet::*;
     use super::*;
-    use crate::spec::*;
+    use crate::color::Color;
     use rand::SeedableRng;
 
     fn curve(min_th: f64, max_th: f64, max_p: f64) -> RedParams {

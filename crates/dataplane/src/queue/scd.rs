@@ -1,6 +1,6 @@
 //! Selective cell discard: an ATM switch's output buffer that, above a threshold, refuses the
 //! cells of low loss priority (CLP=1) and keeps its remaining room for CLP=0 cells
-//! (003_f3c290e5faca751e.txt §2: SCD discards CLP=1 cells "in advance to the cell discard by the
+//! (AF-over-ATM paper §2: SCD discards CLP=1 cells "in advance to the cell discard by the
 //! buffer overflow").
 //!
 //! Colours stand for the cell loss priority as the GCRA policer sets it ([`crate::marker::Gcra`]):
@@ -13,7 +13,7 @@ use crate::params::{ParamResult, ParamTable};
 use crate::registry::Kind;
 
 /// The threshold when a scenario gives none: 90% of the buffer, as on the KDD testbed's switch
-/// (003_f3c290e5faca751e.txt §3.2).
+/// (AF-over-ATM paper §3.2).
 pub const DEFAULT_SCD_THRESHOLD: f64 = 0.9;
 
 /// `kind = "scd"`: a FIFO of `limit` cells (or packets) that takes CLP=1 (red) ones only while it

@@ -165,7 +165,7 @@ impl MarkerSpecError {
 
 impl MarkerSpec {
     /// Check the description: the single home of the markers' rules (the lab and
-    /// [`crate::run`] both call it).
+    /// the simulator both call it).
     pub fn validate(&self) -> Result<(), MarkerSpecError> {
         validate(self)
     }

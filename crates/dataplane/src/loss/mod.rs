@@ -58,7 +58,7 @@ impl LossSpecError {
 
 impl LossSpec {
     /// Check the description: the single home of the loss models' rules (the lab and
-    /// [`crate::run`] both call it).
+    /// the simulator both call it).
     pub fn validate(&self) -> Result<(), LossSpecError> {
         validate(self)
     }
@@ -95,7 +95,7 @@ pub(crate) fn probability(p: f64) -> f64 {
 }
 
 /// A uniform draw in `[0, 1)`.
-pub(crate) fn uniform(rng: &mut dyn RngCore) -> f64 {
+pub fn uniform(rng: &mut dyn RngCore) -> f64 {
     // 53 random bits: every f64 in [0, 1) with spacing 2^-53.
     (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
