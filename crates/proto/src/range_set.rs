@@ -15,12 +15,14 @@ pub struct RangeSet {
 
 impl RangeSet {
     /// An empty set.
+    #[inline]
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Add `[start, end)`; returns the merged range that now holds it. An empty range adds
     /// nothing and is returned as it is.
+    #[inline]
     pub fn insert(&mut self, mut start: u64, mut end: u64) -> (u64, u64) {
         if start >= end {
             return (start, end);
@@ -43,6 +45,7 @@ impl RangeSet {
     }
 
     /// Add the single value `x`; false if it was there already (or is `u64::MAX`).
+    #[inline]
     pub fn insert_one(&mut self, x: u64) -> bool {
         if x == u64::MAX || self.contains(x) {
             return false;
@@ -52,6 +55,7 @@ impl RangeSet {
     }
 
     /// The range holding `at`, if any.
+    #[inline]
     pub fn containing(&self, at: u64) -> Option<(u64, u64)> {
         self.map
             .range(..=at)
@@ -61,17 +65,20 @@ impl RangeSet {
     }
 
     /// Whether `at` is in the set.
+    #[inline]
     pub fn contains(&self, at: u64) -> bool {
         self.containing(at).is_some()
     }
 
     /// Whether the whole of `[start, end)` is in the set (an empty range always is).
+    #[inline]
     pub fn contains_range(&self, start: u64, end: u64) -> bool {
         start >= end || self.containing(start).is_some_and(|(_, e)| e >= end)
     }
 
     /// Whether `[start, end)` overlaps or touches a range of the set (so inserting it opens no
     /// new range).
+    #[inline]
     pub fn touches(&self, start: u64, end: u64) -> bool {
         self.map
             .range(..=end)
@@ -80,16 +87,19 @@ impl RangeSet {
     }
 
     /// Whether the set is exactly the one range `[start, end)`.
+    #[inline]
     pub fn is_exactly(&self, start: u64, end: u64) -> bool {
         self.map.len() == 1 && self.first() == Some((start, end))
     }
 
     /// Start of the first range starting at or after `at`.
+    #[inline]
     pub fn next_start(&self, at: u64) -> Option<u64> {
         self.map.range(at..).next().map(|(&s, _)| s)
     }
 
     /// Remove every value below `at`.
+    #[inline]
     pub fn remove_below(&mut self, at: u64) {
         while let Some((&s, &e)) = self.map.first_key_value() {
             if s >= at {
@@ -104,41 +114,49 @@ impl RangeSet {
     }
 
     /// Remove and return the lowest range.
+    #[inline]
     pub fn pop_first(&mut self) -> Option<(u64, u64)> {
         self.map.pop_first()
     }
 
     /// The lowest range, if any.
+    #[inline]
     pub fn first(&self) -> Option<(u64, u64)> {
         self.map.first_key_value().map(|(&s, &e)| (s, e))
     }
 
     /// The highest range, if any.
+    #[inline]
     pub fn last(&self) -> Option<(u64, u64)> {
         self.map.last_key_value().map(|(&s, &e)| (s, e))
     }
 
     /// Ranges from the lowest up.
+    #[inline]
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (u64, u64)> + '_ {
         self.map.iter().map(|(&s, &e)| (s, e))
     }
 
     /// Ranges from the highest down.
+    #[inline]
     pub fn iter_rev(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.iter().rev()
     }
 
     /// Number of ranges.
+    #[inline]
     pub fn len(&self) -> usize {
         self.map.len()
     }
 
     /// Whether the set is empty.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
 
     /// Number of values in all ranges.
+    #[inline]
     pub fn bytes(&self) -> u64 {
         self.map.iter().map(|(s, e)| e - s).sum()
     }
