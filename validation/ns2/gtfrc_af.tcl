@@ -19,11 +19,15 @@ set seed     [lindex $argv 2]
 set tcpwin   [lindex $argv 3]
 set tcpsize  [lindex $argv 4]
 set flows    [lrange $argv 5 end]
+global env
 
 set ns [new Simulator]
-# Seed N: the N-th substream of ns-2's default RNG (TFRC's send-time jitter and RED's drops draw
-# from it).
+# Seed N: the N-th substream of ns-2's default RNG (RED's drops draw from it) and of the start
+# times' RNG.
 for {set k 1} {$k < $seed} {incr k} { $defaultRNG next-substream }
+set startrng [new RNG]
+for {set k 1} {$k < $seed} {incr k} { $startrng next-substream }
+set starts {}
 
 # §4.1: a 1000 kbit/s bottleneck between the core and the egress router.
 set bneck_rate 1000kb
@@ -94,6 +98,10 @@ foreach f $flows {
             set src($i) [new Agent/TFRC]
             set snk($i) [new Agent/TFRCSink]
             $src($i) set packetSize_ $pktsize
+            # ns-2's ca_ 1 (ns-default.tcl): RFC 5348 §4.5's oscillation prevention (the
+            # inter-packet interval scaled by sqrt(R_sample) / R_sqmean), which the lab's TFRC
+            # does not implement. For diagnosis only, TFRC_CA=0 in the environment turns it off.
+            if {[info exists env(TFRC_CA)]} { $src($i) set ca_ $env(TFRC_CA) }
         } else {
             # §4.1: TCP NewReno; ns-2's sink ACKs every packet (no delayed ACKs, as the lab).
             set src($i) [new Agent/TCP/Newreno]
@@ -107,8 +115,17 @@ foreach f $flows {
         $ns connect $src($i) $snk($i)
         set app($i) [new Application/FTP]
         $app($i) attach-agent $src($i)
-        # Choice: every flow starts at t = 0 (the lab's groups start within one RTT of 0).
-        $ns at 0.0 "$app($i) start"
+        # Choice (paper silent), the lab's: each flow starts at a uniform time in [0, its group's
+        # RTT) (a group's `start_spread` defaults to its `rtt`), drawn from the seed's substream.
+        # The draws are not the lab's, only their distribution. For diagnosis only, START_<group>
+        # in the environment starts a group's flows at that time instead.
+        if {[info exists env(START_$g)]} {
+            set t0 $env(START_$g)
+        } else {
+            set t0 [$startrng uniform 0 $rtt]
+        }
+        $ns at $t0 "$app($i) start"
+        lappend starts [format %.6f $t0]
         lappend members($g) $i
         incr i
     }
@@ -116,6 +133,26 @@ foreach f $flows {
 }
 set ngroups $g
 set nflows $i
+
+# For diagnosis only, RATE_SAMPLES=1 in the environment records the first flow's sending rate
+# (TFRC's rate_, bytes/s) every 5 s into the JSON.
+set samples {}
+proc sample_rate {} {
+    global ns src samples
+    lappend samples [format "\[%.0f, %.0f\]" [$ns now] [expr {[$src(0) set rate_] * 8.0}]]
+    $ns at [expr {[$ns now] + 5}] "sample_rate"
+}
+if {[info exists env(RATE_SAMPLES)]} { $ns at 5 "sample_rate" }
+# For diagnosis only, EARLY_SAMPLES=1 records the first two flows' sending rates every 0.25 s
+# up to 5 s.
+set early {}
+proc sample_early {} {
+    global ns src early
+    lappend early [format "\[%.2f, %.0f, %.0f\]" [$ns now] [expr {[$src(0) set rate_] * 8.0}] \
+        [expr {[$src(1) set rate_] * 8.0}]]
+    if {[$ns now] < 5} { $ns at [expr {[$ns now] + 0.25}] "sample_early" }
+}
+if {[info exists env(EARLY_SAMPLES)]} { $ns at 0.25 "sample_early" }
 
 proc bytes_of {i} {
     global fmon
@@ -132,13 +169,23 @@ for {set i 0} {$i < $nflows} {incr i} { set at_warmup($i) 0 }
 if {$warmup > 0} { $ns at $warmup "mark_warmup" }
 
 proc finish {} {
-    global ngroups members duration warmup kind tgt rt qC seed tcpwin tcpsize at_warmup
+    global ngroups members duration warmup kind tgt rt qC seed tcpwin tcpsize at_warmup src samples starts early
     set out {}
     for {set g 0} {$g < $ngroups} {incr g} {
         set bytes 0
         foreach i $members($g) { set bytes [expr {$bytes + [bytes_of $i] - $at_warmup($i)}] }
         set bps [expr {$bytes * 8.0 / ($duration - $warmup)}]
-        lappend out [format "{\"protocol\": \"%s\", \"flows\": %d, \"target_bps\": %s, \"rtt_s\": %s, \"throughput_bps\": %.1f}" $kind($g) [llength $members($g)] $tgt($g) $rt($g) $bps]
+        # TCP's own counters over the whole run: timeouts (nrexmit_), packets resent
+        # (nrexmitpack_) and sent (ndatapack_).
+        set rto 0; set rtx 0; set sent 0
+        if {$kind($g) == "tcp"} {
+            foreach i $members($g) {
+                incr rto [$src($i) set nrexmit_]
+                incr rtx [$src($i) set nrexmitpack_]
+                incr sent [$src($i) set ndatapack_]
+            }
+        }
+        lappend out [format "{\"protocol\": \"%s\", \"flows\": %d, \"target_bps\": %s, \"rtt_s\": %s, \"throughput_bps\": %.1f, \"timeouts\": %d, \"retransmitted_packets\": %d, \"packets_sent\": %d}" $kind($g) [llength $members($g)] $tgt($g) $rt($g) $bps $rto $rtx $sent]
     }
     set cps {}
     foreach cp {10 11} {
@@ -148,8 +195,8 @@ proc finish {} {
         # getStat drops is the link (overflow) drops alone: dsred.cc:198-204 counts edrops apart.
         lappend cps [format "\"%d\": {\"packets\": %.0f, \"ldrops\": %.0f, \"edrops\": %.0f}" $cp $pk $dr $ed]
     }
-    puts [format "{\"simulator\": \"ns-2.35\", \"duration_s\": %s, \"warmup_s\": %s, \"seed\": %d, \"tcp_window\": %s, \"tcp_packet_size\": %s, \"flows\": \[%s\], \"core_queue\": {%s}}" \
-        $duration $warmup $seed $tcpwin $tcpsize [join $out ", "] [join $cps ", "]]
+    puts [format "{\"simulator\": \"ns-2.35\", \"duration_s\": %s, \"warmup_s\": %s, \"seed\": %d, \"tcp_window\": %s, \"tcp_packet_size\": %s, \"flows\": \[%s\], \"core_queue\": {%s}, \"rate_samples_bps\": \[%s\], \"start_times_s\": \[%s\], \"early_rates_bps\": \[%s\]}" \
+        $duration $warmup $seed $tcpwin $tcpsize [join $out ", "] [join $cps ", "] [join $samples ", "] [join $starts ", "] [join $early ", "]]
     exit 0
 }
 $ns at $duration "finish"

@@ -5,6 +5,6 @@
 set -e
 cd "$(dirname "$0")"
 command -v ns > /dev/null || { echo "ns not found: apt-get install ns2" >&2; exit 1; }
-python3 compare.py --markdown --seeds "${SEEDS:-3}" ${FRESH:+--fresh} > table.md.new
+python3 compare.py --markdown --seeds "${SEEDS:-3}" --af-seeds "${AF_SEEDS:-10}" ${FRESH:+--fresh} > table.md.new
 mv table.md.new table.md
 tail -1 table.md

@@ -61,6 +61,7 @@ def summarise(name, sends, crossed, timeouts, first_cut, drops=None):
     seen = defaultdict(int)
     known_drops = drops
     drops, resends, resent_delivered = [], 0, 0
+    resend_log = []
     used = defaultdict(int)
     for t, seg in sends:
         seen[seg] += 1
@@ -68,6 +69,7 @@ def summarise(name, sends, crossed, timeouts, first_cut, drops=None):
         delivered_before = any(x < t for x in times[:used[seg]])
         if seen[seg] > 1:
             resends += 1
+            resend_log.append((t, delivered_before))
             if delivered_before:
                 resent_delivered += 1
         # A send crossed the bottleneck if a copy left its queue within 50 ms (the 100-packet
@@ -83,6 +85,10 @@ def summarise(name, sends, crossed, timeouts, first_cut, drops=None):
           f"the bottleneck), {timeouts} timeouts;\n  {first_cut}")
     for t, group in itertools.groupby(drops, key=lambda x: round(x, 1)):
         print(f"  drops sent at t = {t:.1f} s: {len(list(group))}")
+    for t, group in itertools.groupby(resend_log, key=lambda x: round(x[0], 2)):
+        group = list(group)
+        print(f"  retransmissions sent at t = {t:.2f} s: {len(group)} "
+              f"({sum(1 for _, d in group if d)} of segments that had crossed)")
 
 
 def ns2(args, work):
@@ -106,18 +112,22 @@ def ns2(args, work):
     # ns-2's trace-queue logs arrivals at the bottleneck ("+"), which are the sender's sends (the
     # access link never drops); "-" is a packet leaving the queue onto the link.
     cuts = []
+    args.ns2_cwnd = []
     with open(trace) as f:
         for line in f:
             fields = line.split()
             if fields[5] == "ssthresh_" and float(fields[0]) > 0:
                 cuts.append(f"{fields[6]} at {float(fields[0]):.2f} s")
+            elif fields[5] == "cwnd_":
+                args.ns2_cwnd.append((float(fields[0]), float(fields[6])))
     cut = "ssthresh (segments) " + ", ".join(cuts)
     summarise("ns-2.35", sends, crossed, result["timeouts"][0], cut, drops)
     return result
 
 
 def lab(args, work, starts):
-    text = compare.hstcp_scenario(args.cc, starts, args.duration, args.seed)
+    text = compare.hstcp_scenario(args.cc, starts, args.duration, args.seed, args.lab_tcp,
+                                  args.lab_congestion)
     text = text.replace('packet_size = 1500\n', 'packet_size = 1500\nbin = "10ms"\n', 1)
     path = os.path.join(work, "s.toml")
     with open(path, "w") as f:
@@ -144,6 +154,14 @@ def lab(args, work, starts):
     for t, seg, _ in caps["bottleneck"]:
         crossed[seg].append(t)
     summarise("lab", sends, crossed, run["timeouts"] or 0, cut)
+    if args.cwnd_at:
+        def at(series, t):
+            before = [w for x, w in series if x <= t]
+            return before[-1] if before else 0
+        times = [float(x) for x in args.cwnd_at.split(",")]
+        print("window (segments) at " + ", ".join(f"{t:g} s" for t in times) + ":")
+        print("  ns-2.35: " + ", ".join(f"{at(args.ns2_cwnd, t):.0f}" for t in times))
+        print("  lab:     " + ", ".join(f"{at(cwnd, t):.0f}" for t in times))
 
 
 def main():
@@ -152,6 +170,12 @@ def main():
     p.add_argument("--cc", default="highspeed", choices=compare.HSTCP_CONTROLS)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--duration", type=int, default=4)
+    p.add_argument("--cwnd-at", default="", metavar="T1,T2,..",
+                   help="also print each simulator's window (segments) at these times (s)")
+    p.add_argument("--lab-tcp", default="", metavar="KEYS",
+                   help="more keys of the lab's tcp table, for diagnosis (e.g. 'rto = \"linux\"')")
+    p.add_argument("--lab-congestion", default=None, metavar="VALUE",
+                   help="the lab's congestion key instead of compare.py's, for diagnosis")
     p.add_argument("--qstp", default=os.environ.get(
         "QSTP_BIN", os.path.join(compare.ROOT, "target", "release", "qstp")))
     args = p.parse_args()
