@@ -4,12 +4,12 @@
 //! the same scenario is drawn on one chart with the fluid solution.
 
 use anyhow::Context as _;
+use qstp_fluid::{solve, FluidParams};
 use qstp_lab::fluid_figure::{comparison, curves, mean_after};
 use qstp_lab::runner::{execute, PointResult};
 use qstp_lab::scenario::{load, Overrides, Plan};
 use qstp_lab::{output, summary};
 use qstp_proto::Duration;
-use qstp_sim::fluid::{solve, FluidParams};
 use qstp_sim::SimSpec;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -86,7 +86,7 @@ pub fn main(args: FluidArgs) -> anyhow::Result<()> {
     }
     // Every point is checked before anything is written.
     for point in &plan.points {
-        qstp_sim::fluid::Model::new(&point.scenario.spec(0), &point.scenario.fluid)
+        qstp_fluid::Model::new(&point.scenario.spec(0), &point.scenario.fluid)
             .with_context(|| format!("{}", args.scenario.display()))?;
     }
     let base = plan.base();

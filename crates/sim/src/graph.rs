@@ -18,9 +18,9 @@ use qstp_proto::Duration;
 
 /// Most nodes a graph may have: enough for the dumbbell of the most flows a run may have (two
 /// hosts per flow), a bound on the routing tables (one entry per node on each router).
-pub const MAX_NODES: usize = 2 * crate::agent::qstp::MAX_FLOWS as usize + 10_000;
+pub const MAX_NODES: usize = 2 * crate::ids::MAX_FLOWS as usize + 10_000;
 /// Most links a graph may have (the dumbbell has four per flow).
-pub const MAX_LINKS: usize = 4 * crate::agent::qstp::MAX_FLOWS as usize + 20_000;
+pub const MAX_LINKS: usize = 4 * crate::ids::MAX_FLOWS as usize + 20_000;
 
 /// A node of the graph.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

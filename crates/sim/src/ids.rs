@@ -1,5 +1,9 @@
 //! Typed indices into the simulator's arenas.
 
+/// Most flows a run holds: the qstp agents give each flow two addresses of a synthetic range of
+/// 2^17.
+pub const MAX_FLOWS: u64 = 1 << 16;
+
 macro_rules! typed_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*

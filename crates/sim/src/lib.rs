@@ -24,8 +24,8 @@
 //! markers on chosen links, several flows per host, per-group packet sizes down to a 53-byte
 //! cell); the papers' dumbbell is one builder of it ([`topology::dumbbell_graph`]), a scenario may
 //! write its own ([`Topology::Graph`]). Free & Stunts delegation ([`delegation`]) steers TCP
-//! senders through `qstp-tcp`'s congestion-signal events; [`fluid`] solves the same scenarios'
-//! fluid model instead of simulating packets.
+//! senders through `qstp-tcp`'s congestion-signal events (`qstp-fluid` solves the same
+//! scenarios' fluid model instead of simulating packets).
 
 pub mod spec;
 
@@ -39,7 +39,6 @@ pub mod delegation;
 pub mod engine;
 pub mod error;
 pub mod event;
-pub mod fluid;
 pub mod graph;
 pub mod ids;
 pub mod network;

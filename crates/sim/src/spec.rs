@@ -64,6 +64,30 @@ pub enum Topology {
 }
 
 impl SimSpec {
+    /// A dumbbell of a bottleneck at `rate` with propagation delay `delay` and a drop-tail queue
+    /// of `limit` packets, no groups yet: `seconds` long, seed 1, 1000-byte packets, 1 s bins, no
+    /// warm-up.
+    pub fn dumbbell(rate: Rate, delay: Duration, limit: usize, seconds: u64) -> SimSpec {
+        SimSpec {
+            duration: Duration::from_secs(seconds),
+            seed: 1,
+            packet_size: 1000,
+            topology: Topology::Dumbbell {
+                bottleneck: LinkSpec {
+                    rate,
+                    delay,
+                    queue: QueueSpec::drop_tail(limit),
+                    loss: None,
+                    atm: None,
+                },
+            },
+            groups: Vec::new(),
+            bin: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            delegation: None,
+        }
+    }
+
     /// The link whose queue the run records as `bottleneck` (`None` only in a graph whose
     /// bottleneck index is out of range, which validation refuses).
     pub fn bottleneck(&self) -> Option<&LinkSpec> {
@@ -139,6 +163,26 @@ pub struct GroupSpec {
     /// Switch each flow's application on and off (TCP groups); `None`: always on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub onoff: Option<Switching>,
+}
+
+impl GroupSpec {
+    /// A group of `flows` flows running `protocol` over base RTT `rtt`: unmarked, no target,
+    /// starting at 0 with the default spread, default access links and packet size, always on.
+    pub fn new(name: &str, protocol: Protocol, flows: u32, rtt: Duration) -> GroupSpec {
+        GroupSpec {
+            name: name.into(),
+            protocol,
+            flows,
+            rtt,
+            target: None,
+            marker: None,
+            start: Duration::ZERO,
+            access: None,
+            start_spread: None,
+            packet_size: None,
+            onoff: None,
+        }
+    }
 }
 
 /// A flow whose application alternates between having data to send and having none: the

@@ -7,8 +7,8 @@
 //! `qstp_proto::Config::validate` runs as the flow is built, on the configuration it runs with).
 //! The lab calls the same functions and maps their typed errors to the scenario's keys.
 
-use crate::agent::qstp::MAX_FLOWS;
 use crate::error::{ComponentError, SimError};
+use crate::ids::MAX_FLOWS;
 use crate::source::CheckContext;
 use crate::spec::{LinkSpec, LossSpec, MarkerSpec, Protocol, SimSpec, Topology};
 use qstp_proto::config::MAX_DATAGRAM;

@@ -4,10 +4,10 @@
 
 mod common;
 
-use common::{dumbbell, group, newreno};
+use common::newreno;
 use qstp_proto::{Duration, Rate};
 use qstp_sim::delegation::{ControllerSpec, DelegationSpec, Trace};
-use qstp_sim::{run, RunOutput, SimError, SimSpec};
+use qstp_sim::{run, GroupSpec, RunOutput, SimError, SimSpec};
 
 const SECONDS: u64 = 60;
 
@@ -15,11 +15,11 @@ const SECONDS: u64 = 60;
 /// Free asks for 2.5 Mbit/s.
 fn scenario(controller: Option<ControllerSpec>) -> SimSpec {
     let rtt = Duration::from_millis(100);
-    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(20), 40, SECONDS);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(10), Duration::from_millis(20), 40, SECONDS);
     spec.groups = vec![
-        group("F", newreno(), 1, rtt),
-        group("S", newreno(), 6, rtt),
-        group("X", newreno(), 5, rtt),
+        GroupSpec::new("F", newreno(), 1, rtt),
+        GroupSpec::new("S", newreno(), 6, rtt),
+        GroupSpec::new("X", newreno(), 5, rtt),
     ];
     spec.delegation = controller.map(|controller| DelegationSpec {
         free: "F".into(),

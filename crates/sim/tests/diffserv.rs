@@ -2,18 +2,18 @@
 
 mod common;
 
-use common::{cbr, dumbbell, group, paper_rio};
+use common::{cbr, paper_rio};
 use qstp_proto::{Duration, Rate};
 use qstp_sim::spec::*;
 use qstp_sim::{run, SimError};
 
 #[test]
 fn in_profile_traffic_is_green_and_protected_by_rio() {
-    let mut spec = dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 30);
+    let mut spec = SimSpec::dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 30);
     spec.packet_size = 1500;
     spec.bottleneck_mut().unwrap().queue = paper_rio();
     // A 400 kbit/s flow marked against a 500 kbit/s profile, and an unmarked 1 Mbit/s flow.
-    let mut assured = group(
+    let mut assured = GroupSpec::new(
         "assured",
         cbr(Rate::from_kbps(400)),
         1,
@@ -24,7 +24,7 @@ fn in_profile_traffic_is_green_and_protected_by_rio() {
         bucket: 10_000,
     }));
     spec.groups.push(assured);
-    spec.groups.push(group(
+    spec.groups.push(GroupSpec::new(
         "best-effort",
         cbr(Rate::from_kbps(1000)),
         1,
@@ -46,7 +46,7 @@ fn in_profile_traffic_is_green_and_protected_by_rio() {
 #[test]
 fn cbq_reports_each_class_and_holds_the_guaranteed_rate() {
     // QSTP paper §5.4: a 300 kbit/s pipe for the protected flow, the rest for UDP.
-    let mut spec = dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 20);
+    let mut spec = SimSpec::dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 20);
     spec.packet_size = 1500;
     spec.bottleneck_mut().unwrap().queue = QueueSpec::Cbq(CbqSpec {
         classes: vec![
@@ -66,13 +66,13 @@ fn cbq_reports_each_class_and_holds_the_guaranteed_rate() {
             },
         ],
     });
-    spec.groups.push(group(
+    spec.groups.push(GroupSpec::new(
         "protected",
         cbr(Rate::from_kbps(300)),
         1,
         Duration::from_millis(30),
     ));
-    spec.groups.push(group(
+    spec.groups.push(GroupSpec::new(
         "udp",
         cbr(Rate::from_kbps(1500)),
         1,
@@ -111,9 +111,9 @@ fn cbq_reports_each_class_and_holds_the_guaranteed_rate() {
 
 #[test]
 fn a_lossy_bottleneck_loses_its_share_of_packets() {
-    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
     spec.bottleneck_mut().unwrap().loss = Some(LossSpec::Bernoulli(BernoulliSpec { p: 0.1 }));
-    spec.groups.push(group(
+    spec.groups.push(GroupSpec::new(
         "udp",
         cbr(Rate::from_mbps(1)),
         1,
@@ -128,9 +128,9 @@ fn a_lossy_bottleneck_loses_its_share_of_packets() {
 
 #[test]
 fn invalid_components_are_refused_with_their_name() {
-    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
     spec.bottleneck_mut().unwrap().loss = Some(LossSpec::Bernoulli(BernoulliSpec { p: 1.5 }));
-    spec.groups.push(group(
+    spec.groups.push(GroupSpec::new(
         "udp",
         cbr(Rate::from_mbps(1)),
         1,
@@ -149,9 +149,9 @@ fn invalid_components_are_refused_with_their_name() {
 #[test]
 fn the_edge_marker_meters_the_group_aggregate_not_each_flow() {
     // Two 300 kbit/s flows share one 300 kbit/s profile: about half their packets are in profile.
-    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
     spec.packet_size = 1500;
-    let mut pair = group(
+    let mut pair = GroupSpec::new(
         "pair",
         cbr(Rate::from_kbps(300)),
         2,

@@ -3,26 +3,23 @@
 //! one flow alone: each of the eight regains the link after its losses far sooner than NewReno, whose window
 //! grows by one segment per 200 ms round trip against a bandwidth-delay product of 3,333.
 
-mod common;
-
-use common::{dumbbell, group};
 use qstp_proto::{Duration, Rate};
 use qstp_sim::TcpSpec;
-use qstp_sim::{run, AccessSpec, Protocol};
+use qstp_sim::{run, AccessSpec, GroupSpec, Protocol, SimSpec};
 use qstp_tcp::{CcSpec, TcpOptions};
 
 const SECONDS: u64 = 120;
 
 /// Per 1-s bin, the flow's share of the 200 Mbit/s bottleneck.
 fn utilisation(cc: &str) -> Vec<f64> {
-    let mut spec = dumbbell(
+    let mut spec = SimSpec::dumbbell(
         Rate::from_mbps(200),
         Duration::from_millis(98),
         100,
         SECONDS,
     );
     spec.packet_size = 1500;
-    let mut g = group(
+    let mut g = GroupSpec::new(
         "S",
         Protocol::Tcp(TcpSpec {
             congestion: CcSpec::named(cc),

@@ -2,15 +2,15 @@
 
 mod common;
 
-use common::{cbr, dumbbell, group};
+use common::cbr;
 use qstp_proto::{Duration, Rate};
-use qstp_sim::{run, run_with_progress, Protocol, SimError};
+use qstp_sim::{run, run_with_progress, GroupSpec, Protocol, SimError, SimSpec};
 use qstp_sim::{CbrSpec, OnOffSpec};
 
 #[test]
 fn a_cbr_flow_gets_exactly_its_rate() {
-    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(10), 50, 10);
-    spec.groups.push(group(
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(10), Duration::from_millis(10), 50, 10);
+    spec.groups.push(GroupSpec::new(
         "udp",
         cbr(Rate::from_mbps(1)),
         1,
@@ -36,8 +36,8 @@ fn a_cbr_flow_gets_exactly_its_rate() {
 
 #[test]
 fn an_overloaded_link_drops_at_its_queue_and_runs_at_capacity() {
-    let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 10);
-    spec.groups.push(group(
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 10);
+    spec.groups.push(GroupSpec::new(
         "udp",
         cbr(Rate::from_mbps(2)),
         1,
@@ -63,13 +63,13 @@ fn an_overloaded_link_drops_at_its_queue_and_runs_at_capacity() {
 fn a_rate_schedule_is_followed() {
     // QSTP paper Fig. 7: 300 kbit/s, 1000 kbit/s for t in [60, 120) s, then 300 kbit/s (scaled down
     // to seconds 3..6 here).
-    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 9);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 9);
     let schedule = vec![
         (Duration::ZERO, Rate::from_kbps(300)),
         (Duration::from_secs(3), Rate::from_kbps(1000)),
         (Duration::from_secs(6), Rate::from_kbps(300)),
     ];
-    spec.groups.push(group(
+    spec.groups.push(GroupSpec::new(
         "udp",
         Protocol::Cbr(CbrSpec { schedule }),
         1,
@@ -85,14 +85,18 @@ fn a_rate_schedule_is_followed() {
 
 #[test]
 fn on_off_sources_send_less_than_their_rate() {
-    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 20);
     let protocol = Protocol::OnOff(OnOffSpec {
         schedule: vec![(Duration::ZERO, Rate::from_mbps(1))],
         mean_on: Duration::from_millis(500),
         mean_off: Duration::from_millis(500),
     });
-    spec.groups
-        .push(group("onoff", protocol, 4, Duration::from_millis(20)));
+    spec.groups.push(GroupSpec::new(
+        "onoff",
+        protocol,
+        4,
+        Duration::from_millis(20),
+    ));
     let out = run(&spec).unwrap();
     for flow in &out.flows {
         let total: u64 = flow.received_bytes.iter().sum();
@@ -103,15 +107,19 @@ fn on_off_sources_send_less_than_their_rate() {
 
 #[test]
 fn same_spec_same_output_other_seed_other_output() {
-    let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 10);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 10);
     let protocol = Protocol::OnOff(OnOffSpec {
         schedule: vec![(Duration::ZERO, Rate::from_kbps(600))],
         mean_on: Duration::from_millis(300),
         mean_off: Duration::from_millis(200),
     });
-    spec.groups
-        .push(group("onoff", protocol, 3, Duration::from_millis(30)));
-    spec.groups.push(group(
+    spec.groups.push(GroupSpec::new(
+        "onoff",
+        protocol,
+        3,
+        Duration::from_millis(30),
+    ));
+    spec.groups.push(GroupSpec::new(
         "cbr",
         cbr(Rate::from_kbps(400)),
         2,
@@ -127,8 +135,8 @@ fn same_spec_same_output_other_seed_other_output() {
 
 #[test]
 fn progress_is_reported_every_simulated_second() {
-    let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 3);
-    spec.groups.push(group(
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 3);
+    spec.groups.push(GroupSpec::new(
         "udp",
         cbr(Rate::from_kbps(100)),
         1,
@@ -146,8 +154,8 @@ fn progress_is_reported_every_simulated_second() {
 
 #[test]
 fn an_rtt_shorter_than_the_bottleneck_both_ways_is_refused() {
-    let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(20), 20, 3);
-    spec.groups.push(group(
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(1), Duration::from_millis(20), 20, 3);
+    spec.groups.push(GroupSpec::new(
         "udp",
         cbr(Rate::from_kbps(100)),
         1,
@@ -161,8 +169,8 @@ fn an_rtt_shorter_than_the_bottleneck_both_ways_is_refused() {
 
 #[test]
 fn bad_specs_name_the_field() {
-    let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 3);
-    spec.groups.push(group(
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 3);
+    spec.groups.push(GroupSpec::new(
         "udp",
         Protocol::Cbr(CbrSpec { schedule: vec![] }),
         1,
@@ -172,26 +180,26 @@ fn bad_specs_name_the_field() {
         Err(SimError::Invalid { key, .. }) => assert_eq!(key, "groups[udp].schedule"),
         other => panic!("{other:?}"),
     }
-    let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 3);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 3);
     spec.bin = Duration::ZERO;
     assert!(matches!(run(&spec), Err(SimError::Invalid { key, .. }) if key == "bin"));
-    let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 3);
-    spec.groups.push(group(
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 3);
+    spec.groups.push(GroupSpec::new(
         "a",
         cbr(Rate::from_kbps(1)),
         1,
         Duration::from_millis(30),
     ));
-    spec.groups.push(group(
+    spec.groups.push(GroupSpec::new(
         "a",
         cbr(Rate::from_kbps(1)),
         1,
         Duration::from_millis(30),
     ));
     assert!(matches!(run(&spec), Err(SimError::Invalid { key, .. }) if key == "groups[a].name"));
-    let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 3);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(1), Duration::from_millis(5), 20, 3);
     spec.bin = Duration::from_nanos(1);
-    spec.groups.push(group(
+    spec.groups.push(GroupSpec::new(
         "a",
         cbr(Rate::from_kbps(1)),
         1,
@@ -202,13 +210,13 @@ fn bad_specs_name_the_field() {
 
 #[test]
 fn a_source_scheduled_at_zero_rate_waits_for_its_next_step() {
-    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 5);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 5);
     let schedule = vec![
         (Duration::ZERO, Rate::ZERO),
         (Duration::from_secs(2), Rate::from_mbps(1)),
         (Duration::from_secs(4), Rate::ZERO),
     ];
-    spec.groups.push(group(
+    spec.groups.push(GroupSpec::new(
         "udp",
         Protocol::Cbr(CbrSpec { schedule }),
         1,
@@ -223,9 +231,9 @@ fn a_source_scheduled_at_zero_rate_waits_for_its_next_step() {
 fn a_zero_start_spread_starts_every_flow_at_once() {
     // Four CBR flows of 1 packet per 10 ms from t = 0: with no spread, each delivers in its first
     // bin exactly what the others do.
-    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 1);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 1);
     spec.bin = Duration::from_millis(100);
-    let mut g = group("C", cbr(Rate::from_kbps(800)), 4, Duration::from_millis(40));
+    let mut g = GroupSpec::new("C", cbr(Rate::from_kbps(800)), 4, Duration::from_millis(40));
     g.start_spread = Some(Duration::ZERO);
     spec.groups.push(g);
     let out = run(&spec).unwrap();
@@ -241,8 +249,8 @@ fn a_zero_start_spread_starts_every_flow_at_once() {
 #[test]
 fn queue_counters_leave_the_warm_up_out() {
     // One CBR flow at a steady rate: after a warm-up of half the run the queue counts half.
-    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 4);
-    spec.groups.push(group(
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 50, 4);
+    spec.groups.push(GroupSpec::new(
         "C",
         cbr(Rate::from_mbps(1)),
         1,

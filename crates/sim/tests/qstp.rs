@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{dumbbell, group, newreno, paper_rio};
+use common::{newreno, paper_rio};
 use qstp_proto::{Config, Duration, Preset, Rate};
 use qstp_sim::run;
 use qstp_sim::spec::*;
@@ -17,9 +17,9 @@ fn qstp(preset: Preset, target: Rate) -> Protocol {
 
 #[test]
 fn a_qstp_flow_transfers_data_over_the_simulated_network() {
-    let mut spec = dumbbell(Rate::from_mbps(2), Duration::from_millis(10), 50, 30);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(2), Duration::from_millis(10), 50, 30);
     spec.packet_size = 1500;
-    spec.groups.push(group(
+    spec.groups.push(GroupSpec::new(
         "qstp",
         qstp(Preset::Qstp, Rate::ZERO),
         1,
@@ -45,9 +45,9 @@ fn a_qstp_flow_transfers_data_over_the_simulated_network() {
 
 #[test]
 fn a_message_composition_delivers_too() {
-    let mut spec = dumbbell(Rate::from_mbps(2), Duration::from_millis(10), 50, 20);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(2), Duration::from_millis(10), 50, 20);
     spec.packet_size = 1500;
-    spec.groups.push(group(
+    spec.groups.push(GroupSpec::new(
         "tfrc",
         qstp(Preset::Tfrc, Rate::ZERO),
         1,
@@ -60,15 +60,19 @@ fn a_message_composition_delivers_too() {
 
 #[test]
 fn qstp_runs_are_deterministic() {
-    let mut spec = dumbbell(Rate::from_mbps(1), Duration::from_millis(10), 30, 10);
-    spec.groups.push(group(
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(1), Duration::from_millis(10), 30, 10);
+    spec.groups.push(GroupSpec::new(
         "qstp",
         qstp(Preset::Qstp, Rate::from_kbps(300)),
         2,
         Duration::from_millis(40),
     ));
-    spec.groups
-        .push(group("tcp", newreno(), 2, Duration::from_millis(40)));
+    spec.groups.push(GroupSpec::new(
+        "tcp",
+        newreno(),
+        2,
+        Duration::from_millis(40),
+    ));
     assert_eq!(run(&spec).unwrap(), run(&spec).unwrap());
 }
 
@@ -76,10 +80,10 @@ fn qstp_runs_are_deterministic() {
 fn gtfrc_holds_its_target_against_a_tcp_aggregate() {
     // QSTP paper §5.2 / Fig. 4(c): one QSTP flow with a 500 kbit/s target against 15 TCP flows
     // with 300 kbit/s, token bucket markers (10^4 B), RIO, 1000 kbit/s bottleneck, RTT 30 ms.
-    let mut spec = dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 60);
+    let mut spec = SimSpec::dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 60);
     spec.packet_size = 1500;
     spec.bottleneck_mut().unwrap().queue = paper_rio();
-    let mut q = group(
+    let mut q = GroupSpec::new(
         "qstp",
         qstp(Preset::Qstp, Rate::from_kbps(500)),
         1,
@@ -90,7 +94,7 @@ fn gtfrc_holds_its_target_against_a_tcp_aggregate() {
         bucket: 10_000,
     }));
     q.target = Some(Rate::from_kbps(500));
-    let mut tcp = group("tcp", newreno(), 15, Duration::from_millis(30));
+    let mut tcp = GroupSpec::new("tcp", newreno(), 15, Duration::from_millis(30));
     tcp.marker = Some(MarkerSpec::TokenBucket(TokenBucketSpec {
         rate: Rate::from_kbps(300),
         bucket: 10_000,
@@ -108,7 +112,7 @@ fn gtfrc_holds_its_target_against_a_tcp_aggregate() {
 fn qstp_keeps_its_cbq_pipe_while_udp_floods_and_borrows_the_rest_otherwise() {
     // QSTP paper §5.4 / Fig. 7, time scaled down: a 300 kbit/s borrowing class for QSTP, the rest
     // for a UDP flow at 300 kbit/s that floods at 1000 kbit/s for t in [20, 40) s.
-    let mut spec = dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 60);
+    let mut spec = SimSpec::dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 60);
     spec.packet_size = 1500;
     let class = |name: &str, kbps, groups: Vec<String>| qstp_sim::CbqClass {
         name: name.into(),
@@ -123,7 +127,7 @@ fn qstp_keeps_its_cbq_pipe_while_udp_floods_and_borrows_the_rest_otherwise() {
             class("rest", 700, vec![]),
         ],
     });
-    spec.groups.push(group(
+    spec.groups.push(GroupSpec::new(
         "qstp",
         qstp(Preset::Qstp, Rate::from_kbps(300)),
         1,
@@ -134,7 +138,7 @@ fn qstp_keeps_its_cbq_pipe_while_udp_floods_and_borrows_the_rest_otherwise() {
         (Duration::from_secs(20), Rate::from_kbps(1000)),
         (Duration::from_secs(40), Rate::from_kbps(300)),
     ];
-    spec.groups.push(group(
+    spec.groups.push(GroupSpec::new(
         "udp",
         Protocol::Cbr(CbrSpec { schedule }),
         1,
@@ -166,12 +170,13 @@ fn a_qstp_senders_rate_rtt_and_p_are_sampled_every_bin() {
     let seconds = 20;
     let warmup = 5;
     let flow_with = |loss: Option<qstp_sim::LossSpec>| {
-        let mut spec = dumbbell(Rate::from_mbps(2), Duration::from_millis(10), 50, seconds);
+        let mut spec =
+            SimSpec::dumbbell(Rate::from_mbps(2), Duration::from_millis(10), 50, seconds);
         spec.packet_size = 1500;
         spec.bottleneck_mut().unwrap().loss = loss;
         let mut config = Config::qstp(Rate::from_kbps(500));
         config.max_rate = Some(Rate::from_mbps(1));
-        spec.groups.push(group(
+        spec.groups.push(GroupSpec::new(
             "qstp",
             Protocol::Qstp(QstpSpec {
                 name: "qstp".into(),

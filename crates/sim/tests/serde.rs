@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{cbr, dumbbell, group, newreno, paper_rio};
+use common::{cbr, newreno, paper_rio};
 use qstp_proto::{Config, Duration, Rate};
 use qstp_sim::spec::*;
 use qstp_sim::{OnOffSpec, QstpSpec};
@@ -111,10 +111,10 @@ fn every_kind_of_queue_marker_loss_and_source_round_trips() {
     for color in [Color::Green, Color::Yellow, Color::Red] {
         assert_eq!(round_trip(&color), color);
     }
-    let mut spec: SimSpec = dumbbell(Rate::from_mbps(10), ms(5), 50, 20);
+    let mut spec: SimSpec = SimSpec::dumbbell(Rate::from_mbps(10), ms(5), 50, 20);
     spec.bottleneck_mut().unwrap().loss = Some(losses[1]);
     for (i, protocol) in protocols.into_iter().enumerate() {
-        let mut g = group(&format!("g{i}"), protocol, 2, ms(40));
+        let mut g = GroupSpec::new(&format!("g{i}"), protocol, 2, ms(40));
         g.marker = Some(markers[i % markers.len()]);
         g.access = Some(AccessSpec {
             rate: Rate::from_mbps(100),
@@ -171,7 +171,7 @@ fn a_specs_kind_is_the_name_its_json_carries() {
 fn a_source_travels_flat_tagged_by_its_kind() {
     // The registry's newtype variants serialise as the struct variants they replaced did: the
     // kind's fields beside `kind`, so JSON written before the registry still reads.
-    let tcp = group("t", newreno(), 1, Duration::from_millis(40));
+    let tcp = GroupSpec::new("t", newreno(), 1, Duration::from_millis(40));
     let json = serde_json::to_value(&tcp.protocol).unwrap();
     assert_eq!(json["kind"], "tcp");
     assert_eq!(json["congestion"]["name"], "newreno");

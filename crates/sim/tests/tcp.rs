@@ -2,19 +2,23 @@
 
 mod common;
 
-use common::{dumbbell, group, newreno};
+use common::newreno;
 use qstp_proto::{Duration, Rate};
 use qstp_sim::capture::{Capture, CaptureSink};
 use qstp_sim::TcpSpec;
-use qstp_sim::{run, run_with_capture, Protocol, SimError};
+use qstp_sim::{run, run_with_capture, GroupSpec, Protocol, SimError, SimSpec};
 use qstp_tcp::{CcError, CcSpec, TcpOptions};
 
 #[test]
 fn tcp_flows_share_a_drop_tail_bottleneck_and_fill_it() {
-    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(10), 50, 30);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(10), Duration::from_millis(10), 50, 30);
     spec.packet_size = 1500;
-    spec.groups
-        .push(group("tcp", newreno(), 4, Duration::from_millis(40)));
+    spec.groups.push(GroupSpec::new(
+        "tcp",
+        newreno(),
+        4,
+        Duration::from_millis(40),
+    ));
     let out = run(&spec).unwrap();
     // After slow start, from 5 s on, the bottleneck carries more than 90% of its capacity.
     let capacity_per_second = 10_000_000 / 8;
@@ -54,8 +58,8 @@ fn tcp_flows_share_a_drop_tail_bottleneck_and_fill_it() {
 
 #[test]
 fn tcp_with_delayed_acks_runs_and_is_deterministic() {
-    let mut spec = dumbbell(Rate::from_mbps(5), Duration::from_millis(10), 30, 10);
-    spec.groups.push(group(
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(5), Duration::from_millis(10), 30, 10);
+    spec.groups.push(GroupSpec::new(
         "tcp",
         Protocol::Tcp(TcpSpec {
             congestion: CcSpec::named("newreno"),
@@ -76,13 +80,17 @@ fn tcp_with_delayed_acks_runs_and_is_deterministic() {
 
 #[test]
 fn an_unknown_congestion_control_is_refused() {
-    let mut spec = dumbbell(Rate::from_mbps(5), Duration::from_millis(10), 30, 10);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(5), Duration::from_millis(10), 30, 10);
     let protocol = Protocol::Tcp(TcpSpec {
         congestion: CcSpec::named("warp"),
         options: TcpOptions::default(),
     });
-    spec.groups
-        .push(group("tcp", protocol, 1, Duration::from_millis(60)));
+    spec.groups.push(GroupSpec::new(
+        "tcp",
+        protocol,
+        1,
+        Duration::from_millis(60),
+    ));
     assert!(
         matches!(run(&spec), Err(SimError::CongestionControl { error: CcError::Unknown { name }, .. }) if name == "warp")
     );
@@ -96,10 +104,14 @@ fn a_capture_sees_the_bottleneck_packets_and_changes_nothing() {
             self.0.push((time, frame.len()));
         }
     }
-    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(10), 50, 5);
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(10), Duration::from_millis(10), 50, 5);
     spec.packet_size = 1500;
-    spec.groups
-        .push(group("tcp", newreno(), 2, Duration::from_millis(40)));
+    spec.groups.push(GroupSpec::new(
+        "tcp",
+        newreno(),
+        2,
+        Duration::from_millis(40),
+    ));
     let plain = run(&spec).unwrap();
     let mut frames = Frames(Vec::new());
     fn capture<'a>(link: &str, sink: &'a mut dyn CaptureSink) -> Capture<'a> {
@@ -126,8 +138,8 @@ fn a_capture_sees_the_bottleneck_packets_and_changes_nothing() {
 /// instead of bursting a stale window into the queue (RFC 5681 §4.1).
 #[test]
 fn switched_tcp_is_silent_while_off_and_restarts_its_window() {
-    let mut spec = dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 100, 40);
-    let mut switched = group("S", newreno(), 1, Duration::from_millis(40));
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(10), Duration::from_millis(5), 100, 40);
+    let mut switched = GroupSpec::new("S", newreno(), 1, Duration::from_millis(40));
     switched.onoff = Some(qstp_sim::Switching {
         on: Duration::from_secs(5),
         off: Duration::from_secs(5),
@@ -136,7 +148,7 @@ fn switched_tcp_is_silent_while_off_and_restarts_its_window() {
     });
     spec.groups = vec![
         switched,
-        group("C", newreno(), 1, Duration::from_millis(40)),
+        GroupSpec::new("C", newreno(), 1, Duration::from_millis(40)),
     ];
     let out = qstp_sim::run(&spec).unwrap();
     let s = &out.flows[0].delivered_bytes;

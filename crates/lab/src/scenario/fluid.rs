@@ -2,7 +2,7 @@
 //! `qstp run` reads and checks it too, and otherwise ignores it, so that one file serves both.
 
 use super::fields::{FieldResult, Fields};
-use qstp_sim::fluid::FluidParams;
+use qstp_fluid::FluidParams;
 
 /// The table's values, the defaults where it gives none (or there is no table).
 pub(crate) fn fluid(f: Option<Fields>) -> FieldResult<FluidParams> {
@@ -40,7 +40,7 @@ rtt = "100ms"
     fn the_table_is_read_checked_and_defaulted() {
         let plan = |extra: &str| parse(&format!("{BASE}{extra}"), "f.toml", &Overrides::default());
         let s = plan("").unwrap().points[0].scenario.fluid;
-        assert_eq!(s, qstp_sim::fluid::FluidParams::default());
+        assert_eq!(s, qstp_fluid::FluidParams::default());
         let s = plan("[fluid]\nstep = \"500us\"\nmargin = true\n")
             .unwrap()
             .points[0]

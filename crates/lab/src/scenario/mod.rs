@@ -178,7 +178,7 @@ pub struct Scenario {
     /// The trace points the delegation's preprocessor lowered.
     pub delegation_changes: Vec<qstp_sim::delegation::Change>,
     /// How `qstp fluid` solves the fluid model (`[fluid]`; `qstp run` ignores it).
-    pub fluid: qstp_sim::fluid::FluidParams,
+    pub fluid: qstp_fluid::FluidParams,
     /// How `qstp testbed` classifies and marks (`[testbed]`; `qstp run` ignores it).
     pub testbed: TestbedParams,
     /// The files it read besides itself (a trace's CSV), as written: relative to its folder.

@@ -14,9 +14,6 @@ use qstp_proto::wire::MAX_DATA_HEADER;
 use qstp_proto::{Config, ConnectionHandle, Endpoint, Event, Time};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
-/// Most flows the synthetic address range holds (two addresses each).
-pub const MAX_FLOWS: u64 = 1 << 16;
-
 /// Bytes of zeros the saturated application writes.
 static ZEROS: [u8; 16 * 1024] = [0; 16 * 1024];
 

@@ -87,7 +87,7 @@ impl UdpSource {
     /// An exponential period of mean `mean` (at least one nanosecond).
     fn exponential(&mut self, mean: Duration) -> Duration {
         let uniform = (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        // libm, not the platform's ln: the same bits on every host (DESIGN.md principle 3).
+        // libm, not the platform's ln: the same bits on every host (docs/ARCHITECTURE.md, "Principles").
         mean.mul_f64(-libm::log(1.0 - uniform))
             .max(Duration::from_nanos(1))
     }

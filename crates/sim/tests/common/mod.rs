@@ -1,47 +1,9 @@
-//! Spec builders shared by the integration tests.
+//! Spec builders shared by the integration tests (a dumbbell and a group are `SimSpec::dumbbell`
+//! and `GroupSpec::new`).
 #![allow(dead_code)]
 
 use qstp_proto::{Duration, Rate};
 use qstp_sim::spec::*;
-
-/// A dumbbell with no groups yet.
-pub fn dumbbell(rate: Rate, delay: Duration, limit: usize, seconds: u64) -> SimSpec {
-    SimSpec {
-        duration: Duration::from_secs(seconds),
-        seed: 1,
-        packet_size: 1000,
-        topology: Topology::Dumbbell {
-            bottleneck: LinkSpec {
-                rate,
-                delay,
-                queue: QueueSpec::drop_tail(limit),
-                loss: None,
-                atm: None,
-            },
-        },
-        groups: Vec::new(),
-        bin: Duration::from_secs(1),
-        warmup: Duration::ZERO,
-        delegation: None,
-    }
-}
-
-/// A group of `flows` flows running `protocol` over base RTT `rtt`, unmarked, starting at 0.
-pub fn group(name: &str, protocol: Protocol, flows: u32, rtt: Duration) -> GroupSpec {
-    GroupSpec {
-        name: name.into(),
-        protocol,
-        flows,
-        rtt,
-        target: None,
-        marker: None,
-        start: Duration::ZERO,
-        access: None,
-        start_spread: None,
-        packet_size: None,
-        onoff: None,
-    }
-}
 
 /// A constant-bit-rate protocol at `rate`.
 pub fn cbr(rate: Rate) -> Protocol {

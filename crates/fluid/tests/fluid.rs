@@ -3,19 +3,21 @@
 //! lets the Free follow a target above its share, and what the model cannot solve is refused
 //! naming its key.
 
+// The simulator's spec builders for tests, shared rather than copied.
+#[path = "../../sim/tests/common/mod.rs"]
 mod common;
 
-use common::{cbr, dumbbell, group, newreno};
+use common::{cbr, newreno};
+use qstp_fluid::{solve, FluidParams};
 use qstp_proto::{Duration, Rate};
 use qstp_sim::delegation::{matching, ControllerSpec, DelegationSpec, Matching, Trace};
-use qstp_sim::fluid::{solve, FluidParams};
-use qstp_sim::{QueueSpec, RedParams, RedSpec, RunOutput, SimError, SimSpec, Topology};
+use qstp_sim::{GroupSpec, QueueSpec, RedParams, RedSpec, RunOutput, SimError, SimSpec, Topology};
 
 const PACKET: usize = 1000;
 
 /// A dumbbell of C packets per second whose bottleneck is RED with `curve`.
 fn red_dumbbell(c: u64, limit: usize, curve: [f64; 3], seconds: u64) -> SimSpec {
-    let mut spec = dumbbell(
+    let mut spec = SimSpec::dumbbell(
         Rate::from_bps(c * PACKET as u64 * 8),
         Duration::from_millis(10),
         limit,
@@ -61,7 +63,7 @@ fn identical_flows_converge_to_their_fair_share_with_the_average_queue_on_the_re
     let m = 10u32;
     let [b_min, b_max, p_max] = CURVE;
     let mut spec = red_dumbbell(C, 200, CURVE, 60);
-    spec.groups = vec![group("A", newreno(), m, Duration::from_millis(60))];
+    spec.groups = vec![GroupSpec::new("A", newreno(), m, Duration::from_millis(60))];
     let out = run(&spec, Duration::from_millis(1));
     let fair = C as f64 / f64::from(m);
     for i in 0..m as usize {
@@ -88,11 +90,11 @@ fn delegated(controller: ControllerSpec, target: f64, reverse: bool) -> SimSpec 
     spec.warmup = Duration::from_secs(10);
     let ms = Duration::from_millis;
     spec.groups = vec![
-        group("F", newreno(), 1, ms(60)),
-        group("S", newreno(), 4, ms(60)),
-        group("X1", newreno(), 2, ms(50)),
-        group("X2", newreno(), 1, ms(60)),
-        group("X3", newreno(), 2, ms(70)),
+        GroupSpec::new("F", newreno(), 1, ms(60)),
+        GroupSpec::new("S", newreno(), 4, ms(60)),
+        GroupSpec::new("X1", newreno(), 2, ms(50)),
+        GroupSpec::new("X2", newreno(), 1, ms(60)),
+        GroupSpec::new("X3", newreno(), 2, ms(70)),
     ];
     // The controller compares payload throughput with the trace.
     let payload_bits = qstp_dataplane::headers::tcp_payload(PACKET as u64) as f64 * 8.0;
@@ -200,7 +202,7 @@ fn refused(spec: &SimSpec, step: Duration) -> String {
 #[test]
 fn what_the_model_cannot_solve_is_refused_naming_the_key() {
     let mut spec = red_dumbbell(1000, 100, [20.0, 80.0, 0.1], 10);
-    spec.groups = vec![group("A", newreno(), 2, Duration::from_millis(40))];
+    spec.groups = vec![GroupSpec::new("A", newreno(), 2, Duration::from_millis(40))];
     // The sender's side of the path is 40 ms / 2 - 10 ms = 10 ms.
     assert_eq!(refused(&spec, Duration::from_millis(11)), "fluid.step");
     assert_eq!(refused(&spec, Duration::ZERO), "fluid.step");
@@ -219,7 +221,7 @@ fn what_the_model_cannot_solve_is_refused_naming_the_key() {
     }
     assert_eq!(refused(&tail, Duration::from_millis(1)), "bottleneck.queue");
     let mut udp = spec.clone();
-    udp.groups.push(group(
+    udp.groups.push(GroupSpec::new(
         "U",
         cbr(Rate::from_mbps(1)),
         1,

@@ -3,11 +3,11 @@
 
 use super::model::Model;
 use super::solver::Solver;
-use crate::delegation::DelegationRecord;
-use crate::spec::{
+use qstp_proto::Duration;
+use qstp_sim::delegation::DelegationRecord;
+use qstp_sim::spec::{
     CodePointCounters, FlowRecord, QueueRecord, QueueSeries, RunOutput, SenderSeries, SimSpec,
 };
-use qstp_proto::Duration;
 
 /// One flow's integrals per bin, in packets (ns for the RTT).
 #[derive(Debug, Clone)]
@@ -59,7 +59,7 @@ fn counts(values: &[f64], scale: f64) -> Vec<u64> {
 impl Recorder {
     /// A recorder of `spec`'s bins for the flows of `m`.
     pub fn new(m: &Model, spec: &SimSpec) -> Self {
-        let bins = crate::validate::bin_count(spec) as usize;
+        let bins = qstp_sim::validate::bin_count(spec) as usize;
         let zeros = vec![0.0; bins];
         Recorder {
             bin_ns: spec.bin.as_nanos().max(1),

@@ -1,6 +1,6 @@
 //! The nonlinear fluid model of the Free & Stunts paper (§III, eqs. 5-15): m TCP
 //! flows as rates x_i(t) through one RED bottleneck of capacity C, with the Free's congestion
-//! signals delegated to its Stunts by the same [`Controller`](crate::delegation::Controller) the
+//! signals delegated to its Stunts by the same [`Controller`](qstp_sim::delegation::Controller) the
 //! packet simulator runs. [`solve`] turns a [`SimSpec`] into a [`RunOutput`], so the lab's
 //! summaries, series, plots and reports work on it unchanged.
 //!
@@ -51,9 +51,9 @@ pub mod solver;
 
 pub use model::Model;
 
-use crate::error::SimError;
-use crate::spec::{RunOutput, SimSpec};
 use qstp_proto::{Duration, Time};
+use qstp_sim::error::SimError;
+use qstp_sim::spec::{RunOutput, SimSpec};
 
 /// The step when a scenario gives none.
 pub const DEFAULT_STEP: Duration = Duration::from_millis(1);

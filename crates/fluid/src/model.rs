@@ -3,11 +3,11 @@
 //! model cannot represent is refused here, naming the key.
 
 use super::FluidParams;
-use crate::delegation::DelegationSpec;
-use crate::error::SimError;
-use crate::source::TcpSpec;
-use crate::spec::{Protocol, QueueSpec, SimSpec, Topology};
 use qstp_dataplane::headers::tcp_payload;
+use qstp_sim::delegation::DelegationSpec;
+use qstp_sim::error::SimError;
+use qstp_sim::source::TcpSpec;
+use qstp_sim::spec::{Protocol, QueueSpec, SimSpec, Topology};
 
 /// A flow's part in the Free & Stunts group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +109,7 @@ impl Model {
     /// The model of `spec`; refuses what it cannot represent and a step that is not below the
     /// smallest delay.
     pub fn new(spec: &SimSpec, params: &FluidParams) -> Result<Model, SimError> {
-        crate::validate::validate(spec)?;
+        qstp_sim::validate::validate(spec)?;
         let Topology::Dumbbell { bottleneck } = &spec.topology else {
             return Err(invalid(
                 "link",

@@ -5,10 +5,10 @@ use super::equations::{self, Control, Past, Rates, State};
 use super::history::History;
 use super::model::Model;
 use super::FluidParams;
-use crate::delegation::controller::MARGIN;
-use crate::delegation::Controller;
-use crate::error::SimError;
 use qstp_proto::{Duration, Rate};
+use qstp_sim::delegation::controller::MARGIN;
+use qstp_sim::delegation::Controller;
+use qstp_sim::error::SimError;
 
 /// Most values the histories may hold together (8 bytes each): 64 Mi, 512 MiB.
 const MAX_HISTORY_VALUES: u64 = 64 << 20;
