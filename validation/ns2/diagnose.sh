@@ -28,6 +28,11 @@ cd "$(dirname "$0")"
   echo
   python3 compare.py --only hstcp --long-only --markdown --lab-tcp 'rto = "linux"' | sed 1,2d
   echo
+  echo "## 2c. Scalable with the lab's default ai_cnt = 100 in place of ns-2's 50 (tcp_scalable.c:17)"
+  echo
+  python3 compare.py --only hstcp --cc scalable --flows 1 --flows 2 --flows 8 --markdown \
+    --lab-congestion 'scalable="scalable"' | sed 1,2d
+  echo
   echo "## 3. BIC with rto = \"linux\" and max_increment = 31, smooth_part = 10"
   echo
   python3 compare.py --only hstcp --cc bic --long-seeds 0 --markdown --lab-tcp 'rto = "linux"' \
