@@ -129,16 +129,8 @@ preprocess = false
         FlowSeries {
             group,
             flow,
-            throughput_bps: Vec::new(),
             goodput_bps,
-            jitter_ms: Vec::new(),
-            rtt_ms: Vec::new(),
-            cwnd_bytes: Vec::new(),
-            loss_rate: Vec::new(),
-            loss_events: Vec::new(),
-            rate_bps: Vec::new(),
-            x_recv_bps: Vec::new(),
-            loss_event_rate: Vec::new(),
+            ..FlowSeries::default()
         }
     }
 

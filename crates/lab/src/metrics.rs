@@ -48,7 +48,7 @@ pub struct FlowRun {
 }
 
 /// One flow's series over a whole run, one value per bin.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FlowSeries {
     /// Index of the group.
     pub group: usize,
@@ -245,48 +245,101 @@ fn flow_run(f: &FlowRecord, bin: Duration, warmup: Duration, end: Duration) -> F
 }
 
 fn flow_series(f: &FlowRecord, bin: Duration) -> FlowSeries {
-    FlowSeries {
+    let mut series = FlowSeries {
         group: f.group,
         flow: f.flow,
         throughput_bps: tsw(&f.received_bytes, bin, TSW_WINDOW),
         goodput_bps: tsw(&f.delivered_bytes, bin, TSW_WINDOW),
-        jitter_ms: f
-            .jitter_ns
+        ..FlowSeries::default()
+    };
+    for metric in OPTIONAL_SERIES {
+        *(metric.values_mut)(&mut series) = (metric.read)(f);
+    }
+    series
+}
+
+/// A per-flow time series with an optional value per bin: how it is read from the run's record,
+/// where it is kept in a [`FlowSeries`], its name in `series.csv` and its digits there. The
+/// series' computation, the long CSV writer and `qstp plot`'s reader all iterate
+/// [`OPTIONAL_SERIES`], so a new series is a field of [`FlowSeries`] and one entry there.
+pub struct SeriesMetric {
+    /// Its `metric` in `series.csv`.
+    pub name: &'static str,
+    /// Decimal digits written.
+    pub digits: usize,
+    /// Every flow has it (a value or `None` per bin); otherwise only the flows whose senders
+    /// report it, and the others' is empty.
+    pub every_flow: bool,
+    /// Computed from the run's record.
+    pub read: fn(&FlowRecord) -> Vec<Option<f64>>,
+    /// Where a [`FlowSeries`] keeps it.
+    pub values: fn(&FlowSeries) -> &Vec<Option<f64>>,
+    /// The same, to fill in.
+    pub values_mut: fn(&mut FlowSeries) -> &mut Vec<Option<f64>>,
+}
+
+/// Declare a [`SeriesMetric`] kept in the field of the same name.
+macro_rules! series_metric {
+    ($field:ident, $digits:expr, $every_flow:expr, $read:expr) => {
+        SeriesMetric {
+            name: stringify!($field),
+            digits: $digits,
+            every_flow: $every_flow,
+            read: $read,
+            values: |s| &s.$field,
+            values_mut: |s| &mut s.$field,
+        }
+    };
+}
+
+/// Every optional per-flow series, in the order `series.csv` lists them (after the throughput and
+/// the goodput, which every flow has in every bin).
+pub const OPTIONAL_SERIES: &[SeriesMetric] = &[
+    series_metric!(jitter_ms, 3, true, |f| {
+        f.jitter_ns
             .iter()
             .zip(&f.received_packets)
             .map(|(&j, &n)| (n > 0).then(|| j as f64 / n as f64 / 1e6))
-            .collect(),
-        rtt_ms: f
-            .sender
+            .collect()
+    }),
+    series_metric!(rtt_ms, 3, false, |f| {
+        f.sender
             .rtt_ns
             .iter()
             .zip(&f.sender.rtt_samples)
             .map(|(&r, &n)| (n > 0).then(|| r as f64 / n as f64 / 1e6))
-            .collect(),
-        cwnd_bytes: f
-            .sender
+            .collect()
+    }),
+    series_metric!(cwnd_bytes, 0, false, |f| {
+        f.sender
             .cwnd_bytes
             .iter()
             .map(|&c| (c > 0).then_some(c as f64))
-            .collect(),
-        loss_rate: f
-            .sender
+            .collect()
+    }),
+    series_metric!(loss_rate, 6, false, |f| {
+        f.sender
             .retransmitted
             .iter()
             .zip(&f.sender.sent)
             .map(|(&r, &n)| (n > 0).then(|| r as f64 / n as f64))
-            .collect(),
-        loss_events: f
-            .sender
+            .collect()
+    }),
+    series_metric!(loss_events, 0, false, |f| {
+        f.sender
             .loss_events
             .iter()
             .map(|&n| Some(n as f64))
-            .collect(),
-        rate_bps: rate_series(f, |r| r.rate_bps as f64),
-        x_recv_bps: rate_series(f, |r| r.x_recv_bps as f64),
-        loss_event_rate: rate_series(f, |r| r.loss_event_rate_ppb as f64 / 1e9),
-    }
-}
+            .collect()
+    }),
+    series_metric!(rate_bps, 0, false, |f| rate_series(f, |r| r.rate_bps
+        as f64)),
+    series_metric!(x_recv_bps, 0, false, |f| rate_series(f, |r| r.x_recv_bps
+        as f64)),
+    series_metric!(loss_event_rate, 9, false, |f| {
+        rate_series(f, |r| r.loss_event_rate_ppb as f64 / 1e9)
+    }),
+];
 
 /// One field of a rate-based sender's per-bin samples.
 fn rate_series(f: &FlowRecord, pick: impl Fn(&qstp_sim::RateSample) -> f64) -> Vec<Option<f64>> {

@@ -11,7 +11,7 @@
 //! and has no marker is refused before anything runs ([`claim`]), so no user file is replaced.
 
 use crate::figures::{figures, group_series, point_stem};
-use crate::metrics::RunSeries;
+use crate::metrics::{RunSeries, OPTIONAL_SERIES};
 use crate::plot::{pdf, render, render_panels, PlotError};
 use crate::report::{html, RenderedFigure};
 use crate::runner::PointResult;
@@ -403,19 +403,11 @@ pub fn long_series_csv(plan: &Plan, results: &[PointResult]) -> String {
                 for (i, v) in f.goodput_bps.iter().enumerate() {
                     row(i, "goodput_bps", format!("{v:.0}"));
                 }
-                for (metric, values, digits) in [
-                    ("jitter_ms", &f.jitter_ms, 3),
-                    ("rtt_ms", &f.rtt_ms, 3),
-                    ("cwnd_bytes", &f.cwnd_bytes, 0),
-                    ("loss_rate", &f.loss_rate, 6),
-                    ("loss_events", &f.loss_events, 0),
-                    ("rate_bps", &f.rate_bps, 0),
-                    ("x_recv_bps", &f.x_recv_bps, 0),
-                    ("loss_event_rate", &f.loss_event_rate, 9),
-                ] {
-                    for (i, v) in values.iter().enumerate() {
+                for metric in OPTIONAL_SERIES {
+                    let digits = metric.digits;
+                    for (i, v) in (metric.values)(f).iter().enumerate() {
                         if let Some(v) = v {
-                            row(i, metric, format!("{v:.digits$}"));
+                            row(i, metric.name, format!("{v:.digits$}"));
                         }
                     }
                 }

@@ -5,7 +5,7 @@
 //! in `summary.json`), `runs.csv` (each run's per-flow means) and `series.csv` (the series of the
 //! runs it kept). Queue counters and event counts are in the summary only.
 
-use crate::metrics::{FlowRun, FlowSeries, QueueLength, RunMetrics, RunSeries};
+use crate::metrics::{FlowRun, FlowSeries, QueueLength, RunMetrics, RunSeries, OPTIONAL_SERIES};
 use crate::runner::PointResult;
 use crate::scenario::{parse, Overrides, Plan, ScenarioError};
 use crate::summary::Summary;
@@ -301,39 +301,33 @@ fn read_series(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<
             .entry((p, run))
             .or_default()
             .entry((group, flow))
-            .or_insert_with(|| FlowSeries {
-                group,
-                flow,
-                throughput_bps: vec![0.0; bins],
-                goodput_bps: vec![0.0; bins],
-                jitter_ms: vec![None; bins],
-                rtt_ms: Vec::new(),
-                cwnd_bytes: Vec::new(),
-                loss_rate: Vec::new(),
-                loss_events: Vec::new(),
-                rate_bps: Vec::new(),
-                x_recv_bps: Vec::new(),
-                loss_event_rate: Vec::new(),
+            .or_insert_with(|| {
+                let mut s = FlowSeries {
+                    group,
+                    flow,
+                    throughput_bps: vec![0.0; bins],
+                    goodput_bps: vec![0.0; bins],
+                    ..FlowSeries::default()
+                };
+                for metric in OPTIONAL_SERIES.iter().filter(|m| m.every_flow) {
+                    *(metric.values_mut)(&mut s) = vec![None; bins];
+                }
+                s
             });
-        // Sender series exist only for the flows whose senders report them.
-        let sparse = |v: &mut Vec<Option<f64>>| {
-            if v.is_empty() {
-                v.resize(bins, None);
-            }
-            v[bin] = Some(value);
-        };
         match &r[5] {
             "throughput_bps" => series.throughput_bps[bin] = value,
             "goodput_bps" => series.goodput_bps[bin] = value,
-            "jitter_ms" => series.jitter_ms[bin] = Some(value),
-            "rtt_ms" => sparse(&mut series.rtt_ms),
-            "cwnd_bytes" => sparse(&mut series.cwnd_bytes),
-            "loss_rate" => sparse(&mut series.loss_rate),
-            "loss_events" => sparse(&mut series.loss_events),
-            "rate_bps" => sparse(&mut series.rate_bps),
-            "x_recv_bps" => sparse(&mut series.x_recv_bps),
-            "loss_event_rate" => sparse(&mut series.loss_event_rate),
-            other => return Err(csv_error(path, line, format!("unknown metric '{other}'"))),
+            name => {
+                let Some(metric) = OPTIONAL_SERIES.iter().find(|m| m.name == name) else {
+                    return Err(csv_error(path, line, format!("unknown metric '{name}'")));
+                };
+                // Sender series exist only for the flows whose senders report them.
+                let values = (metric.values_mut)(series);
+                if values.is_empty() {
+                    values.resize(bins, None);
+                }
+                values[bin] = Some(value);
+            }
         }
     }
     for ((p, run), flows) in kept {
