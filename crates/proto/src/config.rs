@@ -221,8 +221,16 @@ pub struct Config {
     pub error: ErrorControl,
     /// Delivery order.
     pub order: Order,
-    /// Largest datagram the connection emits, headers included (TFRC's segment size s is this).
+    /// Largest datagram the connection emits, headers included (TFRC's segment size s is this):
+    /// with `pmtu_discovery`, the ceiling of the search.
     pub max_datagram: usize,
+    /// Path MTU discovery (RFC 8899): data packets start at 1200 bytes (RFC 9000 §14) and grow up
+    /// to `max_datagram` as padded probes confirm the path carries them; a datagram the local
+    /// network refuses (EMSGSIZE) fails a probe. Off, every data packet may be `max_datagram` bytes
+    /// from the start, as in the papers' simulations; `qstp send` and `recv` turn it on. Local to
+    /// the sender.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub pmtu_discovery: bool,
     /// Bytes the application may have written but not yet acknowledged by the peer.
     pub send_buffer: usize,
     /// Bytes received but not yet read by the application; advertised to the peer as its window.
@@ -432,6 +440,7 @@ impl Default for Config {
             error: ErrorControl::SackFull,
             order: Order::Ordered,
             max_datagram: 1500,
+            pmtu_discovery: false,
             send_buffer: 4 << 20,
             recv_buffer: 4 << 20,
             // RFC 5348 §4.2 leaves the initial RTT to the implementation; 100 ms is a common choice.

@@ -527,6 +527,16 @@ impl Endpoint {
         }
     }
 
+    /// The datagram of `size` bytes just sent for `handle` was refused by the local network
+    /// (EMSGSIZE) or reported too big by a validated ICMP message: path MTU discovery counts it as
+    /// a failed probe or shrinks the connection's datagrams (RFC 8899 §4.6); a connection that
+    /// cannot shrink closes with [`CloseReason::DatagramTooLarge`](crate::CloseReason).
+    pub fn handle_datagram_too_big(&mut self, now: Time, handle: ConnectionHandle, size: usize) {
+        if let Some(conn) = self.connections.get_mut(&handle) {
+            conn.on_datagram_too_big(now, size);
+        }
+    }
+
     /// The next datagram to send, if any is allowed at `now`; written into `buf` (cleared first).
     pub fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
         buf.clear();

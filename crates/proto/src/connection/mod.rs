@@ -54,6 +54,13 @@ pub enum CloseReason {
     KeyMismatch,
     /// The peer broke the protocol.
     ProtocolViolation(String),
+    /// The local network refused datagrams of `size` bytes (EMSGSIZE: larger than the
+    /// interface's MTU) and the connection may not send smaller ones: its datagram size is
+    /// pinned, or already the 1200-byte base of path MTU discovery.
+    DatagramTooLarge {
+        /// The refused datagram's size in bytes (UDP payload).
+        size: usize,
+    },
 }
 
 /// Why a write was refused.
@@ -144,12 +151,18 @@ pub struct Stats {
     pub target_met: bool,
     /// The receive rate X_recv of the latest feedback judged against the target.
     pub delivered_rate: Rate,
+    /// The largest datagram data packets use now, bytes of UDP payload: the size path MTU
+    /// discovery confirmed (1200 at first), or the configured size when it is off.
+    pub datagram_size: usize,
+    /// Path MTU probes sent, acknowledged and lost, and falls back to the base size.
+    pub pmtu: PmtuCounters,
 }
 
 mod close;
 mod events;
 mod handshake;
 mod idle;
+mod pmtu;
 mod recv;
 mod rto;
 mod send;
@@ -164,6 +177,7 @@ use close::Closing;
 use events::EventQueue;
 use handshake::Handshake;
 use idle::IdleClock;
+pub use pmtu::{PmtuCounters, BASE_DATAGRAM};
 use recv::Receiver;
 use send::Sender;
 use stats::Counters;
@@ -646,6 +660,8 @@ impl Connection {
             .snapshot(self.sender.rate.state(), self.sender.acked_bytes());
         stats.target_met = self.sender.sla.met();
         stats.delivered_rate = self.sender.sla.delivered();
+        stats.datagram_size = self.sender.pmtu.current();
+        stats.pmtu = self.sender.pmtu.counters;
         stats
     }
 
