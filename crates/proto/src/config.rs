@@ -241,6 +241,12 @@ pub struct Config {
     pub min_rto: Duration,
     /// The connection closes after this long without hearing from the peer.
     pub idle_timeout: Duration,
+    /// With data in flight, a peer that answers nothing for this many probe timeouts (RFC 9002
+    /// §6.2: SRTT + 4 RTTVAR + the feedback interval), at least a second in all, while as many
+    /// packets went out unanswered, is declared gone long before the idle timeout
+    /// ([`CloseReason::PeerUnresponsive`](crate::CloseReason)); zero turns the check off.
+    #[cfg_attr(feature = "serde", serde(default = "default_peer_silence_ptos"))]
+    pub peer_silence_ptos: u32,
     /// A connection attempt fails after this long without an answer.
     pub handshake_timeout: Duration,
     /// Most datagrams the pacer lets out back to back at high rates (a burst stays small at low
@@ -423,6 +429,14 @@ impl Config {
     }
 }
 
+/// Probe timeouts of silence, with data in flight, after which a peer is declared gone.
+pub const DEFAULT_PEER_SILENCE_PTOS: u32 = 8;
+
+#[cfg(feature = "serde")]
+fn default_peer_silence_ptos() -> u32 {
+    DEFAULT_PEER_SILENCE_PTOS
+}
+
 /// Smallest datagram a connection may be configured to emit.
 pub const MIN_DATAGRAM: usize = 256;
 /// Largest datagram a connection may be configured to emit (fits a UDP payload).
@@ -448,6 +462,7 @@ impl Default for Config {
             // RFC 6298 §2.4: RTO SHOULD be rounded up to 1 second.
             min_rto: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(30),
+            peer_silence_ptos: DEFAULT_PEER_SILENCE_PTOS,
             handshake_timeout: Duration::from_secs(10),
             max_burst: 16,
             max_rate: None,

@@ -45,6 +45,12 @@ pub enum CloseReason {
     },
     /// Nothing was heard from the peer for the idle timeout.
     IdleTimeout,
+    /// With data in flight, the peer answered nothing for several probe timeouts (RFC 9002 §6.2)
+    /// while packets kept going out: it stopped answering (crashed, killed, or the path is gone).
+    PeerUnresponsive {
+        /// How long the peer had been silent.
+        silent_for: Duration,
+    },
     /// The handshake got no answer in time.
     HandshakeTimeout,
     /// The server refused the connection (for instance, an unsupported composition).
@@ -162,6 +168,7 @@ mod close;
 mod events;
 mod handshake;
 mod idle;
+mod liveness;
 mod pmtu;
 mod recv;
 mod rto;
@@ -238,6 +245,8 @@ pub struct Connection {
     closing: Closing,
     /// When the peer was last heard, for idle detection.
     idle: IdleClock,
+    /// Whether the peer still answers what is sent (RFC 9002 §6.2).
+    silence: liveness::Silence,
     /// The latest time the driver passed in (for deadlines computed without a `now`).
     last_now: Time,
     /// Packet keys once derived (a server's from its start, a client's from the accept).
@@ -318,6 +327,7 @@ impl Connection {
             receiver: Receiver::new(&config),
             closing: Closing::default(),
             idle: IdleClock::default(),
+            silence: liveness::Silence::default(),
             last_now: now,
             config,
             keys: None,
@@ -380,6 +390,7 @@ impl Connection {
             self.counters.bytes_received += size as u64;
             if !self.is_closed() {
                 self.idle.on_heard(now);
+                self.silence.on_heard();
                 self.timers.set(Timer::Idle, now + self.config.idle_timeout);
             }
         } else {
@@ -445,6 +456,11 @@ impl Connection {
                 }
             }
         }
+        if self.peer_silence_deadline().is_some_and(|t| t <= now) {
+            let silent_for = now.saturating_since(self.silence.since().unwrap_or(now));
+            self.close_silently(CloseReason::PeerUnresponsive { silent_for }, now);
+            return;
+        }
         if self.timers.is_expired(Timer::HandshakeTimeout, now) {
             self.close_silently(CloseReason::HandshakeTimeout, now);
             return;
@@ -476,6 +492,7 @@ impl Connection {
             }
             self.counters.packets_sent += 1;
             self.counters.bytes_sent += buf.len() as u64;
+            self.silence.on_sent(now);
         }
         sent
     }
@@ -483,6 +500,9 @@ impl Connection {
     /// When `handle_timeout` or `poll_transmit` should next run.
     pub(crate) fn poll_timeout(&self) -> Option<Time> {
         let mut next = self.timers.next();
+        if let Some(t) = self.peer_silence_deadline() {
+            next = Some(next.map_or(t, |n| n.min(t)));
+        }
         if self.state == State::Established {
             for t in [self.sender_poll_timeout(), self.receiver_poll_timeout()]
                 .into_iter()

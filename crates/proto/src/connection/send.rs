@@ -201,6 +201,16 @@ impl Sender {
         self.rto_estimator.rto(config.min_rto)
     }
 
+    /// The probe timeout (RFC 9002 §6.2.1), the unit of a peer's silence.
+    pub(crate) fn pto(&self, config: &Config) -> Duration {
+        self.rto_estimator.pto(config.initial_rtt)
+    }
+
+    /// Whether data packets are in flight, unacknowledged and not yet declared lost.
+    pub(crate) fn has_in_flight(&self) -> bool {
+        self.sack.outstanding() > 0
+    }
+
     /// When the retransmission timer expires: an RTO after the oldest outstanding packet left,
     /// and, after expiries without progress, no sooner than the backed-off timeout after the
     /// last one (RFC 6298 §5.5 doubles it, §5.6 restarts the timer from the expiry).
