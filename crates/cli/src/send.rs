@@ -78,6 +78,14 @@ struct FinalStats {
     target_met: bool,
     /// The receive rate the receiver last reported while the target was judged.
     delivered_rate_bps: u64,
+    /// The largest datagram data packets used at the end, bytes of UDP payload: what path MTU
+    /// discovery found, or what `--mtu` pinned.
+    datagram_size: usize,
+    /// Whether path MTU discovery ran (false with `--mtu`).
+    pmtu_discovery: bool,
+    /// Path MTU probes sent, and those lost or refused (EMSGSIZE) by the path.
+    pmtu_probes_sent: u64,
+    pmtu_probes_lost: u64,
     profile: String,
     dscp: String,
     /// Whether the receiver confirmed every byte (the end-to-end hash matched).
@@ -119,7 +127,9 @@ fn plan(args: &SendArgs) -> anyhow::Result<Plan> {
         }
         config.max_rate = Some(cap);
     }
-    config.validate().map_err(anyhow::Error::msg)?;
+    // The address family is known once the receiver's name is resolved: checked with IPv6's
+    // larger headers now, applied again then.
+    args.wire.apply(&mut config, false)?;
     if let Some(name) = &args.name {
         transfer::check_file_name(name).context("invalid --name")?;
     }
@@ -268,6 +278,8 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
         )
     };
     let remote = resolve(&with_default_port(&args.to, false)?).await?;
+    let mut plan = plan;
+    args.wire.apply(&mut plan.config, remote.is_ipv4())?;
     let local: SocketAddr = if remote.is_ipv4() {
         "0.0.0.0:0".parse()?
     } else {
@@ -360,6 +372,10 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
         loss_event_rate: stats.loss_event_rate,
         target_met: stats.target_met,
         delivered_rate_bps: stats.delivered_rate.bps(),
+        datagram_size: stats.datagram_size,
+        pmtu_discovery: plan.config.pmtu_discovery,
+        pmtu_probes_sent: stats.pmtu.probes_sent,
+        pmtu_probes_lost: stats.pmtu.probes_lost,
         profile: plan.profile.to_string(),
         dscp: conn.dscp().to_string(),
         verified: verdict == Verdict::Verified,

@@ -119,7 +119,16 @@ impl Driver {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => true,
                 Err(e) => return Err(e),
             };
-            self.shared.lock().socket_stats = self.io.stats;
+            {
+                let mut state = self.shared.lock();
+                state.socket_stats = self.io.stats;
+                if !self.batch.too_big.is_empty() {
+                    let now = state.now();
+                    for (connection, size) in self.batch.too_big.drain(..) {
+                        state.proto.handle_datagram_too_big(now, connection, size);
+                    }
+                }
+            }
             if turn.idle && self.batch.pending() == 0 {
                 return Ok(());
             }
@@ -173,7 +182,12 @@ impl Driver {
         if self.batch.pending() == 0 {
             while let Some(transmit) = state.proto.poll_transmit(now, self.batch.next_buffer()) {
                 let tos = state.tos_for(transmit.connection);
-                self.batch.commit(transmit.destination, transmit.size, tos);
+                self.batch.commit(
+                    transmit.destination,
+                    transmit.size,
+                    tos,
+                    transmit.connection,
+                );
                 if self.batch.pending() >= MAX_BATCH_DATAGRAMS {
                     more_to_send = true;
                     break;

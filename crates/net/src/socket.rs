@@ -69,6 +69,8 @@ struct Outgoing {
     destination: SocketAddr,
     len: usize,
     tos: u8,
+    /// The connection it belongs to, told if the datagram proves too large for the path.
+    connection: Option<qstp_proto::ConnectionHandle>,
 }
 
 /// Datagrams waiting to be sent, each in its own reused buffer (the protocol writes straight into
@@ -79,6 +81,9 @@ pub(crate) struct SendBatch {
     datagrams: Vec<Outgoing>,
     /// Index of the first datagram not yet sent.
     next: usize,
+    /// Datagrams the kernel refused as larger than the interface's MTU (EMSGSIZE), with their
+    /// connection: path MTU discovery hears of them (bounded: at most one per datagram batched).
+    pub(crate) too_big: Vec<(qstp_proto::ConnectionHandle, usize)>,
 }
 
 impl SendBatch {
@@ -92,13 +97,20 @@ impl SendBatch {
     }
 
     /// Add the datagram just written into [`SendBatch::next_buffer`], its first `len` bytes.
-    pub(crate) fn commit(&mut self, destination: SocketAddr, len: usize, tos: u8) {
+    pub(crate) fn commit(
+        &mut self,
+        destination: SocketAddr,
+        len: usize,
+        tos: u8,
+        connection: Option<qstp_proto::ConnectionHandle>,
+    ) {
         let index = self.datagrams.len();
         let len = len.min(self.buffers[index].len());
         self.datagrams.push(Outgoing {
             destination,
             len,
             tos,
+            connection,
         });
     }
 
@@ -108,7 +120,7 @@ impl SendBatch {
         let buffer = self.next_buffer();
         buffer.clear();
         buffer.extend_from_slice(datagram);
-        self.commit(destination, datagram.len(), tos);
+        self.commit(destination, datagram.len(), tos, None);
     }
 
     /// Datagrams not yet sent.
@@ -122,7 +134,9 @@ impl SendBatch {
     }
 
     /// How many datagrams from `next` can go in one GSO send: same destination and TOS, equal
-    /// sizes except a shorter last one, within `max_segments` and one UDP payload.
+    /// sizes except a shorter last one after at least two equal ones, within `max_segments` and
+    /// one UDP payload. A larger datagram (a path MTU probe) so always goes alone, and a refusal
+    /// of its size concerns it only.
     fn gso_run(&self, max_segments: usize) -> usize {
         let first = self.datagrams[self.next];
         let mut count = 1;
@@ -132,6 +146,7 @@ impl SendBatch {
                 || d.destination != first.destination
                 || d.tos != first.tos
                 || d.len > first.len
+                || (d.len < first.len && count < 2)
                 || total + d.len > MAX_UDP_PAYLOAD
             {
                 break;
@@ -172,6 +187,9 @@ pub struct SocketStats {
     pub send_errors: u64,
     /// ICMP "port unreachable" reports read off the error queue (Linux).
     pub unreachable: u64,
+    /// Datagrams refused as larger than the interface's MTU (EMSGSIZE), path MTU probes among
+    /// them: counted by path MTU discovery, never a stall.
+    pub too_big: u64,
 }
 
 /// A bound UDP socket on the tokio reactor, with the kernel's batching features detected.
@@ -394,9 +412,19 @@ impl UdpIo {
                     // The device or kernel cannot segment: send one datagram at a time from now on.
                     self.max_segments = 1;
                 }
-                Err(_) => {
+                Err(e) => {
                     // UDP is unreliable anyway: the protocol repairs or gives up on what is lost.
                     self.stats.send_errors += run as u64;
+                    if is_too_big(&e) {
+                        // Larger than the interface's MTU: a path MTU probe that failed, or a
+                        // path that shrank (RFC 8899 §4.6); the protocol decides which.
+                        self.stats.too_big += run as u64;
+                        for d in &batch.datagrams[batch.next..batch.next + run] {
+                            if let Some(connection) = d.connection {
+                                batch.too_big.push((connection, d.len));
+                            }
+                        }
+                    }
                     batch.next += run;
                 }
             }
@@ -415,6 +443,19 @@ fn stride(meta: &quinn_udp::RecvMeta) -> usize {
         meta.stride
     };
     stride.max(1)
+}
+
+/// Whether a send failed because the datagram exceeds the interface's MTU (don't-fragment is set).
+fn is_too_big(e: &io::Error) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        e.raw_os_error() == Some(libc::EMSGSIZE)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = e;
+        false
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -687,6 +728,9 @@ mod tests {
         batch.push(y, &[0; 100], 0);
         batch.push(y, &[0; 100], 40);
         assert_eq!(batch.gso_run(64), 3);
+        // A larger datagram first (a probe) goes alone, even with a shorter one behind it.
+        batch.next = 1;
+        assert_eq!(batch.gso_run(64), 1);
         batch.next = 3;
         assert_eq!(batch.gso_run(64), 1);
         batch.next = 4;
