@@ -190,6 +190,9 @@ pub struct SocketStats {
     /// Datagrams refused as larger than the interface's MTU (EMSGSIZE), path MTU probes among
     /// them: counted by path MTU discovery, never a stall.
     pub too_big: u64,
+    /// Sends that failed with an error an ICMP message had left pending on the socket, tried
+    /// again.
+    pub icmp_errors_pending: u64,
 }
 
 /// A bound UDP socket on the tokio reactor, with the kernel's batching features detected.
@@ -381,7 +384,7 @@ impl UdpIo {
             let run = batch.gso_run(self.max_segments);
             let first = batch.datagrams[batch.next];
             let segment = (run > 1).then_some(first.len);
-            let result = self.socket.try_io(tokio::io::Interest::WRITABLE, || {
+            let send = || {
                 send_datagrams(
                     &self.socket,
                     first.destination,
@@ -389,7 +392,15 @@ impl UdpIo {
                     segment,
                     first.tos,
                 )
-            });
+            };
+            let mut result = self.socket.try_io(tokio::io::Interest::WRITABLE, send);
+            if result.as_ref().is_err_and(is_too_big) {
+                // An ICMP error (a Packet Too Big about some earlier datagram) leaves EMSGSIZE
+                // pending on the socket, and the next send reports it whatever its size; the
+                // report clears it, so only a second refusal concerns these datagrams.
+                self.stats.icmp_errors_pending += 1;
+                result = self.socket.try_io(tokio::io::Interest::WRITABLE, send);
+            }
             match result {
                 Ok(()) => {
                     self.stats.send_calls += 1;
