@@ -410,9 +410,30 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// [`serve_one`], and with `--json` a JSON line for a transfer that failed too.
+async fn serve(
+    conn: Connection,
+    destination: &Destination,
+    report: Report,
+    running: &Running,
+) -> anyhow::Result<()> {
+    let remote = conn.remote().map(|r| r.to_string()).unwrap_or_default();
+    let result = serve_one(conn, destination, report, running).await;
+    if let (true, Err(e)) = (report.json, &result) {
+        let failure = crate::send::FailureStats {
+            error: format!("{e:#}"),
+            file: None,
+            remote: &remote,
+            verified: false,
+        };
+        println!("{}", serde_json::to_string(&failure)?);
+    }
+    result
+}
+
 /// Receive one transfer on `conn`, store it if verified, and answer with the verdict; an error
 /// names the sender and says first what went wrong with the transfer.
-async fn serve(
+async fn serve_one(
     mut conn: Connection,
     destination: &Destination,
     report: Report,
@@ -498,7 +519,7 @@ async fn serve(
             Ok(())
         }
         Ok(_) => bail!("transfer from {remote} failed: {verdict}"),
-        Err(e) => Err(e.into_error(remote)),
+        Err(e) => Err(e.into_error(&format!("'{}' from {remote}", header.name))),
     }
 }
 
@@ -535,16 +556,19 @@ impl ReceiveFailure {
         }
     }
 
-    fn into_error(self, remote: std::net::SocketAddr) -> anyhow::Error {
+    /// The error naming the transfer (`what`: the file and the sender's address).
+    fn into_error(self, what: &str) -> anyhow::Error {
         match self {
             // The stream broke off: the sender vanished, timed out or aborted.
             ReceiveFailure::Transfer(
                 e @ (transfer::TransferError::Io(_) | transfer::TransferError::Truncated),
-            ) => anyhow::Error::new(e).context(format!("transfer from {remote} interrupted")),
+            ) => anyhow::Error::new(e).context(format!(
+                "transfer of {what} interrupted (the sender vanished or aborted)"
+            )),
             ReceiveFailure::Transfer(e) => {
-                anyhow::Error::new(e).context(format!("transfer from {remote} failed"))
+                anyhow::Error::new(e).context(format!("transfer of {what} failed"))
             }
-            ReceiveFailure::Storage(e) => e.context(format!("transfer from {remote} not stored")),
+            ReceiveFailure::Storage(e) => e.context(format!("transfer of {what} not stored")),
         }
     }
 }

@@ -447,3 +447,63 @@ fn a_pinned_mtu_larger_than_the_interface_fails_with_the_reason() {
     let _ = receiver.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_killed_receiver_is_reported_by_send_within_seconds() {
+    require_namespaces!();
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut spaces = Namespaces::new(unique_prefix());
+    let a = spaces.create("a").unwrap();
+    let b = spaces.create("b").unwrap();
+    link(Family::V4, &a, "qa", 1500, &b, "qb", 1500, 1);
+    let dir = scratch("real-paths-killed");
+    let source = dir.join("data.bin");
+    std::fs::write(&source, pattern(50 << 20)).unwrap();
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let mut receiver = Command::new("ip")
+        .args(["netns", "exec", &b, QSTP, "recv", "--once"])
+        .args(["--listen", "10.77.1.2:4433", "--out"])
+        .arg(format!("{}/", out.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(receiver.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.contains("listening"), "recv said: {line}");
+    // 50 MB at 20 Mbit/s: 20 s, so the receiver dies mid-transfer.
+    let sender = Command::new("ip")
+        .args(["netns", "exec", &a, QSTP, "send"])
+        .arg(&source)
+        .args([
+            "--to",
+            "10.77.1.2",
+            "--quiet",
+            "--max-rate",
+            "20M",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    receiver.kill().unwrap();
+    let killed = Instant::now();
+    receiver.wait().unwrap();
+    let mut sender = sender;
+    let status = wait_bounded(&mut sender, Duration::from_secs(30));
+    let noticed = killed.elapsed();
+    let output = sender.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("killed receiver reported after {noticed:?}: {stderr}");
+    assert!(!status.success());
+    assert!(stderr.contains("stopped answering"), "{stderr}");
+    assert!(
+        noticed < Duration::from_secs(5),
+        "reported after {noticed:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
