@@ -107,6 +107,8 @@ struct FinalStats {
     pmtu_probes_sent: u64,
     /// Path MTU probes lost or refused (EMSGSIZE) by the path.
     pmtu_probes_lost: u64,
+    /// ICMP Packet Too Big messages that quoted a probe and were believed (RFC 8899 §4.6).
+    pmtu_ptb_accepted: u64,
     profile: String,
     dscp: String,
     /// Whether the receiver confirmed every byte (the end-to-end hash matched).
@@ -429,6 +431,7 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
         pmtu_discovery: plan.config.pmtu_discovery,
         pmtu_probes_sent: stats.pmtu.probes_sent,
         pmtu_probes_lost: stats.pmtu.probes_lost,
+        pmtu_ptb_accepted: stats.pmtu.ptb_accepted,
         profile: plan.profile.to_string(),
         dscp: conn.dscp().to_string(),
         verified: verdict == Verdict::Verified,

@@ -153,6 +153,8 @@ fn too_big_received(ns: &str, family: Family) -> u64 {
 struct Outcome {
     /// The size of the datagrams at the end, from `send --json`.
     datagram_size: u64,
+    /// ICMP Packet Too Big messages the sender believed.
+    ptb_accepted: u64,
     goodput_bps: f64,
     elapsed: Duration,
 }
@@ -219,6 +221,7 @@ fn transfer(a: &str, b: &str, to: &str, tag: &str, extra: &[&str]) -> Outcome {
     let _ = std::fs::remove_dir_all(&dir);
     Outcome {
         datagram_size: json["datagram_size"].as_u64().unwrap(),
+        ptb_accepted: json["pmtu_ptb_accepted"].as_u64().unwrap(),
         goodput_bps: json["goodput_bps"].as_f64().unwrap(),
         elapsed,
     }
@@ -329,10 +332,11 @@ fn through_router(family: Family, black_hole: bool) {
     let too_big = too_big_received(&a, family) - before;
     let path = (1280 - family.headers()) as u64;
     eprintln!(
-        "router to MTU 1280 {} (black hole: {black_hole}): datagrams of {} bytes (path allows {path}), {} ICMP too-big received, {:.0} Mbit/s, {:?}",
+        "router to MTU 1280 {} (black hole: {black_hole}): datagrams of {} bytes (path allows {path}), {} ICMP too-big received, {} believed, {:.0} Mbit/s, {:?}",
         family.flag(),
         got.datagram_size,
         too_big,
+        got.ptb_accepted,
         got.goodput_bps / 1e6,
         got.elapsed
     );
@@ -343,8 +347,11 @@ fn through_router(family: Family, black_hole: bool) {
     );
     if black_hole {
         assert_eq!(too_big, 0, "the black hole let ICMP through");
+        assert_eq!(got.ptb_accepted, 0);
     } else {
         assert!(too_big > 0, "the router sent no Packet Too Big");
+        // RFC 8899 §4.6: the router's messages quote the probes, so the sender believes them.
+        assert!(got.ptb_accepted > 0, "no Packet Too Big was believed");
     }
 }
 

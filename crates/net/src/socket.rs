@@ -38,7 +38,7 @@ pub(crate) fn bind(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
 
 /// Have the kernel queue ICMP errors for every destination, not only a connected one (Linux's
 /// IP_RECVERR): an unreachable port then shows up on the error queue with the destination it
-/// concerns ([`UdpIo::take_refused`]). Best effort; without it handshakes just time out.
+/// concerns ([`UdpIo::take_errors`]). Best effort; without it handshakes just time out.
 #[cfg(target_os = "linux")]
 fn enable_error_queue(socket: &std::net::UdpSocket) {
     use std::os::fd::AsRawFd;
@@ -193,6 +193,8 @@ pub struct SocketStats {
     /// Sends that failed with an error an ICMP message had left pending on the socket, tried
     /// again.
     pub icmp_errors_pending: u64,
+    /// ICMP Packet Too Big reports read off the error queue (Linux), believed or not.
+    pub icmp_too_big: u64,
 }
 
 /// A bound UDP socket on the tokio reactor, with the kernel's batching features detected.
@@ -263,10 +265,14 @@ impl UdpIo {
     }
 
     /// Empty the kernel's error queue without blocking, appending to `refused` each destination
-    /// an ICMP "port unreachable" came back for (nothing listens there). Costs one readiness
-    /// check when no error is pending.
+    /// an ICMP "port unreachable" came back for (nothing listens there), and to `too_big` each
+    /// ICMP "too big" report. Costs one readiness check when no error is pending.
     #[cfg(target_os = "linux")]
-    pub(crate) fn take_refused(&mut self, refused: &mut Vec<SocketAddr>) {
+    pub(crate) fn take_errors(
+        &mut self,
+        refused: &mut Vec<SocketAddr>,
+        too_big: &mut Vec<QueuedError>,
+    ) {
         use std::os::fd::AsRawFd;
         let fd = self.socket.as_raw_fd();
         for _ in 0..1024 {
@@ -274,9 +280,13 @@ impl UdpIo {
                 .socket
                 .try_io(tokio::io::Interest::ERROR, || read_error_queue(fd))
             {
-                Ok(Some(destination)) => {
+                Ok(Some(QueuedError::Refused(destination))) => {
                     self.stats.unreachable += 1;
                     refused.push(destination);
+                }
+                Ok(Some(report @ QueuedError::TooBig { .. })) => {
+                    self.stats.icmp_too_big += 1;
+                    too_big.push(report);
                 }
                 Ok(None) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -286,7 +296,12 @@ impl UdpIo {
     }
 
     #[cfg(not(target_os = "linux"))]
-    pub(crate) fn take_refused(&mut self, _refused: &mut Vec<SocketAddr>) {}
+    pub(crate) fn take_errors(
+        &mut self,
+        _refused: &mut Vec<SocketAddr>,
+        _too_big: &mut Vec<QueuedError>,
+    ) {
+    }
 
     /// Read one batch of datagrams without blocking into the receive buffers; returns how many
     /// buffers were filled (`WouldBlock` when nothing was waiting). [`UdpIo::received`] lists them.
@@ -553,16 +568,38 @@ fn send_datagrams<'a>(
     }
 }
 
-/// One entry of the socket's error queue: the destination of the datagram that drew an ICMP
-/// "port unreachable", `None` for any other error; `WouldBlock` once the queue is empty.
+/// What one entry of the socket's error queue reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum QueuedError {
+    /// ICMP "port unreachable" from this destination: nothing listens there.
+    Refused(SocketAddr),
+    /// ICMP Packet Too Big (or IPv4 "fragmentation needed") about a datagram sent to
+    /// `destination`: the next hop carries IP packets of at most `mtu` bytes; `quoted` is the
+    /// start of the datagram (UDP payload) as the ICMP message quoted it.
+    TooBig {
+        /// Where the datagram went.
+        destination: SocketAddr,
+        /// The next-hop MTU the router named.
+        mtu: u32,
+        /// The first bytes of the datagram, at most [`QUOTED_LEN`].
+        quoted: Vec<u8>,
+    },
+}
+
+/// Most bytes of a datagram kept from an ICMP error's quote (enough for any header).
+pub(crate) const QUOTED_LEN: usize = 64;
+
+/// One entry of the socket's error queue: an ICMP "port unreachable" or "too big" with the
+/// destination of the datagram that drew it, `None` for any other error; `WouldBlock` once the
+/// queue is empty.
 #[cfg(target_os = "linux")]
-fn read_error_queue(fd: std::os::fd::RawFd) -> io::Result<Option<SocketAddr>> {
+fn read_error_queue(fd: std::os::fd::RawFd) -> io::Result<Option<QueuedError>> {
     /// Room for the control messages of one error, 8-byte aligned as `cmsghdr` needs.
     #[repr(C, align(8))]
     struct ControlBuffer([u8; 256]);
 
-    // The start of the datagram that caused the error, unused (MSG_TRUNC cuts the rest).
-    let mut data = [0u8; 64];
+    // The start of the datagram that caused the error (MSG_TRUNC cuts the rest).
+    let mut data = [0u8; QUOTED_LEN];
     let mut iov = libc::iovec {
         iov_base: data.as_mut_ptr() as *mut libc::c_void,
         iov_len: data.len(),
@@ -579,10 +616,13 @@ fn read_error_queue(fd: std::os::fd::RawFd) -> io::Result<Option<SocketAddr>> {
         msg.msg_iovlen = 1;
         msg.msg_control = control.0.as_mut_ptr() as *mut libc::c_void;
         msg.msg_controllen = control.0.len() as _;
-        if libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) < 0 {
+        let quoted = libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT);
+        if quoted < 0 {
             return Err(io::Error::last_os_error());
         }
+        let quoted = (quoted as usize).min(QUOTED_LEN);
         let mut refused = false;
+        let mut too_big = None;
         let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
         while !cmsg.is_null() {
             let c = &*cmsg;
@@ -594,13 +634,24 @@ fn read_error_queue(fd: std::os::fd::RawFd) -> io::Result<Option<SocketAddr>> {
                 let from_icmp = err.ee_origin == libc::SO_EE_ORIGIN_ICMP
                     || err.ee_origin == libc::SO_EE_ORIGIN_ICMP6;
                 refused |= from_icmp && err.ee_errno == libc::ECONNREFUSED as u32;
+                if from_icmp && err.ee_errno == libc::EMSGSIZE as u32 {
+                    too_big = Some(err.ee_info);
+                }
             }
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
-        if !refused {
+        let Some(destination) = socket_addr(&name, msg.msg_namelen) else {
             return Ok(None);
-        }
-        Ok(socket_addr(&name, msg.msg_namelen))
+        };
+        Ok(match (refused, too_big) {
+            (true, _) => Some(QueuedError::Refused(destination)),
+            (false, Some(mtu)) => Some(QueuedError::TooBig {
+                destination,
+                mtu,
+                quoted: data[..quoted].to_vec(),
+            }),
+            (false, None) => None,
+        })
     }
 }
 

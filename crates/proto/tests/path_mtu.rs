@@ -140,3 +140,58 @@ fn a_refused_probe_fails_and_a_refused_pinned_size_ends_the_connection() {
         Some(&CloseReason::DatagramTooLarge { size: 1500 })
     );
 }
+
+#[test]
+fn a_packet_too_big_is_believed_only_when_it_quotes_a_probe() {
+    let path = PathModel {
+        drop_if: Some(narrow),
+        ..PathModel::with_delay(Duration::from_millis(10))
+    };
+    let mut pair = Pair::new(discovering(), path, 9);
+    pair.capture = Some(Vec::new());
+    pair.connect_and_establish(discovering());
+    let data = pattern(4_000_000, 6);
+    let mut written = 0;
+    // Until the first probe (larger than any data packet) leaves.
+    let sent_probe = pair.drive_until(Duration::from_secs(10), |p| {
+        let conn = p.client.conn_mut();
+        while written < data.len() {
+            match conn.write(&data[written..]) {
+                Ok(n) => written += n,
+                Err(_) => break,
+            }
+        }
+        p.capture
+            .as_ref()
+            .unwrap()
+            .iter()
+            .any(|(_, _, d)| d.len() > 1452)
+    });
+    assert!(sent_probe);
+    let probe = pair
+        .capture
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|(_, _, d)| d.len() > 1452)
+        .map(|(_, _, d)| d[..64].to_vec())
+        .unwrap();
+    let server = pair.server.addr;
+    // A forged quote (another protection sequence number) is ignored.
+    let mut forged = probe.clone();
+    forged[12] ^= 1;
+    pair.client
+        .endpoint
+        .handle_packet_too_big(server, 1400, &forged);
+    assert_eq!(pair.client.conn().stats().pmtu.ptb_ignored, 1);
+    assert_eq!(pair.client.conn().stats().pmtu.probes_lost, 0);
+    // The genuine quote fails the probe at once.
+    pair.client
+        .endpoint
+        .handle_packet_too_big(server, 1400, &probe);
+    let stats = pair.client.conn().stats();
+    assert_eq!(stats.pmtu.ptb_accepted, 1);
+    assert_eq!(stats.pmtu.probes_lost, 1);
+    // Data packets never shrink on an ICMP message alone.
+    assert_eq!(stats.datagram_size, 1200);
+}

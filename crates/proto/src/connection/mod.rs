@@ -490,6 +490,7 @@ impl Connection {
                     keys.seal(buf);
                 }
             }
+            self.sender.pmtu.on_probe_sealed(buf);
             self.counters.packets_sent += 1;
             self.counters.bytes_sent += buf.len() as u64;
             self.silence.on_sent(now);

@@ -32,7 +32,14 @@ struct Probe {
     packet_number: u64,
     size: usize,
     sent: Time,
+    /// Bytes 2..19 of the datagram as sent (destination id, then the protection sequence number
+    /// or, unprotected, the flags and packet number): what an ICMP message quoting it must show.
+    quote: Option<[u8; QUOTE_LEN]>,
 }
+
+/// Bytes of a probe an ICMP Packet Too Big must quote to be believed (RFC 8899 §4.6.1).
+pub(crate) const QUOTE: core::ops::Range<usize> = 2..19;
+const QUOTE_LEN: usize = QUOTE.end - QUOTE.start;
 
 /// What a report of a datagram too large for the path changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +75,8 @@ pub(crate) struct PathMtu {
     resume_at: Option<Time>,
     /// Probes sent, acknowledged and lost, and falls back to the base size.
     pub(crate) counters: PmtuCounters,
+    /// The next probe's size, from a validated Packet Too Big (RFC 8899 §4.6.2).
+    hint: Option<usize>,
 }
 
 /// Counters of path MTU discovery, for statistics.
@@ -81,6 +90,10 @@ pub struct PmtuCounters {
     pub probes_lost: u64,
     /// Times data packets had to fall back to the base size (a black hole, or a path that shrank).
     pub black_holes: u64,
+    /// ICMP Packet Too Big messages that quoted a probe on its way, and were believed.
+    pub ptb_accepted: u64,
+    /// ICMP Packet Too Big messages ignored: quoting no probe on its way, or an impossible size.
+    pub ptb_ignored: u64,
 }
 
 impl PathMtu {
@@ -97,6 +110,7 @@ impl PathMtu {
             losses: 0,
             resume_at: None,
             counters: PmtuCounters::default(),
+            hint: None,
         }
     }
 
@@ -110,6 +124,9 @@ impl PathMtu {
         let upper = self.max.min(self.too_big - 1);
         if upper <= self.current {
             return None;
+        }
+        if let Some(hint) = self.hint.filter(|&h| h > self.current && h <= upper) {
+            return Some(hint);
         }
         if upper - self.current <= SEARCH_GRANULARITY {
             // Close enough to a size that failed; but the ceiling, never refused, is worth a try.
@@ -148,7 +165,41 @@ impl PathMtu {
             packet_number,
             size,
             sent: now,
+            quote: None,
         });
+    }
+
+    /// The probe just sent left as `datagram` (sealed, if protected): remember what an ICMP
+    /// message about it must quote.
+    pub(crate) fn on_probe_sealed(&mut self, datagram: &[u8]) {
+        if let (Some(probe), Some(quote)) = (self.probe.as_mut(), datagram.get(QUOTE)) {
+            if probe.quote.is_none() && datagram.len() == probe.size {
+                let mut bytes = [0u8; QUOTE_LEN];
+                bytes.copy_from_slice(quote);
+                probe.quote = Some(bytes);
+            }
+        }
+    }
+
+    /// An ICMP Packet Too Big quoting `quoted` (the start of the datagram it concerns) says the
+    /// path carries datagrams of at most `limit` bytes. Believed only if it quotes the probe on
+    /// its way (RFC 8899 §4.6.1: validation) and names a size below the probe's and no smaller
+    /// than the base (§4.6.2); then the probe failed, and the next one tries `limit` if it is
+    /// above the current size. Returns whether it was believed.
+    pub(crate) fn on_packet_too_big(&mut self, limit: usize, quoted: &[u8]) -> bool {
+        let matches = self.probe.is_some_and(|p| {
+            p.quote.is_some_and(|q| quoted.get(QUOTE) == Some(&q[..])) && limit < p.size
+        });
+        if !matches || limit < self.base {
+            self.counters.ptb_ignored += 1;
+            return false;
+        }
+        self.counters.ptb_accepted += 1;
+        let size = self.probe.map_or(limit + 1, |p| p.size);
+        self.on_too_big(size);
+        // RFC 8899 §4.6.2: a PTB_SIZE between the PLPMTU and the probed size is the next probe.
+        self.hint = Some(limit);
+        true
     }
 
     /// Feedback acknowledged `ranges` (inclusive, highest first): the probe passed or, with later
@@ -242,6 +293,7 @@ impl PathMtu {
         self.probe = None;
         self.losses = 0;
         self.resume_at = None;
+        self.hint = None;
     }
 }
 
@@ -346,6 +398,26 @@ mod tests {
         assert_eq!(pmtu.probe_due(NOW), None);
         assert_eq!(pmtu.on_too_big(1400), TooBig::Fatal);
         assert!(!pmtu.on_black_hole());
+    }
+
+    #[test]
+    fn a_packet_too_big_is_believed_only_when_it_quotes_the_probe() {
+        let mut pmtu = PathMtu::new(true, BASE_DATAGRAM, 8952);
+        let size = pmtu.probe_due(NOW).unwrap();
+        pmtu.on_probe_sent(NOW, 7, size);
+        let mut datagram = vec![0u8; size];
+        datagram[2..19].copy_from_slice(&[9; 17]);
+        pmtu.on_probe_sealed(&datagram);
+        // Forged: another quote, or a size above the probe's, or below the base.
+        assert!(!pmtu.on_packet_too_big(1400, &[1; 40]));
+        assert!(!pmtu.on_packet_too_big(size + 1, &datagram[..40]));
+        assert!(!pmtu.on_packet_too_big(1000, &datagram[..40]));
+        assert_eq!(pmtu.counters.ptb_ignored, 3);
+        assert_eq!(pmtu.counters.probes_lost, 0);
+        // Genuine: the probe failed at once and the next probe tries the size the router named.
+        assert!(pmtu.on_packet_too_big(1400, &datagram[..40]));
+        assert_eq!(pmtu.counters.probes_lost, 1);
+        assert_eq!(pmtu.probe_due(NOW), Some(1400));
     }
 
     #[test]

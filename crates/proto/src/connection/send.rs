@@ -280,6 +280,19 @@ impl Connection {
         self.sender.rate.set_segment_size(size);
     }
 
+    /// An ICMP Packet Too Big (or IPv4 "fragmentation needed") came back from the path, naming
+    /// `mtu` (an IP packet size) and quoting the start of the datagram it concerns; believed only
+    /// if it quotes the probe on its way (RFC 8899 §4.6.1).
+    pub(crate) fn on_packet_too_big(&mut self, mtu: usize, quoted: &[u8]) {
+        let headers = match self.remote {
+            std::net::SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_none() => 48,
+            _ => 28,
+        };
+        self.sender
+            .pmtu
+            .on_packet_too_big(mtu.saturating_sub(headers), quoted);
+    }
+
     /// The local network refused to send a datagram of `size` bytes for this connection
     /// (EMSGSIZE), or a validated ICMP Packet Too Big said it does not pass (RFC 8899 §4.6).
     pub(crate) fn on_datagram_too_big(&mut self, now: Time, size: usize) {
