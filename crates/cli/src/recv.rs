@@ -42,9 +42,6 @@ pub struct RecvArgs {
     /// more is refused. Senders can never ask for a fixed rate that ignores congestion.
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub max_target: Option<Rate>,
-    /// Seconds of silence after which a sender counts as gone and its transfer is dropped.
-    #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = parse_seconds)]
-    pub idle_timeout: Duration,
     /// Exit after the first transfer (status 0 only if it was verified).
     #[arg(long)]
     pub once: bool,
@@ -86,16 +83,6 @@ struct TransferStats<'a> {
 /// A rate such as `500k` or `20M`.
 fn parse_rate(text: &str) -> Result<Rate, String> {
     Rate::parse(text).map_err(|e| e.to_string())
-}
-
-/// A positive number of seconds, at most an hour.
-fn parse_seconds(text: &str) -> Result<Duration, String> {
-    match text.parse::<f64>() {
-        Ok(secs) if secs > 0.0 && secs <= 3600.0 => Ok(Duration::from_secs_f64(secs)),
-        _ => Err(format!(
-            "'{text}' is not a number of seconds between 0 and 3600"
-        )),
-    }
 }
 
 /// Where received files go.
@@ -233,14 +220,18 @@ const RECV_WINDOW: usize = 4 << 20;
 /// What each transfer may queue towards its sender (only the verdict).
 const SEND_WINDOW: usize = 64 << 10;
 
-/// The limits of every accepted transfer.
-fn accept_config(idle_timeout: Duration) -> Config {
-    Config {
+/// The limits of every accepted transfer: the windows, and the datagram size and idle timeout of
+/// `wire` (`--mtu`, `--idle-timeout`) for a socket bound to an IPv4 address if `ipv4`. A sender's
+/// datagrams are capped by the receiver's limit, so without `--mtu` the limit is the discovery
+/// ceiling and the sender's discovery decides.
+fn accept_config(wire: &crate::wire_args::WireArgs, ipv4: bool) -> anyhow::Result<Config> {
+    let mut config = Config {
         recv_buffer: RECV_WINDOW,
         send_buffer: SEND_WINDOW,
-        idle_timeout: idle_timeout.into(),
         ..Config::default()
-    }
+    };
+    wire.apply(&mut config, ipv4)?;
+    Ok(config)
 }
 
 /// A temporary file that is deleted on drop unless it was renamed into place (after a hard link
@@ -281,7 +272,7 @@ async fn run(
     let listen = crate::send::resolve(&crate::send::with_default_port(&args.listen, true)?).await?;
     // The bound on transfers is the bound on memory: each holds its window and file buffers.
     let options = EndpointOptions {
-        accept: Some(accept_config(args.idle_timeout)),
+        accept: Some(accept_config(&args.wire, listen.is_ipv4())?),
         max_connections: usize::from(args.max_transfers),
         policy: ServerPolicy {
             max_target: args.max_target,
@@ -419,9 +410,30 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// [`serve_one`], and with `--json` a JSON line for a transfer that failed too.
+async fn serve(
+    conn: Connection,
+    destination: &Destination,
+    report: Report,
+    running: &Running,
+) -> anyhow::Result<()> {
+    let remote = conn.remote().map(|r| r.to_string()).unwrap_or_default();
+    let result = serve_one(conn, destination, report, running).await;
+    if let (true, Err(e)) = (report.json, &result) {
+        let failure = crate::send::FailureStats {
+            error: format!("{e:#}"),
+            file: None,
+            remote: &remote,
+            verified: false,
+        };
+        println!("{}", serde_json::to_string(&failure)?);
+    }
+    result
+}
+
 /// Receive one transfer on `conn`, store it if verified, and answer with the verdict; an error
 /// names the sender and says first what went wrong with the transfer.
-async fn serve(
+async fn serve_one(
     mut conn: Connection,
     destination: &Destination,
     report: Report,
@@ -507,7 +519,7 @@ async fn serve(
             Ok(())
         }
         Ok(_) => bail!("transfer from {remote} failed: {verdict}"),
-        Err(e) => Err(e.into_error(remote)),
+        Err(e) => Err(e.into_error(&format!("'{}' from {remote}", header.name))),
     }
 }
 
@@ -544,16 +556,19 @@ impl ReceiveFailure {
         }
     }
 
-    fn into_error(self, remote: std::net::SocketAddr) -> anyhow::Error {
+    /// The error naming the transfer (`what`: the file and the sender's address).
+    fn into_error(self, what: &str) -> anyhow::Error {
         match self {
             // The stream broke off: the sender vanished, timed out or aborted.
             ReceiveFailure::Transfer(
                 e @ (transfer::TransferError::Io(_) | transfer::TransferError::Truncated),
-            ) => anyhow::Error::new(e).context(format!("transfer from {remote} interrupted")),
+            ) => anyhow::Error::new(e).context(format!(
+                "transfer of {what} interrupted (the sender vanished or aborted)"
+            )),
             ReceiveFailure::Transfer(e) => {
-                anyhow::Error::new(e).context(format!("transfer from {remote} failed"))
+                anyhow::Error::new(e).context(format!("transfer of {what} failed"))
             }
-            ReceiveFailure::Storage(e) => e.context(format!("transfer from {remote} not stored")),
+            ReceiveFailure::Storage(e) => e.context(format!("transfer of {what} not stored")),
         }
     }
 }
@@ -665,7 +680,14 @@ mod tests {
 
     #[test]
     fn the_stated_memory_bound_holds_for_the_limits_used() {
-        let config = accept_config(Duration::from_secs(30));
+        let wire = crate::wire_args::WireArgs {
+            psk: None,
+            pcap: None,
+            pcap_limit: 1,
+            mtu: None,
+            idle_timeout: Duration::from_secs(30),
+        };
+        let config = accept_config(&wire, true).unwrap();
         config.validate().unwrap();
         // Window, queue towards the sender, the file sink's two blocks and the transfer's block.
         let per_transfer =

@@ -60,28 +60,72 @@ pub(crate) fn parse_interval(text: &str) -> Result<f64, String> {
     }
 }
 
-/// What `--stats-json` holds.
+/// What `--stats-json` holds (and `--json` prints): every field is listed in the README.
 #[derive(serde::Serialize)]
 struct FinalStats {
+    /// The file name announced to the receiver.
+    file: String,
+    /// The receiver's address.
+    remote: String,
+    /// File bytes sent and confirmed.
     bytes: u64,
+    /// Seconds from the connection's start to the receiver's verdict.
     duration_s: f64,
+    /// `bytes` in bits over `duration_s`.
     goodput_bps: f64,
+    /// Data packets that carried data sent before.
     retransmissions: u64,
+    /// Datagrams sent, of any kind.
     packets_sent: u64,
+    /// Data packets declared lost.
     packets_lost: u64,
+    /// Datagram bytes sent (headers, retransmissions and probes included) in bits over
+    /// `duration_s`.
     mean_rate_bps: f64,
+    /// The target rate g asked for (0 without `--target-rate`).
     target_bps: u64,
+    /// Smoothed RTT at the end.
     rtt_ms: f64,
+    /// TFRC's loss event rate p at the end (RFC 5348 §5).
     loss_event_rate: f64,
-    /// False when the connection kept losing at or below the target while its receiver reported
-    /// less than the target (SLA breach).
+    /// Whether the goodput over the whole transfer reached the target (true without a target).
     target_met: bool,
-    /// The receive rate the receiver last reported while the target was judged.
+    /// Whether the protocol's running check saw the target missed at the end: losses kept the
+    /// rate at or below g while the receiver reported less than 95% of g (QSTP paper §4.3.2).
+    sla_breach: bool,
+    /// The receive rate X_recv of the latest feedback that check judged; 0 when it judged none
+    /// (no target, the transfer ended in slow start, or the sender ran out of data each time).
     delivered_rate_bps: u64,
+    /// The receive rate X_recv of the latest feedback, judged or not.
+    receive_rate_bps: u64,
+    /// The largest datagram data packets used at the end, bytes of UDP payload: what path MTU
+    /// discovery found, or what `--mtu` pinned.
+    datagram_size: usize,
+    /// Whether path MTU discovery ran (false with `--mtu`).
+    pmtu_discovery: bool,
+    /// Path MTU probes sent.
+    pmtu_probes_sent: u64,
+    /// Path MTU probes lost or refused (EMSGSIZE) by the path.
+    pmtu_probes_lost: u64,
+    /// ICMP Packet Too Big messages that quoted a probe and were believed (RFC 8899 §4.6).
+    pmtu_ptb_accepted: u64,
     profile: String,
     dscp: String,
     /// Whether the receiver confirmed every byte (the end-to-end hash matched).
     verified: bool,
+}
+
+/// What `--json` prints when `send` fails: the reason, and that nothing was confirmed.
+#[derive(serde::Serialize)]
+pub(crate) struct FailureStats<'a> {
+    /// The error, as the last line of stderr gives it.
+    pub(crate) error: String,
+    /// The file name, when known.
+    pub(crate) file: Option<&'a str>,
+    /// The peer's address or name, as given.
+    pub(crate) remote: &'a str,
+    /// Always false: the transfer was not confirmed.
+    pub(crate) verified: bool,
 }
 
 /// Everything checked before the network is touched.
@@ -119,7 +163,9 @@ fn plan(args: &SendArgs) -> anyhow::Result<Plan> {
         }
         config.max_rate = Some(cap);
     }
-    config.validate().map_err(anyhow::Error::msg)?;
+    // The address family is known once the receiver's name is resolved: checked with IPv6's
+    // larger headers now, applied again then.
+    args.wire.apply(&mut config, false)?;
     if let Some(name) = &args.name {
         transfer::check_file_name(name).context("invalid --name")?;
     }
@@ -227,8 +273,19 @@ pub fn main(args: SendArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let result = runtime.block_on(run(args, plan, tap));
-    crate::capture::finish_after(capture, result)
+    let json = args.json;
+    let (file, remote) = (args.file.clone(), args.to.clone());
+    let result = crate::capture::finish_after(capture, runtime.block_on(run(args, plan, tap)));
+    if let (true, Err(e)) = (json, &result) {
+        let failure = FailureStats {
+            error: format!("{e:#}"),
+            file: Some(&file),
+            remote: &remote,
+            verified: false,
+        };
+        println!("{}", serde_json::to_string_pretty(&failure)?);
+    }
+    result
 }
 
 async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::Result<()> {
@@ -268,6 +325,8 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
         )
     };
     let remote = resolve(&with_default_port(&args.to, false)?).await?;
+    let mut plan = plan;
+    args.wire.apply(&mut plan.config, remote.is_ipv4())?;
     let local: SocketAddr = if remote.is_ipv4() {
         "0.0.0.0:0".parse()?
     } else {
@@ -347,10 +406,16 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
     .await;
 
     let secs = duration.as_secs_f64().max(1e-9);
+    let goodput_bps = outcome.bytes as f64 * 8.0 / secs;
+    let target = plan.config.congestion.target();
+    // The promise is a rate of useful bytes: met only if the whole transfer's goodput reached it.
+    let target_met = goodput_bps >= target.bps() as f64;
     let final_stats = FinalStats {
+        file: header.name.clone(),
+        remote: remote.to_string(),
         bytes: outcome.bytes,
         duration_s: secs,
-        goodput_bps: outcome.bytes as f64 * 8.0 / secs,
+        goodput_bps,
         retransmissions: stats.packets_retransmitted,
         packets_sent: stats.packets_sent,
         packets_lost: stats.packets_lost,
@@ -358,8 +423,15 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
         target_bps: plan.config.congestion.target().bps(),
         rtt_ms: stats.rtt.as_secs_f64() * 1e3,
         loss_event_rate: stats.loss_event_rate,
-        target_met: stats.target_met,
+        target_met,
+        sla_breach: !stats.target_met,
         delivered_rate_bps: stats.delivered_rate.bps(),
+        receive_rate_bps: stats.x_recv.bps(),
+        datagram_size: stats.datagram_size,
+        pmtu_discovery: plan.config.pmtu_discovery,
+        pmtu_probes_sent: stats.pmtu.probes_sent,
+        pmtu_probes_lost: stats.pmtu.probes_lost,
+        pmtu_ptb_accepted: stats.pmtu.ptb_accepted,
         profile: plan.profile.to_string(),
         dscp: conn.dscp().to_string(),
         verified: verdict == Verdict::Verified,
@@ -372,12 +444,16 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
         std::fs::write(path, json + "\n")
             .with_context(|| format!("cannot write '{}'", path.display()))?;
     }
-    if !stats.target_met {
+    if !target_met {
         // QSTP paper §4.3.2 leaves the reaction open: say it, once, and let the user decide.
         eprintln!(
-            "warning: target rate {} not met: the receiver got {} while losses kept the rate at or below the target",
-            plan.config.congestion.target(),
-            stats.delivered_rate
+            "warning: target rate {target} not met: goodput {} over the transfer{}",
+            Rate::from_bps(goodput_bps as u64),
+            if stats.target_met {
+                ""
+            } else {
+                " (losses kept the rate at or below the target)"
+            }
         );
     }
     if verdict != Verdict::Verified {

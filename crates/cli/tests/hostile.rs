@@ -97,7 +97,8 @@ fn a_file_crosses_a_relay_flipping_two_percent_intact_and_unread() {
     let output = Command::new(QSTP)
         .arg("send")
         .arg(&source)
-        .args(["--to", &relay_addr.to_string(), "--quiet"])
+        // Ethernet-sized datagrams: many of them, so that thousands are flipped.
+        .args(["--to", &relay_addr.to_string(), "--quiet", "--mtu", "1500"])
         .output()
         .unwrap();
     seen.stop.store(true, Ordering::Relaxed);

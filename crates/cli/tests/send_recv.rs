@@ -408,7 +408,7 @@ fn a_killed_sender_leaves_no_file_and_the_receiver_reports_the_interruption() {
         .find(|l| l.starts_with("qstp: "))
         .unwrap_or_else(|| panic!("no error line: {lines:?}"));
     assert!(
-        error.starts_with("qstp: transfer from 127.0.0.1:"),
+        error.starts_with("qstp: transfer of 'stdin' from 127.0.0.1:"),
         "{error}"
     );
     assert!(
@@ -678,7 +678,7 @@ fn ctrl_c_on_send_says_how_far_it_got_and_the_receiver_drops_the_partial_file() 
     // The sender's close reaches the receiver, which drops the partial file and carries on.
     let error = wait_for_line(&lines, |l| l.starts_with("qstp: "), Duration::from_secs(20));
     assert!(
-        error.contains("transfer from 127.0.0.1:") && error.contains("interrupted by the sender"),
+        error.contains("' from 127.0.0.1:") && error.contains("interrupted by the sender"),
         "{error}"
     );
     assert!(entries(&out).is_empty(), "left behind: {:?}", entries(&out));
@@ -843,4 +843,68 @@ fn pcap_limit_bounds_the_capture() {
         count += 1;
     }
     assert_eq!(count, 5);
+}
+
+#[test]
+fn target_met_needs_the_goodput_over_the_whole_transfer() {
+    // Capped at the target itself, the goodput (file bytes, handshake and verdict included in the
+    // time) falls short of it: the JSON must not say the target was met.
+    let dir = scratch("target-met");
+    let source = dir.join("capped.bin");
+    std::fs::write(&source, pattern(2_000_000)).unwrap();
+    let (mut receiver, addr) = start_receiver(&dir.join("received.bin"));
+    let output = Command::new(QSTP)
+        .arg("send")
+        .arg(&source)
+        .args(["--to", &addr, "--quiet", "--json"])
+        .args(["--target-rate", "8M", "--max-rate", "8M"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "send failed: {stderr}");
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let goodput = json["goodput_bps"].as_f64().unwrap();
+    assert!(goodput < 8e6, "{goodput}");
+    assert_eq!(json["target_met"], false, "{json}");
+    assert!(stderr.contains("target rate 8Mbit/s not met"), "{stderr}");
+    for key in [
+        "file",
+        "remote",
+        "sla_breach",
+        "delivered_rate_bps",
+        "receive_rate_bps",
+        "datagram_size",
+        "pmtu_discovery",
+        "pmtu_probes_sent",
+        "pmtu_probes_lost",
+    ] {
+        assert!(json.get(key).is_some(), "{key} missing: {json}");
+    }
+}
+
+#[test]
+fn a_failed_send_prints_a_json_error_object() {
+    let dir = scratch("json-error");
+    let source = dir.join("lost.bin");
+    std::fs::write(&source, pattern(10_000)).unwrap();
+    // Nothing listens on this port: the send fails at once.
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = socket.local_addr().unwrap().to_string();
+    drop(socket);
+    let output = Command::new(QSTP)
+        .arg("send")
+        .arg(&source)
+        .args(["--to", &addr, "--quiet", "--json"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
+    assert_eq!(json["verified"], false);
+    assert!(
+        json["error"].as_str().unwrap().contains("nothing listens"),
+        "{json}"
+    );
+    assert_eq!(json["remote"], addr.as_str());
 }

@@ -58,6 +58,7 @@ pub(crate) fn spawn(
                         io,
                         batch: SendBatch::default(),
                         refused: Vec::new(),
+                        too_big: Vec::new(),
                     }
                     .run()
                     .await
@@ -94,6 +95,8 @@ struct Driver {
     batch: SendBatch,
     /// Destinations the kernel reported unreachable this turn (empty, unallocated, normally).
     refused: Vec<std::net::SocketAddr>,
+    /// ICMP "too big" reports read this turn (empty, unallocated, normally).
+    too_big: Vec<crate::socket::QueuedError>,
 }
 
 /// What one turn left to do.
@@ -119,7 +122,16 @@ impl Driver {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => true,
                 Err(e) => return Err(e),
             };
-            self.shared.lock().socket_stats = self.io.stats;
+            {
+                let mut state = self.shared.lock();
+                state.socket_stats = self.io.stats;
+                if !self.batch.too_big.is_empty() {
+                    let now = state.now();
+                    for (connection, size) in self.batch.too_big.drain(..) {
+                        state.proto.handle_datagram_too_big(now, connection, size);
+                    }
+                }
+            }
             if turn.idle && self.batch.pending() == 0 {
                 return Ok(());
             }
@@ -155,10 +167,26 @@ impl Driver {
     /// Fail the handshakes whose destination an ICMP "port unreachable" came back from; every
     /// other connection (a server's peers included) carries on.
     fn read_errors(&mut self) {
-        self.io.take_refused(&mut self.refused);
+        self.io.take_errors(&mut self.refused, &mut self.too_big);
         if !self.refused.is_empty() {
             self.shared.lock().refuse(&self.refused);
             self.refused.clear();
+        }
+        if !self.too_big.is_empty() {
+            let mut state = self.shared.lock();
+            for report in self.too_big.drain(..) {
+                if let crate::socket::QueuedError::TooBig {
+                    destination,
+                    mtu,
+                    quoted,
+                } = report
+                {
+                    // RFC 8899 §4.6.1: the connection believes it only if it quotes its probe.
+                    state
+                        .proto
+                        .handle_packet_too_big(destination, mtu as usize, &quoted);
+                }
+            }
         }
     }
 
@@ -173,7 +201,12 @@ impl Driver {
         if self.batch.pending() == 0 {
             while let Some(transmit) = state.proto.poll_transmit(now, self.batch.next_buffer()) {
                 let tos = state.tos_for(transmit.connection);
-                self.batch.commit(transmit.destination, transmit.size, tos);
+                self.batch.commit(
+                    transmit.destination,
+                    transmit.size,
+                    tos,
+                    transmit.connection,
+                );
                 if self.batch.pending() >= MAX_BATCH_DATAGRAMS {
                     more_to_send = true;
                     break;
@@ -255,8 +288,13 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-/// Errors that concern a single datagram, not the socket.
+/// Errors that concern a single datagram, not the socket: an ICMP error left pending on the
+/// socket (an unreachable port, a Packet Too Big) surfaces at the next receive too.
 fn is_transient(e: &io::Error) -> bool {
+    #[cfg(target_os = "linux")]
+    if e.raw_os_error() == Some(libc::EMSGSIZE) {
+        return true;
+    }
     matches!(
         e.kind(),
         io::ErrorKind::ConnectionRefused

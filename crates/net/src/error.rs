@@ -6,6 +6,14 @@ use std::io;
 /// Why a connection or endpoint operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// With data in flight, the peer answered nothing for several probe timeouts (RFC 9002
+    /// §6.2): it crashed, was killed, or the path to it broke.
+    #[error("the peer stopped answering: nothing heard for {0:.1} s while data was in flight (crashed, killed, or the path broke)")]
+    PeerUnresponsive(f64),
+    /// The local network refuses datagrams this large (EMSGSIZE: above the interface's MTU) and
+    /// the connection may not use smaller ones.
+    #[error("datagrams of {0} bytes exceed the local interface's MTU (EMSGSIZE); use a smaller --mtu, or leave it out to discover the path MTU")]
+    DatagramTooLarge(usize),
     /// The peer did not answer the handshake in time.
     #[error("connection attempt timed out: no answer from the peer")]
     ConnectTimeout,
@@ -75,6 +83,10 @@ impl Error {
                 reason: reason.clone(),
             },
             CloseReason::IdleTimeout => Error::IdleTimeout,
+            CloseReason::PeerUnresponsive { silent_for } => {
+                Error::PeerUnresponsive(silent_for.as_secs_f64())
+            }
+            CloseReason::DatagramTooLarge { size } => Error::DatagramTooLarge(*size),
             CloseReason::HandshakeTimeout => Error::ConnectTimeout,
             CloseReason::Refused => Error::Refused,
             CloseReason::KeyMismatch => Error::KeyMismatch,
@@ -85,7 +97,10 @@ impl Error {
     /// The `io::ErrorKind` that best describes this error to byte-stream users.
     pub fn io_kind(&self) -> io::ErrorKind {
         match self {
-            Error::ConnectTimeout | Error::IdleTimeout => io::ErrorKind::TimedOut,
+            Error::ConnectTimeout | Error::IdleTimeout | Error::PeerUnresponsive(_) => {
+                io::ErrorKind::TimedOut
+            }
+            Error::DatagramTooLarge(_) => io::ErrorKind::InvalidInput,
             Error::Refused | Error::NothingListens(_) => io::ErrorKind::ConnectionRefused,
             Error::HandshakeNotAuthenticated(_) | Error::KeyMismatch => {
                 io::ErrorKind::PermissionDenied

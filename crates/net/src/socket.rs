@@ -38,7 +38,7 @@ pub(crate) fn bind(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
 
 /// Have the kernel queue ICMP errors for every destination, not only a connected one (Linux's
 /// IP_RECVERR): an unreachable port then shows up on the error queue with the destination it
-/// concerns ([`UdpIo::take_refused`]). Best effort; without it handshakes just time out.
+/// concerns ([`UdpIo::take_errors`]). Best effort; without it handshakes just time out.
 #[cfg(target_os = "linux")]
 fn enable_error_queue(socket: &std::net::UdpSocket) {
     use std::os::fd::AsRawFd;
@@ -69,6 +69,8 @@ struct Outgoing {
     destination: SocketAddr,
     len: usize,
     tos: u8,
+    /// The connection it belongs to, told if the datagram proves too large for the path.
+    connection: Option<qstp_proto::ConnectionHandle>,
 }
 
 /// Datagrams waiting to be sent, each in its own reused buffer (the protocol writes straight into
@@ -79,6 +81,9 @@ pub(crate) struct SendBatch {
     datagrams: Vec<Outgoing>,
     /// Index of the first datagram not yet sent.
     next: usize,
+    /// Datagrams the kernel refused as larger than the interface's MTU (EMSGSIZE), with their
+    /// connection: path MTU discovery hears of them (bounded: at most one per datagram batched).
+    pub(crate) too_big: Vec<(qstp_proto::ConnectionHandle, usize)>,
 }
 
 impl SendBatch {
@@ -92,13 +97,20 @@ impl SendBatch {
     }
 
     /// Add the datagram just written into [`SendBatch::next_buffer`], its first `len` bytes.
-    pub(crate) fn commit(&mut self, destination: SocketAddr, len: usize, tos: u8) {
+    pub(crate) fn commit(
+        &mut self,
+        destination: SocketAddr,
+        len: usize,
+        tos: u8,
+        connection: Option<qstp_proto::ConnectionHandle>,
+    ) {
         let index = self.datagrams.len();
         let len = len.min(self.buffers[index].len());
         self.datagrams.push(Outgoing {
             destination,
             len,
             tos,
+            connection,
         });
     }
 
@@ -108,7 +120,7 @@ impl SendBatch {
         let buffer = self.next_buffer();
         buffer.clear();
         buffer.extend_from_slice(datagram);
-        self.commit(destination, datagram.len(), tos);
+        self.commit(destination, datagram.len(), tos, None);
     }
 
     /// Datagrams not yet sent.
@@ -122,7 +134,9 @@ impl SendBatch {
     }
 
     /// How many datagrams from `next` can go in one GSO send: same destination and TOS, equal
-    /// sizes except a shorter last one, within `max_segments` and one UDP payload.
+    /// sizes except a shorter last one after at least two equal ones, within `max_segments` and
+    /// one UDP payload. A larger datagram (a path MTU probe) so always goes alone, and a refusal
+    /// of its size concerns it only.
     fn gso_run(&self, max_segments: usize) -> usize {
         let first = self.datagrams[self.next];
         let mut count = 1;
@@ -132,6 +146,7 @@ impl SendBatch {
                 || d.destination != first.destination
                 || d.tos != first.tos
                 || d.len > first.len
+                || (d.len < first.len && count < 2)
                 || total + d.len > MAX_UDP_PAYLOAD
             {
                 break;
@@ -172,6 +187,14 @@ pub struct SocketStats {
     pub send_errors: u64,
     /// ICMP "port unreachable" reports read off the error queue (Linux).
     pub unreachable: u64,
+    /// Datagrams refused as larger than the interface's MTU (EMSGSIZE), path MTU probes among
+    /// them: counted by path MTU discovery, never a stall.
+    pub too_big: u64,
+    /// Sends that failed with an error an ICMP message had left pending on the socket, tried
+    /// again.
+    pub icmp_errors_pending: u64,
+    /// ICMP Packet Too Big reports read off the error queue (Linux), believed or not.
+    pub icmp_too_big: u64,
 }
 
 /// A bound UDP socket on the tokio reactor, with the kernel's batching features detected.
@@ -242,10 +265,14 @@ impl UdpIo {
     }
 
     /// Empty the kernel's error queue without blocking, appending to `refused` each destination
-    /// an ICMP "port unreachable" came back for (nothing listens there). Costs one readiness
-    /// check when no error is pending.
+    /// an ICMP "port unreachable" came back for (nothing listens there), and to `too_big` each
+    /// ICMP "too big" report. Costs one readiness check when no error is pending.
     #[cfg(target_os = "linux")]
-    pub(crate) fn take_refused(&mut self, refused: &mut Vec<SocketAddr>) {
+    pub(crate) fn take_errors(
+        &mut self,
+        refused: &mut Vec<SocketAddr>,
+        too_big: &mut Vec<QueuedError>,
+    ) {
         use std::os::fd::AsRawFd;
         let fd = self.socket.as_raw_fd();
         for _ in 0..1024 {
@@ -253,9 +280,13 @@ impl UdpIo {
                 .socket
                 .try_io(tokio::io::Interest::ERROR, || read_error_queue(fd))
             {
-                Ok(Some(destination)) => {
+                Ok(Some(QueuedError::Refused(destination))) => {
                     self.stats.unreachable += 1;
                     refused.push(destination);
+                }
+                Ok(Some(report @ QueuedError::TooBig { .. })) => {
+                    self.stats.icmp_too_big += 1;
+                    too_big.push(report);
                 }
                 Ok(None) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -265,7 +296,12 @@ impl UdpIo {
     }
 
     #[cfg(not(target_os = "linux"))]
-    pub(crate) fn take_refused(&mut self, _refused: &mut Vec<SocketAddr>) {}
+    pub(crate) fn take_errors(
+        &mut self,
+        _refused: &mut Vec<SocketAddr>,
+        _too_big: &mut Vec<QueuedError>,
+    ) {
+    }
 
     /// Read one batch of datagrams without blocking into the receive buffers; returns how many
     /// buffers were filled (`WouldBlock` when nothing was waiting). [`UdpIo::received`] lists them.
@@ -363,7 +399,7 @@ impl UdpIo {
             let run = batch.gso_run(self.max_segments);
             let first = batch.datagrams[batch.next];
             let segment = (run > 1).then_some(first.len);
-            let result = self.socket.try_io(tokio::io::Interest::WRITABLE, || {
+            let send = || {
                 send_datagrams(
                     &self.socket,
                     first.destination,
@@ -371,7 +407,15 @@ impl UdpIo {
                     segment,
                     first.tos,
                 )
-            });
+            };
+            let mut result = self.socket.try_io(tokio::io::Interest::WRITABLE, send);
+            if result.as_ref().is_err_and(is_too_big) {
+                // An ICMP error (a Packet Too Big about some earlier datagram) leaves EMSGSIZE
+                // pending on the socket, and the next send reports it whatever its size; the
+                // report clears it, so only a second refusal concerns these datagrams.
+                self.stats.icmp_errors_pending += 1;
+                result = self.socket.try_io(tokio::io::Interest::WRITABLE, send);
+            }
             match result {
                 Ok(()) => {
                     self.stats.send_calls += 1;
@@ -394,9 +438,19 @@ impl UdpIo {
                     // The device or kernel cannot segment: send one datagram at a time from now on.
                     self.max_segments = 1;
                 }
-                Err(_) => {
+                Err(e) => {
                     // UDP is unreliable anyway: the protocol repairs or gives up on what is lost.
                     self.stats.send_errors += run as u64;
+                    if is_too_big(&e) {
+                        // Larger than the interface's MTU: a path MTU probe that failed, or a
+                        // path that shrank (RFC 8899 §4.6); the protocol decides which.
+                        self.stats.too_big += run as u64;
+                        for d in &batch.datagrams[batch.next..batch.next + run] {
+                            if let Some(connection) = d.connection {
+                                batch.too_big.push((connection, d.len));
+                            }
+                        }
+                    }
                     batch.next += run;
                 }
             }
@@ -415,6 +469,19 @@ fn stride(meta: &quinn_udp::RecvMeta) -> usize {
         meta.stride
     };
     stride.max(1)
+}
+
+/// Whether a send failed because the datagram exceeds the interface's MTU (don't-fragment is set).
+fn is_too_big(e: &io::Error) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        e.raw_os_error() == Some(libc::EMSGSIZE)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = e;
+        false
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -501,16 +568,38 @@ fn send_datagrams<'a>(
     }
 }
 
-/// One entry of the socket's error queue: the destination of the datagram that drew an ICMP
-/// "port unreachable", `None` for any other error; `WouldBlock` once the queue is empty.
+/// What one entry of the socket's error queue reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum QueuedError {
+    /// ICMP "port unreachable" from this destination: nothing listens there.
+    Refused(SocketAddr),
+    /// ICMP Packet Too Big (or IPv4 "fragmentation needed") about a datagram sent to
+    /// `destination`: the next hop carries IP packets of at most `mtu` bytes; `quoted` is the
+    /// start of the datagram (UDP payload) as the ICMP message quoted it.
+    TooBig {
+        /// Where the datagram went.
+        destination: SocketAddr,
+        /// The next-hop MTU the router named.
+        mtu: u32,
+        /// The first bytes of the datagram, at most [`QUOTED_LEN`].
+        quoted: Vec<u8>,
+    },
+}
+
+/// Most bytes of a datagram kept from an ICMP error's quote (enough for any header).
+pub(crate) const QUOTED_LEN: usize = 64;
+
+/// One entry of the socket's error queue: an ICMP "port unreachable" or "too big" with the
+/// destination of the datagram that drew it, `None` for any other error; `WouldBlock` once the
+/// queue is empty.
 #[cfg(target_os = "linux")]
-fn read_error_queue(fd: std::os::fd::RawFd) -> io::Result<Option<SocketAddr>> {
+fn read_error_queue(fd: std::os::fd::RawFd) -> io::Result<Option<QueuedError>> {
     /// Room for the control messages of one error, 8-byte aligned as `cmsghdr` needs.
     #[repr(C, align(8))]
     struct ControlBuffer([u8; 256]);
 
-    // The start of the datagram that caused the error, unused (MSG_TRUNC cuts the rest).
-    let mut data = [0u8; 64];
+    // The start of the datagram that caused the error (MSG_TRUNC cuts the rest).
+    let mut data = [0u8; QUOTED_LEN];
     let mut iov = libc::iovec {
         iov_base: data.as_mut_ptr() as *mut libc::c_void,
         iov_len: data.len(),
@@ -527,10 +616,13 @@ fn read_error_queue(fd: std::os::fd::RawFd) -> io::Result<Option<SocketAddr>> {
         msg.msg_iovlen = 1;
         msg.msg_control = control.0.as_mut_ptr() as *mut libc::c_void;
         msg.msg_controllen = control.0.len() as _;
-        if libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) < 0 {
+        let quoted = libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT);
+        if quoted < 0 {
             return Err(io::Error::last_os_error());
         }
+        let quoted = (quoted as usize).min(QUOTED_LEN);
         let mut refused = false;
+        let mut too_big = None;
         let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
         while !cmsg.is_null() {
             let c = &*cmsg;
@@ -542,13 +634,24 @@ fn read_error_queue(fd: std::os::fd::RawFd) -> io::Result<Option<SocketAddr>> {
                 let from_icmp = err.ee_origin == libc::SO_EE_ORIGIN_ICMP
                     || err.ee_origin == libc::SO_EE_ORIGIN_ICMP6;
                 refused |= from_icmp && err.ee_errno == libc::ECONNREFUSED as u32;
+                if from_icmp && err.ee_errno == libc::EMSGSIZE as u32 {
+                    too_big = Some(err.ee_info);
+                }
             }
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
-        if !refused {
+        let Some(destination) = socket_addr(&name, msg.msg_namelen) else {
             return Ok(None);
-        }
-        Ok(socket_addr(&name, msg.msg_namelen))
+        };
+        Ok(match (refused, too_big) {
+            (true, _) => Some(QueuedError::Refused(destination)),
+            (false, Some(mtu)) => Some(QueuedError::TooBig {
+                destination,
+                mtu,
+                quoted: data[..quoted].to_vec(),
+            }),
+            (false, None) => None,
+        })
     }
 }
 
@@ -687,6 +790,9 @@ mod tests {
         batch.push(y, &[0; 100], 0);
         batch.push(y, &[0; 100], 40);
         assert_eq!(batch.gso_run(64), 3);
+        // A larger datagram first (a probe) goes alone, even with a shorter one behind it.
+        batch.next = 1;
+        assert_eq!(batch.gso_run(64), 1);
         batch.next = 3;
         assert_eq!(batch.gso_run(64), 1);
         batch.next = 4;

@@ -221,8 +221,16 @@ pub struct Config {
     pub error: ErrorControl,
     /// Delivery order.
     pub order: Order,
-    /// Largest datagram the connection emits, headers included (TFRC's segment size s is this).
+    /// Largest datagram the connection emits, headers included (TFRC's segment size s is this):
+    /// with `pmtu_discovery`, the ceiling of the search.
     pub max_datagram: usize,
+    /// Path MTU discovery (RFC 8899): data packets start at 1200 bytes (RFC 9000 §14) and grow up
+    /// to `max_datagram` as padded probes confirm the path carries them; a datagram the local
+    /// network refuses (EMSGSIZE) fails a probe. Off, every data packet may be `max_datagram` bytes
+    /// from the start, as in the papers' simulations; `qstp send` and `recv` turn it on. Local to
+    /// the sender.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub pmtu_discovery: bool,
     /// Bytes the application may have written but not yet acknowledged by the peer.
     pub send_buffer: usize,
     /// Bytes received but not yet read by the application; advertised to the peer as its window.
@@ -233,6 +241,12 @@ pub struct Config {
     pub min_rto: Duration,
     /// The connection closes after this long without hearing from the peer.
     pub idle_timeout: Duration,
+    /// With data in flight, a peer that answers nothing for this many probe timeouts (RFC 9002
+    /// §6.2: SRTT + 4 RTTVAR + the feedback interval), at least a second in all, while as many
+    /// packets went out unanswered, is declared gone long before the idle timeout
+    /// ([`CloseReason::PeerUnresponsive`](crate::CloseReason)); zero turns the check off.
+    #[cfg_attr(feature = "serde", serde(default = "default_peer_silence_ptos"))]
+    pub peer_silence_ptos: u32,
     /// A connection attempt fails after this long without an answer.
     pub handshake_timeout: Duration,
     /// Most datagrams the pacer lets out back to back at high rates (a burst stays small at low
@@ -415,6 +429,14 @@ impl Config {
     }
 }
 
+/// Probe timeouts of silence, with data in flight, after which a peer is declared gone.
+pub const DEFAULT_PEER_SILENCE_PTOS: u32 = 8;
+
+#[cfg(feature = "serde")]
+fn default_peer_silence_ptos() -> u32 {
+    DEFAULT_PEER_SILENCE_PTOS
+}
+
 /// Smallest datagram a connection may be configured to emit.
 pub const MIN_DATAGRAM: usize = 256;
 /// Largest datagram a connection may be configured to emit (fits a UDP payload).
@@ -432,6 +454,7 @@ impl Default for Config {
             error: ErrorControl::SackFull,
             order: Order::Ordered,
             max_datagram: 1500,
+            pmtu_discovery: false,
             send_buffer: 4 << 20,
             recv_buffer: 4 << 20,
             // RFC 5348 §4.2 leaves the initial RTT to the implementation; 100 ms is a common choice.
@@ -439,6 +462,7 @@ impl Default for Config {
             // RFC 6298 §2.4: RTO SHOULD be rounded up to 1 second.
             min_rto: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(30),
+            peer_silence_ptos: DEFAULT_PEER_SILENCE_PTOS,
             handshake_timeout: Duration::from_secs(10),
             max_burst: 16,
             max_rate: None,

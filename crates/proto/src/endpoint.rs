@@ -527,6 +527,31 @@ impl Endpoint {
         }
     }
 
+    /// The datagram of `size` bytes just sent for `handle` was refused by the local network
+    /// (EMSGSIZE) or reported too big by a validated ICMP message: path MTU discovery counts it as
+    /// a failed probe or shrinks the connection's datagrams (RFC 8899 §4.6); a connection that
+    /// cannot shrink closes with [`CloseReason::DatagramTooLarge`](crate::CloseReason).
+    pub fn handle_datagram_too_big(&mut self, now: Time, handle: ConnectionHandle, size: usize) {
+        if let Some(conn) = self.connections.get_mut(&handle) {
+            conn.on_datagram_too_big(now, size);
+        }
+    }
+
+    /// An ICMP Packet Too Big (IPv6) or "fragmentation needed" (IPv4) about a datagram sent to
+    /// `remote`, naming the next hop's `mtu` and quoting the datagram's first bytes. Only the
+    /// connection the quote names hears of it, and believes it only if it quotes a probe on its
+    /// way (RFC 8899 §4.6.1); anything else is ignored.
+    pub fn handle_packet_too_big(&mut self, remote: SocketAddr, mtu: usize, quoted: &[u8]) {
+        let Some(id) = crate::wire::destination_of(quoted) else {
+            return;
+        };
+        for conn in self.connections.values_mut() {
+            if conn.remote() == remote && conn.remote_id() == Some(id) && !conn.is_closed() {
+                conn.on_packet_too_big(mtu, quoted);
+            }
+        }
+    }
+
     /// The next datagram to send, if any is allowed at `now`; written into `buf` (cleared first).
     pub fn poll_transmit(&mut self, now: Time, buf: &mut Vec<u8>) -> Option<Transmit> {
         buf.clear();

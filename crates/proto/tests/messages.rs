@@ -748,7 +748,12 @@ fn messages_are_abandoned_at_their_own_deadlines() {
         deadline: Some(default_deadline),
         max_retransmissions: None,
     };
-    pair.connect_and_establish(composition(error, Order::Ordered));
+    // Every message is lost, so the peer never answers: the dead-peer check would (rightly) end
+    // the connection before the last deadline.
+    pair.connect_and_establish(Config {
+        peer_silence_ptos: 0,
+        ..composition(error, Order::Ordered)
+    });
     let capacity = pair.client.conn().send_capacity();
     let start = pair.time;
     let conn = pair.client.conn_mut();

@@ -42,6 +42,8 @@ fn the_retransmission_timer_backs_off_while_no_feedback_comes() {
             rate: Rate::from_kbps(240),
         },
         min_rto: Duration::from_millis(80),
+        // Blackouts here outlast the dead-peer check, which would end the connection.
+        peer_silence_ptos: 0,
         ..Config::default()
     };
     pair.connect_and_establish(config);
@@ -97,6 +99,8 @@ fn by_default_the_timer_waits_at_least_rfc_6298s_second() {
         congestion: RateControl::Fixed {
             rate: Rate::from_kbps(240),
         },
+        // Blackouts here outlast the dead-peer check, which would end the connection.
+        peer_silence_ptos: 0,
         ..Config::default()
     };
     pair.connect_and_establish(config);

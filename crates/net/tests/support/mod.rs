@@ -109,6 +109,7 @@ fn clone_error(e: &qstp_net::Error) -> qstp_net::Error {
     match e {
         ConnectTimeout => ConnectTimeout,
         IdleTimeout => IdleTimeout,
+        PeerUnresponsive(secs) => PeerUnresponsive(*secs),
         Refused => Refused,
         PeerClosed { code, reason } => PeerClosed {
             code: *code,

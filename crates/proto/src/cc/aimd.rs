@@ -125,6 +125,10 @@ impl RateController for Aimd {
         self.no_feedback_deadline = now + self.no_feedback_interval();
     }
 
+    fn set_segment_size(&mut self, size: usize) {
+        self.segment_size = size.max(1) as f64;
+    }
+
     fn state(&self) -> RateState {
         RateState {
             rate: self.allowed_rate(),

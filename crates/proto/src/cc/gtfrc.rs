@@ -105,6 +105,9 @@ impl RateController for Gtfrc {
     fn set_target(&mut self, target: Rate) {
         self.tfrc.set_floor(target);
     }
+    fn set_segment_size(&mut self, size: usize) {
+        self.tfrc.set_segment_size(size);
+    }
     fn state(&self) -> RateState {
         self.tfrc.state()
     }

@@ -50,6 +50,9 @@ pub trait RateController: core::fmt::Debug + Send {
     fn handle_timeout(&mut self, now: Time);
     /// Change the target g (no effect on controllers without one).
     fn set_target(&mut self, _target: Rate) {}
+    /// Packets grew or shrank to `size` bytes (path MTU discovery): the segment size s of the
+    /// throughput equation follows (RFC 5348 §4.1: s is the packet size in use).
+    fn set_segment_size(&mut self, _size: usize) {}
     /// A snapshot for statistics.
     fn state(&self) -> RateState;
 }

@@ -45,6 +45,12 @@ pub enum CloseReason {
     },
     /// Nothing was heard from the peer for the idle timeout.
     IdleTimeout,
+    /// With data in flight, the peer answered nothing for several probe timeouts (RFC 9002 §6.2)
+    /// while packets kept going out: it stopped answering (crashed, killed, or the path is gone).
+    PeerUnresponsive {
+        /// How long the peer had been silent.
+        silent_for: Duration,
+    },
     /// The handshake got no answer in time.
     HandshakeTimeout,
     /// The server refused the connection (for instance, an unsupported composition).
@@ -54,6 +60,13 @@ pub enum CloseReason {
     KeyMismatch,
     /// The peer broke the protocol.
     ProtocolViolation(String),
+    /// The local network refused datagrams of `size` bytes (EMSGSIZE: larger than the
+    /// interface's MTU) and the connection may not send smaller ones: its datagram size is
+    /// pinned, or already the 1200-byte base of path MTU discovery.
+    DatagramTooLarge {
+        /// The refused datagram's size in bytes (UDP payload).
+        size: usize,
+    },
 }
 
 /// Why a write was refused.
@@ -144,12 +157,19 @@ pub struct Stats {
     pub target_met: bool,
     /// The receive rate X_recv of the latest feedback judged against the target.
     pub delivered_rate: Rate,
+    /// The largest datagram data packets use now, bytes of UDP payload: the size path MTU
+    /// discovery confirmed (1200 at first), or the configured size when it is off.
+    pub datagram_size: usize,
+    /// Path MTU probes sent, acknowledged and lost, and falls back to the base size.
+    pub pmtu: PmtuCounters,
 }
 
 mod close;
 mod events;
 mod handshake;
 mod idle;
+mod liveness;
+mod pmtu;
 mod recv;
 mod rto;
 mod send;
@@ -164,6 +184,7 @@ use close::Closing;
 use events::EventQueue;
 use handshake::Handshake;
 use idle::IdleClock;
+pub use pmtu::{PmtuCounters, BASE_DATAGRAM};
 use recv::Receiver;
 use send::Sender;
 use stats::Counters;
@@ -224,6 +245,8 @@ pub struct Connection {
     closing: Closing,
     /// When the peer was last heard, for idle detection.
     idle: IdleClock,
+    /// Whether the peer still answers what is sent (RFC 9002 §6.2).
+    silence: liveness::Silence,
     /// The latest time the driver passed in (for deadlines computed without a `now`).
     last_now: Time,
     /// Packet keys once derived (a server's from its start, a client's from the accept).
@@ -304,6 +327,7 @@ impl Connection {
             receiver: Receiver::new(&config),
             closing: Closing::default(),
             idle: IdleClock::default(),
+            silence: liveness::Silence::default(),
             last_now: now,
             config,
             keys: None,
@@ -366,6 +390,7 @@ impl Connection {
             self.counters.bytes_received += size as u64;
             if !self.is_closed() {
                 self.idle.on_heard(now);
+                self.silence.on_heard();
                 self.timers.set(Timer::Idle, now + self.config.idle_timeout);
             }
         } else {
@@ -431,6 +456,11 @@ impl Connection {
                 }
             }
         }
+        if self.peer_silence_deadline().is_some_and(|t| t <= now) {
+            let silent_for = now.saturating_since(self.silence.since().unwrap_or(now));
+            self.close_silently(CloseReason::PeerUnresponsive { silent_for }, now);
+            return;
+        }
         if self.timers.is_expired(Timer::HandshakeTimeout, now) {
             self.close_silently(CloseReason::HandshakeTimeout, now);
             return;
@@ -460,8 +490,10 @@ impl Connection {
                     keys.seal(buf);
                 }
             }
+            self.sender.pmtu.on_probe_sealed(buf);
             self.counters.packets_sent += 1;
             self.counters.bytes_sent += buf.len() as u64;
+            self.silence.on_sent(now);
         }
         sent
     }
@@ -469,6 +501,9 @@ impl Connection {
     /// When `handle_timeout` or `poll_transmit` should next run.
     pub(crate) fn poll_timeout(&self) -> Option<Time> {
         let mut next = self.timers.next();
+        if let Some(t) = self.peer_silence_deadline() {
+            next = Some(next.map_or(t, |n| n.min(t)));
+        }
         if self.state == State::Established {
             for t in [self.sender_poll_timeout(), self.receiver_poll_timeout()]
                 .into_iter()
@@ -646,6 +681,8 @@ impl Connection {
             .snapshot(self.sender.rate.state(), self.sender.acked_bytes());
         stats.target_met = self.sender.sla.met();
         stats.delivered_rate = self.sender.sla.delivered();
+        stats.datagram_size = self.sender.pmtu.current();
+        stats.pmtu = self.sender.pmtu.counters;
         stats
     }
 

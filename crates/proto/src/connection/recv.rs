@@ -133,8 +133,14 @@ impl Connection {
         let sender_rtt = Duration::from_micros(u64::from(data.rtt));
         if data.previous_skipped && data.packet_number > 0 {
             // RFC 9000 §21.4: the sender never sent the number before this one; the network did
-            // not lose it. Left out of the SACK ranges, so acknowledging it stays a lie.
+            // not lose it. Left out of the SACK ranges, so acknowledging it stays a lie. (Or it
+            // was a path MTU probe, whose loss is no congestion either: RFC 8899 §4.4.)
             self.receiver.tfrc.on_skipped(now, data.packet_number - 1);
+        }
+        if data.chunk == Chunk::Padding {
+            // RFC 8899 §4.4: a probe is acknowledged (it is in the SACK ranges now) but is no
+            // part of loss detection nor of the receive rate; the next packet covers its number.
+            return buffered;
         }
         // RFC 5348 §6.1: feedback at once for the first packet and on a new loss event.
         if self
@@ -181,7 +187,7 @@ impl Connection {
                 };
                 messages.insert(id, offset, total_len, data.payload)
             }
-            Chunk::Empty => Ok(()),
+            Chunk::Empty | Chunk::Padding => Ok(()),
         };
         match result {
             Ok(()) => Reassembly::Buffered,

@@ -38,6 +38,19 @@ impl RtoEstimator {
             }
         }
     }
+
+    /// The probe timeout of RFC 9002 §6.2.1: SRTT + max(4 RTTVAR, 1 ms) + the peer's largest
+    /// acknowledgement delay, here one SRTT (feedback comes once per RTT, RFC 5348 §6.2); before
+    /// any measurement, four times `initial_rtt` (RFC 9002 §6.2.2: SRTT = initial RTT, RTTVAR half).
+    pub(crate) fn pto(&self, initial_rtt: Duration) -> Duration {
+        match self.smoothed {
+            None => initial_rtt.saturating_mul(4),
+            Some((srtt, rttvar)) => Duration::from_micros(
+                srtt.saturating_mul(2)
+                    .saturating_add((4 * rttvar).max(1_000)),
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

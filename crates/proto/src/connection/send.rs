@@ -2,6 +2,7 @@
 //! window), and what feedback from the peer's receiver changes.
 
 use super::handshake::wire_rtt_sample;
+use super::pmtu::{PathMtu, TooBig, BASE_DATAGRAM};
 use super::rto::RtoEstimator;
 use super::sla::SlaMonitor;
 use super::{Connection, Event, State};
@@ -21,6 +22,10 @@ const MAX_RTO_BACKOFF: u32 = 6;
 
 /// The backed-off retransmission timeout never exceeds this (RFC 6298 §2.5: at least 60 s).
 const MAX_RTO: Duration = Duration::from_secs(60);
+
+/// Consecutive retransmission timeouts after which data packets larger than the base size are
+/// suspected of falling into a black hole (RFC 8899 §4.3).
+const BLACK_HOLE_TIMEOUTS: u32 = 2;
 
 /// Most packets outstanding at once, whatever the buffers allow.
 const MAX_OUTSTANDING_CAP: usize = 1 << 20;
@@ -81,6 +86,11 @@ pub(crate) struct Sender {
     last_data_size: usize,
     /// Scratch space for a packet's payload.
     payload: Vec<u8>,
+    /// Path MTU discovery: the size data packets use, and the probes for a larger one.
+    pub(crate) pmtu: PathMtu,
+    /// The packet before the next was a probe: the next one says so, so that the receiver leaves
+    /// the probe's number out of loss detection if the probe was lost.
+    after_probe: bool,
 }
 
 impl Sender {
@@ -89,12 +99,13 @@ impl Sender {
         let stream_mode = config.supports_stream();
         let per_packet = config.payload_per_packet();
         let max_outstanding = (2 * config.send_buffer / per_packet).clamp(64, MAX_OUTSTANDING_CAP);
+        let pmtu = PathMtu::new(config.pmtu_discovery, BASE_DATAGRAM, config.max_datagram);
         Sender {
             rate: cc::build_with_version(
                 &config.congestion,
                 config.gtfrc_rule,
                 config.tfrc,
-                config.segment_size(),
+                pmtu.current(),
                 None,
                 now,
             ),
@@ -122,8 +133,10 @@ impl Sender {
             last_loss_event_rate_ppb: 0,
             rto_estimator: RtoEstimator::default(),
             last_rto_expiry: None,
-            last_data_size: config.max_datagram,
+            last_data_size: pmtu.current(),
             payload: Vec::with_capacity(config.max_datagram),
+            pmtu,
+            after_probe: false,
         }
     }
 
@@ -138,7 +151,7 @@ impl Sender {
             &config.congestion,
             config.gtfrc_rule,
             config.tfrc,
-            config.segment_size(),
+            self.pmtu.current(),
             rtt,
             now,
         );
@@ -186,6 +199,16 @@ impl Sender {
     /// RTTs; the minimum (1 s by default, RFC 6298 §2.4) covers that on short paths.
     pub(crate) fn rto(&self, config: &Config) -> Duration {
         self.rto_estimator.rto(config.min_rto)
+    }
+
+    /// The probe timeout (RFC 9002 §6.2.1), the unit of a peer's silence.
+    pub(crate) fn pto(&self, config: &Config) -> Duration {
+        self.rto_estimator.pto(config.initial_rtt)
+    }
+
+    /// Whether data packets are in flight, unacknowledged and not yet declared lost.
+    pub(crate) fn has_in_flight(&self) -> bool {
+        self.sack.outstanding() > 0
     }
 
     /// When the retransmission timer expires: an RTO after the oldest outstanding packet left,
@@ -238,15 +261,65 @@ impl Connection {
             if lost > 0 {
                 self.sender.on_retransmission_timeout(now);
                 self.sender.has_work = true;
+                if self.sender.rto_backoff >= BLACK_HOLE_TIMEOUTS
+                    && self.sender.pmtu.on_black_hole()
+                {
+                    // RFC 8899 §4.3: whole packets keep vanishing: perhaps only large ones do.
+                    self.on_datagram_size_changed();
+                }
             }
         }
+        let probe_timeout = self.sender.rto(&self.config);
+        self.sender.pmtu.on_timeout(now, probe_timeout);
         self.abandon_expired(now);
+    }
+
+    /// Data packets changed size (path MTU discovery): TFRC's s follows (RFC 5348 §4.1).
+    fn on_datagram_size_changed(&mut self) {
+        let size = self.sender.pmtu.current();
+        self.sender.rate.set_segment_size(size);
+    }
+
+    /// An ICMP Packet Too Big (or IPv4 "fragmentation needed") came back from the path, naming
+    /// `mtu` (an IP packet size) and quoting the start of the datagram it concerns; believed only
+    /// if it quotes the probe on its way (RFC 8899 §4.6.1).
+    pub(crate) fn on_packet_too_big(&mut self, mtu: usize, quoted: &[u8]) {
+        let headers = match self.remote {
+            std::net::SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_none() => 48,
+            _ => 28,
+        };
+        self.sender
+            .pmtu
+            .on_packet_too_big(mtu.saturating_sub(headers), quoted);
+    }
+
+    /// The local network refused to send a datagram of `size` bytes for this connection
+    /// (EMSGSIZE), or a validated ICMP Packet Too Big said it does not pass (RFC 8899 §4.6).
+    pub(crate) fn on_datagram_too_big(&mut self, now: Time, size: usize) {
+        if self.is_closed() {
+            return;
+        }
+        match self.sender.pmtu.on_too_big(size) {
+            TooBig::ProbeFailed | TooBig::Ignored => {}
+            TooBig::Shrunk => {
+                // The refused packet is lost; the SACK repairs it in smaller packets.
+                self.on_datagram_size_changed();
+                self.sender.has_work = true;
+            }
+            TooBig::Fatal => {
+                self.close_silently(super::CloseReason::DatagramTooLarge { size }, now);
+            }
+        }
     }
 
     /// The earliest deadline of the sending half.
     pub(super) fn sender_poll_timeout(&self) -> Option<Time> {
         let mut next = self.sender.rate.poll_timeout();
         next = min_time(next, self.sender.retransmission_deadline(&self.config));
+        next = min_time(
+            next,
+            self.sender.pmtu.poll_timeout(self.sender.rto(&self.config)),
+        );
         if let (ErrorControl::SackPartial { .. }, Some(queue)) =
             (self.config.error, &self.sender.messages)
         {
@@ -332,6 +405,9 @@ impl Connection {
         {
             return false;
         }
+        if self.poll_probe(now, destination, rate, buf) {
+            return true;
+        }
         // QSTP paper §4, Fig. 2: packets to retransmit go ahead of new data.
         self.abandon_expired(now);
         let mut payload = std::mem::take(&mut self.sender.payload);
@@ -368,6 +444,8 @@ impl Connection {
             Some(skips) => skips.number_for(self.sender.next_packet_number),
             None => (self.sender.next_packet_number, false),
         };
+        // The probe before this packet, if lost, is no congestion loss (RFC 8899 §4.4).
+        let previous_skipped = previous_skipped || std::mem::take(&mut self.sender.after_probe);
         self.sender.next_packet_number = packet_number + 1;
         let skip_to = self.advertised_skip();
         let rtt_micros =
@@ -402,6 +480,61 @@ impl Connection {
         true
     }
 
+    /// A path MTU probe (RFC 8899 §4.1), if one is due and data in flight will bring the
+    /// feedback that acknowledges it.
+    fn poll_probe(
+        &mut self,
+        now: Time,
+        destination: crate::wire::ConnectionId,
+        rate: Rate,
+        buf: &mut Vec<u8>,
+    ) -> bool {
+        if self.sender.sack.outstanding() == 0 || self.sender.after_probe {
+            return false;
+        }
+        let next = self.sender.next_packet_number;
+        if self
+            .sender
+            .skips
+            .as_ref()
+            .is_some_and(|s| s.skips(next) || s.skips(next + 1))
+        {
+            // The packet after a probe must be free to say the probe is no loss.
+            return false;
+        }
+        let Some(size) = self.sender.pmtu.probe_due(now) else {
+            return false;
+        };
+        let header = Data::header_len(&Chunk::Padding, false);
+        let padding = size
+            .saturating_sub(header + self.config.packet_overhead())
+            .min(crate::config::MAX_DATAGRAM);
+        let mut payload = std::mem::take(&mut self.sender.payload);
+        payload.clear();
+        payload.resize(padding, 0);
+        let rtt_micros =
+            u32::try_from(self.sender.rate.state().rtt.as_micros()).unwrap_or(u32::MAX);
+        Packet::Data(Data {
+            destination,
+            packet_number: next,
+            timestamp: now.wire_micros(),
+            rtt: rtt_micros,
+            chunk: Chunk::Padding,
+            skip_to: None,
+            previous_skipped: std::mem::take(&mut self.sender.after_probe),
+            payload: &payload,
+        })
+        .encode(buf);
+        self.sender.payload = payload;
+        self.sender.next_packet_number = next + 1;
+        self.sender.after_probe = true;
+        self.sender.sack.on_untracked_sent(next);
+        self.sender.pmtu.on_probe_sent(now, next, size);
+        self.sender.pacer.on_sent(now, rate, buf.len());
+        self.sender.rate.on_packet_sent(now, buf.len());
+        true
+    }
+
     /// The skip point advertised to the receiver (message compositions that give up on data).
     fn advertised_skip(&self) -> Option<u64> {
         match (self.config.error, &self.sender.messages) {
@@ -420,9 +553,29 @@ impl Connection {
             payload.clear();
             match chunk {
                 SentChunk::Stream { offset, len, fin } => {
+                    // Datagrams may have shrunk since the chunk was first sent (RFC 8899 §4.3):
+                    // what does not fit goes back first in line.
+                    let header = Data::header_len(&Chunk::Stream { offset, fin }, false);
+                    let room = (self.sender.pmtu.current() - self.config.packet_overhead())
+                        .saturating_sub(header)
+                        .max(1) as u32;
+                    let (len, fin, rest) = if len > room {
+                        let rest = SentChunk::Stream {
+                            offset: offset + u64::from(room),
+                            len: len - room,
+                            fin,
+                        };
+                        (room, false, Some(rest))
+                    } else {
+                        (len, fin, None)
+                    };
                     let stream = self.sender.stream.as_ref()?;
                     if stream.copy_range(offset, len, payload) {
-                        return Some((Chunk::Stream { offset, fin }, chunk));
+                        if let Some(rest) = rest {
+                            self.sender.sack.requeue_remainder(rest);
+                        }
+                        let sent = SentChunk::Stream { offset, len, fin };
+                        return Some((Chunk::Stream { offset, fin }, sent));
                     }
                 }
                 SentChunk::Message {
@@ -467,7 +620,7 @@ impl Connection {
             return None;
         }
         // The plaintext a datagram has room for once protection added its sequence and tag.
-        let segment = self.config.segment_size() - self.config.packet_overhead();
+        let segment = self.sender.pmtu.current() - self.config.packet_overhead();
         let has_skip = self.advertised_skip().is_some();
         let max_data = self.sender.peer_max_data;
         payload.clear();
@@ -615,6 +768,11 @@ impl Connection {
             Ok(result) => result,
             Err(AckError::NeverSent) | Err(AckError::Malformed) => return false,
         };
+        let before = self.sender.pmtu.current();
+        self.sender.pmtu.on_ack(&ranges);
+        if self.sender.pmtu.current() != before {
+            self.on_datagram_size_changed();
+        }
         self.sender.last_feedback_sequence = Some(feedback.sequence);
         self.counters.packets_lost += result.lost_packets;
         if result.acked_packets > 0 {

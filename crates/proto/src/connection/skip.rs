@@ -57,6 +57,11 @@ impl Skips {
         (next + 1, true)
     }
 
+    /// Whether `number` is the next one to be left unused.
+    pub(crate) fn skips(&self, number: u64) -> bool {
+        number == self.next_at
+    }
+
     /// A skipped number that `ranges` (inclusive pairs) acknowledge, if any.
     pub(crate) fn acknowledged(&self, ranges: &[(u64, u64)]) -> Option<u64> {
         self.recent

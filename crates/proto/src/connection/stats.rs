@@ -45,6 +45,8 @@ impl Counters {
             loss_event_rate_increases: self.loss_event_rate_increases,
             target_met: true,
             delivered_rate: Rate::ZERO,
+            datagram_size: 0,
+            pmtu: Default::default(),
         }
     }
 }

@@ -96,6 +96,8 @@ pub struct SackSender {
     largest_sent: Option<u64>,
     /// The DUP_THRESH largest packet numbers ever acknowledged, ascending.
     top_acked: Vec<u64>,
+    /// The packet whose chunk `next_retransmission` gave last.
+    last_retransmitted: Option<u64>,
 }
 
 impl SackSender {
@@ -111,6 +113,7 @@ impl SackSender {
             unrepaired: VecDeque::new(),
             largest_sent: None,
             top_acked: Vec::with_capacity(DUP_THRESH + 1),
+            last_retransmitted: None,
         }
     }
 
@@ -125,6 +128,15 @@ impl SackSender {
                 .map_or(packet.packet_number, |l| l.max(packet.packet_number)),
         );
         self.outstanding.insert(packet.packet_number, packet);
+    }
+
+    /// A packet number used by a packet error control does not track (a path MTU probe): it may
+    /// be acknowledged, and numbers keep increasing past it.
+    pub fn on_untracked_sent(&mut self, packet_number: u64) {
+        self.largest_sent = Some(
+            self.largest_sent
+                .map_or(packet_number, |l| l.max(packet_number)),
+        );
     }
 
     /// Process SACK ranges (inclusive, highest first); refuses ranges naming packets never sent, changing nothing.
@@ -240,10 +252,21 @@ impl SackSender {
         // QSTP paper §4.4: packets to retransmit are placed on top of the transmission queue.
         while let Some((pn, chunk)) = self.retransmit.pop_front() {
             if self.queued.remove(&pn) {
+                self.last_retransmitted = Some(pn);
                 return Some(chunk);
             }
         }
         None
+    }
+
+    /// Put back, first in line, the part of the chunk [`SackSender::next_retransmission`] just
+    /// gave that did not fit a packet (the path's datagrams shrank since it was first sent); a
+    /// late acknowledgement of the original packet still cancels it.
+    pub fn requeue_remainder(&mut self, chunk: SentChunk) {
+        if let Some(pn) = self.last_retransmitted {
+            self.retransmit.push_front((pn, chunk));
+            self.queued.insert(pn);
+        }
     }
 
     /// Whether any chunk waits for retransmission.

@@ -3,8 +3,9 @@
 //! Layout (integers big-endian): version (1), type (1), destination id (8), flags (1), packet
 //! number (8), timestamp (4), RTT estimate (4) (RFC 5348 §3.2.1: sequence number, timestamp and
 //! the sender's RTT estimate; QSTP paper Fig. 1), then the chunk fields (stream: offset (8);
-//! message: id (8), offset (4), total length (4); empty: nothing), then the skip-to point (8)
-//! if flagged, then the payload up to the end of the datagram. Flags: bits 0-1 the chunk kind,
+//! message: id (8), offset (4), total length (4); empty and padding: nothing), then the skip-to point (8)
+//! if flagged, then the payload up to the end of the datagram (for a padding chunk, a path MTU
+//! probe's filler, RFC 8899 §4.1). Flags: bits 0-1 the chunk kind,
 //! bit 2 fin (stream only), bit 3 skip-to present, bit 4 "the previous packet number was skipped"
 //! (never sent: RFC 9000 §21.4's defence against optimistic acknowledgements), bits 5-7 reserved
 //! (zero). Once `check_len`
@@ -40,12 +41,13 @@ mod kind {
     pub const EMPTY: u8 = 0;
     pub const STREAM: u8 = 1;
     pub const MESSAGE: u8 = 2;
+    pub const PADDING: u8 = 3;
 }
 
 /// Bytes of the chunk fields for a chunk kind code, if the code is known.
 fn chunk_fields_len(kind: u8) -> Option<usize> {
     match kind {
-        kind::EMPTY => Some(0),
+        kind::EMPTY | kind::PADDING => Some(0),
         kind::STREAM => Some(field::STREAM_OFFSET.end),
         kind::MESSAGE => Some(field::MESSAGE_TOTAL_LEN.end),
         _ => None,
@@ -151,6 +153,7 @@ impl<T: AsRef<[u8]>> DataPacket<T> {
                 offset: be_u32(self.chunk_field(field::MESSAGE_OFFSET)),
                 total_len: be_u32(self.chunk_field(field::MESSAGE_TOTAL_LEN)),
             },
+            kind::PADDING => Chunk::Padding,
             _ => Chunk::Empty,
         }
     }
@@ -175,7 +178,7 @@ impl<'a> Data<'a> {
     /// Header bytes for this chunk kind (<= MAX_DATA_HEADER).
     pub fn header_len(chunk: &Chunk, has_skip: bool) -> usize {
         let chunk = match chunk {
-            Chunk::Empty => 0,
+            Chunk::Empty | Chunk::Padding => 0,
             Chunk::Stream { .. } => field::STREAM_OFFSET.end,
             Chunk::Message { .. } => field::MESSAGE_TOTAL_LEN.end,
         };
@@ -194,7 +197,7 @@ impl<'a> Data<'a> {
         };
         let len = payload.len() as u64;
         match chunk {
-            Chunk::Empty if packet.fin() => {
+            Chunk::Empty | Chunk::Padding if packet.fin() => {
                 return Err(WireError::InvalidField("fin on a non-stream chunk"))
             }
             Chunk::Message { .. } if packet.fin() => {
@@ -239,6 +242,7 @@ impl<'a> Data<'a> {
         let chunk = &mut buf[field::CHUNK..];
         let (kind, fin) = match self.chunk {
             Chunk::Empty => (kind::EMPTY, false),
+            Chunk::Padding => (kind::PADDING, false),
             Chunk::Stream { offset, fin } => {
                 chunk[field::STREAM_OFFSET].copy_from_slice(&offset.to_be_bytes());
                 (kind::STREAM, fin)
@@ -386,7 +390,12 @@ mod tests {
             with_flags(0x25),
             Err(WireError::InvalidField("reserved data flag bits"))
         );
-        assert_eq!(with_flags(0x03), Err(WireError::InvalidField("chunk kind")));
+        // Kind 3 is padding (a path MTU probe): whatever follows the header is its filler.
+        assert!(with_flags(0x03).is_ok());
+        assert_eq!(
+            with_flags(0x07),
+            Err(WireError::InvalidField("fin on a non-stream chunk"))
+        );
         assert_eq!(
             with_flags(0x04),
             Err(WireError::InvalidField("fin on a non-stream chunk"))

@@ -155,6 +155,10 @@ pub enum Chunk {
     },
     /// No application data (a probe or keep-alive; still takes a packet number).
     Empty,
+    /// A path MTU probe (RFC 8899 §4.1): padding up to the size being probed, no application
+    /// data. Acknowledged like any packet, but left out of loss detection: its loss says the path
+    /// is too narrow, not that it is congested (RFC 8899 §4.4).
+    Padding,
 }
 
 /// Data, sender to receiver.

@@ -152,7 +152,8 @@ fn chunk_and_payload() -> impl Strategy<Value = (Chunk, Vec<u8>)> {
                 payload,
             )
         });
-    prop_oneof![Just((Chunk::Empty, Vec::new())), stream, message]
+    let padding = proptest::collection::vec(Just(0u8), 0..1400).prop_map(|p| (Chunk::Padding, p));
+    prop_oneof![Just((Chunk::Empty, Vec::new())), stream, message, padding]
 }
 
 /// A data packet with an owned payload (the packet borrows it).

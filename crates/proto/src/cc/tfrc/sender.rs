@@ -503,6 +503,11 @@ impl RateController for TfrcSender {
         // Plain TFRC has no target; gTFRC uses `set_floor`.
     }
 
+    fn set_segment_size(&mut self, size: usize) {
+        // RFC 5348 §4.1: s is the segment size in use; X (bytes per second) is kept as it is.
+        self.segment_size = size.max(1) as f64;
+    }
+
     fn state(&self) -> RateState {
         RateState {
             rate: self.allowed_rate(),
