@@ -48,7 +48,7 @@ NS3_PARAMS = {
     "illinois": "{ name = \"illinois\", delay_granularity = 0.001, smoothed_rtt = 1 }",
 }
 # Controls whose ns-3 implementation departs from the published algorithm in ways the lab can
-# reproduce on request (`ns3 = 1`; see crates/sim/src/tcp/bic.rs, cubic_ns3.rs,
+# reproduce on request (`ns3 = 1`; see crates/tcp/src/bic.rs, cubic_ns3.rs,
 # htcp.rs and yeah.rs): these get two rows,
 # the published algorithm and the ns-3-compatible variant, both against the same ns-3 run.
 NS3_COMPAT = {
