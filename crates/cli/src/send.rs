@@ -109,11 +109,30 @@ struct FinalStats {
     pmtu_probes_lost: u64,
     /// ICMP Packet Too Big messages that quoted a probe and were believed (RFC 8899 §4.6).
     pmtu_ptb_accepted: u64,
+    /// With `--interval`, one record per interval (iperf3's `intervals`); empty without.
+    intervals: Vec<IntervalRecord>,
     profile: String,
     dscp: String,
     /// Whether the receiver confirmed every byte (the end-to-end hash matched).
     verified: bool,
 }
+
+/// One `--interval` report, as `--json` gives it (iperf3's names).
+#[derive(serde::Serialize, Debug, Clone, PartialEq)]
+struct IntervalRecord {
+    /// Seconds since the connection started, at the interval's start and end.
+    start: f64,
+    end: f64,
+    /// Datagram bytes sent in the interval (headers, retransmissions and probes included).
+    bytes: u64,
+    /// `bytes` in bits over the interval.
+    bits_per_second: f64,
+    /// Data packets sent again in the interval.
+    retransmits: u64,
+}
+
+/// Most interval records kept (an hour at the shortest interval, 0.1 s).
+const MAX_INTERVALS: usize = 36_000;
 
 /// What `--json` prints when `send` fails: the reason, and that nothing was confirmed.
 #[derive(serde::Serialize)]
@@ -350,7 +369,13 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
 
     let bar = progress_bar(header.size, args.quiet);
     let interval = args.interval.map(Duration::from_secs_f64);
-    let ticker = tokio::spawn(show_stats(conn.clone(), bar.clone(), interval));
+    let intervals = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let ticker = tokio::spawn(show_stats(
+        conn.clone(),
+        bar.clone(),
+        interval,
+        intervals.clone(),
+    ));
     let started = Instant::now();
     let sent = std::cell::Cell::new(0u64);
     let exchange = async {
@@ -432,6 +457,7 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
         pmtu_probes_sent: stats.pmtu.probes_sent,
         pmtu_probes_lost: stats.pmtu.probes_lost,
         pmtu_ptb_accepted: stats.pmtu.ptb_accepted,
+        intervals: std::mem::take(&mut *intervals.lock().unwrap_or_else(|e| e.into_inner())),
         profile: plan.profile.to_string(),
         dscp: conn.dscp().to_string(),
         verified: verdict == Verdict::Verified,
@@ -494,7 +520,12 @@ fn progress_bar(size: Option<u64>, quiet: bool) -> ProgressBar {
 
 /// Refresh the bar's message with the connection's rate, target, RTT and losses; with an
 /// interval, also print one line per interval (above the bar, or alone with --quiet).
-async fn show_stats(conn: Connection, bar: ProgressBar, interval: Option<Duration>) {
+async fn show_stats(
+    conn: Connection,
+    bar: ProgressBar,
+    interval: Option<Duration>,
+    records: std::sync::Arc<std::sync::Mutex<Vec<IntervalRecord>>>,
+) {
     let started = Instant::now();
     let mut last = (Duration::ZERO, 0u64, 0u64, 0u64);
     loop {
@@ -518,6 +549,18 @@ async fn show_stats(conn: Connection, bar: ProgressBar, interval: Option<Duratio
             eprintln!("{line}");
         } else {
             bar.println(line);
+        }
+        let bytes = stats.bytes_sent - bytes0;
+        let span = (now - t0).as_secs_f64().max(1e-9);
+        let mut kept = records.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() < MAX_INTERVALS {
+            kept.push(IntervalRecord {
+                start: t0.as_secs_f64(),
+                end: now.as_secs_f64(),
+                bytes,
+                bits_per_second: bytes as f64 * 8.0 / span,
+                retransmits: stats.packets_retransmitted - again0,
+            });
         }
         last = (
             now,

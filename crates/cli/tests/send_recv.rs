@@ -857,7 +857,14 @@ fn target_met_needs_the_goodput_over_the_whole_transfer() {
         .arg("send")
         .arg(&source)
         .args(["--to", &addr, "--quiet", "--json"])
-        .args(["--target-rate", "8M", "--max-rate", "8M"])
+        .args([
+            "--target-rate",
+            "8M",
+            "--max-rate",
+            "8M",
+            "--interval",
+            "0.5",
+        ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -868,6 +875,29 @@ fn target_met_needs_the_goodput_over_the_whole_transfer() {
     assert!(goodput < 8e6, "{goodput}");
     assert_eq!(json["target_met"], false, "{json}");
     assert!(stderr.contains("target rate 8Mbit/s not met"), "{stderr}");
+    // --interval with --json: iperf3-like interval records, adding up to no more than was sent.
+    let intervals = json["intervals"].as_array().unwrap();
+    assert!(intervals.len() >= 2, "{json}");
+    let mut sent = 0;
+    for record in intervals {
+        let (start, end) = (
+            record["start"].as_f64().unwrap(),
+            record["end"].as_f64().unwrap(),
+        );
+        assert!(end > start, "{record}");
+        assert!(
+            record["bits_per_second"].as_f64().unwrap() > 0.0,
+            "{record}"
+        );
+        assert!(record.get("retransmits").is_some());
+        sent += record["bytes"].as_u64().unwrap();
+    }
+    let total =
+        json["mean_rate_bps"].as_f64().unwrap() * json["duration_s"].as_f64().unwrap() / 8.0;
+    assert!(
+        sent as f64 <= total + 1.0,
+        "{sent} of {total} bytes: {json}"
+    );
     for key in [
         "file",
         "remote",
