@@ -938,3 +938,37 @@ fn a_failed_send_prints_a_json_error_object() {
     );
     assert_eq!(json["remote"], addr.as_str());
 }
+
+#[test]
+fn send_for_a_duration_moves_generated_bytes_verified() {
+    let dir = scratch("duration");
+    let target = dir.join("generated.bin");
+    let (mut receiver, addr) = start_receiver(&target);
+    let output = Command::new(QSTP)
+        .args([
+            "send",
+            "--duration",
+            "1s",
+            "--to",
+            &addr,
+            "--quiet",
+            "--json",
+        ])
+        .args(["--max-rate", "20M"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "send failed: {stderr}");
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["verified"], true);
+    let bytes = json["bytes"].as_u64().unwrap();
+    assert!(bytes > 0);
+    assert_eq!(std::fs::metadata(&target).unwrap().len(), bytes);
+    // A second of generating, then what the buffers held drains (generous bound).
+    let secs = json["duration_s"].as_f64().unwrap();
+    assert!((1.0..10.0).contains(&secs), "{secs} s");
+    // A file and --duration together are refused.
+    let (ok, _, err) = common::qstp(&["send", "x.bin", "--duration", "1", "--to", &addr]);
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+}
