@@ -857,7 +857,14 @@ fn target_met_needs_the_goodput_over_the_whole_transfer() {
         .arg("send")
         .arg(&source)
         .args(["--to", &addr, "--quiet", "--json"])
-        .args(["--target-rate", "8M", "--max-rate", "8M"])
+        .args([
+            "--target-rate",
+            "8M",
+            "--max-rate",
+            "8M",
+            "--interval",
+            "0.5",
+        ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -868,6 +875,29 @@ fn target_met_needs_the_goodput_over_the_whole_transfer() {
     assert!(goodput < 8e6, "{goodput}");
     assert_eq!(json["target_met"], false, "{json}");
     assert!(stderr.contains("target rate 8Mbit/s not met"), "{stderr}");
+    // --interval with --json: iperf3-like interval records, adding up to no more than was sent.
+    let intervals = json["intervals"].as_array().unwrap();
+    assert!(intervals.len() >= 2, "{json}");
+    let mut sent = 0;
+    for record in intervals {
+        let (start, end) = (
+            record["start"].as_f64().unwrap(),
+            record["end"].as_f64().unwrap(),
+        );
+        assert!(end > start, "{record}");
+        assert!(
+            record["bits_per_second"].as_f64().unwrap() > 0.0,
+            "{record}"
+        );
+        assert!(record.get("retransmits").is_some());
+        sent += record["bytes"].as_u64().unwrap();
+    }
+    let total =
+        json["mean_rate_bps"].as_f64().unwrap() * json["duration_s"].as_f64().unwrap() / 8.0;
+    assert!(
+        sent as f64 <= total + 1.0,
+        "{sent} of {total} bytes: {json}"
+    );
     for key in [
         "file",
         "remote",
@@ -907,4 +937,38 @@ fn a_failed_send_prints_a_json_error_object() {
         "{json}"
     );
     assert_eq!(json["remote"], addr.as_str());
+}
+
+#[test]
+fn send_for_a_duration_moves_generated_bytes_verified() {
+    let dir = scratch("duration");
+    let target = dir.join("generated.bin");
+    let (mut receiver, addr) = start_receiver(&target);
+    let output = Command::new(QSTP)
+        .args([
+            "send",
+            "--duration",
+            "1s",
+            "--to",
+            &addr,
+            "--quiet",
+            "--json",
+        ])
+        .args(["--max-rate", "20M"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "send failed: {stderr}");
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["verified"], true);
+    let bytes = json["bytes"].as_u64().unwrap();
+    assert!(bytes > 0);
+    assert_eq!(std::fs::metadata(&target).unwrap().len(), bytes);
+    // A second of generating, then what the buffers held drains (generous bound).
+    let secs = json["duration_s"].as_f64().unwrap();
+    assert!((1.0..10.0).contains(&secs), "{secs} s");
+    // A file and --duration together are refused.
+    let (ok, _, err) = common::qstp(&["send", "x.bin", "--duration", "1", "--to", &addr]);
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
 }
