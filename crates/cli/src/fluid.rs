@@ -23,8 +23,6 @@ struct FluidSummary<'a> {
     fluid_model: bool,
     /// The solver's settings of the first point.
     fluid: FluidRecord,
-    /// Wall-clock seconds the solution took.
-    wall_s: f64,
 }
 
 /// The solver's settings, as a scenario writes them.
@@ -127,7 +125,6 @@ pub fn main(args: FluidArgs) -> anyhow::Result<()> {
             step: base.fluid.step.to_string(),
             margin: base.fluid.margin,
         },
-        wall_s,
     })? + "\n";
     std::fs::write(&written.summary, json)
         .with_context(|| format!("cannot write {}", written.summary.display()))?;

@@ -45,16 +45,25 @@ fn fluid_writes_the_lab_outputs_and_draws_itself_against_the_packet_run() {
     );
     let svg = std::fs::read_to_string(fluid.join("plots/fluid-vs-packet.svg")).unwrap();
     assert!(svg.contains("Free, packet") && svg.contains("Free, fluid"));
-    // Asked again, it replaces its own folder.
-    let (ok, _, stderr) = qstp(&[
-        "fluid",
-        file,
-        "--out",
-        fluid.to_str().unwrap(),
-        "--duration",
-        "5s",
-    ]);
-    assert!(ok, "{stderr}");
+    // Asked again, it replaces its own folder, and the same inputs give a byte-identical summary
+    // (no wall-clock time in it).
+    let again = || {
+        let (ok, _, stderr) = qstp(&[
+            "fluid",
+            file,
+            "--out",
+            fluid.to_str().unwrap(),
+            "--duration",
+            "5s",
+        ]);
+        assert!(ok, "{stderr}");
+        std::fs::read(fluid.join("summary.json")).unwrap()
+    };
+    let first = again();
+    assert!(
+        first == again(),
+        "two solutions of one scenario wrote different summaries"
+    );
     let _ = std::fs::remove_dir_all(&fluid);
     let _ = std::fs::remove_dir_all(&packet);
 }
