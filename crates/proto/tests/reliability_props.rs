@@ -49,8 +49,14 @@ proptest! {
         // and closing on the idle timeout there is the configured behaviour, not a reliability
         // failure. 120 s covers seven losses in a row; the TFRC floor (3 x t_mbi) still needs
         // the idle rule's stretch.
+        // The dead-peer check counts round trips without an answer; at up to 30% loss each way a
+        // round trip goes unanswered with probability up to 0.51, so the default 8 in a row
+        // (0.51^8, 5e-3 per silence, a few dozen silences per case) would end live connections
+        // here about once per run. 16 in a row is 2e-5 per silence (see
+        // `Config::peer_silence_ptos`).
         let config = Config {
             idle_timeout: Duration::from_secs(120),
+            peer_silence_ptos: 16,
             ..Config::default()
         };
         let mut pair = Pair::new(config.clone(), path(delay_ms, 0.0, 0.0, 0.0), seed);

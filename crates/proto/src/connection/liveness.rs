@@ -17,8 +17,13 @@ const MIN_PEER_SILENCE: Duration = Duration::from_secs(1);
 pub(crate) struct Silence {
     /// When the first packet since the peer was last heard went out.
     since: Option<Time>,
-    /// Packets sent since the peer was last heard.
+    /// Round trips since the peer was last heard in which a packet went out: a packet counts only
+    /// when sent at least one RTT after the last one counted. Packets of one burst are a single
+    /// chance for the peer to answer (RFC 5348 §6.2: one report per RTT), so a burst sent just
+    /// before the answers to it were lost must not pass for many unanswered round trips.
     unanswered: u64,
+    /// When the last counted packet went out.
+    last_counted: Option<Time>,
 }
 
 impl Silence {
@@ -26,12 +31,19 @@ impl Silence {
     pub(crate) fn on_heard(&mut self) {
         self.since = None;
         self.unanswered = 0;
+        self.last_counted = None;
     }
 
-    /// A packet went out at `now`.
-    pub(crate) fn on_sent(&mut self, now: Time) {
+    /// A packet went out at `now`; `rtt` is the current round-trip time estimate.
+    pub(crate) fn on_sent(&mut self, now: Time, rtt: Duration) {
         self.since.get_or_insert(now);
-        self.unanswered += 1;
+        if self
+            .last_counted
+            .is_none_or(|last| now.saturating_since(last) >= rtt)
+        {
+            self.unanswered += 1;
+            self.last_counted = Some(now);
+        }
     }
 
     /// When the peer started owing an answer.
@@ -42,8 +54,8 @@ impl Silence {
 
 impl Connection {
     /// When the peer will be declared gone if it stays silent: `peer_silence_ptos` probe
-    /// timeouts (at least [`MIN_PEER_SILENCE`]) after the first packet it left unanswered, once as
-    /// many packets went out and while data is in flight.
+    /// timeouts (at least [`MIN_PEER_SILENCE`]) after the first packet it left unanswered, once
+    /// packets went out in as many distinct round trips and while data is in flight.
     pub(super) fn peer_silence_deadline(&self) -> Option<Time> {
         let ptos = u64::from(self.config.peer_silence_ptos);
         if ptos == 0 || self.state != State::Established || !self.sender.has_in_flight() {
@@ -57,5 +69,33 @@ impl Connection {
         // RFC 9002 §6.2: each PTO without an answer is a round trip in which the peer should
         // have spoken; this many in a row is no queue and no burst of loss.
         Some(since + pto.saturating_mul(ptos).max(MIN_PEER_SILENCE))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at_ms(ms: u64) -> Time {
+        Time::from_nanos(ms * 1_000_000)
+    }
+
+    #[test]
+    fn a_burst_is_one_chance_to_answer_and_spaced_packets_are_many() {
+        let rtt = Duration::from_millis(80);
+        let mut silence = Silence::default();
+        for i in 0..20 {
+            silence.on_sent(at_ms(1_000 + i), rtt);
+        }
+        assert_eq!(silence.unanswered, 1);
+        assert_eq!(silence.since(), Some(at_ms(1_000)));
+        for i in 1..=7 {
+            silence.on_sent(at_ms(1_000 + 80 * i), rtt);
+        }
+        assert_eq!(silence.unanswered, 8);
+        silence.on_heard();
+        assert_eq!((silence.unanswered, silence.since()), (0, None));
+        silence.on_sent(at_ms(1_600), rtt);
+        assert_eq!(silence.unanswered, 1);
     }
 }

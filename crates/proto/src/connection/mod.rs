@@ -493,7 +493,8 @@ impl Connection {
             self.sender.pmtu.on_probe_sealed(buf);
             self.counters.packets_sent += 1;
             self.counters.bytes_sent += buf.len() as u64;
-            self.silence.on_sent(now);
+            let rtt = self.sender.rate.state().rtt;
+            self.silence.on_sent(now, rtt);
         }
         sent
     }
