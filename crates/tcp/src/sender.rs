@@ -608,9 +608,16 @@ impl TcpSender {
                         // segment.
                         self.resend_now = true;
                     }
-                    // RFC 6582 §3.2 step 5: reset the timer on the first partial ACK only
-                    // ("Impatient").
-                    if !self.partial_ack_seen {
+                    if self.peer_sacks && self.config.recovery != Recovery::PrrNs3 {
+                        // RFC 6298 §5.3: an ACK of new data restarts the timer. RFC 6675 loss
+                        // recovery keeps to it, as Linux does (tcp_ack -> tcp_rearm_rto on every
+                        // ACK that acknowledges data, which ns-2's TCP/Linux runs too).
+                        self.restart_timer(now);
+                    } else if !self.partial_ack_seen {
+                        // RFC 6582 §3.2 step 5: without SACK, reset the timer on the first
+                        // partial ACK only ("Impatient"); ns-3 3.44 does the same with SACK
+                        // (tcp-socket-base.cc ProcessAck: `NewAck(ackNumber,
+                        // m_isFirstPartialAck)`).
                         self.partial_ack_seen = true;
                         self.restart_timer(now);
                     }

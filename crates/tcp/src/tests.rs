@@ -757,6 +757,34 @@ mod prr {
     }
 
     #[test]
+    fn with_sack_every_partial_ack_restarts_the_timer_but_ns3_only_the_first() {
+        // 40 segments out, 0, 10 and 20 lost: the others are SACKed (recovery from the third
+        // duplicate), the resent 0 brings a partial ACK of 10 at 0.5 s, the resent 10 one of 20
+        // at 0.9 s. RFC 6298 §5.3 (and Linux, and ns-2's TCP/Linux) restart the timer on the
+        // partial ACK; RFC 6582's "Impatient" rule, ns-3's with SACK too, only on the first one.
+        for recovery in [Recovery::Rfc6675, Recovery::Prr, Recovery::PrrNs3] {
+            let mut sender = sender_with(recovery, 40);
+            let mut acks: Vec<Segment> = (2..=10).map(|k| ack_of(0, &[(1, k)])).collect();
+            acks.extend((12..=20).map(|k| ack_of(0, &[(1, 10), (11, k)])));
+            acks.extend((22..=40).map(|k| ack_of(0, &[(1, 10), (11, 20), (21, k)])));
+            feed(&mut sender, &acks);
+            assert_eq!(sender.stats().fast_retransmits, 1, "{recovery:?}");
+            let first_partial = secs(0.5);
+            sender.on_ack(first_partial, &ack_of(10, &[(11, 20), (21, 40)]));
+            let after_first = sender.poll_timeout().unwrap();
+            let second_partial = secs(0.9);
+            sender.on_ack(second_partial, &ack_of(20, &[(21, 40)]));
+            let after_second = sender.poll_timeout().unwrap();
+            if recovery == Recovery::PrrNs3 {
+                assert_eq!(after_second, after_first, "{recovery:?}");
+            } else {
+                assert_eq!(after_second, second_partial + sender.rto(), "{recovery:?}");
+                assert!(after_second > after_first, "{recovery:?}");
+            }
+        }
+    }
+
+    #[test]
     fn ns3_partial_ack_with_sack_sends_new_data_instead_of_resending_the_head() {
         // 40 segments out, 0 lost: segments 1-19 arrive (recovery from the third), then the
         // retransmission of 0, a partial ACK of 20 (recover = 40) while 20-39 are still on their
