@@ -9,10 +9,14 @@
 //! at `max_increment` per round trip. Fast convergence lowers `last_max` when a loss comes below
 //! the previous one. At or below `low_window` segments it is standard TCP.
 //!
-//! Unlike Linux, the increment is not divided by the ACK ratio (`delayed_ack`): here growth is
-//! counted per acknowledged segment already. Linux recomputes the increment at most every
-//! HZ/32 while the window is unchanged; as it depends only on the window and `last_max`, we
-//! recompute it on every ACK.
+//! As in Linux, the increment is divided by an estimate of the segments per ACK (`delayed_ack`,
+//! tcp_bic.c bictcp_acked: ratio = 15/16 ratio + sample/16, kept x16 in u32). Its integer update
+//! cannot fall below 31/16 with one ACK per segment (31 - 31/16 + 1 = 31), so Linux BIC (and the
+//! ns-2.35 TCP/Linux that carries it) grows 1.94 times faster than the paper's `cnt` when every
+//! segment is ACKed; with delayed ACKs it settles at 2 and the window grows twice as fast per
+//! acknowledged segment. Linux recomputes the increment at most every HZ/32 while the window is
+//! unchanged; as it depends only on the window, `last_max` and the ratio, we recompute it on
+//! every ACK.
 //!
 //! `ns3 = 1` reproduces ns-3 3.44's `TcpBic` (src/internet/model/tcp-bic.cc) where it departs
 //! from Linux; the default (0) is Linux's. Under it:
@@ -42,6 +46,12 @@ use qstp_proto::Time;
 
 /// Linux tcp_bic.c: BICTCP_B = 4, the binary search goes to a point (max - cwnd) / B away.
 const B: u64 = 4;
+
+/// Linux tcp_bic.c ACK_RATIO_SHIFT: the segments-per-ACK estimate is kept x16.
+const ACK_RATIO_SHIFT: u32 = 4;
+
+/// Linux tcp_bic.c bictcp_reset: the estimate starts at two segments per ACK.
+const INITIAL_DELAYED_ACK: u32 = 2 << ACK_RATIO_SHIFT;
 
 /// Registry entry.
 pub(super) const ENTRY: Registered = Registered {
@@ -122,6 +132,9 @@ pub struct Bic {
     ns3: bool,
     /// Under `ns3`: segments acknowledged towards the next increase (`m_cWndCnt`).
     cwnd_cnt: u64,
+    /// Linux: segments per ACK x16 (tcp_bic.c `delayed_ack`); unused under `ns3`, whose TcpBic
+    /// has none.
+    delayed_ack: u32,
 }
 
 impl Bic {
@@ -141,7 +154,21 @@ impl Bic {
             smooth_part: (smooth_part.round() as u64).max(1),
             ns3: false,
             cwnd_cnt: 0,
+            delayed_ack: INITIAL_DELAYED_ACK,
         }
+    }
+
+    /// Linux tcp_bic.c bictcp_acked, in the Open state: ratio += sample - ratio / 16, in u32
+    /// arithmetic (so a sample below the ratio's integer part wraps to a decrement).
+    fn track_ack_ratio(&mut self, acked_bytes: u64) {
+        let segments = acked_bytes.div_ceil(self.mss);
+        if segments == 0 {
+            return;
+        }
+        let sample = u32::try_from(segments).unwrap_or(u32::MAX);
+        self.delayed_ack = self
+            .delayed_ack
+            .wrapping_add(sample.wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT));
     }
 
     fn segments(&self) -> u64 {
@@ -193,7 +220,11 @@ impl Bic {
         };
         // Linux tcp_bic.c: with no loss yet, at least 5% per round trip (cnt at most 20).
         let cnt = if max == 0 { cnt.min(20) } else { cnt };
-        cnt.max(1)
+        if self.ns3 {
+            return cnt.max(1);
+        }
+        // Linux tcp_bic.c bictcp_update: `cnt = (cnt << ACK_RATIO_SHIFT) / delayed_ack`.
+        ((cnt << ACK_RATIO_SHIFT) / u64::from(self.delayed_ack.max(1))).max(1)
     }
 
     /// ns-3 3.44 tcp-bic.cc `IncreaseWindow` in congestion avoidance: one segment once more than
@@ -257,6 +288,7 @@ impl CongestionControl for Bic {
         self.ssthresh = initial_ssthresh.max(2 * self.mss);
         self.acked.reset();
         self.last_max = 0;
+        self.delayed_ack = INITIAL_DELAYED_ACK;
     }
 
     fn cwnd(&self) -> u64 {
@@ -278,6 +310,8 @@ impl CongestionControl for Bic {
             self.increase_ns3(segments);
             return;
         }
+        // Linux calls pkts_acked (bictcp_acked) before cong_avoid on the same ACK.
+        self.track_ack_ratio(sample.acked_bytes);
         if self.cwnd < self.ssthresh {
             // RFC 5681 §3.1 eq. (2): cwnd += min(N, SMSS).
             self.cwnd += sample.acked_bytes.min(self.mss);
@@ -327,8 +361,9 @@ impl CongestionControl for Bic {
         }
         self.ssthresh = self.on_loss();
         // Linux tcp_bic.c bictcp_state: entering the Loss state resets the search (after the
-        // ssthresh computation), so last_max is forgotten.
+        // ssthresh computation), so last_max and the ACK ratio are forgotten.
         self.last_max = 0;
+        self.delayed_ack = INITIAL_DELAYED_ACK;
         // RFC 5681 §3.1: after a timeout cwnd is one segment.
         self.cwnd = self.mss;
     }
@@ -346,10 +381,13 @@ mod tests {
         Bic::new(MSS as u32, 819.0 / 1024.0, 16.0, 14.0, 20.0)
     }
 
-    /// In congestion avoidance at `w` segments, no loss yet.
+    /// In congestion avoidance at `w` segments, no loss yet, with the ACK-ratio estimate at
+    /// exactly one segment per ACK (16/16, where single-segment ACKs keep it), so the paper's
+    /// `cnt` shows unscaled.
     fn at(w: u64) -> Bic {
         let mut cc = linux();
         cc.init(w * MSS, 2 * MSS);
+        cc.delayed_ack = 1 << ACK_RATIO_SHIFT;
         cc
     }
 
@@ -439,13 +477,54 @@ mod tests {
     }
 
     #[test]
+    fn linux_ack_ratio_stalls_at_31_sixteenths_so_single_acks_grow_almost_twice_as_fast() {
+        // tcp_bic.c bictcp_acked from its reset value 32: 32 + 1 - 2 = 31, then 31 + 1 - 1 = 31.
+        let mut cc = linux();
+        cc.init(1000 * MSS, 2 * MSS);
+        assert_eq!(cc.delayed_ack, 32);
+        cc.on_congestion_event(Time::ZERO, 1000 * MSS);
+        // Far below last_max the paper's pace is 16 per round trip; with the ratio at 31/16,
+        // cnt = (799 / 16 = 49) x 16 / 31 = 25, so one round trip of 799 ACKs adds 31-32.
+        let grown = round(&mut cc);
+        assert_eq!(cc.delayed_ack, 31);
+        assert!((31..=33).contains(&grown), "{grown}");
+        // With two segments per ACK the estimate stays at 32 (2 - 32/16 = 0): cnt halves, and
+        // per acknowledged segment the window grows twice as fast again.
+        let mut cc = linux();
+        cc.init(1000 * MSS, 2 * MSS);
+        cc.on_congestion_event(Time::ZERO, 1000 * MSS);
+        let before = cc.segments();
+        for _ in 0..before / 2 {
+            cc.on_ack(&ack(2 * MSS));
+        }
+        assert_eq!(cc.delayed_ack, 32);
+        let grown = cc.segments() - before;
+        assert!((31..=34).contains(&grown), "{grown}");
+        // ns-3's TcpBic has no estimate.
+        let mut cc = ns3_at(1000);
+        cc.on_congestion_event(Time::ZERO, 1000 * MSS);
+        let unscaled = cc.cnt(799);
+        cc.delayed_ack = 31;
+        assert_eq!(cc.cnt(799), unscaled);
+        cc.delayed_ack = 64;
+        assert_eq!(cc.cnt(799), unscaled);
+    }
+
+    #[test]
     fn a_timeout_forgets_last_max() {
         let mut cc = at(1000);
         cc.on_retransmission_timeout(Time::ZERO, 0);
+        assert_eq!(cc.delayed_ack, 32);
         assert_eq!((cc.cwnd(), cc.ssthresh(), cc.last_max), (MSS, 799 * MSS, 0));
-        // With no maximum known, at least 5% per round trip: 1000 grows by 50.
+        // With no maximum known, at least 5% per round trip by the paper's count (cnt 20);
+        // single-segment ACKs take the reset ratio to 31/16, so cnt = 20 x 16 / 31 = 10 and
+        // 1000 grows by 100.
         cc.cwnd = 1000 * MSS;
         cc.ssthresh = 2 * MSS;
+        assert_eq!(round(&mut cc), 100);
+        // At one segment per ACK exactly, the paper's 5%.
+        cc.cwnd = 1000 * MSS;
+        cc.delayed_ack = 1 << ACK_RATIO_SHIFT;
         assert_eq!(round(&mut cc), 50);
     }
 
