@@ -87,12 +87,23 @@ pub struct FileSink {
     offset: u64,
     /// The file's pages before this offset were written out and dropped from the cache.
     dropped: u64,
+    /// The file offset the write under way ends at.
+    writing_end: u64,
+    /// Every byte before this file offset was written (handed to the file system).
+    written: u64,
 }
 
 impl FileSink {
     /// A sink writing `file` from its start.
+    #[cfg(test)]
     pub fn new(file: File) -> FileSink {
-        let mode = if set_direct(&file, true) {
+        FileSink::at(file, 0)
+    }
+
+    /// A sink writing `file` from `offset`, where its position must be (a resumed transfer).
+    /// Direct writes need aligned offsets: from an unaligned one, writes go through the cache.
+    pub fn at(file: File, offset: u64) -> FileSink {
+        let mode = if offset % ALIGN as u64 == 0 && set_direct(&file, true) {
             Mode::Direct
         } else {
             Mode::Buffered
@@ -103,9 +114,17 @@ impl FileSink {
             spare: Some(Block::new()),
             writing: None,
             mode,
-            offset: 0,
-            dropped: 0,
+            offset,
+            dropped: offset,
+            writing_end: offset,
+            written: offset,
         }
+    }
+
+    /// The file offset before which every byte was written to the file (not necessarily to the
+    /// device: see [`File::sync_data`]).
+    pub fn written(&self) -> u64 {
+        self.written
     }
 
     /// Wait for the write under way, if any, and take its block back.
@@ -120,6 +139,9 @@ impl FileSink {
         self.spare = Some(block);
         self.mode = mode;
         self.dropped = dropped;
+        if result.is_ok() {
+            self.written = self.writing_end;
+        }
         Poll::Ready(result)
     }
 
@@ -130,6 +152,7 @@ impl FileSink {
         let file = self.file.clone();
         let (at, mode, dropped) = (self.offset, self.mode, self.dropped);
         self.offset += block.len as u64;
+        self.writing_end = self.offset;
         self.writing = Some(tokio::task::spawn_blocking(move || {
             let (mode, result) = write_block(&file, mode, block.bytes());
             let dropped = match (mode, &result) {
