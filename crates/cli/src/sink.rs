@@ -16,6 +16,7 @@ use std::fs::File;
 use std::future::Future;
 use std::io::{self, Write};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use tokio::io::AsyncWrite;
@@ -87,10 +88,9 @@ pub struct FileSink {
     offset: u64,
     /// The file's pages before this offset were written out and dropped from the cache.
     dropped: u64,
-    /// The file offset the write under way ends at.
-    writing_end: u64,
-    /// Every byte before this file offset was written (handed to the file system).
-    written: u64,
+    /// Every byte before this file offset was written (handed to the file system); the
+    /// blocking thread moves it on as each write succeeds.
+    written: Arc<AtomicU64>,
 }
 
 impl FileSink {
@@ -116,15 +116,14 @@ impl FileSink {
             mode,
             offset,
             dropped: offset,
-            writing_end: offset,
-            written: offset,
+            written: Arc::new(AtomicU64::new(offset)),
         }
     }
 
     /// The file offset before which every byte was written to the file (not necessarily to the
     /// device: see [`File::sync_data`]).
     pub fn written(&self) -> u64 {
-        self.written
+        self.written.load(Ordering::Acquire)
     }
 
     /// Wait for the write under way, if any, and take its block back.
@@ -139,9 +138,6 @@ impl FileSink {
         self.spare = Some(block);
         self.mode = mode;
         self.dropped = dropped;
-        if result.is_ok() {
-            self.written = self.writing_end;
-        }
         Poll::Ready(result)
     }
 
@@ -152,9 +148,12 @@ impl FileSink {
         let file = self.file.clone();
         let (at, mode, dropped) = (self.offset, self.mode, self.dropped);
         self.offset += block.len as u64;
-        self.writing_end = self.offset;
+        let (written, end) = (self.written.clone(), self.offset);
         self.writing = Some(tokio::task::spawn_blocking(move || {
             let (mode, result) = write_block(&file, mode, block.bytes());
+            if result.is_ok() {
+                written.store(end, Ordering::Release);
+            }
             let dropped = match (mode, &result) {
                 (Mode::Buffered, Ok(())) => write_behind(&file, at, block.len as u64, dropped),
                 _ => dropped,

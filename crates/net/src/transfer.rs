@@ -30,6 +30,10 @@ pub const MAX_NAME: usize = 255;
 pub const MAX_CHUNK: usize = 64 * 1024;
 /// Size of the reads from the source and the writes to the sink.
 pub const IO_BLOCK: usize = 1 << 20;
+/// Longest the receiver keeps complete chunks before handing them to its sink: a slow transfer's
+/// bytes reach the sink (and a resume's durable prefix) within about this, not only per
+/// [`IO_BLOCK`].
+pub const HANDOVER: std::time::Duration = std::time::Duration::from_millis(250);
 /// Longest verdict message, in bytes.
 pub const MAX_MESSAGE: usize = 1024;
 /// Header flag: the size is known.
@@ -537,6 +541,7 @@ where
         mut hasher,
     } = prefix;
     let mut total = resumed_from;
+    let mut handed = tokio::time::Instant::now();
     if let Some(announced) = header.size {
         if total > announced {
             return Err(TransferError::SizeMismatch {
@@ -567,6 +572,7 @@ where
             hasher.update(&block[..*filled]);
             sink.write_all(&block[..*filled]).await?;
             *filled = 0;
+            handed = tokio::time::Instant::now();
         }
         stream
             .read_exact(&mut block[*filled..*filled + len as usize])
@@ -574,6 +580,12 @@ where
         *filled += len as usize;
         total += u64::from(len);
         progress(total);
+        if handed.elapsed() >= HANDOVER {
+            hasher.update(&block[..*filled]);
+            sink.write_all(&block[..*filled]).await?;
+            *filled = 0;
+            handed = tokio::time::Instant::now();
+        }
     }
     hasher.update(&block[..*filled]);
     sink.write_all(&block[..*filled]).await?;
