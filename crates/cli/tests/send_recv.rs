@@ -647,7 +647,7 @@ fn interrupt(child: &Child) {
 }
 
 #[test]
-fn ctrl_c_on_send_says_how_far_it_got_and_the_receiver_drops_the_partial_file() {
+fn ctrl_c_on_send_says_how_far_it_got_and_the_receiver_keeps_only_a_hidden_partial() {
     let dir = scratch("interrupt-send");
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
@@ -675,13 +675,22 @@ fn ctrl_c_on_send_says_how_far_it_got_and_the_receiver_drops_the_partial_file() 
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("unexpected: {line}"));
     assert!(sent < 2_000_000, "{line}");
-    // The sender's close reaches the receiver, which drops the partial file and carries on.
+    // The sender's close reaches the receiver, which keeps what arrived for a resume (hidden,
+    // never under the file's name) or, if nothing did, drops the partial file; and carries on.
     let error = wait_for_line(&lines, |l| l.starts_with("qstp: "), Duration::from_secs(20));
     assert!(
         error.contains("' from 127.0.0.1:") && error.contains("interrupted by the sender"),
         "{error}"
     );
-    assert!(entries(&out).is_empty(), "left behind: {:?}", entries(&out));
+    if error.contains("bytes kept to resume") {
+        let left = entries(&out);
+        assert!(
+            left.len() == 2 && left.iter().all(|n| n.starts_with(".big.bin.qstp-part-")),
+            "{left:?}"
+        );
+    } else {
+        assert!(entries(&out).is_empty(), "left behind: {:?}", entries(&out));
+    }
     assert!(
         receiver.try_wait().unwrap().is_none(),
         "the receiver stopped"
@@ -1180,4 +1189,53 @@ fn a_partial_older_than_keep_partial_is_removed_and_not_resumed() {
     assert!(std::fs::read(out.join("brief.bin")).unwrap() == pattern(size));
     interrupt(&receiver);
     assert!(wait_bounded(&mut receiver, Duration::from_secs(10)).success());
+}
+
+#[test]
+fn a_receiver_interrupted_mid_file_keeps_its_synced_bytes_and_resumes_after_a_restart() {
+    let dir = scratch("resume-recv-restart");
+    let out = dir.join("out/");
+    let source = dir.join("long.bin");
+    let size = 4_000_000u64;
+    std::fs::write(&source, pattern(size as usize)).unwrap();
+    let (mut receiver, addr, lines) = start_server(&out, &[]);
+    let mut sender = Command::new(QSTP)
+        .arg("send")
+        .arg(&source)
+        .args(["--to", &addr, "--quiet", "--max-rate", "8M"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while part_file(&out)
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map_or(0, |m| m.len())
+        < size * 2 / 5
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            entries(&out)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    interrupt(&receiver);
+    assert!(!wait_bounded(&mut receiver, Duration::from_secs(10)).success());
+    let lines = lines.join().unwrap();
+    let kept: u64 = lines
+        .iter()
+        .find_map(|l| l.strip_suffix(" bytes kept to resume"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("nothing kept: {lines:?}"));
+    assert!(kept > 0 && kept < size, "{lines:?}");
+    assert!(!wait_bounded(&mut sender, Duration::from_secs(20)).success());
+    // A new receiver on the same directory offers what the first one synced.
+    let (mut receiver, addr, _lines) = start_server(&out, &["--once"]);
+    let json = send_json(&source, &addr);
+    assert_eq!(json["resumed_from_bytes"], kept, "{json}");
+    assert_eq!(json["bytes"].as_u64().unwrap() + kept, size, "{json}");
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    assert!(std::fs::read(out.join("long.bin")).unwrap() == pattern(size as usize));
+    assert_eq!(entries(&out), ["long.bin"]);
 }
