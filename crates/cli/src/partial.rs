@@ -475,7 +475,12 @@ pub fn sweep(dir: &Path, keep: Duration) -> usize {
             }
             continue;
         }
-        if name.ends_with(".tmp") || !old(&path) {
+        if !old(&path) {
+            continue;
+        }
+        if name.ends_with(".tmp") {
+            // A sidecar's temporary left by a receiver that stopped while saving it.
+            let _ = std::fs::remove_file(&path);
             continue;
         }
         let Ok(file) = std::fs::OpenOptions::new().write(true).open(&path) else {
@@ -657,8 +662,10 @@ mod tests {
             std::fs::write(path, b"x").unwrap();
         }
         std::fs::write(meta_path(&old), b"{}").unwrap();
+        let stale_tmp = dir.join(".d.bin.qstp-part-00000000000000dd.meta.tmp");
+        std::fs::write(&stale_tmp, b"{").unwrap();
         let two_days_ago = SystemTime::now() - Duration::from_secs(2 * 86400);
-        for path in [&old, &busy, &placed] {
+        for path in [&old, &busy, &placed, &stale_tmp] {
             File::options()
                 .write(true)
                 .open(path)
@@ -669,7 +676,7 @@ mod tests {
         let holder = File::options().write(true).open(&busy).unwrap();
         assert!(try_lock(&holder).unwrap());
         assert_eq!(sweep(&dir, Duration::from_secs(86400)), 1);
-        assert!(!old.exists() && !meta_path(&old).exists());
+        assert!(!old.exists() && !meta_path(&old).exists() && !stale_tmp.exists());
         assert!(young.exists() && busy.exists() && placed.exists());
         drop(holder);
         assert_eq!(sweep(&dir, Duration::from_secs(86400)), 1);
