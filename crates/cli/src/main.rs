@@ -18,6 +18,7 @@ mod capture;
 mod choose;
 mod fluid;
 mod papers;
+mod partial;
 mod plot;
 mod psk;
 mod recv;

@@ -2,12 +2,15 @@
 //!
 //! Each file is written under a temporary name in the target directory and given its final name
 //! only after the BLAKE3 hash matched; a failed or interrupted transfer leaves nothing under the
-//! final name. Into a directory, a sender's name is refused if it is hidden or a path (see
+//! final name. What an interrupted transfer of a file had durably stored stays hidden beside it
+//! for `--keep-partial` (see [`crate::partial`]): the next `send` of that file resumes there.
+//! Into a directory, a sender's name is refused if it is hidden or a path (see
 //! [`transfer::check_file_name`]), and an existing file is never replaced: the new one takes the
 //! first free name of `name.1`, `name.2`, ... `name.1000`.
 
+use crate::partial::{self, PartFile};
 use anyhow::{bail, Context};
-use qstp_net::transfer::{self, Header, Verdict};
+use qstp_net::transfer::{self, Header, Moved, Verdict};
 use qstp_net::{Config, Connection, Endpoint, EndpointOptions, Rate, ServerPolicy};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -42,6 +45,13 @@ pub struct RecvArgs {
     /// more is refused. Senders can never ask for a fixed rate that ignores congestion.
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub max_target: Option<Rate>,
+    /// How long the bytes of an interrupted transfer are kept for a resume: the next `send` of
+    /// the same file (same name and size, same first bytes) continues where it stopped. A hidden
+    /// `.NAME.qstp-part-*` file (and its `.meta`) last written longer ago than this is removed
+    /// (checked at start and every half of it, at most every 10 minutes). Units s, m, h, d; `0`
+    /// keeps nothing.
+    #[arg(long, value_name = "DURATION", default_value = partial::DEFAULT_KEEP, value_parser = partial::parse_keep)]
+    pub keep_partial: Duration,
     /// Exit after the first transfer (status 0 only if it was verified).
     #[arg(long)]
     pub once: bool,
@@ -67,6 +77,8 @@ struct Report {
     json: bool,
     /// Print a line per transfer this often.
     interval: Option<Duration>,
+    /// Whether cut transfers keep their prefix (`--keep-partial` above 0).
+    keep: bool,
 }
 
 /// What `--json` prints for a verified transfer.
@@ -74,6 +86,7 @@ struct Report {
 struct TransferStats<'a> {
     file: &'a str,
     bytes: u64,
+    resumed_from_bytes: u64,
     duration_s: f64,
     goodput_bps: f64,
     remote: String,
@@ -173,6 +186,17 @@ impl Destination {
             }
         }
     }
+
+    /// The directory the part files go to.
+    fn directory(&self) -> PathBuf {
+        match self {
+            Destination::Directory(dir) => dir.clone(),
+            Destination::File(path) => match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            },
+        }
+    }
 }
 
 /// Most numbered alternatives tried when the sender's name is taken.
@@ -234,21 +258,6 @@ fn accept_config(wire: &crate::wire_args::WireArgs, ipv4: bool) -> anyhow::Resul
     Ok(config)
 }
 
-/// A temporary file that is deleted on drop unless it was renamed into place (after a hard link
-/// into place, deleting it leaves the linked name).
-struct PartFile {
-    path: PathBuf,
-    kept: bool,
-}
-
-impl Drop for PartFile {
-    fn drop(&mut self) {
-        if !self.kept {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
 /// Run `qstp recv`.
 pub fn main(args: RecvArgs) -> anyhow::Result<()> {
     let destination = Destination::from_args(args.out.as_deref(), args.once, args.overwrite)?;
@@ -295,7 +304,12 @@ async fn run(
         quiet: args.quiet,
         json: args.json,
         interval: args.interval.map(Duration::from_secs_f64),
+        keep: !args.keep_partial.is_zero(),
     };
+    let _sweeper = AbortOnDrop(tokio::spawn(sweep_partials(
+        destination.directory(),
+        args.keep_partial,
+    )));
     let running = Running::default();
     let mut interrupted = std::pin::pin!(tokio::signal::ctrl_c());
     if args.once {
@@ -352,6 +366,8 @@ struct RunningTransfer {
     name: String,
     remote: std::net::SocketAddr,
     received: Arc<AtomicU64>,
+    /// Bytes durably stored for a resume (0: the partial file goes when cut).
+    durable: Arc<AtomicU64>,
 }
 
 impl Running {
@@ -370,29 +386,34 @@ impl Running {
     fn cut(&self) -> Option<String> {
         let list = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let each = |t: &RunningTransfer| {
+            let fate = match t.durable.load(Ordering::Relaxed) {
+                0 => "partial file removed".to_string(),
+                kept => format!("{kept} bytes kept to resume"),
+            };
             (
                 format!("{} from {}", t.name, t.remote),
                 format!("after {} bytes", t.received.load(Ordering::Relaxed)),
+                fate,
             )
         };
         match list.as_slice() {
             [] => None,
             [one] => {
-                let (what, when) = each(one);
+                let (what, when, fate) = each(one);
                 Some(format!(
-                    "interrupted: transfer of {what} cut {when}, partial file removed"
+                    "interrupted: transfer of {what} cut {when}, {fate}"
                 ))
             }
             many => {
                 let all: Vec<String> = many
                     .iter()
                     .map(|t| {
-                        let (what, when) = each(t);
-                        format!("{what} {when}")
+                        let (what, when, fate) = each(t);
+                        format!("{what} {when}, {fate}")
                     })
                     .collect();
                 Some(format!(
-                    "interrupted: {} transfers cut ({}), partial files removed",
+                    "interrupted: {} transfers cut ({})",
                     many.len(),
                     all.join("; ")
                 ))
@@ -456,30 +477,37 @@ async fn serve_one(
         }
     };
     let received = Arc::new(AtomicU64::new(0));
+    let durable = Arc::new(AtomicU64::new(0));
     let id = rand::random::<u64>();
     running.add(RunningTransfer {
         id,
         name: header.name.clone(),
         remote,
         received: received.clone(),
+        durable: durable.clone(),
     });
     let ticker = report.interval.map(|every| {
         let what = format!("{} from {remote}", header.name);
         AbortOnDrop(tokio::spawn(show_intervals(received.clone(), every, what)))
     });
     let counter = received.clone();
-    let (outcome, part) = receive_into(&mut conn, &header, &dir, &name, move |n| {
+    let storage = Storage {
+        dir: &dir,
+        base: &name,
+        keep: report.keep,
+        durable,
+    };
+    let (outcome, part) = receive_into(&mut conn, &header, storage, move |n| {
         counter.store(n, Ordering::Relaxed)
     })
     .await;
     drop(ticker);
     running.remove(id);
     let mut final_path = dir.join(&name);
-    let verdict = match (&outcome, part) {
-        (Ok(_), Some(mut part)) => match destination.place(&part.path, &name) {
+    let verdict = match (&outcome, part.as_ref()) {
+        (Ok(_), Some(part)) => match destination.place(&part.path, &name) {
             Ok(path) => {
                 final_path = path;
-                part.kept = matches!(destination, Destination::File(_));
                 Verdict::Verified
             }
             Err(e) => Verdict::StorageFailed(format!("{e:#}")),
@@ -487,10 +515,23 @@ async fn serve_one(
         (Err(e), _) => e.verdict(),
         (Ok(_), None) => Verdict::StorageFailed("no file".into()),
     };
+    let kept = match part {
+        Some(mut part) => {
+            if verdict == Verdict::Verified {
+                part.placed(matches!(destination, Destination::File(_)));
+            } else if outcome.is_ok() {
+                // Complete but not stored: nothing to resume.
+                part.resumable = false;
+            }
+            part.keeps()
+        }
+        None => 0,
+    };
+    // A refusal before any byte moved answers the header; the sender waits for it there.
     // A sender that vanished cannot hear the verdict: what happened to the transfer comes first.
     let answered = answer(&mut conn, &verdict).await;
     match outcome {
-        Ok(bytes) if verdict == Verdict::Verified => {
+        Ok(moved) if verdict == Verdict::Verified => {
             answered.with_context(|| {
                 format!(
                     "stored {} from {remote}, but cannot send the verdict",
@@ -498,10 +539,12 @@ async fn serve_one(
                 )
             })?;
             let secs = started.elapsed().as_secs_f64().max(1e-9);
+            let bytes = moved.carried();
             if report.json {
                 let stats = TransferStats {
                     file: &final_path.to_string_lossy(),
                     bytes,
+                    resumed_from_bytes: moved.resumed_from,
                     duration_s: secs,
                     goodput_bps: bytes as f64 * 8.0 / secs,
                     remote: remote.to_string(),
@@ -510,8 +553,12 @@ async fn serve_one(
                 println!("{}", serde_json::to_string(&stats)?);
             }
             if !report.quiet {
+                let resumed = match moved.resumed_from {
+                    0 => String::new(),
+                    from => format!(", resumed from byte {from} of {}", moved.bytes),
+                };
                 eprintln!(
-                    "received {} ({bytes} bytes) from {remote} in {secs:.2} s ({}), verified",
+                    "received {} ({bytes} bytes{resumed}) from {remote} in {secs:.2} s ({}), verified",
                     final_path.display(),
                     Rate::from_bps((bytes as f64 * 8.0 / secs) as u64)
                 );
@@ -519,7 +566,22 @@ async fn serve_one(
             Ok(())
         }
         Ok(_) => bail!("transfer from {remote} failed: {verdict}"),
-        Err(e) => Err(e.into_error(&format!("'{}' from {remote}", header.name))),
+        Err(e) => Err(e.into_error(&format!("'{}' from {remote}", header.name), kept)),
+    }
+}
+
+/// Every `keep / 2` (between 0.5 s and 10 minutes), remove the partial files in `dir` older than
+/// `keep`; with `keep` 0, once at the start (a transfer's part file is never older than 0 s for
+/// long enough to race with it otherwise).
+async fn sweep_partials(dir: PathBuf, keep: Duration) {
+    let every = (keep / 2).clamp(Duration::from_millis(500), Duration::from_secs(600));
+    loop {
+        let (d, k) = (dir.clone(), keep);
+        let _ = tokio::task::spawn_blocking(move || partial::sweep(&d, k)).await;
+        if keep.is_zero() {
+            return;
+        }
+        tokio::time::sleep(every).await;
     }
 }
 
@@ -556,14 +618,19 @@ impl ReceiveFailure {
         }
     }
 
-    /// The error naming the transfer (`what`: the file and the sender's address).
-    fn into_error(self, what: &str) -> anyhow::Error {
+    /// The error naming the transfer (`what`: the file and the sender's address); `kept` bytes
+    /// stay for a resume.
+    fn into_error(self, what: &str, kept: u64) -> anyhow::Error {
+        let fate = match kept {
+            0 => String::new(),
+            kept => format!("; {kept} bytes kept to resume"),
+        };
         match self {
             // The stream broke off: the sender vanished, timed out or aborted.
             ReceiveFailure::Transfer(
                 e @ (transfer::TransferError::Io(_) | transfer::TransferError::Truncated),
             ) => anyhow::Error::new(e).context(format!(
-                "transfer of {what} interrupted (the sender vanished or aborted)"
+                "transfer of {what} interrupted (the sender vanished or aborted{fate})"
             )),
             ReceiveFailure::Transfer(e) => {
                 anyhow::Error::new(e).context(format!("transfer of {what} failed"))
@@ -573,37 +640,56 @@ impl ReceiveFailure {
     }
 }
 
-/// Receive the bytes into a temporary file in `dir` named after `base`.
+/// Where a transfer is stored: the part file in `dir` named after `base`, kept for a resume if
+/// `keep`; `durable` hears the bytes a cut would keep.
+struct Storage<'a> {
+    dir: &'a Path,
+    base: &'a str,
+    keep: bool,
+    durable: Arc<AtomicU64>,
+}
+
+/// Offer the prefix the part file holds, then receive the rest into it.
 async fn receive_into(
     conn: &mut Connection,
     header: &Header,
-    dir: &Path,
-    base: &str,
+    storage: Storage<'_>,
     progress: impl FnMut(u64),
-) -> (Result<u64, ReceiveFailure>, Option<PartFile>) {
-    let part_path = dir.join(format!(".{base}.qstp-part-{:016x}", rand::random::<u64>()));
-    let file = match tokio::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&part_path)
-        .await
+) -> (Result<Moved, ReceiveFailure>, Option<PartFile>) {
+    let opened = match partial::open(
+        storage.dir.to_path_buf(),
+        storage.base.to_string(),
+        header.clone(),
+        storage.keep,
+        storage.durable,
+    )
+    .await
     {
-        Ok(file) => file.into_std().await,
+        Ok(opened) => opened,
         Err(e) => {
-            let e =
-                anyhow::Error::new(e).context(format!("cannot create '{}'", part_path.display()));
+            let e = anyhow::Error::new(e).context(format!(
+                "cannot create a temporary file in '{}'",
+                storage.dir.display()
+            ));
             return (Err(ReceiveFailure::Storage(e)), None);
         }
     };
-    let part = PartFile {
-        path: part_path,
-        kept: false,
+    let offer = opened.offer;
+    let start = match transfer::offer(conn, &offer).await {
+        Ok(start) => start,
+        Err(e) => return (Err(ReceiveFailure::Transfer(e)), Some(opened.part)),
     };
-    let mut sink = crate::sink::FileSink::new(file);
-    let result = transfer::receive(conn, header, &mut sink, progress).await;
+    let (mut part, prefix, mut sink) = match opened.start(start).await {
+        Ok(started) => started,
+        Err(e) => {
+            let e = anyhow::Error::new(e).context("cannot write the file");
+            return (Err(ReceiveFailure::Storage(e)), None);
+        }
+    };
+    let result = transfer::receive(conn, header, prefix, &mut sink, progress).await;
     let result = match result {
         Ok(moved) => match sink.shutdown().await {
-            Ok(()) => Ok(moved.bytes),
+            Ok(()) => Ok(moved),
             Err(e) => Err(ReceiveFailure::Storage(
                 anyhow::Error::new(e).context("cannot write the file"),
             )),
@@ -617,6 +703,20 @@ async fn receive_into(
         }
         Err(e) => Err(ReceiveFailure::Transfer(e)),
     };
+    match &result {
+        // The stream broke: what arrived is the sender's, in order; store it for a resume.
+        Err(ReceiveFailure::Transfer(
+            transfer::TransferError::Io(_) | transfer::TransferError::Truncated,
+        )) => {
+            if sink.checkpoint().await.is_err() {
+                part.resumable = false;
+            }
+        }
+        Ok(_) => {}
+        // Bytes that do not add up, or a disk that fails: nothing here is worth resuming.
+        Err(_) => part.resumable = false,
+    }
+    drop(sink);
     (result, Some(part))
 }
 
@@ -700,17 +800,6 @@ mod tests {
     }
 
     #[test]
-    fn an_unkept_part_file_is_deleted() {
-        let path = std::env::temp_dir().join(format!("qstp-part-test-{}", std::process::id()));
-        std::fs::write(&path, b"partial").unwrap();
-        drop(PartFile {
-            path: path.clone(),
-            kept: false,
-        });
-        assert!(!path.exists());
-    }
-
-    #[test]
     fn concurrent_placements_of_one_name_never_share_or_replace_a_file() {
         let dir = std::env::temp_dir().join(format!("qstp-place-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -723,10 +812,7 @@ mod tests {
                     let part = dir.join(format!(".part-{i}"));
                     std::fs::write(&part, [i; 100]).unwrap();
                     let placed = place_new(&part, &dir, "same.bin").unwrap();
-                    drop(PartFile {
-                        path: part,
-                        kept: false,
-                    });
+                    std::fs::remove_file(&part).unwrap();
                     (i, placed)
                 })
             })

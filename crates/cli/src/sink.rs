@@ -16,6 +16,7 @@ use std::fs::File;
 use std::future::Future;
 use std::io::{self, Write};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use tokio::io::AsyncWrite;
@@ -87,12 +88,22 @@ pub struct FileSink {
     offset: u64,
     /// The file's pages before this offset were written out and dropped from the cache.
     dropped: u64,
+    /// Every byte before this file offset was written (handed to the file system); the
+    /// blocking thread moves it on as each write succeeds.
+    written: Arc<AtomicU64>,
 }
 
 impl FileSink {
     /// A sink writing `file` from its start.
+    #[cfg(test)]
     pub fn new(file: File) -> FileSink {
-        let mode = if set_direct(&file, true) {
+        FileSink::at(file, 0)
+    }
+
+    /// A sink writing `file` from `offset`, where its position must be (a resumed transfer).
+    /// Direct writes need aligned offsets: from an unaligned one, writes go through the cache.
+    pub fn at(file: File, offset: u64) -> FileSink {
+        let mode = if offset % ALIGN as u64 == 0 && set_direct(&file, true) {
             Mode::Direct
         } else {
             Mode::Buffered
@@ -103,9 +114,16 @@ impl FileSink {
             spare: Some(Block::new()),
             writing: None,
             mode,
-            offset: 0,
-            dropped: 0,
+            offset,
+            dropped: offset,
+            written: Arc::new(AtomicU64::new(offset)),
         }
+    }
+
+    /// The file offset before which every byte was written to the file (not necessarily to the
+    /// device: see [`File::sync_data`]).
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Acquire)
     }
 
     /// Wait for the write under way, if any, and take its block back.
@@ -130,8 +148,12 @@ impl FileSink {
         let file = self.file.clone();
         let (at, mode, dropped) = (self.offset, self.mode, self.dropped);
         self.offset += block.len as u64;
+        let (written, end) = (self.written.clone(), self.offset);
         self.writing = Some(tokio::task::spawn_blocking(move || {
             let (mode, result) = write_block(&file, mode, block.bytes());
+            if result.is_ok() {
+                written.store(end, Ordering::Release);
+            }
             let dropped = match (mode, &result) {
                 (Mode::Buffered, Ok(())) => write_behind(&file, at, block.len as u64, dropped),
                 _ => dropped,

@@ -647,7 +647,7 @@ fn interrupt(child: &Child) {
 }
 
 #[test]
-fn ctrl_c_on_send_says_how_far_it_got_and_the_receiver_drops_the_partial_file() {
+fn ctrl_c_on_send_says_how_far_it_got_and_the_receiver_keeps_only_a_hidden_partial() {
     let dir = scratch("interrupt-send");
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
@@ -675,13 +675,22 @@ fn ctrl_c_on_send_says_how_far_it_got_and_the_receiver_drops_the_partial_file() 
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("unexpected: {line}"));
     assert!(sent < 2_000_000, "{line}");
-    // The sender's close reaches the receiver, which drops the partial file and carries on.
+    // The sender's close reaches the receiver, which keeps what arrived for a resume (hidden,
+    // never under the file's name) or, if nothing did, drops the partial file; and carries on.
     let error = wait_for_line(&lines, |l| l.starts_with("qstp: "), Duration::from_secs(20));
     assert!(
         error.contains("' from 127.0.0.1:") && error.contains("interrupted by the sender"),
         "{error}"
     );
-    assert!(entries(&out).is_empty(), "left behind: {:?}", entries(&out));
+    if error.contains("bytes kept to resume") {
+        let left = entries(&out);
+        assert!(
+            left.len() == 2 && left.iter().all(|n| n.starts_with(".big.bin.qstp-part-")),
+            "{left:?}"
+        );
+    } else {
+        assert!(entries(&out).is_empty(), "left behind: {:?}", entries(&out));
+    }
     assert!(
         receiver.try_wait().unwrap().is_none(),
         "the receiver stopped"
@@ -971,4 +980,262 @@ fn send_for_a_duration_moves_generated_bytes_verified() {
     // A file and --duration together are refused.
     let (ok, _, err) = common::qstp(&["send", "x.bin", "--duration", "1", "--to", &addr]);
     assert!(!ok && err.contains("cannot be used with"), "{err}");
+}
+
+/// The part file a transfer is receiving into in `out` (its data, not its sidecar), if any.
+fn part_file(out: &Path) -> Option<std::path::PathBuf> {
+    entries(out)
+        .into_iter()
+        .find(|n| n.contains(".qstp-part-") && !n.ends_with(".meta") && !n.ends_with(".tmp"))
+        .map(|n| out.join(n))
+}
+
+/// Send `source` to the receiver at `addr` (which prints its errors on `lines`) at 8 Mbit/s and
+/// kill the sender (SIGKILL, no goodbye) once the receiver's part file holds half the file; returns
+/// the bytes the receiver says it kept to resume.
+fn cut_at_half(
+    source: &Path,
+    out: &Path,
+    addr: &str,
+    lines: &std::sync::mpsc::Receiver<String>,
+) -> u64 {
+    let size = std::fs::metadata(source).unwrap().len();
+    let mut sender = Command::new(QSTP)
+        .arg("send")
+        .arg(source)
+        .args(["--to", addr, "--quiet", "--max-rate", "8M"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        let held = part_file(out)
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map_or(0, |m| m.len());
+        if held >= size / 2 {
+            break;
+        }
+        assert!(
+            sender.try_wait().unwrap().is_none(),
+            "the sender ended before half the file arrived"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "half never arrived"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    sender.kill().unwrap();
+    sender.wait().unwrap();
+    // The receiver notices within its idle timeout and stores what it had.
+    let line = wait_for_line(lines, |l| l.starts_with("qstp: "), Duration::from_secs(20));
+    assert!(line.contains("interrupted"), "{line}");
+    let kept: u64 = line
+        .split("; ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no bytes kept: {line}"));
+    assert!(kept >= size / 2 && kept < size, "{line}");
+    assert!(
+        !out.join(source.file_name().unwrap()).exists(),
+        "a partial file was presented as complete"
+    );
+    kept
+}
+
+/// `qstp send SOURCE --json` to `addr`: its JSON (it must succeed).
+fn send_json(source: &Path, addr: &str) -> serde_json::Value {
+    let output = Command::new(QSTP)
+        .arg("send")
+        .arg(source)
+        .args(["--to", addr, "--quiet", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "send failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn a_transfer_killed_at_half_resumes_and_the_second_send_moves_only_the_rest() {
+    let dir = scratch("resume");
+    let out = dir.join("out/");
+    let source = dir.join("half.bin");
+    let size = 4_000_000u64;
+    let data = pattern(size as usize);
+    std::fs::write(&source, &data).unwrap();
+    let (mut receiver, addr, lines) = start_server_streaming(&out, &["--idle-timeout", "1"]);
+    let kept = cut_at_half(&source, &out, &addr, &lines);
+    let json = send_json(&source, &addr);
+    assert_eq!(json["verified"], true, "{json}");
+    assert_eq!(json["resumed_from_bytes"], kept, "{json}");
+    let carried = json["bytes"].as_u64().unwrap();
+    assert_eq!(carried + kept, size, "{json}");
+    assert!(
+        carried < size * 55 / 100,
+        "{carried} of {size} bytes sent again"
+    );
+    // What went on the wire (datagrams, headers and all) agrees.
+    let wire = json["mean_rate_bps"].as_f64().unwrap() * json["duration_s"].as_f64().unwrap() / 8.0;
+    assert!(
+        wire < size as f64 * 0.6,
+        "{wire} datagram bytes for {carried} file bytes"
+    );
+    assert!(
+        std::fs::read(out.join("half.bin")).unwrap() == data,
+        "the resumed file differs"
+    );
+    assert_eq!(
+        entries(&out),
+        ["half.bin"],
+        "the partial and its sidecar are gone"
+    );
+    let line = wait_for_line(
+        &lines,
+        |l| l.starts_with("received "),
+        Duration::from_secs(10),
+    );
+    assert!(
+        line.contains(&format!("resumed from byte {kept} of {size}")),
+        "{line}"
+    );
+    interrupt(&receiver);
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(10)).success());
+}
+
+#[test]
+fn a_changed_file_of_the_same_name_and_size_is_not_resumed_but_sent_whole() {
+    let dir = scratch("resume-changed");
+    let out = dir.join("out/");
+    let source = dir.join("doc.bin");
+    let size = 4_000_000usize;
+    std::fs::write(&source, pattern(size)).unwrap();
+    let (mut receiver, addr, lines) = start_server_streaming(&out, &["--idle-timeout", "1"]);
+    cut_at_half(&source, &out, &addr, &lines);
+    // Same name, same size, another first byte: the receiver's prefix hash cannot match.
+    let mut changed = pattern(size);
+    changed[0] ^= 0xff;
+    std::fs::write(&source, &changed).unwrap();
+    let json = send_json(&source, &addr);
+    assert_eq!(json["verified"], true, "{json}");
+    assert_eq!(json["resumed_from_bytes"], 0, "{json}");
+    assert_eq!(json["bytes"], size as u64, "{json}");
+    assert!(std::fs::read(out.join("doc.bin")).unwrap() == changed);
+    assert_eq!(entries(&out), ["doc.bin"]);
+    interrupt(&receiver);
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(10)).success());
+}
+
+#[test]
+fn a_partial_older_than_keep_partial_is_removed_and_not_resumed() {
+    let dir = scratch("keep-partial");
+    let out = dir.join("out/");
+    std::fs::create_dir_all(&out).unwrap();
+    // Left by an earlier receiver: one two days old, one fresh. The default (24 h) removes only
+    // the old one, at the start.
+    let old = out.join(".old.bin.qstp-part-00000000000000aa");
+    let fresh = out.join(".fresh.bin.qstp-part-00000000000000bb");
+    std::fs::write(&old, b"stale").unwrap();
+    std::fs::write(out.join(".old.bin.qstp-part-00000000000000aa.meta"), b"{}").unwrap();
+    std::fs::write(&fresh, b"recent").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(2 * 86400))
+        .unwrap();
+    let (mut receiver, _, _lines) = start_server_streaming(&out, &[]);
+    let start = Instant::now();
+    while entries(&out).len() != 1 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            entries(&out)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(entries(&out), [".fresh.bin.qstp-part-00000000000000bb"]);
+    interrupt(&receiver);
+    wait_bounded(&mut receiver, Duration::from_secs(10));
+    std::fs::remove_file(&fresh).unwrap();
+    // With --keep-partial 2s, a cut transfer's bytes stay about 2 s, then go.
+    let source = dir.join("brief.bin");
+    let size = 4_000_000usize;
+    std::fs::write(&source, pattern(size)).unwrap();
+    let (mut receiver, addr, lines) =
+        start_server_streaming(&out, &["--idle-timeout", "1", "--keep-partial", "2s"]);
+    cut_at_half(&source, &out, &addr, &lines);
+    assert!(part_file(&out).is_some(), "kept for a while");
+    let start = Instant::now();
+    while !entries(&out).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "still there: {:?}",
+            entries(&out)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        start.elapsed() >= Duration::from_millis(500),
+        "removed too soon"
+    );
+    let json = send_json(&source, &addr);
+    assert_eq!(json["resumed_from_bytes"], 0, "{json}");
+    assert_eq!(json["bytes"], size as u64, "{json}");
+    assert!(std::fs::read(out.join("brief.bin")).unwrap() == pattern(size));
+    interrupt(&receiver);
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(10)).success());
+}
+
+#[test]
+fn a_receiver_interrupted_mid_file_keeps_its_synced_bytes_and_resumes_after_a_restart() {
+    let dir = scratch("resume-recv-restart");
+    let out = dir.join("out/");
+    let source = dir.join("long.bin");
+    let size = 4_000_000u64;
+    std::fs::write(&source, pattern(size as usize)).unwrap();
+    let (mut receiver, addr, lines) = start_server(&out, &[]);
+    let mut sender = Command::new(QSTP)
+        .arg("send")
+        .arg(&source)
+        .args(["--to", &addr, "--quiet", "--max-rate", "8M"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while part_file(&out)
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map_or(0, |m| m.len())
+        < size * 2 / 5
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            entries(&out)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    interrupt(&receiver);
+    assert!(!wait_bounded(&mut receiver, Duration::from_secs(10)).success());
+    let lines = lines.join().unwrap();
+    let kept: u64 = lines
+        .iter()
+        .find_map(|l| l.strip_suffix(" bytes kept to resume"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("nothing kept: {lines:?}"));
+    assert!(kept > 0 && kept < size, "{lines:?}");
+    assert!(!wait_bounded(&mut sender, Duration::from_secs(20)).success());
+    // A new receiver on the same directory offers what the first one synced.
+    let (mut receiver, addr, _lines) = start_server(&out, &["--once"]);
+    let json = send_json(&source, &addr);
+    assert_eq!(json["resumed_from_bytes"], kept, "{json}");
+    assert_eq!(json["bytes"].as_u64().unwrap() + kept, size, "{json}");
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    assert!(std::fs::read(out.join("long.bin")).unwrap() == pattern(size as usize));
+    assert_eq!(entries(&out), ["long.bin"]);
 }

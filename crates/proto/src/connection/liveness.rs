@@ -39,7 +39,7 @@ impl Silence {
         self.since.get_or_insert(now);
         if self
             .last_counted
-            .is_none_or(|last| now.saturating_since(last) >= rtt)
+            .map_or(true, |last| now.saturating_since(last) >= rtt)
         {
             self.unanswered += 1;
             self.last_counted = Some(now);
