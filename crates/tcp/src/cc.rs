@@ -112,6 +112,12 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn ns3_socket(&self) -> bool {
         false
     }
+    /// Whether this control's Linux module, as ns-2.35's TCP/Linux carries it, sets
+    /// `.min_cwnd = tcp_reno_min_cwnd` (ssthresh / 2, tcp_cong.c), the window
+    /// [`super::Recovery::RateHalving`] falls to in recovery; otherwise it falls to ssthresh.
+    fn reno_min_cwnd(&self) -> bool {
+        false
+    }
     /// The sender was idle for longer than a retransmission timeout and sends again: RFC 5681
     /// §4.1 restarts with cwnd = min(`restart_window`, cwnd), ssthresh unchanged. By default
     /// through [`CongestionControl::init`], which every control here keeps to the two values.

@@ -104,6 +104,11 @@ impl CongestionControl for Compound {
         "compound"
     }
 
+    fn reno_min_cwnd(&self) -> bool {
+        // ns-2.35 tcp/linux/src/tcp_compound.c: `.min_cwnd = tcp_reno_min_cwnd`.
+        true
+    }
+
     fn init(&mut self, initial_cwnd: u64, initial_ssthresh: u64) {
         (self.cwnd, self.ssthresh) = segments::initial(initial_cwnd, initial_ssthresh, self.mss);
     }

@@ -35,6 +35,15 @@ pub enum Recovery {
     /// ends a timeout's loss state hands it only the segments above the recovery point.
     #[serde(rename = "prr-ns3")]
     PrrNs3,
+    /// ns-2.35's TCP/Linux (tcp-linux.cc:448-507 and :607-660, Linux 2.6's rate halving
+    /// simplified): entering recovery, the window drops to the control's `min_cwnd` (ssthresh / 2
+    /// for the modules that use `tcp_reno_min_cwnd`, else ssthresh) and a ceiling starts at the
+    /// old window; each ACK lowers the ceiling to the pipe plus one segment, each segment sent
+    /// to the pipe less one, so one segment goes out per two ACKs until the pipe reaches the
+    /// window. Leaving recovery, a window below ssthresh becomes min(ssthresh, pipe + 3
+    /// segments) (`tcp_moderate_cwnd`) and slow start takes it back to ssthresh.
+    #[serde(rename = "rate-halving")]
+    RateHalving,
 }
 
 /// Which segment of a cumulative ACK gives the RTT estimator (RFC 6298) its sample.
@@ -108,6 +117,9 @@ pub struct TcpConfig {
     pub rtt_sample: RttSample,
     /// How the RTO follows the RTT samples.
     pub rto: RtoRule,
+    /// Whether a retransmission is deemed lost again once data sent after it is SACKed (Linux
+    /// tcp_mark_lost_retrans, as ns-2's TCP/Linux), instead of waiting for the timer (RFC 6675).
+    pub lost_retransmit: bool,
 }
 
 impl Default for TcpConfig {
@@ -127,6 +139,7 @@ impl Default for TcpConfig {
             handshake: false,
             rtt_sample: RttSample::Newest,
             rto: RtoRule::Rfc6298,
+            lost_retransmit: false,
         }
     }
 }
@@ -155,6 +168,9 @@ pub struct TcpOptions {
     /// How the RTO follows the RTT samples.
     #[serde(default, skip_serializing_if = "RtoRule::is_rfc6298")]
     pub rto: RtoRule,
+    /// Whether lost retransmissions are detected from SACKs (Linux) rather than by the timer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lost_retransmit: bool,
 }
 
 impl Default for TcpOptions {
@@ -172,6 +188,7 @@ impl Default for TcpOptions {
             handshake: false,
             rtt_sample: RttSample::Newest,
             rto: RtoRule::Rfc6298,
+            lost_retransmit: false,
         }
     }
 }
@@ -194,6 +211,7 @@ impl TcpOptions {
             handshake: self.handshake,
             rtt_sample: self.rtt_sample,
             rto: self.rto,
+            lost_retransmit: self.lost_retransmit,
             ..defaults
         }
     }

@@ -156,6 +156,11 @@ impl CongestionControl for HighSpeed {
         "highspeed"
     }
 
+    fn reno_min_cwnd(&self) -> bool {
+        // ns-2.35 tcp/linux/src/tcp_highspeed.c: `.min_cwnd = tcp_reno_min_cwnd`.
+        true
+    }
+
     fn init(&mut self, initial_cwnd: u64, initial_ssthresh: u64) {
         self.cwnd = (initial_cwnd as f64).max(self.mss);
         self.ssthresh = (initial_ssthresh as f64).max(2.0 * self.mss);

@@ -35,8 +35,11 @@
 //!
 //! `bandwidth_switch` has no effect under `ns3 = 1` (ns-3 has no such switch).
 //!
-//! Left out, compared with Linux: RTT scaling of alpha (`use_rtt_scaling`, on by default in
-//! Linux; H-TCP's optional RTT-unfairness fix) and the 10 ms floor on RTTmin. RTTmin and RTTmax
+//! `rtt_scaling = 1` scales alpha by the connection's minimum RTT over 100 ms, within [0.1, 2]
+//! (Linux `use_rtt_scaling`, on by default there and in ns-2.35's TCP/Linux; H-TCP's optional
+//! RTT-unfairness fix); off by default here, as the published algorithm. Left out, compared with
+//! Linux: the 10 ms floor on RTTmin and alpha's whole-segment steps (Linux keeps `factor` an
+//! integer). RTTmin and RTTmax
 //! are taken from the per-ACK RTT samples since the last congestion event, where Linux tracks
 //! them over the connection and lets RTTmax fade.
 
@@ -74,6 +77,14 @@ pub(super) const ENTRY: Registered = Registered {
             doc: "1: beta falls back to beta_min when the epoch's throughput changed by more than 20%",
         },
         Param {
+            name: "rtt_scaling",
+            // Linux tcp_htcp.c: use_rtt_scaling = 1; off here (see the module notes).
+            default: 0.0,
+            min: 0.0,
+            max: 1.0,
+            doc: "1: alpha scaled by the connection's minimum RTT over 100 ms, within [0.1, 2] (Linux use_rtt_scaling)",
+        },
+        Param {
             name: "ns3",
             // Not in the paper or Linux: ns-3 3.44 tcp-htcp.cc's own rules (module notes).
             default: 0.0,
@@ -93,6 +104,7 @@ pub(super) const ENTRY: Registered = Registered {
     build: |mss, p| {
         let cc = Htcp {
             bandwidth_switch: p.get("bandwidth_switch") >= 0.5,
+            rtt_scaling: p.get("rtt_scaling") >= 0.5,
             ..Htcp::new(mss, p.get("delta_l"), p.get("beta_min"), p.get("beta_max"))
         };
         Box::new(if p.get("ns3") >= 0.5 { cc.ns3() } else { cc })
@@ -119,6 +131,11 @@ pub struct Htcp {
     beta_max: f64,
     /// Linux `use_bandwidth_switch`.
     bandwidth_switch: bool,
+    /// Linux `use_rtt_scaling`.
+    rtt_scaling: bool,
+    /// The smallest RTT sample of the connection (Linux `minRTT`, which it keeps across
+    /// congestion events for the scaling).
+    conn_min_rtt: Option<Duration>,
     /// Linux `modeswitch`: the last backoff was not a fall-back to beta_min.
     modeswitch: bool,
     /// Linux measure_achieved_throughput: segments acknowledged since `last_time`.
@@ -158,6 +175,8 @@ impl Htcp {
             beta_min,
             beta_max,
             bandwidth_switch: false,
+            rtt_scaling: false,
+            conn_min_rtt: None,
             modeswitch: false,
             packet_count: 0.0,
             last_time: None,
@@ -201,7 +220,13 @@ impl Htcp {
         let delta = self
             .last_congestion
             .map_or(Duration::ZERO, |t| now.saturating_since(t));
-        self.alpha_unscaled(delta) * 2.0 * (1.0 - self.beta)
+        let scale = match (self.rtt_scaling, self.conn_min_rtt) {
+            // Linux tcp_htcp.c htcp_alpha_update: factor = factor x 8 / scale with scale =
+            // 8 HZ / (10 minRTT) clamped to [4, 80]: factor x minRTT / 100 ms within [0.1, 2].
+            (true, Some(min)) => (min.as_secs_f64() / 0.1).clamp(0.1, 2.0),
+            _ => 1.0,
+        };
+        self.alpha_unscaled(delta) * scale * 2.0 * (1.0 - self.beta)
     }
 
     /// The backoff factor.
@@ -354,6 +379,9 @@ impl Htcp {
             self.measure_throughput(sample);
             self.sample_min(sample.rtt);
             if let Some(rtt) = sample.rtt {
+                self.conn_min_rtt = Some(self.conn_min_rtt.map_or(rtt, |m| m.min(rtt)));
+            }
+            if let Some(rtt) = sample.rtt {
                 self.rtt_max = Some(self.rtt_max.map_or(rtt, |m| m.max(rtt)));
             }
         }
@@ -491,6 +519,26 @@ mod tests {
         cc.beta = 0.8;
         assert!((cc.alpha(secs(3.0)) - 8.8).abs() < 1e-9);
         assert!((cc.alpha(secs(1.0)) - 0.4).abs() < 1e-9);
+    }
+
+    #[test]
+    fn rtt_scaling_multiplies_alpha_by_the_minimum_rtt_over_100_ms_within_a_tenth_and_two() {
+        // Linux tcp_htcp.c htcp_alpha_update with use_rtt_scaling: beta = 0.5 leaves 22 at 3 s.
+        for (rtt_ms, expected) in [(200, 44.0), (250, 44.0), (50, 11.0), (5, 2.2)] {
+            let mut cc = at(100);
+            cc.rtt_scaling = true;
+            cc.on_ack(&ack(secs(0.5), Some(rtt_ms)));
+            // A larger sample later leaves the connection's minimum.
+            cc.on_ack(&ack(secs(0.6), Some(rtt_ms + 100)));
+            assert!((cc.alpha(secs(3.0)) - expected).abs() < 1e-9, "{rtt_ms} ms");
+        }
+        // Off, or before any sample, no scaling.
+        let mut cc = at(100);
+        cc.on_ack(&ack(secs(0.5), Some(200)));
+        assert!((cc.alpha(secs(3.0)) - 22.0).abs() < 1e-9);
+        let mut cc = at(100);
+        cc.rtt_scaling = true;
+        assert!((cc.alpha(secs(3.0)) - 22.0).abs() < 1e-9);
     }
 
     #[test]

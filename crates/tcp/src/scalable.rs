@@ -78,6 +78,11 @@ impl CongestionControl for Scalable {
         "scalable"
     }
 
+    fn reno_min_cwnd(&self) -> bool {
+        // ns-2.35 tcp/linux/src/tcp_scalable.c: `.min_cwnd = tcp_reno_min_cwnd`.
+        true
+    }
+
     fn init(&mut self, initial_cwnd: u64, initial_ssthresh: u64) {
         self.cwnd = initial_cwnd.max(self.mss);
         self.ssthresh = initial_ssthresh.max(2 * self.mss);

@@ -9,7 +9,7 @@
 
 use qstp_proto::RangeSet;
 use qstp_proto::Time;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// RFC 6675 §2: DupThresh, the number of SACKed segments above a hole that declare it lost.
 pub(crate) const DUP_THRESH: usize = 3;
@@ -31,6 +31,11 @@ pub(crate) struct SentSegment {
     pub lost: bool,
     /// Whether it was sent again since it was deemed lost.
     pub resent: bool,
+    /// The highest byte sent (snd_nxt) when it was last sent again: data sent after that
+    /// retransmission starts here.
+    pub resent_nxt: u64,
+    /// The number of its last retransmission, counted over the connection.
+    pub rtx_id: u64,
 }
 
 impl SentSegment {
@@ -84,9 +89,28 @@ pub(crate) struct Scoreboard {
     /// Every unSACKed segment below this byte has been marked lost (RFC 6675 IsLost cursor).
     lost_upto: u64,
     pipe: u64,
+    /// Whether retransmissions are tracked for [`Scoreboard::mark_lost_retransmissions`].
+    track_retransmissions: bool,
+    /// Retransmission number -> (snd_nxt when resent, first byte), for every segment resent
+    /// and neither SACKed nor acknowledged since, when tracked: at most one entry per
+    /// outstanding segment. snd_nxt never falls, so both keys rise together.
+    retransmitted: BTreeMap<u64, (u64, u64)>,
+    /// Retransmissions counted so far.
+    next_rtx_id: u64,
+    /// The highest retransmission number a SACK has covered since the last timeout.
+    sacked_rtx_id: Option<u64>,
 }
 
 impl Scoreboard {
+    /// A scoreboard that also detects lost retransmissions
+    /// ([`Scoreboard::mark_lost_retransmissions`]).
+    pub(crate) fn tracking_retransmissions() -> Self {
+        Scoreboard {
+            track_retransmissions: true,
+            ..Scoreboard::default()
+        }
+    }
+
     /// Bytes believed in the network (RFC 6675 §4 "pipe").
     pub(crate) fn pipe(&self) -> u64 {
         self.pipe
@@ -141,6 +165,8 @@ impl Scoreboard {
             sacked: false,
             lost: false,
             resent: false,
+            resent_nxt: 0,
+            rtx_id: 0,
         });
         self.pipe += len as u64;
     }
@@ -158,6 +184,9 @@ impl Scoreboard {
                 s.lost = false;
             });
             let seg = self.segments.pop_front().expect("front checked above");
+            if seg.retransmitted {
+                self.retransmitted.remove(&seg.rtx_id);
+            }
             if !was_sacked {
                 result.newly_acked += seg.len as u64;
                 result.retransmission_acked |= seg.retransmitted;
@@ -204,6 +233,8 @@ impl Scoreboard {
             result.newly_sacked += seg.len as u64;
             if !seg.retransmitted {
                 result.rtt_sent_at = result.rtt_sent_at.max(Some(seg.sent_at));
+            } else if self.retransmitted.remove(&seg.rtx_id).is_some() {
+                self.sacked_rtx_id = self.sacked_rtx_id.max(Some(seg.rtx_id));
             }
             self.update(i, |s| s.sacked = true);
             i += 1;
@@ -258,8 +289,42 @@ impl Scoreboard {
         }
     }
 
+    /// A retransmission is lost again once a segment sent after it (at or above the snd_nxt of
+    /// its sending) is SACKed (Linux tcp_mark_lost_retrans; ns-2.35 TCP/Linux
+    /// scoreboard1.cc:214-222), or once a SACK covers a retransmission sent more than DupThresh
+    /// retransmissions after it (ns-2.35 scoreboard1.cc:215, which catches a lost retransmission
+    /// that only other retransmissions followed). It leaves the pipe and waits to be sent once
+    /// more. Returns how many were marked. RFC 6675 has no such rule: there a lost
+    /// retransmission waits for the retransmission timer.
+    pub(crate) fn mark_lost_retransmissions(&mut self) -> usize {
+        let highest_sacked = self.sacked.last().map_or(0, |(_, end)| end);
+        let mut marked = 0;
+        // Oldest first: if the oldest is not lost, no later one is (both keys rise). A SACKed
+        // segment starting at or above `nxt` ends above it; one below ends at or below it.
+        while let Some((&id, &(nxt, seq))) = self.retransmitted.first_key_value() {
+            let overtaken = nxt < highest_sacked;
+            let outrun = self
+                .sacked_rtx_id
+                .is_some_and(|acked| id + DUP_THRESH as u64 + 1 < acked);
+            if !(overtaken || outrun) {
+                break;
+            }
+            self.retransmitted.pop_first();
+            if let Ok(i) = self.segments.binary_search_by_key(&seq, |s| s.seq) {
+                if self.segments[i].resent && !self.segments[i].sacked {
+                    self.update(i, |s| s.resent = false);
+                    marked += 1;
+                }
+            }
+        }
+        marked
+    }
+
     /// After a retransmission timeout every unSACKed segment is lost and to be sent again.
     pub(crate) fn mark_all_lost(&mut self) {
+        // ns-2.35 scoreboard1.cc MarkLoss: the retransmission count starts again.
+        self.retransmitted.clear();
+        self.sacked_rtx_id = None;
         for i in 0..self.segments.len() {
             if !self.segments[i].sacked {
                 self.update(i, |s| {
@@ -282,13 +347,27 @@ impl Scoreboard {
         Some(self.segments[self.index_of(seq)])
     }
 
-    /// Record that the segment starting at `seq` was sent again at `now`.
-    pub(crate) fn resent(&mut self, seq: u64, now: Time) {
+    /// Record that the segment starting at `seq` was sent again at `now`, when the highest
+    /// byte sent was `snd_nxt`.
+    pub(crate) fn resent(&mut self, seq: u64, now: Time, snd_nxt: u64) {
         if let Ok(i) = self.segments.binary_search_by_key(&seq, |s| s.seq) {
+            let before = self.segments[i];
+            let rtx_id = self.next_rtx_id;
+            self.next_rtx_id += 1;
+            if self.track_retransmissions {
+                if before.retransmitted {
+                    self.retransmitted.remove(&before.rtx_id);
+                }
+                if !before.sacked {
+                    self.retransmitted.insert(rtx_id, (snd_nxt, seq));
+                }
+            }
             self.update(i, |s| {
                 s.resent = true;
                 s.retransmitted = true;
                 s.sent_at = now;
+                s.resent_nxt = snd_nxt;
+                s.rtx_id = rtx_id;
             });
         }
     }
@@ -318,7 +397,7 @@ mod tests {
         // Segments 0 and 1 are lost: out of the pipe until sent again.
         assert_eq!(b.pipe(), 400);
         assert_eq!(b.next_resend().map(|s| s.seq), Some(0));
-        b.resent(0, Time::from_nanos(50));
+        b.resent(0, Time::from_nanos(50), 0);
         assert_eq!(b.pipe(), 500);
         assert_eq!(b.next_resend().map(|s| s.seq), Some(100));
     }
@@ -333,11 +412,75 @@ mod tests {
         assert!(b.mark_lost_by_sack());
         let lost: Vec<u64> = std::iter::from_fn(|| {
             let s = b.next_resend()?;
-            b.resent(s.seq, Time::ZERO);
+            b.resent(s.seq, Time::ZERO, 0);
             Some(s.seq)
         })
         .collect();
         assert_eq!(lost, [0, 100, 200]);
+    }
+
+    #[test]
+    fn a_retransmission_is_lost_again_once_later_data_or_later_retransmissions_are_sacked() {
+        // Segments 0-9; 4-7 SACKed, so 0-3 are lost and resent with snd_nxt at 1000.
+        for tracking in [false, true] {
+            let mut b = if tracking {
+                Scoreboard::tracking_retransmissions()
+            } else {
+                Scoreboard::default()
+            };
+            for i in 0..10 {
+                b.push(i * 100, 100, Time::from_nanos(i));
+            }
+            b.apply_sack(&[(400, 800)]);
+            b.mark_lost_by_sack();
+            for seq in [0, 100, 200, 300] {
+                b.resent(seq, Time::ZERO, 1000);
+            }
+            assert_eq!(b.pipe(), 600);
+            // 8 and 9 were sent before the resends: SACKing them says nothing of the resends.
+            b.apply_sack(&[(800, 1000)]);
+            assert_eq!(b.mark_lost_retransmissions(), 0);
+            // Segment 10, sent after them, is SACKed: all four resends are lost.
+            b.push(1000, 100, Time::ZERO);
+            b.apply_sack(&[(1000, 1100)]);
+            let marked = b.mark_lost_retransmissions();
+            assert_eq!(marked, if tracking { 4 } else { 0 });
+            if !tracking {
+                continue;
+            }
+            assert_eq!(b.pipe(), 0);
+            assert_eq!(b.next_resend().map(|s| s.seq), Some(0));
+        }
+    }
+
+    #[test]
+    fn a_retransmission_is_lost_again_once_a_sack_covers_one_sent_dupthresh_later() {
+        // Segments 0-19; 10-19 SACKed, so 0-9 are lost and resent (retransmissions 0-9) with
+        // nothing new sent after them. The SACK of the last, 9, deems lost those more than
+        // DupThresh + 1 retransmissions before it: 0-4 (ns-2.35 scoreboard1.cc:215).
+        let mut b = Scoreboard::tracking_retransmissions();
+        for i in 0..20 {
+            b.push(i * 100, 100, Time::from_nanos(i));
+        }
+        b.apply_sack(&[(1000, 2000)]);
+        b.mark_lost_by_sack();
+        for seq in (0..10).map(|i| i * 100) {
+            b.resent(seq, Time::ZERO, 2000);
+        }
+        b.apply_sack(&[(800, 900)]);
+        assert_eq!(b.mark_lost_retransmissions(), 4, "8 outruns 0-3");
+        b.apply_sack(&[(900, 1000)]);
+        assert_eq!(b.mark_lost_retransmissions(), 1, "9 outruns 4 too");
+        let lost: Vec<u64> = std::iter::from_fn(|| {
+            let s = b.next_resend()?;
+            b.resent(s.seq, Time::ZERO, 2000);
+            Some(s.seq)
+        })
+        .collect();
+        assert_eq!(lost, [0, 100, 200, 300, 400]);
+        // A timeout starts the count again.
+        b.mark_all_lost();
+        assert_eq!(b.mark_lost_retransmissions(), 0);
     }
 
     #[test]
@@ -347,7 +490,7 @@ mod tests {
         assert_eq!(r.newly_acked, 200);
         assert_eq!(r.rtt_sent_at, Some(Time::from_nanos(1)));
         b.mark_first_lost();
-        b.resent(200, Time::from_nanos(9));
+        b.resent(200, Time::from_nanos(9), 0);
         b.apply_sack(&[(300, 400)]);
         let r = b.ack_cumulative(400);
         // Segment 2 was sent twice: no RTT sample; segment 3 had been SACKed already.
@@ -364,7 +507,7 @@ mod tests {
         assert_eq!(b.pipe(), 0);
         let order: Vec<u64> = std::iter::from_fn(|| {
             let s = b.next_resend()?;
-            b.resent(s.seq, Time::ZERO);
+            b.resent(s.seq, Time::ZERO, 0);
             Some(s.seq)
         })
         .collect();
@@ -446,7 +589,8 @@ mod model {
                     Step::Send(n) => for _ in 0..n {
                         b.push(next, MSS as u32, Time::ZERO);
                         m.segs.push(SentSegment { seq: next, len: MSS as u32, sent_at: Time::ZERO,
-                            retransmitted: false, sacked: false, lost: false, resent: false });
+                            retransmitted: false, sacked: false, lost: false, resent: false,
+                            resent_nxt: 0, rtx_id: 0 });
                         next += MSS;
                     },
                     Step::Sack(a, n) => {
@@ -488,7 +632,7 @@ mod model {
                         let want = m.segs.iter().find(|s| s.awaiting_resend()).map(|s| s.seq);
                         prop_assert_eq!(b.next_resend().map(|s| s.seq), want);
                         if let Some(seq) = want {
-                            b.resent(seq, Time::ZERO);
+                            b.resent(seq, Time::ZERO, 0);
                             let s = m.segs.iter_mut().find(|s| s.seq == seq).unwrap();
                             s.resent = true;
                             s.retransmitted = true;

@@ -191,6 +191,8 @@ pub struct TcpSender {
     prr_delivered: u64,
     prr_out: u64,
     prr_sndcnt: u64,
+    /// [`Recovery::RateHalving`]: the ceiling on the pipe (ns-2's `next_pkts_in_flight_`), bytes.
+    rh_next: u64,
     /// [`Recovery::PrrNs3`]: RecoverFS (the pipe when recovery began, 32 bits as in ns-3), and the
     /// window ns-3's `DoRecovery` last set, bytes.
     prr_recover_fs: u32,
@@ -218,6 +220,11 @@ impl TcpSender {
     pub fn new(config: TcpConfig, mut cc: Box<dyn CongestionControl>) -> Self {
         let mss = u64::from(config.mss.max(1));
         let config_handshake = config.handshake;
+        let board = if config.lost_retransmit {
+            Scoreboard::tracking_retransmissions()
+        } else {
+            Scoreboard::default()
+        };
         // RFC 5681 §3.1: IW segments; ssthresh as high as the largest window the peer offers.
         cc.init(
             u64::from(config.initial_window.max(1)) * mss,
@@ -229,7 +236,7 @@ impl TcpSender {
             peer_window: config.receive_window,
             config,
             cc,
-            board: Scoreboard::default(),
+            board,
             snd_una: 0,
             snd_nxt: 0,
             dupacks: 0,
@@ -260,6 +267,7 @@ impl TcpSender {
             prr_delivered: 0,
             prr_out: 0,
             prr_sndcnt: 0,
+            rh_next: 0,
             prr_recover_fs: 0,
             prr_ns3_cwnd: 0,
             segments_sent: 0,
@@ -296,6 +304,10 @@ impl TcpSender {
     /// Whether the window has room for `len` more bytes (always for a first segment in flight).
     fn window_allows(&self, len: u64) -> bool {
         let pipe = self.pipe();
+        if self.in_recovery && self.config.recovery == Recovery::RateHalving {
+            // ns-2.35 tcp-linux.cc:631: send while in_flight < max(cwnd, next_pkts_in_flight_).
+            return pipe == 0 || pipe + len <= self.rate_halving_window().max(self.rh_next);
+        }
         if self.in_recovery && self.config.recovery != Recovery::Rfc6675 {
             // RFC 6937 §3: in recovery, send what the ACKs' sndcnt allows.
             return pipe == 0 || len <= self.prr_sndcnt;
@@ -422,6 +434,11 @@ impl TcpSender {
         }
         self.paced_wait = None;
         let segment = self.next_segment(now)?;
+        if self.in_recovery && self.config.recovery == Recovery::RateHalving {
+            // ns-2.35 tcp-linux.cc:653: next = min(next, max(in_flight - 1, 1)).
+            let mss = self.mss();
+            self.rh_next = self.rh_next.min(self.pipe().saturating_sub(mss).max(mss));
+        }
         self.last_sent = Some(now);
         if let Some(rate) = pacing {
             let bytes = (segment.len + self.config.header_bytes) as usize;
@@ -480,7 +497,7 @@ impl TcpSender {
     /// Send the segment at `seq` (`len` bytes) again: the scoreboard and counters note it, and
     /// the timer starts if it is not running.
     fn retransmit(&mut self, seq: u64, len: u32, now: Time) -> Segment {
-        self.board.resent(seq, now);
+        self.board.resent(seq, now, self.snd_nxt);
         self.segments_sent += 1;
         self.retransmissions += 1;
         self.arm_timer(now);
@@ -583,6 +600,14 @@ impl TcpSender {
                     ended_recovery = true;
                     if self.reduced_this_recovery {
                         self.cc.on_recovery_end(now);
+                        if self.config.recovery == Recovery::RateHalving && self.cc.reno_min_cwnd()
+                        {
+                            // ns-2.35 tcp-linux.cc:463-468: the window, below ssthresh, becomes
+                            // ssthresh, then tcp_moderate_cwnd: at most in_flight +
+                            // tcp_max_burst (3), in_flight counted on the cleared scoreboard.
+                            let limit = self.snd_nxt - self.snd_una + 3 * self.mss();
+                            self.cc.on_idle_restart(limit);
+                        }
                     } else {
                         // The reduction was deferred and never applied: absorbed.
                         self.absorbed += 1;
@@ -690,6 +715,10 @@ impl TcpSender {
         self.end_round_if_due(now);
 
         let first_lost_by_sack = newly_sacked > 0 && self.board.mark_lost_by_sack();
+        if self.config.lost_retransmit && newly_sacked > 0 {
+            // Linux tcp_mark_lost_retrans: a retransmission overtaken by later data is lost.
+            self.board.mark_lost_retransmissions();
+        }
         let may_enter = match self.recover {
             Some(r) => self.snd_una >= r,
             None => true,
@@ -702,6 +731,10 @@ impl TcpSender {
             && (self.dupacks >= DUP_THRESH as u32 || first_lost_by_sack)
         {
             self.enter_recovery(now);
+        }
+        if self.in_recovery && self.config.recovery == Recovery::RateHalving {
+            // ns-2.35 tcp-linux.cc:629 (send_much): next = min(next, in_flight + 1).
+            self.rh_next = self.rh_next.min(self.pipe() + self.mss());
         }
         if self.config.recovery != Recovery::PrrNs3 {
             self.update_prr(acked_bytes);
@@ -779,8 +812,23 @@ impl TcpSender {
         };
     }
 
+    /// [`Recovery::RateHalving`]: the window in recovery, the control's `min_cwnd` (ns-2.35
+    /// tcp-linux.cc:498-501).
+    fn rate_halving_window(&self) -> u64 {
+        let ssthresh = self.cc.ssthresh();
+        if self.cc.reno_min_cwnd() {
+            // tcp_cong.c tcp_reno_min_cwnd: snd_ssthresh / 2, in whole segments.
+            let mss = self.mss();
+            (ssthresh / mss / 2).max(1) * mss
+        } else {
+            ssthresh
+        }
+    }
+
     /// RFC 5681 §3.2 / RFC 6675 §5 step 4: fast retransmit and enter fast recovery.
     fn enter_recovery(&mut self, now: Time) {
+        // ns-2.35 tcp-linux.cc:487: rate halving starts from the window before the reduction.
+        self.rh_next = self.cc.cwnd();
         self.in_recovery = true;
         self.partial_ack_seen = false;
         self.fast_retransmits += 1;

@@ -785,6 +785,67 @@ mod prr {
     }
 
     #[test]
+    fn rate_halving_sends_one_segment_per_two_acks_and_leaves_recovery_moderated() {
+        // 20 segments out, 0 lost, 1-19 SACKed one by one. The third SACK starts recovery:
+        // ssthresh 10 segments, and with ns-2's TCP/Linux a window of ssthresh / 2 = 5 (Reno's
+        // min_cwnd) under a ceiling that starts at the old window, 20. The pipe (16 after the
+        // retransmission of 0) stays above 5, so from then on each ACK lowers the ceiling to
+        // the pipe plus one and each segment sent lowers it to the pipe less one: one new
+        // segment per two ACKs, 8 for the next 16. RFC 6675 sends nothing until the pipe falls
+        // below 10, then one per ACK.
+        for recovery in [Recovery::Rfc6675, Recovery::RateHalving] {
+            let mut sender = sender_with(recovery, 20);
+            let acks: Vec<Segment> = (2..=20).map(|k| ack_of(0, &[(1, k)])).collect();
+            let sent = feed(&mut sender, &acks);
+            assert_eq!(sent[2], [(0, true)], "{recovery:?}");
+            let per_ack: Vec<usize> = sent[3..].iter().map(Vec::len).collect();
+            if recovery == Recovery::RateHalving {
+                assert_eq!(per_ack, [0, 1].repeat(8), "{sent:?}");
+            } else {
+                assert_eq!(per_ack, [vec![0; 8], vec![1; 8]].concat(), "{sent:?}");
+            }
+            // The full ACK of everything sent: nothing in flight, so ns-2 moderates the window
+            // to 0 + 3 segments (tcp_moderate_cwnd) and slow start climbs back; RFC 6675 keeps
+            // at least ssthresh.
+            let last = sent.concat().iter().map(|&(seq, _)| seq).max().unwrap();
+            sender.on_ack(Time::ZERO, &ack_of(last + 1, &[]));
+            if recovery == Recovery::RateHalving {
+                assert_eq!(sender.cwnd(), 3 * u64::from(MSS));
+            } else {
+                assert!(sender.cwnd() >= 10 * u64::from(MSS), "{}", sender.cwnd());
+            }
+        }
+    }
+
+    #[test]
+    fn a_retransmission_overtaken_by_later_data_is_resent_only_with_lost_retransmit() {
+        // 20 segments out, 0 lost; 1-19 SACKed: the third SACK starts recovery and resends 0,
+        // and the window sends 20 onwards once the pipe drains. The resent 0 is lost too: an
+        // ACK SACKing 20 and 21, sent after it, tells Linux (tcp_mark_lost_retrans) and ns-2's
+        // TCP/Linux that it was; RFC 6675 waits for the timer.
+        for lost_retransmit in [false, true] {
+            let config = TcpConfig {
+                mss: MSS,
+                initial_window: 20,
+                lost_retransmit,
+                ..config(1 << 20, false)
+            };
+            let mut sender = TcpSender::new(config, CcSpec::named("newreno").build(MSS).unwrap());
+            let first = std::iter::from_fn(|| sender.poll_segment(Time::ZERO)).count();
+            assert_eq!(first, 20);
+            let acks: Vec<Segment> = (2..=20).map(|k| ack_of(0, &[(1, k)])).collect();
+            let mut sent = feed(&mut sender, &acks);
+            // Everything sent since (20 onwards) arrives too: only the resent 0 is missing.
+            let last = sent.concat().iter().map(|&(seq, _)| seq).max().unwrap();
+            assert!(last >= 21, "{sent:?}");
+            sent.extend(feed(&mut sender, &[ack_of(0, &[(1, last + 1)])]));
+            let resends_of_0 = sent.concat().iter().filter(|&&s| s == (0, true)).count();
+            assert_eq!(resends_of_0, 1 + usize::from(lost_retransmit), "{sent:?}");
+            assert_eq!(sender.stats().timeouts, 0);
+        }
+    }
+
+    #[test]
     fn ns3_partial_ack_with_sack_sends_new_data_instead_of_resending_the_head() {
         // 40 segments out, 0 lost: segments 1-19 arrive (recovery from the third), then the
         // retransmission of 0, a partial ACK of 20 (recover = 40) while 20-39 are still on their

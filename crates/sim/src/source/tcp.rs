@@ -115,7 +115,7 @@ fn congestion(t: &mut dyn ParamTable) -> ParamResult<CcSpec> {
 }
 
 /// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window, recovery,
-/// handshake, rtt_sample, rto }`;
+/// handshake, rtt_sample, rto, lost_retransmit }`;
 /// `delayed_ack` and `window` may also sit in the group itself (the older spelling).
 fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
     let mut o = TcpOptions::default();
@@ -146,6 +146,9 @@ fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
             if let Some(handshake) = t.opt_bool("handshake")? {
                 o.handshake = handshake;
             }
+            if let Some(v) = t.opt_bool("lost_retransmit")? {
+                o.lost_retransmit = v;
+            }
             match t.opt_str("rtt_sample")?.as_deref() {
                 None => {}
                 Some("newest") => o.rtt_sample = RttSample::Newest,
@@ -173,11 +176,12 @@ fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
                 Some("rfc6675") => o.recovery = Recovery::Rfc6675,
                 Some("prr") => o.recovery = Recovery::Prr,
                 Some("prr-ns3") => o.recovery = Recovery::PrrNs3,
+                Some("rate-halving") => o.recovery = Recovery::RateHalving,
                 Some(other) => {
                     return Err(t.error(
                         "recovery",
                         &format!(
-                            "'{other}' is not a recovery (use rfc6675, prr, RFC 6937, or prr-ns3)"
+                            "'{other}' is not a recovery (use rfc6675, prr, RFC 6937, prr-ns3 or rate-halving)"
                         ),
                     ))
                 }
