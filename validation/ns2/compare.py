@@ -85,7 +85,7 @@ def run_lab(qstp, text):
 
 
 # ---------------------------------------------------------------------------------------------
-# The high-speed TCP paper (002_b59ef6c014a62b94.txt): the dumbbell of §III A.
+# The high-speed TCP paper: the dumbbell of §III A.
 
 # The paper's sweep runs 1..24 flows; the table takes 1, 2, 8 (the issue's 24 cells) and 24.
 HSTCP_FLOWS = [1, 2, 8, 24]
@@ -101,9 +101,9 @@ HSTCP_LAB_CC = {
     "scalable": '{ name = "scalable", ai_cnt = 50 }',
     # ns-2 tcp_cubic.c:31 beta = 819 (0.8; RFC 9438 and the lab: 0.7); it has no HyStart.
     "cubic": '{ name = "cubic", beta = 0.8, hystart = 0 }',
-    # ns-2 tcp_htcp.c:22 use_bandwidth_switch = 1 (the lab's default is 0). ns-2's
-    # use_rtt_scaling = 1 (tcp_htcp.c:18) has no lab counterpart.
-    "htcp": '{ name = "htcp", bandwidth_switch = 1 }',
+    # ns-2 tcp_htcp.c:22 use_bandwidth_switch = 1 and :18 use_rtt_scaling = 1 (the lab's
+    # defaults are 0).
+    "htcp": '{ name = "htcp", bandwidth_switch = 1, rtt_scaling = 1 }',
     "illinois": '"illinois"',
     "yeah": '"yeah"',
     "compound": '"compound"',
@@ -119,37 +119,20 @@ HSTCP_PAPER = {
 }
 # Named causes of lab-vs-ns-2 differences beyond tolerance (README.md, "Why they differ"; the
 # numbers behind each are diagnose.sh's, in diagnosis.md).
-RTO = ("lab bug: a spurious RTO ends the slow-start recovery (the retransmission timer restarts "
-       "only on the first partial ACK, sender.rs); with an RTO that outlasts the recovery the row "
-       "agrees (diagnosis.md)")
-BIC = ("lab bug: the spurious RTO, and BIC's ACK ratio: Linux tcp_bic.c:135/:215-226 divides cnt "
-       "by an estimate that stalls at 31/16 with one ACK per segment, so Linux BIC grows 1.94x "
-       "faster than bic.rs (diagnosis.md)")
+JAIN = ("not traced: with ns-2's recovery the lab's 8 Reno flows follow ns-2's flow by flow "
+        "(diagnosis.md §2), but with more flows or the more aggressive controls the lab's shares "
+        "spread wider than ns-2's")
+SCALABLE_RTO = ("not traced: 3 of the lab's 8 Scalable flows time out 10-27 times in 60 s, ns-2's "
+                "none (diagnosis.md §2): retransmissions lost again in the synchronised recoveries")
 HSTCP_CAUSES = {
-    ("reno", 2, "utilisation"): RTO, ("reno", 8, "utilisation"): RTO,
-    ("highspeed", 1, "utilisation"): RTO, ("highspeed", 2, "utilisation"): RTO,
-    ("bic", 1, "utilisation"): BIC, ("bic", 2, "utilisation"): BIC,
-    ("bic", 8, "utilisation"): RTO,
-    ("scalable", 2, "utilisation"): RTO, ("scalable", 8, "jain"): RTO,
-    ("cubic", 8, "jain"): RTO,
-    ("yeah", 1, "utilisation"): RTO, ("yeah", 2, "utilisation"): RTO, ("yeah", 8, "jain"): RTO,
-    ("compound", 2, "utilisation"): RTO, ("compound", 2, "jain"): RTO,
-    # The 600 s rows (diagnosis.md §2b).
-    ("bic", 2, "utilisation", 600): RTO, ("scalable", 2, "jain", 600): RTO,
-    ("yeah", 2, "jain", 600): RTO, ("compound", 2, "utilisation", 600): RTO,
+    ("highspeed", 24, "jain"): JAIN, ("scalable", 24, "jain"): JAIN, ("cubic", 24, "jain"): JAIN,
+    ("htcp", 24, "jain"): JAIN, ("yeah", 24, "jain"): JAIN, ("compound", 24, "jain"): JAIN,
+    ("scalable", 8, "jain"): SCALABLE_RTO,
+    # The 600 s rows.
+    ("scalable", 2, "jain", 600): JAIN, ("yeah", 2, "jain", 600): JAIN,
     ("compound", 1, "utilisation", 600): ("not traced: the lab's Compound gets more than ns-2's "
                                           "(ns-2's needs timestamps for its delay window, "
-                                          "hstcp_dumbbell.tcl), with or without the longer RTO "
-                                          "(diagnosis.md §2b)"),
-    ("htcp", 24, "utilisation"): RTO, ("htcp", 24, "jain"): RTO, ("yeah", 24, "jain"): RTO,
-    ("scalable", 24, "jain"): ("not traced: with an RTO that outlasts the recoveries the lab's "
-                               "index rises (diagnosis.md §2) but stays more than 0.10 below "
-                               "ns-2's"),
-    ("cubic", 24, "jain"): ("not traced: with an RTO that outlasts the recoveries the lab's "
-                            "index stays more than 0.10 below ns-2's (diagnosis.md §2)"),
-    ("htcp", 8, "jain"): ("not traced: the spurious RTO moves it (0.548 -> 0.687) but not to "
-                          "ns-2's 0.904; ns-2's tcp_htcp.c:18 scales alpha by RTT "
-                          "(use_rtt_scaling), the lab's H-TCP does not"),
+                                          "hstcp_dumbbell.tcl)"),
 }
 
 HSTCP_HEADER = """name = "ns2-hstcp"
@@ -172,17 +155,27 @@ rtt = "200ms"
 start = "{ns}ns"
 start_spread = "0s"
 access = {{ rate = "1G", delay = "1ms" }}
-# ns-2.35's TCP defaults: windowInit_ 2, no delayed ACKs (TCPSink), minrto_ 0.2 s, SACK (Sack1).
-tcp = {{ initial_window = 2, delayed_ack = false, min_rto = "200ms", sack = true{extra} }}
+tcp = {{ {tcp} }}
 """
+# ns-2.35's TCP/Linux as the lab's settings: windowInit_ 2, no delayed ACKs (TCPSink), minrto_
+# 0.2 s, SACK (Sack1); its recovery (tcp-linux.cc:448-507, :607-660: the window falls to the
+# module's min_cwnd under a ceiling that halves the rate, and leaves recovery moderated) and its
+# scoreboard's detection of lost retransmissions (scoreboard1.cc:214-222).
+HSTCP_TCP = {"initial_window": "2", "delayed_ack": "false", "min_rto": '"200ms"', "sack": "true",
+             "recovery": '"rate-halving"', "lost_retransmit": "true"}
 
 
 def hstcp_scenario(cc, starts, duration, seed, extra="", congestion=None):
+    """The lab's scenario; `extra` ("key = value, ...") adds to or replaces HSTCP_TCP's keys."""
     text = HSTCP_HEADER.format(duration=duration, seed=seed)
-    extra = f", {extra}" if extra else ""
+    tcp = dict(HSTCP_TCP)
+    for item in filter(None, (x.strip() for x in extra.split(","))):
+        key, value = (x.strip() for x in item.split("=", 1))
+        tcp[key] = value
+    tcp = ", ".join(f"{k} = {v}" for k, v in tcp.items())
     for i, t in enumerate(starts):
         text += HSTCP_GROUP.format(i=i, cc=congestion or HSTCP_LAB_CC[cc], t=t,
-                                   ns=round(t * 1e9), extra=extra)
+                                   ns=round(t * 1e9), tcp=tcp)
     return text
 
 
@@ -228,7 +221,7 @@ def hstcp_rows(args):
 
 
 # ---------------------------------------------------------------------------------------------
-# The gTFRC paper (001_1a5ede01d5aa24de.txt): the AF network of §4.1 (gtfrc_af.tcl).
+# The gTFRC paper: the AF network of §4.1 (gtfrc_af.tcl).
 
 # Per experiment: its name, the lab's scenario file, the lab's sweep point (its params, as
 # summary.json lists them), the groups as gtfrc_af.tcl takes them (PROTO:TARGET:RTT[:N]; the
@@ -279,8 +272,10 @@ DSRED = ("ns-2 quirk: Nortel's dsredq.cc:232-239 returns PKT_DROPPED for a packe
          "as an early drop. The sum row compares like with like")
 TFRC_START = ("modelling difference, TFRC's start-up: in 6-7 of 10 ns-2 runs the 640 ms TFRC flow "
               "loses one of its first packets in the 40 ms flow's start-up overflow and its loss "
-              "history starts at a few tens of kbit/s; in 0 of 10 lab runs, whose TFRC sends "
-              "one packet a second until an RTT is known (RFC 5348 §4.2); diagnosis.md §6, §7")
+              "history starts at a few tens of kbit/s; in 0 of 10 lab runs. ns-2's agent sends "
+              "46 kbit/s from 1 s; the lab's TFRC is the qstp core, which first completes a "
+              "handshake and takes W_init / R from its RTT sample (RFC 5348 §4.2), 1.23 s behind "
+              "the 40 ms flow's queue: 28 kbit/s from 2.5 s (diagnosis.md §6, §7)")
 CAUSES = {
     ("gTFRC", "Fig. 5(a)", "out_ldrop"): DSRED, ("gTFRC", "Fig. 5(a)", "out_edrop"): DSRED,
     ("gTFRC", "Fig. 7(a)", "out_ldrop"): DSRED, ("gTFRC", "Fig. 7(a)", "out_edrop"): DSRED,
@@ -438,7 +433,7 @@ def gtfrc_rows(args):
 
 
 # ---------------------------------------------------------------------------------------------
-# The QSTP paper (000_858e07306333e5f2.txt): Figs. 4 and 5 on the testbed of §5.1 (gtfrc_af.tcl),
+# The QSTP paper: Figs. 4 and 5 on the testbed of §5.1 (gtfrc_af.tcl),
 # ns-2's TCP NewReno and TFRC standing in for the paper's TCP and Java TFRC/SACK. QSTP itself
 # (gTFRC) is not in ns-2.35; Fig. 7 (CBQ) is not scripted.
 
@@ -472,7 +467,7 @@ def qstp_rows(args):
 
 
 # ---------------------------------------------------------------------------------------------
-# The Free & Stunts paper (004_42e0da08314fdde6.txt): §IV's TCP/RED network without delegation
+# The Free & Stunts paper: §IV's TCP/RED network without delegation
 # (fs_red.tcl): the Free, its Stunts and the cross traffic as plain TCP flows, all continuous.
 
 FS_STUNTS = [2, 10, 20]   # Fig. 6's three points (Fig. 5's non-random sweep runs 1..20)

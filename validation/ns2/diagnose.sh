@@ -1,10 +1,10 @@
 #!/bin/sh
-# diagnosis.md: the numbers behind the causes table.md names for the high-speed TCP rows.
+# diagnosis.md: the numbers behind the causes table.md names.
 # 1. One flow, packet by packet, in ns-2 and the lab (trace_flow.py, seed 1, first 4 s).
-# 2. The high-speed table with the lab's RTO made longer than any recovery (rto = "linux":
-#    SRTT + max(RTTVAR, 200 ms)), a stand-in for the timer rule ns-2 and Linux follow.
-# 3. BIC with that RTO and with Linux's ACK-ratio scaling stood in for by the lab's parameters
-#    (max_increment 31 = 16 x 31/16 and smooth_part 10 ~ 20 x 16/31).
+# 2. Eight flows, flow by flow: each flow's goodput and retransmissions (the Jain rows).
+# 3. Scalable with the lab's default ai_cnt (100) in place of ns-2.35's 50.
+# 4. BIC's window over 30 s in ns-2 and the lab.
+# 5-7. The gTFRC experiments.
 # Needs ns (apt-get install ns2) and the lab binary (QSTP_BIN, default target/release/qstp).
 set -e
 cd "$(dirname "$0")"
@@ -20,29 +20,49 @@ cd "$(dirname "$0")"
     echo '```'
     echo
   done
-  echo "## 2. The table with the lab's rto = \"linux\" (compare.py --only hstcp --lab-tcp 'rto = \"linux\"')"
+  echo "## 2. Eight flows, flow by flow (seed 1, 60 s): goodput (Mbit/s) and retransmitted packets"
   echo
-  python3 compare.py --only hstcp --long-seeds 0 --markdown --lab-tcp 'rto = "linux"' | sed 1,2d
+  echo "The lab with ns-2's TCP/Linux recovery (table.md's setting), and with RFC 6675's"
+  echo "(recovery = \"rfc6675\", no lost-retransmission detection)."
   echo
-  echo "## 2b. The 600 s rows with the lab's rto = \"linux\" (compare.py --only hstcp --long-only --lab-tcp 'rto = \"linux\"')"
+  echo '```'
+  python3 - <<'PY'
+import json, os
+import compare
+qstp = os.environ.get("QSTP_BIN", os.path.join(compare.ROOT, "target", "release", "qstp"))
+for cc in ("reno", "highspeed", "scalable", "htcp", "compound"):
+    r = compare.run_ns2("hstcp_dumbbell.tcl", [cc, 8, 60, 1, 0], f"hstcp-{cc}-8-60s-seed1.json",
+                        "timeouts" not in compare.run_ns2("hstcp_dumbbell.tcl", [cc, 8, 60, 1, 0],
+                                                          f"hstcp-{cc}-8-60s-seed1.json"))
+    lab = compare.run_lab(qstp, compare.hstcp_scenario(cc, r["start_times_s"], 60, 1))
+    print(f"{cc}, flows in start order:")
+    order = sorted(range(8), key=lambda i: r["start_times_s"][i])
+    print("  start (s): " + " ".join(f"{r['start_times_s'][i]:6.3f}" for i in order))
+    print("  ns-2:      " + " ".join(f"{r['per_flow_bps'][i] / 1e6:6.1f}" for i in order)
+          + "   resent " + " ".join(str(r["retransmitted_packets"][i]) for i in order)
+          + ", timeouts " + " ".join(str(r["timeouts"][i]) for i in order))
+    rfc = compare.run_lab(qstp, compare.hstcp_scenario(
+        cc, r["start_times_s"], 60, 1, 'recovery = "rfc6675", lost_retransmit = false'))
+    for name, runs in (("lab:      ", lab), ("lab, RFC:", rfc)):
+        print(f"  {name} " + " ".join(f"{float(runs[i]['goodput_bps']) / 1e6:6.1f}" for i in order)
+              + "   resent " + " ".join(runs[i]["packets_retransmitted"] for i in order)
+              + ", timeouts " + " ".join(runs[i]["timeouts"] for i in order))
+PY
+  echo '```'
   echo
-  python3 compare.py --only hstcp --long-only --markdown --lab-tcp 'rto = "linux"' | sed 1,2d
+  echo "## 2b. The high-speed rows with RFC 6675's recovery in the lab (compare.py --only hstcp --lab-tcp 'recovery = \"rfc6675\", lost_retransmit = false')"
   echo
-  echo "## 2c. Scalable with the lab's default ai_cnt = 100 in place of ns-2's 50 (tcp_scalable.c:17)"
+  python3 compare.py --only hstcp --markdown --lab-tcp 'recovery = "rfc6675", lost_retransmit = false' | sed 1,2d
+  echo
+  echo "## 3. Scalable with the lab's default ai_cnt = 100 in place of ns-2's 50 (tcp_scalable.c:17)"
   echo
   python3 compare.py --only hstcp --cc scalable --flows 1 --flows 2 --flows 8 --markdown \
     --lab-congestion 'scalable="scalable"' | sed 1,2d
   echo
-  echo "## 3. BIC with rto = \"linux\" and max_increment = 31, smooth_part = 10"
-  echo
-  python3 compare.py --only hstcp --cc bic --long-seeds 0 --markdown --lab-tcp 'rto = "linux"' \
-    --lab-congestion 'bic={ name = "bic", max_increment = 31, smooth_part = 10 }' | sed 1,2d
-  echo
-  echo "## 4. BIC's window over 30 s, ns-2 and the lab with rto = \"linux\" (trace_flow.py)"
+  echo "## 4. BIC's window over 30 s, ns-2 and the lab (trace_flow.py)"
   echo
   echo '```'
-  python3 trace_flow.py --cc bic --duration 30 --lab-tcp 'rto = "linux"' \
-    --cwnd-at 2,4,6,8,9,10,12,14,16,18,20,25,30 | tail -3
+  python3 trace_flow.py --cc bic --duration 30 --cwnd-at 2,4,6,8,9,10,12,14,16,18,20,25,30 | tail -3
   echo '```'
   echo
   echo "## 5. gTFRC Fig. 6(a): the TCP flow (200k, 40 ms) against TFRC (800k, 640 ms), seeds 1-3"
@@ -63,8 +83,9 @@ for seed in (1, 2, 3):
           f"{t['retransmitted_packets']} of {t['packets_sent']} packets")
 with open(os.path.join(compare.ROOT, "scenarios", "gtfrc-fig6.toml")) as f:
     base = f.read()
-for extra in ("", 'tcp = { rto = "linux" }\n'):
-    text = base.replace('protocol = "tcp"\n', 'protocol = "tcp"\n' + extra)
+# The scenario's TCP (NewReno without SACK, as ns-2's Agent/TCP/Newreno), then with SACK.
+for extra in ("", "tcp = { sack = true }"):
+    text = base.replace("tcp = { sack = false }", extra) if extra else base
     with tempfile.TemporaryDirectory() as work:
         path = os.path.join(work, "s.toml")
         with open(path, "w") as f:
@@ -76,7 +97,7 @@ for extra in ("", 'tcp = { rto = "linux" }\n'):
     for run in ("0", "1", "2"):
         a = next(x for x in rows if x["run"] == run and x["group"] == "A")
         b = next(x for x in rows if x["run"] == run and x["group"] == "B")
-        print(f"lab{' (' + extra.strip() + ')' if extra else ''} seed {int(run) + 1}: TFRC "
+        print(f"lab{' (' + extra + ')' if extra else ''} seed {int(run) + 1}: TFRC "
               f"{float(a['throughput_bps']) / 1e3:.0f}k, TCP {float(b['throughput_bps']) / 1e3:.0f}k, "
               f"TCP timeouts {b['timeouts']}, resent {b['packets_retransmitted']} of "
               f"{b['packets_sent']} packets")
@@ -178,16 +199,21 @@ try:
         f.write(text)
     subprocess.run(["nice", "-n", "10", qstp, "run", os.path.join(work, "s.toml"), "--out",
                     work + "/o", "--runs", "1", "--jobs", "1"], check=True, capture_output=True)
-    rates = {}
+    rates, first_rtt = {}, {}
     with open(work + "/o/series.csv") as f:
         for x in csv.DictReader(f):
             t = float(x["time_s"])
             if x["metric"] == "rate_bps" and t <= 5.0:
                 rates.setdefault(t, {})[x["group"]] = float(x["value"] or 0) / 1e3
+            if x["metric"] == "rtt_ms" and x["group"] == "A" and "A" not in first_rtt:
+                first_rtt["A"] = (t, float(x["value"]))
 finally:
     shutil.rmtree(work, ignore_errors=True)
 print("lab  (t, A, B): " + ", ".join(f"{t:.2f} {v.get('A', 0):.0f} {v.get('B', 0):.0f}"
                                      for t, v in sorted(rates.items())))
+t, rtt = first_rtt["A"]
+print(f"lab: A's first sample once connected, at {t:.2f} s: R = {rtt / 1e3:.3f} s, so "
+      f"W_init / R = {4380 * 8 / rtt:.1f} kbit/s (RFC 5348 §4.2)")
 PY
   echo '```'
 } > diagnosis.md.new

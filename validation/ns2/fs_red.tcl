@@ -1,4 +1,4 @@
-# The Free & Stunts paper's network (004_42e0da08314fdde6.txt, §IV) without delegation, in ns-2.35:
+# The Free & Stunts paper's network (§IV) without delegation, in ns-2.35:
 # N infinite-data TCP flows through one RED bottleneck, the same network as scenarios/fs-fig*.toml
 # with `controller = { kind = "none" }` (the paper's baseline: the same connections, no delegation).
 #

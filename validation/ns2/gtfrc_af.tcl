@@ -1,4 +1,4 @@
-# The gTFRC paper's AF network (001_1a5ede01d5aa24de.txt, §4.1, Fig. 2) in ns-2.35 with Nortel's
+# The gTFRC paper's AF network (§4.1, Fig. 2) in ns-2.35 with Nortel's
 # DiffServ module (Queue/dsRED/edge and Queue/dsRED/core) and ns-2's TFRC and TCP agents, the same
 # network as scenarios/gtfrc-*.toml.
 #

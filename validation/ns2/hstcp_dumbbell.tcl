@@ -1,4 +1,4 @@
-# The high-speed TCP paper's dumbbell (002_b59ef6c014a62b94.txt, §III A, Figs. 1-2) in ns-2.35
+# The high-speed TCP paper's dumbbell (§III A, Figs. 1-2) in ns-2.35
 # with Agent/TCP/Linux, the same network as scenarios/hstcp-qos.toml and validation/ns3/.
 #
 #   ns hstcp_dumbbell.tcl CC FLOWS DURATION_S SEED [WARMUP_S] [TRACE_FILE] [QUEUE_TRACE_FILE]
