@@ -461,8 +461,9 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
         }
         None => {
             bar.finish_and_clear();
-            // Tell the receiver now, so that it drops the partial file instead of waiting for
-            // its idle timeout; the driver sends the close within a turn.
+            // Tell the receiver now, so that it keeps what arrived for a resume (or drops an
+            // empty partial file) instead of waiting for its idle timeout; the driver sends the
+            // close within a turn.
             conn.close(CLOSE_INTERRUPTED, b"interrupted by the sender");
             let _ = tokio::time::timeout(Duration::from_millis(500), conn.closed()).await;
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -472,6 +473,10 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
             let n = (resumed.get() + file_bytes_within(acked, header.encode().len() as u64 + 8))
                 .min(sent.get());
             match header.size {
+                Some(m) if header.resumable => bail!(
+                    "interrupted: {n} of {m} bytes sent, transfer not complete (sending the file \
+                     to the same receiver again resumes from what it kept)"
+                ),
                 Some(m) => bail!("interrupted: {n} of {m} bytes sent, transfer not complete"),
                 None => bail!("interrupted: {n} bytes sent, transfer not complete"),
             }
