@@ -513,6 +513,19 @@ mod tests {
         }
     }
 
+    /// [`open`] for a resumable transfer of `name`, `size` bytes, into `dir`.
+    async fn open_test(dir: &Path, name: &str, size: u64) -> Opened {
+        open(
+            dir.to_path_buf(),
+            name.into(),
+            header(size),
+            true,
+            Default::default(),
+        )
+        .await
+        .unwrap()
+    }
+
     fn scratch(tag: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("qstp-partial-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -538,26 +551,10 @@ mod tests {
         let dir = scratch("cut");
         let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7) as u8).collect();
         let size = data.len() as u64;
-        let opened = open(
-            dir.clone(),
-            "data.bin".into(),
-            header(size),
-            true,
-            Default::default(),
-        )
-        .await
-        .unwrap();
+        let opened = open_test(&dir, "data.bin", size).await;
         assert_eq!(opened.offer, Offer::none());
         // A second transfer of the same file at once gets a part file of its own.
-        let other = open(
-            dir.clone(),
-            "data.bin".into(),
-            header(size),
-            true,
-            Default::default(),
-        )
-        .await
-        .unwrap();
+        let other = open_test(&dir, "data.bin", size).await;
         assert!(!other.part.resumable);
         assert_ne!(other.part.path, opened.part.path);
         drop(other);
@@ -572,15 +569,7 @@ mod tests {
         assert!(path.exists(), "the prefix is kept");
         assert_eq!(recorded(&path), Some(1_234_567));
         // Offered to the next transfer of the same name and size, with the prefix's hash.
-        let opened = open(
-            dir.clone(),
-            "data.bin".into(),
-            header(size),
-            true,
-            Default::default(),
-        )
-        .await
-        .unwrap();
+        let opened = open_test(&dir, "data.bin", size).await;
         assert_eq!(opened.offer.offset, 1_234_567);
         assert_eq!(
             opened.offer.hash,
@@ -604,15 +593,7 @@ mod tests {
             "only the placed file is left"
         );
         // Another size is another file: nothing offered.
-        let opened = open(
-            dir.clone(),
-            "data.bin".into(),
-            header(size + 1),
-            true,
-            Default::default(),
-        )
-        .await
-        .unwrap();
+        let opened = open_test(&dir, "data.bin", size + 1).await;
         assert_eq!(opened.offer.offset, 0);
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -620,28 +601,12 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn starting_from_zero_drops_what_the_part_file_held() {
         let dir = scratch("zero");
-        let opened = open(
-            dir.clone(),
-            "d".into(),
-            header(100),
-            true,
-            Default::default(),
-        )
-        .await
-        .unwrap();
+        let opened = open_test(&dir, "d", 100).await;
         let (part, _, mut sink) = opened.start(0).await.unwrap();
         sink.write_all(&[1; 60]).await.unwrap();
         sink.checkpoint().await.unwrap();
         drop((part, sink));
-        let opened = open(
-            dir.clone(),
-            "d".into(),
-            header(100),
-            true,
-            Default::default(),
-        )
-        .await
-        .unwrap();
+        let opened = open_test(&dir, "d", 100).await;
         assert_eq!(opened.offer.offset, 60);
         let (part, prefix, mut sink) = opened.start(0).await.unwrap();
         assert_eq!(prefix.offset, 0);

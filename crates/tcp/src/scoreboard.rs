@@ -31,9 +31,6 @@ pub(crate) struct SentSegment {
     pub lost: bool,
     /// Whether it was sent again since it was deemed lost.
     pub resent: bool,
-    /// The highest byte sent (snd_nxt) when it was last sent again: data sent after that
-    /// retransmission starts here.
-    pub resent_nxt: u64,
     /// The number of its last retransmission, counted over the connection.
     pub rtx_id: u64,
 }
@@ -165,7 +162,6 @@ impl Scoreboard {
             sacked: false,
             lost: false,
             resent: false,
-            resent_nxt: 0,
             rtx_id: 0,
         });
         self.pipe += len as u64;
@@ -366,7 +362,6 @@ impl Scoreboard {
                 s.resent = true;
                 s.retransmitted = true;
                 s.sent_at = now;
-                s.resent_nxt = snd_nxt;
                 s.rtx_id = rtx_id;
             });
         }
@@ -590,7 +585,7 @@ mod model {
                         b.push(next, MSS as u32, Time::ZERO);
                         m.segs.push(SentSegment { seq: next, len: MSS as u32, sent_at: Time::ZERO,
                             retransmitted: false, sacked: false, lost: false, resent: false,
-                            resent_nxt: 0, rtx_id: 0 });
+                            rtx_id: 0 });
                         next += MSS;
                     },
                     Step::Sack(a, n) => {

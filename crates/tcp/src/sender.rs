@@ -304,7 +304,7 @@ impl TcpSender {
     /// Whether the window has room for `len` more bytes (always for a first segment in flight).
     fn window_allows(&self, len: u64) -> bool {
         let pipe = self.pipe();
-        if self.in_recovery && self.config.recovery == Recovery::RateHalving {
+        if self.rate_halving() {
             // ns-2.35 tcp-linux.cc:631: send while in_flight < max(cwnd, next_pkts_in_flight_).
             return pipe == 0 || pipe + len <= self.rate_halving_window().max(self.rh_next);
         }
@@ -434,7 +434,7 @@ impl TcpSender {
         }
         self.paced_wait = None;
         let segment = self.next_segment(now)?;
-        if self.in_recovery && self.config.recovery == Recovery::RateHalving {
+        if self.rate_halving() {
             // ns-2.35 tcp-linux.cc:653: next = min(next, max(in_flight - 1, 1)).
             let mss = self.mss();
             self.rh_next = self.rh_next.min(self.pipe().saturating_sub(mss).max(mss));
@@ -732,7 +732,7 @@ impl TcpSender {
         {
             self.enter_recovery(now);
         }
-        if self.in_recovery && self.config.recovery == Recovery::RateHalving {
+        if self.rate_halving() {
             // ns-2.35 tcp-linux.cc:629 (send_much): next = min(next, in_flight + 1).
             self.rh_next = self.rh_next.min(self.pipe() + self.mss());
         }
@@ -810,6 +810,11 @@ impl TcpSender {
             start: now,
             ..RoundStats::default()
         };
+    }
+
+    /// In a fast recovery paced by [`Recovery::RateHalving`].
+    fn rate_halving(&self) -> bool {
+        self.in_recovery && self.config.recovery == Recovery::RateHalving
     }
 
     /// [`Recovery::RateHalving`]: the window in recovery, the control's `min_cwnd` (ns-2.35
