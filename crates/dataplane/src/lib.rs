@@ -10,7 +10,10 @@
 //! - [`loss`]: random loss models (Bernoulli, Gilbert-Elliott).
 //! - [`headers`]: IPv4, IPv6, UDP and TCP headers and the internet checksum.
 //! - [`pcap`]: the pcap writer of every capture, simulated or real.
-//! - [`atm`]: AAL5 framing into 53-byte cells and the AF-over-ATM paper's throughput estimate.
+//! - [`link`]: links as sans-IO ports ([`link::Port`]): the packet [`link::Link`] (queue,
+//!   serialisation, loss, delay) and the pool of packets its driver keeps.
+//! - [`atm`]: the ATM cell port (AAL5 segmentation, shaping, GCRA policing, selective cell
+//!   discard, reassembly) and the AF-over-ATM paper's throughput estimate.
 //!
 //! Each family of components has one registry: queues ([`queue::QueueSpec`]), markers
 //! ([`marker::MarkerSpec`]) and loss models ([`loss::LossSpec`]) are enums made by [`registry!`]
@@ -24,6 +27,7 @@ pub mod atm;
 pub mod classify;
 pub mod color;
 pub mod headers;
+pub mod link;
 pub mod loss;
 pub mod marker;
 pub mod params;

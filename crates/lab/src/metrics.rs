@@ -137,7 +137,7 @@ pub struct RunMetrics {
     pub signals: Option<Signals>,
     /// What the ATM trunk's port counted per group (VP), when the bottleneck is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub atm: Option<Vec<qstp_sim::atm::VpStats>>,
+    pub atm: Option<Vec<qstp_dataplane::atm::VpStats>>,
 }
 
 /// Who took a delegation group's congestion signals (Free & Stunts §II-B): per run, or the mean

@@ -445,7 +445,7 @@ fn group(g: usize, spec: &qstp_sim::GroupSpec, runs: &[RunMetrics]) -> GroupSumm
 
 /// The means over runs of what group `g`'s VP counted, if the runs had an ATM trunk.
 fn atm_group(g: usize, runs: &[RunMetrics]) -> Option<AtmGroup> {
-    let vps: Vec<&qstp_sim::atm::VpStats> = runs
+    let vps: Vec<&qstp_dataplane::atm::VpStats> = runs
         .iter()
         .filter_map(|r| r.atm.as_ref().and_then(|a| a.get(g)))
         .collect();
@@ -453,8 +453,9 @@ fn atm_group(g: usize, runs: &[RunMetrics]) -> Option<AtmGroup> {
         return None;
     }
     let n = vps.len() as f64;
-    let mean =
-        |f: fn(&qstp_sim::atm::VpStats) -> u64| vps.iter().map(|v| f(v) as f64).sum::<f64>() / n;
+    let mean = |f: fn(&qstp_dataplane::atm::VpStats) -> u64| {
+        vps.iter().map(|v| f(v) as f64).sum::<f64>() / n
+    };
     let delays: Vec<f64> = vps
         .iter()
         .filter_map(|v| v.probe_delay_mean())

@@ -171,7 +171,7 @@ impl Tap {
     }
 }
 
-impl QueueObserver for Tap {
+impl QueueObserver<Packet> for Tap {
     fn observe(
         &mut self,
         now: Time,

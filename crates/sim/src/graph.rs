@@ -322,7 +322,7 @@ fn path_delay(net: &Network, from: NodeId, to: NodeId) -> Option<Duration> {
             return Some(delay);
         }
         let link = net.link(net.node(at).next_hop(to)?);
-        delay += link.delay;
+        delay += link.delay();
         at = link.to;
     }
     None
@@ -393,7 +393,7 @@ mod tests {
             assert_eq!(ends.base_rtt, Duration::from_millis(56));
         }
         assert_eq!(
-            built.network.link(built.bottleneck).rate,
+            built.network.link(built.bottleneck).rate(),
             Rate::from_mbps(10)
         );
         assert_eq!(built.named_links[2].0, "r1-r2");

@@ -1,5 +1,8 @@
 //! Typed indices into the simulator's arenas.
 
+/// A packet slot in the packet store (the data plane's id: its ports hold packets by it).
+pub use qstp_dataplane::link::PacketId;
+
 /// Most flows a run holds: the qstp agents give each flow two addresses of a synthetic range of
 /// 2^17.
 pub const MAX_FLOWS: u64 = 1 << 16;
@@ -31,10 +34,6 @@ typed_id!(
 typed_id!(
     /// An agent (traffic source or sink) in the agent arena.
     AgentId
-);
-typed_id!(
-    /// A packet slot in the packet store.
-    PacketId
 );
 typed_id!(
     /// A flow (one source agent and its sink) in the recorder.

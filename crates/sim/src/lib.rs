@@ -32,7 +32,6 @@ pub mod spec;
 pub use spec::*;
 
 pub mod agent;
-pub mod atm;
 pub mod capture;
 mod components;
 pub mod delegation;

@@ -8,7 +8,7 @@ use crate::engine::Scheduler;
 use crate::error::SimError;
 use crate::event::{ComponentId, Event};
 use crate::ids::{AgentId, FlowId, LinkId};
-use crate::network::{Network, QueueMeter};
+use crate::network::{LinkPort, Network, QueueMeter};
 use crate::record::Recorder;
 use crate::rng::{stream, StreamKind};
 use crate::source::FlowSetup;
@@ -95,8 +95,11 @@ impl<'a> World<'a> {
                 let flows: Vec<(usize, u32)> =
                     built.flows.iter().map(|f| (f.group, f.flow)).collect();
                 let tap = Tap::new(spec, link, &flows, after_marker, c.limit);
-                // The link is fresh: it has room.
-                let _ = built.network.link_mut(link).add_observer(Box::new(tap));
+                // The link is fresh: it has room. (An ATM trunk carries cells, which the tap
+                // does not see: its capture stays empty.)
+                if let Some(l) = built.network.link_mut(link).packets_mut() {
+                    let _ = l.add_observer(Box::new(tap));
+                }
                 Some((c.sink, link))
             }
         };
@@ -142,13 +145,12 @@ impl<'a> World<'a> {
             .collect();
         let recorder = Recorder::new(spec.bin, bins, &flows);
         // The bottleneck's queue-length series hang on its queue, beside a capture.
-        let bottleneck = built.network.link_mut(built.bottleneck);
-        match bottleneck.cells_mut() {
+        match &mut built.network.link_mut(built.bottleneck).port {
             // An ATM trunk's buffers hold cells, which its port records itself.
-            Some(port) => port.record_series(spec.bin, bins),
-            None => {
-                let meter = QueueMeter::new("bottleneck", &*bottleneck.queue, spec.bin, bins);
-                let _ = bottleneck.add_observer(Box::new(meter));
+            LinkPort::Cells(port) => port.record_series(spec.bin, bins),
+            LinkPort::Packets(link) => {
+                let meter = QueueMeter::new("bottleneck", &*link.queue, spec.bin, bins);
+                let _ = link.add_observer(Box::new(meter));
             }
         }
         Ok(World {
@@ -213,7 +215,10 @@ impl<'a> World<'a> {
                 }
             }
             if let Some((sink, link)) = &mut self.capture {
-                let (observers, _) = self.network.link_mut(*link).observers_mut();
+                let observers = match self.network.link_mut(*link).packets_mut() {
+                    Some(l) => l.observers_mut().0,
+                    None => &mut [],
+                };
                 if let Some(tap) = observers
                     .iter_mut()
                     .find_map(|o| o.as_any_mut().and_then(|a| a.downcast_mut::<Tap>()))
@@ -323,7 +328,7 @@ impl<'a> World<'a> {
         }
         RunOutput {
             events: self.events.processed(),
-            bottleneck_packets: self.network.link(self.bottleneck).stats.packets_delivered,
+            bottleneck_packets: self.network.link(self.bottleneck).stats().packets_delivered,
             simulated: spec.duration,
             flows: self.recorder.into_records(),
             queues,
@@ -350,7 +355,10 @@ impl<'a> World<'a> {
                 })
                 .collect();
         }
-        let (observers, queue) = self.network.link_mut(self.bottleneck).observers_mut();
+        let Some(link) = self.network.link_mut(self.bottleneck).packets_mut() else {
+            return Vec::new();
+        };
+        let (observers, queue) = link.observers_mut();
         observers
             .iter_mut()
             .find_map(|o| o.as_any_mut().and_then(|a| a.downcast_mut::<QueueMeter>()))
@@ -377,7 +385,10 @@ impl<'a> World<'a> {
                 })
                 .collect();
         }
-        let queue = &bottleneck.queue;
+        let Some(link) = bottleneck.packets() else {
+            return Vec::new();
+        };
+        let queue = &link.queue;
         let mut queues = vec![QueueRecord {
             name: "bottleneck".into(),
             green: queue.counters(Color::Green),

@@ -131,7 +131,7 @@ pub struct LinkSpec {
     /// cell rate (headers included), its `queue` and `loss` are not used, and each group's
     /// marker is the usage parameter control of its VP. Only the dumbbell's bottleneck can be one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub atm: Option<crate::atm::AtmSpec>,
+    pub atm: Option<qstp_dataplane::atm::AtmSpec>,
 }
 
 /// Flows sharing a path, an edge marker and a profile.
@@ -333,7 +333,7 @@ pub struct RunOutput {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AtmRecord {
     /// Per group (VP), in order.
-    pub vps: Vec<crate::atm::VpStats>,
+    pub vps: Vec<qstp_dataplane::atm::VpStats>,
     /// Cells the trunk carried.
     pub cells_sent: u64,
 }

@@ -1,12 +1,12 @@
 //! Builders of whole topologies from a [`SimSpec`]: every network is a [`GraphSpec`], and the
 //! papers' DiffServ dumbbell is the one builder of it that the groups' `rtt` and `access` drive.
 
-use crate::atm::{AtmSpec, CellPort, Phb, PortSetup};
 use crate::capture;
 use crate::error::SimError;
 use crate::graph::{self, ConditionerSpec, FlowPlacement, GraphLink, GraphNode, GraphSpec};
-use crate::network::NodeKind;
+use crate::network::{LinkPort, NodeKind};
 use crate::spec::{LinkSpec, MarkerSpec, QueueSpec, SimSpec, Topology};
+use qstp_dataplane::atm::{AtmSpec, CellPort, Phb, PortSetup};
 use qstp_dataplane::marker::Gcra;
 use qstp_proto::{Duration, Rate, Time};
 
@@ -89,7 +89,7 @@ fn install_atm(spec: &SimSpec, bottleneck: &LinkSpec, atm: &AtmSpec, built: &mut
             warmup: Time::ZERO + spec.warmup,
         },
     );
-    built.network.link_mut(built.bottleneck).set_cells(port);
+    built.network.link_mut(built.bottleneck).port = LinkPort::Cells(Box::new(port));
 }
 
 /// The PHB of each group on an ATM trunk, as [`install_atm`] assigns it.
@@ -315,7 +315,7 @@ mod tests {
             let delay: Duration = forward
                 .iter()
                 .chain(&back)
-                .map(|&l| built.network.link(l).delay)
+                .map(|&l| built.network.link(l).delay())
                 .fold(Duration::ZERO, |a, b| a + b);
             assert_eq!(delay, spec.groups[ends.group].rtt);
             for &l in forward
@@ -324,7 +324,7 @@ mod tests {
                 .filter(|&&l| l != built.bottleneck)
             {
                 assert_eq!(
-                    built.network.link(l).rate,
+                    built.network.link(l).rate(),
                     fast_rate(spec.bottleneck().unwrap().rate)
                 );
             }
@@ -346,7 +346,7 @@ mod tests {
             let delay: Duration = forward
                 .iter()
                 .chain(&back)
-                .map(|&l| net.link(l).delay)
+                .map(|&l| net.link(l).delay())
                 .fold(Duration::ZERO, |a, b| a + b);
             assert_eq!(delay, spec.groups[1].rtt);
             // First and last hops are the flow's own access links.
@@ -356,10 +356,10 @@ mod tests {
                 back[0],
                 *back.last().unwrap(),
             ] {
-                assert_eq!(net.link(l).rate, Rate::from_mbps(3));
+                assert_eq!(net.link(l).rate(), Rate::from_mbps(3));
             }
             assert_eq!(
-                net.link(*forward.last().unwrap()).delay,
+                net.link(*forward.last().unwrap()).delay(),
                 Duration::from_millis(5)
             );
         }

@@ -88,7 +88,11 @@ pub fn validate(spec: &SimSpec) -> Result<(), SimError> {
                     "only the dumbbell's bottleneck can be an ATM trunk".into(),
                 );
             }
-            atm.validate(&format!("{key}.atm"), link.rate)?;
+            atm.validate(&format!("{key}.atm"), link.rate)
+                .map_err(|e| SimError::Invalid {
+                    key: e.key,
+                    reason: e.reason,
+                })?;
             if let Some(hosts) = &atm.hosts {
                 let counts: Vec<usize> = hosts.iter().map(Vec::len).collect();
                 let flows: Vec<usize> = spec.groups.iter().map(|g| g.flows as usize).collect();

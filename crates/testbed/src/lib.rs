@@ -4,7 +4,7 @@
 //! on this host instead: a namespace per sender host and per receiver host, joined by veth pairs
 //! to a router namespace whose packets pass through TUN devices into a router of ours
 //! ([`router`]). The router runs the bottleneck with the simulator's own code (its queue
-//! disciplines, edge markers, loss models and sans-IO [`qstp_sim::network::Link`]) on a monotonic
+//! disciplines, edge markers, loss models and sans-IO [`qstp_dataplane::link::Link`]) on a monotonic
 //! nanosecond clock, and measures how late each packet left against its schedule. Groups of
 //! `protocol = "tcp"` run kernel TCP (a bulk sender and a sink of ours, the group's congestion
 //! control chosen with `TCP_CONGESTION`); `qstp`, `tfrc-sack`, `tfrc` and `gtfrc` groups run

@@ -30,10 +30,9 @@ use crate::lines::{Clock, Delayed, Lines};
 use crate::packet;
 use crate::tun::{Received, Tun};
 use qstp_dataplane::classify::{Classifier, PacketMeta, TupleRule};
+use qstp_dataplane::link::{Link, Offered, Pool, QueuedPacket};
 use qstp_dataplane::marker::{Marker, Verdict};
 use qstp_proto::{Duration, Time};
-use qstp_sim::ids::{AgentId, FlowId, LinkId, NodeId};
-use qstp_sim::network::{Link, Offered, Packet, PacketStore, Payload, QueuedPacket};
 use qstp_sim::{CodePointCounters, Color, LinkSpec, MarkerSpec, QueueRecord, QueueSeries};
 use rand_chacha::ChaCha8Rng;
 use std::net::{IpAddr, Ipv4Addr};
@@ -191,9 +190,20 @@ fn group_of(by_dscp: Option<&Classifier>, dscp: u8, path: &FlowPath) -> Option<u
     }
 }
 
+/// A packet on the router's link: its bytes and what the far side needs to release it.
+#[derive(Debug)]
+struct Frame {
+    bytes: Vec<u8>,
+    /// Its flow's path (group) index, whose extra delay it waits out beyond the link.
+    path: usize,
+    flow: usize,
+    /// When the router read it.
+    read: Time,
+}
+
 /// The bottleneck queue's counters now, the whole queue and each CBQ class (as the simulator
 /// names them: `bottleneck`, `bottleneck/<class>`).
-fn queue_records(link: &Link) -> Vec<QueueRecord> {
+fn queue_records(link: &Link<Frame>) -> Vec<QueueRecord> {
     let q = &link.queue;
     let mut records = vec![QueueRecord {
         name: "bottleneck".into(),
@@ -251,15 +261,15 @@ pub fn forward(
     let names: Vec<String> = spec.groups.iter().map(|g| g.name.clone()).collect();
     let b = &spec.bottleneck;
     let link_rng = qstp_sim::rng::stream(spec.seed, qstp_sim::rng::StreamKind::Link, 0);
+    // The loss model draws from its own stream, as on the simulator's links.
+    let loss_rng = qstp_sim::rng::sibling(&link_rng, 1);
     let mut link = Link::new(
-        LinkId(0),
-        NodeId(0),
-        NodeId(1),
         b.rate,
         b.delay,
         qstp_dataplane::queue::build(&b.queue, &names),
         b.loss.as_ref().map(qstp_dataplane::loss::build),
         link_rng,
+        loss_rng,
     )
     .without_departures();
     let mut markers: Vec<Option<(Box<dyn Marker>, ChaCha8Rng)>> = spec
@@ -276,10 +286,8 @@ pub fn forward(
         .collect();
     let classes = classifier(&spec.flows, true);
     let by_dscp = spec.dscp.as_deref().map(dscp_classifier);
-    let mut store = PacketStore::new();
-    // The bytes of each packet in the store, by slot: a slot the link freed (a packet its loss
-    // model took) is simply overwritten by the next packet given that slot.
-    let mut bytes: Vec<Option<Vec<u8>>> = Vec::new();
+    // The packets the link holds, with their bytes (a dropped one's buffer is freed).
+    let mut store: Pool<Frame> = Pool::new();
     let mut lines = Lines::new(spec.groups.len(), spec.flows.len(), spec.bins, spec.bin);
     let mut out = DirectionCounters::default();
     let (mut policed, mut overrun) = (0u64, 0u64);
@@ -340,47 +348,31 @@ pub fn forward(
                 overrun += 1;
                 continue;
             }
-            let id = store.insert(Packet {
-                size: n as u32,
-                flow: FlowId(flow as u32),
+            let id = store.insert(Frame {
+                bytes: lines.buffer(&buf[..n]),
                 // The delay beyond the bottleneck is the flow's path's (its group's rtt).
-                group: path.group as u32,
-                color,
-                sent: now,
-                source: AgentId(0),
-                destination: AgentId(1),
-                destination_node: NodeId(1),
-                payload: Payload::Udp,
+                path: path.group,
+                flow,
+                read: now,
             });
-            if bytes.len() <= id.index() {
-                bytes.resize_with(id.index() + 1, || None);
-            }
-            let old = bytes[id.index()].replace(lines.buffer(&buf[..n]));
-            if let Some(old) = old {
-                lines.recycle(old);
-            }
             let queued = QueuedPacket {
                 id,
                 size: n as u32,
                 group: group as u32,
+                flow: flow as u32,
                 color,
             };
-            if let Offered::Dropped(_) = link.offer(now, queued, &mut store) {
-                if let Some(b) = bytes[id.index()].take() {
-                    lines.recycle(b);
-                }
-            }
+            let _: Offered = link.offer(now, queued, &mut store);
         }
         // Packets that crossed the link wait out the rest of their group's delay.
         while let Some(at) = link.next_arrival().filter(|&at| at <= now) {
             let Some(id) = link.poll_arrival(now) else {
                 break;
             };
-            let p = store.remove(id);
-            let Some(b) = bytes.get_mut(id.index()).and_then(Option::take) else {
+            let Some(p) = store.remove(id) else {
                 continue;
             };
-            let group = p.group as usize;
+            let group = p.path;
             let extra = spec
                 .groups
                 .get(group)
@@ -389,9 +381,9 @@ pub fn forward(
                 group,
                 Delayed {
                     due: at + extra,
-                    read: p.sent,
-                    flow: p.flow.0 as usize,
-                    bytes: b,
+                    read: p.read,
+                    flow: p.flow,
+                    bytes: p.bytes,
                 },
             );
         }

@@ -1,8 +1,8 @@
 //! The network parts of a scenario: the bottleneck link, its queue, its loss model, edge markers.
 
 use super::fields::{FieldResult, Fields};
+use qstp_dataplane::atm::{AtmSpec, ProbeSpec, Service, DEFAULT_PROBE};
 use qstp_proto::Duration;
-use qstp_sim::atm::{AtmSpec, ProbeSpec, Service, DEFAULT_PROBE};
 use qstp_sim::{LinkSpec, LossSpec, MarkerSpec, QueueSpec};
 
 // Each queue, marker and loss model reads its own keys in its own file of qstp-sim (through

@@ -655,10 +655,10 @@ fn reads_an_atm_trunk_with_its_defaults() {
     assert_eq!(atm.scd, 0.9);
     assert_eq!(
         atm.service,
-        qstp_sim::atm::Service::Weighted { af: 1, df: 1 }
+        qstp_dataplane::atm::Service::Weighted { af: 1, df: 1 }
     );
     assert_eq!(atm.shaping, Some(Rate::from_kbps(35_000)));
-    assert_eq!(atm.probe, Some(qstp_sim::atm::DEFAULT_PROBE));
+    assert_eq!(atm.probe, Some(qstp_dataplane::atm::DEFAULT_PROBE));
     assert_eq!((atm.epd, atm.ppd, atm.hosts), (None, false, None));
     let text = ATM.replace(
         "shaping = \"35M\" }",
@@ -671,7 +671,7 @@ fn reads_an_atm_trunk_with_its_defaults() {
         .atm
         .clone()
         .unwrap();
-    assert_eq!(atm.service, qstp_sim::atm::Service::Priority);
+    assert_eq!(atm.service, qstp_dataplane::atm::Service::Priority);
     assert_eq!((atm.probe, atm.epd, atm.ppd), (None, Some(0.5), true));
     assert_eq!(atm.hosts, Some(vec![vec![0, 1], vec![1, 0]]));
 }

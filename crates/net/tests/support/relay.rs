@@ -1,20 +1,19 @@
 //! A UDP relay between one client and one server that loses, duplicates, reorders, delays and
 //! rate-limits datagrams, seeded so a run can be repeated.
 //!
-//! The rate limit is the simulator's own link and drop-tail queue (`qstp_sim::network::Link`, a
-//! sans-IO port) driven on the wall clock, as a real-time forwarder drives it: the tests and the
+//! The rate limit is the data plane's own link and drop-tail queue (`qstp_dataplane::link::Link`,
+//! the sans-IO port the simulator drives) driven on the wall clock, as a real-time forwarder drives it: the tests and the
 //! lab share one bottleneck model.
 
+use qstp_dataplane::color::Color;
+use qstp_dataplane::link::{Link, Offered, Pool, QueuedPacket};
 use qstp_dataplane::queue::DropTail;
 use qstp_proto::{Rate, Time};
-use qstp_sim::ids::{AgentId, FlowId, LinkId, NodeId, PacketId};
-use qstp_sim::network::{Link, Offered, Packet, PacketStore, Payload, QueuedPacket};
-use qstp_sim::Color;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -164,12 +163,11 @@ struct Direction {
 /// A datagram waiting for its release time; ties keep arrival order.
 type Scheduled = Reverse<(Instant, u64, Vec<u8>)>;
 
-/// The simulator's link and drop-tail queue on the wall clock, with the bytes of the datagrams
-/// it holds (it holds at most its queue, the one serialising and those propagating).
+/// The data plane's link and drop-tail queue on the wall clock, with the datagrams it holds (at
+/// most its queue, the one serialising and those propagating).
 struct Bottleneck {
-    link: Link,
-    store: PacketStore,
-    bytes: HashMap<PacketId, Vec<u8>>,
+    link: Link<Vec<u8>>,
+    store: Pool<Vec<u8>>,
     epoch: Instant,
 }
 
@@ -177,19 +175,16 @@ impl Bottleneck {
     fn new(rate_bps: u64, delay: Duration, queue_bytes: usize, seed: u64) -> Self {
         let limit = (queue_bytes / 1500).max(1);
         let link = Link::new(
-            LinkId(0),
-            NodeId(0),
-            NodeId(1),
             Rate::from_bps(rate_bps),
             qstp_proto::Duration::from_nanos(delay.as_nanos() as u64),
             Box::new(DropTail::new(limit)),
             None,
             ChaCha8Rng::seed_from_u64(seed),
+            ChaCha8Rng::seed_from_u64(seed ^ 1),
         );
         Bottleneck {
             link,
-            store: PacketStore::new(),
-            bytes: HashMap::new(),
+            store: Pool::new(),
             epoch: Instant::now(),
         }
     }
@@ -205,32 +200,19 @@ impl Bottleneck {
     /// Offer a datagram at `now`; whether the queue took it.
     fn offer(&mut self, now: Instant, datagram: &[u8]) -> bool {
         let size = datagram.len() as u32;
-        let id = self.store.insert(Packet {
-            size,
-            flow: FlowId(0),
-            group: 0,
-            color: Color::Green,
-            sent: self.time(now),
-            source: AgentId(0),
-            destination: AgentId(1),
-            destination_node: NodeId(1),
-            payload: Payload::Udp,
-        });
+        let id = self.store.insert(datagram.to_vec());
         let queued = QueuedPacket {
             id,
             size,
             group: 0,
+            flow: 0,
             color: Color::Green,
         };
-        self.bytes.insert(id, datagram.to_vec());
         let now = self.time(now);
-        match self.link.offer(now, queued, &mut self.store) {
-            Offered::Dropped(_) => {
-                self.bytes.remove(&id);
-                false
-            }
-            Offered::Queued | Offered::Transmitting => true,
-        }
+        !matches!(
+            self.link.offer(now, queued, &mut self.store),
+            Offered::Dropped(_)
+        )
     }
 
     /// When the link next has work to do.
@@ -245,8 +227,7 @@ impl Bottleneck {
         while self.link.poll_transmit(now).is_some() {}
         let mut out = Vec::new();
         while let Some(id) = self.link.poll_arrival(now) {
-            self.store.remove(id);
-            out.extend(self.bytes.remove(&id));
+            out.extend(self.store.remove(id));
         }
         out
     }

@@ -5,10 +5,9 @@
 //! no traffic for many bins costs nothing until it does, and the samples are those of the queue's
 //! state between changes, whoever drives the link.
 
-use super::link::{QueueEvent, QueueObserver};
-use super::packet::{Packet, QueuedPacket};
 use crate::ids::PacketId;
 use crate::spec::QueueSeries;
+use qstp_dataplane::link::{QueueEvent, QueueObserver, QueuedPacket};
 use qstp_dataplane::queue::QueueDiscipline;
 use qstp_proto::{Duration, Time};
 
@@ -82,7 +81,7 @@ impl QueueMeter {
     }
 }
 
-impl QueueObserver for QueueMeter {
+impl<P> QueueObserver<P> for QueueMeter {
     fn before_change(&mut self, now: Time, queue: &dyn QueueDiscipline<QueuedPacket>) {
         self.catch_up(now, queue);
     }
@@ -99,9 +98,81 @@ impl QueueObserver for QueueMeter {
         false
     }
 
-    fn observe(&mut self, _: Time, _: QueueEvent, _: PacketId, _: &Packet, _: usize) {}
+    fn observe(&mut self, _: Time, _: QueueEvent, _: PacketId, _: &P, _: usize) {}
 
     fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
         Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{AgentId, FlowId, NodeId};
+    use crate::network::{Packet, PacketLink, PacketStore, Payload};
+    use qstp_dataplane::color::Color;
+    use qstp_dataplane::queue::DropTail;
+    use qstp_proto::Rate;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    fn packet(store: &mut PacketStore, size: u32) -> QueuedPacket {
+        let id = store.insert(Packet {
+            size,
+            flow: FlowId(0),
+            group: 0,
+            color: Color::Green,
+            sent: Time::ZERO,
+            source: AgentId(0),
+            destination: AgentId(1),
+            destination_node: NodeId(1),
+            payload: Payload::Udp,
+        });
+        QueuedPacket {
+            id,
+            size,
+            group: 0,
+            flow: 0,
+            color: Color::Green,
+        }
+    }
+
+    fn ms(m: u64) -> Time {
+        Time::ZERO + Duration::from_millis(m)
+    }
+
+    #[test]
+    fn a_meter_records_the_queue_at_each_bin_end_whoever_changes_it() {
+        let mut store = PacketStore::default();
+        // A 1 Mbit/s link (8 ms per 1000 bytes) with 10 ms of delay.
+        let mut link = PacketLink::new(
+            Rate::from_mbps(1),
+            Duration::from_millis(10),
+            Box::new(DropTail::new(10)),
+            None,
+            ChaCha8Rng::seed_from_u64(1),
+            ChaCha8Rng::seed_from_u64(2),
+        );
+        let meter = QueueMeter::new("q", &*link.queue, Duration::from_millis(5), 8);
+        assert!(link.add_observer(Box::new(meter)).is_ok());
+        // Four 1000-byte packets at 1 ms: one on the wire until 9 ms, three queued; they leave
+        // the queue at 9, 17 and 25 ms. Nothing happens after 25 ms.
+        for _ in 0..4 {
+            let p = packet(&mut store, 1000);
+            link.offer(ms(1), p, &mut store);
+        }
+        for at in [9, 17, 25, 33] {
+            link.handle_timeout(ms(at), &mut store);
+        }
+        let (observers, queue) = link.observers_mut();
+        let meter = observers[0]
+            .as_any_mut()
+            .and_then(|a| a.downcast_mut::<QueueMeter>())
+            .unwrap();
+        let series = meter.finish(queue);
+        assert_eq!(series.len(), 1, "a FIFO has no classes");
+        // Bins end at 5, 10, ..., 40 ms: what the queue held then.
+        assert_eq!(series[0].packets, [3, 2, 2, 1, 1, 0, 0, 0]);
+        assert_eq!(series[0].bytes, [3000, 2000, 2000, 1000, 1000, 0, 0, 0]);
     }
 }

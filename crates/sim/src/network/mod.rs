@@ -12,10 +12,13 @@ mod meter;
 pub mod node;
 pub mod packet;
 
-pub use link::{Departure, Link, LinkStats, Offered, QueueEvent, QueueObserver, MAX_OBSERVERS};
+pub use link::{Link, LinkPort, PacketLink};
 pub use meter::QueueMeter;
 pub use node::{Conditioner, Node, NodeKind};
-pub use packet::{Packet, PacketStore, Payload, QueuedPacket};
+pub use packet::{Packet, PacketStore, Payload};
+pub use qstp_dataplane::link::{
+    Departure, LinkStats, Offered, QueueEvent, QueueObserver, QueuedPacket, MAX_OBSERVERS,
+};
 
 use crate::engine::Scheduler;
 use crate::event::{ComponentId, Event};
@@ -86,8 +89,14 @@ impl Network {
         rng: ChaCha8Rng,
     ) -> LinkId {
         let id = LinkId(self.links.len() as u32);
-        self.links
-            .push(Link::new(id, from, to, rate, delay, queue, loss, rng).without_departures());
+        let loss_rng = crate::rng::sibling(&rng, 1);
+        let port = PacketLink::new(rate, delay, queue, loss, rng, loss_rng).without_departures();
+        self.links.push(Link {
+            id,
+            from,
+            to,
+            port: LinkPort::Packets(port),
+        });
         self.armed.push(Armed::default());
         self.nodes[from.index()].out_links.push(id);
         id
@@ -267,6 +276,7 @@ impl Network {
             id,
             size: packet.size,
             group: packet.group,
+            flow: packet.flow.0,
             color: packet.color,
         };
         self.links[out.index()].offer(now, queued, &mut self.packets);
@@ -464,8 +474,8 @@ mod tests {
             .map(|d| d.0.as_nanos() / 1_000_000)
             .collect();
         assert_eq!(times, vec![6, 7, 8, 9]);
-        assert_eq!(net.link(l).stats.overflow_drops, 2);
-        assert_eq!(net.link(l).stats.packets_delivered, 4);
+        assert_eq!(net.link(l).stats().overflow_drops, 2);
+        assert_eq!(net.link(l).stats().packets_delivered, 4);
         assert_eq!(net.packets.live(), 0);
     }
 
@@ -504,7 +514,7 @@ mod tests {
         assert_eq!(net.policed(), 2);
         assert_eq!(net.node(r).policed(), 2);
         assert_eq!(net.node(a).policed(), 0);
-        assert_eq!(net.link(r_b).stats.packets_sent, 3);
+        assert_eq!(net.link(r_b).stats().packets_sent, 3);
         assert_eq!(net.packets.live(), 0, "dropped packets left the store");
     }
 
@@ -573,6 +583,6 @@ mod tests {
         .join()
         .expect("the thread ran");
         assert_eq!(net.packets.live(), 0);
-        assert_eq!(net.link(LinkId(0)).stats.packets_delivered, 1);
+        assert_eq!(net.link(LinkId(0)).stats().packets_delivered, 1);
     }
 }

@@ -8,7 +8,7 @@
 use crate::ids::{AgentId, FlowId, NodeId, PacketId};
 use qstp_dataplane::classify::PacketMeta;
 use qstp_dataplane::color::Color;
-use qstp_dataplane::queue::Queued;
+use qstp_dataplane::link::PacketPool;
 use qstp_proto::Time;
 use qstp_tcp::Segment;
 
@@ -56,31 +56,6 @@ impl Packet {
             flow: Some(self.flow.0),
             ..PacketMeta::default()
         }
-    }
-}
-
-/// What a queue holds of a packet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QueuedPacket {
-    /// The packet's slot.
-    pub id: PacketId,
-    /// Size on the wire, bytes.
-    pub size: u32,
-    /// Group index.
-    pub group: u32,
-    /// Drop precedence.
-    pub color: Color,
-}
-
-impl Queued for QueuedPacket {
-    fn size(&self) -> usize {
-        self.size as usize
-    }
-    fn color(&self) -> Color {
-        self.color
-    }
-    fn group(&self) -> usize {
-        self.group as usize
     }
 }
 
@@ -173,6 +148,18 @@ impl PacketStore {
     /// Packets in flight.
     pub fn live(&self) -> usize {
         self.slots.len() - self.free.len()
+    }
+}
+
+impl PacketPool for PacketStore {
+    type Packet = Packet;
+    #[inline]
+    fn packet(&self, id: PacketId) -> &Packet {
+        self.get(id)
+    }
+    #[inline]
+    fn discard(&mut self, id: PacketId) {
+        PacketStore::discard(self, id)
     }
 }
 

@@ -1,6 +1,14 @@
-//! ATM arithmetic shared by the cell-level elements and the reports: AAL5 framing of an IP packet
-//! into 53-byte cells, and the per-connection throughput estimate of the AF-over-ATM paper
-//! (AF-over-ATM paper §4.1), computed from its assumptions rather than copied.
+//! ATM: the cell port an ATM trunk runs ([`CellPort`], a [`crate::link::Port`]), and the
+//! arithmetic it shares with the reports: AAL5 framing of an IP packet into 53-byte cells, and
+//! the per-connection throughput estimate of the AF-over-ATM paper (§4.1), computed from its
+//! assumptions rather than copied.
+
+mod port;
+
+pub use port::{
+    AtmSpec, BufferStats, CellPort, Phb, PortSetup, ProbeSpec, Service, VpStats, DEFAULT_PROBE,
+    MAX_VC_FRAMES, MAX_WAKE,
+};
 
 use qstp_proto::Rate;
 

@@ -3,8 +3,8 @@
 //! (one per PHB, with selective cell discard and optional EPD/PPD) served by a trunk of cells, the
 //! trunk's propagation delay, and AAL5 reassembly at the far end.
 //!
-//! A [`CellPort`] sits inside a [`crate::network::Link`] in place of its packet queue: the link
-//! offers it whole frames (IP packets) and collects whole frames back, each either delivered at
+//! A [`CellPort`] is a [`Port`] like the packet [`crate::link::Link`]: its driver offers it whole
+//! frames (IP packets) and collects whole frames back, each either delivered at
 //! the instant its last cell reached the far end or discarded because one of its cells did not.
 //! In between, everything is per cell: every cell is policed, queued or discarded, and served on
 //! its own, so the cells of different VCs interleave at the trunk as they do in the switch.
@@ -15,12 +15,12 @@
 //! it happens) and whenever a frame is offered. A cell costs no allocation: cells are small
 //! copies in buffers allocated once at their full size.
 
-use crate::ids::PacketId;
-use crate::network::PacketStore;
-use qstp_dataplane::atm::{aal5_cells, CELL};
-use qstp_dataplane::color::Color;
-use qstp_dataplane::marker::{Gcra, Verdict};
-use qstp_dataplane::queue::CodePointCounters;
+use super::{aal5_cells, CELL};
+use crate::color::Color;
+use crate::link::{LinkStats, Offered, PacketId, PacketPool, Port, QueuedPacket};
+use crate::marker::{Gcra, Verdict};
+use crate::params::ParamError;
+use crate::queue::{CodePointCounters, DropKind};
 use qstp_proto::{Duration, Rate, Time};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -93,10 +93,10 @@ impl Service {
 /// The ATM parts of a trunk (the `atm` table of an ATM bottleneck).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AtmSpec {
-    /// Cells each PHB's output buffer holds (003 §3.2: 10000).
+    /// Cells each PHB's output buffer holds (AF-over-ATM paper §3.2: 10000).
     pub buffer: usize,
     /// Selective cell discard: the fraction of a buffer above which arriving CLP=1 cells are
-    /// discarded, in (0, 1] (003 §3.2: 90%).
+    /// discarded, in (0, 1] (AF-over-ATM paper §3.2: 90%).
     pub scd: f64,
     /// How the trunk serves the two buffers.
     pub service: Service,
@@ -107,13 +107,13 @@ pub struct AtmSpec {
     /// Partial packet discard: once a cell of a frame is discarded, discard the rest of the frame
     /// but its last cell; off by default.
     pub ppd: bool,
-    /// The peak cell rate each VC is shaped to at its host, headers included (003 §3.2:
+    /// The peak cell rate each VC is shaped to at its host, headers included (AF-over-ATM paper §3.2:
     /// 35 Mbit/s); `None`: cells leave the host back to back at the trunk's rate.
     pub shaping: Option<Rate>,
     /// A ping-like probe per VP measuring the queueing delay of its cells; `None`: no probe.
     pub probe: Option<ProbeSpec>,
     /// The rate of each VP's line from the LAN switch to the WAN switch, where its VCs are
-    /// multiplexed without loss (003 §3.2: OC-3c); `None`: the trunk's rate.
+    /// multiplexed without loss (AF-over-ATM paper §3.2: OC-3c); `None`: the trunk's rate.
     pub line: Option<Rate>,
     /// Which host sends each VC, per group then per flow: the VCs of one host share its shaper
     /// (at `shaping`, cell by cell in turn). `None`: each VC is shaped on its own.
@@ -123,13 +123,9 @@ pub struct AtmSpec {
 
 impl AtmSpec {
     /// Check the spec; the error names the key (under `key`, e.g. `bottleneck.atm`) and why.
-    pub fn validate(&self, key: &str, trunk: Rate) -> Result<(), crate::error::SimError> {
-        let invalid = |field: &str, reason: String| {
-            Err(crate::error::SimError::Invalid {
-                key: format!("{key}.{field}"),
-                reason,
-            })
-        };
+    pub fn validate(&self, key: &str, trunk: Rate) -> Result<(), ParamError> {
+        let invalid =
+            |field: &str, reason: String| Err(ParamError::new(format!("{key}.{field}"), reason));
         if self.buffer == 0 {
             return invalid("buffer", "a buffer needs room for at least one cell".into());
         }
@@ -139,7 +135,7 @@ impl AtmSpec {
                 format!("{} cells is more than {MAX_BUFFER}", self.buffer),
             );
         }
-        // 003 §2.2: SCD discards CLP=1 cells above a fraction of the buffer.
+        // AF-over-ATM paper §2.2: SCD discards CLP=1 cells above a fraction of the buffer.
         if !(self.scd > 0.0 && self.scd <= 1.0) {
             return invalid("scd", format!("{} is outside (0, 1]", self.scd));
         }
@@ -190,7 +186,7 @@ pub const MAX_BUFFER: usize = 1 << 22;
 /// Largest probe, bytes (an IP packet).
 pub const MAX_PROBE: usize = 65_535;
 
-/// A probe flow like the paper's `ping` (003 §3.2: 2048-byte ICMP packets): one frame per VP
+/// A probe flow like the paper's `ping` (AF-over-ATM paper §3.2: 2048-byte ICMP packets): one frame per VP
 /// every `interval`, on a VC of its own in the VP, policed and queued with the VP's cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProbeSpec {
@@ -400,6 +396,10 @@ pub struct CellPort {
     warmup: Time,
     /// Cells the trunk carried (all time).
     pub cells_sent: u64,
+    /// Frames offered, refused and delivered (all time).
+    stats: LinkStats,
+    /// The trunk's rate.
+    trunk_rate: Rate,
     /// Queue-length series: bin width, next bin end, and per PHB the cells held at each bin end.
     series: Option<(Duration, Time, usize, [Vec<u64>; 2])>,
 }
@@ -466,7 +466,7 @@ impl CellPort {
         }
         let cell_time = Duration::from_nanos(to_ns(CELL_SCALED, trunk));
         let limit = spec.buffer.max(1);
-        let threshold = |fraction: f64| qstp_dataplane::queue::threshold_cells(limit, fraction);
+        let threshold = |fraction: f64| crate::queue::threshold_cells(limit, fraction);
         // One queue holds both PHBs' cells, or each its own.
         let queues = if spec.service.one_queue() { 1 } else { 2 };
         let ring = |i: usize| {
@@ -511,6 +511,8 @@ impl CellPort {
             probe_turn: 0,
             warmup: setup.warmup,
             cells_sent: 0,
+            stats: LinkStats::default(),
+            trunk_rate: setup.trunk,
             series: None,
             spec: spec.clone(),
         }
@@ -562,16 +564,19 @@ impl CellPort {
     /// Offer the frame `packet` of `size` bytes (its IP size) of flow `flow` at `now`. A frame of a
     /// flow without a VC, or offered to a full VC, is discarded from `store`; returns whether it
     /// was taken.
-    pub fn offer(
+    pub fn offer<S: PacketPool>(
         &mut self,
         now: Time,
         packet: PacketId,
         flow: u32,
         size: u32,
-        store: &mut PacketStore,
+        store: &mut S,
     ) -> bool {
+        self.stats.packets_sent += 1;
+        self.stats.bytes_sent += u64::from(size);
         self.advance(now, store);
         let Some(Some(vc)) = self.vc_of_flow.get(flow as usize).copied() else {
+            self.stats.overflow_drops += 1;
             store.discard(packet);
             return false;
         };
@@ -585,6 +590,7 @@ impl CellPort {
             if now >= self.warmup {
                 self.vp_stats[vp].host_drops += 1;
             }
+            self.stats.overflow_drops += 1;
             store.discard(packet);
             return false;
         }
@@ -638,11 +644,13 @@ impl CellPort {
         if self.in_flight.front()?.0 > now {
             return None;
         }
-        self.in_flight.pop_front().map(|(_, p)| p)
+        let (_, packet) = self.in_flight.pop_front()?;
+        self.stats.packets_delivered += 1;
+        Some(packet)
     }
 
     /// Simulate every cell up to `now`.
-    pub fn advance(&mut self, now: Time, store: &mut PacketStore) {
+    pub fn advance<S: PacketPool>(&mut self, now: Time, store: &mut S) {
         if now < self.clock {
             return;
         }
@@ -720,7 +728,7 @@ impl CellPort {
 
     /// Serve cells whose service starts before `until` (scaled by the trunk rate), or at it too
     /// if `inclusive`.
-    fn serve(&mut self, until: u128, inclusive: bool, store: &mut PacketStore) {
+    fn serve<S: PacketPool>(&mut self, until: u128, inclusive: bool, store: &mut S) {
         while self.held != [0, 0]
             && (self.busy_scaled < until || (inclusive && self.busy_scaled == until))
         {
@@ -757,7 +765,7 @@ impl CellPort {
     }
 
     /// The shaper `shaper` lets a cell of its next VC go at `now`: it crosses its VP's line from
-    /// the LAN switch to the WAN switch (003 §3.2: the VCs of one destination share one OC-3c
+    /// the LAN switch to the WAN switch (AF-over-ATM paper §3.2: the VCs of one destination share one OC-3c
     /// line, where no cell is lost), queueing behind the VP's other cells if the line is busy.
     fn emit(&mut self, now: Time, shaper: usize) {
         let shaping = self.shaping;
@@ -787,7 +795,7 @@ impl CellPort {
             v.current = v.waiting.pop_front().map(|f| (f, 0));
         }
         let more = v.current.is_some();
-        // The shaper's next cell one cell time at the peak rate later (003 §3.2: PCR shaping at
+        // The shaper's next cell one cell time at the peak rate later (AF-over-ATM paper §3.2: PCR shaping at
         // the hosts), from the next VC in turn.
         let s = &mut self.shapers[shaper];
         s.next_scaled += CELL_SCALED;
@@ -815,7 +823,7 @@ impl CellPort {
 
     /// A cell reaches the WAN switch at `now`: the UPC of its VP polices it, the buffer of its
     /// PHB takes or discards it.
-    fn cell_arrives(&mut self, now: Time, cell: Pending, store: &mut PacketStore) {
+    fn cell_arrives<S: PacketPool>(&mut self, now: Time, cell: Pending, store: &mut S) {
         let counted = now >= self.warmup;
         let Pending {
             vc,
@@ -872,7 +880,7 @@ impl CellPort {
             Discard::Whole => Some(true),
             Discard::Partial if !eom => Some(true),
             _ if held >= self.spec.buffer => Some(false),
-            // 003 §2.2: above the SCD threshold, arriving CLP=1 cells are discarded.
+            // AF-over-ATM paper §2.2: above the SCD threshold, arriving CLP=1 cells are discarded.
             _ if clp1 && held >= self.scd_cells => Some(true),
             _ => None,
         };
@@ -914,13 +922,13 @@ impl CellPort {
     }
 
     /// A cell of `vc` was discarded: if it ended its frame, the frame can never arrive.
-    fn cell_lost(
+    fn cell_lost<S: PacketPool>(
         &mut self,
         vc: usize,
         eom: bool,
         packet: Option<PacketId>,
         counted: bool,
-        store: &mut PacketStore,
+        store: &mut S,
     ) {
         let v = &mut self.vcs[vc];
         if !eom {
@@ -943,7 +951,7 @@ impl CellPort {
 
     /// A cell starts on the trunk at `start` (scaled); it reaches the far end's reassembly one
     /// cell time and the delay later.
-    fn cell_departs(&mut self, cell: Cell, start: u128, store: &mut PacketStore) {
+    fn cell_departs<S: PacketPool>(&mut self, cell: Cell, start: u128, store: &mut S) {
         let v = &mut self.vcs[cell.vc as usize];
         // AAL5 reassembly (ITU-T I.363.5): cells accumulate until one ends a frame; the frame is
         // good only if exactly its own cells, all of them, came (a real receiver finds out by the
@@ -995,6 +1003,36 @@ impl CellPort {
                 }
             }
         }
+    }
+}
+
+impl<S: PacketPool> Port<S> for CellPort {
+    fn offer(&mut self, now: Time, packet: QueuedPacket, pool: &mut S) -> Offered {
+        match CellPort::offer(self, now, packet.id, packet.flow, packet.size, pool) {
+            true => Offered::Queued,
+            false => Offered::Dropped(DropKind::Overflow),
+        }
+    }
+    fn handle_timeout(&mut self, now: Time, pool: &mut S) {
+        self.advance(now, pool)
+    }
+    fn next_ready(&self) -> Option<Time> {
+        self.next_wake()
+    }
+    fn next_arrival(&self) -> Option<Time> {
+        CellPort::next_arrival(self)
+    }
+    fn poll_arrival(&mut self, now: Time) -> Option<PacketId> {
+        CellPort::poll_arrival(self, now)
+    }
+    fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+    fn rate(&self) -> Rate {
+        self.trunk_rate
+    }
+    fn delay(&self) -> Duration {
+        self.delay
     }
 }
 

@@ -1,10 +1,12 @@
 //! Tests of the cell-level port: each drives a [`CellPort`] directly with frames of its own.
 
 use super::*;
-use crate::ids::{AgentId, FlowId, NodeId};
-use crate::network::{Packet, Payload};
-use qstp_dataplane::marker::GcraSpec;
-use qstp_dataplane::marker::{ColorMode, MarkerKind};
+use crate::link::Pool;
+use crate::marker::GcraSpec;
+use crate::marker::{ColorMode, MarkerKind};
+
+/// Test frames: each is its flow and size.
+type PacketStore = Pool<(u32, u32)>;
 
 const TRUNK: Rate = Rate::from_kbps(149_760);
 
@@ -52,17 +54,7 @@ fn gcra(pcr: Rate, scr: Option<Rate>, mbs: Option<u64>) -> Gcra {
 }
 
 fn packet(store: &mut PacketStore, flow: u32, size: u32) -> PacketId {
-    store.insert(Packet {
-        size,
-        flow: FlowId(flow),
-        group: 0,
-        color: Color::Green,
-        sent: Time::ZERO,
-        source: AgentId(0),
-        destination: AgentId(1),
-        destination_node: NodeId(1),
-        payload: Payload::Udp,
-    })
+    store.insert((flow, size))
 }
 
 /// Offer a frame of `size` bytes on `flow` at `at`.
@@ -338,7 +330,7 @@ fn probes_measure_the_queueing_of_their_vp() {
 #[test]
 fn bad_settings_name_their_key() {
     let key = |s: &AtmSpec| match s.validate("bottleneck.atm", TRUNK) {
-        Err(crate::error::SimError::Invalid { key, .. }) => key,
+        Err(e) => e.key,
         other => panic!("{other:?}"),
     };
     for scd in [0.0, 1.01, f64::NAN] {
