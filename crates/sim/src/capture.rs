@@ -171,6 +171,30 @@ impl Tap {
     }
 }
 
+/// Hands the tap's frames to the sink after every event: a run hook.
+pub struct CaptureDrain<'a> {
+    /// Where the frames go.
+    pub sink: &'a mut dyn CaptureSink,
+    /// The link whose tap it drains.
+    pub link: LinkId,
+}
+
+impl crate::hook::RunHook for CaptureDrain<'_> {
+    fn after_event(&mut self, ctx: &mut crate::hook::HookCtx<'_>) {
+        let Some(link) = ctx.network.link_mut(self.link).packets_mut() else {
+            return;
+        };
+        if let Some(tap) = link
+            .observers_mut()
+            .0
+            .iter_mut()
+            .find_map(|o| o.as_any_mut().and_then(|a| a.downcast_mut::<Tap>()))
+        {
+            tap.drain(&mut *self.sink);
+        }
+    }
+}
+
 impl QueueObserver<Packet> for Tap {
     fn observe(
         &mut self,

@@ -39,6 +39,7 @@ pub mod engine;
 pub mod error;
 pub mod event;
 pub mod graph;
+pub mod hook;
 pub mod ids;
 pub mod network;
 pub mod record;

@@ -2,8 +2,9 @@
 //! the records.
 
 use crate::agent::{Agent, Binding, Ctx};
-use crate::capture::{Capture, CaptureSink, Tap};
+use crate::capture::{Capture, CaptureDrain, Tap};
 use crate::delegation::DelegationHost;
+use crate::hook::{HookCtx, RunHook, SenderSampler};
 use crate::engine::Scheduler;
 use crate::error::SimError;
 use crate::event::{ComponentId, Event};
@@ -64,17 +65,8 @@ struct World<'a> {
     /// When the queue counters start to count, and what they held then.
     warmup: Time,
     at_warmup: Option<Vec<QueueRecord>>,
-    /// How many bins the senders were sampled for, and when the next bin ends.
-    sampled_bins: usize,
-    bin: Duration,
-    bins: usize,
-    next_sample: Time,
-    /// The agents sampled at the end of each bin (qstp clients).
-    sampled_agents: Vec<usize>,
-    /// Where the captured link's frames go, and the link.
-    capture: Option<(&'a mut dyn CaptureSink, LinkId)>,
-    /// The Free & Stunts delegation group, if any.
-    delegation: Option<DelegationHost>,
+    /// What takes part besides agents and network (sampling, delegation, capture), in order.
+    hooks: Vec<Box<dyn RunHook + 'a>>,
 }
 
 impl<'a> World<'a> {
@@ -137,12 +129,16 @@ impl<'a> World<'a> {
         };
         let flows: Vec<(usize, u32)> = built.flows.iter().map(|f| (f.group, f.flow)).collect();
         let bins = bin_count(spec) as usize;
-        let sampled_agents = agents
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| matches!(a, Agent::QstpClient(_)))
-            .map(|(i, _)| i)
-            .collect();
+        let mut hooks: Vec<Box<dyn RunHook + 'a>> = Vec::new();
+        if let Some(sampler) = SenderSampler::new(&agents, spec.bin, bins) {
+            hooks.push(Box::new(sampler));
+        }
+        if let Some(host) = delegation {
+            hooks.push(Box::new(host));
+        }
+        if let Some((sink, link)) = capture {
+            hooks.push(Box::new(CaptureDrain { sink, link }));
+        }
         let recorder = Recorder::new(spec.bin, bins, &flows);
         // The bottleneck's queue-length series hang on its queue, beside a capture.
         match &mut built.network.link_mut(built.bottleneck).port {
@@ -163,13 +159,7 @@ impl<'a> World<'a> {
             scratch: Vec::new(),
             warmup: Time::ZERO + spec.warmup,
             at_warmup: None,
-            sampled_bins: 0,
-            bin: spec.bin,
-            bins,
-            next_sample: Time::ZERO + spec.bin,
-            sampled_agents,
-            capture,
-            delegation,
+            hooks,
         })
     }
 
@@ -181,13 +171,8 @@ impl<'a> World<'a> {
                 self.at_warmup = Some(self.queue_records());
             }
             // The queues and senders hold still between events: their state now, before this
-            // event, is their state at the end of every bin that ended since the last event.
-            while now >= self.next_sample {
-                self.sample_bin();
-            }
-            if let Some(host) = &mut self.delegation {
-                host.control(now, &mut self.agents);
-            }
+            // event, is their state at every instant since the last event.
+            self.each_hook(now, |hook, ctx| hook.before_event(ctx));
             while now >= next_report {
                 progress(next_report);
                 next_report += second;
@@ -214,46 +199,30 @@ impl<'a> World<'a> {
                     }
                 }
             }
-            if let Some((sink, link)) = &mut self.capture {
-                let observers = match self.network.link_mut(*link).packets_mut() {
-                    Some(l) => l.observers_mut().0,
-                    None => &mut [],
-                };
-                if let Some(tap) = observers
-                    .iter_mut()
-                    .find_map(|o| o.as_any_mut().and_then(|a| a.downcast_mut::<Tap>()))
-                {
-                    tap.drain(&mut **sink);
-                }
-            }
+            self.each_hook(now, |hook, ctx| hook.after_event(ctx));
         }
         while next_report < end {
             progress(next_report);
             next_report += second;
         }
         progress(end);
-        // The bins that end after the last event see the senders as it left them.
-        while self.sampled_bins < self.bins {
-            self.sample_bin();
-        }
+        self.each_hook(end, |hook, ctx| hook.end(ctx));
     }
 
-    /// Record the qstp senders' rate state as that at the end of the next bin.
-    fn sample_bin(&mut self) {
-        let bin = self.sampled_bins;
-        self.next_sample = if bin + 1 >= self.bins {
-            Time::MAX
-        } else {
-            self.next_sample + self.bin
-        };
-        if bin >= self.bins {
+    /// Call `f` on each hook in turn, with the world at `now`.
+    #[inline]
+    fn each_hook(&mut self, now: Time, mut f: impl FnMut(&mut dyn RunHook, &mut HookCtx<'_>)) {
+        if self.hooks.is_empty() {
             return;
         }
-        self.sampled_bins += 1;
-        for &i in &self.sampled_agents {
-            if let Agent::QstpClient(client) = &mut self.agents[i] {
-                client.sample(bin, &mut self.recorder);
-            }
+        let mut ctx = HookCtx {
+            now,
+            agents: &mut self.agents,
+            recorder: &mut self.recorder,
+            network: &mut self.network,
+        };
+        for hook in &mut self.hooks {
+            f(&mut **hook, &mut ctx);
         }
     }
 
@@ -279,8 +248,17 @@ impl<'a> World<'a> {
             scratch: &mut self.scratch,
         };
         f(agent, &mut ctx);
-        if let Some(host) = self.delegation.as_mut().filter(|h| h.watches(id.index())) {
-            host.after_agent(now, id.index(), &mut self.agents);
+        let index = id.index();
+        if self.hooks.iter().any(|h| h.watches(index)) {
+            let mut ctx = HookCtx {
+                now,
+                agents: &mut self.agents,
+                recorder: &mut self.recorder,
+                network: &mut self.network,
+            };
+            for hook in self.hooks.iter_mut().filter(|h| h.watches(index)) {
+                hook.after_agent(&mut ctx, index);
+            }
         }
         let agent = &self.agents[id.index()];
         let Some(wanted) = agent.poll_timeout() else {
@@ -326,16 +304,20 @@ impl<'a> World<'a> {
                 }
             }
         }
-        RunOutput {
+        let mut output = RunOutput {
             events: self.events.processed(),
             bottleneck_packets: self.network.link(self.bottleneck).stats().packets_delivered,
             simulated: spec.duration,
             flows: self.recorder.into_records(),
             queues,
             queue_series,
-            delegation: self.delegation.map(DelegationHost::finish),
+            delegation: None,
             atm,
+        };
+        for hook in self.hooks {
+            hook.finish(&mut output);
         }
+        output
     }
 
     /// The bottleneck queue's length series, from its meter.

@@ -5,6 +5,8 @@
 use super::delegate::{Delegator, Steerable};
 use super::{Controller, DelegationSpec};
 use crate::agent::Agent;
+use crate::hook::{HookCtx, RunHook};
+use crate::spec::RunOutput;
 use crate::rng::{stream, StreamKind};
 use qstp_dataplane::loss::uniform;
 use qstp_proto::{Duration, Rate, Time};
@@ -150,7 +152,7 @@ impl DelegationHost {
     }
 
     /// What the group did.
-    pub fn finish(self) -> DelegationRecord {
+    pub fn record(self) -> DelegationRecord {
         DelegationRecord {
             period: self.spec.period,
             samples: self.samples,
@@ -186,4 +188,24 @@ fn senders<'a>(
             .map(|(_, s)| s as &mut dyn Steerable)
             .collect(),
     )
+}
+
+/// The group plugs into the run loop: its control instants before each event, its decisions
+/// after each of its senders ran, its record in the output.
+impl RunHook for DelegationHost {
+    fn before_event(&mut self, ctx: &mut HookCtx<'_>) {
+        self.control(ctx.now, ctx.agents);
+    }
+
+    fn watches(&self, index: usize) -> bool {
+        DelegationHost::watches(self, index)
+    }
+
+    fn after_agent(&mut self, ctx: &mut HookCtx<'_>, index: usize) {
+        DelegationHost::after_agent(self, ctx.now, index, ctx.agents);
+    }
+
+    fn finish(self: Box<Self>, output: &mut RunOutput) {
+        output.delegation = Some(self.record());
+    }
 }
