@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The refactor guard (docs/ARCHITECTURE.md, "Checks that keep the layout honest"): run every
-# scenario of scenarios/ and scenarios/examples/ with --runs 2 --duration 30s and keep its
-# summary.json, runs.csv and series.csv; compare two such folders byte for byte.
+# scenario of scenarios/, scenarios/examples/ and scripts/guard-scenarios/ (the TCP model's
+# recoveries and ns-3 variants, which no paper's scenario uses) with --runs 2 --duration 30s and
+# keep its summary.json, runs.csv and series.csv; compare two such folders byte for byte.
 #
 #   scripts/refactor-guard.sh save DIR          outputs of the current build into DIR
 #   scripts/refactor-guard.sh compare OLD NEW   exit 1 and show every difference (beside the
@@ -21,9 +22,10 @@ save)
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
     n=0
-    for f in scenarios/*.toml scenarios/examples/*.toml; do
+    for f in scenarios/*.toml scenarios/examples/*.toml scripts/guard-scenarios/*.toml; do
         name=$(basename "$f" .toml)
         [[ "$f" == scenarios/examples/* ]] && name="examples-$name"
+        [[ "$f" == scripts/guard-scenarios/* ]] && name="guard-$name"
         n=$((n + 1))
         printf '%3d %s\n' "$n" "$f" >&2
         "$bin" run "$f" --runs 2 --duration 30s --out "$tmp/$name" >/dev/null 2>"$tmp/$name.log" || {
