@@ -4,10 +4,10 @@
 use crate::agent::{Agent, Binding, Ctx};
 use crate::capture::{Capture, CaptureDrain, Tap};
 use crate::delegation::DelegationHost;
-use crate::hook::{HookCtx, RunHook, SenderSampler};
 use crate::engine::Scheduler;
 use crate::error::SimError;
 use crate::event::{ComponentId, Event};
+use crate::hook::{HookCtx, RunHook, SenderSampler};
 use crate::ids::{AgentId, FlowId, LinkId};
 use crate::network::{LinkPort, Network, QueueMeter};
 use crate::record::Recorder;

@@ -8,6 +8,10 @@
 //! to the caller, who applies it ([`TcpSender::apply_deferred_reduction`]) or absorbs it; and
 //! [`TcpSender::reduce`] makes it back off in another connection's place.
 
+mod ns3;
+mod prr;
+mod rate_halving;
+
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, DUP_THRESH};
 use super::{
@@ -15,6 +19,19 @@ use super::{
 };
 use qstp_proto::{Duration, Rate, Time};
 use std::collections::VecDeque;
+
+/// What one ACK acknowledged, as the steps of [`TcpSender::on_ack`] pass it on.
+#[derive(Debug, Clone, Copy, Default)]
+struct Acked {
+    /// Bytes newly acknowledged, cumulatively or by SACK.
+    bytes: u64,
+    /// Of them, bytes newly SACKed.
+    newly_sacked: u64,
+    /// Whether the cumulative ACK covers a retransmitted segment.
+    retransmission_acked: bool,
+    /// Whether it ended a fast recovery.
+    ended_recovery: bool,
+}
 
 /// Most events held for [`TcpSender::poll_event`]; older ones are dropped (and counted) when a
 /// caller records events without reading them.
@@ -288,14 +305,6 @@ impl TcpSender {
         u64::from(self.config.mss.max(1))
     }
 
-    /// Whether ns-3 3.44's socket rules apply around the control (see
-    /// [`CongestionControl::ns3_socket`]): they are tcp-socket-base.cc's, whatever the control,
-    /// so they come with ns-3's recovery ([`Recovery::PrrNs3`]) as well as with a control's
-    /// ns-3-compatible variant that asks for them.
-    fn ns3_socket_rules(&self) -> bool {
-        self.config.recovery == Recovery::PrrNs3 || self.cc.ns3_socket()
-    }
-
     /// RFC 6675 pipe, less what duplicate ACKs without SACK blocks say has left.
     fn pipe(&self) -> u64 {
         self.board.pipe().saturating_sub(self.departed_by_dupacks)
@@ -305,93 +314,13 @@ impl TcpSender {
     fn window_allows(&self, len: u64) -> bool {
         let pipe = self.pipe();
         if self.rate_halving() {
-            // ns-2.35 tcp-linux.cc:631: send while in_flight < max(cwnd, next_pkts_in_flight_).
-            return pipe == 0 || pipe + len <= self.rate_halving_window().max(self.rh_next);
+            return pipe == 0 || self.rate_halving_allows(pipe, len);
         }
         if self.in_recovery && self.config.recovery != Recovery::Rfc6675 {
             // RFC 6937 §3: in recovery, send what the ACKs' sndcnt allows.
             return pipe == 0 || len <= self.prr_sndcnt;
         }
         pipe == 0 || pipe + len <= self.cc.cwnd()
-    }
-
-    /// Count a segment sent in recovery against PRR's allowance (RFC 6937 §3 prr_out).
-    fn count_prr_out(&mut self, len: u64) {
-        if self.in_recovery {
-            self.prr_out += len;
-            self.prr_sndcnt = self.prr_sndcnt.saturating_sub(len);
-        }
-    }
-
-    /// ns-3 3.44 tcp-prr-recovery.cc `DoRecovery` with its 32-bit arithmetic: the window it
-    /// sets, `in_flight` (`tcb->m_bytesInFlight`) plus its send count, bytes.
-    fn do_recovery_ns3(
-        &mut self,
-        delivered: u64,
-        dupack: bool,
-        in_flight: u64,
-        safe_ack: bool,
-    ) -> u64 {
-        let mss = self.mss() as u32;
-        let mut delivered = delivered as u32;
-        // "if (isDupAck && m_prrDelivered < m_recoveryFlightSize) deliveredBytes += mss"
-        // (counted on top of the SACKed bytes: ns-3 issue #1350).
-        if dupack && (self.prr_delivered as u32) < self.prr_recover_fs {
-            delivered = delivered.wrapping_add(mss);
-        }
-        if delivered == 0 {
-            return self.prr_ns3_cwnd;
-        }
-        self.prr_delivered = u64::from((self.prr_delivered as u32).wrapping_add(delivered));
-        let prr_delivered = self.prr_delivered as u32;
-        let prr_out = self.prr_out as u32;
-        let ssthresh = self.cc.ssthresh().min(u64::from(u32::MAX)) as u32;
-        let in_flight = in_flight.min(u64::from(u32::MAX)) as u32;
-        let send_count: i32 = if in_flight > ssthresh {
-            // `std::ceil(m_prrDelivered * tcb->m_ssThresh * 1.0 / m_recoveryFlightSize) -
-            // m_prrOut`: the product of two uint32_t wraps before the conversion to double
-            // (ns-3 issue #1282).
-            let product = f64::from(prr_delivered.wrapping_mul(ssthresh));
-            let fs = f64::from(self.prr_recover_fs.max(1));
-            ((product / fs).ceil() - f64::from(prr_out)) as i32
-        } else {
-            // PRR-CRB: `std::max(m_prrDelivered - m_prrOut, deliveredBytes)` of two uint32_t
-            // (wraps when more was sent than delivered), stored in an int.
-            let mut limit = prr_delivered.wrapping_sub(prr_out).max(delivered) as i32;
-            if safe_ack {
-                limit = limit.wrapping_add(mss as i32);
-            }
-            limit.min(ssthresh.wrapping_sub(in_flight) as i32)
-        };
-        // "Force a fast retransmit upon entering fast recovery".
-        let send_count = send_count.max(if prr_out > 0 { 0 } else { mss as i32 });
-        // `tcb->m_cWnd = tcb->m_bytesInFlight + sendCount` (uint32_t).
-        self.prr_ns3_cwnd = u64::from(in_flight.wrapping_add(send_count as u32));
-        self.prr_ns3_cwnd
-    }
-
-    /// RFC 6937 §3: on an ACK during recovery, the bytes that may be sent now.
-    fn update_prr(&mut self, delivered: u64) {
-        if !self.in_recovery || self.config.recovery != Recovery::Prr {
-            return;
-        }
-        self.prr_delivered += delivered;
-        let pipe = u128::from(self.pipe());
-        let ssthresh = u128::from(self.cc.ssthresh());
-        let sndcnt: u128 = if pipe > ssthresh {
-            // Proportional part: CEIL(prr_delivered * ssthresh / RecoverFS) - prr_out.
-            let fs = u128::from(self.recovery_flight.max(1));
-            (u128::from(self.prr_delivered) * ssthresh)
-                .div_ceil(fs)
-                .saturating_sub(u128::from(self.prr_out))
-        } else {
-            // PRR-SSRB: MIN(ssthresh - pipe, MAX(prr_delivered - prr_out, DeliveredData) + MSS).
-            let limit = u128::from(self.prr_delivered.saturating_sub(self.prr_out))
-                .max(u128::from(delivered))
-                + u128::from(self.mss());
-            (ssthresh - pipe).min(limit)
-        };
-        self.prr_sndcnt = u64::try_from(sndcnt).unwrap_or(u64::MAX);
     }
 
     fn data_segment(&self, seq: u64, len: u32, retransmission: bool) -> Segment {
@@ -434,11 +363,7 @@ impl TcpSender {
         }
         self.paced_wait = None;
         let segment = self.next_segment(now)?;
-        if self.rate_halving() {
-            // ns-2.35 tcp-linux.cc:653: next = min(next, max(in_flight - 1, 1)).
-            let mss = self.mss();
-            self.rh_next = self.rh_next.min(self.pipe().saturating_sub(mss).max(mss));
-        }
+        self.rate_halving_after_send();
         self.last_sent = Some(now);
         if let Some(rate) = pacing {
             let bytes = (segment.len + self.config.header_bytes) as usize;
@@ -452,16 +377,8 @@ impl TcpSender {
         if !self.established {
             return self.syn_segment(now);
         }
-        if let Some(head) = self.resend_head.take() {
-            if let Some(seg) = self.board.first().filter(|s| s.seq == head) {
-                // ns-3 3.44 tcp-socket-base.cc:1729 (EnterRecovery): `SendDataPacket(
-                // m_highRxAckMark, ...)` resends the head even if it was resent before. It was
-                // in the pipe already (ns-3's BytesInFlight counts a retransmission once), so
-                // it leaves the window ns-3's PRR set as it was and only counts in `prr_out`.
-                self.resend_now = false;
-                self.prr_out += u64::from(seg.len);
-                return Some(self.retransmit(seg.seq, seg.len, now));
-            }
+        if let Some(head) = self.ns3_resend_head(now) {
+            return Some(head);
         }
         // RFC 6675 §5 NextSeg rule 1: segments deemed lost go before new data.
         if let Some(lost) = self.board.next_resend() {
@@ -511,25 +428,15 @@ impl TcpSender {
         }
     }
 
-    /// Process an acknowledgement.
+    /// Process an acknowledgement: the cumulative ACK or a duplicate (RFC 5681, RFC 6582), the
+    /// SACK blocks (RFC 6675), the control fed, then loss detection and recovery.
     pub fn on_ack(&mut self, now: Time, ack: &Segment) {
         if ack.ack > self.snd_nxt || ack.ack < self.snd_una {
             // Acknowledges data never sent, or is older than what we know: ignore.
             return;
         }
         if ack.syn || !self.established {
-            // The SYN-ACK: the connection is open, and its round trip is the first RTT sample
-            // unless the SYN was resent (RFC 6298 §3, Karn; ns-3 tcp-socket-base.cc
-            // ProcessSynSent and Linux both measure it). A second SYN-ACK is ignored.
-            if ack.syn && !self.established {
-                self.established = true;
-                self.rto_deadline = None;
-                self.peer_window = ack.window;
-                if let (Some(sent), false) = (self.syn_sent_at, self.syn_resent) {
-                    let (una, nxt) = (self.snd_una, self.snd_nxt);
-                    self.rtt.sample_acked(now.saturating_since(sent), una, nxt);
-                }
-            }
+            self.on_syn_ack(now, ack);
             return;
         }
         self.peer_window = ack.window;
@@ -545,146 +452,163 @@ impl TcpSender {
         }
         let sacked = self.board.apply_sack(&sack);
         let newly_sacked = sacked.newly_sacked;
-        let mut acked_bytes = newly_sacked;
-        let mut ended_recovery = false;
-        let mut retransmission_acked = false;
+        let mut acked = Acked {
+            bytes: newly_sacked,
+            newly_sacked,
+            ..Acked::default()
+        };
         // The control's RTT sample: the cumulative one if any, else the newest segment SACKed.
         let mut cc_rtt = sacked.rtt_sent_at.map(|sent| now.saturating_since(sent));
-
         if advanced {
-            let cumulative = self.board.ack_cumulative(ack.ack);
-            acked_bytes += cumulative.newly_acked;
-            retransmission_acked = cumulative.retransmission_acked;
-            self.snd_una = ack.ack;
-            if self.config.recovery == Recovery::PrrNs3 && self.peer_sacks && newly_sacked > 0 {
-                // ns-3 3.44 with SACK: an ACK that SACKs new data is a duplicate "regardless of
-                // its status as a cumulative acknowledgment" (tcp-socket-base.cc:2003
-                // `isDupack = scoreboardUpdated`, :2020 DupAck, which counts it outside recovery
-                // and the loss state, :1745-1758), and it does not reset the count (:2065-2068;
-                // the end of a recovery does, :2214).
-                if !self.in_recovery && !self.in_loss {
-                    self.dupacks += 1;
-                }
-            } else {
-                self.dupacks = 0;
-            }
-            // RFC 6582 §3.2 step 5: deflate the window by the data newly acknowledged (those
-            // bytes left the pipe with the cumulative ACK, so they no longer count as departed).
-            self.departed_by_dupacks = self
-                .departed_by_dupacks
-                .saturating_sub(cumulative.newly_acked);
-            // RFC 6298 §3 (Karn): sample only segments sent once.
-            let rtt_sample = cumulative
-                .rtt_sent_at
-                .map(|sent| now.saturating_since(sent));
-            // The estimator's sample: the same, or with RttSample::Oldest that of the first
-            // segment acknowledged (ns-3 tcp-socket-base.cc EstimateRtt: m_history.front()).
-            let estimator_sample = match self.config.rtt_sample {
-                RttSample::Newest => rtt_sample,
-                RttSample::Oldest => cumulative
-                    .oldest_sent_at
-                    .map(|sent| now.saturating_since(sent)),
-            };
-            if let Some(r) = estimator_sample {
-                self.rtt.sample_acked(r, self.snd_una, self.snd_nxt);
-            }
-            if let Some(r) = rtt_sample {
-                cc_rtt = Some(r);
-            }
-            if self.in_recovery {
-                if self.recover.is_some_and(|r| self.snd_una >= r) {
-                    // RFC 6582 §3.2 step 3: a full ACK ends fast recovery.
-                    self.in_recovery = false;
-                    self.dupacks = 0;
-                    self.departed_by_dupacks = 0;
-                    ended_recovery = true;
-                    if self.reduced_this_recovery {
-                        self.cc.on_recovery_end(now);
-                        if self.config.recovery == Recovery::RateHalving && self.cc.reno_min_cwnd()
-                        {
-                            // ns-2.35 tcp-linux.cc:463-468: the window, below ssthresh, becomes
-                            // ssthresh, then tcp_moderate_cwnd: at most in_flight +
-                            // tcp_max_burst (3), in_flight counted on the cleared scoreboard.
-                            let limit = self.snd_nxt - self.snd_una + 3 * self.mss();
-                            self.cc.on_idle_restart(limit);
-                        }
-                    } else {
-                        // The reduction was deferred and never applied: absorbed.
-                        self.absorbed += 1;
-                    }
-                    self.push_event(TcpEvent::RecoveryEnd {
-                        now,
-                        cwnd: self.cc.cwnd(),
-                    });
-                    self.restart_timer(now);
-                } else {
-                    if self.config.recovery == Recovery::PrrNs3 && self.peer_sacks {
-                        // ns-3 3.44 tcp-socket-base.cc:2084-2102 (ProcessAck, partial ACK in
-                        // CA_RECOVERY): with SACK the head is not marked lost; unless it is a
-                        // retransmission already (`IsRetransmittedDataAcked(ackNumber +
-                        // segmentSize)`), `DoRetransmit` sends one segment whatever the window:
-                        // `NextSeg` rule 1 (the first segment deemed lost and not yet resent),
-                        // else rule 2, new data (tcp-socket-base.cc:4086-4116).
-                        if !self.board.first().is_some_and(|s| s.retransmitted) {
-                            self.send_now = true;
-                        }
-                    } else if self.board.mark_first_lost() {
-                        // RFC 6582 §3.2 step 5: a partial ACK; resend the first unacknowledged
-                        // segment.
-                        self.resend_now = true;
-                    }
-                    if self.peer_sacks && self.config.recovery != Recovery::PrrNs3 {
-                        // RFC 6298 §5.3: an ACK of new data restarts the timer. RFC 6675 loss
-                        // recovery keeps to it, as Linux does (tcp_ack -> tcp_rearm_rto on every
-                        // ACK that acknowledges data, which ns-2's TCP/Linux runs too).
-                        self.restart_timer(now);
-                    } else if !self.partial_ack_seen {
-                        // RFC 6582 §3.2 step 5: without SACK, reset the timer on the first
-                        // partial ACK only ("Impatient"); ns-3 3.44 does the same with SACK
-                        // (tcp-socket-base.cc ProcessAck: `NewAck(ackNumber,
-                        // m_isFirstPartialAck)`).
-                        self.partial_ack_seen = true;
-                        self.restart_timer(now);
-                    }
-                }
-            } else {
-                // RFC 6298 §5.2-5.3.
-                self.restart_timer(now);
-            }
-        } else if ack.len == 0
-            && self.snd_nxt > self.snd_una
-            && !(self.config.recovery == Recovery::PrrNs3 && self.peer_sacks && newly_sacked == 0)
-        {
-            // RFC 5681 §2: a duplicate ACK. With ns-3's recovery and SACK, only one that SACKs
-            // new data (tcp-socket-base.cc ProcessAck: `isDupack = scoreboardUpdated`, RFC 6675
-            // §2), not the ACK of a segment the receiver already had; and none in a timeout's
-            // loss state (DupAck returns in CA_LOSS, tcp-socket-base.cc:1745).
-            if !(self.config.recovery == Recovery::PrrNs3 && self.in_loss) {
-                self.dupacks += 1;
-            }
-            if self.in_recovery && !self.peer_sacks {
-                // Without SACK each duplicate ACK stands for a segment that left the network
-                // (RFC 6582 §3.2 step 4: the window inflation of fast recovery).
-                self.departed_by_dupacks += self.mss();
+            self.on_cumulative_ack(now, ack.ack, &mut acked, &mut cc_rtt);
+        } else if ack.len == 0 && self.snd_nxt > self.snd_una && !self.ns3_not_a_dupack(&acked) {
+            self.on_duplicate_ack();
+        }
+        self.feed_control(now, &acked, cc_rtt, in_flight, advanced, cumulative_advance);
+        self.end_round_if_due(now);
+        self.detect_loss(now, &acked, advanced);
+    }
+
+    /// The SYN-ACK: the connection is open, and its round trip is the first RTT sample unless
+    /// the SYN was resent (RFC 6298 §3, Karn; ns-3 tcp-socket-base.cc ProcessSynSent and Linux
+    /// both measure it). A second SYN-ACK, or an ACK before the first, is ignored.
+    fn on_syn_ack(&mut self, now: Time, ack: &Segment) {
+        if ack.syn && !self.established {
+            self.established = true;
+            self.rto_deadline = None;
+            self.peer_window = ack.window;
+            if let (Some(sent), false) = (self.syn_sent_at, self.syn_resent) {
+                let (una, nxt) = (self.snd_una, self.snd_nxt);
+                self.rtt.sample_acked(now.saturating_since(sent), una, nxt);
             }
         }
+    }
 
+    /// An ACK that advances `snd_una` to `ack_no`: the scoreboard, the duplicate count, the RTT
+    /// samples, and the end of a fast recovery (full ACK) or its next step (partial ACK).
+    fn on_cumulative_ack(
+        &mut self,
+        now: Time,
+        ack_no: u64,
+        acked: &mut Acked,
+        cc_rtt: &mut Option<Duration>,
+    ) {
+        let cumulative = self.board.ack_cumulative(ack_no);
+        acked.bytes += cumulative.newly_acked;
+        acked.retransmission_acked = cumulative.retransmission_acked;
+        self.snd_una = ack_no;
+        if !self.ns3_count_sacking_ack(acked) {
+            self.dupacks = 0;
+        }
+        // RFC 6582 §3.2 step 5: deflate the window by the data newly acknowledged (those bytes
+        // left the pipe with the cumulative ACK, so they no longer count as departed).
+        self.departed_by_dupacks = self
+            .departed_by_dupacks
+            .saturating_sub(cumulative.newly_acked);
+        // RFC 6298 §3 (Karn): sample only segments sent once.
+        let rtt_sample = cumulative
+            .rtt_sent_at
+            .map(|sent| now.saturating_since(sent));
+        // The estimator's sample: the same, or with RttSample::Oldest that of the first segment
+        // acknowledged (ns-3 tcp-socket-base.cc EstimateRtt: m_history.front()).
+        let estimator_sample = match self.config.rtt_sample {
+            RttSample::Newest => rtt_sample,
+            RttSample::Oldest => cumulative
+                .oldest_sent_at
+                .map(|sent| now.saturating_since(sent)),
+        };
+        if let Some(r) = estimator_sample {
+            self.rtt.sample_acked(r, self.snd_una, self.snd_nxt);
+        }
+        if let Some(r) = rtt_sample {
+            *cc_rtt = Some(r);
+        }
+        if !self.in_recovery {
+            // RFC 6298 §5.2-5.3.
+            self.restart_timer(now);
+        } else if self.recover.is_some_and(|r| self.snd_una >= r) {
+            self.on_full_ack(now);
+            acked.ended_recovery = true;
+        } else {
+            self.on_partial_ack(now);
+        }
+    }
+
+    /// RFC 6582 §3.2 step 3: a full ACK ends fast recovery.
+    fn on_full_ack(&mut self, now: Time) {
+        self.in_recovery = false;
+        self.dupacks = 0;
+        self.departed_by_dupacks = 0;
+        if self.reduced_this_recovery {
+            self.cc.on_recovery_end(now);
+            self.rate_halving_on_exit();
+        } else {
+            // The reduction was deferred and never applied: absorbed.
+            self.absorbed += 1;
+        }
+        self.push_event(TcpEvent::RecoveryEnd {
+            now,
+            cwnd: self.cc.cwnd(),
+        });
+        self.restart_timer(now);
+    }
+
+    /// RFC 6582 §3.2 step 5: a partial ACK in fast recovery resends the first unacknowledged
+    /// segment and resets the timer.
+    fn on_partial_ack(&mut self, now: Time) {
+        if !self.ns3_partial_ack() && self.board.mark_first_lost() {
+            self.resend_now = true;
+        }
+        if self.peer_sacks && self.config.recovery != Recovery::PrrNs3 {
+            // RFC 6298 §5.3: an ACK of new data restarts the timer. RFC 6675 loss recovery keeps
+            // to it, as Linux does (tcp_ack -> tcp_rearm_rto on every ACK that acknowledges
+            // data, which ns-2's TCP/Linux runs too).
+            self.restart_timer(now);
+        } else if !self.partial_ack_seen {
+            // RFC 6582 §3.2 step 5: without SACK, reset the timer on the first partial ACK only
+            // ("Impatient"); ns-3 3.44 does the same with SACK (tcp-socket-base.cc ProcessAck:
+            // `NewAck(ackNumber, m_isFirstPartialAck)`).
+            self.partial_ack_seen = true;
+            self.restart_timer(now);
+        }
+    }
+
+    /// RFC 5681 §2: a duplicate ACK.
+    fn on_duplicate_ack(&mut self) {
+        if !self.ns3_dupack_in_loss_state() {
+            self.dupacks += 1;
+        }
+        if self.in_recovery && !self.peer_sacks {
+            // Without SACK each duplicate ACK stands for a segment that left the network
+            // (RFC 6582 §3.2 step 4: the window inflation of fast recovery).
+            self.departed_by_dupacks += self.mss();
+        }
+    }
+
+    /// Hand the control what this ACK acknowledged, with the round's RTT samples.
+    fn feed_control(
+        &mut self,
+        now: Time,
+        acked: &Acked,
+        cc_rtt: Option<Duration>,
+        in_flight: u64,
+        advanced: bool,
+        cumulative_advance: u64,
+    ) {
         if let Some(r) = cc_rtt {
             self.round.sample(r);
         }
-        self.round.acked += acked_bytes;
-        // The bytes the control's increase gets: those newly acknowledged, except on the ACK
-        // that ends a timeout's loss state under ns-3's socket rules (tcp-socket-base.cc:2226,
-        // `segsAcked = (ackNumber - m_recover) / m_segmentSize`): only the whole segments above
-        // the recovery point, usually none.
-        let mut cc_acked = acked_bytes;
+        self.round.acked += acked.bytes;
+        // The bytes the control's increase gets: those newly acknowledged, unless ns-3's socket
+        // rules count otherwise on the ACK that ends a timeout's loss state.
+        let mut cc_acked = acked.bytes;
         let mut left_loss = false;
         let was_in_loss = self.in_loss;
         if let Some(r) = self.recover.filter(|&r| self.in_loss && self.snd_una >= r) {
             self.in_loss = false;
-            if self.ns3_socket_rules() {
+            if let Some(bytes) = self.ns3_acked_leaving_loss(r) {
                 left_loss = true;
-                cc_acked = (self.snd_una - r) / self.mss() * self.mss();
+                cc_acked = bytes;
             }
         }
         let sample = AckSample {
@@ -695,14 +619,14 @@ impl TcpSender {
             min_rtt: self.rtt.min_rtt(),
             in_flight,
         };
-        if self.in_recovery || ended_recovery {
-            if acked_bytes > 0 || cc_rtt.is_some() {
+        if self.in_recovery || acked.ended_recovery {
+            if acked.bytes > 0 || cc_rtt.is_some() {
                 self.cc.on_ack_in_recovery(&sample);
             }
-            if ended_recovery && self.reduced_this_recovery {
+            if acked.ended_recovery && self.reduced_this_recovery {
                 self.cc.on_recovery_exit_ack(now, cumulative_advance);
             }
-        } else if advanced && (acked_bytes > 0 || left_loss) {
+        } else if advanced && (acked.bytes > 0 || left_loss) {
             // ns-3 calls its control on that ACK even with no segment to count (PktsAcked,
             // IncreaseWindow with segsAcked = 0); its PktsAcked still in CA_LOSS
             // (tcp-socket-base.cc:2228).
@@ -712,10 +636,14 @@ impl TcpSender {
                 self.cc.on_ack(&sample);
             }
         }
-        self.end_round_if_due(now);
+    }
 
-        let first_lost_by_sack = newly_sacked > 0 && self.board.mark_lost_by_sack();
-        if self.config.lost_retransmit && newly_sacked > 0 {
+    /// After an ACK: segments SACK says are lost, entry into fast recovery (RFC 5681 §3.2: three
+    /// duplicate ACKs; RFC 6675 §5: or SACK), and what the recovery lets out next.
+    fn detect_loss(&mut self, now: Time, acked: &Acked, advanced: bool) {
+        let new_sack = acked.newly_sacked > 0;
+        let first_lost_by_sack = new_sack && self.board.mark_lost_by_sack();
+        if self.config.lost_retransmit && new_sack {
             // Linux tcp_mark_lost_retrans: a retransmission overtaken by later data is lost.
             self.board.mark_lost_retransmissions();
         }
@@ -732,51 +660,12 @@ impl TcpSender {
         {
             self.enter_recovery(now);
         }
-        if self.rate_halving() {
-            // ns-2.35 tcp-linux.cc:629 (send_much): next = min(next, in_flight + 1).
-            self.rh_next = self.rh_next.min(self.pipe() + self.mss());
-        }
+        self.rate_halving_after_ack();
         if self.config.recovery != Recovery::PrrNs3 {
-            self.update_prr(acked_bytes);
+            self.update_prr(acked.bytes);
         } else if self.in_recovery {
-            self.update_prr_ns3(
-                acked_bytes,
-                was_in_recovery,
-                newly_sacked > 0,
-                advanced,
-                pipe_before,
-                retransmission_acked,
-            );
+            self.update_prr_ns3(acked, was_in_recovery, advanced, pipe_before);
         }
-    }
-
-    /// The calls of ns-3 3.44's PRR on one ACK in recovery (tcp-socket-base.cc): on entering,
-    /// `EnterRecovery` (RecoverFS = `m_bytesInFlight`, after the head is marked lost) then
-    /// `DoRecovery` as for a duplicate ACK; in recovery, `DupAck` calls it as for a duplicate ACK
-    /// when the ACK brought new SACK information, and `ProcessAck` again on a partial ACK of a
-    /// segment or more. The bytes that may be sent: the window it set less the pipe now.
-    fn update_prr_ns3(
-        &mut self,
-        delivered: u64,
-        was_in_recovery: bool,
-        new_sack: bool,
-        advanced: bool,
-        pipe_before: u64,
-        safe_ack: bool,
-    ) {
-        let mut in_flight = pipe_before;
-        if !was_in_recovery {
-            in_flight = self.pipe();
-            self.prr_recover_fs = in_flight.min(u64::from(u32::MAX)) as u32;
-            self.prr_ns3_cwnd = 0;
-            self.do_recovery_ns3(delivered, true, in_flight, safe_ack);
-        } else if new_sack {
-            self.do_recovery_ns3(delivered, true, in_flight, safe_ack);
-        }
-        if advanced && delivered >= self.mss() {
-            self.do_recovery_ns3(delivered, false, in_flight, safe_ack);
-        }
-        self.prr_sndcnt = self.prr_ns3_cwnd.saturating_sub(self.pipe());
     }
 
     /// Close the round when its last byte is acknowledged, and tell the control.
@@ -812,28 +701,9 @@ impl TcpSender {
         };
     }
 
-    /// In a fast recovery paced by [`Recovery::RateHalving`].
-    fn rate_halving(&self) -> bool {
-        self.in_recovery && self.config.recovery == Recovery::RateHalving
-    }
-
-    /// [`Recovery::RateHalving`]: the window in recovery, the control's `min_cwnd` (ns-2.35
-    /// tcp-linux.cc:498-501).
-    fn rate_halving_window(&self) -> u64 {
-        let ssthresh = self.cc.ssthresh();
-        if self.cc.reno_min_cwnd() {
-            // tcp_cong.c tcp_reno_min_cwnd: snd_ssthresh / 2, in whole segments.
-            let mss = self.mss();
-            (ssthresh / mss / 2).max(1) * mss
-        } else {
-            ssthresh
-        }
-    }
-
     /// RFC 5681 §3.2 / RFC 6675 §5 step 4: fast retransmit and enter fast recovery.
     fn enter_recovery(&mut self, now: Time) {
-        // ns-2.35 tcp-linux.cc:487: rate halving starts from the window before the reduction.
-        self.rh_next = self.cc.cwnd();
+        self.rate_halving_on_entry();
         self.in_recovery = true;
         self.partial_ack_seen = false;
         self.fast_retransmits += 1;
@@ -857,20 +727,13 @@ impl TcpSender {
         self.board.mark_first_lost();
         self.board.mark_lost_by_sack();
         self.resend_now = true;
-        // ns-3 3.44 tcp-socket-base.cc:1729 (EnterRecovery): "(4.3) Retransmit the first data
-        // segment presumed dropped" is always the head, even one already resent (a segment sent
-        // above the last recovery point and resent in that recovery); RFC 6675's NextSeg would
-        // skip it for the next lost segment not yet resent.
-        self.resend_head = None;
-        if self.config.recovery == Recovery::PrrNs3 {
-            self.resend_head = self.board.first().filter(|s| s.resent).map(|s| s.seq);
-        }
+        self.resend_head = self.ns3_head_to_resend();
         if !self.peer_sacks {
             // RFC 6582 §3.2 step 3: the three duplicate ACKs stand for three segments gone.
             self.departed_by_dupacks = u64::from(self.dupacks) * self.mss();
         }
-        // The pipe once the first unacknowledged segment is deemed lost (ns-3 tcp-socket-base.cc
-        // EnterRecovery: MarkHeadAsLost, then BytesInFlight() for GetSsThresh).
+        // The pipe once the first unacknowledged segment is deemed lost, for ns-3's socket
+        // rules ([`TcpSender::reduction_in_flight`]).
         self.recovery_pipe = self.pipe();
         if !deferred {
             self.apply_deferred_reduction(now);
@@ -884,12 +747,7 @@ impl TcpSender {
             return false;
         }
         self.reduced_this_recovery = true;
-        let in_flight = if self.ns3_socket_rules() {
-            self.recovery_pipe
-        } else {
-            self.recovery_flight
-        };
-        self.cc.on_congestion_event(now, in_flight);
+        self.cc.on_congestion_event(now, self.reduction_in_flight());
         true
     }
 
@@ -1004,14 +862,9 @@ impl TcpSender {
             in_flight: self.snd_nxt - self.snd_una,
             deferred: false,
         });
-        // RFC 5681 §3.1: ssthresh from FlightSize, cwnd to one segment (or from the pipe before
-        // the timeout, ns-3 tcp-socket-base.cc:3916 `inFlightBeforeRto = BytesInFlight()`).
-        let in_flight = if self.ns3_socket_rules() {
-            self.pipe()
-        } else {
-            self.snd_nxt - self.snd_una
-        };
-        self.cc.on_retransmission_timeout(now, in_flight);
+        // RFC 5681 §3.1: ssthresh from FlightSize, cwnd to one segment.
+        self.cc
+            .on_retransmission_timeout(now, self.timeout_in_flight());
         // RFC 6582 §3.2 step 4 (and §4): no fast retransmit for data sent before the timeout.
         self.recover = Some(self.snd_nxt);
         self.in_loss = true;
