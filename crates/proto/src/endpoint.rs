@@ -8,12 +8,14 @@
 
 mod cookie;
 
-use crate::config::{Config, ConfigError, RateControl};
+use crate::config::{Config, ConfigError};
 use crate::connection::{is_protected_type, Connection, Event};
 use crate::protection::{KeyShare, PacketKeys, PreSharedKey, Protection, Side, Transcript};
 use crate::rate::Rate;
 use crate::time::{Duration, Time};
-use crate::wire::{destination_of, Close, ConnectionId, Hello, HelloPacket, Packet, Retry};
+use crate::wire::{
+    destination_of, Close, ConnectionId, Hello, HelloPacket, Packet, RateControl, Retry,
+};
 use cookie::CookieJar;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};

@@ -231,9 +231,8 @@ impl Hello {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ErrorControl, Order, RateControl};
     use crate::rate::Rate;
-    use crate::wire::{Composition, Packet};
+    use crate::wire::{Composition, ErrorControl, Order, Packet, RateControl};
 
     fn example() -> Hello {
         Hello {

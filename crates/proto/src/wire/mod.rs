@@ -11,8 +11,6 @@
 //! representation. Integers are big-endian; a field a flag or code leaves unused must be zero, so
 //! every packet but a hello (whose zero padding may be longer) has exactly one encoding.
 
-use crate::config::{ErrorControl, Order, RateControl};
-
 mod accept;
 mod close;
 mod composition;
@@ -28,6 +26,7 @@ mod varint;
 
 pub use accept::{AcceptPacket, ACCEPT_LEN, PROTECTED_ACCEPT_LEN};
 pub use close::ClosePacket;
+pub use composition::{ErrorControl, Order, RateControl};
 pub use data::DataPacket;
 pub use error::WireError;
 pub use feedback::{check_ack_ranges, FeedbackPacket, PPB_ONE};
