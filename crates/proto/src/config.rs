@@ -6,7 +6,7 @@
 use crate::protection::Protection;
 use crate::rate::Rate;
 use crate::time::Duration;
-use crate::wire::{ErrorControl, Order, RateControl};
+use crate::wire::{ErrorControl, Order, RateControl, MAX_DATAGRAM, MIN_DATAGRAM};
 use core::fmt;
 use core::str::FromStr;
 
@@ -374,10 +374,6 @@ fn default_peer_silence_ptos() -> u32 {
     DEFAULT_PEER_SILENCE_PTOS
 }
 
-/// Smallest datagram a connection may be configured to emit.
-pub const MIN_DATAGRAM: usize = 256;
-/// Largest datagram a connection may be configured to emit (fits a UDP payload).
-pub const MAX_DATAGRAM: usize = 65_000;
 /// Largest send or receive buffer, per connection.
 pub const MAX_BUFFER: usize = 1 << 30;
 

@@ -508,7 +508,7 @@ impl Connection {
         let header = Data::header_len(&Chunk::Padding, false);
         let padding = size
             .saturating_sub(header + self.config.packet_overhead())
-            .min(crate::config::MAX_DATAGRAM);
+            .min(crate::wire::MAX_DATAGRAM);
         let mut payload = std::mem::take(&mut self.sender.payload);
         payload.clear();
         payload.resize(padding, 0);

@@ -54,6 +54,11 @@ pub const MIN_HELLO_SIZE: usize = 1200;
 /// Upper bound on a data packet's header (everything but the payload), bytes.
 pub const MAX_DATA_HEADER: usize = 64;
 
+/// Smallest datagram a connection may be configured to emit.
+pub const MIN_DATAGRAM: usize = 256;
+/// Largest datagram a connection may be configured to emit (fits a UDP payload).
+pub const MAX_DATAGRAM: usize = 65_000;
+
 /// A random 64-bit connection id, chosen by the side that receives packets addressed with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConnectionId(pub u64);
