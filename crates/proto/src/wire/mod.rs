@@ -48,6 +48,13 @@ pub const MAX_ACK_RANGES: usize = 64;
 /// Longest close reason carried, bytes.
 pub const MAX_REASON_LEN: usize = 128;
 
+/// The application error code of a refused handshake.
+pub(crate) const REFUSED_CODE: u32 = 1;
+
+/// The code of a handshake refused because the client's pre-shared key binder did not verify
+/// (another key, or a key on one side only): the client reports [`CloseReason::KeyMismatch`].
+pub(crate) const KEY_MISMATCH_CODE: u32 = 2;
+
 /// A hello is padded to at least this size, so that answering it never amplifies traffic.
 pub const MIN_HELLO_SIZE: usize = 1200;
 
