@@ -176,7 +176,7 @@ pub struct Config {
     /// With data in flight, a peer that answers nothing for this many probe timeouts (RFC 9002
     /// §6.2: SRTT + 4 RTTVAR + the feedback interval), at least a second in all, while packets
     /// went out in as many distinct round trips, is declared gone long before the idle timeout
-    /// ([`CloseReason::PeerUnresponsive`](crate::CloseReason)); zero turns the check off.
+    /// (`CloseReason::PeerUnresponsive`); zero turns the check off.
     ///
     /// On a live path losing `p` of the packets each way, a round trip with one packet goes
     /// unanswered with probability about `1 - (1 - p)^2`, so each silence ends the connection with

@@ -1,8 +1,8 @@
 //! One QSTP connection: handshake, transfer, flow control, close; statistics at any time.
 //!
-//! A `Connection` lives inside an [`Endpoint`](crate::endpoint::Endpoint), which routes datagrams
-//! to it and collects what it wants to send. The application side is `write`/`read` for the
-//! ordered byte stream and `send_message`/`recv_message` for messages.
+//! A `Connection` lives inside an `Endpoint`, which routes datagrams to it and collects what it
+//! wants to send. The application side is `write`/`read` for the ordered byte stream and
+//! `send_message`/`recv_message` for messages.
 
 use crate::config::Config;
 use crate::rate::Rate;
