@@ -3,7 +3,7 @@
 
 use crate::capture::Capture;
 use anyhow::bail;
-use qstp_proto::config::{MAX_DATAGRAM, MIN_DATAGRAM};
+use qstp_proto::wire::{MAX_DATAGRAM, MIN_DATAGRAM};
 use qstp_proto::{Config, PreSharedKey};
 use std::path::PathBuf;
 use std::time::Duration;

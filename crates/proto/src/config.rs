@@ -6,42 +6,9 @@
 use crate::protection::Protection;
 use crate::rate::Rate;
 use crate::time::Duration;
+use crate::wire::{ErrorControl, Order, RateControl, MAX_DATAGRAM, MIN_DATAGRAM};
 use core::fmt;
 use core::str::FromStr;
-
-/// Which congestion control decides the allowed sending rate X.
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RateControl {
-    /// Send at a fixed rate, whatever the network says (for tests and calibration only).
-    Fixed {
-        /// The constant sending rate.
-        rate: Rate,
-    },
-    /// TFRC, RFC 5348.
-    Tfrc,
-    /// gTFRC: TFRC whose rate is lifted to `target` once out of slow start, as far as the receive
-    /// rate allows under the default [`GtfrcRule::Qstp`] (QSTP paper eq. (2)).
-    ///
-    /// The floor is applied when feedback arrives: while no feedback comes back, the no-feedback
-    /// timer (RFC 5348 §4.4) halves the rate as in TFRC, below `target` if need be.
-    Gtfrc {
-        /// The negotiated rate g; zero makes it plain TFRC.
-        target: Rate,
-    },
-    /// A TCP-like additive-increase multiplicative-decrease rate controller, for comparison.
-    Aimd,
-}
-
-impl RateControl {
-    /// The target rate g this controller guarantees, zero if none.
-    pub fn target(&self) -> Rate {
-        match self {
-            RateControl::Gtfrc { target } => *target,
-            _ => Rate::ZERO,
-        }
-    }
-}
 
 /// How gTFRC combines its target g with TFRC's limits outside slow start.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -128,41 +95,6 @@ impl FromStr for TfrcVersion {
     }
 }
 
-/// Which error control repairs losses.
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorControl {
-    /// No repair: lost data stays lost (DCCP-like).
-    None,
-    /// Datagram SACK with full reliability (QSTP paper §4.2).
-    SackFull,
-    /// Datagram SACK with per-message partial reliability: data is abandoned once its deadline has
-    /// passed or it was retransmitted `max_retransmissions` times, and the receiver told to skip it.
-    SackPartial {
-        /// Give up on a message this long after it was first written; `None` for no deadline.
-        deadline: Option<Duration>,
-        /// Give up on a message after this many retransmissions; `None` for no limit.
-        max_retransmissions: Option<u32>,
-    },
-}
-
-impl ErrorControl {
-    /// Whether lost data is ever sent again.
-    pub fn retransmits(&self) -> bool {
-        !matches!(self, ErrorControl::None)
-    }
-}
-
-/// In which order the receiver hands data to the application.
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Order {
-    /// In the order it was written: an ordered byte stream, or messages in order.
-    Ordered,
-    /// Messages as soon as each is complete.
-    Unordered,
-}
-
 /// The named compositions.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -244,7 +176,7 @@ pub struct Config {
     /// With data in flight, a peer that answers nothing for this many probe timeouts (RFC 9002
     /// §6.2: SRTT + 4 RTTVAR + the feedback interval), at least a second in all, while packets
     /// went out in as many distinct round trips, is declared gone long before the idle timeout
-    /// ([`CloseReason::PeerUnresponsive`](crate::CloseReason)); zero turns the check off.
+    /// (`CloseReason::PeerUnresponsive`); zero turns the check off.
     ///
     /// On a live path losing `p` of the packets each way, a round trip with one packet goes
     /// unanswered with probability about `1 - (1 - p)^2`, so each silence ends the connection with
@@ -442,10 +374,6 @@ fn default_peer_silence_ptos() -> u32 {
     DEFAULT_PEER_SILENCE_PTOS
 }
 
-/// Smallest datagram a connection may be configured to emit.
-pub const MIN_DATAGRAM: usize = 256;
-/// Largest datagram a connection may be configured to emit (fits a UDP payload).
-pub const MAX_DATAGRAM: usize = 65_000;
 /// Largest send or receive buffer, per connection.
 pub const MAX_BUFFER: usize = 1 << 30;
 

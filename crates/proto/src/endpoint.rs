@@ -8,12 +8,15 @@
 
 mod cookie;
 
-use crate::config::{Config, ConfigError, RateControl};
+use crate::config::{Config, ConfigError};
 use crate::connection::{is_protected_type, Connection, Event};
 use crate::protection::{KeyShare, PacketKeys, PreSharedKey, Protection, Side, Transcript};
 use crate::rate::Rate;
 use crate::time::{Duration, Time};
-use crate::wire::{destination_of, Close, ConnectionId, Hello, HelloPacket, Packet, Retry};
+use crate::wire::{
+    destination_of, Close, ConnectionId, Hello, HelloPacket, Packet, RateControl, Retry,
+    KEY_MISMATCH_CODE, REFUSED_CODE,
+};
 use cookie::CookieJar;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -22,13 +25,6 @@ use std::net::SocketAddr;
 
 /// Most stateless replies (retries, refusals) waiting to be sent; more are dropped.
 pub const MAX_STATELESS_REPLIES: usize = 64;
-
-/// The application error code of a refused handshake.
-const REFUSED_CODE: u32 = 1;
-
-/// The code of a handshake refused because the client's pre-shared key binder did not verify
-/// (another key, or a key on one side only): the client reports [`CloseReason::KeyMismatch`].
-pub(crate) const KEY_MISMATCH_CODE: u32 = 2;
 
 /// Identifies a connection inside its endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -11,12 +11,11 @@ pub mod range_set;
 pub mod rate;
 pub mod time;
 
-pub use config::{
-    Config, ConfigError, ErrorControl, GtfrcRule, Order, Preset, RateControl, TfrcVersion,
-};
+pub use config::{Config, ConfigError, GtfrcRule, Preset, TfrcVersion};
 pub use range_set::RangeSet;
 pub use rate::{Rate, RateParseError};
 pub use time::{Duration, DurationParseError, Time};
+pub use wire::{ErrorControl, Order, RateControl};
 
 pub mod connection;
 pub mod endpoint;

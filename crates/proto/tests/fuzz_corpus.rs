@@ -4,7 +4,6 @@
 //! After a deliberate layout change, rewrite the seeds with
 //! `QSTP_WRITE_CORPUS=1 cargo test -p qstp-proto --test fuzz_corpus`.
 
-use qstp_proto::config::{ErrorControl, Order, RateControl};
 use qstp_proto::wire::*;
 use qstp_proto::{Duration, Rate};
 use std::fs;

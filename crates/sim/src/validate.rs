@@ -11,7 +11,7 @@ use crate::error::{ComponentError, SimError};
 use crate::ids::MAX_FLOWS;
 use crate::source::CheckContext;
 use crate::spec::{LinkSpec, LossSpec, MarkerSpec, Protocol, SimSpec, Topology};
-use qstp_proto::config::MAX_DATAGRAM;
+use qstp_proto::wire::MAX_DATAGRAM;
 use qstp_proto::{Duration, Rate};
 use std::collections::BTreeSet;
 

@@ -4,7 +4,7 @@
 
 use super::fields::{FieldResult, Fields};
 use super::graph::Hosts;
-use qstp_proto::config::MAX_DATAGRAM;
+use qstp_proto::wire::MAX_DATAGRAM;
 use qstp_proto::{Duration, Rate};
 use qstp_sim::source::{QstpSpec, ReadContext, SourceKind};
 use qstp_sim::{AccessSpec, GroupSpec, Protocol, Switching};

@@ -70,7 +70,8 @@ pub use pacing::Pacer;
 pub use tfrc::receiver::{ReceiverReport, TfrcReceiver};
 pub use tfrc::sender::TfrcSender;
 
-use crate::config::{GtfrcRule, RateControl, TfrcVersion};
+use crate::config::{GtfrcRule, TfrcVersion};
+use crate::wire::RateControl;
 
 /// A reported loss event rate made usable: clamped to [0, 1], NaN taken as no loss.
 pub(crate) fn sane_loss_event_rate(p: f64) -> f64 {

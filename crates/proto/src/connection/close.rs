@@ -4,7 +4,7 @@
 
 use super::{CloseReason, Connection, Event, Role, State, Timer};
 use crate::time::{Duration, Time};
-use crate::wire::{Close, Packet, MAX_REASON_LEN};
+use crate::wire::{Close, Packet, KEY_MISMATCH_CODE, MAX_REASON_LEN};
 
 /// How many times a closed connection sends its close again, on its timer or to answer the
 /// peer's packets, until the peer's own close confirms it.
@@ -104,7 +104,7 @@ impl Connection {
             if self.role == Role::Client {
                 // The server refused the hello (unsupported composition, too many connections,
                 // another pre-shared key).
-                let reason = if close.code == crate::endpoint::KEY_MISMATCH_CODE {
+                let reason = if close.code == KEY_MISMATCH_CODE {
                     CloseReason::KeyMismatch
                 } else {
                     CloseReason::Refused

@@ -2,10 +2,9 @@
 //! backed-off timer while unanswered), the server's accept, and what each side learns from it.
 
 use super::{CloseReason, Connection, Event, Role, State, Timer};
-use crate::config::MIN_DATAGRAM;
 use crate::protection::{PacketKeys, Side, Transcript, BINDER_LEN, TAG_LEN};
 use crate::time::{Duration, Time};
-use crate::wire::{Accept, AcceptKeys, Composition, Cookie, Hello, Packet, Retry};
+use crate::wire::{Accept, AcceptKeys, Composition, Cookie, Hello, Packet, Retry, MIN_DATAGRAM};
 
 /// Most retries a client follows in one handshake (a server sends one per cookie-less hello).
 const MAX_RETRIES: u32 = 3;

@@ -1,8 +1,8 @@
 //! One QSTP connection: handshake, transfer, flow control, close; statistics at any time.
 //!
-//! A `Connection` lives inside an [`Endpoint`](crate::endpoint::Endpoint), which routes datagrams
-//! to it and collects what it wants to send. The application side is `write`/`read` for the
-//! ordered byte stream and `send_message`/`recv_message` for messages.
+//! A `Connection` lives inside an `Endpoint`, which routes datagrams to it and collects what it
+//! wants to send. The application side is `write`/`read` for the ordered byte stream and
+//! `send_message`/`recv_message` for messages.
 
 use crate::config::Config;
 use crate::rate::Rate;
@@ -438,7 +438,7 @@ impl Connection {
             let rto = self.sender.rto(&self.config);
             let peer_floor = match self.config.congestion {
                 // Both sides run the composition of the hello: the peer's rate is this one.
-                crate::config::RateControl::Fixed { rate } => {
+                crate::wire::RateControl::Fixed { rate } => {
                     Some(rate.transmit_time(self.config.segment_size()))
                 }
                 _ => None,
@@ -608,9 +608,9 @@ impl Connection {
         self.last_now = self.last_now.max(now);
         self.check_writable()?;
         let deadline = match (self.config.error, deadline) {
-            (crate::config::ErrorControl::SackPartial { .. }, Some(d)) => Some(now + d),
+            (crate::wire::ErrorControl::SackPartial { .. }, Some(d)) => Some(now + d),
             (
-                crate::config::ErrorControl::SackPartial {
+                crate::wire::ErrorControl::SackPartial {
                     deadline: Some(d), ..
                 },
                 None,
@@ -669,7 +669,7 @@ impl Connection {
 
     /// Change the target rate g at run time (the paper's setsockopt); ignored without gTFRC.
     pub fn set_target_rate(&mut self, target: Rate) {
-        if let crate::config::RateControl::Gtfrc { target: t } = &mut self.config.congestion {
+        if let crate::wire::RateControl::Gtfrc { target: t } = &mut self.config.congestion {
             *t = target;
             self.sender.rate.set_target(target);
         }

@@ -7,12 +7,12 @@ use super::rto::RtoEstimator;
 use super::sla::SlaMonitor;
 use super::{Connection, Event, State};
 use crate::cc::{self, FeedbackReport, Pacer, RateController};
-use crate::config::{Config, ErrorControl};
+use crate::config::Config;
 use crate::delivery::{MessageSendQueue, StreamSendBuffer};
 use crate::ec::{AckError, SackSender, SentChunk, SentPacket};
 use crate::rate::Rate;
 use crate::time::{Duration, Time};
-use crate::wire::{Chunk, Data, Feedback, Packet};
+use crate::wire::{Chunk, Data, ErrorControl, Feedback, Packet};
 
 /// The wait between two window probes grows to at most 2^this RTOs.
 const MAX_PROBE_BACKOFF: u32 = 6;
@@ -508,7 +508,7 @@ impl Connection {
         let header = Data::header_len(&Chunk::Padding, false);
         let padding = size
             .saturating_sub(header + self.config.packet_overhead())
-            .min(crate::config::MAX_DATAGRAM);
+            .min(crate::wire::MAX_DATAGRAM);
         let mut payload = std::mem::take(&mut self.sender.payload);
         payload.clear();
         payload.resize(padding, 0);

@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::DeliveryError;
-use crate::config::Order;
 use crate::range_set::RangeSet;
+use crate::wire::Order;
 
 /// Most disjoint received ranges one message may hold: a fragment that would open more is
 /// refused (the sender sends it again), so tiny scattered fragments cannot cost quadratic time.

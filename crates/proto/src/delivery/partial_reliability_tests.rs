@@ -18,9 +18,9 @@ use proptest::prelude::*;
 
 use super::test_channel::{schedule, Channel, Hop};
 use super::{MessageReassembler, MessageSendQueue};
-use crate::config::{ErrorControl, Order};
 use crate::ec::{ReceivedPackets, SackSender, SentChunk, SentPacket};
 use crate::time::{Duration, Time};
+use crate::wire::{ErrorControl, Order};
 
 #[derive(Clone, Debug)]
 struct Fragment {

@@ -4,9 +4,9 @@ use proptest::prelude::*;
 
 use super::test_channel::{schedule, Channel, Hop};
 use super::{StreamReassembler, StreamSendBuffer};
-use crate::config::ErrorControl;
 use crate::ec::{ReceivedPackets, SackSender, SentChunk, SentPacket};
 use crate::time::{Duration, Time};
+use crate::wire::ErrorControl;
 
 #[derive(Clone, Debug)]
 struct DataPacket {

@@ -6,8 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use crate::config::ErrorControl;
 use crate::time::{Duration, Time};
+use crate::wire::ErrorControl;
 
 /// What a sent packet carried, remembered until it is acknowledged or declared lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

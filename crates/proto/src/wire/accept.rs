@@ -8,8 +8,7 @@
 use super::header::{
     be_u16, be_u32, be_u64, check_exact_len, destination, emit_destination, emit_type, Field,
 };
-use super::{Accept, AcceptKeys, ConnectionId, PacketType, WireError};
-use crate::config::{MAX_DATAGRAM, MIN_DATAGRAM};
+use super::{Accept, AcceptKeys, ConnectionId, PacketType, WireError, MAX_DATAGRAM, MIN_DATAGRAM};
 use crate::protection::{KEY_SHARE_LEN, TAG_LEN};
 
 /// Field offsets.

@@ -1,4 +1,5 @@
-//! The composition block of a hello: congestion control, error control and order, 24 bytes.
+//! The composition a connection runs (congestion control, error control and order) and its block
+//! in a hello, 24 bytes.
 //!
 //! Layout (offsets within the block, integers big-endian):
 //! congestion code (1), rate in bit/s (8), error code (1), partial-reliability flags (1),
@@ -7,9 +8,77 @@
 
 use super::header::{be_u32, be_u64, Field};
 use super::{Composition, WireError};
-use crate::config::{ErrorControl, Order, RateControl};
 use crate::rate::Rate;
 use crate::time::Duration;
+
+/// Which congestion control decides the allowed sending rate X.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateControl {
+    /// Send at a fixed rate, whatever the network says (for tests and calibration only).
+    Fixed {
+        /// The constant sending rate.
+        rate: Rate,
+    },
+    /// TFRC, RFC 5348.
+    Tfrc,
+    /// gTFRC: TFRC whose rate is lifted to `target` once out of slow start, as far as the receive
+    /// rate allows under the default `GtfrcRule::Qstp` (QSTP paper eq. (2)).
+    ///
+    /// The floor is applied when feedback arrives: while no feedback comes back, the no-feedback
+    /// timer (RFC 5348 §4.4) halves the rate as in TFRC, below `target` if need be.
+    Gtfrc {
+        /// The negotiated rate g; zero makes it plain TFRC.
+        target: Rate,
+    },
+    /// A TCP-like additive-increase multiplicative-decrease rate controller, for comparison.
+    Aimd,
+}
+
+impl RateControl {
+    /// The target rate g this controller guarantees, zero if none.
+    pub fn target(&self) -> Rate {
+        match self {
+            RateControl::Gtfrc { target } => *target,
+            _ => Rate::ZERO,
+        }
+    }
+}
+
+/// Which error control repairs losses.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorControl {
+    /// No repair: lost data stays lost (DCCP-like).
+    None,
+    /// Datagram SACK with full reliability (QSTP paper §4.2).
+    SackFull,
+    /// Datagram SACK with per-message partial reliability: data is abandoned once its deadline has
+    /// passed or it was retransmitted `max_retransmissions` times, and the receiver told to skip it.
+    SackPartial {
+        /// Give up on a message this long after it was first written; `None` for no deadline.
+        deadline: Option<Duration>,
+        /// Give up on a message after this many retransmissions; `None` for no limit.
+        max_retransmissions: Option<u32>,
+    },
+}
+
+impl ErrorControl {
+    /// Whether lost data is ever sent again.
+    pub fn retransmits(&self) -> bool {
+        !matches!(self, ErrorControl::None)
+    }
+}
+
+/// In which order the receiver hands data to the application.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// In the order it was written: an ordered byte stream, or messages in order.
+    Ordered,
+    /// Messages as soon as each is complete.
+    Unordered,
+}
 
 /// Field offsets within the block.
 mod field {

@@ -9,8 +9,10 @@
 
 use super::composition;
 use super::header::{be_u16, be_u32, be_u64, emit_type, Field};
-use super::{ConnectionId, Cookie, Hello, PacketType, WireError, COOKIE_LEN, MIN_HELLO_SIZE};
-use crate::config::{MAX_DATAGRAM, MIN_DATAGRAM};
+use super::{
+    ConnectionId, Cookie, Hello, PacketType, WireError, COOKIE_LEN, MAX_DATAGRAM, MIN_DATAGRAM,
+    MIN_HELLO_SIZE,
+};
 use crate::protection::{BINDER_LEN, KEY_SHARE_LEN};
 
 /// Field offsets.
@@ -231,9 +233,8 @@ impl Hello {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ErrorControl, Order, RateControl};
     use crate::rate::Rate;
-    use crate::wire::{Composition, Packet};
+    use crate::wire::{Composition, ErrorControl, Order, Packet, RateControl};
 
     fn example() -> Hello {
         Hello {

@@ -11,8 +11,6 @@
 //! representation. Integers are big-endian; a field a flag or code leaves unused must be zero, so
 //! every packet but a hello (whose zero padding may be longer) has exactly one encoding.
 
-use crate::config::{ErrorControl, Order, RateControl};
-
 mod accept;
 mod close;
 mod composition;
@@ -28,6 +26,7 @@ mod varint;
 
 pub use accept::{AcceptPacket, ACCEPT_LEN, PROTECTED_ACCEPT_LEN};
 pub use close::ClosePacket;
+pub use composition::{ErrorControl, Order, RateControl};
 pub use data::DataPacket;
 pub use error::WireError;
 pub use feedback::{check_ack_ranges, FeedbackPacket, PPB_ONE};
@@ -49,11 +48,23 @@ pub const MAX_ACK_RANGES: usize = 64;
 /// Longest close reason carried, bytes.
 pub const MAX_REASON_LEN: usize = 128;
 
+/// The application error code of a refused handshake.
+pub(crate) const REFUSED_CODE: u32 = 1;
+
+/// The code of a handshake refused because the client's pre-shared key binder did not verify
+/// (another key, or a key on one side only): the client reports [`CloseReason::KeyMismatch`].
+pub(crate) const KEY_MISMATCH_CODE: u32 = 2;
+
 /// A hello is padded to at least this size, so that answering it never amplifies traffic.
 pub const MIN_HELLO_SIZE: usize = 1200;
 
 /// Upper bound on a data packet's header (everything but the payload), bytes.
 pub const MAX_DATA_HEADER: usize = 64;
+
+/// Smallest datagram a connection may be configured to emit.
+pub const MIN_DATAGRAM: usize = 256;
+/// Largest datagram a connection may be configured to emit (fits a UDP payload).
+pub const MAX_DATAGRAM: usize = 65_000;
 
 /// A random 64-bit connection id, chosen by the side that receives packets addressed with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -17,7 +17,7 @@ fn cookie() -> impl Strategy<Value = Cookie> {
 }
 
 fn max_datagram() -> impl Strategy<Value = u16> {
-    (crate::config::MIN_DATAGRAM as u16)..=(crate::config::MAX_DATAGRAM as u16)
+    (MIN_DATAGRAM as u16)..=(MAX_DATAGRAM as u16)
 }
 
 fn composition() -> impl Strategy<Value = Composition> {

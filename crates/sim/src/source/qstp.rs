@@ -12,7 +12,8 @@ use crate::agent::Agent;
 use crate::error::SimError;
 use qstp_dataplane::headers::UDP_IP_HEADER;
 use qstp_dataplane::params::{ParamResult, ParamTable};
-use qstp_proto::config::{GtfrcRule, MIN_DATAGRAM};
+use qstp_proto::config::GtfrcRule;
+use qstp_proto::wire::MIN_DATAGRAM;
 use qstp_proto::{
     Config, Endpoint, EndpointConfig, ErrorControl, Order, Preset, Protection, Rate, RateControl,
     TfrcVersion,
