@@ -212,7 +212,7 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
         println!(
             "pcap:    {} file(s) in {} (link {link}, the first run of each point, at most {} packets each)",
             plan.points.len(),
-            out.join(qstp_lab::pcap::FOLDER).display(),
+            out.join(qstp_lab::output::PCAP_FOLDER).display(),
             args.pcap_limit
         );
     }

@@ -13,7 +13,8 @@
 //! - [`link`]: links as sans-IO ports ([`link::Port`]): the packet [`link::Link`] (queue,
 //!   serialisation, loss, delay) and the pool of packets its driver keeps.
 //! - [`atm`]: the ATM cell port (AAL5 segmentation, shaping, GCRA policing, selective cell
-//!   discard, reassembly) and the AF-over-ATM paper's throughput estimate.
+//!   discard, reassembly); [`aal5`]: AAL5 framing into 53-byte cells and the AF-over-ATM
+//!   paper's throughput estimate.
 //!
 //! Each family of components has one registry: queues ([`queue::QueueSpec`]), markers
 //! ([`marker::MarkerSpec`]) and loss models ([`loss::LossSpec`]) are enums made by [`registry!`]
@@ -23,6 +24,7 @@
 //! line; `--help`, errors and serde follow from the registry. Queues, markers and loss models are
 //! `Send`, so a forwarder thread can own them.
 
+pub mod aal5;
 pub mod atm;
 pub mod classify;
 pub mod color;

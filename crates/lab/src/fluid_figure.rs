@@ -2,7 +2,7 @@
 //! a Free & Stunts scenario, the Free's, the mean Stunt's and the mean cross flow's goodput over
 //! time from both, with the Free's target, in packets per second as the paper's Fig. 3.
 
-use crate::delegation_view::delegation_series_of;
+use crate::figures::delegation::delegation_series_of;
 use crate::metrics::RunSeries;
 use crate::plot::{Chart, Line, Shade};
 use crate::scenario::Scenario;

@@ -13,7 +13,6 @@ pub mod scenario;
 /// The simulator's entry point, as the runner calls it.
 pub use qstp_sim::run_with_progress as simulate;
 pub mod choose;
-pub mod delegation_view;
 pub mod figures;
 pub mod fluid_figure;
 pub mod output;

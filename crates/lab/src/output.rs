@@ -4,7 +4,7 @@
 //! series, one column per flow; `series/delegation-*.csv` the Free & Stunts view of it),
 //! `inputs/` (copies of the files the scenario read, such as trace CSVs),
 //! `plots/*.svg` and `plots/*.pdf`, `report.html`, and with
-//! `--pcap` the packet captures in `pcap/` ([`crate::pcap`]).
+//! `--pcap` the packet captures in `pcap/` (written by the `pcap` module).
 //!
 //! The folder is the lab's: it holds a `.qstp-results` marker, and a later run into it first
 //! removes what an earlier run wrote there (and nothing else). A folder that exists, is not empty
@@ -19,6 +19,9 @@ use crate::scenario::{protocol_name, Plan};
 use crate::summary::{params_label, Summary};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+/// The folder of the packet captures in a results folder.
+pub const PCAP_FOLDER: &str = "pcap";
 
 /// Why the results could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -94,7 +97,7 @@ pub fn prepare_pcap(dir: &Path) -> Result<PathBuf, OutputError> {
     claim(dir)?;
     mkdir(dir)?;
     write(&dir.join(MARKER), MARKER_TEXT)?;
-    let folder = dir.join(crate::pcap::FOLDER);
+    let folder = dir.join(PCAP_FOLDER);
     if folder.is_dir() {
         std::fs::remove_dir_all(&folder).map_err(|error| OutputError::Io {
             path: folder.clone(),
@@ -106,7 +109,7 @@ pub fn prepare_pcap(dir: &Path) -> Result<PathBuf, OutputError> {
 }
 
 /// Copy the files the scenario read (trace CSVs) into `dir/inputs/`, at the paths it names them
-/// by, where [`crate::reload::load`] finds them. A name that leaves the scenario's folder
+/// by, where `reload::load` finds them. A name that leaves the scenario's folder
 /// (absolute, or with `..`) is not copied: `qstp plot` then says which file it misses.
 fn copy_inputs(dir: &Path, plan: &Plan) -> Result<(), OutputError> {
     let from = Path::new(&plan.file).parent().unwrap_or(Path::new("."));
@@ -199,7 +202,7 @@ pub fn write_all_keeping_pcap(
     results: &[PointResult],
     summary: &Summary,
 ) -> Result<Written, OutputError> {
-    write_outputs(dir, plan, results, summary, &[crate::pcap::FOLDER])
+    write_outputs(dir, plan, results, summary, &[PCAP_FOLDER])
 }
 
 fn write_outputs(
@@ -243,9 +246,9 @@ fn write_outputs(
             .collect();
         write(&path, &series_csv(s, &names))?;
         series.push(path);
-        if let Some(d) = crate::delegation_view::delegation_series(&point.scenario, s) {
+        if let Some(d) = crate::figures::delegation::delegation_series(&point.scenario, s) {
             let path = series_dir.join(format!("delegation-{}.csv", point_stem(summary, p)));
-            write(&path, &crate::delegation_view::delegation_csv(&d))?;
+            write(&path, &crate::figures::delegation::delegation_csv(&d))?;
             series.push(path);
         }
     }

@@ -19,9 +19,6 @@ use std::sync::Mutex;
 /// Most packets captured per file unless told otherwise (about 150 MB of 1500-byte packets).
 pub const DEFAULT_LIMIT: u64 = 100_000;
 
-/// The folder of the captures in a results folder.
-pub const FOLDER: &str = "pcap";
-
 /// Check that every point of `plan` has a link named `link`; the error lists the names known.
 pub fn check_link(plan: &Plan, link: &str) -> Result<(), String> {
     for (p, point) in plan.points.iter().enumerate() {

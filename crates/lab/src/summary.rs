@@ -183,7 +183,7 @@ pub struct GroupSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phb: Option<String>,
     /// On an ATM trunk: the TCP throughput per connection the AF-over-ATM paper's assumptions
-    /// give (AF-over-ATM paper §4.1, [`qstp_dataplane::atm::estimate`]), bit/s, to set beside
+    /// give (AF-over-ATM paper §4.1, [`qstp_dataplane::aal5::estimate`]), bit/s, to set beside
     /// the measured goodput.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimate_bps: Option<f64>,
@@ -367,7 +367,7 @@ pub fn atm_estimates(pt: &crate::scenario::Point) -> Option<Vec<f64>> {
             .enumerate()
             .map(|(i, g)| {
                 let size = g.packet_size.unwrap_or(s.packet_size) as u64;
-                let e = qstp_dataplane::atm::estimate(
+                let e = qstp_dataplane::aal5::estimate(
                     s.bottleneck().rate,
                     &scr,
                     &connections,

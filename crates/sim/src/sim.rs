@@ -332,7 +332,7 @@ impl<'a> World<'a> {
                     packets: cells.to_vec(),
                     bytes: cells
                         .iter()
-                        .map(|c| c * qstp_dataplane::atm::CELL)
+                        .map(|c| c * qstp_dataplane::aal5::CELL)
                         .collect(),
                 })
                 .collect();

@@ -37,7 +37,7 @@ pub fn spawn_sink(
             let addr = SocketAddrV4::new(pair.receiver, hosts::TCP_PORT);
             hosts::spawn_sink(ns, addr, timing, stop.clone())
         }
-        other => Err(crate::run::not_on_testbed(&group.name, other)),
+        other => Err(not_on_testbed(&group.name, other)),
     }
 }
 
@@ -118,7 +118,7 @@ pub fn spawn_sender(
             let cc = how.congestion.unwrap_or_else(|| "reno".into());
             Sender::Stats(hosts::spawn_sender(ns, to, cc, dscp, start, timing, stop))
         }
-        other => return Err(crate::run::not_on_testbed(&group.name, other)),
+        other => return Err(not_on_testbed(&group.name, other)),
     })
 }
 
@@ -145,4 +145,12 @@ impl Sender {
             }),
         }
     }
+}
+
+/// The refusal of a group whose source kind has no real counterpart here.
+pub(crate) fn not_on_testbed(group: &str, protocol: &Protocol) -> TestbedError {
+    TestbedError::Unsupported(format!(
+        "group '{group}': protocol '{}' does not run on the testbed (tcp, qstp, tfrc-sack, tfrc, gtfrc, cbr and onoff do)",
+        protocol.get().label()
+    ))
 }

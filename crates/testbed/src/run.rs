@@ -213,7 +213,7 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
                 congestion.push(None);
                 continue;
             }
-            other => return Err(not_on_testbed(&g.name, other)),
+            other => return Err(flows::not_on_testbed(&g.name, other)),
         };
         let name = hosts::kernel_congestion(&cc.name);
         if !available.contains(&name) {
@@ -517,14 +517,6 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         atm: None,
     };
     Ok(TestbedRun { output, report })
-}
-
-/// The refusal of a group whose source kind has no real counterpart here.
-pub(crate) fn not_on_testbed(group: &str, protocol: &Protocol) -> TestbedError {
-    TestbedError::Unsupported(format!(
-        "group '{group}': protocol '{}' does not run on the testbed (tcp, qstp, tfrc-sack, tfrc, gtfrc, cbr and onoff do)",
-        protocol.get().label()
-    ))
 }
 
 /// With classification by DSCP, every group needs a code point of its own.

@@ -15,7 +15,7 @@
 //! it happens) and whenever a frame is offered. A cell costs no allocation: cells are small
 //! copies in buffers allocated once at their full size.
 
-use super::{aal5_cells, CELL};
+use crate::aal5::{aal5_cells, CELL};
 use crate::color::Color;
 use crate::link::{LinkStats, Offered, PacketId, PacketPool, Port, QueuedPacket};
 use crate::marker::{Gcra, Verdict};

@@ -5,7 +5,7 @@
 //!
 //! - [`Link`]: a packet queue at the input, serialisation at the link's rate, an optional random
 //!   loss model after the queue, and a propagation delay;
-//! - [`crate::atm::CellPort`]: an ATM trunk that cuts each packet into cells (AAL5), shapes,
+//! - the ATM cell port (`atm::CellPort`): an ATM trunk that cuts each packet into cells (AAL5), shapes,
 //!   polices, queues and serves them cell by cell, and reassembles them at the far end.
 //!
 //! A port never sees a clock or a scheduler. Whoever drives it (the simulator's event loop, or the

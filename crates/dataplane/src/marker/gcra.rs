@@ -12,7 +12,7 @@
 //! rounded (down, by less than one unit), once, when the policer is made.
 
 use super::{color_mode, ColorMode, Marker, MarkerKind, MarkerSpecError, Verdict};
-use crate::atm::CELL as CELL_BYTES;
+use crate::aal5::CELL as CELL_BYTES;
 use crate::color::Color;
 use crate::params::{ParamResult, ParamTable};
 use crate::registry::Kind;

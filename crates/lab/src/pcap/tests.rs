@@ -63,7 +63,9 @@ fn the_bottleneck_capture_reads_back_as_ipv4_with_the_simulated_sizes() {
     let plan = plan();
     let results = execute_captured(&plan, 2, &dir, "bottleneck", DEFAULT_LIMIT, &|_| {}).unwrap();
     assert_eq!(results.len(), 2);
-    let files: Vec<PathBuf> = (0..2).map(|p| path(&plan, &dir.join(FOLDER), p)).collect();
+    let files: Vec<PathBuf> = (0..2)
+        .map(|p| path(&plan, &dir.join(crate::output::PCAP_FOLDER), p))
+        .collect();
     assert!(
         files[0].ends_with("pcap/p00-U.rate=300k.pcap"),
         "{:?}",
@@ -131,7 +133,7 @@ fn the_capture_is_bounded_and_access_links_can_be_captured() {
     let plan = plan();
     execute_captured(&plan, 1, &dir, "access/T/0", 50, &|_| {}).unwrap();
     for p in 0..2 {
-        let file = File::open(path(&plan, &dir.join(FOLDER), p)).unwrap();
+        let file = File::open(path(&plan, &dir.join(crate::output::PCAP_FOLDER), p)).unwrap();
         let mut reader = PcapReader::new(file).unwrap();
         let mut count = 0;
         while let Some(packet) = reader.next_packet() {
@@ -152,9 +154,9 @@ fn the_capture_is_bounded_and_access_links_can_be_captured() {
     );
     let results = crate::runner::execute(&plan, 1, crate::simulate, &|_| {}).unwrap();
     output::write_all_keeping_pcap(&dir, &plan, &results, &summary).unwrap();
-    assert!(path(&plan, &dir.join(FOLDER), 1).is_file());
+    assert!(path(&plan, &dir.join(crate::output::PCAP_FOLDER), 1).is_file());
     output::write_all(&dir, &plan, &results, &summary).unwrap();
-    assert!(!dir.join(FOLDER).exists());
+    assert!(!dir.join(crate::output::PCAP_FOLDER).exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

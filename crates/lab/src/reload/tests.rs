@@ -89,3 +89,34 @@ fn a_folder_without_a_summary_or_with_a_broken_csv_says_which_file() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_results_folder_keeps_the_trace_it_ran_so_it_redraws_alone() {
+    let temp =
+        |name: &str| std::env::temp_dir().join(format!("qstp-lab-{name}-{}", std::process::id()));
+    let src = temp("inputs-src");
+    let out = temp("inputs-out");
+    let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(src.join("traces")).unwrap();
+    std::fs::write(src.join("traces/t.csv"), "seconds,bps\n0,2M\n5,1M\n").unwrap();
+    let text = "name = \"t\"\nduration = \"10s\"\n[bottleneck]\nrate = \"10M\"\n\
+                queue = { kind = \"droptail\", limit = 50 }\n\
+                [[group]]\nname = \"F\"\nprotocol = \"tcp\"\nrtt = \"40ms\"\n\
+                [[group]]\nname = \"S\"\nprotocol = \"tcp\"\nflows = 3\nrtt = \"40ms\"\n\
+                [delegation]\nfree = \"F\"\nstunts = \"S\"\ncontroller = { kind = \"onoff\" }\n\
+                trace = { file = \"traces/t.csv\" }\n";
+    let file = src.join("t.toml");
+    std::fs::write(&file, text).unwrap();
+    let plan = crate::scenario::load(&file, &Overrides::default()).unwrap();
+    let results = execute(&plan, 1, crate::simulate, &|_| {}).unwrap();
+    let summary = build(&plan, &results, &Overrides::default());
+    write_all(&out, &plan, &results, &summary).unwrap();
+    assert!(out.join("inputs/traces/t.csv").is_file());
+    // The scenario's own folder is gone: the results folder alone redraws.
+    std::fs::remove_dir_all(&src).unwrap();
+    let loaded = load(&out).unwrap_or_else(|e| panic!("{e}"));
+    let trace = &loaded.plan.base().delegation.as_ref().unwrap().trace;
+    assert_eq!(trace.points().len(), 2);
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -2,7 +2,7 @@
 //! Free's throughput, the mean Stunt's and the mean cross flow's over time, as a series file and
 //! a figure; and, over a sweep, V+, V- and V* against the swept key (Figs. 5 and 7).
 
-use crate::figures::{group_series, point_stem, Figure};
+use super::{group_series, point_stem, Figure};
 use crate::metrics::RunSeries;
 use crate::plot::{Chart, Line, Shade};
 use crate::scenario::{Plan, Scenario};
@@ -178,7 +178,7 @@ pub fn matching_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
             continue;
         }
         let mut lines = Vec::new();
-        for (label, mut ps) in crate::figures::by_other_keys(plan, key) {
+        for (label, mut ps) in super::by_other_keys(plan, key) {
             ps.sort_by(|&a, &b| x_of(a).unwrap_or(0.0).total_cmp(&x_of(b).unwrap_or(0.0)));
             let suffix = if label.is_empty() {
                 String::new()

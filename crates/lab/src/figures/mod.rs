@@ -3,6 +3,8 @@
 //! a number of flows, the mean with min/max bars (QSTP Fig. 5) and the standard deviation (Fig. 6)
 //! against that number.
 
+pub mod delegation;
+
 use crate::metrics::RunSeries;
 use crate::plot::{Chart, Line, Reference, Shade};
 use crate::runner::PointResult;
@@ -223,8 +225,8 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
         if let Some(figure) = queue_figure(first, summary, p, &label, result.runs[0].seed, warmup) {
             out.push(figure);
         }
-        if let Some(d) = crate::delegation_view::delegation_series(&point.scenario, first) {
-            out.push(crate::delegation_view::delegation_figure(
+        if let Some(d) = delegation::delegation_series(&point.scenario, first) {
+            out.push(delegation::delegation_figure(
                 &point.scenario,
                 &d,
                 summary,
@@ -270,7 +272,7 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
     out.extend(flow_sweep_figures(plan, summary));
     out.extend(swept_key_figures(plan, summary));
     out.extend(metric_figures(plan, summary));
-    out.extend(crate::delegation_view::matching_figures(plan, summary));
+    out.extend(delegation::matching_figures(plan, summary));
     out.extend(atm_figures(plan, results, summary));
     out
 }
