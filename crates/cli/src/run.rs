@@ -74,15 +74,15 @@ pub fn congestion_help() -> String {
     for (title, kinds) in [
         (
             "Queues (queue = { kind = \"NAME\", .. })",
-            qstp_sim::QueueSpec::KINDS,
+            qstp_dataplane::queue::QueueSpec::KINDS,
         ),
         (
             "Markers of a group (marker = { kind = \"NAME\", .. })",
-            qstp_sim::MarkerSpec::KINDS,
+            qstp_dataplane::marker::MarkerSpec::KINDS,
         ),
         (
             "Loss models of a link (loss = { kind = \"NAME\", .. })",
-            qstp_sim::LossSpec::KINDS,
+            qstp_dataplane::loss::LossSpec::KINDS,
         ),
     ] {
         out.push_str(title);

@@ -53,7 +53,8 @@ pub use model::Model;
 
 use qstp_proto::{Duration, Time};
 use qstp_sim::error::SimError;
-use qstp_sim::spec::{RunOutput, SimSpec};
+use qstp_sim::output::RunOutput;
+use qstp_sim::spec::SimSpec;
 
 /// The step when a scenario gives none.
 pub const DEFAULT_STEP: Duration = Duration::from_millis(1);

@@ -4,10 +4,12 @@
 
 use super::FluidParams;
 use qstp_dataplane::headers::tcp_payload;
+use qstp_dataplane::queue::QueueSpec;
 use qstp_sim::delegation::DelegationSpec;
 use qstp_sim::error::SimError;
+use qstp_sim::source::Protocol;
 use qstp_sim::source::TcpSpec;
-use qstp_sim::spec::{Protocol, QueueSpec, SimSpec, Topology};
+use qstp_sim::spec::{SimSpec, Topology};
 
 /// A flow's part in the Free & Stunts group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -452,7 +452,7 @@ pub fn jain(values: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use qstp_sim::CodePointCounters;
+    use qstp_dataplane::queue::CodePointCounters;
 
     fn record(group: usize, flow: u32, bytes_per_bin: u64, bins: usize) -> FlowRecord {
         FlowRecord {

@@ -9,7 +9,8 @@
 use crate::metrics::{jain, RunMetrics, Stats};
 use crate::runner::PointResult;
 use crate::scenario::{protocol_name, Overrides, Plan};
-use qstp_sim::{CodePointCounters, QueueRecord};
+use qstp_dataplane::queue::CodePointCounters;
+use qstp_sim::QueueRecord;
 use serde::{Deserialize, Serialize};
 
 /// The qstp version that writes summaries.

@@ -1,9 +1,9 @@
 //! A small plan and a stand-in simulator for the lab's unit tests.
 
+use qstp_dataplane::queue::CodePointCounters;
 use qstp_proto::Time;
 use qstp_sim::{
-    CodePointCounters, FlowRecord, Protocol, QueueRecord, QueueSeries, RateSample, RunOutput,
-    SenderSeries, SimSpec,
+    FlowRecord, Protocol, QueueRecord, QueueSeries, RateSample, RunOutput, SenderSeries, SimSpec,
 };
 
 pub(crate) const PLAN: &str = r#"

@@ -20,8 +20,9 @@
 // A benchmark measures wall-clock time: the determinism bans of clippy.toml do not apply.
 #![allow(clippy::disallowed_types)]
 
+use qstp_dataplane::queue::QueueSpec;
 use qstp_proto::{Duration, Rate};
-use qstp_sim::{run, GroupSpec, LinkSpec, Protocol, QueueSpec, SimSpec, Topology};
+use qstp_sim::{run, GroupSpec, LinkSpec, Protocol, SimSpec, Topology};
 use qstp_sim::{CbrSpec, QstpSpec, TcpSpec};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};

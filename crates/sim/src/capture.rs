@@ -24,7 +24,8 @@
 
 use crate::ids::{LinkId, PacketId};
 use crate::network::{Packet, Payload, QueueEvent, QueueObserver};
-use crate::spec::{Color, SimSpec};
+use crate::spec::SimSpec;
+use qstp_dataplane::color::Color;
 use qstp_dataplane::headers::{checksum, ipv4_pseudo_sum, Ipv4, PROTO_TCP};
 use qstp_proto::Time;
 

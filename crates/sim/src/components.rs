@@ -3,9 +3,11 @@
 
 use crate::error::{ComponentError, SimError};
 use crate::network::QueuedPacket;
-use crate::spec::{LossSpec, MarkerSpec, QueueSpec};
+use qstp_dataplane::loss::LossSpec;
 use qstp_dataplane::loss::{self, LossModel};
+use qstp_dataplane::marker::MarkerSpec;
 use qstp_dataplane::marker::{self, Marker};
+use qstp_dataplane::queue::QueueSpec;
 use qstp_dataplane::queue::{self, QueueDiscipline};
 
 fn refused(component: &str, error: impl Into<ComponentError>) -> SimError {

@@ -13,7 +13,8 @@ use crate::error::SimError;
 use crate::ids::{LinkId, NodeId};
 use crate::network::{Conditioner, Network, NodeKind};
 use crate::rng::{stream, StreamKind};
-use crate::spec::{LinkSpec, MarkerSpec};
+use crate::spec::LinkSpec;
+use qstp_dataplane::marker::MarkerSpec;
 use qstp_proto::Duration;
 
 /// Most nodes a graph may have: enough for the dumbbell of the most flows a run may have (two
@@ -331,7 +332,8 @@ fn path_delay(net: &Network, from: NodeId, to: NodeId) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{QueueSpec, TokenBucketSpec};
+    use qstp_dataplane::marker::TokenBucketSpec;
+    use qstp_dataplane::queue::QueueSpec;
     use qstp_proto::Rate;
 
     fn link(name: &str, from: usize, to: usize, mbps: u64, ms: u64) -> GraphLink {

@@ -13,8 +13,8 @@
 
 use crate::agent::Agent;
 use crate::network::Network;
+use crate::output::RunOutput;
 use crate::record::Recorder;
-use crate::spec::RunOutput;
 use qstp_proto::{Duration, Time};
 
 /// What a hook may look at and change.

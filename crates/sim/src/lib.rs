@@ -27,9 +27,14 @@
 //! senders through `qstp-tcp`'s congestion-signal events (`qstp-fluid` solves the same
 //! scenarios' fluid model instead of simulating packets).
 
+pub mod output;
 pub mod spec;
 
-pub use spec::*;
+pub use output::{
+    AtmRecord, FlowRecord, QueueRecord, QueueSeries, RateSample, RunOutput, SenderSeries,
+};
+pub use source::{CbrSpec, OnOffSpec, Protocol, QstpSpec, TcpSpec};
+pub use spec::{AccessSpec, GroupSpec, LinkSpec, SimSpec, Switching, Topology};
 
 pub mod agent;
 pub mod capture;

@@ -1,7 +1,7 @@
 //! Per-flow series recorded at fixed bins: memory grows with duration / bin, never with packets.
 
 use crate::ids::FlowId;
-use crate::spec::{FlowRecord, RateSample, SenderSeries};
+use crate::output::{FlowRecord, RateSample, SenderSeries};
 use qstp_proto::{Duration, Time};
 
 /// Collects what the receivers saw, bin by bin.

@@ -10,12 +10,14 @@ use crate::event::{ComponentId, Event};
 use crate::hook::{HookCtx, RunHook, SenderSampler};
 use crate::ids::{AgentId, FlowId, LinkId};
 use crate::network::{LinkPort, Network, QueueMeter};
+use crate::output::{QueueRecord, QueueSeries, RunOutput};
 use crate::record::Recorder;
 use crate::rng::{stream, StreamKind};
 use crate::source::FlowSetup;
-use crate::spec::{Color, GroupSpec, QueueRecord, QueueSeries, RunOutput, SimSpec, Topology};
+use crate::spec::{GroupSpec, SimSpec, Topology};
 use crate::topology::{self, FlowEnds};
 use crate::validate::{bin_count, validate};
+use qstp_dataplane::color::Color;
 use qstp_proto::{Duration, Time};
 use rand::RngCore;
 
@@ -289,7 +291,7 @@ impl<'a> World<'a> {
         let mut queues = self.queue_records();
         let queue_series = self.queue_series();
         let port = self.network.link(self.bottleneck).cells();
-        let atm = port.map(|port| crate::spec::AtmRecord {
+        let atm = port.map(|port| crate::output::AtmRecord {
             vps: port.vp_stats().to_vec(),
             cells_sent: port.cells_sent,
         });

@@ -1,9 +1,9 @@
-//! What one simulation run is asked to do, and what it hands back.
+//! What one simulation run is asked to do.
 //!
 //! This is the boundary between the simulator and the lab: `qstp-lab` turns a scenario file (with
-//! its sweep point and run number) into a [`SimSpec`]; [`crate::run`] turns a `SimSpec` into a
-//! [`RunOutput`]; the lab computes the papers' metrics from it. A run is a pure function of its
-//! `SimSpec` (which carries the seed).
+//! its sweep point and run number) into a [`SimSpec`]; the simulator turns a `SimSpec` into a
+//! `RunOutput` (the `output` module); the lab computes the papers' metrics from it. A run is a
+//! pure function of its `SimSpec` (which carries the seed).
 //!
 //! The topology is the papers' DiffServ dumbbell ([`Topology::Dumbbell`]) or any graph
 //! ([`Topology::Graph`]). In the dumbbell, each group's flows go from their own sources through
@@ -12,17 +12,10 @@
 
 use qstp_proto::{Duration, Rate};
 
-// Types that belong to the modules that use them, named here too so that a spec reads whole.
-pub use crate::source::{CbrSpec, OnOffSpec, Protocol, QstpSpec, TcpSpec};
-pub use qstp_dataplane::color::Color;
-pub use qstp_dataplane::loss::{BernoulliSpec, GilbertElliottSpec, LossSpec};
-pub use qstp_dataplane::marker::{
-    ColorMode, MarkerSpec, SrtcmSpec, TokenBucketSpec, TrtcmSpec, Tsw2Spec, Tsw3Spec,
-};
-pub use qstp_dataplane::queue::{
-    CbqClass, CbqSpec, CodePointCounters, DropTailSpec, QueueSpec, RedParams, RedSpec, RioMode,
-    RioSpec, DEFAULT_QUEUE_WEIGHT,
-};
+use crate::source::Protocol;
+use qstp_dataplane::loss::LossSpec;
+use qstp_dataplane::marker::MarkerSpec;
+use qstp_dataplane::queue::QueueSpec;
 
 /// One simulation run.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -217,123 +210,4 @@ pub struct AccessSpec {
     pub rate: Rate,
     /// One-way delay of each access link.
     pub delay: Duration,
-}
-
-/// Statistics of one queue.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct QueueRecord {
-    /// Name (`bottleneck`, or `bottleneck/<class>` for CBQ classes).
-    pub name: String,
-    /// Green packets.
-    pub green: CodePointCounters,
-    /// Yellow packets.
-    pub yellow: CodePointCounters,
-    /// Red packets.
-    pub red: CodePointCounters,
-}
-
-/// The occupancy of one queue, sampled at the end of every bin of width `SimSpec::bin`: what it
-/// held at that instant (not a mean over the bin), as ns-3 users sample a queue's length.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct QueueSeries {
-    /// Name, as in [`QueueRecord::name`] (`bottleneck`, `bottleneck/<class>`).
-    pub name: String,
-    /// Packets queued at the end of each bin.
-    pub packets: Vec<u64>,
-    /// Bytes queued (sizes on the wire) at the end of each bin.
-    pub bytes: Vec<u64>,
-}
-
-/// What one flow did, recorded at fixed bins of width `SimSpec::bin`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FlowRecord {
-    /// Index of the group in `SimSpec::groups`.
-    pub group: usize,
-    /// Index of the flow in its group.
-    pub flow: u32,
-    /// Bytes of packets (headers included) that reached the receiver, per bin: the network-level
-    /// throughput, retransmissions and duplicates included.
-    pub received_bytes: Vec<u64>,
-    /// Bytes delivered in order to the receiving application, per bin: the goodput.
-    pub delivered_bytes: Vec<u64>,
-    /// One-way delay of each received packet minus that of the packet before it, absolute, summed
-    /// per bin, in nanoseconds (with `received_packets`, gives the mean jitter per bin).
-    pub jitter_ns: Vec<u64>,
-    /// Packets that reached the receiver, per bin.
-    pub received_packets: Vec<u64>,
-    /// Data packets the sender emitted (retransmissions included).
-    pub packets_sent: u64,
-    /// Data packets the sender sent again.
-    pub packets_retransmitted: u64,
-    /// What the sender saw, per bin (TCP and qstp senders; empty for others).
-    pub sender: SenderSeries,
-}
-
-/// A sender's state per bin: data packets sent and sent again, and its smoothed RTT and window as
-/// its acknowledgements arrived. Vectors are empty for senders that do not report them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SenderSeries {
-    /// Data packets sent, retransmissions included.
-    pub sent: Vec<u64>,
-    /// Data packets sent again.
-    pub retransmitted: Vec<u64>,
-    /// Smoothed RTT at each ACK, summed, nanoseconds (with `rtt_samples`, the bin's mean).
-    pub rtt_ns: Vec<u64>,
-    /// ACKs that contributed to `rtt_ns`.
-    pub rtt_samples: Vec<u64>,
-    /// Congestion window after the bin's last ACK, bytes (0: no ACK in the bin).
-    pub cwnd_bytes: Vec<u64>,
-    /// Loss events the sender reacted to in the bin: TCP's entries into fast recovery and
-    /// retransmission timeouts; qstp's feedbacks whose loss event rate p rose
-    /// (`qstp_proto::Stats::loss_event_rate_increases`, a lower bound on new loss events).
-    pub loss_events: Vec<u64>,
-    /// Of those, retransmission timeouts (TCP senders; empty for others).
-    pub timeouts: Vec<u64>,
-    /// The rate controller's state at the end of each bin (qstp senders; `None` for a bin that
-    /// ended before the connection was established).
-    pub rate: Vec<Option<RateSample>>,
-}
-
-/// A qstp sender's rate controller at one instant (`qstp_proto::Connection::stats`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RateSample {
-    /// The allowed sending rate X, bit/s (under the group's `max_rate` cap, if any: the rate the
-    /// sender paces at).
-    pub rate_bps: u64,
-    /// The receive rate X_recv the latest feedback reported, bit/s.
-    pub x_recv_bps: u64,
-    /// The loss event rate p the latest feedback reported, parts per billion (as on the wire).
-    pub loss_event_rate_ppb: u64,
-    /// The smoothed RTT, nanoseconds.
-    pub rtt_ns: u64,
-}
-
-/// Everything one run produced.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunOutput {
-    /// Events the engine processed.
-    pub events: u64,
-    /// Packets that crossed the bottleneck link.
-    pub bottleneck_packets: u64,
-    /// Simulated time covered.
-    pub simulated: Duration,
-    /// One per flow, groups in order, flows in order.
-    pub flows: Vec<FlowRecord>,
-    /// One per queue on the bottleneck, counted after `SimSpec::warmup`.
-    pub queues: Vec<QueueRecord>,
-    /// The occupancy of the same queues over the whole run, one value per bin.
-    pub queue_series: Vec<QueueSeries>,
-    /// What the delegation group did, if the run has one.
-    pub delegation: Option<crate::delegation::DelegationRecord>,
-    /// What the ATM trunk's port counted, if the bottleneck is one (from the warm-up on).
-    pub atm: Option<AtmRecord>,
-}
-
-/// What an ATM trunk's port counted, from the warm-up on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AtmRecord {
-    /// Per group (VP), in order.
-    pub vps: Vec<qstp_dataplane::atm::VpStats>,
-    /// Cells the trunk carried.
-    pub cells_sent: u64,
 }

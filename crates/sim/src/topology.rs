@@ -5,9 +5,11 @@ use crate::capture;
 use crate::error::SimError;
 use crate::graph::{self, ConditionerSpec, FlowPlacement, GraphLink, GraphNode, GraphSpec};
 use crate::network::{LinkPort, NodeKind};
-use crate::spec::{LinkSpec, MarkerSpec, QueueSpec, SimSpec, Topology};
+use crate::spec::{LinkSpec, SimSpec, Topology};
 use qstp_dataplane::atm::{AtmSpec, CellPort, Phb, PortSetup};
 use qstp_dataplane::marker::Gcra;
+use qstp_dataplane::marker::MarkerSpec;
+use qstp_dataplane::queue::QueueSpec;
 use qstp_proto::{Duration, Rate, Time};
 
 pub use crate::graph::{Built, FlowEnds};
@@ -248,7 +250,8 @@ mod tests {
     use crate::ids::{LinkId, NodeId};
     use crate::network::Network;
     use crate::source::CbrSpec;
-    use crate::spec::{GroupSpec, Protocol};
+    use crate::source::Protocol;
+    use crate::spec::GroupSpec;
 
     fn spec() -> SimSpec {
         let group = |name: &str, rtt_ms: u64, flows: u32| GroupSpec {

@@ -10,7 +10,10 @@
 use crate::error::{ComponentError, SimError};
 use crate::ids::MAX_FLOWS;
 use crate::source::CheckContext;
-use crate::spec::{LinkSpec, LossSpec, MarkerSpec, Protocol, SimSpec, Topology};
+use crate::source::Protocol;
+use crate::spec::{LinkSpec, SimSpec, Topology};
+use qstp_dataplane::loss::LossSpec;
+use qstp_dataplane::marker::MarkerSpec;
 use qstp_proto::wire::MAX_DATAGRAM;
 use qstp_proto::{Duration, Rate};
 use std::collections::BTreeSet;

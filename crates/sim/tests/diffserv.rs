@@ -3,6 +3,9 @@
 mod common;
 
 use common::{cbr, paper_rio};
+use qstp_dataplane::loss::{BernoulliSpec, LossSpec};
+use qstp_dataplane::marker::{MarkerSpec, TokenBucketSpec};
+use qstp_dataplane::queue::{CbqClass, CbqSpec, QueueSpec};
 use qstp_proto::{Duration, Rate};
 use qstp_sim::spec::*;
 use qstp_sim::{run, SimError};
@@ -35,7 +38,9 @@ fn in_profile_traffic_is_green_and_protected_by_rio() {
     assert!(queue.green.packets > 900, "{queue:?}");
     // Only the start-up transient, before RIO's slow average reacts, costs green packets; red
     // packets take the losses.
-    let share = |c: qstp_sim::CodePointCounters| (c.ldrops + c.edrops) as f64 / c.packets as f64;
+    let share = |c: qstp_dataplane::queue::CodePointCounters| {
+        (c.ldrops + c.edrops) as f64 / c.packets as f64
+    };
     assert!(share(queue.green) < 0.05, "{queue:?}");
     assert!(share(queue.red) > 0.3, "{queue:?}");
     // The assured flow gets its 400 kbit/s (50 kB/s) once the queue has settled.

@@ -3,10 +3,13 @@
 mod common;
 
 use common::{newreno, paper_rio};
+use qstp_dataplane::loss::BernoulliSpec;
+use qstp_dataplane::marker::{MarkerSpec, TokenBucketSpec};
+use qstp_dataplane::queue::{CbqSpec, QueueSpec};
 use qstp_proto::{Config, Duration, Preset, Rate};
 use qstp_sim::run;
+use qstp_sim::source::{CbrSpec, Protocol, QstpSpec};
 use qstp_sim::spec::*;
-use qstp_sim::{CbrSpec, QstpSpec};
 
 fn qstp(preset: Preset, target: Rate) -> Protocol {
     Protocol::Qstp(QstpSpec {
@@ -114,7 +117,7 @@ fn qstp_keeps_its_cbq_pipe_while_udp_floods_and_borrows_the_rest_otherwise() {
     // for a UDP flow at 300 kbit/s that floods at 1000 kbit/s for t in [20, 40) s.
     let mut spec = SimSpec::dumbbell(Rate::from_kbps(1000), Duration::from_millis(5), 50, 60);
     spec.packet_size = 1500;
-    let class = |name: &str, kbps, groups: Vec<String>| qstp_sim::CbqClass {
+    let class = |name: &str, kbps, groups: Vec<String>| qstp_dataplane::queue::CbqClass {
         name: name.into(),
         rate: Rate::from_kbps(kbps),
         borrow: true,
@@ -169,7 +172,7 @@ fn qstp_keeps_its_cbq_pipe_while_udp_floods_and_borrows_the_rest_otherwise() {
 fn a_qstp_senders_rate_rtt_and_p_are_sampled_every_bin() {
     let seconds = 20;
     let warmup = 5;
-    let flow_with = |loss: Option<qstp_sim::LossSpec>| {
+    let flow_with = |loss: Option<qstp_dataplane::loss::LossSpec>| {
         let mut spec =
             SimSpec::dumbbell(Rate::from_mbps(2), Duration::from_millis(10), 50, seconds);
         spec.packet_size = 1500;
@@ -215,9 +218,9 @@ fn a_qstp_senders_rate_rtt_and_p_are_sampled_every_bin() {
     // No window: cwnd is TCP's.
     assert!(s.cwnd_bytes.is_empty());
 
-    let lossy = flow_with(Some(qstp_sim::LossSpec::Bernoulli(BernoulliSpec {
-        p: 0.01,
-    })));
+    let lossy = flow_with(Some(qstp_dataplane::loss::LossSpec::Bernoulli(
+        BernoulliSpec { p: 0.01 },
+    )));
     let late = &lossy.sender.rate[warmup..];
     assert!(late.iter().all(|r| r.unwrap().loss_event_rate_ppb > 0));
     let events: u64 = lossy.sender.loss_events.iter().sum();

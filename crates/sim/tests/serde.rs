@@ -3,9 +3,15 @@
 mod common;
 
 use common::{cbr, newreno, paper_rio};
+use qstp_dataplane::color::Color;
+use qstp_dataplane::loss::{BernoulliSpec, GilbertElliottSpec, LossSpec};
+use qstp_dataplane::marker::{
+    ColorMode, MarkerSpec, SrtcmSpec, TokenBucketSpec, TrtcmSpec, Tsw2Spec, Tsw3Spec,
+};
+use qstp_dataplane::queue::{CbqClass, CbqSpec, QueueSpec, RedParams, RedSpec, RioMode, RioSpec};
 use qstp_proto::{Config, Duration, Rate};
+use qstp_sim::source::{OnOffSpec, Protocol, QstpSpec};
 use qstp_sim::spec::*;
-use qstp_sim::{OnOffSpec, QstpSpec};
 
 fn round_trip<T>(value: &T) -> T
 where

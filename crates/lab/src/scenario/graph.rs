@@ -3,11 +3,12 @@
 
 use super::fields::{FieldError, FieldResult, Fields};
 use super::network;
+use qstp_dataplane::queue::QueueSpec;
 use qstp_proto::Duration;
 use qstp_sim::graph::{ConditionerSpec, FlowPlacement, GraphLink, GraphNode, GraphSpec};
 use qstp_sim::network::NodeKind;
 use qstp_sim::topology::FAST_QUEUE_LIMIT;
-use qstp_sim::{GroupSpec, LinkSpec, QueueSpec};
+use qstp_sim::{GroupSpec, LinkSpec};
 use toml::Value;
 
 /// Most `[[link]]` tables in one file.

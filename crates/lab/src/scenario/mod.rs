@@ -64,8 +64,9 @@ pub use group::{protocol_name, protocols};
 pub use testbed::{parse_dscp, Classify, TestbedParams};
 
 use fields::{FieldError, Fields};
+use qstp_dataplane::queue::QueueSpec;
 use qstp_proto::Duration;
-use qstp_sim::{GroupSpec, LinkSpec, QueueSpec, SimError, SimSpec, Topology};
+use qstp_sim::{GroupSpec, LinkSpec, SimError, SimSpec, Topology};
 use std::path::Path;
 use toml::{Table, Value};
 
@@ -244,7 +245,9 @@ impl Plan {
                     out.push(w);
                 }
             };
-            if let QueueSpec::Cbq(qstp_sim::CbqSpec { classes }) = &s.bottleneck().queue {
+            if let QueueSpec::Cbq(qstp_dataplane::queue::CbqSpec { classes }) =
+                &s.bottleneck().queue
+            {
                 for g in &s.groups {
                     if !classes.iter().any(|c| c.groups.contains(&g.name)) {
                         let last = classes.last().map_or("", |c| c.name.as_str());

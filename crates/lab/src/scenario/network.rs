@@ -2,8 +2,11 @@
 
 use super::fields::{FieldResult, Fields};
 use qstp_dataplane::atm::{AtmSpec, ProbeSpec, Service, DEFAULT_PROBE};
+use qstp_dataplane::loss::LossSpec;
+use qstp_dataplane::marker::MarkerSpec;
+use qstp_dataplane::queue::QueueSpec;
 use qstp_proto::Duration;
-use qstp_sim::{LinkSpec, LossSpec, MarkerSpec, QueueSpec};
+use qstp_sim::LinkSpec;
 
 // Each queue, marker and loss model reads its own keys in its own file of qstp-sim (through
 // `ParamTable`, which `Fields` implements), where its rules (`QueueSpec::validate`, ...) live too:
@@ -162,8 +165,10 @@ pub(crate) fn marker(mut f: Fields) -> FieldResult<MarkerSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use qstp_dataplane::loss::{BernoulliSpec, LossSpec};
+    use qstp_dataplane::marker::{MarkerSpec, SrtcmSpec, TokenBucketSpec, TrtcmSpec, Tsw2Spec};
+    use qstp_dataplane::queue::{CbqSpec, QueueSpec, RedParams, RioMode, RioSpec};
     use qstp_proto::Rate;
-    use qstp_sim::spec::*;
 
     fn read_link(text: &str) -> FieldResult<LinkSpec> {
         link(
@@ -249,14 +254,14 @@ mod tests {
         assert!(matches!(
             m("kind = \"srtcm\"\ncir = \"1M\"\ncbs = 3000\nebs = 3000").unwrap(),
             MarkerSpec::Srtcm(SrtcmSpec {
-                mode: qstp_sim::ColorMode::Blind,
+                mode: qstp_dataplane::marker::ColorMode::Blind,
                 ..
             })
         ));
         assert!(matches!(
             m("kind = \"srtcm\"\ncir = \"1M\"\ncbs = 3000\nebs = 0\nmode = \"aware\"").unwrap(),
             MarkerSpec::Srtcm(SrtcmSpec {
-                mode: qstp_sim::ColorMode::Aware,
+                mode: qstp_dataplane::marker::ColorMode::Aware,
                 ..
             })
         ));

@@ -95,7 +95,8 @@ pub(crate) fn resolve_auto(
 #[cfg(test)]
 mod tests {
     use super::super::{parse, Overrides};
-    use qstp_sim::{QueueSpec, Topology};
+    use qstp_dataplane::queue::QueueSpec;
+    use qstp_sim::Topology;
 
     fn bottleneck_queue(text: &str) -> Result<QueueSpec, String> {
         let plan = parse(text, "t.toml", &Overrides::default()).map_err(|e| e.to_string())?;

@@ -1,6 +1,8 @@
 use super::*;
+use qstp_dataplane::marker::{MarkerSpec, SrtcmSpec, TokenBucketSpec};
+use qstp_dataplane::queue::{CbqClass, CbqSpec, QueueSpec, RedParams, RedSpec};
 use qstp_proto::{Rate, RateControl};
-use qstp_sim::spec::*;
+use qstp_sim::source::{Protocol, QstpSpec, TcpSpec};
 
 const FIG4: &str = r#"
 name = "qstp-fig4"
@@ -391,7 +393,7 @@ fn one_rule_cases() -> Vec<OneRule> {
                         max_th: 20.0,
                         max_p: 0.0,
                     },
-                    weight: qstp_sim::DEFAULT_QUEUE_WEIGHT,
+                    weight: qstp_dataplane::queue::DEFAULT_QUEUE_WEIGHT,
                 })
             },
             refused_at: None,
@@ -407,7 +409,7 @@ fn one_rule_cases() -> Vec<OneRule> {
                     cir: Rate::from_kbps(100),
                     cbs: 3000,
                     ebs: 0,
-                    mode: qstp_sim::ColorMode::Blind,
+                    mode: qstp_dataplane::marker::ColorMode::Blind,
                 }))
             },
             refused_at: None,
@@ -519,7 +521,7 @@ fn one_rule_cases() -> Vec<OneRule> {
                         max_th: 60.0,
                         max_p: 0.1,
                     },
-                    weight: qstp_sim::DEFAULT_QUEUE_WEIGHT,
+                    weight: qstp_dataplane::queue::DEFAULT_QUEUE_WEIGHT,
                 })
             },
             refused_at: Some(("bottleneck.queue.curve", |e| {

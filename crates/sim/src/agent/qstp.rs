@@ -7,8 +7,8 @@
 
 use super::{Binding, Ctx};
 use crate::network::{Packet, Payload};
+use crate::output::RateSample;
 use crate::record::Recorder;
-use crate::spec::RateSample;
 use qstp_dataplane::headers::UDP_IP_HEADER;
 use qstp_proto::wire::MAX_DATA_HEADER;
 use qstp_proto::{Config, ConnectionHandle, Endpoint, Event, Time};

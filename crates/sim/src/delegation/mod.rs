@@ -26,7 +26,8 @@ pub use preprocess::{preprocess, Change, Check, Feasibility};
 pub use trace::{Trace, TraceError, TracePoint};
 
 use crate::error::SimError;
-use crate::spec::{GroupSpec, Protocol};
+use crate::source::Protocol;
+use crate::spec::GroupSpec;
 use qstp_proto::Duration;
 
 /// A delegation group of a run: one Free connection, its Stunts, the controller and the trace.

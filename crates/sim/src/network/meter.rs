@@ -6,7 +6,7 @@
 //! state between changes, whoever drives the link.
 
 use crate::ids::PacketId;
-use crate::spec::QueueSeries;
+use crate::output::QueueSeries;
 use qstp_dataplane::link::{QueueEvent, QueueObserver, QueuedPacket};
 use qstp_dataplane::queue::QueueDiscipline;
 use qstp_proto::{Duration, Time};

@@ -2,8 +2,9 @@
 //! and `GroupSpec::new`).
 #![allow(dead_code)]
 
+use qstp_dataplane::queue::{QueueSpec, RedParams, RioMode, RioSpec};
 use qstp_proto::{Duration, Rate};
-use qstp_sim::spec::*;
+use qstp_sim::source::{CbrSpec, Protocol, TcpSpec};
 
 /// A constant-bit-rate protocol at `rate`.
 pub fn cbr(rate: Rate) -> Protocol {
