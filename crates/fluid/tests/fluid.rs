@@ -4,7 +4,7 @@
 //! naming its key.
 
 // The simulator's spec builders for tests, shared rather than copied.
-#[path = "../../sim/tests/common/mod.rs"]
+#[path = "../../sim/tests/it/common/mod.rs"]
 mod common;
 
 use common::{cbr, newreno};

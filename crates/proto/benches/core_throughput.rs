@@ -4,7 +4,7 @@
 //!
 //! Run: `cargo bench -p qstp-proto --bench core_throughput`
 
-#[path = "../tests/support/direct.rs"]
+#[path = "../tests/it/support/direct.rs"]
 mod direct;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

@@ -1,11 +1,9 @@
 //! Stories of rate control on a path with Bernoulli loss and a constant RTT: TFRC settles near
 //! its equation rate, and gTFRC holds its target g where TFRC falls short of it.
 
-mod support;
-
+use crate::support::{Pair, PathModel};
 use qstp_proto::cc::tfrc::equation::throughput;
 use qstp_proto::{Config, Duration, Rate, RateControl, Stats, Time};
-use support::{Pair, PathModel};
 
 /// 50 ms each way (R = 100 ms), 2% of data packets lost, feedback never lost, no bottleneck.
 fn lossy_path() -> (PathModel, PathModel) {

@@ -1,10 +1,8 @@
 //! Stories of a peer that vanishes mid-transfer: with data in flight, the sender notices within a
 //! few round trips of silence (RFC 9002 §6.2), long before the idle timeout, and says so.
 
-mod support;
-
+use crate::support::{pattern, Pair, PathModel};
 use qstp_proto::{CloseReason, Config, Duration, Rate, WriteError};
-use support::{pattern, Pair, PathModel};
 
 fn config() -> Config {
     Config::qstp(Rate::from_mbps(2))

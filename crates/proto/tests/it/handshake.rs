@@ -1,12 +1,10 @@
 //! Stories of the handshake: the stateless cookie exchange, lost hellos, a server that never
 //! answers, and a server that refuses.
 
-mod support;
-
+use crate::support::{Direction, Pair, PathModel};
 use qstp_proto::{
     CloseReason, Config, Duration, Endpoint, EndpointConfig, Event, Rate, RateControl, ServerPolicy,
 };
-use support::{Direction, Pair, PathModel};
 
 fn path() -> PathModel {
     PathModel::with_delay(Duration::from_millis(20))

@@ -1,8 +1,6 @@
 //! The real protocol core over the simulated network.
 
-mod common;
-
-use common::{newreno, paper_rio};
+use crate::common::{newreno, paper_rio};
 use qstp_dataplane::loss::BernoulliSpec;
 use qstp_dataplane::marker::{MarkerSpec, TokenBucketSpec};
 use qstp_dataplane::queue::{CbqSpec, QueueSpec};

@@ -1,10 +1,8 @@
 //! Stories of a rate-limited bottleneck with a small drop-tail queue: the queue overflows and
 //! drops packets, yet a stream still arrives complete, and TFRC keeps most of the link busy.
 
-mod support;
-
+use crate::support::{pattern, Pair, PathModel};
 use qstp_proto::{Config, Duration, Rate, ReadError, WriteError};
-use support::{pattern, Pair, PathModel};
 
 /// The bottleneck rate.
 const LINK: Rate = Rate::from_mbps(2);

@@ -1,12 +1,10 @@
 //! Property: under any pattern of loss, duplication and reordering, full reliability delivers the
 //! byte stream complete and in order, and both sides close gracefully.
 
-mod support;
-
+use crate::support::{pattern, Pair, PathModel};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use qstp_proto::{CloseReason, Config, Duration, ReadError};
-use support::{pattern, Pair, PathModel};
 
 fn path(delay_ms: u64, loss: f64, duplicate: f64, reorder: f64) -> PathModel {
     PathModel {

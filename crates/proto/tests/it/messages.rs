@@ -1,12 +1,10 @@
 //! Stories of messages: unordered delivery, the DCCP-like service without repair, and partial
 //! reliability that gives up on a message once its deadline passed.
 
-mod support;
-
+use crate::support::{cleartext, Direction, Pair, PathModel};
 use qstp_proto::wire::{Chunk, Packet};
 use qstp_proto::{Config, Duration, ErrorControl, Order, Preset, Rate, RateControl, Time};
 use std::collections::BTreeSet;
-use support::{cleartext, Direction, Pair, PathModel};
 
 /// A message of `len` bytes that carries its id and write time in its first 16 bytes.
 fn message(id: u64, written: Time, len: usize) -> Vec<u8> {

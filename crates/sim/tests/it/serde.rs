@@ -1,8 +1,6 @@
 //! Every spec type travels as JSON and comes back equal (what the Python and Ray side rely on).
 
-mod common;
-
-use common::{cbr, newreno, paper_rio};
+use crate::common::{cbr, newreno, paper_rio};
 use qstp_dataplane::color::Color;
 use qstp_dataplane::loss::{BernoulliSpec, GilbertElliottSpec, LossSpec};
 use qstp_dataplane::marker::{

@@ -1,15 +1,13 @@
 //! Stories of packet protection (the default): what an attacker on the path reads, forges,
 //! replays or flips, and what a pre-shared key keeps out.
 
-mod support;
-
+use crate::support::{cleartext, pattern, read_stream, Direction, Pair, PathModel};
 use proptest::prelude::*;
 use qstp_proto::endpoint::ServerPolicy;
 use qstp_proto::wire::{Chunk, ConnectionId, Data, Feedback, Packet, PacketType};
 use qstp_proto::{
     CloseReason, Config, Duration, Endpoint, EndpointConfig, Event, PreSharedKey, Protection,
 };
-use support::{cleartext, pattern, read_stream, Direction, Pair, PathModel};
 
 /// A marker the application writes; it must never be seen on the wire.
 const MARKER: &[u8] = b"QSTP-PLAINTEXT-MARKER-7f3a";

@@ -1,10 +1,7 @@
 //! Stories of one endpoint holding several connections: routing by connection id and a fair,
 //! round-robin share of the socket.
 
-#[path = "support/direct.rs"]
-mod direct;
-
-use direct::hand_over;
+use crate::support::direct::hand_over;
 use qstp_proto::{Config, Endpoint, EndpointConfig, Event, Rate, RateControl, ServerPolicy, Time};
 use std::net::SocketAddr;
 

@@ -2,13 +2,11 @@
 //! in a fresh process (other hash keys, other addresses, other timing), sends the very same
 //! datagrams at the very same times and ends with the very same statistics.
 
-mod support;
-
+use crate::support::{pattern, Direction, Pair, PathModel, PathStats};
 use qstp_proto::{
     Config, Duration, EndpointStats, ErrorControl, Event, Order, Rate, ReadError, Stats, Time,
     WriteError,
 };
-use support::{pattern, Direction, Pair, PathModel, PathStats};
 
 /// Everything observable about one run.
 #[derive(Debug, Clone, PartialEq)]
@@ -213,7 +211,8 @@ fn runs_are_identical_across_processes() {
     let exe = std::env::current_exe().expect("test binary path");
     let child = std::process::Command::new(exe)
         .args([
-            "runs_are_identical_across_processes",
+            // The test's full name in the `it` binary.
+            "determinism::runs_are_identical_across_processes",
             "--exact",
             "--nocapture",
             "--test-threads=1",

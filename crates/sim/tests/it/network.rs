@@ -1,8 +1,6 @@
 //! The network on its own: UDP traffic through the dumbbell, drops, determinism, spec errors.
 
-mod common;
-
-use common::cbr;
+use crate::common::cbr;
 use qstp_proto::{Duration, Rate};
 use qstp_sim::{run, run_with_progress, GroupSpec, Protocol, SimError, SimSpec};
 use qstp_sim::{CbrSpec, OnOffSpec};

@@ -1,14 +1,12 @@
 //! Stories of hostile and broken input: every bad datagram is dropped and counted, nothing panics,
 //! and nothing makes the endpoint keep state or memory it did not budget for.
 
-mod support;
-
+use crate::support::{pattern, Direction, Pair, PathModel};
 use qstp_proto::endpoint::MAX_STATELESS_REPLIES;
 use qstp_proto::wire::{
     Chunk, Composition, ConnectionId, Cookie, Data, Feedback, Hello, Packet, COOKIE_LEN,
 };
 use qstp_proto::{Config, Duration, Event, Protection, ReadError};
-use support::{pattern, Direction, Pair, PathModel};
 
 /// Unprotected connections: these stories forge and replay readable packets, to test the core's
 /// own defences, which also hold against a peer that is authenticated but misbehaves. Protection's

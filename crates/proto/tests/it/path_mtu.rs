@@ -2,10 +2,8 @@
 //! path carries without the lost probes counting as congestion, and a size the local network
 //! refuses either fails a probe or, pinned, ends the connection with a reason that says so.
 
-mod support;
-
+use crate::support::{pattern, Pair, PathModel};
 use qstp_proto::{CloseReason, Config, Duration, Rate, ReadError, Time, WriteError};
-use support::{pattern, Pair, PathModel};
 
 /// A path whose links carry datagrams of at most 1452 bytes (UDP payload; an IPv4 MTU of 1480).
 fn narrow(_: Time, datagram: &[u8]) -> bool {

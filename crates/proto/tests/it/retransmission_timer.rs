@@ -2,10 +2,8 @@
 //! instead of declaring every packet lost once per RTO, and an acknowledgement of new data
 //! brings it back to one RTO (RFC 6298 §5.7).
 
-mod support;
-
+use crate::support::{Pair, PathModel};
 use qstp_proto::{Config, Duration, Rate, RateControl, Time};
-use support::{Pair, PathModel};
 
 /// Drive for `span` keeping the client's stream busy; returns the instants at which the client
 /// declared packets lost.

@@ -1,8 +1,6 @@
 //! DiffServ through the dumbbell: edge markers, RIO, CBQ classes, random losses.
 
-mod common;
-
-use common::{cbr, paper_rio};
+use crate::common::{cbr, paper_rio};
 use qstp_dataplane::loss::{BernoulliSpec, LossSpec};
 use qstp_dataplane::marker::{MarkerSpec, TokenBucketSpec};
 use qstp_dataplane::queue::{CbqClass, CbqSpec, QueueSpec};

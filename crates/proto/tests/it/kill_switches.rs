@@ -1,11 +1,9 @@
 //! No single forged packet stops a connection: each probe of issue 10 that froze or killed a
 //! transfer before is replayed here, and the transfer must still complete.
 
-mod support;
-
+use crate::support::{pattern, read_stream, Direction, Pair, PathModel};
 use qstp_proto::wire::{Chunk, ConnectionId, Data, Feedback, Packet};
 use qstp_proto::{Config, Duration, Protection};
-use support::{pattern, read_stream, Direction, Pair, PathModel};
 
 const BYTES: usize = 300_000;
 

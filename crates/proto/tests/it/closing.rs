@@ -1,10 +1,8 @@
 //! Stories of endings: a peer that vanishes, an abort with a reason, and an abort before the
 //! handshake completed.
 
-mod support;
-
+use crate::support::{Pair, PathModel};
 use qstp_proto::{CloseReason, Config, Duration, Event, Rate, RateControl, WriteError};
-use support::{Pair, PathModel};
 
 #[test]
 fn a_vanished_peer_is_declared_gone_on_both_sides_after_the_idle_timeout() {

@@ -2,9 +2,7 @@
 //! its congestion signals to Stunts reaches a target above its fair share, and the group takes no
 //! more than as many plain TCP flows would.
 
-mod common;
-
-use common::newreno;
+use crate::common::newreno;
 use qstp_proto::{Duration, Rate};
 use qstp_sim::delegation::{ControllerSpec, DelegationSpec, Trace};
 use qstp_sim::{run, GroupSpec, RunOutput, SimError, SimSpec};

@@ -1,5 +1,6 @@
 //! Shared test support: the in-memory endpoint pair and small helpers.
 
+pub mod direct;
 pub mod pair;
 
 #[allow(unused_imports)]

@@ -2,10 +2,8 @@
 //! paper §4.3.2 leaves the reaction open), and the QSTP paper's rule keeps the rate near what the
 //! path delivers instead of pushing g into it; a target the path carries is reported as met.
 
-mod support;
-
+use crate::support::{Pair, PathModel};
 use qstp_proto::{Config, Duration, Event, Rate};
-use support::{Pair, PathModel};
 
 /// Run a 30 s bulk transfer with target `g` through a `capacity` bottleneck.
 fn bulk(g: Rate, capacity: Rate) -> Pair {

@@ -1,8 +1,6 @@
 //! TCP over the simulated dumbbell.
 
-mod common;
-
-use common::newreno;
+use crate::common::newreno;
 use qstp_proto::{Duration, Rate};
 use qstp_sim::capture::{Capture, CaptureSink};
 use qstp_sim::TcpSpec;

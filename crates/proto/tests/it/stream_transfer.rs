@@ -1,10 +1,8 @@
 //! Stories of the ordered byte stream: a clean transfer with a graceful close, a transfer through
 //! 10% loss, and a slow reader that makes the sender wait instead of buffering without bound.
 
-mod support;
-
+use crate::support::{pattern, Pair, PathModel};
 use qstp_proto::{CloseReason, Config, Duration, Event, Rate, ReadError, WriteError};
-use support::{pattern, Pair, PathModel};
 
 /// Write as much of `data[*written..]` as the connection takes.
 fn write_some(pair: &mut Pair, data: &[u8], written: &mut usize, finish: bool) {
