@@ -23,7 +23,7 @@ mod nanos {
 pub const TSW_WINDOW: Duration = Duration::from_secs(1);
 
 /// One flow's means over a run, after the warm-up.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FlowRun {
     /// Index of the group.
     pub group: usize,
@@ -257,6 +257,106 @@ fn flow_series(f: &FlowRecord, bin: Duration) -> FlowSeries {
     }
     series
 }
+
+/// A per-flow column of `runs.csv` (after the point, run, group and flow): its name, how it is
+/// written from a flow's [`FlowRun`] and how `qstp plot`'s reader takes it back. The writer and
+/// the reader both iterate [`RUN_COLUMNS`], so a new per-flow result is a field of [`FlowRun`]
+/// and one entry there.
+pub struct RunColumn {
+    /// Its header in `runs.csv`.
+    pub name: &'static str,
+    /// Whether every `runs.csv` the lab ever wrote has it (the reader checks those headers).
+    pub always: bool,
+    /// The text written for a flow (empty for no value).
+    pub write: fn(&FlowRun) -> String,
+    /// Take the text back into a flow (`None`: the column is absent); `false` if it cannot be
+    /// read and must be.
+    pub read: fn(&mut FlowRun, Option<&str>) -> bool,
+}
+
+/// A required number, parsed into `$field`.
+macro_rules! required {
+    ($field:ident) => {
+        |f, text| match text.and_then(|t| t.parse().ok()) {
+            Some(v) => {
+                f.$field = v;
+                true
+            }
+            None => false,
+        }
+    };
+}
+
+/// An optional number (empty, absent or unreadable: `None`), parsed into `$field`.
+macro_rules! optional {
+    ($field:ident) => {
+        |f, text| {
+            f.$field = text.and_then(|t| t.parse().ok());
+            true
+        }
+    };
+}
+
+/// The per-flow columns of `runs.csv`, in order.
+pub const RUN_COLUMNS: &[RunColumn] = &[
+    RunColumn {
+        name: "throughput_bps",
+        always: true,
+        write: |f| format!("{:.1}", f.throughput_bps),
+        read: required!(throughput_bps),
+    },
+    RunColumn {
+        name: "goodput_bps",
+        always: true,
+        write: |f| format!("{:.1}", f.goodput_bps),
+        read: required!(goodput_bps),
+    },
+    RunColumn {
+        name: "jitter_ms",
+        always: true,
+        write: |f| f.jitter_ms.map_or(String::new(), |j| format!("{j:.6}")),
+        read: optional!(jitter_ms),
+    },
+    RunColumn {
+        name: "packets_sent",
+        always: true,
+        write: |f| f.packets_sent.to_string(),
+        read: required!(packets_sent),
+    },
+    RunColumn {
+        name: "packets_retransmitted",
+        always: true,
+        write: |f| f.packets_retransmitted.to_string(),
+        read: required!(packets_retransmitted),
+    },
+    // The share of packets sent again: derived from the two columns before it, not read back.
+    RunColumn {
+        name: "retransmitted",
+        always: false,
+        write: |f| {
+            let share = if f.packets_sent == 0 {
+                0.0
+            } else {
+                f.packets_retransmitted as f64 / f.packets_sent as f64
+            };
+            format!("{share:.6}")
+        },
+        read: |_, _| true,
+    },
+    // TCP's loss recoveries: empty for other senders, absent from files written before them.
+    RunColumn {
+        name: "timeouts",
+        always: false,
+        write: |f| f.timeouts.map_or(String::new(), |c| c.to_string()),
+        read: optional!(timeouts),
+    },
+    RunColumn {
+        name: "fast_recoveries",
+        always: false,
+        write: |f| f.fast_recoveries.map_or(String::new(), |c| c.to_string()),
+        read: optional!(fast_recoveries),
+    },
+];
 
 /// A per-flow time series with an optional value per bin: how it is read from the run's record,
 /// where it is kept in a [`FlowSeries`], its name in `series.csv` and its digits there. The

@@ -11,7 +11,7 @@
 //! and has no marker is refused before anything runs ([`claim`]), so no user file is replaced.
 
 use crate::figures::{figures, group_series, point_stem};
-use crate::metrics::{RunSeries, OPTIONAL_SERIES};
+use crate::metrics::{RunSeries, OPTIONAL_SERIES, RUN_COLUMNS};
 use crate::plot::{pdf, render, render_panels, PlotError};
 use crate::report::{html, RenderedFigure};
 use crate::runner::PointResult;
@@ -330,10 +330,11 @@ fn field(text: &str) -> String {
 
 /// Every run's per-flow results, tidy: one row per point, run and flow.
 pub fn runs_csv(plan: &Plan, results: &[PointResult], summary: &Summary) -> String {
-    let mut out = String::from(
-        "point,params,run,seed,group,flow,protocol,target_bps,throughput_bps,goodput_bps,\
-         jitter_ms,packets_sent,packets_retransmitted,retransmitted,timeouts,fast_recoveries\n",
-    );
+    let mut out = String::from("point,params,run,seed,group,flow,protocol,target_bps");
+    for column in RUN_COLUMNS {
+        let _ = write!(out, ",{}", column.name);
+    }
+    out.push('\n');
     for (p, (point, result)) in plan.points.iter().zip(results).enumerate() {
         let label = field(&params_label(&summary.points[p].params));
         for (run, metrics) in result.runs.iter().enumerate() {
@@ -342,27 +343,18 @@ pub fn runs_csv(plan: &Plan, results: &[PointResult], summary: &Summary) -> Stri
                 let target = group.target.map_or(String::new(), |t| {
                     (t.bps() / u64::from(group.flows)).to_string()
                 });
-                let jitter = f.jitter_ms.map_or(String::new(), |j| format!("{j:.6}"));
-                let share = if f.packets_sent == 0 {
-                    0.0
-                } else {
-                    f.packets_retransmitted as f64 / f.packets_sent as f64
-                };
-                let count = |c: Option<u64>| c.map_or(String::new(), |c| c.to_string());
-                let _ = writeln!(
+                let _ = write!(
                     out,
-                    "{p},{label},{run},{seed},{group},{flow},{protocol},{target},{thr:.1},{good:.1},{jitter},{sent},{re},{share:.6},{timeouts},{fast}",
+                    "{p},{label},{run},{seed},{group},{flow},{protocol},{target}",
                     seed = metrics.seed,
                     group = field(&group.name),
                     flow = f.flow,
                     protocol = field(&protocol_name(&group.protocol)),
-                    thr = f.throughput_bps,
-                    good = f.goodput_bps,
-                    sent = f.packets_sent,
-                    re = f.packets_retransmitted,
-                    timeouts = count(f.timeouts),
-                    fast = count(f.fast_recoveries),
                 );
+                for column in RUN_COLUMNS {
+                    let _ = write!(out, ",{}", (column.write)(f));
+                }
+                out.push('\n');
             }
         }
     }

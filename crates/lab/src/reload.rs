@@ -5,7 +5,9 @@
 //! in `summary.json`), `runs.csv` (each run's per-flow means) and `series.csv` (the series of the
 //! runs it kept). Queue counters and event counts are in the summary only.
 
-use crate::metrics::{FlowRun, FlowSeries, QueueLength, RunMetrics, RunSeries, OPTIONAL_SERIES};
+use crate::metrics::{
+    FlowRun, FlowSeries, QueueLength, RunMetrics, RunSeries, OPTIONAL_SERIES, RUN_COLUMNS,
+};
 use crate::runner::PointResult;
 use crate::scenario::{parse, Overrides, Plan, ScenarioError};
 use crate::summary::Summary;
@@ -199,7 +201,7 @@ fn field<T: std::str::FromStr>(
 }
 
 fn read_runs(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<(), ReloadError> {
-    let columns = [
+    const FIXED: [&str; 8] = [
         "point",
         "params",
         "run",
@@ -208,12 +210,9 @@ fn read_runs(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<()
         "flow",
         "protocol",
         "target_bps",
-        "throughput_bps",
-        "goodput_bps",
-        "jitter_ms",
-        "packets_sent",
-        "packets_retransmitted",
     ];
+    let mut columns = FIXED.to_vec();
+    columns.extend(RUN_COLUMNS.iter().take_while(|c| c.always).map(|c| c.name));
     for (i, r) in records(path, &columns)?.iter().enumerate() {
         let line = i as u64 + 2;
         let p: usize = field(path, line, r, 0, "point")?;
@@ -225,19 +224,21 @@ fn read_runs(path: &Path, plan: &Plan, results: &mut [PointResult]) -> Result<()
         let group = group_index(plan, p, &r[4])
             .ok_or_else(|| csv_error(path, line, format!("no group '{}'", &r[4])))?;
         metrics.seed = field(path, line, r, 3, "seed")?;
-        metrics.flows.push(FlowRun {
+        let mut flow = FlowRun {
             group,
             flow: field(path, line, r, 5, "flow")?,
-            throughput_bps: field(path, line, r, 8, "throughput_bps")?,
-            goodput_bps: field(path, line, r, 9, "goodput_bps")?,
-            jitter_ms: r.get(10).and_then(|v| v.parse().ok()),
-            packets_sent: field(path, line, r, 11, "packets_sent")?,
-            packets_retransmitted: field(path, line, r, 12, "packets_retransmitted")?,
-            // Columns 14 and 15 (TCP's loss recoveries) are empty for other senders and absent
-            // from files written before they existed.
-            timeouts: r.get(14).and_then(|v| v.parse().ok()),
-            fast_recoveries: r.get(15).and_then(|v| v.parse().ok()),
-        });
+            ..FlowRun::default()
+        };
+        for (k, column) in RUN_COLUMNS.iter().enumerate() {
+            if !(column.read)(&mut flow, r.get(FIXED.len() + k)) {
+                return Err(csv_error(
+                    path,
+                    line,
+                    format!("bad or missing {}", column.name),
+                ));
+            }
+        }
+        metrics.flows.push(flow);
     }
     Ok(())
 }
