@@ -90,7 +90,8 @@ fn core_throughput(c: &mut Criterion) {
     let fixed = Config {
         congestion: RateControl::Fixed {
             rate: Rate::from_mbps(100_000),
-        },
+        }
+        .into(),
         ..Config::default()
     };
     group.bench_function("fixed_rate_stream_8MiB", |b| {

@@ -95,6 +95,101 @@ impl FromStr for TfrcVersion {
     }
 }
 
+/// The sender's rate control: the controller the hello negotiates ([`RateControl`]) together
+/// with the settings that stay local to the sender, in a shape that holds no setting its
+/// controller does not read (a gTFRC rule only beside a target, a TFRC version only for TFRC).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Congestion {
+    /// Send at a fixed rate, whatever the network says (for tests and calibration only).
+    Fixed {
+        /// The constant sending rate.
+        rate: Rate,
+    },
+    /// TFRC (RFC 5348, or RFC 3448 by `version`).
+    Tfrc {
+        /// Which TFRC specification the sender follows.
+        version: TfrcVersion,
+    },
+    /// gTFRC: TFRC with the negotiated rate as its floor (QSTP paper §4.3.2).
+    Gtfrc {
+        /// The negotiated rate g; zero makes it plain TFRC.
+        target: Rate,
+        /// How the floor combines with TFRC's limits.
+        rule: GtfrcRule,
+        /// Which TFRC specification it builds on.
+        version: TfrcVersion,
+    },
+    /// A TCP-like additive-increase multiplicative-decrease rate controller, for comparison.
+    Aimd,
+}
+
+impl Congestion {
+    /// gTFRC with target `target`, the QSTP rule and RFC 5348.
+    pub const fn gtfrc(target: Rate) -> Congestion {
+        Congestion::Gtfrc {
+            target,
+            rule: GtfrcRule::Qstp,
+            version: TfrcVersion::Rfc5348,
+        }
+    }
+
+    /// Plain TFRC after RFC 5348.
+    pub const TFRC: Congestion = Congestion::Tfrc {
+        version: TfrcVersion::Rfc5348,
+    };
+
+    /// What the hello carries: the controller, without the sender's local settings.
+    pub fn negotiated(&self) -> RateControl {
+        match *self {
+            Congestion::Fixed { rate } => RateControl::Fixed { rate },
+            Congestion::Tfrc { .. } => RateControl::Tfrc,
+            Congestion::Gtfrc { target, .. } => RateControl::Gtfrc { target },
+            Congestion::Aimd => RateControl::Aimd,
+        }
+    }
+
+    /// The target rate g this controller guarantees, zero if none.
+    pub fn target(&self) -> Rate {
+        self.negotiated().target()
+    }
+
+    /// The TFRC version of a TFRC or gTFRC controller.
+    pub fn tfrc_version(&self) -> Option<TfrcVersion> {
+        match *self {
+            Congestion::Tfrc { version } | Congestion::Gtfrc { version, .. } => Some(version),
+            _ => None,
+        }
+    }
+
+    /// The controller `negotiated` names (a peer's hello), keeping this side's local settings
+    /// where they still apply and the defaults elsewhere.
+    pub fn adopt(&self, negotiated: RateControl) -> Congestion {
+        let version = self.tfrc_version().unwrap_or_default();
+        let rule = match *self {
+            Congestion::Gtfrc { rule, .. } => rule,
+            _ => GtfrcRule::default(),
+        };
+        match negotiated {
+            RateControl::Fixed { rate } => Congestion::Fixed { rate },
+            RateControl::Tfrc => Congestion::Tfrc { version },
+            RateControl::Gtfrc { target } => Congestion::Gtfrc {
+                target,
+                rule,
+                version,
+            },
+            RateControl::Aimd => Congestion::Aimd,
+        }
+    }
+}
+
+impl From<RateControl> for Congestion {
+    /// The controller with the default local settings (the QSTP rule, RFC 5348).
+    fn from(negotiated: RateControl) -> Congestion {
+        Congestion::TFRC.adopt(negotiated)
+    }
+}
+
 /// The named compositions.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,13 +237,8 @@ impl fmt::Display for Preset {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// Congestion control.
-    pub congestion: RateControl,
-    /// How gTFRC applies its target (only read when `congestion` is gTFRC); local to the sender.
-    pub gtfrc_rule: GtfrcRule,
-    /// Which TFRC specification the rate controller follows (TFRC and gTFRC only); local to the
-    /// sender.
-    pub tfrc: TfrcVersion,
+    /// Congestion control: the negotiated controller and its local settings.
+    pub congestion: Congestion,
     /// Error control.
     pub error: ErrorControl,
     /// Delivery order.
@@ -207,12 +297,12 @@ impl Config {
     pub fn preset(preset: Preset, target: Rate) -> Config {
         let (congestion, error, order) = match preset {
             Preset::Qstp => (
-                RateControl::Gtfrc { target },
+                Congestion::gtfrc(target),
                 ErrorControl::SackFull,
                 Order::Ordered,
             ),
-            Preset::TfrcSack => (RateControl::Tfrc, ErrorControl::SackFull, Order::Ordered),
-            Preset::Tfrc => (RateControl::Tfrc, ErrorControl::None, Order::Unordered),
+            Preset::TfrcSack => (Congestion::TFRC, ErrorControl::SackFull, Order::Ordered),
+            Preset::Tfrc => (Congestion::TFRC, ErrorControl::None, Order::Unordered),
         };
         Config {
             congestion,
@@ -336,7 +426,7 @@ impl Config {
                 reason: "must be at least 1".into(),
             });
         }
-        if let RateControl::Fixed { rate } = self.congestion {
+        if let Congestion::Fixed { rate } = self.congestion {
             if rate.is_zero() {
                 return Err(ConfigError::Invalid {
                     key: "congestion.rate",
@@ -381,9 +471,7 @@ impl Default for Config {
     /// QSTP with no target (so plain TFRC + SACK + ordered) and 1500-byte datagrams.
     fn default() -> Self {
         Config {
-            congestion: RateControl::Gtfrc { target: Rate::ZERO },
-            gtfrc_rule: GtfrcRule::Qstp,
-            tfrc: TfrcVersion::Rfc5348,
+            congestion: Congestion::gtfrc(Rate::ZERO),
             error: ErrorControl::SackFull,
             order: Order::Ordered,
             max_datagram: 1500,
@@ -428,8 +516,9 @@ mod tests {
     #[test]
     fn presets_compose_as_the_design_says() {
         let q = Config::qstp(Rate::from_kbps(500));
+        assert_eq!(q.congestion, Congestion::gtfrc(Rate::from_kbps(500)));
         assert_eq!(
-            q.congestion,
+            q.congestion.negotiated(),
             RateControl::Gtfrc {
                 target: Rate::from_kbps(500)
             }
@@ -450,8 +539,53 @@ mod tests {
     }
 
     #[test]
+    fn a_peer_s_controller_keeps_the_local_settings_that_still_apply() {
+        let g = Rate::from_kbps(800);
+        let local = Congestion::Gtfrc {
+            target: Rate::ZERO,
+            rule: GtfrcRule::Fig1,
+            version: TfrcVersion::Rfc3448,
+        };
+        // The hello names the controller and its target; rule and version stay this side's.
+        assert_eq!(
+            local.adopt(RateControl::Gtfrc { target: g }),
+            Congestion::Gtfrc {
+                target: g,
+                rule: GtfrcRule::Fig1,
+                version: TfrcVersion::Rfc3448
+            }
+        );
+        assert_eq!(
+            local.adopt(RateControl::Tfrc),
+            Congestion::Tfrc {
+                version: TfrcVersion::Rfc3448
+            }
+        );
+        assert_eq!(local.adopt(RateControl::Aimd), Congestion::Aimd);
+        assert_eq!(local.adopt(RateControl::Aimd).tfrc_version(), None);
+        // From a plain TFRC side, a gTFRC hello gets the default rule.
+        let tfrc = Congestion::Tfrc {
+            version: TfrcVersion::Rfc3448,
+        };
+        assert_eq!(
+            tfrc.adopt(RateControl::Gtfrc { target: g }),
+            Congestion::Gtfrc {
+                target: g,
+                rule: GtfrcRule::Qstp,
+                version: TfrcVersion::Rfc3448
+            }
+        );
+        for c in [Congestion::gtfrc(g), Congestion::TFRC, Congestion::Aimd] {
+            assert_eq!(Congestion::from(c.negotiated()), c);
+        }
+    }
+
+    #[test]
     fn tfrc_versions_parse_and_default_to_rfc5348() {
-        assert_eq!(Config::default().tfrc, TfrcVersion::Rfc5348);
+        assert_eq!(
+            Config::default().congestion.tfrc_version(),
+            Some(TfrcVersion::Rfc5348)
+        );
         for v in TfrcVersion::ALL {
             assert_eq!(v.name().parse::<TfrcVersion>().unwrap(), v);
         }

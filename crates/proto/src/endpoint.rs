@@ -390,11 +390,11 @@ impl Endpoint {
         } else {
             Protection::Null
         };
-        config.congestion = hello.composition.congestion;
+        config.congestion = limits.congestion.adopt(hello.composition.congestion);
         config.error = hello.composition.error;
         config.order = hello.composition.order;
         config.max_datagram = config.max_datagram.min(usize::from(hello.max_datagram));
-        if let Some(reason) = self.config.policy.refusal(&config.congestion) {
+        if let Some(reason) = self.config.policy.refusal(&hello.composition.congestion) {
             self.refuse(remote, hello.source, reason.as_bytes());
             return;
         }

@@ -11,7 +11,7 @@ pub mod range_set;
 pub mod rate;
 pub mod time;
 
-pub use config::{Config, ConfigError, GtfrcRule, Preset, TfrcVersion};
+pub use config::{Config, ConfigError, Congestion, GtfrcRule, Preset, TfrcVersion};
 pub use range_set::RangeSet;
 pub use rate::{Rate, RateParseError};
 pub use time::{Duration, DurationParseError, Time};

@@ -600,7 +600,7 @@ fn rate_figure(
         .filter_map(|(i, f)| {
             let g = match &groups.get(f.group)?.protocol {
                 qstp_sim::Protocol::Qstp(QstpSpec { config, .. }) => match config.congestion {
-                    qstp_proto::RateControl::Gtfrc { target } if !target.is_zero() => target,
+                    qstp_proto::Congestion::Gtfrc { target, .. } if !target.is_zero() => target,
                     _ => return None,
                 },
                 _ => return None,

@@ -194,7 +194,7 @@ mod tests {
             panic!()
         };
         assert_eq!(
-            config.congestion,
+            config.congestion.negotiated(),
             RateControl::Gtfrc {
                 target: Rate::from_kbps(100)
             }
@@ -290,7 +290,10 @@ mod tests {
             let Protocol::Qstp(QstpSpec { config, .. }) = g.protocol else {
                 panic!()
             };
-            Ok::<_, super::super::fields::FieldError>(config.gtfrc_rule)
+            let qstp_proto::Congestion::Gtfrc { rule, .. } = config.congestion else {
+                panic!("gtfrc runs no gTFRC: {:?}", config.congestion)
+            };
+            Ok::<_, super::super::fields::FieldError>(rule)
         };
         assert_eq!(rule("").unwrap(), GtfrcRule::Qstp);
         assert_eq!(rule("gtfrc_rule = \"fig1\"").unwrap(), GtfrcRule::Fig1);
@@ -308,7 +311,7 @@ mod tests {
             let Protocol::Qstp(QstpSpec { config, .. }) = g.protocol else {
                 panic!()
             };
-            Ok::<_, super::super::fields::FieldError>(config.tfrc)
+            Ok::<_, super::super::fields::FieldError>(config.congestion.tfrc_version().unwrap())
         };
         for protocol in QstpSpec::NAMES {
             assert_eq!(version(protocol, "").unwrap(), TfrcVersion::Rfc5348);

@@ -75,7 +75,7 @@ fn reads_the_fig4_scenario_into_three_points() {
         panic!()
     };
     assert_eq!(
-        config.congestion,
+        config.congestion.negotiated(),
         RateControl::Gtfrc {
             target: Rate::from_kbps(500)
         }
@@ -279,7 +279,10 @@ fn the_scenario_files_of_the_repository_load() {
                     else {
                         panic!("{}: group AB runs no TFRC", path.display())
                     };
-                    assert_eq!(config.tfrc, qstp_proto::TfrcVersion::Rfc3448);
+                    assert_eq!(
+                        config.congestion.tfrc_version(),
+                        Some(qstp_proto::TfrcVersion::Rfc3448)
+                    );
                 }
             }
             assert_eq!(

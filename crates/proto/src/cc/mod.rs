@@ -70,8 +70,7 @@ pub use pacing::Pacer;
 pub use tfrc::receiver::{ReceiverReport, TfrcReceiver};
 pub use tfrc::sender::TfrcSender;
 
-use crate::config::{GtfrcRule, TfrcVersion};
-use crate::wire::RateControl;
+use crate::config::Congestion;
 
 /// A reported loss event rate made usable: clamped to [0, 1], NaN taken as no loss.
 pub(crate) fn sane_loss_event_rate(p: f64) -> f64 {
@@ -82,50 +81,34 @@ pub(crate) fn sane_loss_event_rate(p: f64) -> f64 {
     }
 }
 
-/// Construct the rate controller a configuration names, with RFC 5348's TFRC.
+/// Construct the rate controller a configuration names.
 pub fn build(
-    congestion: &RateControl,
-    gtfrc_rule: GtfrcRule,
-    segment_size: usize,
-    initial_rtt: Option<Duration>,
-    now: Time,
-) -> Box<dyn RateController> {
-    build_with_version(
-        congestion,
-        gtfrc_rule,
-        TfrcVersion::Rfc5348,
-        segment_size,
-        initial_rtt,
-        now,
-    )
-}
-
-/// Construct the rate controller a configuration names; TFRC and gTFRC follow `version`.
-pub fn build_with_version(
-    congestion: &RateControl,
-    gtfrc_rule: GtfrcRule,
-    version: TfrcVersion,
+    congestion: &Congestion,
     segment_size: usize,
     initial_rtt: Option<Duration>,
     now: Time,
 ) -> Box<dyn RateController> {
     match *congestion {
-        RateControl::Fixed { rate } => Box::new(FixedRate::new(rate)),
-        RateControl::Tfrc => Box::new(TfrcSender::with_version(
+        Congestion::Fixed { rate } => Box::new(FixedRate::new(rate)),
+        Congestion::Tfrc { version } => Box::new(TfrcSender::with_version(
             version,
             segment_size,
             initial_rtt,
             now,
         )),
-        RateControl::Gtfrc { target } => Box::new(Gtfrc::with_version(
+        Congestion::Gtfrc {
             target,
-            gtfrc_rule,
+            rule,
+            version,
+        } => Box::new(Gtfrc::with_version(
+            target,
+            rule,
             version,
             segment_size,
             initial_rtt,
             now,
         )),
-        RateControl::Aimd => Box::new(Aimd::new(segment_size, initial_rtt, now)),
+        Congestion::Aimd => Box::new(Aimd::new(segment_size, initial_rtt, now)),
     }
 }
 
@@ -137,10 +120,9 @@ mod tests {
     fn build_constructs_the_named_controller() {
         let rtt = Some(Duration::from_millis(100));
         let fixed = build(
-            &RateControl::Fixed {
+            &Congestion::Fixed {
                 rate: Rate::from_kbps(64),
             },
-            GtfrcRule::Qstp,
             1000,
             rtt,
             Time::ZERO,
@@ -148,20 +130,14 @@ mod tests {
         assert_eq!(fixed.allowed_rate(), Rate::from_kbps(64));
         assert_eq!(fixed.poll_timeout(), None);
         let g = Rate::from_kbps(400);
-        let gtfrc = build(
-            &RateControl::Gtfrc { target: g },
-            GtfrcRule::Qstp,
-            1000,
-            rtt,
-            Time::ZERO,
-        );
+        let gtfrc = build(&Congestion::gtfrc(g), 1000, rtt, Time::ZERO);
         assert_eq!(gtfrc.state().target, g);
-        let tfrc = build(&RateControl::Tfrc, GtfrcRule::Qstp, 1000, rtt, Time::ZERO);
+        let tfrc = build(&Congestion::TFRC, 1000, rtt, Time::ZERO);
         assert_eq!(tfrc.state().target, Rate::ZERO);
         assert!(tfrc.state().slow_start);
         // W_init / R = 4000 B / 100 ms.
         assert_eq!(tfrc.allowed_rate(), Rate::from_bytes_per_sec(40_000.0));
-        let aimd = build(&RateControl::Aimd, GtfrcRule::Qstp, 1000, rtt, Time::ZERO);
+        let aimd = build(&Congestion::Aimd, 1000, rtt, Time::ZERO);
         assert_eq!(aimd.allowed_rate(), Rate::from_bytes_per_sec(40_000.0));
         assert_eq!(aimd.state().x_calc, Rate::ZERO);
     }

@@ -1,6 +1,7 @@
 //! Property tests over all rate controllers, the receiver and the pacer.
 
 use super::*;
+use crate::config::GtfrcRule;
 use proptest::prelude::*;
 
 const S: usize = 1460;

@@ -172,7 +172,7 @@ impl Connection {
         Hello {
             source: self.local_id,
             composition: Composition {
-                congestion: self.config.congestion,
+                congestion: self.config.congestion.negotiated(),
                 error: self.config.error,
                 order: self.config.order,
             },

@@ -438,7 +438,7 @@ impl Connection {
             let rto = self.sender.rto(&self.config);
             let peer_floor = match self.config.congestion {
                 // Both sides run the composition of the hello: the peer's rate is this one.
-                crate::wire::RateControl::Fixed { rate } => {
+                crate::config::Congestion::Fixed { rate } => {
                     Some(rate.transmit_time(self.config.segment_size()))
                 }
                 _ => None,
@@ -669,7 +669,7 @@ impl Connection {
 
     /// Change the target rate g at run time (the paper's setsockopt); ignored without gTFRC.
     pub fn set_target_rate(&mut self, target: Rate) {
-        if let crate::wire::RateControl::Gtfrc { target: t } = &mut self.config.congestion {
+        if let crate::config::Congestion::Gtfrc { target: t, .. } = &mut self.config.congestion {
             *t = target;
             self.sender.rate.set_target(target);
         }

@@ -101,14 +101,7 @@ impl Sender {
         let max_outstanding = (2 * config.send_buffer / per_packet).clamp(64, MAX_OUTSTANDING_CAP);
         let pmtu = PathMtu::new(config.pmtu_discovery, BASE_DATAGRAM, config.max_datagram);
         Sender {
-            rate: cc::build_with_version(
-                &config.congestion,
-                config.gtfrc_rule,
-                config.tfrc,
-                pmtu.current(),
-                None,
-                now,
-            ),
+            rate: cc::build(&config.congestion, pmtu.current(), None, now),
             pacer: Pacer::new(config.max_burst),
             sack: SackSender::new(config.error, max_outstanding),
             stream: stream_mode.then(|| StreamSendBuffer::new(config.send_buffer)),
@@ -147,14 +140,7 @@ impl Sender {
         config: &Config,
         rtt: Option<Duration>,
     ) {
-        self.rate = cc::build_with_version(
-            &config.congestion,
-            config.gtfrc_rule,
-            config.tfrc,
-            self.pmtu.current(),
-            rtt,
-            now,
-        );
+        self.rate = cc::build(&config.congestion, self.pmtu.current(), rtt, now);
         if let Some(rtt) = rtt.filter(|r| !r.is_zero()) {
             // RFC 6298 §2.2: the handshake's round trip is the first measurement.
             self.rto_estimator.on_sample(rtt);

@@ -214,7 +214,7 @@ fn feedback_acknowledging_never_sent_packets_is_ignored_and_counted() {
 fn spoofed_hellos_cost_the_server_no_state() {
     let mut pair = Pair::new(Config::default(), PathModel::default(), 32);
     let composition = Composition {
-        congestion: Config::default().congestion,
+        congestion: Config::default().congestion.negotiated(),
         error: Config::default().error,
         order: Config::default().order,
     };

@@ -103,7 +103,7 @@ fn a_crawling_connection_survives_the_idle_timeout_and_a_vanished_peer_still_doe
         rate: Rate::from_bps(300),
     };
     let config = Config {
-        congestion,
+        congestion: congestion.into(),
         ..Config::default()
     };
     let mut pair = Pair::new(

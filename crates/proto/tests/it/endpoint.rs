@@ -32,7 +32,8 @@ fn connections_share_the_endpoint_in_turn() {
     let config = Config {
         congestion: RateControl::Fixed {
             rate: Rate::from_mbps(1_000),
-        },
+        }
+        .into(),
         max_burst: 64,
         ..Config::default()
     };

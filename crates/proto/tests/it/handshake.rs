@@ -132,14 +132,14 @@ fn the_negotiated_config_is_the_clients_composition_within_the_servers_limits() 
     };
     let mut pair = Pair::new(limits, path(), 6);
     let asked = Config {
-        congestion: qstp_proto::RateControl::Tfrc,
+        congestion: qstp_proto::RateControl::Tfrc.into(),
         ..Config::default()
     };
     pair.connect_and_establish(asked);
     let server = pair.server.conn().config();
     assert_eq!(
         server.congestion,
-        qstp_proto::RateControl::Tfrc,
+        qstp_proto::RateControl::Tfrc.into(),
         "the client's composition"
     );
     assert_eq!(server.recv_buffer, 256 * 1024, "the server's limits");
@@ -165,7 +165,7 @@ fn accepted(policy: ServerPolicy, congestion: RateControl) -> bool {
     let server = Endpoint::new(server_config, 2);
     let mut pair = Pair::with_endpoints(client, server, path(), 7);
     pair.connect(Config {
-        congestion,
+        congestion: congestion.into(),
         ..Config::default()
     });
     assert!(pair.drive_until(Duration::from_secs(5), |p| {

@@ -29,7 +29,7 @@ fn parse(m: &[u8]) -> (u64, Time) {
 /// retransmission timer's floor is lowered from RFC 6298's 1 s to what such a deployment would pick.
 fn composition(error: ErrorControl, order: Order) -> Config {
     Config {
-        congestion: RateControl::Tfrc,
+        congestion: RateControl::Tfrc.into(),
         error,
         order,
         min_rto: Duration::from_millis(20),
@@ -325,7 +325,7 @@ fn a_large_lost_message_is_not_starved_by_the_messages_after_it() {
         rate: Rate::from_mbps(5),
     };
     pair.connect_and_establish(Config {
-        congestion,
+        congestion: congestion.into(),
         ..composition(error, Order::Ordered)
     });
     let sizes: Vec<usize> = (0..30u64)
@@ -584,7 +584,7 @@ fn readable_is_announced_for_whole_messages_only() {
         rate: Rate::from_kbps(100),
     };
     pair.connect_and_establish(Config {
-        congestion,
+        congestion: congestion.into(),
         ..composition(ErrorControl::SackFull, Order::Unordered)
     });
     let sent_at = pair.time;

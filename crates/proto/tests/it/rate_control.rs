@@ -34,7 +34,7 @@ fn bulk_transfer(congestion: RateControl, seed: u64, warmup: Duration, total: Du
     let mut pair = Pair::new(Config::default(), to_server, seed);
     pair.to_client = to_client;
     let config = Config {
-        congestion,
+        congestion: congestion.into(),
         ..Config::default()
     };
     pair.connect_and_establish(config);
@@ -156,12 +156,12 @@ fn the_target_can_change_at_run_time() {
     assert_eq!(pair.client.conn().stats().target, g);
     assert_eq!(
         pair.client.conn().config().congestion,
-        RateControl::Gtfrc { target: g }
+        RateControl::Gtfrc { target: g }.into()
     );
     // Without gTFRC there is no target to change.
     let mut tfrc = Pair::new(Config::default(), PathModel::default(), 54);
     tfrc.connect_and_establish(Config {
-        congestion: RateControl::Tfrc,
+        congestion: RateControl::Tfrc.into(),
         ..Config::default()
     });
     tfrc.client.conn_mut().set_target_rate(g);

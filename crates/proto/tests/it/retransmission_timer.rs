@@ -38,7 +38,8 @@ fn the_retransmission_timer_backs_off_while_no_feedback_comes() {
     let config = Config {
         congestion: RateControl::Fixed {
             rate: Rate::from_kbps(240),
-        },
+        }
+        .into(),
         min_rto: Duration::from_millis(80),
         // Blackouts here outlast the dead-peer check, which would end the connection.
         peer_silence_ptos: 0,
@@ -96,7 +97,8 @@ fn by_default_the_timer_waits_at_least_rfc_6298s_second() {
     let config = Config {
         congestion: RateControl::Fixed {
             rate: Rate::from_kbps(240),
-        },
+        }
+        .into(),
         // Blackouts here outlast the dead-peer check, which would end the connection.
         peer_silence_ptos: 0,
         ..Config::default()

@@ -214,7 +214,7 @@ fn every_congestion_control_carries_the_stream_through_loss() {
         };
         let mut pair = Pair::new(Config::default(), path, 60 + i as u64);
         pair.connect_and_establish(Config {
-            congestion,
+            congestion: congestion.into(),
             ..Config::default()
         });
         let data = pattern(100_000, i as u8);
@@ -247,7 +247,8 @@ fn a_slow_lossless_transfer_retransmits_nothing() {
     pair.connect_and_establish(Config {
         congestion: RateControl::Fixed {
             rate: Rate::from_kbps(100),
-        },
+        }
+        .into(),
         ..Config::default()
     });
     let data = pattern(20_000, 5);

@@ -15,7 +15,7 @@ use qstp_dataplane::params::{ParamResult, ParamTable};
 use qstp_proto::config::GtfrcRule;
 use qstp_proto::wire::MIN_DATAGRAM;
 use qstp_proto::{
-    Config, Endpoint, EndpointConfig, ErrorControl, Order, Preset, Protection, Rate, RateControl,
+    Config, Congestion, Endpoint, EndpointConfig, ErrorControl, Order, Preset, Protection, Rate,
     TfrcVersion,
 };
 use rand::RngCore;
@@ -48,24 +48,29 @@ impl SourceKind for QstpSpec {
         let mut config = match name {
             "tfrc" => Config::preset(Preset::Tfrc, Rate::ZERO),
             "tfrc-sack" => Config::preset(Preset::TfrcSack, Rate::ZERO),
-            "qstp" => {
-                let mut c = Config::qstp(needs_target(t)?);
-                c.gtfrc_rule = gtfrc_rule(t)?;
-                c
-            }
+            "qstp" => Config::qstp(needs_target(t)?),
             _ => {
                 // gTFRC paper §4: ns-2 TFRC agents, so no repair and no ordering.
-                let g = needs_target(t)?;
-                let mut c = Config::qstp(g);
-                c.gtfrc_rule = gtfrc_rule(t)?;
-                c.congestion = RateControl::Gtfrc { target: g };
+                let mut c = Config::qstp(needs_target(t)?);
                 c.error = ErrorControl::None;
                 c.order = Order::Unordered;
                 c
             }
         };
+        let rule = match config.congestion {
+            Congestion::Gtfrc { .. } => Some(gtfrc_rule(t)?),
+            _ => None,
+        };
+        let version = tfrc_version(t)?;
+        config.congestion = match (config.congestion, rule) {
+            (Congestion::Gtfrc { target, .. }, Some(rule)) => Congestion::Gtfrc {
+                target,
+                rule,
+                version,
+            },
+            _ => Congestion::Tfrc { version },
+        };
         config.max_datagram = cx.packet_size;
-        config.tfrc = tfrc_version(t)?;
         Ok(QstpSpec {
             name: name.to_string(),
             config,

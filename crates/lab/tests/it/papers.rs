@@ -4,14 +4,14 @@
 //! The runs are shortened to two per point (the files' durations kept, so that time windows such as
 //! QSTP Fig. 7's 60-120 s still exist), so these verdicts are the short runs' and may differ from
 //! the full table's. A flip means the lab's behaviour moved: look at the claim, and if the move is
-//! meant, regenerate the expectation with `QSTP_BLESS=1 cargo test -p qstp-lab --test papers` and
+//! meant, regenerate the expectation with `QSTP_BLESS=1 cargo test -p qstp-lab --test it papers` and
 //! say why in the commit.
 
 use qstp_lab::papers::{self, Settings};
 use qstp_lab::scenario::Overrides;
 use std::path::Path;
 
-const EXPECTED: &str = "tests/papers_short_verdicts.txt";
+const EXPECTED: &str = "tests/it/papers_short_verdicts.txt";
 
 fn root() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
