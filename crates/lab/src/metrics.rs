@@ -259,9 +259,10 @@ fn flow_series(f: &FlowRecord, bin: Duration) -> FlowSeries {
 }
 
 /// A per-flow column of `runs.csv` (after the point, run, group and flow): its name, how it is
-/// written from a flow's [`FlowRun`] and how `qstp plot`'s reader takes it back. The writer and
-/// the reader both iterate [`RUN_COLUMNS`], so a new per-flow result is a field of [`FlowRun`]
-/// and one entry there.
+/// written from a flow's [`FlowRun`], how `qstp plot`'s reader takes it back and how
+/// `summary.json` sums it up. The writer, the reader and the summary all iterate
+/// [`RUN_COLUMNS`], so a new per-flow result is a field of [`FlowRun`], the line that computes
+/// it from the run's record (in this file) and one entry there.
 pub struct RunColumn {
     /// Its header in `runs.csv`.
     pub name: &'static str,
@@ -272,6 +273,10 @@ pub struct RunColumn {
     /// Take the text back into a flow (`None`: the column is absent); `false` if it cannot be
     /// read and must be.
     pub read: fn(&mut FlowRun, Option<&str>) -> bool,
+    /// Its value for a flow, summed up over a group's flows and runs as [`Stats`] under the
+    /// column's name in a group's `metrics` in `summary.json` (`None`: not there; the columns
+    /// older than `metrics` have fields of their own in the summary, computed in `summary.rs`).
+    pub summary: Option<fn(&FlowRun) -> Option<f64>>,
 }
 
 /// A required number, parsed into `$field`.
@@ -304,30 +309,35 @@ pub const RUN_COLUMNS: &[RunColumn] = &[
         always: true,
         write: |f| format!("{:.1}", f.throughput_bps),
         read: required!(throughput_bps),
+        summary: None,
     },
     RunColumn {
         name: "goodput_bps",
         always: true,
         write: |f| format!("{:.1}", f.goodput_bps),
         read: required!(goodput_bps),
+        summary: None,
     },
     RunColumn {
         name: "jitter_ms",
         always: true,
         write: |f| f.jitter_ms.map_or(String::new(), |j| format!("{j:.6}")),
         read: optional!(jitter_ms),
+        summary: None,
     },
     RunColumn {
         name: "packets_sent",
         always: true,
         write: |f| f.packets_sent.to_string(),
         read: required!(packets_sent),
+        summary: None,
     },
     RunColumn {
         name: "packets_retransmitted",
         always: true,
         write: |f| f.packets_retransmitted.to_string(),
         read: required!(packets_retransmitted),
+        summary: None,
     },
     // The share of packets sent again: derived from the two columns before it, not read back.
     RunColumn {
@@ -342,6 +352,7 @@ pub const RUN_COLUMNS: &[RunColumn] = &[
             format!("{share:.6}")
         },
         read: |_, _| true,
+        summary: None,
     },
     // TCP's loss recoveries: empty for other senders, absent from files written before them.
     RunColumn {
@@ -349,19 +360,43 @@ pub const RUN_COLUMNS: &[RunColumn] = &[
         always: false,
         write: |f| f.timeouts.map_or(String::new(), |c| c.to_string()),
         read: optional!(timeouts),
+        summary: None,
     },
     RunColumn {
         name: "fast_recoveries",
         always: false,
         write: |f| f.fast_recoveries.map_or(String::new(), |c| c.to_string()),
         read: optional!(fast_recoveries),
+        summary: None,
     },
 ];
 
+/// The per-flow figure of a point that a series is drawn in, one panel each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowFigure {
+    /// `flows-*.svg`: each TCP flow's throughput, then these panels.
+    Tcp,
+    /// `rates-*.svg`: each rate-controlled (qstp, gTFRC, TFRC) flow's rate-control state.
+    Rate,
+}
+
+/// How a series is drawn: in which figure, under which title, with which y label and scale.
+pub struct Panel {
+    /// The figure it is a panel of.
+    pub figure: FlowFigure,
+    /// The panel's title.
+    pub title: &'static str,
+    /// Its y axis label (with the unit after `scale`).
+    pub y_label: &'static str,
+    /// What a value is multiplied by before it is drawn (1e-3: bit/s as kbit/s).
+    pub scale: f64,
+}
+
 /// A per-flow time series with an optional value per bin: how it is read from the run's record,
-/// where it is kept in a [`FlowSeries`], its name in `series.csv` and its digits there. The
-/// series' computation, the long CSV writer and `qstp plot`'s reader all iterate
-/// [`OPTIONAL_SERIES`], so a new series is a field of [`FlowSeries`] and one entry there.
+/// where it is kept in a [`FlowSeries`], its name in `series.csv` and its digits there, and the
+/// panel it is drawn in. The series' computation, the long CSV writer, `qstp plot`'s reader and
+/// the per-flow figures all iterate [`OPTIONAL_SERIES`], so a new series is a field of
+/// [`FlowSeries`] and one entry there.
 pub struct SeriesMetric {
     /// Its `metric` in `series.csv`.
     pub name: &'static str,
@@ -376,11 +411,13 @@ pub struct SeriesMetric {
     pub values: fn(&FlowSeries) -> &Vec<Option<f64>>,
     /// The same, to fill in.
     pub values_mut: fn(&mut FlowSeries) -> &mut Vec<Option<f64>>,
+    /// Where it is drawn (`None`: only written).
+    pub panel: Option<Panel>,
 }
 
 /// Declare a [`SeriesMetric`] kept in the field of the same name.
 macro_rules! series_metric {
-    ($field:ident, $digits:expr, $every_flow:expr, $read:expr) => {
+    ($field:ident, $digits:expr, $every_flow:expr, $panel:expr, $read:expr) => {
         SeriesMetric {
             name: stringify!($field),
             digits: $digits,
@@ -388,57 +425,114 @@ macro_rules! series_metric {
             read: $read,
             values: |s| &s.$field,
             values_mut: |s| &mut s.$field,
+            panel: $panel,
         }
     };
+}
+
+/// A panel of `figure`.
+const fn panel(
+    figure: FlowFigure,
+    title: &'static str,
+    y_label: &'static str,
+    scale: f64,
+) -> Option<Panel> {
+    Some(Panel {
+        figure,
+        title,
+        y_label,
+        scale,
+    })
 }
 
 /// Every optional per-flow series, in the order `series.csv` lists them (after the throughput and
 /// the goodput, which every flow has in every bin).
 pub const OPTIONAL_SERIES: &[SeriesMetric] = &[
-    series_metric!(jitter_ms, 3, true, |f| {
+    series_metric!(jitter_ms, 3, true, None, |f| {
         f.jitter_ns
             .iter()
             .zip(&f.received_packets)
             .map(|(&j, &n)| (n > 0).then(|| j as f64 / n as f64 / 1e6))
             .collect()
     }),
-    series_metric!(rtt_ms, 3, false, |f| {
-        f.sender
-            .rtt_ns
-            .iter()
-            .zip(&f.sender.rtt_samples)
-            .map(|(&r, &n)| (n > 0).then(|| r as f64 / n as f64 / 1e6))
-            .collect()
-    }),
-    series_metric!(cwnd_bytes, 0, false, |f| {
+    series_metric!(
+        rtt_ms,
+        3,
+        false,
+        panel(FlowFigure::Tcp, "Smoothed RTT", "RTT (ms)", 1.0),
+        |f| {
+            f.sender
+                .rtt_ns
+                .iter()
+                .zip(&f.sender.rtt_samples)
+                .map(|(&r, &n)| (n > 0).then(|| r as f64 / n as f64 / 1e6))
+                .collect()
+        }
+    ),
+    series_metric!(cwnd_bytes, 0, false, None, |f| {
         f.sender
             .cwnd_bytes
             .iter()
             .map(|&c| (c > 0).then_some(c as f64))
             .collect()
     }),
-    series_metric!(loss_rate, 6, false, |f| {
-        f.sender
-            .retransmitted
-            .iter()
-            .zip(&f.sender.sent)
-            .map(|(&r, &n)| (n > 0).then(|| r as f64 / n as f64))
-            .collect()
-    }),
-    series_metric!(loss_events, 0, false, |f| {
+    series_metric!(
+        loss_rate,
+        6,
+        false,
+        panel(
+            FlowFigure::Tcp,
+            "Loss rate (data packets sent again)",
+            "loss rate",
+            1.0
+        ),
+        |f| {
+            f.sender
+                .retransmitted
+                .iter()
+                .zip(&f.sender.sent)
+                .map(|(&r, &n)| (n > 0).then(|| r as f64 / n as f64))
+                .collect()
+        }
+    ),
+    series_metric!(loss_events, 0, false, None, |f| {
         f.sender
             .loss_events
             .iter()
             .map(|&n| Some(n as f64))
             .collect()
     }),
-    series_metric!(rate_bps, 0, false, |f| rate_series(f, |r| r.rate_bps
-        as f64)),
-    series_metric!(x_recv_bps, 0, false, |f| rate_series(f, |r| r.x_recv_bps
-        as f64)),
-    series_metric!(loss_event_rate, 9, false, |f| {
-        rate_series(f, |r| r.loss_event_rate_ppb as f64 / 1e9)
-    }),
+    series_metric!(
+        rate_bps,
+        0,
+        false,
+        panel(
+            FlowFigure::Rate,
+            "Allowed sending rate X (dashed: target g)",
+            "X (kbit/s)",
+            1e-3
+        ),
+        |f| rate_series(f, |r| r.rate_bps as f64)
+    ),
+    series_metric!(
+        x_recv_bps,
+        0,
+        false,
+        panel(
+            FlowFigure::Rate,
+            "Receive rate X_recv (feedback)",
+            "X_recv (kbit/s)",
+            1e-3
+        ),
+        |f| rate_series(f, |r| r.x_recv_bps as f64)
+    ),
+    series_metric!(
+        loss_event_rate,
+        9,
+        false,
+        panel(FlowFigure::Rate, "Loss event rate p (feedback)", "p", 1.0),
+        |f| { rate_series(f, |r| r.loss_event_rate_ppb as f64 / 1e9) }
+    ),
 ];
 
 /// One field of a rate-based sender's per-bin samples.

@@ -6,12 +6,13 @@
 //! means per run after the warm-up, like throughput; `in_profile` is green, `out_profile` yellow
 //! plus red.
 
-use crate::metrics::{jain, RunMetrics, Stats};
+use crate::metrics::{jain, FlowRun, RunColumn, RunMetrics, Stats, RUN_COLUMNS};
 use crate::runner::PointResult;
 use crate::scenario::{protocol_name, Overrides, Plan};
 use qstp_dataplane::queue::CodePointCounters;
 use qstp_sim::QueueRecord;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The qstp version that writes summaries.
 pub const QSTP_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -146,7 +147,7 @@ fn point_metrics(pt: &crate::scenario::Point, runs: &[RunMetrics]) -> Option<Poi
 }
 
 /// One group at one point.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GroupSummary {
     /// Group name.
     pub group: String,
@@ -191,6 +192,10 @@ pub struct GroupSummary {
     /// On an ATM trunk: what the group's VP counted, means per run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub atm: Option<AtmGroup>,
+    /// The per-flow results that `RUN_COLUMNS` sums up by name (every flow of every run with a
+    /// value is a sample).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, Stats>,
 }
 
 /// How a TCP group's senders recovered from losses: means per flow and run, after the warm-up.
@@ -441,7 +446,28 @@ fn group(g: usize, spec: &qstp_sim::GroupSpec, runs: &[RunMetrics]) -> GroupSumm
         phb: None,
         estimate_bps: None,
         atm: atm_group(g, runs),
+        metrics: column_stats(
+            RUN_COLUMNS,
+            runs.iter()
+                .flat_map(|r| r.flows.iter().filter(|f| f.group == g)),
+        ),
     }
+}
+
+/// The statistics of each column of `columns` that is summed up, over `flows` (those with a
+/// value), by the column's name.
+fn column_stats<'a>(
+    columns: &[RunColumn],
+    flows: impl Iterator<Item = &'a FlowRun> + Clone,
+) -> BTreeMap<String, Stats> {
+    columns
+        .iter()
+        .filter_map(|c| {
+            let value = c.summary?;
+            let values: Vec<f64> = flows.clone().filter_map(value).collect();
+            Some((c.name.to_string(), Stats::of(&values)?))
+        })
+        .collect()
 }
 
 /// The means over runs of what group `g`'s VP counted, if the runs had an ATM trunk.

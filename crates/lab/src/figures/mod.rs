@@ -5,7 +5,7 @@
 
 pub mod delegation;
 
-use crate::metrics::RunSeries;
+use crate::metrics::{FlowFigure, Panel, RunSeries, SeriesMetric, OPTIONAL_SERIES};
 use crate::plot::{Chart, Line, Reference, Shade};
 use crate::runner::PointResult;
 use crate::scenario::{protocol_name, Plan};
@@ -514,19 +514,18 @@ fn sender_figure(
             .filter_map(|(i, x)| x.map(|x| (time(i), x * scale)))
             .collect()
     };
-    let panels = vec![
-        panel("Throughput (1 s TSW)", "throughput (Mbit/s)", &|f| {
-            f.throughput_bps
-                .iter()
-                .enumerate()
-                .map(|(i, &x)| (time(i), x / 1e6))
-                .collect()
-        }),
-        panel("Smoothed RTT", "RTT (ms)", &|f| present(&f.rtt_ms, 1.0)),
-        panel("Loss rate (data packets sent again)", "loss rate", &|f| {
-            present(&f.loss_rate, 1.0)
-        }),
-    ];
+    let mut panels = vec![panel("Throughput (1 s TSW)", "throughput (Mbit/s)", &|f| {
+        f.throughput_bps
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| (time(i), x / 1e6))
+            .collect()
+    })];
+    panels.extend(series_panels(FlowFigure::Tcp).map(|(m, look)| {
+        panel(look.title, look.y_label, &|f| {
+            present((m.values)(f), look.scale)
+        })
+    }));
     Some(Figure {
         stem: format!("flows-{}", point_stem(summary, p)),
         point: Some(p),
@@ -588,13 +587,8 @@ fn rate_figure(
             }),
             ..Default::default()
         };
-    let mut rate = panel(
-        "Allowed sending rate X (dashed: target g)",
-        "X (kbit/s)",
-        &|f| present(&f.rate_bps, 1e-3),
-    );
-    // Each flow's own gTFRC floor g (the group's target over its flows).
-    rate.references = flows
+    // Each flow's own gTFRC floor g (the group's target over its flows), on the panel of X.
+    let targets: Vec<Reference> = flows
         .iter()
         .enumerate()
         .filter_map(|(i, f)| {
@@ -612,15 +606,17 @@ fn rate_figure(
             })
         })
         .collect();
-    let panels = vec![
-        rate,
-        panel("Receive rate X_recv (feedback)", "X_recv (kbit/s)", &|f| {
-            present(&f.x_recv_bps, 1e-3)
-        }),
-        panel("Loss event rate p (feedback)", "p", &|f| {
-            present(&f.loss_event_rate, 1.0)
-        }),
-    ];
+    let panels = series_panels(FlowFigure::Rate)
+        .map(|(m, look)| {
+            let mut chart = panel(look.title, look.y_label, &|f| {
+                present((m.values)(f), look.scale)
+            });
+            if m.name == "rate_bps" {
+                chart.references = targets.clone();
+            }
+            chart
+        })
+        .collect();
     Some(Figure {
         stem: format!("rates-{}", point_stem(summary, p)),
         point: Some(p),
@@ -631,6 +627,18 @@ fn rate_figure(
             ..Default::default()
         },
         panels,
+    })
+}
+
+/// The series drawn in `figure`, with how each is drawn, in [`OPTIONAL_SERIES`]' order.
+fn series_panels(
+    figure: FlowFigure,
+) -> impl Iterator<Item = (&'static SeriesMetric, &'static Panel)> {
+    OPTIONAL_SERIES.iter().filter_map(move |m| {
+        m.panel
+            .as_ref()
+            .filter(|look| look.figure == figure)
+            .map(|look| (m, look))
     })
 }
 

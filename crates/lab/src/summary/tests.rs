@@ -212,3 +212,41 @@ fn efficiency_fairness_and_performance_follow_the_papers_definitions() {
     );
     assert!(text_table(&s).contains("performance a=0.2"));
 }
+
+#[test]
+fn a_column_that_asks_for_it_is_summed_up_by_name_over_the_flows_with_a_value() {
+    const COLUMNS: &[RunColumn] = &[
+        RunColumn {
+            name: "resent_share",
+            always: false,
+            write: |_| String::new(),
+            read: |_, _| true,
+            summary: Some(|f| {
+                (f.packets_sent > 0).then(|| f.packets_retransmitted as f64 / f.packets_sent as f64)
+            }),
+        },
+        RunColumn {
+            name: "written_only",
+            always: false,
+            write: |_| String::new(),
+            read: |_, _| true,
+            summary: None,
+        },
+    ];
+    let flow = |sent, resent| FlowRun {
+        packets_sent: sent,
+        packets_retransmitted: resent,
+        ..FlowRun::default()
+    };
+    let flows = [flow(10, 1), flow(0, 0), flow(20, 6)];
+    let stats = column_stats(COLUMNS, flows.iter());
+    assert_eq!(stats.keys().collect::<Vec<_>>(), ["resent_share"]);
+    let share = &stats["resent_share"];
+    assert_eq!(share.n, 2, "the flow without a value is no sample");
+    assert!((share.mean - 0.2).abs() < 1e-12, "{share:?}");
+    assert!((share.min - 0.1).abs() < 1e-12 && (share.max - 0.3).abs() < 1e-12);
+    // Today's columns each have their own field in the summary, so `metrics` is left out.
+    let json = serde_json::to_value(summary()).unwrap();
+    let group = &json["points"][0]["flows"][0];
+    assert!(group.get("throughput_bps").is_some() && group.get("metrics").is_none());
+}
