@@ -290,6 +290,10 @@ async fn run(
         tap,
         ..EndpointOptions::default()
     };
+    // What a receiver killed mid-transfer left and no resume could use goes before any transfer
+    // starts.
+    let dir = destination.directory();
+    let _ = tokio::task::spawn_blocking(move || partial::sweep_orphans(&dir)).await;
     let endpoint = Endpoint::bind_with(listen, options).map_err(|e| match e {
         qstp_net::Error::Io(e) if e.kind() == io::ErrorKind::AddrInUse => {
             anyhow::anyhow!("cannot listen on {listen}: address already in use")
