@@ -103,6 +103,8 @@ pub struct EndpointConfig {
     pub cookie_lifetime: Duration,
     /// Most connections at once; further handshakes are refused.
     pub max_connections: usize,
+    /// Most server connections from one IP address; further hellos from it are refused.
+    pub max_per_address: usize,
     /// `Some` to accept incoming connections: the limits (buffers, timeouts, datagram size)
     /// applied to them; their composition and target come from the client's hello.
     pub server: Option<Config>,
@@ -120,6 +122,7 @@ impl EndpointConfig {
             cookie_key,
             cookie_lifetime: Duration::from_secs(10),
             max_connections: 1024,
+            max_per_address: 64,
             server: None,
             policy: ServerPolicy::default(),
             psk: None,
@@ -338,15 +341,6 @@ impl Endpoint {
             self.stats.refused += 1;
             return;
         };
-        if let Some(conn) = self
-            .by_client
-            .get(&(remote, hello.source))
-            .and_then(|h| self.connections.get_mut(h))
-        {
-            // Our accept was lost: the connection answers again.
-            conn.handle_packet(now, remote, packet, size);
-            return;
-        }
         let cookie_ok = match &hello.cookie {
             None => {
                 self.stats.cookie_challenges += 1;
@@ -372,6 +366,16 @@ impl Endpoint {
         if let Some(reason) = self.key_mismatch(hello, datagram) {
             self.stats.key_mismatches += 1;
             self.refuse_with(remote, hello.source, KEY_MISMATCH_CODE, reason);
+            return;
+        }
+        // A repeat with a fresh cookie and a good binder: our accept was lost, the connection
+        // answers again (the repeat refreshes none of its timers).
+        if let Some(conn) = self
+            .by_client
+            .get(&(remote, hello.source))
+            .and_then(|h| self.connections.get_mut(h))
+        {
+            conn.handle_packet(now, remote, packet, size);
             return;
         }
         let protected = hello.key_share.is_some();
@@ -404,6 +408,19 @@ impl Endpoint {
         }
         if self.live_connections() >= self.config.max_connections {
             self.refuse(remote, hello.source, b"too many connections");
+            return;
+        }
+        let from_address = self
+            .connections
+            .values()
+            .filter(|c| !c.is_closed() && c.remote().ip() == remote.ip())
+            .count();
+        if from_address >= self.config.max_per_address {
+            self.refuse(
+                remote,
+                hello.source,
+                b"too many connections from this address",
+            );
             return;
         }
         let keys = match hello.key_share {

@@ -388,7 +388,9 @@ impl Connection {
         if accepted {
             self.counters.packets_received += 1;
             self.counters.bytes_received += size as u64;
-            if !self.is_closed() {
+            // A repeated hello refreshes nothing: whoever saw one could otherwise keep a
+            // connection that never goes on alive by sending it again.
+            if !self.is_closed() && !matches!(packet, Packet::Hello(_)) {
                 self.idle.on_heard(now);
                 self.silence.on_heard();
                 self.timers.set(Timer::Idle, now + self.config.idle_timeout);

@@ -199,3 +199,95 @@ fn the_server_policy_refuses_the_fixed_rate_controller_and_targets_above_its_lim
     assert!(accepted(capped, RateControl::Tfrc));
     assert!(accepted(ServerPolicy::permissive(), fixed));
 }
+
+/// Everything `endpoint` wants to send at `now`.
+fn drain(endpoint: &mut Endpoint, now: qstp_proto::Time) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    while let Some(t) = endpoint.poll_transmit(now, &mut buf) {
+        out.push(buf[..t.size].to_vec());
+    }
+    out
+}
+
+#[test]
+fn a_replayed_hello_keeps_no_half_open_connection_alive_and_gets_a_retry_once_its_cookie_expired() {
+    use qstp_proto::Time;
+    let client_addr = "10.0.0.1:5000".parse().unwrap();
+    let server_addr = "10.0.0.2:4433".parse().unwrap();
+    let mut client = Endpoint::new(EndpointConfig::client([1; 32]), 1);
+    let mut server = Endpoint::new(EndpointConfig::server([2; 32], Config::default()), 2);
+    let at = |secs: u64| Time::ZERO + Duration::from_secs(secs);
+    client
+        .connect(at(0), server_addr, Config::default())
+        .unwrap();
+    // Hello, retry, hello with its cookie: the server accepts.
+    for hello in drain(&mut client, at(0)) {
+        server.handle_datagram(at(0), client_addr, &hello);
+    }
+    for retry in drain(&mut server, at(0)) {
+        client.handle_datagram(at(0), server_addr, &retry);
+    }
+    let hello = drain(&mut client, at(0)).remove(0);
+    server.handle_datagram(at(0), client_addr, &hello);
+    assert_eq!(server.stats().accepted, 1);
+    let accept = drain(&mut server, at(0));
+    assert_eq!(accept.len(), 1, "one accept");
+    // The client goes no further; someone replays its hello every 5 s. Within the cookie's
+    // lifetime (10 s) the lost accept is answered again; after it, a retry is the only answer.
+    let mut answers_after_expiry = Vec::new();
+    for secs in (5..=60).step_by(5) {
+        server.handle_timeout(at(secs));
+        server.handle_datagram(at(secs), client_addr, &hello);
+        let replies = drain(&mut server, at(secs));
+        if secs > 10 {
+            answers_after_expiry.extend(replies);
+        }
+    }
+    assert!(
+        answers_after_expiry.iter().all(|d| matches!(
+            qstp_proto::wire::Packet::decode(d),
+            Ok(qstp_proto::wire::Packet::Retry(_))
+        )),
+        "an expired cookie was answered with more than a retry"
+    );
+    // The replays refreshed nothing: the connection went at its idle timeout (30 s).
+    let mut closed = false;
+    while let Some((_, event)) = server.poll_event() {
+        closed |= matches!(event, Event::Closed(CloseReason::IdleTimeout));
+    }
+    assert!(closed, "the replayed hello kept the connection alive");
+}
+
+#[test]
+fn one_address_holds_at_most_max_per_address_connections() {
+    use qstp_proto::Time;
+    let server_addr = "10.0.0.2:4433".parse().unwrap();
+    let mut config = EndpointConfig::server([2; 32], Config::default());
+    config.max_per_address = 2;
+    let mut server = Endpoint::new(config, 2);
+    let now = Time::ZERO;
+    // A client at `addr` shakes hands; whether the server accepted it.
+    let mut shake = |addr: &str, seed: u64| {
+        let addr = addr.parse().unwrap();
+        let mut client = Endpoint::new(EndpointConfig::client([1; 32]), seed);
+        client.connect(now, server_addr, Config::default()).unwrap();
+        let before = server.stats().accepted;
+        for _ in 0..2 {
+            for hello in drain(&mut client, now) {
+                server.handle_datagram(now, addr, &hello);
+            }
+            for reply in drain(&mut server, now) {
+                client.handle_datagram(now, server_addr, &reply);
+            }
+        }
+        server.stats().accepted > before
+    };
+    assert!(shake("10.0.0.7:1000", 11));
+    assert!(shake("10.0.0.7:1001", 12));
+    assert!(!shake("10.0.0.7:1002", 13), "a third from one address");
+    assert!(
+        shake("10.0.0.8:1000", 14),
+        "another address is not held back"
+    );
+}
