@@ -33,8 +33,8 @@ pub mod spec;
 pub use output::{
     AtmRecord, FlowRecord, QueueRecord, QueueSeries, RateSample, RunOutput, SenderSeries,
 };
-pub use source::{CbrSpec, OnOffSpec, Protocol, QstpSpec, TcpSpec};
 pub use spec::{AccessSpec, GroupSpec, LinkSpec, SimSpec, Switching, Topology};
+pub use spec::{CbrSpec, OnOffSpec, Protocol, QstpSpec, TcpSpec};
 
 pub mod agent;
 pub mod capture;
