@@ -125,7 +125,8 @@ pub trait SourceKind: Sized {
     fn read(t: &mut dyn ParamTable, cx: &ReadContext) -> ParamResult<Self>;
 }
 
-/// A kind of source's behaviour.
+/// What a kind of source's spec says of itself: its label, its rules and its wire (its agents
+/// are the top-level `source` module's).
 pub trait Source: std::fmt::Debug {
     /// Its name in reports (`tcp/cubic`, `tfrc-sack`, `cbr`).
     fn label(&self) -> String;
