@@ -10,10 +10,11 @@
 //! an edge router (where the group's marker colours the aggregate) over one bottleneck link to
 //! their sinks; the group's `rtt` is the base round-trip time of that path.
 //!
-//! The bottom layer of the crate: a spec is data, read and checked without building anything. Its
-//! parts are a file each: the [`group`]s, the [`graph`] of a written network, what each group's
-//! flows run ([`source`], the registry of sources), and a [`delegation`] group. They import only
-//! the crate's foundations (`error`, `ids`, and the pure parts of `delegation`), never the engine.
+//! The inputs layer of the crate, just above its foundations: a spec is data, read and checked
+//! without building anything. Its parts are a file each: the [`group`]s, the [`graph`] of a
+//! written network, what each group's flows run ([`source`], the registry of sources), and a
+//! [`delegation`] group. They import only the crate's foundations (`error`, `ids`, and the pure
+//! parts of `delegation`), never the engine.
 
 pub mod delegation;
 pub mod graph;
