@@ -96,7 +96,7 @@ fn install_atm(spec: &SimSpec, bottleneck: &LinkSpec, atm: &AtmSpec, built: &mut
     built.network.link_mut(built.bottleneck).port = LinkPort::Cells(Box::new(port));
 }
 
-/// The PHB of each group on an ATM trunk, as [`install_atm`] assigns it.
+/// The PHB of each group on an ATM trunk, as `install_atm` assigns it.
 pub fn atm_phb(group: &GroupSpec) -> Phb {
     if atm_scr(group).is_some() {
         Phb::Af
