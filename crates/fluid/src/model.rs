@@ -5,10 +5,10 @@
 use super::FluidParams;
 use qstp_dataplane::headers::tcp_payload;
 use qstp_dataplane::queue::QueueSpec;
-use qstp_sim::delegation::DelegationSpec;
 use qstp_sim::error::SimError;
-use qstp_sim::source::Protocol;
-use qstp_sim::source::TcpSpec;
+use qstp_sim::spec::source::Protocol;
+use qstp_sim::spec::source::TcpSpec;
+use qstp_sim::spec::DelegationSpec;
 use qstp_sim::spec::{SimSpec, Topology};
 
 /// A flow's part in the Free & Stunts group.

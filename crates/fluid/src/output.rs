@@ -5,8 +5,9 @@ use super::model::Model;
 use super::solver::Solver;
 use qstp_dataplane::queue::CodePointCounters;
 use qstp_proto::Duration;
-use qstp_sim::delegation::DelegationRecord;
-use qstp_sim::output::{FlowRecord, QueueRecord, QueueSeries, RunOutput, SenderSeries};
+use qstp_sim::output::{
+    DelegationRecord, FlowRecord, QueueRecord, QueueSeries, RunOutput, SenderSeries,
+};
 use qstp_sim::spec::SimSpec;
 
 /// One flow's integrals per bin, in packets (ns for the RTT).

@@ -11,7 +11,8 @@ use common::{cbr, newreno};
 use qstp_dataplane::queue::{QueueSpec, RedParams, RedSpec};
 use qstp_fluid::{solve, FluidParams};
 use qstp_proto::{Duration, Rate};
-use qstp_sim::delegation::{matching, ControllerSpec, DelegationSpec, Matching, Trace};
+use qstp_sim::delegation::{matching, ControllerSpec, Matching, Trace};
+use qstp_sim::spec::DelegationSpec;
 use qstp_sim::{GroupSpec, RunOutput, SimError, SimSpec, Topology};
 
 const PACKET: usize = 1000;

@@ -19,12 +19,13 @@
 //! The IPv4 total length is the simulated size, so every frame is exactly as long as the packet
 //! was. Addresses tell flows apart: the sender of flow F of group G is 10.1.G.F, its receiver
 //! 10.2.G.F (G and F modulo 256); the sender's port is 10000 + the flow's index in the run (mod
-//! 50000), the receiver's port as its source kind says ([`crate::source::Source::wire`]: 4433 for
+//! 50000), the receiver's port as its source kind says ([`crate::spec::source::Source::wire`]: 4433 for
 //! qstp, 5001 for TCP, 9 for UDP).
 
 use crate::ids::{LinkId, PacketId};
 use crate::network::{Packet, Payload, QueueEvent, QueueObserver};
 use crate::spec::SimSpec;
+use crate::topology::{access_name, sink_name};
 use qstp_dataplane::color::Color;
 use qstp_dataplane::headers::{checksum, ipv4_pseudo_sum, Ipv4, PROTO_TCP};
 use qstp_proto::Time;
@@ -71,16 +72,6 @@ pub fn link_names(spec: &SimSpec) -> Vec<String> {
         }
     }
     names
-}
-
-/// Name of the sender's access link of flow `flow` of `group`.
-pub(crate) fn access_name(group: &str, flow: u32) -> String {
-    format!("access/{group}/{flow}")
-}
-
-/// Name of the receiver's link of flow `flow` of `group`.
-pub(crate) fn sink_name(group: &str, flow: u32) -> String {
-    format!("sink/{group}/{flow}")
 }
 
 /// What a flow's frames need of its spec.

@@ -1,17 +1,20 @@
 //! Why a run could not be set up.
+//!
+//! A foundation of the crate: the spec's checks and every builder return these errors, so this
+//! file names no other module of the crate.
 
 use qstp_proto::{ConfigError, Duration};
 
 /// What the check of one component spec refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ComponentError {
-    /// A queue discipline ([`crate::QueueSpec::validate`]).
+    /// A queue discipline ([`qstp_dataplane::queue::QueueSpec::validate`]).
     #[error(transparent)]
     Queue(#[from] qstp_dataplane::queue::QueueSpecError),
-    /// An edge marker ([`crate::MarkerSpec::validate`]).
+    /// An edge marker ([`qstp_dataplane::marker::MarkerSpec::validate`]).
     #[error(transparent)]
     Marker(#[from] qstp_dataplane::marker::MarkerSpecError),
-    /// A loss model ([`crate::LossSpec::validate`]).
+    /// A loss model ([`qstp_dataplane::loss::LossSpec::validate`]).
     #[error(transparent)]
     Loss(#[from] qstp_dataplane::loss::LossSpecError),
     /// A TCP group's options ([`qstp_tcp::TcpOptions::validate`]).
@@ -32,7 +35,7 @@ impl ComponentError {
     }
 }
 
-/// A [`crate::SimSpec`] the simulator cannot run.
+/// A run's spec (`SimSpec`) the simulator cannot run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SimError {
     /// A field has a value that cannot work.

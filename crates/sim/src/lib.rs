@@ -15,12 +15,18 @@
 //! drives it with engine events here, and a real-time forwarder can drive it on a wall clock. A
 //! [`network::QueueObserver`] on a link sees each enqueue, dequeue and drop.
 //!
-//! What a group's flows run is the registry of sources ([`source::Protocol`]: tcp, the qstp
-//! compositions, cbr, onoff), made with the data plane's `registry!` like its queues, markers
-//! and loss models: each kind reads its keys with the group's target as context, checks itself
-//! and builds its flow's two agents (agents of a new kind plug in as [`agent::Agent::Other`]).
+//! What a group's flows run is the registry of sources ([`spec::source::Protocol`]: tcp, the qstp
+//! compositions, cbr, onoff), made like the data plane's queues, markers and loss models: each
+//! kind reads its keys with the group's target as context and checks itself; [`source::agents`]
+//! builds its flow's two agents (agents of a new kind plug in as [`agent::Agent::Other`]).
 //!
-//! Every network is a [`graph::GraphSpec`] (nodes, links of their own rate, delay, queue and loss,
+//! The modules form layers, each importing only those below it: the foundations (ids, random
+//! streams, the event heap, errors, the pure parts of [`delegation`]); the inputs ([`spec`], its
+//! checks in [`validate`]); the outputs ([`output`]); the engine pieces (network, recorder, agents,
+//! sources' agents, run [`hook`]s); building networks ([`graph`], [`topology`]); the packet
+//! [`capture`]; and the run loop on top (`run`). `docs/ARCHITECTURE.md` lists them.
+//!
+//! Every network is a [`spec::GraphSpec`] (nodes, links of their own rate, delay, queue and loss,
 //! markers on chosen links, several flows per host, per-group packet sizes down to a 53-byte
 //! cell); the papers' dumbbell is one builder of it ([`topology::dumbbell_graph`]), a scenario may
 //! write its own ([`Topology::Graph`]). Free & Stunts delegation ([`delegation`]) steers TCP
@@ -33,8 +39,8 @@ pub mod spec;
 pub use output::{
     AtmRecord, FlowRecord, QueueRecord, QueueSeries, RateSample, RunOutput, SenderSeries,
 };
-pub use source::{CbrSpec, OnOffSpec, Protocol, QstpSpec, TcpSpec};
 pub use spec::{AccessSpec, GroupSpec, LinkSpec, SimSpec, Switching, Topology};
+pub use spec::{CbrSpec, OnOffSpec, Protocol, QstpSpec, TcpSpec};
 
 pub mod agent;
 pub mod capture;

@@ -109,7 +109,7 @@ pub struct RunOutput {
     /// The occupancy of the same queues over the whole run, one value per bin.
     pub queue_series: Vec<QueueSeries>,
     /// What the delegation group did, if the run has one.
-    pub delegation: Option<crate::delegation::DelegationRecord>,
+    pub delegation: Option<DelegationRecord>,
     /// What the ATM trunk's port counted, if the bottleneck is one (from the warm-up on).
     pub atm: Option<AtmRecord>,
 }
@@ -121,4 +121,20 @@ pub struct AtmRecord {
     pub vps: Vec<qstp_dataplane::atm::VpStats>,
     /// Cells the trunk carried.
     pub cells_sent: u64,
+}
+
+/// What a delegation group did over a run.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DelegationRecord {
+    /// Time between control instants; sample k covers (k x period, (k + 1) x period].
+    pub period: Duration,
+    /// Per control instant: the Free's throughput over the last period and the trace's target,
+    /// bit/s.
+    pub samples: Vec<(f64, f64)>,
+    /// Signals of the Free delegated to Stunts.
+    pub delegated: u64,
+    /// Signals of the Free it reacted to itself.
+    pub reacted: u64,
+    /// Signals of Stunts the Free took (reverse delegation).
+    pub taken_by_free: u64,
 }

@@ -3,17 +3,16 @@
 
 use crate::agent::{Agent, Binding, Ctx};
 use crate::capture::{Capture, CaptureDrain, Tap};
-use crate::delegation::DelegationHost;
 use crate::engine::Scheduler;
 use crate::error::SimError;
 use crate::event::{ComponentId, Event};
-use crate::hook::{HookCtx, RunHook, SenderSampler};
+use crate::hook::{DelegationHost, HookCtx, RunHook, SenderSampler};
 use crate::ids::{AgentId, FlowId, LinkId};
 use crate::network::{LinkPort, Network, QueueMeter};
 use crate::output::{QueueRecord, QueueSeries, RunOutput};
 use crate::record::Recorder;
 use crate::rng::{stream, StreamKind};
-use crate::source::FlowSetup;
+use crate::source::{self, FlowSetup};
 use crate::spec::{GroupSpec, SimSpec, Topology};
 use crate::topology::{self, FlowEnds};
 use crate::validate::{bin_count, validate};
@@ -443,16 +442,19 @@ fn flow_agents(
     let spread = group.start_spread.unwrap_or(base_rtt);
     let offset = Duration::from_nanos(sender_rng.next_u64() % spread.as_nanos().max(1));
     let start = Time::ZERO + group.start + offset;
-    let (sender, receiver) = group.protocol.get().agents(FlowSetup {
-        spec,
-        group,
-        index,
-        in_group: ends.flow,
-        sender: sender_binding,
-        receiver: receiver_binding,
-        sender_rng,
-        receiver_rng,
-        packet_size: spec.packet_size_of(group) as u32,
-    })?;
+    let (sender, receiver) = source::agents(
+        &group.protocol,
+        FlowSetup {
+            spec,
+            group,
+            index,
+            in_group: ends.flow,
+            sender: sender_binding,
+            receiver: receiver_binding,
+            sender_rng,
+            receiver_rng,
+            packet_size: spec.packet_size_of(group) as u32,
+        },
+    )?;
     Ok((sender, receiver, start))
 }

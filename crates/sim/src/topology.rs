@@ -1,11 +1,13 @@
 //! Builders of whole topologies from a [`SimSpec`]: every network is a [`GraphSpec`], and the
 //! papers' DiffServ dumbbell is the one builder of it that the groups' `rtt` and `access` drive.
 
-use crate::capture;
 use crate::error::SimError;
-use crate::graph::{self, ConditionerSpec, FlowPlacement, GraphLink, GraphNode, GraphSpec};
-use crate::network::{LinkPort, NodeKind};
-use crate::spec::{LinkSpec, SimSpec, Topology};
+use crate::graph;
+use crate::network::LinkPort;
+use crate::spec::graph::{
+    ConditionerSpec, FlowPlacement, GraphLink, GraphNode, GraphSpec, NodeKind,
+};
+use crate::spec::{GroupSpec, LinkSpec, SimSpec, Topology};
 use qstp_dataplane::atm::{AtmSpec, CellPort, Phb, PortSetup};
 use qstp_dataplane::marker::Gcra;
 use qstp_dataplane::marker::MarkerSpec;
@@ -94,8 +96,8 @@ fn install_atm(spec: &SimSpec, bottleneck: &LinkSpec, atm: &AtmSpec, built: &mut
     built.network.link_mut(built.bottleneck).port = LinkPort::Cells(Box::new(port));
 }
 
-/// The PHB of each group on an ATM trunk, as [`install_atm`] assigns it.
-pub fn atm_phb(group: &crate::spec::GroupSpec) -> Phb {
+/// The PHB of each group on an ATM trunk, as `install_atm` assigns it.
+pub fn atm_phb(group: &GroupSpec) -> Phb {
     if atm_scr(group).is_some() {
         Phb::Af
     } else {
@@ -104,11 +106,21 @@ pub fn atm_phb(group: &crate::spec::GroupSpec) -> Phb {
 }
 
 /// The sustainable cell rate of a group's VP on an ATM trunk: its GCRA's `scr` (SBR3), if any.
-pub fn atm_scr(group: &crate::spec::GroupSpec) -> Option<Rate> {
+pub fn atm_scr(group: &GroupSpec) -> Option<Rate> {
     match &group.marker {
         Some(MarkerSpec::Gcra(g)) => g.scr,
         _ => None,
     }
+}
+
+/// Name of the sender's access link of flow `flow` of `group` in the dumbbell.
+pub(crate) fn access_name(group: &str, flow: u32) -> String {
+    format!("access/{group}/{flow}")
+}
+
+/// Name of the receiver's link of flow `flow` of `group` in the dumbbell.
+pub(crate) fn sink_name(group: &str, flow: u32) -> String {
+    format!("sink/{group}/{flow}")
 }
 
 /// Queue limit of the uncongested links around the bottleneck, packets.
@@ -126,7 +138,7 @@ pub fn fast_rate(bottleneck: Rate) -> Rate {
 /// own delay, the senders' access links the rest. Nodes and links are listed in the order the
 /// simulator has always created them, so each link keeps its random stream. The spec's own
 /// checks (rates, each group's rtt against the path) are [`crate::validate::validate`]'s, which
-/// [`crate::run`] applies first.
+/// a run applies first.
 pub fn dumbbell_graph(spec: &SimSpec, bottleneck: &LinkSpec) -> Result<GraphSpec, SimError> {
     let fast = fast_rate(bottleneck.rate);
     let fast_link = |rate: Rate, delay: Duration| LinkSpec {
@@ -213,10 +225,8 @@ pub fn dumbbell_graph(spec: &SimSpec, bottleneck: &LinkSpec) -> Result<GraphSpec
         let access_delay = (group.rtt - (bottleneck.delay + sink_delay).saturating_mul(2)) / 2;
         let mut placed = Vec::with_capacity(group.flows as usize);
         for flow in 0..group.flows {
-            let (access_name, sink_name) = (
-                capture::access_name(&group.name, flow),
-                capture::sink_name(&group.name, flow),
-            );
+            let (access_name, sink_name) =
+                (access_name(&group.name, flow), sink_name(&group.name, flow));
             let source = node(&mut g, format!("{access_name}.host"), NodeKind::Host);
             let sink = node(&mut g, format!("{sink_name}.host"), NodeKind::Host);
             let access = fast_link(access_rate, access_delay);
@@ -249,9 +259,7 @@ mod tests {
     use super::*;
     use crate::ids::{LinkId, NodeId};
     use crate::network::Network;
-    use crate::source::CbrSpec;
-    use crate::source::Protocol;
-    use crate::spec::GroupSpec;
+    use crate::spec::source::{CbrSpec, Protocol};
 
     fn spec() -> SimSpec {
         let group = |name: &str, rtt_ms: u64, flows: u32| GroupSpec {

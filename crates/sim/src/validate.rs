@@ -1,26 +1,22 @@
 //! Checks on a [`SimSpec`] before anything is built, each naming the field at fault.
 //!
 //! This is the single home of the rules on a run's description: each component spec checks
-//! itself ([`crate::QueueSpec::validate`], [`crate::MarkerSpec::validate`],
-//! [`crate::LossSpec::validate`], [`qstp_tcp::TcpOptions::validate`], [`qstp_tcp::CcSpec::validate`],
-//! and [`validate`] calls each of them with the whole-run checks (a qstp group's
+//! itself ([`QueueSpec::validate`](qstp_dataplane::queue::QueueSpec::validate),
+//! [`MarkerSpec::validate`], [`LossSpec::validate`], [`qstp_tcp::TcpOptions::validate`],
+//! [`qstp_tcp::CcSpec::validate`], a graph's [`GraphSpec::validate`](crate::spec::GraphSpec::validate),
+//! a source's `validate`), and [`validate`] calls each of them with the whole-run checks (a qstp group's
 //! `qstp_proto::Config::validate` runs as the flow is built, on the configuration it runs with).
 //! The lab calls the same functions and maps their typed errors to the scenario's keys.
 
 use crate::error::{ComponentError, SimError};
 use crate::ids::MAX_FLOWS;
-use crate::source::CheckContext;
-use crate::source::Protocol;
+use crate::spec::source::{CheckContext, Protocol};
 use crate::spec::{LinkSpec, SimSpec, Topology};
 use qstp_dataplane::loss::LossSpec;
 use qstp_dataplane::marker::MarkerSpec;
 use qstp_proto::wire::MAX_DATAGRAM;
-use qstp_proto::{Duration, Rate};
+use qstp_proto::Duration;
 use std::collections::BTreeSet;
-
-/// Fastest rate a UDP source may be scheduled at (a guard against schedules that would emit a
-/// packet every nanosecond).
-pub const MAX_SOURCE_RATE: Rate = Rate::from_mbps(100_000);
 
 /// Most series entries (bins times flows) a run may record: 32 bytes each, so 256 MiB.
 pub const MAX_SERIES_BINS: u64 = 8 << 20;

@@ -4,9 +4,8 @@
 use super::fields::{FieldError, FieldResult, Fields};
 use qstp_dataplane::params::ParamTable;
 use qstp_proto::{Duration, Rate};
-use qstp_sim::delegation::{
-    preprocess, Change, ControllerSpec, DelegationSpec, Feasibility, Trace, TraceError,
-};
+use qstp_sim::delegation::{preprocess, Change, ControllerSpec, Feasibility, Trace, TraceError};
+use qstp_sim::spec::DelegationSpec;
 use qstp_sim::GroupSpec;
 use std::path::Path;
 

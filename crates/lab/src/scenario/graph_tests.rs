@@ -2,7 +2,7 @@
 
 use super::tests::{expect_invalid, plan};
 use super::*;
-use qstp_sim::network::NodeKind;
+use qstp_sim::spec::NodeKind;
 
 const LINE: &str = r#"
 name = "line"

@@ -6,7 +6,7 @@ use super::fields::{FieldResult, Fields};
 use super::graph::Hosts;
 use qstp_proto::wire::MAX_DATAGRAM;
 use qstp_proto::{Duration, Rate};
-use qstp_sim::source::{QstpSpec, ReadContext, SourceKind};
+use qstp_sim::spec::source::{QstpSpec, ReadContext, SourceKind};
 use qstp_sim::{AccessSpec, GroupSpec, Protocol, Switching};
 
 // The rules on these values (flow counts, RTTs, schedules, TCP options, ...) live with the spec
@@ -15,7 +15,7 @@ use qstp_sim::{AccessSpec, GroupSpec, Protocol, Switching};
 
 /// The protocol names a group may use, in the registry's order.
 pub fn protocols() -> Vec<&'static str> {
-    qstp_sim::source::names()
+    qstp_sim::spec::source::names()
 }
 
 /// Read one group; `packet_size` (unless the group sets its own) becomes the datagram size of
@@ -155,7 +155,7 @@ pub fn protocol_name(protocol: &Protocol) -> String {
 mod tests {
     use super::*;
     use qstp_proto::{ErrorControl, Order, RateControl};
-    use qstp_sim::source::{CbrSpec, TcpSpec};
+    use qstp_sim::spec::source::{CbrSpec, TcpSpec};
     use qstp_tcp::{CcSpec, Recovery, TcpOptions};
 
     fn read(text: &str) -> FieldResult<GroupSpec> {

@@ -175,7 +175,7 @@ pub struct Scenario {
     /// The flow groups.
     pub groups: Vec<GroupSpec>,
     /// The Free & Stunts delegation group of `[delegation]`, its trace made feasible.
-    pub delegation: Option<qstp_sim::delegation::DelegationSpec>,
+    pub delegation: Option<qstp_sim::spec::DelegationSpec>,
     /// The trace points the delegation's preprocessor lowered.
     pub delegation_changes: Vec<qstp_sim::delegation::Change>,
     /// How `qstp fluid` solves the fluid model (`[fluid]`; `qstp run` ignores it).

@@ -2,7 +2,7 @@ use super::*;
 use qstp_dataplane::marker::{MarkerSpec, SrtcmSpec, TokenBucketSpec};
 use qstp_dataplane::queue::{CbqClass, CbqSpec, QueueSpec, RedParams, RedSpec};
 use qstp_proto::{Rate, RateControl};
-use qstp_sim::source::{Protocol, QstpSpec, TcpSpec};
+use qstp_sim::spec::source::{Protocol, QstpSpec, TcpSpec};
 
 const FIG4: &str = r#"
 name = "qstp-fig4"

@@ -2,7 +2,7 @@
 //!
 //! A flow is a pair of agents (a sender on its source host, a receiver on its sink host). The
 //! built-in agents are variants of an enum, so dispatch to them stays a match; a source kind with
-//! agents of its own ([`crate::source`]) wraps them in [`Agent::Other`], a [`Behavior`] trait
+//! agents of its own (the `source` module) wraps them in [`Agent::Other`], a [`Behavior`] trait
 //! object, without an edit here. Every agent exposes the same sans-IO shape as the protocols it
 //! wraps: `start`, `on_packet`, `on_timer`, and `poll_timeout` for the next wake-up.
 

@@ -3,96 +3,24 @@
 //! the same host.
 //!
 //! The parts that need no network, each on its own: the [`trace`] an application asks for, the
-//! [`preprocess`] that makes it feasible (eqs. 1-2), the [`controller`]s that turn the measured
-//! throughput into a delegation fraction (eqs. 3-4), and the [`matching`] metrics of a run
-//! (eqs. 16-19); and the [`delegate`] step of §II-B, which decides who backs off for a congestion
-//! signal, over TCP senders steered through their loss-response hook
-//! ([`qstp_tcp::LossPolicy::Defer`]). The [`host`] runs all of it in the simulator for a
-//! [`DelegationSpec`] (a run's `delegation`): it samples the Free every control period, runs the
-//! controller, and hands the senders' congestion signals to the delegator.
+//! [`preprocess`](mod@preprocess) that makes it feasible (eqs. 1-2), the [`controller`]s that
+//! turn the measured throughput into a delegation fraction (eqs. 3-4), and the
+//! [`matching`](mod@matching) metrics of a run (eqs. 16-19); and the [`delegate`] step of §II-B,
+//! which decides who backs off for a congestion signal, over TCP senders steered through their
+//! loss-response hook ([`qstp_tcp::LossPolicy::Defer`]). None of it knows the simulator: a run's
+//! `delegation` (the spec's `DelegationSpec`) names a controller and a trace of this module, and
+//! the hook module's `DelegationHost` runs all of it in the simulator: it samples the Free every
+//! control period, runs the controller, and hands the senders' congestion signals to the
+//! delegator.
 
 pub mod controller;
 pub mod delegate;
-pub mod host;
 pub mod matching;
 pub mod preprocess;
 pub mod trace;
 
 pub use controller::{Controller, ControllerSpec};
 pub use delegate::{Decision, Delegator, Steerable};
-pub use host::{DelegationHost, DelegationRecord};
 pub use matching::{matching, Matching};
 pub use preprocess::{preprocess, Change, Check, Feasibility};
 pub use trace::{Trace, TraceError, TracePoint};
-
-use crate::error::SimError;
-use crate::source::Protocol;
-use crate::spec::GroupSpec;
-use qstp_proto::Duration;
-
-/// A delegation group of a run: one Free connection, its Stunts, the controller and the trace.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct DelegationSpec {
-    /// The group whose single TCP flow is the Free connection.
-    pub free: String,
-    /// The group whose TCP flows are its Stunts.
-    pub stunts: String,
-    /// The controller.
-    pub controller: ControllerSpec,
-    /// Time between control instants (throughput samples and controller updates).
-    pub period: Duration,
-    /// The throughput the Free's application asks for (already preprocessed, if wanted).
-    pub trace: Trace,
-    /// Reverse delegation: a Stunt's loss is taken by a larger Free above its target.
-    pub reverse: bool,
-}
-
-impl DelegationSpec {
-    /// Check it against the run's groups; returns the indices of the Free's and the Stunts'
-    /// groups.
-    pub fn validate(&self, groups: &[GroupSpec]) -> Result<(usize, usize), SimError> {
-        let invalid = |key: &str, reason: String| SimError::Invalid {
-            key: format!("delegation.{key}"),
-            reason,
-        };
-        let find = |key: &str, name: &str| -> Result<usize, SimError> {
-            let i = groups
-                .iter()
-                .position(|g| g.name == name)
-                .ok_or_else(|| invalid(key, format!("no group is named '{name}'")))?;
-            if !matches!(groups[i].protocol, Protocol::Tcp(_)) {
-                return Err(invalid(key, format!("group '{name}' is not tcp")));
-            }
-            Ok(i)
-        };
-        let free = find("free", &self.free)?;
-        let stunts = find("stunts", &self.stunts)?;
-        if free == stunts {
-            return Err(invalid(
-                "stunts",
-                "the Stunts must be a group of their own".into(),
-            ));
-        }
-        if groups[free].flows != 1 {
-            return Err(invalid(
-                "free",
-                format!(
-                    "the Free is one connection; group '{}' has {} flows",
-                    self.free, groups[free].flows
-                ),
-            ));
-        }
-        if self.period.is_zero() {
-            return Err(invalid("period", "must be positive".into()));
-        }
-        if let ControllerSpec::Pi { gain } = self.controller {
-            if !(gain.is_finite() && gain >= 0.0) {
-                return Err(invalid(
-                    "controller.gain",
-                    format!("{gain} is not a non-negative number"),
-                ));
-            }
-        }
-        Ok((free, stunts))
-    }
-}

@@ -1,5 +1,5 @@
 //! The network: nodes and links in arenas, the packets travelling between them, and forwarding
-//! by per-node routing tables. Any topology can be built; [`crate::topology`] builds the papers'.
+//! by per-node routing tables. Any topology can be built; the `topology` module builds the papers'.
 //!
 //! Each [`Link`] is a sans-IO port (offer, poll for timeouts, handle them, collect departures and
 //! arrivals) that knows nothing of the engine, so a real-time forwarder can drive it too. Here the

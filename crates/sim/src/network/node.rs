@@ -2,21 +2,12 @@
 //! at edge routers, traffic conditioners that mark (or police) a group's aggregate.
 
 use crate::ids::{LinkId, NodeId};
+pub use crate::spec::graph::NodeKind;
 use qstp_dataplane::classify::{ClassId, Classifier, PacketMeta};
 use qstp_dataplane::color::Color;
 use qstp_dataplane::marker::{Marker, Verdict};
 use qstp_proto::Time;
 use rand_chacha::ChaCha8Rng;
-
-/// What a node is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum NodeKind {
-    /// An end system; agents attach to it.
-    Host,
-    /// A router.
-    Router,
-}
 
 /// An edge marker (or policer) conditioning the packets of one class that leave a node over one
 /// link.

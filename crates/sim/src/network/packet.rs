@@ -2,7 +2,7 @@
 //!
 //! A packet lives in one slot of the [`PacketStore`] from the moment an agent emits it until it
 //! is delivered or dropped; queues and events hold only its [`PacketId`] (queues a small
-//! [`QueuedPacket`] copy of what they need). Datagram buffers are recycled, so a run in steady
+//! [`QueuedPacket`](qstp_dataplane::link::QueuedPacket) copy of what they need). Datagram buffers are recycled, so a run in steady
 //! state does not allocate per packet.
 
 use crate::ids::{AgentId, FlowId, NodeId, PacketId};

@@ -1,91 +1,24 @@
-//! Traffic sources: what a group's flows run, and the registry of them.
+//! Each flow's two agents, made from its group's source spec.
 //!
-//! A kind of source is one file of this module: its spec (serde, so it travels as JSON with the
-//! `kind` a scenario's `protocol` key names), the reader of its keys in the group's table
-//! (through a [`ParamTable`], with the name the scenario used, the group's target and packet size
-//! as context), its rules, and the two agents it puts on each flow's hosts. The registry
-//! [`Protocol`] is one line per kind; the list of names for `--help` and errors, the reader that
-//! dispatches on the name, serde and dispatch to the kind's behaviour follow from it. A kind whose
-//! agents are not among [`Agent`]'s own wraps them in [`Agent::Other`], so a new source is its
-//! file and its registry line.
+//! What a group's flows run is its [`Protocol`], the registry of source specs (`crate::spec`'s
+//! `source` module: each kind's keys, rules and wire). This module is the running side of the same
+//! kinds: one file per kind that puts its sender and receiver agents on the flow's hosts, and
+//! [`agents`], one line per kind. A new source is its spec file and registry line there, and its
+//! file and line here (the match below is exhaustive, so the compiler asks for it). A kind whose
+//! agents are not among [`Agent`]'s own wraps them in [`Agent::Other`].
 
 mod cbr;
 mod onoff;
 mod qstp;
 mod tcp;
 
-pub use cbr::CbrSpec;
-pub use onoff::OnOffSpec;
-pub use qstp::QstpSpec;
-pub use tcp::TcpSpec;
-
+use crate::agent::udp::{OnOff, UdpSink, UdpSource};
 use crate::agent::{Agent, Binding};
 use crate::error::SimError;
+use crate::spec::source::Protocol;
 use crate::spec::{GroupSpec, SimSpec};
-use crate::validate::MAX_SOURCE_RATE;
-use qstp_dataplane::headers::UDP_IP_HEADER;
-use qstp_dataplane::params::{ParamResult, ParamTable};
 use qstp_proto::{Duration, Rate};
 use rand_chacha::ChaCha8Rng;
-
-/// What a source's reader knows beside the group's table.
-#[derive(Debug, Clone, Copy)]
-pub struct ReadContext<'a> {
-    /// The name the scenario gave (`protocol = "tfrc-sack"`): one of the kind's
-    /// [`SourceKind::NAMES`].
-    pub name: &'a str,
-    /// The group's target rate, for its whole aggregate.
-    pub target: Option<Rate>,
-    /// How many flows the group has.
-    pub flows: u32,
-    /// The size of the group's data packets on the wire, bytes.
-    pub packet_size: usize,
-}
-
-impl ReadContext<'_> {
-    /// Each flow's share of the group's target.
-    pub fn target_per_flow(&self) -> Option<Rate> {
-        self.target
-            .map(|t| Rate::from_bps(t.bps() / u64::from(self.flows.max(1))))
-    }
-}
-
-/// What a source's rules see: its group, with the keys to name at fault.
-#[derive(Debug, Clone)]
-pub struct CheckContext<'a> {
-    /// The group.
-    pub group: &'a GroupSpec,
-    /// The size of the group's data packets on the wire, bytes.
-    pub packet_size: usize,
-    /// The key that set that size (the group's own `packet_size`, or the scenario's).
-    pub size_key: String,
-}
-
-impl CheckContext<'_> {
-    /// The key of the group's `field`.
-    pub fn key(&self, field: &str) -> String {
-        format!("groups[{}].{field}", self.group.name)
-    }
-
-    /// A refusal of the value at `key`.
-    pub fn invalid(&self, key: &str, reason: impl Into<String>) -> SimError {
-        SimError::Invalid {
-            key: key.to_string(),
-            reason: reason.into(),
-        }
-    }
-
-    /// The rule of every UDP source: a packet larger than its IP and UDP headers.
-    pub fn check_udp_size(&self) -> Result<(), SimError> {
-        if self.packet_size <= UDP_IP_HEADER as usize {
-            return Err(self.invalid(
-                &self.size_key,
-                format!("UDP needs more than {UDP_IP_HEADER} bytes of headers"),
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// Everything one flow's agents are made from.
 #[derive(Debug)]
@@ -110,131 +43,23 @@ pub struct FlowSetup<'a> {
     pub packet_size: u32,
 }
 
-/// How a source's packets look on a wire (for packet captures): the receiver's port and the IP
-/// protocol number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Wire {
-    /// The receiver's port.
-    pub port: u16,
-    /// The IP protocol number (6 TCP, 17 UDP).
-    pub ip_protocol: u8,
-}
-
-impl Wire {
-    /// UDP to `port`.
-    pub const fn udp(port: u16) -> Wire {
-        Wire {
-            port,
-            ip_protocol: 17,
-        }
+/// One flow's sender and receiver, as its group's `protocol` says.
+pub fn agents(protocol: &Protocol, flow: FlowSetup) -> Result<(Agent, Agent), SimError> {
+    match protocol {
+        Protocol::Tcp(spec) => tcp::agents(spec, flow),
+        Protocol::Qstp(spec) => qstp::agents(spec, flow),
+        Protocol::Cbr(spec) => cbr::agents(spec, flow),
+        Protocol::OnOff(spec) => onoff::agents(spec, flow),
     }
-    /// TCP to `port`.
-    pub const fn tcp(port: u16) -> Wire {
-        Wire {
-            port,
-            ip_protocol: 6,
-        }
-    }
-}
-
-/// What every kind of source declares for the registry.
-pub trait SourceKind: Sized {
-    /// The names a scenario's `protocol` key gives it (several presets may share one kind).
-    const NAMES: &'static [&'static str];
-    /// One line for `--help`: what it is, its source, and its keys.
-    const DOC: &'static str;
-    /// Read the kind's keys from the group's table `t`.
-    fn read(t: &mut dyn ParamTable, cx: &ReadContext) -> ParamResult<Self>;
-}
-
-/// A kind of source's behaviour.
-pub trait Source: std::fmt::Debug {
-    /// Its name in reports (`tcp/cubic`, `tfrc-sack`, `cbr`).
-    fn label(&self) -> String;
-    /// Check the description against its group: the single home of the kind's rules.
-    fn validate(&self, cx: &CheckContext) -> Result<(), SimError>;
-    /// One flow's sender and receiver.
-    fn agents(&self, flow: FlowSetup) -> Result<(Agent, Agent), SimError>;
-    /// How its packets look on a wire.
-    fn wire(&self) -> Wire;
-}
-
-/// Declare the registry of sources. See the module documentation.
-macro_rules! sources {
-    ($($var:ident($ty:ty)),+ $(,)?) => {
-        /// What a group's flows run, as a scenario's `protocol` key names it: the registry of
-        /// sources. A new source is a file of [`crate::source`] (its spec implementing
-        /// [`SourceKind`] and [`Source`]) and one line here. Serde tags it by `kind`, the
-        /// variant's name in lower case.
-        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-        #[serde(tag = "kind", rename_all = "lowercase")]
-        #[non_exhaustive]
-        pub enum Protocol {
-            $(
-                #[doc = concat!("[`", stringify!($ty), "`]")]
-                $var($ty),
-            )+
-        }
-
-        impl Protocol {
-            /// Every kind, as `(its names, one line of documentation)`, in registry order.
-            pub const KINDS: &'static [(&'static [&'static str], &'static str)] =
-                &[$((<$ty as SourceKind>::NAMES, <$ty as SourceKind>::DOC)),+];
-
-            /// This spec's own behaviour.
-            pub fn get(&self) -> &dyn Source {
-                match self {
-                    $(Self::$var(spec) => spec,)+
-                }
-            }
-
-            /// Read the source that `cx.name` names from the group's table.
-            pub fn read(t: &mut dyn ParamTable, cx: &ReadContext) -> ParamResult<Self> {
-                $(
-                    if <$ty as SourceKind>::NAMES.contains(&cx.name) {
-                        return <$ty as SourceKind>::read(t, cx).map(Self::$var);
-                    }
-                )+
-                Err(t.error(
-                    "protocol",
-                    &format!("'{}' is not a protocol (use {})", cx.name, names().join(", ")),
-                ))
-            }
-        }
-
-        $(
-            impl From<$ty> for Protocol {
-                fn from(spec: $ty) -> Self {
-                    Protocol::$var(spec)
-                }
-            }
-        )+
-    };
-}
-
-sources! {
-    Tcp(TcpSpec),
-    Qstp(QstpSpec),
-    Cbr(CbrSpec),
-    OnOff(OnOffSpec),
-}
-
-/// Every name the `protocol` key takes, in registry order.
-pub fn names() -> Vec<&'static str> {
-    Protocol::KINDS
-        .iter()
-        .flat_map(|(names, _)| names.iter().copied())
-        .collect()
 }
 
 /// The two agents of a UDP flow: a source following `schedule` (switching on and off when
 /// `on_off` says so) and a sink.
-pub(crate) fn udp_agents(
+fn udp_agents(
     flow: FlowSetup,
     schedule: &[(Duration, Rate)],
-    on_off: Option<crate::agent::udp::OnOff>,
+    on_off: Option<OnOff>,
 ) -> (Agent, Agent) {
-    use crate::agent::udp::{UdpSink, UdpSource};
     (
         Agent::UdpSource(Box::new(UdpSource::new(
             flow.sender,
@@ -247,41 +72,4 @@ pub(crate) fn udp_agents(
             binding: flow.receiver,
         }),
     )
-}
-
-/// A rate schedule: `rate = "300k"`, or `schedule = [["0s", "300k"], ["60s", "1000k"], ...]`.
-pub(crate) fn read_schedule(t: &mut dyn ParamTable) -> ParamResult<Vec<(Duration, Rate)>> {
-    let single = t.opt_rate("rate")?;
-    let steps = t.opt_steps("schedule")?;
-    match (single, steps) {
-        (Some(_), Some(_)) => Err(t.error("schedule", "give either rate or schedule, not both")),
-        (None, None) => Err(t.error("schedule", "missing (give rate = \"300k\" or a schedule)")),
-        (Some(r), None) => Ok(vec![(Duration::ZERO, r)]),
-        (None, Some(steps)) => Ok(steps),
-    }
-}
-
-/// A rate schedule's rules: not empty, starting at zero, strictly increasing step times.
-pub(crate) fn check_schedule(
-    schedule: &[(Duration, Rate)],
-    cx: &CheckContext,
-) -> Result<(), SimError> {
-    let key = cx.key("schedule");
-    match schedule.first() {
-        None => return Err(cx.invalid(&key, "needs at least one (from, rate) step")),
-        Some((from, _)) if !from.is_zero() => {
-            return Err(cx.invalid(&key, "the first step must start at 0s"))
-        }
-        _ => {}
-    }
-    if schedule.windows(2).any(|w| w[0].0 >= w[1].0) {
-        return Err(cx.invalid(&key, "steps must be in increasing order of time"));
-    }
-    if schedule.iter().any(|(_, rate)| *rate > MAX_SOURCE_RATE) {
-        return Err(cx.invalid(
-            &key,
-            format!("rates above {MAX_SOURCE_RATE} are not supported"),
-        ));
-    }
-    Ok(())
 }

@@ -1,142 +1,55 @@
-//! `protocol = "qstp" | "tfrc-sack" | "tfrc" | "gtfrc"`: a qstp-proto connection, saturated by
-//! its application, with the composition the name stands for.
-//!
-//! `qstp` is `Config::qstp(g)` (gTFRC + SACK + ordered); `tfrc-sack` and `tfrc` are the presets
-//! of the same names; `gtfrc` is gTFRC with no error control and unordered delivery (the setting
-//! of the gTFRC paper's ns-2 runs). When a group of several flows has a target, each flow's floor
-//! g is `target / flows`: the target is the aggregate's.
+//! A qstp flow: a qstp-proto client saturated by its application, and its server, with the
+//! composition of the group's spec (run without packet protection).
 
-use super::{CheckContext, FlowSetup, ReadContext, Source, SourceKind, Wire};
+use super::FlowSetup;
 use crate::agent::qstp::{addresses, QstpClient, QstpServer};
 use crate::agent::Agent;
 use crate::error::SimError;
+use crate::spec::source::QstpSpec;
 use qstp_dataplane::headers::UDP_IP_HEADER;
-use qstp_dataplane::params::{ParamResult, ParamTable};
-use qstp_proto::config::GtfrcRule;
-use qstp_proto::wire::MIN_DATAGRAM;
-use qstp_proto::{
-    Config, Congestion, Endpoint, EndpointConfig, ErrorControl, Order, Preset, Protection, Rate,
-    TfrcVersion,
-};
+use qstp_proto::{Endpoint, EndpointConfig, Protection};
 use rand::RngCore;
 use rand_chacha::ChaCha8Rng;
 
-/// A qstp-proto connection with this composition, saturated by its application (it always has
-/// data to send).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct QstpSpec {
-    /// The name the scenario used, for reports.
-    pub name: String,
-    /// The composition and limits.
-    pub config: Config,
-}
-
-impl SourceKind for QstpSpec {
-    const NAMES: &'static [&'static str] = &["tfrc", "tfrc-sack", "gtfrc", "qstp"];
-    const DOC: &'static str = "qstp-proto flows: qstp (gTFRC + SACK + ordered, needs target), tfrc-sack, tfrc, gtfrc (gTFRC alone, needs target); tfrc = \"rfc5348\" | \"rfc3448\", gtfrc_rule = \"qstp\" | \"fig1\"";
-
-    fn read(t: &mut dyn ParamTable, cx: &ReadContext) -> ParamResult<Self> {
-        let name = cx.name;
-        let needs_target = |t: &dyn ParamTable| {
-            cx.target_per_flow().ok_or_else(|| {
-                t.error(
-                    "target",
-                    &format!("protocol '{name}' needs a target rate (its floor g)"),
-                )
-            })
-        };
-        let mut config = match name {
-            "tfrc" => Config::preset(Preset::Tfrc, Rate::ZERO),
-            "tfrc-sack" => Config::preset(Preset::TfrcSack, Rate::ZERO),
-            "qstp" => Config::qstp(needs_target(t)?),
-            _ => {
-                // gTFRC paper §4: ns-2 TFRC agents, so no repair and no ordering.
-                let mut c = Config::qstp(needs_target(t)?);
-                c.error = ErrorControl::None;
-                c.order = Order::Unordered;
-                c
-            }
-        };
-        let rule = match config.congestion {
-            Congestion::Gtfrc { .. } => Some(gtfrc_rule(t)?),
-            _ => None,
-        };
-        let version = tfrc_version(t)?;
-        config.congestion = match (config.congestion, rule) {
-            (Congestion::Gtfrc { target, .. }, Some(rule)) => Congestion::Gtfrc {
-                target,
-                rule,
-                version,
-            },
-            _ => Congestion::Tfrc { version },
-        };
-        config.max_datagram = cx.packet_size;
-        Ok(QstpSpec {
-            name: name.to_string(),
+/// The flow's sender and receiver.
+pub(super) fn agents(spec: &QstpSpec, flow: FlowSetup) -> Result<(Agent, Agent), SimError> {
+    let FlowSetup {
+        mut sender_rng,
+        mut receiver_rng,
+        ..
+    } = flow;
+    // Data packets are `packet_size` on the wire: the datagram is what IP and UDP leave.
+    let mut config = spec.config.clone();
+    config.max_datagram = flow.packet_size as usize - UDP_IP_HEADER as usize;
+    // The lab runs without packet protection: its packets are the protocol's own bytes, its
+    // runs stay fast and repeatable, and no one on a simulated path is an attacker.
+    config.protection = Protection::Null;
+    config.skip_packet_numbers = false;
+    config.validate().map_err(|source| SimError::QstpConfig {
+        group: flow.group.name.clone(),
+        source,
+    })?;
+    let (client_addr, server_addr) = addresses(flow.index);
+    let client = Endpoint::new(
+        EndpointConfig::client(key(&mut sender_rng)),
+        sender_rng.next_u64(),
+    );
+    let mut server_config = EndpointConfig::server(key(&mut receiver_rng), config.clone());
+    server_config.policy.allow_unprotected = true;
+    let server = Endpoint::new(server_config, receiver_rng.next_u64());
+    Ok((
+        Agent::QstpClient(Box::new(QstpClient::new(
+            flow.sender,
+            client,
             config,
-        })
-    }
-}
-
-impl Source for QstpSpec {
-    fn label(&self) -> String {
-        self.name.clone()
-    }
-
-    fn validate(&self, cx: &CheckContext) -> Result<(), SimError> {
-        let least = MIN_DATAGRAM + UDP_IP_HEADER as usize;
-        if cx.packet_size < least {
-            return Err(cx.invalid(
-                &cx.size_key,
-                format!("qstp needs packets of at least {least} bytes"),
-            ));
-        }
-        Ok(())
-    }
-
-    fn agents(&self, flow: FlowSetup) -> Result<(Agent, Agent), SimError> {
-        let FlowSetup {
-            mut sender_rng,
-            mut receiver_rng,
-            ..
-        } = flow;
-        // Data packets are `packet_size` on the wire: the datagram is what IP and UDP leave.
-        let mut config = self.config.clone();
-        config.max_datagram = flow.packet_size as usize - UDP_IP_HEADER as usize;
-        // The lab runs without packet protection: its packets are the protocol's own bytes, its
-        // runs stay fast and repeatable, and no one on a simulated path is an attacker.
-        config.protection = Protection::Null;
-        config.skip_packet_numbers = false;
-        config.validate().map_err(|source| SimError::QstpConfig {
-            group: flow.group.name.clone(),
-            source,
-        })?;
-        let (client_addr, server_addr) = addresses(flow.index);
-        let client = Endpoint::new(
-            EndpointConfig::client(key(&mut sender_rng)),
-            sender_rng.next_u64(),
-        );
-        let mut server_config = EndpointConfig::server(key(&mut receiver_rng), config.clone());
-        server_config.policy.allow_unprotected = true;
-        let server = Endpoint::new(server_config, receiver_rng.next_u64());
-        Ok((
-            Agent::QstpClient(Box::new(QstpClient::new(
-                flow.sender,
-                client,
-                config,
-                server_addr,
-            ))),
-            Agent::QstpServer(Box::new(QstpServer::new(
-                flow.receiver,
-                server,
-                client_addr,
-            ))),
-        ))
-    }
-
-    fn wire(&self) -> Wire {
-        Wire::udp(4433)
-    }
+            server_addr,
+        ))),
+        Agent::QstpServer(Box::new(QstpServer::new(
+            flow.receiver,
+            server,
+            client_addr,
+        ))),
+    ))
 }
 
 /// A cookie key drawn from a component's stream.
@@ -144,30 +57,4 @@ fn key(rng: &mut ChaCha8Rng) -> [u8; 32] {
     let mut key = [0u8; 32];
     rng.fill_bytes(&mut key);
     key
-}
-
-/// `tfrc = "rfc5348"` (the default) or `"rfc3448"`: which RFC the TFRC sender follows.
-fn tfrc_version(t: &mut dyn ParamTable) -> ParamResult<TfrcVersion> {
-    match t.opt_str("tfrc")? {
-        None => Ok(Default::default()),
-        Some(name) => name.parse().map_err(|_| {
-            t.error(
-                "tfrc",
-                &format!("unknown TFRC version '{name}' (use rfc5348 or rfc3448)"),
-            )
-        }),
-    }
-}
-
-/// `gtfrc_rule = "qstp"` (QSTP paper eq. (2), the default) or `"fig1"` (gTFRC paper Fig. 1).
-fn gtfrc_rule(t: &mut dyn ParamTable) -> ParamResult<GtfrcRule> {
-    match t.opt_str("gtfrc_rule")? {
-        None => Ok(Default::default()),
-        Some(name) => name.parse().map_err(|_| {
-            t.error(
-                "gtfrc_rule",
-                &format!("unknown rule '{name}' (use qstp, QSTP paper eq. (2), or fig1, gTFRC paper Fig. 1)"),
-            )
-        }),
-    }
 }

@@ -1,198 +1,31 @@
-//! `protocol = "tcp"`: a saturated TCP bulk transfer, with its congestion control from the
-//! registry of controls and its options.
+//! A TCP flow: a saturated sender (switching on and off if its group says so) and its sink.
 
-use super::{CheckContext, FlowSetup, ReadContext, Source, SourceKind, Wire};
+use super::FlowSetup;
 use crate::agent::switch::Switch;
 use crate::agent::{self, Agent};
 use crate::error::SimError;
-use qstp_dataplane::headers::{tcp_payload, TCP_IP_HEADER};
-use qstp_dataplane::params::{NameOrTable, ParamResult, ParamTable};
-use qstp_tcp::{CcSpec, Recovery, RtoRule, RttSample, TcpOptions};
+use crate::spec::source::TcpSpec;
 
-/// A saturated TCP bulk transfer.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct TcpSpec {
-    /// The congestion control and its parameters.
-    pub congestion: CcSpec,
-    /// Initial window, delayed ACKs, SACK, RTO floor, receive window.
-    pub options: TcpOptions,
-}
-
-impl SourceKind for TcpSpec {
-    const NAMES: &'static [&'static str] = &["tcp"];
-    const DOC: &'static str = "a saturated TCP bulk sender (congestion = \"NAME\" or { name, PARAM = VALUE }, tcp = { .. })";
-
-    fn read(t: &mut dyn ParamTable, _: &ReadContext) -> ParamResult<Self> {
-        Ok(TcpSpec {
-            congestion: congestion(t)?,
-            options: options(t)?,
-        })
-    }
-}
-
-impl Source for TcpSpec {
-    fn label(&self) -> String {
-        let cc = &self.congestion;
-        format!("tcp/{}", cc.canonical_name().unwrap_or(&cc.name))
-    }
-
-    fn validate(&self, cx: &CheckContext) -> Result<(), SimError> {
-        // Refused before anything runs, with the list of known names.
-        self.congestion
-            .validate()
-            .map_err(|error| SimError::CongestionControl {
-                group: cx.group.name.clone(),
-                error,
-            })?;
-        if cx.packet_size <= TCP_IP_HEADER as usize {
-            return Err(cx.invalid(
-                &cx.size_key,
-                format!("TCP needs more than {TCP_IP_HEADER} bytes of headers"),
-            ));
+/// The flow's sender and receiver.
+pub(super) fn agents(spec: &TcpSpec, flow: FlowSetup) -> Result<(Agent, Agent), SimError> {
+    let (source, sink) = agent::tcp::flow(
+        flow.group,
+        flow.sender,
+        flow.receiver,
+        flow.packet_size,
+        &spec.congestion,
+        &spec.options,
+    )?;
+    // The switch draws from the sender's stream after its start offset: groups without one
+    // see the numbers they always saw.
+    let source = match flow.group.onoff {
+        Some(switching) if flow.in_group < switching.flows.unwrap_or(u32::MAX) => {
+            source.with_switch(Switch::new(switching, flow.sender_rng))
         }
-        let mss = tcp_payload(cx.packet_size as u64) as u32;
-        self.options.validate(mss).map_err(|e| SimError::Component {
-            component: cx.key("tcp"),
-            error: e.into(),
-        })
-    }
-
-    fn agents(&self, flow: FlowSetup) -> Result<(Agent, Agent), SimError> {
-        let (source, sink) = agent::tcp::flow(
-            flow.group,
-            flow.sender,
-            flow.receiver,
-            flow.packet_size,
-            &self.congestion,
-            &self.options,
-        )?;
-        // The switch draws from the sender's stream after its start offset: groups without one
-        // see the numbers they always saw.
-        let source = match flow.group.onoff {
-            Some(spec) if flow.in_group < spec.flows.unwrap_or(u32::MAX) => {
-                source.with_switch(Switch::new(spec, flow.sender_rng))
-            }
-            _ => source,
-        };
-        Ok((
-            Agent::TcpSource(Box::new(source)),
-            Agent::TcpSink(Box::new(sink)),
-        ))
-    }
-
-    fn wire(&self) -> Wire {
-        Wire::tcp(5001)
-    }
-}
-
-/// `congestion = "cubic"` or `congestion = { name = "cubic", beta = 0.7, c = 0.4 }`, checked
-/// against the registry of controls (names, parameters, ranges) as the file is read.
-fn congestion(t: &mut dyn ParamTable) -> ParamResult<CcSpec> {
-    let spec = match t.opt_name_or_table("congestion") {
-        Ok(None) => CcSpec::named("newreno"),
-        Ok(Some(NameOrTable::Name(name))) => CcSpec::named(name),
-        Ok(Some(NameOrTable::Table(mut table))) => {
-            let mut spec = CcSpec::named(table.str("name")?);
-            for key in table.keys() {
-                if let Some(value) = table.opt_f64(&key)? {
-                    spec.params.insert(key, value);
-                }
-            }
-            spec
-        }
-        Err(mut e) => {
-            e.reason = format!(
-                "{} (known: {})",
-                e.reason,
-                qstp_tcp::known_names().join(", ")
-            );
-            return Err(e);
-        }
+        _ => source,
     };
-    spec.validate()
-        .map_err(|e| t.error("congestion", &e.to_string()))?;
-    Ok(spec)
-}
-
-/// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window, recovery,
-/// handshake, rtt_sample, rto, lost_retransmit }`;
-/// `delayed_ack` and `window` may also sit in the group itself (the older spelling).
-fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
-    let mut o = TcpOptions::default();
-    let mut table = t.opt_table("tcp")?;
-    for key in ["delayed_ack", "window"] {
-        if table.as_ref().is_some_and(|n| n.has(key)) && t.has(key) {
-            return Err(t.error(key, &format!("given twice: here and in tcp.{key}")));
-        }
-    }
-    let mut read = |t: &mut dyn ParamTable, nested: bool| -> ParamResult<()> {
-        if let Some(v) = t.opt_bool("delayed_ack")? {
-            o.delayed_ack = v;
-        }
-        if let Some(w) = t.opt_u64("window")? {
-            o.receive_window = w;
-        }
-        if nested {
-            if let Some(iw) = t.opt_u64("initial_window")? {
-                o.initial_window = u32::try_from(iw)
-                    .map_err(|_| t.error("initial_window", &format!("{iw} is too large")))?;
-            }
-            if let Some(rto) = t.opt_duration("min_rto")? {
-                o.min_rto = rto;
-            }
-            if let Some(sack) = t.opt_bool("sack")? {
-                o.sack = sack;
-            }
-            if let Some(handshake) = t.opt_bool("handshake")? {
-                o.handshake = handshake;
-            }
-            if let Some(v) = t.opt_bool("lost_retransmit")? {
-                o.lost_retransmit = v;
-            }
-            match t.opt_str("rtt_sample")?.as_deref() {
-                None => {}
-                Some("newest") => o.rtt_sample = RttSample::Newest,
-                Some("oldest") => o.rtt_sample = RttSample::Oldest,
-                Some(other) => {
-                    return Err(t.error(
-                        "rtt_sample",
-                        &format!("'{other}' is not an RTT sample (use newest or oldest)"),
-                    ))
-                }
-            }
-            match t.opt_str("rto")?.as_deref() {
-                None => {}
-                Some("rfc6298") => o.rto = RtoRule::Rfc6298,
-                Some("linux") => o.rto = RtoRule::Linux,
-                Some(other) => {
-                    return Err(t.error(
-                        "rto",
-                        &format!("'{other}' is not an RTO rule (use rfc6298 or linux)"),
-                    ))
-                }
-            }
-            match t.opt_str("recovery")?.as_deref() {
-                None => {}
-                Some("rfc6675") => o.recovery = Recovery::Rfc6675,
-                Some("prr") => o.recovery = Recovery::Prr,
-                Some("prr-ns3") => o.recovery = Recovery::PrrNs3,
-                Some("rate-halving") => o.recovery = Recovery::RateHalving,
-                Some(other) => {
-                    return Err(t.error(
-                        "recovery",
-                        &format!(
-                            "'{other}' is not a recovery (use rfc6675, prr, RFC 6937, prr-ns3 or rate-halving)"
-                        ),
-                    ))
-                }
-            }
-        }
-        Ok(())
-    };
-    read(t, false)?;
-    if let Some(n) = table.as_mut() {
-        read(n.as_mut(), true)?;
-        n.finish()?;
-    }
-    Ok(o)
+    Ok((
+        Agent::TcpSource(Box::new(source)),
+        Agent::TcpSink(Box::new(sink)),
+    ))
 }

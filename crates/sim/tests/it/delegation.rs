@@ -4,7 +4,8 @@
 
 use crate::common::newreno;
 use qstp_proto::{Duration, Rate};
-use qstp_sim::delegation::{ControllerSpec, DelegationSpec, Trace};
+use qstp_sim::delegation::{ControllerSpec, Trace};
+use qstp_sim::spec::DelegationSpec;
 use qstp_sim::{run, GroupSpec, RunOutput, SimError, SimSpec};
 
 const SECONDS: u64 = 60;

@@ -6,7 +6,7 @@ use qstp_dataplane::marker::{MarkerSpec, TokenBucketSpec};
 use qstp_dataplane::queue::{CbqSpec, QueueSpec};
 use qstp_proto::{Config, Duration, Preset, Rate};
 use qstp_sim::run;
-use qstp_sim::source::{CbrSpec, Protocol, QstpSpec};
+use qstp_sim::spec::source::{CbrSpec, Protocol, QstpSpec};
 use qstp_sim::spec::*;
 
 fn qstp(preset: Preset, target: Rate) -> Protocol {

@@ -8,7 +8,7 @@ use qstp_dataplane::marker::{
 };
 use qstp_dataplane::queue::{CbqClass, CbqSpec, QueueSpec, RedParams, RedSpec, RioMode, RioSpec};
 use qstp_proto::{Config, Duration, Rate};
-use qstp_sim::source::{OnOffSpec, Protocol, QstpSpec};
+use qstp_sim::spec::source::{OnOffSpec, Protocol, QstpSpec};
 use qstp_sim::spec::*;
 
 fn round_trip<T>(value: &T) -> T
@@ -191,7 +191,7 @@ fn a_source_travels_flat_tagged_by_its_kind() {
     assert_eq!(serde_json::from_value::<Protocol>(json).unwrap(), onoff);
     assert_eq!(onoff.get().label(), "onoff");
     assert_eq!(
-        qstp_sim::source::names(),
+        qstp_sim::spec::source::names(),
         ["tcp", "tfrc", "tfrc-sack", "gtfrc", "qstp", "cbr", "onoff"]
     );
 }

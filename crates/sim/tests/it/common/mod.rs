@@ -4,7 +4,7 @@
 
 use qstp_dataplane::queue::{QueueSpec, RedParams, RioMode, RioSpec};
 use qstp_proto::{Duration, Rate};
-use qstp_sim::source::{CbrSpec, Protocol, TcpSpec};
+use qstp_sim::spec::source::{CbrSpec, Protocol, TcpSpec};
 
 /// A constant-bit-rate protocol at `rate`.
 pub fn cbr(rate: Rate) -> Protocol {

@@ -2,32 +2,16 @@
 //! Stunts, samples the Free's throughput every control period, runs the controller, and decides
 //! for each fast-retransmit signal who backs off (Free & Stunts paper Fig. 2, §II).
 
-use super::delegate::{Delegator, Steerable};
-use super::{Controller, DelegationSpec};
+use super::{HookCtx, RunHook};
 use crate::agent::Agent;
-use crate::hook::{HookCtx, RunHook};
-use crate::output::RunOutput;
+use crate::delegation::{Controller, Delegator, Steerable};
+use crate::output::{DelegationRecord, RunOutput};
 use crate::rng::{stream, StreamKind};
+use crate::spec::DelegationSpec;
 use qstp_dataplane::loss::uniform;
 use qstp_proto::{Duration, Rate, Time};
 use qstp_tcp::{LossPolicy, Signal, TcpEvent, TcpSender};
 use rand_chacha::ChaCha8Rng;
-
-/// What a delegation group did over a run.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct DelegationRecord {
-    /// Time between control instants; sample k covers (k x period, (k + 1) x period].
-    pub period: Duration,
-    /// Per control instant: the Free's throughput over the last period and the trace's target,
-    /// bit/s.
-    pub samples: Vec<(f64, f64)>,
-    /// Signals of the Free delegated to Stunts.
-    pub delegated: u64,
-    /// Signals of the Free it reacted to itself.
-    pub reacted: u64,
-    /// Signals of Stunts the Free took (reverse delegation).
-    pub taken_by_free: u64,
-}
 
 /// The running delegation group.
 #[derive(Debug)]
@@ -140,7 +124,8 @@ impl DelegationHost {
                 // below it (fs-fig4: at 80% of a step to 8 Mbit/s, 100 Stunt signals taken
                 // per 120 s).
                 let target = self.spec.trace.at(now.saturating_since(Time::ZERO));
-                let above = self.x.bps() as f64 > super::controller::MARGIN * target.bps() as f64;
+                let above = self.x.bps() as f64
+                    > crate::delegation::controller::MARGIN * target.bps() as f64;
                 let (free, mut stunts) = senders(agents, self.free, &[index]);
                 let (Some(free), Some(stunt)) = (free, stunts.pop()) else {
                     return;

@@ -1,0 +1,76 @@
+//! A Free & Stunts delegation group of a run: which groups are the Free and its Stunts, the
+//! controller, the control period and the trace (the parts themselves are the `delegation`
+//! module's).
+
+use super::source::Protocol;
+use super::GroupSpec;
+use crate::delegation::{ControllerSpec, Trace};
+use crate::error::SimError;
+use qstp_proto::Duration;
+
+/// A delegation group of a run: one Free connection, its Stunts, the controller and the trace.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DelegationSpec {
+    /// The group whose single TCP flow is the Free connection.
+    pub free: String,
+    /// The group whose TCP flows are its Stunts.
+    pub stunts: String,
+    /// The controller.
+    pub controller: ControllerSpec,
+    /// Time between control instants (throughput samples and controller updates).
+    pub period: Duration,
+    /// The throughput the Free's application asks for (already preprocessed, if wanted).
+    pub trace: Trace,
+    /// Reverse delegation: a Stunt's loss is taken by a larger Free above its target.
+    pub reverse: bool,
+}
+
+impl DelegationSpec {
+    /// Check it against the run's groups; returns the indices of the Free's and the Stunts'
+    /// groups.
+    pub fn validate(&self, groups: &[GroupSpec]) -> Result<(usize, usize), SimError> {
+        let invalid = |key: &str, reason: String| SimError::Invalid {
+            key: format!("delegation.{key}"),
+            reason,
+        };
+        let find = |key: &str, name: &str| -> Result<usize, SimError> {
+            let i = groups
+                .iter()
+                .position(|g| g.name == name)
+                .ok_or_else(|| invalid(key, format!("no group is named '{name}'")))?;
+            if !matches!(groups[i].protocol, Protocol::Tcp(_)) {
+                return Err(invalid(key, format!("group '{name}' is not tcp")));
+            }
+            Ok(i)
+        };
+        let free = find("free", &self.free)?;
+        let stunts = find("stunts", &self.stunts)?;
+        if free == stunts {
+            return Err(invalid(
+                "stunts",
+                "the Stunts must be a group of their own".into(),
+            ));
+        }
+        if groups[free].flows != 1 {
+            return Err(invalid(
+                "free",
+                format!(
+                    "the Free is one connection; group '{}' has {} flows",
+                    self.free, groups[free].flows
+                ),
+            ));
+        }
+        if self.period.is_zero() {
+            return Err(invalid("period", "must be positive".into()));
+        }
+        if let ControllerSpec::Pi { gain } = self.controller {
+            if !(gain.is_finite() && gain >= 0.0) {
+                return Err(invalid(
+                    "controller.gain",
+                    format!("{gain} is not a non-negative number"),
+                ));
+            }
+        }
+        Ok((free, stunts))
+    }
+}

@@ -1,0 +1,119 @@
+//! `protocol = "qstp" | "tfrc-sack" | "tfrc" | "gtfrc"`: a qstp-proto connection, saturated by
+//! its application, with the composition the name stands for.
+//!
+//! `qstp` is `Config::qstp(g)` (gTFRC + SACK + ordered); `tfrc-sack` and `tfrc` are the presets
+//! of the same names; `gtfrc` is gTFRC with no error control and unordered delivery (the setting
+//! of the gTFRC paper's ns-2 runs). When a group of several flows has a target, each flow's floor
+//! g is `target / flows`: the target is the aggregate's.
+
+use super::{CheckContext, ReadContext, Source, SourceKind, Wire};
+use crate::error::SimError;
+use qstp_dataplane::headers::UDP_IP_HEADER;
+use qstp_dataplane::params::{ParamResult, ParamTable};
+use qstp_proto::config::GtfrcRule;
+use qstp_proto::wire::MIN_DATAGRAM;
+use qstp_proto::{Config, Congestion, ErrorControl, Order, Preset, Rate, TfrcVersion};
+
+/// A qstp-proto connection with this composition, saturated by its application (it always has
+/// data to send).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct QstpSpec {
+    /// The name the scenario used, for reports.
+    pub name: String,
+    /// The composition and limits.
+    pub config: Config,
+}
+
+impl SourceKind for QstpSpec {
+    const NAMES: &'static [&'static str] = &["tfrc", "tfrc-sack", "gtfrc", "qstp"];
+    const DOC: &'static str = "qstp-proto flows: qstp (gTFRC + SACK + ordered, needs target), tfrc-sack, tfrc, gtfrc (gTFRC alone, needs target); tfrc = \"rfc5348\" | \"rfc3448\", gtfrc_rule = \"qstp\" | \"fig1\"";
+
+    fn read(t: &mut dyn ParamTable, cx: &ReadContext) -> ParamResult<Self> {
+        let name = cx.name;
+        let needs_target = |t: &dyn ParamTable| {
+            cx.target_per_flow().ok_or_else(|| {
+                t.error(
+                    "target",
+                    &format!("protocol '{name}' needs a target rate (its floor g)"),
+                )
+            })
+        };
+        let mut config = match name {
+            "tfrc" => Config::preset(Preset::Tfrc, Rate::ZERO),
+            "tfrc-sack" => Config::preset(Preset::TfrcSack, Rate::ZERO),
+            "qstp" => Config::qstp(needs_target(t)?),
+            _ => {
+                // gTFRC paper §4: ns-2 TFRC agents, so no repair and no ordering.
+                let mut c = Config::qstp(needs_target(t)?);
+                c.error = ErrorControl::None;
+                c.order = Order::Unordered;
+                c
+            }
+        };
+        let rule = match config.congestion {
+            Congestion::Gtfrc { .. } => Some(gtfrc_rule(t)?),
+            _ => None,
+        };
+        let version = tfrc_version(t)?;
+        config.congestion = match (config.congestion, rule) {
+            (Congestion::Gtfrc { target, .. }, Some(rule)) => Congestion::Gtfrc {
+                target,
+                rule,
+                version,
+            },
+            _ => Congestion::Tfrc { version },
+        };
+        config.max_datagram = cx.packet_size;
+        Ok(QstpSpec {
+            name: name.to_string(),
+            config,
+        })
+    }
+}
+
+impl Source for QstpSpec {
+    fn label(&self) -> String {
+        self.name.clone()
+    }
+
+    fn validate(&self, cx: &CheckContext) -> Result<(), SimError> {
+        let least = MIN_DATAGRAM + UDP_IP_HEADER as usize;
+        if cx.packet_size < least {
+            return Err(cx.invalid(
+                &cx.size_key,
+                format!("qstp needs packets of at least {least} bytes"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn wire(&self) -> Wire {
+        Wire::udp(4433)
+    }
+}
+
+/// `tfrc = "rfc5348"` (the default) or `"rfc3448"`: which RFC the TFRC sender follows.
+fn tfrc_version(t: &mut dyn ParamTable) -> ParamResult<TfrcVersion> {
+    match t.opt_str("tfrc")? {
+        None => Ok(Default::default()),
+        Some(name) => name.parse().map_err(|_| {
+            t.error(
+                "tfrc",
+                &format!("unknown TFRC version '{name}' (use rfc5348 or rfc3448)"),
+            )
+        }),
+    }
+}
+
+/// `gtfrc_rule = "qstp"` (QSTP paper eq. (2), the default) or `"fig1"` (gTFRC paper Fig. 1).
+fn gtfrc_rule(t: &mut dyn ParamTable) -> ParamResult<GtfrcRule> {
+    match t.opt_str("gtfrc_rule")? {
+        None => Ok(Default::default()),
+        Some(name) => name.parse().map_err(|_| {
+            t.error(
+                "gtfrc_rule",
+                &format!("unknown rule '{name}' (use qstp, QSTP paper eq. (2), or fig1, gTFRC paper Fig. 1)"),
+            )
+        }),
+    }
+}
