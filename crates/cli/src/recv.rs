@@ -533,6 +533,24 @@ async fn serve_one(
     // A refusal before any byte moved answers the header; the sender waits for it there.
     // A sender that vanished cannot hear the verdict: what happened to the transfer comes first.
     let answered = answer(&mut conn, &verdict).await;
+    if verdict != Verdict::Verified {
+        // The sender may be blocked writing into a window no one reads any more: the close
+        // ends its transfer at once, with the reason it prints.
+        let reason = match &outcome {
+            Err(ReceiveFailure::Storage(e)) => storage_reason(e),
+            _ => verdict.to_string(),
+        };
+        let sent = conn.stats().map_or(0, |s| s.packets_sent);
+        conn.close(CLOSE_NOT_STORED, reason.as_bytes());
+        // Let the driver put the close on the wire before this task (with --once, the process)
+        // ends: its packet count moves when it has.
+        let _ = tokio::time::timeout(Duration::from_millis(500), async {
+            while conn.stats().is_ok_and(|s| s.packets_sent == sent) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+    }
     match outcome {
         Ok(moved) if verdict == Verdict::Verified => {
             answered.with_context(|| {
@@ -604,6 +622,26 @@ async fn show_intervals(received: Arc<AtomicU64>, every: Duration, what: String)
             crate::send::interval_bytes(t0, t1, bytes - bytes0, "received")
         );
         (t0, bytes0) = (t1, bytes);
+    }
+}
+
+/// The application close code of a transfer the receiver did not store (the reason says why).
+const CLOSE_NOT_STORED: u32 = 2;
+
+/// What a sender is told when its file cannot be stored: the cause in a few words where the
+/// system says it (a full disk, a quota, a read-only or vanished folder), else the whole error.
+fn storage_reason(e: &anyhow::Error) -> String {
+    let kind = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<io::Error>())
+        .map(io::Error::kind);
+    match kind {
+        Some(io::ErrorKind::StorageFull) => "disk full on the receiver".into(),
+        Some(io::ErrorKind::QuotaExceeded) => "disk quota exceeded on the receiver".into(),
+        Some(io::ErrorKind::ReadOnlyFilesystem) => "the receiver's folder is read-only".into(),
+        Some(io::ErrorKind::PermissionDenied) => "the receiver may not write to its folder".into(),
+        Some(io::ErrorKind::NotFound) => "the receiver's folder is gone".into(),
+        _ => format!("the receiver cannot store the file: {e:#}"),
     }
 }
 

@@ -1285,3 +1285,63 @@ fn a_receiver_interrupted_mid_file_keeps_its_synced_bytes_and_resumes_after_a_re
     assert!(std::fs::read(out.join("long.bin")).unwrap() == pattern(size as usize));
     assert_eq!(entries(&out), ["long.bin"]);
 }
+
+/// A tmpfs of `size` mounted on `dir` for as long as it lives.
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    /// `None` (and the reason printed) where mounting is not allowed.
+    fn mount(dir: &Path, size: &str) -> Option<SmallDisk> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: mounting a tmpfs needs root");
+            return None;
+        }
+        std::fs::create_dir_all(dir).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("skipped: cannot mount a tmpfs here");
+            return None;
+        }
+        Some(SmallDisk(dir.to_path_buf()))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_on_the_receiver_ends_the_send_within_seconds_with_the_reason() {
+    let dir = scratch("disk-full");
+    let out = dir.join("out");
+    let Some(_disk) = SmallDisk::mount(&out, "1m") else {
+        return;
+    };
+    let source = dir.join("big.bin");
+    // Far more than the disk and the windows hold, so the sender is still writing when the
+    // receiver fails.
+    std::fs::write(&source, pattern(20 << 20)).unwrap();
+    // A serving receiver (no --once): the one that used to keep the connection open.
+    let (mut receiver, addr, _lines) = start_server(&out, &[]);
+    let started = Instant::now();
+    let (status, stderr) = send_file(&source, &addr);
+    let took = started.elapsed();
+    let _ = receiver.kill();
+    let _ = receiver.wait();
+    assert!(
+        !status.success(),
+        "a file that did not fit was reported sent"
+    );
+    assert!(
+        stderr.contains("disk full on the receiver"),
+        "unclear error: {stderr}"
+    );
+    assert!(took < Duration::from_secs(5), "the sender took {took:?}");
+}
