@@ -56,8 +56,11 @@ pub fn congestion_help() -> String {
         out.push_str(&format!("  {}{aliases}: {}\n", entry.name, entry.doc));
         for p in entry.params {
             out.push_str(&format!(
-                "      {} = {} ({}; {} to {})\n",
-                p.name, p.default, p.doc, p.min, p.max
+                "      {} = {} ({}; {})\n",
+                p.name,
+                p.default_text(),
+                p.doc,
+                p.values_text()
             ));
         }
     }

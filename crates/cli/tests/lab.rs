@@ -179,7 +179,11 @@ fn run_help_lists_every_congestion_control_and_its_parameters() {
             "{name} missing:\n{stdout}"
         );
     }
-    assert!(stdout.contains("fast_convergence = 1"), "{stdout}");
+    // Each parameter with its kind: flags as true or false, counts as whole numbers.
+    assert!(stdout.contains("fast_convergence = true ("), "{stdout}");
+    assert!(stdout.contains("; true or false)"), "{stdout}");
+    assert!(stdout.contains("ai_cnt = 100 ("), "{stdout}");
+    assert!(stdout.contains("; a whole number, 1 to "), "{stdout}");
     assert!(stdout.contains("access = { rate"), "{stdout}");
     // The registry of sources, every name of each kind on one line.
     assert!(

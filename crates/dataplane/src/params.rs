@@ -54,6 +54,9 @@ pub trait ParamTable {
     fn opt_f64(&mut self, key: &str) -> ParamResult<Option<f64>>;
     /// An optional boolean.
     fn opt_bool(&mut self, key: &str) -> ParamResult<Option<bool>>;
+    /// An optional finite number, or a boolean read as 1 (`true`) or 0 (`false`): a value whose
+    /// meaning (a number or a flag) the reader checks afterwards.
+    fn opt_number_or_flag(&mut self, key: &str) -> ParamResult<Option<f64>>;
     /// An optional rate with its unit (`"500k"`).
     fn opt_rate(&mut self, key: &str) -> ParamResult<Option<Rate>>;
     /// An optional duration with its unit (`"30ms"`).

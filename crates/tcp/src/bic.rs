@@ -41,7 +41,7 @@
 //! ns-3's `Beta` is 0.8 and `SmoothPart` 5, Linux's 819/1024 and 20: parameters, not `ns3`.
 
 use super::cc::AdditiveIncrease;
-use super::{AckSample, CongestionControl, Param, Registered};
+use super::{AckSample, CongestionControl, Param, ParamKind, Registered};
 use qstp_proto::Time;
 
 /// Linux tcp_bic.c: BICTCP_B = 4, the binary search goes to a point (max - cwnd) / B away.
@@ -61,6 +61,7 @@ pub(super) const ENTRY: Registered = Registered {
     params: &[
         Param {
             name: "beta",
+            kind: ParamKind::Real,
             // Linux tcp_bic.c: beta = 819 / BICTCP_BETA_SCALE (1024).
             default: 819.0 / 1024.0,
             min: 0.1,
@@ -69,6 +70,7 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "max_increment",
+            kind: ParamKind::Integer,
             // Linux tcp_bic.c: max_increment = 16 (the paper's S_max is 32).
             default: 16.0,
             min: 1.0,
@@ -77,6 +79,7 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "low_window",
+            kind: ParamKind::Integer,
             // Linux tcp_bic.c: low_window = 14.
             default: 14.0,
             min: 2.0,
@@ -85,6 +88,7 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "smooth_part",
+            kind: ParamKind::Integer,
             // Linux tcp_bic.c: smooth_part = 20.
             default: 20.0,
             min: 1.0,
@@ -93,6 +97,7 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "ns3",
+            kind: ParamKind::Flag,
             // Not in the paper or Linux: ns-3 3.44 tcp-bic.cc's own rules (module notes).
             default: 0.0,
             min: 0.0,
@@ -102,13 +107,13 @@ pub(super) const ENTRY: Registered = Registered {
     ],
     build: |mss, p| {
         Box::new(Bic {
-            ns3: p.get("ns3") >= 0.5,
+            ns3: p.flag("ns3"),
             ..Bic::new(
                 mss,
-                p.get("beta"),
-                p.get("max_increment"),
-                p.get("low_window"),
-                p.get("smooth_part"),
+                p.real("beta"),
+                f64::from(p.integer("max_increment")),
+                f64::from(p.integer("low_window")),
+                f64::from(p.integer("smooth_part")),
             )
         })
     },

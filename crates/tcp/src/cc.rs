@@ -133,11 +133,24 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     }
 }
 
+/// What values a parameter takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    /// Any number in its range.
+    Real,
+    /// A whole number in its range (a count of segments, rounds or packets, a shift).
+    Integer,
+    /// On or off: `true`/`false` in a scenario, or 1/0.
+    Flag,
+}
+
 /// One parameter a control takes from the scenario.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Param {
     /// Key in the scenario (`beta`, `c`, `low_window`, ...).
     pub name: &'static str,
+    /// What values it takes.
+    pub kind: ParamKind,
     /// Value when the scenario gives none (the reference implementation's).
     pub default: f64,
     /// Smallest value accepted.
@@ -146,6 +159,73 @@ pub struct Param {
     pub max: f64,
     /// One line for `--help` and the docs.
     pub doc: &'static str,
+}
+
+impl Param {
+    /// A real parameter.
+    pub const fn real(
+        name: &'static str,
+        default: f64,
+        min: f64,
+        max: f64,
+        doc: &'static str,
+    ) -> Param {
+        Param {
+            name,
+            kind: ParamKind::Real,
+            default,
+            min,
+            max,
+            doc,
+        }
+    }
+
+    /// A whole-number parameter.
+    pub const fn integer(
+        name: &'static str,
+        default: u32,
+        min: u32,
+        max: u32,
+        doc: &'static str,
+    ) -> Param {
+        Param {
+            name,
+            kind: ParamKind::Integer,
+            default: default as f64,
+            min: min as f64,
+            max: max as f64,
+            doc,
+        }
+    }
+
+    /// A flag.
+    pub const fn flag(name: &'static str, default: bool, doc: &'static str) -> Param {
+        Param {
+            name,
+            kind: ParamKind::Flag,
+            default: if default { 1.0 } else { 0.0 },
+            min: 0.0,
+            max: 1.0,
+            doc,
+        }
+    }
+
+    /// Its default as a scenario writes it (`true`, `16`, `0.7`).
+    pub fn default_text(&self) -> String {
+        match self.kind {
+            ParamKind::Flag => (self.default != 0.0).to_string(),
+            _ => self.default.to_string(),
+        }
+    }
+
+    /// The values it takes, for `--help` and the docs: `true or false`, a whole range or a range.
+    pub fn values_text(&self) -> String {
+        match self.kind {
+            ParamKind::Flag => "true or false".into(),
+            ParamKind::Integer => format!("a whole number, {} to {}", self.min, self.max),
+            ParamKind::Real => format!("{} to {}", self.min, self.max),
+        }
+    }
 }
 
 /// A control the simulator knows: its name, parameters and constructor.
@@ -171,15 +251,36 @@ pub struct Params<'a> {
 }
 
 impl Params<'_> {
-    /// The value of `name` (a parameter the entry declares).
-    pub fn get(&self, name: &str) -> f64 {
+    /// The value of `name`, which the entry declares of kind `kind` (a mismatch is a bug in the
+    /// control's file, not in the scenario).
+    fn value(&self, name: &str, kind: ParamKind) -> f64 {
         let param = self
             .entry
             .params
             .iter()
             .find(|p| p.name == name)
             .unwrap_or_else(|| panic!("{} declares no parameter '{name}'", self.entry.name));
+        assert_eq!(
+            param.kind, kind,
+            "{}.{name} is declared {:?}",
+            self.entry.name, param.kind
+        );
         self.values.get(name).copied().unwrap_or(param.default)
+    }
+
+    /// A real parameter.
+    pub fn real(&self, name: &str) -> f64 {
+        self.value(name, ParamKind::Real)
+    }
+
+    /// A whole-number parameter (validation refused any other value).
+    pub fn integer(&self, name: &str) -> u32 {
+        self.value(name, ParamKind::Integer) as u32
+    }
+
+    /// A flag.
+    pub fn flag(&self, name: &str) -> bool {
+        self.value(name, ParamKind::Flag) != 0.0
     }
 }
 
@@ -211,6 +312,18 @@ pub enum CcError {
         param: String,
         /// The parameters it takes.
         known: Vec<&'static str>,
+    },
+    /// A value of the wrong kind: not 0 or 1 for a flag, not whole for an integer.
+    #[error("{cc} parameter '{param}' = {value}: {reason}")]
+    BadValue {
+        /// The control.
+        cc: &'static str,
+        /// The parameter.
+        param: &'static str,
+        /// The value given.
+        value: f64,
+        /// What it takes.
+        reason: String,
     },
     /// A parameter outside its range.
     #[error("{cc} parameter '{param}' = {value} is outside [{min}, {max}]")]
@@ -263,6 +376,22 @@ impl CcSpec {
                     known: entry.params.iter().map(|p| p.name).collect(),
                 }
             })?;
+            let whole = value.fract() == 0.0;
+            let refuse = |reason: String| CcError::BadValue {
+                cc: entry.name,
+                param: param.name,
+                value,
+                reason,
+            };
+            match param.kind {
+                ParamKind::Flag if value != 0.0 && value != 1.0 => {
+                    return Err(refuse("a flag is true or false (1 or 0)".into()))
+                }
+                ParamKind::Integer if !whole => {
+                    return Err(refuse("it takes a whole number".into()))
+                }
+                _ => {}
+            }
             if !(param.min..=param.max).contains(&value) {
                 return Err(CcError::OutOfRange {
                     cc: entry.name,
@@ -337,6 +466,55 @@ mod tests {
             -3.7,
         ] {
             assert_eq!(super::segments::round(x), x.round() as u64, "{x}");
+        }
+    }
+
+    #[test]
+    fn flags_take_zero_or_one_and_integers_whole_numbers() {
+        let with = |cc: &str, key: &str, value: f64| {
+            let mut spec = CcSpec::named(cc);
+            spec.params.insert(key.into(), value);
+            spec.validate().map(|_| ()).map_err(|e| e.to_string())
+        };
+        assert!(with("cubic", "hystart", 0.0).is_ok());
+        assert!(with("cubic", "hystart", 1.0).is_ok());
+        assert_eq!(
+            with("cubic", "hystart", 0.5).unwrap_err(),
+            "cubic parameter 'hystart' = 0.5: a flag is true or false (1 or 0)"
+        );
+        assert!(with("scalable", "ai_cnt", 50.0).is_ok());
+        assert_eq!(
+            with("scalable", "ai_cnt", 50.5).unwrap_err(),
+            "scalable parameter 'ai_cnt' = 50.5: it takes a whole number"
+        );
+        assert!(
+            with("cubic", "beta", 0.55).is_ok(),
+            "a real takes a fraction"
+        );
+        // Every flag and integer reads back as the type its control asks for.
+        let mut spec = CcSpec::named("yeah");
+        spec.params.insert("ns3".into(), 1.0);
+        spec.params.insert("rho".into(), 7.0);
+        let entry = spec.validate().unwrap();
+        let params = Params {
+            entry,
+            values: &spec.params,
+        };
+        assert!(params.flag("ns3"));
+        assert_eq!(params.integer("rho"), 7);
+        assert_eq!(params.integer("delta"), 3, "the default");
+    }
+
+    #[test]
+    fn every_flag_defaults_to_zero_or_one_and_every_integer_to_a_whole_number() {
+        for entry in super::super::REGISTRY {
+            for p in entry.params {
+                match p.kind {
+                    ParamKind::Flag => assert!(p.default == 0.0 || p.default == 1.0),
+                    ParamKind::Integer => assert_eq!(p.default.fract(), 0.0),
+                    ParamKind::Real => {}
+                }
+            }
         }
     }
 

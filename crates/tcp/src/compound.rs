@@ -11,7 +11,7 @@
 //! sample, as in the Vegas machinery CTCP builds on.
 
 use super::cc::segments;
-use super::{AckSample, CongestionControl, Param, Params, Registered, RoundSample};
+use super::{AckSample, CongestionControl, Param, ParamKind, Params, Registered, RoundSample};
 use qstp_proto::{Duration, Time};
 
 /// Registry entry.
@@ -21,24 +21,24 @@ pub(super) const ENTRY: Registered = Registered {
     doc: "Compound TCP (Tan et al.): Reno cwnd plus a delay-based dwnd (alpha 1/8, beta 1/2, k 0.75, gamma 30)",
     params: &[
         // CTCP paper §3.2: alpha = 1/8, beta = 1/2, k = 0.75 (HighSpeed-like scalability).
-        Param { name: "alpha", default: 0.125, min: 0.001, max: 10.0, doc: "binomial increase factor alpha" },
-        Param { name: "beta", default: 0.5, min: 0.05, max: 0.95, doc: "multiplicative decrease of the whole window" },
-        Param { name: "k", default: 0.75, min: 0.0, max: 1.0, doc: "binomial increase exponent k" },
+        Param { name: "alpha", kind: ParamKind::Real, default: 0.125, min: 0.001, max: 10.0, doc: "binomial increase factor alpha" },
+        Param { name: "beta", kind: ParamKind::Real, default: 0.5, min: 0.05, max: 0.95, doc: "multiplicative decrease of the whole window" },
+        Param { name: "k", kind: ParamKind::Real, default: 0.75, min: 0.0, max: 1.0, doc: "binomial increase exponent k" },
         // CTCP paper §3.2: gamma = 30 packets, the queue it tolerates.
-        Param { name: "gamma", default: 30.0, min: 1.0, max: 1e6, doc: "queue (packets) above which dwnd gives way" },
+        Param { name: "gamma", kind: ParamKind::Integer, default: 30.0, min: 1.0, max: 1e6, doc: "queue (packets) above which dwnd gives way" },
         // CTCP paper §3.2: zeta = 1.
-        Param { name: "zeta", default: 1.0, min: 0.0, max: 10.0, doc: "how fast dwnd gives way to a queue" },
+        Param { name: "zeta", kind: ParamKind::Real, default: 1.0, min: 0.0, max: 10.0, doc: "how fast dwnd gives way to a queue" },
         // CTCP paper §3.2 / RFC 3649 Low_Window = 38..41: the delay part acts above 41 packets.
-        Param { name: "low_window", default: 41.0, min: 0.0, max: 1e6, doc: "window (segments) below which it is plain Reno" },
+        Param { name: "low_window", kind: ParamKind::Integer, default: 41.0, min: 0.0, max: 1e6, doc: "window (segments) below which it is plain Reno" },
     ],
     build: |mss, p: &Params| {
         Box::new(Compound {
-            alpha: p.get("alpha"),
-            beta: p.get("beta"),
-            k: p.get("k"),
-            gamma: p.get("gamma"),
-            zeta: p.get("zeta"),
-            low_window: p.get("low_window"),
+            alpha: p.real("alpha"),
+            beta: p.real("beta"),
+            k: p.real("k"),
+            gamma: f64::from(p.integer("gamma")),
+            zeta: p.real("zeta"),
+            low_window: f64::from(p.integer("low_window")),
             ..Compound::new(mss)
         })
     },

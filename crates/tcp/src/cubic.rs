@@ -12,7 +12,7 @@
 
 use super::cc::segments;
 use super::cubic_ns3::Ns3Cubic;
-use super::{AckSample, CongestionControl, Param, Params, Registered, RoundSample};
+use super::{AckSample, CongestionControl, Param, ParamKind, Params, Registered, RoundSample};
 use qstp_proto::{Duration, Time};
 
 /// Registry entry.
@@ -24,6 +24,7 @@ pub(super) const ENTRY: Registered = Registered {
         // RFC 9438 §5.1: C = 0.4.
         Param {
             name: "c",
+            kind: ParamKind::Real,
             default: 0.4,
             min: 0.01,
             max: 10.0,
@@ -32,6 +33,7 @@ pub(super) const ENTRY: Registered = Registered {
         // RFC 9438 §4.6: beta_cubic = 0.7.
         Param {
             name: "beta",
+            kind: ParamKind::Real,
             default: 0.7,
             min: 0.1,
             max: 0.95,
@@ -40,6 +42,7 @@ pub(super) const ENTRY: Registered = Registered {
         // RFC 9438 §4.7: fast convergence SHOULD be on.
         Param {
             name: "fast_convergence",
+            kind: ParamKind::Flag,
             default: 1.0,
             min: 0.0,
             max: 1.0,
@@ -47,6 +50,7 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "hystart",
+            kind: ParamKind::Flag,
             default: 1.0,
             min: 0.0,
             max: 1.0,
@@ -57,6 +61,7 @@ pub(super) const ENTRY: Registered = Registered {
         // (no limit: any value at or above the segments one ACK covers).
         Param {
             name: "abc_limit",
+            kind: ParamKind::Integer,
             default: 1.0,
             min: 1.0,
             max: 1e9,
@@ -64,6 +69,7 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "ns3",
+            kind: ParamKind::Flag,
             // Not in the RFC or Linux: ns-3 3.44 tcp-cubic.cc's own arithmetic (cubic_ns3.rs).
             default: 0.0,
             min: 0.0,
@@ -72,23 +78,23 @@ pub(super) const ENTRY: Registered = Registered {
         },
     ],
     build: |mss, p: &Params| {
-        if p.get("ns3") >= 0.5 {
+        if p.flag("ns3") {
             return Box::new(Ns3Cubic::new(
                 mss,
-                p.get("c"),
-                p.get("beta"),
-                p.get("fast_convergence") >= 0.5,
-                p.get("hystart") >= 0.5,
+                p.real("c"),
+                p.real("beta"),
+                p.flag("fast_convergence"),
+                p.flag("hystart"),
             ));
         }
         Box::new(Cubic {
-            abc_limit: p.get("abc_limit"),
+            abc_limit: f64::from(p.integer("abc_limit")),
             ..Cubic::new(
                 mss,
-                p.get("c"),
-                p.get("beta"),
-                p.get("fast_convergence") >= 0.5,
-                p.get("hystart") >= 0.5,
+                p.real("c"),
+                p.real("beta"),
+                p.flag("fast_convergence"),
+                p.flag("hystart"),
             )
         })
     },

@@ -7,7 +7,7 @@
 //! Appendix B table that Linux `tcp_highspeed.c` carries; the tests check the formulas against that
 //! table. The window is kept in bytes, as a float so that increases smaller than a byte add up.
 
-use super::{AckSample, CongestionControl, Param, Registered};
+use super::{AckSample, CongestionControl, Param, ParamKind, Registered};
 use qstp_proto::Time;
 
 /// Registry entry.
@@ -18,6 +18,7 @@ pub(super) const ENTRY: Registered = Registered {
     params: &[
         Param {
             name: "low_window",
+            kind: ParamKind::Integer,
             // RFC 3649 §5: Low_Window = 38.
             default: 38.0,
             min: 1.0,
@@ -26,6 +27,7 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "high_window",
+            kind: ParamKind::Integer,
             // RFC 3649 §5: High_Window = 83000.
             default: 83_000.0,
             min: 1001.0,
@@ -34,6 +36,7 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "high_p",
+            kind: ParamKind::Real,
             // RFC 3649 §5: High_P = 10^-7.
             default: 1e-7,
             min: 1e-15,
@@ -42,6 +45,7 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "high_decrease",
+            kind: ParamKind::Real,
             // RFC 3649 §5: High_Decrease = 0.1.
             default: 0.1,
             min: 0.01,
@@ -52,10 +56,10 @@ pub(super) const ENTRY: Registered = Registered {
     build: |mss, p| {
         Box::new(HighSpeed::new(
             mss,
-            p.get("low_window"),
-            p.get("high_window"),
-            p.get("high_p"),
-            p.get("high_decrease"),
+            f64::from(p.integer("low_window")),
+            f64::from(p.integer("high_window")),
+            p.real("high_p"),
+            p.real("high_decrease"),
         ))
     },
 };

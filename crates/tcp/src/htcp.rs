@@ -43,7 +43,7 @@
 //! are taken from the per-ACK RTT samples since the last congestion event, where Linux tracks
 //! them over the connection and lets RTTmax fade.
 
-use super::{AckSample, CongestionControl, Param, Registered};
+use super::{AckSample, CongestionControl, Param, ParamKind, Registered};
 use qstp_proto::{Duration, Time};
 
 /// Registry entry.
@@ -54,6 +54,7 @@ pub(super) const ENTRY: Registered = Registered {
     params: &[
         Param {
             name: "delta_l",
+            kind: ParamKind::Real,
             // Leith & Shorten 2004: Delta_L = 1 s (Linux tcp_htcp.c: HZ).
             default: 1.0,
             min: 0.0,
@@ -62,6 +63,7 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "beta_min",
+            kind: ParamKind::Real,
             // Linux tcp_htcp.c: BETA_MIN = 0.5 (1 << 6 out of 1 << 7).
             default: 0.5,
             min: 0.1,
@@ -70,6 +72,7 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "bandwidth_switch",
+            kind: ParamKind::Flag,
             // Linux tcp_htcp.c: use_bandwidth_switch = 1; off here (see the module notes).
             default: 0.0,
             min: 0.0,
@@ -78,6 +81,7 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "rtt_scaling",
+            kind: ParamKind::Flag,
             // Linux tcp_htcp.c: use_rtt_scaling = 1; off here (see the module notes).
             default: 0.0,
             min: 0.0,
@@ -86,6 +90,7 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "ns3",
+            kind: ParamKind::Flag,
             // Not in the paper or Linux: ns-3 3.44 tcp-htcp.cc's own rules (module notes).
             default: 0.0,
             min: 0.0,
@@ -94,6 +99,7 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "beta_max",
+            kind: ParamKind::Real,
             // Linux tcp_htcp.c: BETA_MAX = 0.8 (102 out of 1 << 7).
             default: 0.8,
             min: 0.1,
@@ -103,11 +109,11 @@ pub(super) const ENTRY: Registered = Registered {
     ],
     build: |mss, p| {
         let cc = Htcp {
-            bandwidth_switch: p.get("bandwidth_switch") >= 0.5,
-            rtt_scaling: p.get("rtt_scaling") >= 0.5,
-            ..Htcp::new(mss, p.get("delta_l"), p.get("beta_min"), p.get("beta_max"))
+            bandwidth_switch: p.flag("bandwidth_switch"),
+            rtt_scaling: p.flag("rtt_scaling"),
+            ..Htcp::new(mss, p.real("delta_l"), p.real("beta_min"), p.real("beta_max"))
         };
-        Box::new(if p.get("ns3") >= 0.5 { cc.ns3() } else { cc })
+        Box::new(if p.flag("ns3") { cc.ns3() } else { cc })
     },
 };
 

@@ -8,7 +8,7 @@
 //! largest queueing delay seen and da the round's average.
 
 use super::cc::segments;
-use super::{AckSample, CongestionControl, Param, Params, Registered, RoundSample};
+use super::{AckSample, CongestionControl, Param, ParamKind, Params, Registered, RoundSample};
 use qstp_proto::{Duration, Time};
 
 /// Registry entry.
@@ -18,33 +18,33 @@ pub(super) const ENTRY: Registered = Registered {
     doc: "TCP-Illinois (Liu, Başar, Srikant): alpha in [0.3, 10] and beta in [1/8, 1/2] from the queueing delay",
     params: &[
         // Illinois paper §III / Linux tcp_illinois.c ALPHA_MAX = 10, ALPHA_MIN = 0.3.
-        Param { name: "alpha_max", default: 10.0, min: 1.0, max: 100.0, doc: "largest additive increase, segments per RTT" },
-        Param { name: "alpha_min", default: 0.3, min: 0.01, max: 1.0, doc: "smallest additive increase, segments per RTT" },
+        Param { name: "alpha_max", kind: ParamKind::Real, default: 10.0, min: 1.0, max: 100.0, doc: "largest additive increase, segments per RTT" },
+        Param { name: "alpha_min", kind: ParamKind::Real, default: 0.3, min: 0.01, max: 1.0, doc: "smallest additive increase, segments per RTT" },
         // Linux tcp_illinois.c BETA_MIN = 1/8, BETA_MAX = 1/2.
-        Param { name: "beta_min", default: 0.125, min: 0.01, max: 0.5, doc: "smallest decrease factor" },
-        Param { name: "beta_max", default: 0.5, min: 0.1, max: 0.9, doc: "largest decrease factor" },
+        Param { name: "beta_min", kind: ParamKind::Real, default: 0.125, min: 0.01, max: 0.5, doc: "smallest decrease factor" },
+        Param { name: "beta_max", kind: ParamKind::Real, default: 0.5, min: 0.1, max: 0.9, doc: "largest decrease factor" },
         // Linux tcp_illinois.c win_thresh = 15: Reno below.
-        Param { name: "win_thresh", default: 15.0, min: 0.0, max: 1e6, doc: "window (segments) below which it behaves as Reno" },
+        Param { name: "win_thresh", kind: ParamKind::Integer, default: 15.0, min: 0.0, max: 1e6, doc: "window (segments) below which it behaves as Reno" },
         // Linux tcp_illinois.c theta = 5: rounds of low delay before alpha returns to its max.
-        Param { name: "theta", default: 5.0, min: 0.0, max: 1000.0, doc: "low-delay rounds before alpha jumps back to alpha_max" },
+        Param { name: "theta", kind: ParamKind::Integer, default: 5.0, min: 0.0, max: 1000.0, doc: "low-delay rounds before alpha jumps back to alpha_max" },
         // Not in the paper or Linux (which measures in microseconds): ns-3 3.44's TcpIllinois
         // truncates both delays to whole milliseconds (tcp-illinois.cc RecalcParam,
         // GetMilliSeconds()); 0.001 reproduces that. 0 uses the delays as measured.
         // Not in the paper or Linux (per-ACK RTT samples): ns-3 3.44 gives its controls the
         // smoothed RTT on every ACK instead; 1 does the same.
-        Param { name: "smoothed_rtt", default: 0.0, min: 0.0, max: 1.0, doc: "1: delays from the smoothed RTT on every ACK (as ns-3), 0: from the RTT samples (paper, Linux)" },
-        Param { name: "delay_granularity", default: 0.0, min: 0.0, max: 1.0, doc: "seconds: da and dm are truncated to whole multiples of this (0 = as measured; ns-3 uses 0.001)" },
+        Param { name: "smoothed_rtt", kind: ParamKind::Flag, default: 0.0, min: 0.0, max: 1.0, doc: "1: delays from the smoothed RTT on every ACK (as ns-3), 0: from the RTT samples (paper, Linux)" },
+        Param { name: "delay_granularity", kind: ParamKind::Real, default: 0.0, min: 0.0, max: 1.0, doc: "seconds: da and dm are truncated to whole multiples of this (0 = as measured; ns-3 uses 0.001)" },
     ],
     build: |mss, p: &Params| {
         Box::new(Illinois {
-            alpha_max: p.get("alpha_max"),
-            alpha_min: p.get("alpha_min"),
-            beta_min: p.get("beta_min"),
-            beta_max: p.get("beta_max"),
-            win_thresh: p.get("win_thresh"),
-            theta: p.get("theta") as u32,
-            delay_granularity: p.get("delay_granularity"),
-            smoothed_rtt: p.get("smoothed_rtt") >= 0.5,
+            alpha_max: p.real("alpha_max"),
+            alpha_min: p.real("alpha_min"),
+            beta_min: p.real("beta_min"),
+            beta_max: p.real("beta_max"),
+            win_thresh: f64::from(p.integer("win_thresh")),
+            theta: p.integer("theta"),
+            delay_granularity: p.real("delay_granularity"),
+            smoothed_rtt: p.flag("smoothed_rtt"),
             ..Illinois::new(mss)
         })
     },

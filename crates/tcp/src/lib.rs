@@ -26,8 +26,8 @@ mod yeah;
 
 pub use bic::Bic;
 pub use cc::{
-    known_names, lookup, AckSample, CcError, CcSpec, CongestionControl, Param, Params, Registered,
-    RoundSample,
+    known_names, lookup, AckSample, CcError, CcSpec, CongestionControl, Param, ParamKind, Params,
+    Registered, RoundSample,
 };
 pub use compound::Compound;
 pub use config::{Recovery, RtoRule, RttSample, TcpConfig, TcpConfigError, TcpOptions};

@@ -8,7 +8,7 @@
 //! in place of Linux's `snd_cwnd_cnt` (which counts segments).
 
 use super::cc::AdditiveIncrease;
-use super::{AckSample, CongestionControl, Param, Registered};
+use super::{AckSample, CongestionControl, Param, ParamKind, Registered};
 use qstp_proto::Time;
 
 /// Registry entry.
@@ -19,6 +19,7 @@ pub(super) const ENTRY: Registered = Registered {
     params: &[
         Param {
             name: "ai_cnt",
+            kind: ParamKind::Integer,
             // Kelly 2003: a = 0.01 per acknowledged segment; Linux tcp_scalable.c since 2016
             // counts acknowledged segments with TCP_SCALABLE_AI_CNT = 100 (before, 50 per ACK
             // "to account for delayed ack"). This sender counts acknowledged bytes: 100.
@@ -29,6 +30,7 @@ pub(super) const ENTRY: Registered = Registered {
         },
         Param {
             name: "md_shift",
+            kind: ParamKind::Integer,
             // Linux tcp_scalable.c: TCP_SCALABLE_MD_SCALE = 3, i.e. Kelly's b = 1/8.
             default: 3.0,
             min: 1.0,
@@ -36,7 +38,13 @@ pub(super) const ENTRY: Registered = Registered {
             doc: "a loss takes cwnd >> md_shift off the window",
         },
     ],
-    build: |mss, p| Box::new(Scalable::new(mss, p.get("ai_cnt"), p.get("md_shift"))),
+    build: |mss, p| {
+        Box::new(Scalable::new(
+            mss,
+            f64::from(p.integer("ai_cnt")),
+            f64::from(p.integer("md_shift")),
+        ))
+    },
 };
 
 /// Scalable TCP's window.

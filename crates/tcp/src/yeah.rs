@@ -32,7 +32,7 @@
 //!   and leaving recovery starts a new round (`CongestionStateSet(CA_OPEN)` -> `EnableYeah`).
 
 use super::cc::segments;
-use super::{AckSample, CongestionControl, Param, Params, Registered, RoundSample};
+use super::{AckSample, CongestionControl, Param, ParamKind, Params, Registered, RoundSample};
 use qstp_proto::{Duration, Time};
 
 /// Registry entry.
@@ -42,29 +42,29 @@ pub(super) const ENTRY: Registered = Registered {
     doc: "YeAH-TCP (Baiocchi et al.): Scalable-fast or Reno-slow mode from the queue estimate, precautionary decongestion",
     params: &[
         // Linux tcp_yeah.c TCP_YEAH_ALPHA = 80: largest queue (packets) tolerated.
-        Param { name: "alpha", default: 80.0, min: 1.0, max: 1e6, doc: "queue (packets) above which it decongests" },
+        Param { name: "alpha", kind: ParamKind::Integer, default: 80.0, min: 1.0, max: 1e6, doc: "queue (packets) above which it decongests" },
         // Linux tcp_yeah.c TCP_YEAH_PHY = 8: queueing delay above base_rtt / phy means congestion.
-        Param { name: "phy", default: 8.0, min: 1.0, max: 1000.0, doc: "slow mode when the queueing delay exceeds base RTT / phy" },
+        Param { name: "phy", kind: ParamKind::Real, default: 8.0, min: 1.0, max: 1000.0, doc: "slow mode when the queueing delay exceeds base RTT / phy" },
         // Linux tcp_yeah.c TCP_YEAH_EPSILON = 1: decongestion takes at most cwnd / 2^epsilon.
-        Param { name: "epsilon", default: 1.0, min: 0.0, max: 10.0, doc: "precautionary decongestion removes at most cwnd / 2^epsilon" },
+        Param { name: "epsilon", kind: ParamKind::Integer, default: 1.0, min: 0.0, max: 10.0, doc: "precautionary decongestion removes at most cwnd / 2^epsilon" },
         // Linux tcp_yeah.c TCP_YEAH_DELTA = 3: a loss removes at least cwnd / 2^delta.
-        Param { name: "delta", default: 3.0, min: 0.0, max: 10.0, doc: "a loss in fast mode removes at least cwnd / 2^delta" },
+        Param { name: "delta", kind: ParamKind::Integer, default: 3.0, min: 0.0, max: 10.0, doc: "a loss in fast mode removes at least cwnd / 2^delta" },
         // Linux tcp_yeah.c TCP_YEAH_RHO = 16.
-        Param { name: "rho", default: 16.0, min: 0.0, max: 1e6, doc: "slow rounds after which a loss halves as Reno" },
+        Param { name: "rho", kind: ParamKind::Integer, default: 16.0, min: 0.0, max: 1e6, doc: "slow rounds after which a loss halves as Reno" },
         // Linux tcp_yeah.c TCP_YEAH_ZETA = 50.
-        Param { name: "zeta", default: 50.0, min: 1.0, max: 1e6, doc: "fast rounds after which the Reno window estimate restarts" },
+        Param { name: "zeta", kind: ParamKind::Integer, default: 50.0, min: 1.0, max: 1e6, doc: "fast rounds after which the Reno window estimate restarts" },
         // Not in the paper or Linux: ns-3 3.44 tcp-yeah.cc's own rules (module notes).
-        Param { name: "ns3", default: 0.0, min: 0.0, max: 1.0, doc: "1: ns-3 3.44's TcpYeah (integer 1/phy, smoothed RTT, NewReno per-ACK slow mode); 0: paper and Linux" },
+        Param { name: "ns3", kind: ParamKind::Flag, default: 0.0, min: 0.0, max: 1.0, doc: "1: ns-3 3.44's TcpYeah (integer 1/phy, smoothed RTT, NewReno per-ACK slow mode); 0: paper and Linux" },
     ],
     build: |mss, p: &Params| {
         Box::new(Yeah {
-            alpha: p.get("alpha"),
-            phy: p.get("phy"),
-            epsilon: p.get("epsilon") as u32,
-            delta: p.get("delta") as u32,
-            rho: p.get("rho") as u32,
-            zeta: p.get("zeta") as u32,
-            ns3: p.get("ns3") >= 0.5,
+            alpha: f64::from(p.integer("alpha")),
+            phy: p.real("phy"),
+            epsilon: p.integer("epsilon"),
+            delta: p.integer("delta"),
+            rho: p.integer("rho"),
+            zeta: p.integer("zeta"),
+            ns3: p.flag("ns3"),
             ..Yeah::new(mss)
         })
     },

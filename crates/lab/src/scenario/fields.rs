@@ -235,6 +235,15 @@ impl ParamTable for Fields {
     fn opt_bool(&mut self, key: &str) -> ParamResult<Option<bool>> {
         Fields::opt_bool(self, key)
     }
+    fn opt_number_or_flag(&mut self, key: &str) -> ParamResult<Option<f64>> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Boolean(b)) => Ok(Some(if b { 1.0 } else { 0.0 })),
+            Some(v) => number(&v)
+                .map(Some)
+                .map_err(|reason| Fields::error(self, key, reason)),
+        }
+    }
     fn opt_rate(&mut self, key: &str) -> ParamResult<Option<Rate>> {
         Fields::opt_rate(self, key)
     }

@@ -281,6 +281,35 @@ mod tests {
     }
 
     #[test]
+    fn a_control_s_flags_read_true_or_false_and_its_counts_whole_numbers() {
+        let congestion = |table: &str| {
+            let g = read(&format!(
+                "name = \"T\"\nprotocol = \"tcp\"\nrtt = \"40ms\"\ncongestion = {table}"
+            ))?;
+            let Protocol::Tcp(TcpSpec { congestion, .. }) = g.protocol else {
+                panic!()
+            };
+            Ok::<_, super::super::fields::FieldError>(congestion.params)
+        };
+        let params = congestion("{ name = \"cubic\", ns3 = true, hystart = false }").unwrap();
+        assert_eq!((params["ns3"], params["hystart"]), (1.0, 0.0));
+        let params = congestion("{ name = \"cubic\", ns3 = 1, hystart = 0 }").unwrap();
+        assert_eq!((params["ns3"], params["hystart"]), (1.0, 0.0));
+        let err = congestion("{ name = \"cubic\", hystart = 0.5 }").unwrap_err();
+        assert_eq!(err.key, "group.X.congestion");
+        assert!(
+            err.reason.contains("a flag is true or false"),
+            "{}",
+            err.reason
+        );
+        let err = congestion("{ name = \"yeah\", rho = 2.5 }").unwrap_err();
+        assert!(err.reason.contains("whole number"), "{}", err.reason);
+        let err = congestion("{ name = \"cubic\", beta = true }").unwrap_err();
+        assert_eq!(err.key, "group.X.congestion.beta");
+        assert!(err.reason.contains("expected a number"), "{}", err.reason);
+    }
+
+    #[test]
     fn the_gtfrc_rule_is_chosen_per_group() {
         use qstp_proto::config::GtfrcRule;
         let rule = |extra: &str| {

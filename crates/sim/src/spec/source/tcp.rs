@@ -68,8 +68,20 @@ fn congestion(t: &mut dyn ParamTable) -> ParamResult<CcSpec> {
         Ok(Some(NameOrTable::Name(name))) => CcSpec::named(name),
         Ok(Some(NameOrTable::Table(mut table))) => {
             let mut spec = CcSpec::named(table.str("name")?);
+            let entry = qstp_tcp::lookup(&spec.name);
             for key in table.keys() {
-                if let Some(value) = table.opt_f64(&key)? {
+                // A flag reads `true`/`false` (or 1/0); every other parameter a number.
+                let flag = entry.is_some_and(|e| {
+                    e.params
+                        .iter()
+                        .any(|p| p.name == key && p.kind == qstp_tcp::ParamKind::Flag)
+                });
+                let value = if flag {
+                    table.opt_number_or_flag(&key)?
+                } else {
+                    table.opt_f64(&key)?
+                };
+                if let Some(value) = value {
                     spec.params.insert(key, value);
                 }
             }
