@@ -48,8 +48,8 @@ NS3_PARAMS = {
     "illinois": "{ name = \"illinois\", delay_granularity = 0.001, smoothed_rtt = 1 }",
 }
 # Controls whose ns-3 implementation departs from the published algorithm in ways the lab can
-# reproduce on request (`ns3 = 1`; see crates/tcp/src/bic.rs, cubic_ns3.rs,
-# htcp.rs and yeah.rs): these get two rows,
+# reproduce on request (`ns3 = 1`; see crates/tcp/src/{bic,cubic,htcp,yeah}/ns3.rs): these
+# get two rows,
 # the published algorithm and the ns-3-compatible variant, both against the same ns-3 run.
 NS3_COMPAT = {
     "bic": "{ name = \"bic\", smooth_part = 5, beta = 0.8, ns3 = 1 }",

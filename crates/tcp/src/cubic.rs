@@ -7,12 +7,14 @@
 //! followed: ssthresh from cwnd (not FlightSize), the epoch starting at the first ACK of
 //! congestion avoidance.
 //!
-//! `ns3 = 1` builds ns-3 3.44's `TcpCubic` instead ([`super::cubic_ns3`]), for comparisons
+//! `ns3 = 1` builds ns-3 3.44's `TcpCubic` instead ([`ns3`]), for comparisons
 //! with ns-3; the default (0) is this one.
 
 use super::cc::segments;
-use super::cubic_ns3::Ns3Cubic;
+mod ns3;
+
 use super::{AckSample, CongestionControl, Param, ParamKind, Params, Registered, RoundSample};
+use ns3::Ns3Cubic;
 use qstp_proto::{Duration, Time};
 
 /// Registry entry.
@@ -70,7 +72,7 @@ pub(super) const ENTRY: Registered = Registered {
         Param {
             name: "ns3",
             kind: ParamKind::Flag,
-            // Not in the RFC or Linux: ns-3 3.44 tcp-cubic.cc's own arithmetic (cubic_ns3.rs).
+            // Not in the RFC or Linux: ns-3 3.44 tcp-cubic.cc's own arithmetic (cubic/ns3.rs).
             default: 0.0,
             min: 0.0,
             max: 1.0,

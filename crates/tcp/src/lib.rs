@@ -9,7 +9,6 @@ mod cc;
 mod compound;
 mod config;
 mod cubic;
-mod cubic_ns3;
 mod highspeed;
 mod htcp;
 mod illinois;

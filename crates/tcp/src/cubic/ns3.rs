@@ -29,7 +29,7 @@
 //! Not reproduced: `m_isCwndLimited` (the lab's bulk senders always fill the window) and ns-3's
 //! PRR window at a timeout during recovery (here the window then is ssthresh, where PRR ends).
 
-use super::{AckSample, CongestionControl, RoundSample};
+use crate::{AckSample, CongestionControl, RoundSample};
 use qstp_proto::{Duration, Time};
 
 /// tcp-cubic.cc attribute `HyStartLowWindow`: 16 segments.
