@@ -1,21 +1,18 @@
 //! Each flow's two agents, made from its group's source spec.
 //!
 //! What a group's flows run is its [`Protocol`], the registry of source specs (`crate::spec`'s
-//! `source` module: each kind's keys, rules and wire). This module is the running side of the same
-//! kinds: one file per kind that puts its sender and receiver agents on the flow's hosts, and
-//! [`agents`], one line per kind. A new source is its spec file and registry line there, and its
-//! file and line here (the match below is exhaustive, so the compiler asks for it). A kind whose
-//! agents are not among [`Agent`]'s own wraps them in [`Agent::Other`].
+//! `source` module: each kind's keys, rules and wire), and each kind names the agents of its
+//! flows by family ([`FlowAgents`]). This module makes them: [`agents`] has one arm per family,
+//! and a file for each family that needs more than a few lines. A new source over these families
+//! needs nothing here; a new family is its agents (`crate::agent`), its arm and its file.
 
-mod cbr;
-mod onoff;
 mod qstp;
 mod tcp;
 
 use crate::agent::udp::{OnOff, UdpSink, UdpSource};
 use crate::agent::{Agent, Binding};
 use crate::error::SimError;
-use crate::spec::source::Protocol;
+use crate::spec::source::{FlowAgents, Protocol};
 use crate::spec::{GroupSpec, SimSpec};
 use qstp_proto::{Duration, Rate};
 use rand_chacha::ChaCha8Rng;
@@ -45,11 +42,17 @@ pub struct FlowSetup<'a> {
 
 /// One flow's sender and receiver, as its group's `protocol` says.
 pub fn agents(protocol: &Protocol, flow: FlowSetup) -> Result<(Agent, Agent), SimError> {
-    match protocol {
-        Protocol::Tcp(spec) => tcp::agents(spec, flow),
-        Protocol::Qstp(spec) => qstp::agents(spec, flow),
-        Protocol::Cbr(spec) => cbr::agents(spec, flow),
-        Protocol::OnOff(spec) => onoff::agents(spec, flow),
+    match protocol.get().agents() {
+        FlowAgents::Tcp {
+            congestion,
+            options,
+        } => tcp::agents(congestion, options, flow),
+        FlowAgents::Qstp(config) => qstp::agents(config, flow),
+        FlowAgents::Udp { schedule, on_off } => Ok(udp_agents(
+            flow,
+            schedule,
+            on_off.map(|(on, off)| OnOff::new(on, off)),
+        )),
     }
 }
 

@@ -1,25 +1,24 @@
-//! A qstp flow: a qstp-proto client saturated by its application, and its server, with the
-//! composition of the group's spec (run without packet protection).
+//! A qstp-proto flow: a client saturated by its application, and its server, with the
+//! composition its source names (run without packet protection).
 
 use super::FlowSetup;
 use crate::agent::qstp::{addresses, QstpClient, QstpServer};
 use crate::agent::Agent;
 use crate::error::SimError;
-use crate::spec::source::QstpSpec;
 use qstp_dataplane::headers::UDP_IP_HEADER;
-use qstp_proto::{Endpoint, EndpointConfig, Protection};
+use qstp_proto::{Config, Endpoint, EndpointConfig, Protection};
 use rand::RngCore;
 use rand_chacha::ChaCha8Rng;
 
 /// The flow's sender and receiver.
-pub(super) fn agents(spec: &QstpSpec, flow: FlowSetup) -> Result<(Agent, Agent), SimError> {
+pub(super) fn agents(config: &Config, flow: FlowSetup) -> Result<(Agent, Agent), SimError> {
     let FlowSetup {
         mut sender_rng,
         mut receiver_rng,
         ..
     } = flow;
     // Data packets are `packet_size` on the wire: the datagram is what IP and UDP leave.
-    let mut config = spec.config.clone();
+    let mut config = config.clone();
     config.max_datagram = flow.packet_size as usize - UDP_IP_HEADER as usize;
     // The lab runs without packet protection: its packets are the protocol's own bytes, its
     // runs stay fast and repeatable, and no one on a simulated path is an attacker.

@@ -4,17 +4,21 @@ use super::FlowSetup;
 use crate::agent::switch::Switch;
 use crate::agent::{self, Agent};
 use crate::error::SimError;
-use crate::spec::source::TcpSpec;
+use qstp_tcp::{CcSpec, TcpOptions};
 
 /// The flow's sender and receiver.
-pub(super) fn agents(spec: &TcpSpec, flow: FlowSetup) -> Result<(Agent, Agent), SimError> {
+pub(super) fn agents(
+    congestion: &CcSpec,
+    options: &TcpOptions,
+    flow: FlowSetup,
+) -> Result<(Agent, Agent), SimError> {
     let (source, sink) = agent::tcp::flow(
         flow.group,
         flow.sender,
         flow.receiver,
         flow.packet_size,
-        &spec.congestion,
-        &spec.options,
+        congestion,
+        options,
     )?;
     // The switch draws from the sender's stream after its start offset: groups without one
     // see the numbers they always saw.

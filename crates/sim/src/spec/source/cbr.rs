@@ -1,6 +1,8 @@
 //! `protocol = "cbr"`: constant-bit-rate UDP following a rate schedule.
 
-use super::{check_schedule, read_schedule, CheckContext, ReadContext, Source, SourceKind, Wire};
+use super::{
+    check_schedule, read_schedule, CheckContext, FlowAgents, ReadContext, Source, SourceKind, Wire,
+};
 use crate::error::SimError;
 use qstp_dataplane::params::{ParamResult, ParamTable};
 use qstp_proto::{Duration, Rate};
@@ -37,5 +39,12 @@ impl Source for CbrSpec {
     fn wire(&self) -> Wire {
         // The discard service (RFC 863).
         Wire::udp(9)
+    }
+
+    fn agents(&self) -> FlowAgents<'_> {
+        FlowAgents::Udp {
+            schedule: &self.schedule,
+            on_off: None,
+        }
     }
 }

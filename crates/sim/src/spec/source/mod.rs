@@ -5,9 +5,9 @@
 //! (through a [`ParamTable`], with the name the scenario used, the group's target and packet size
 //! as context), its rules, its label and how its packets look on a wire. The registry
 //! [`Protocol`] is one line per kind; the list of names for `--help` and errors, the reader that
-//! dispatches on the name, serde and dispatch to the kind's [`Source`] follow from it. The two
-//! agents each kind puts on a flow's hosts are the simulator's business, not the spec's: the
-//! top-level `source` module makes them, one file and one line per kind there too.
+//! dispatches on the name, serde and dispatch to the kind's [`Source`] follow from it. A kind
+//! names the agents of its flows by family ([`FlowAgents`]); the top-level `source` module makes
+//! them, so a new kind over the existing families needs nothing there.
 
 mod cbr;
 mod onoff;
@@ -125,8 +125,8 @@ pub trait SourceKind: Sized {
     fn read(t: &mut dyn ParamTable, cx: &ReadContext) -> ParamResult<Self>;
 }
 
-/// What a kind of source's spec says of itself: its label, its rules and its wire (its agents
-/// are the top-level `source` module's).
+/// What a kind of source's spec says of itself: its label, its rules, its wire and the agents
+/// its flows run.
 pub trait Source: std::fmt::Debug {
     /// Its name in reports (`tcp/cubic`, `tfrc-sack`, `cbr`).
     fn label(&self) -> String;
@@ -134,6 +134,33 @@ pub trait Source: std::fmt::Debug {
     fn validate(&self, cx: &CheckContext) -> Result<(), SimError>;
     /// How its packets look on a wire.
     fn wire(&self) -> Wire;
+    /// The agents each of its flows runs at its two ends.
+    fn agents(&self) -> FlowAgents<'_>;
+}
+
+/// The two agents of a flow, by the family the simulator makes them from (the top-level
+/// `source` module, one arm per family). A new source over these families is one file of this
+/// module and its registry line; a new family of agents is simulator code.
+#[derive(Debug, Clone, Copy)]
+pub enum FlowAgents<'a> {
+    /// A saturated sender of the TCP model with this control and these options (switching on
+    /// and off when its group says so), and its sink.
+    Tcp {
+        /// Its congestion control.
+        congestion: &'a qstp_tcp::CcSpec,
+        /// Its TCP settings.
+        options: &'a qstp_tcp::TcpOptions,
+    },
+    /// A qstp-proto client with this composition, saturated by its application, and its server.
+    Qstp(&'a qstp_proto::Config),
+    /// A UDP source following `schedule` (`(from, rate)` steps), sending only during
+    /// exponential on periods of these means `(on, off)` when `on_off` is given, and a sink.
+    Udp {
+        /// Its rate steps.
+        schedule: &'a [(Duration, Rate)],
+        /// Mean on and off periods.
+        on_off: Option<(Duration, Duration)>,
+    },
 }
 
 /// Declare the registry of sources. See the module documentation.

@@ -1,7 +1,9 @@
 //! `protocol = "onoff"`: UDP that sends at its scheduled rate during exponential on periods and
 //! is silent during exponential off periods.
 
-use super::{check_schedule, read_schedule, CheckContext, ReadContext, Source, SourceKind, Wire};
+use super::{
+    check_schedule, read_schedule, CheckContext, FlowAgents, ReadContext, Source, SourceKind, Wire,
+};
 use crate::error::SimError;
 use qstp_dataplane::params::{ParamResult, ParamTable};
 use qstp_proto::{Duration, Rate};
@@ -53,5 +55,12 @@ impl Source for OnOffSpec {
     fn wire(&self) -> Wire {
         // The discard service (RFC 863).
         Wire::udp(9)
+    }
+
+    fn agents(&self) -> FlowAgents<'_> {
+        FlowAgents::Udp {
+            schedule: &self.schedule,
+            on_off: Some((self.mean_on, self.mean_off)),
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! of the gTFRC paper's ns-2 runs). When a group of several flows has a target, each flow's floor
 //! g is `target / flows`: the target is the aggregate's.
 
-use super::{CheckContext, ReadContext, Source, SourceKind, Wire};
+use super::{CheckContext, FlowAgents, ReadContext, Source, SourceKind, Wire};
 use crate::error::SimError;
 use qstp_dataplane::headers::UDP_IP_HEADER;
 use qstp_dataplane::params::{ParamResult, ParamTable};
@@ -89,6 +89,10 @@ impl Source for QstpSpec {
 
     fn wire(&self) -> Wire {
         Wire::udp(4433)
+    }
+
+    fn agents(&self) -> FlowAgents<'_> {
+        FlowAgents::Qstp(&self.config)
     }
 }
 

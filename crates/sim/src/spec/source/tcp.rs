@@ -1,7 +1,7 @@
 //! `protocol = "tcp"`: a saturated TCP bulk transfer, with its congestion control from the
 //! registry of controls and its options.
 
-use super::{CheckContext, ReadContext, Source, SourceKind, Wire};
+use super::{CheckContext, FlowAgents, ReadContext, Source, SourceKind, Wire};
 use crate::error::SimError;
 use qstp_dataplane::headers::{tcp_payload, TCP_IP_HEADER};
 use qstp_dataplane::params::{NameOrTable, ParamResult, ParamTable};
@@ -57,6 +57,13 @@ impl Source for TcpSpec {
 
     fn wire(&self) -> Wire {
         Wire::tcp(5001)
+    }
+
+    fn agents(&self) -> FlowAgents<'_> {
+        FlowAgents::Tcp {
+            congestion: &self.congestion,
+            options: &self.options,
+        }
     }
 }
 
