@@ -483,15 +483,20 @@ pub fn sweep(dir: &Path, keep: Duration) -> usize {
             let _ = std::fs::remove_file(&path);
             continue;
         }
-        let Ok(file) = std::fs::OpenOptions::new().write(true).open(&path) else {
-            continue;
-        };
-        if try_lock(&file).unwrap_or(false) && std::fs::remove_file(&path).is_ok() {
+        if remove_unused(&path) {
             let _ = std::fs::remove_file(meta_path(&path));
             removed += 1;
         }
     }
     removed
+}
+
+/// Remove the part file at `path` if no transfer holds its lock; whether it went.
+fn remove_unused(path: &Path) -> bool {
+    let Ok(file) = std::fs::OpenOptions::new().write(true).open(path) else {
+        return false;
+    };
+    try_lock(&file).unwrap_or(false) && std::fs::remove_file(path).is_ok()
 }
 
 /// Remove from `dir` the part files that hold nothing a resume could offer (no sidecar: a
@@ -515,10 +520,7 @@ pub fn sweep_orphans(dir: &Path) -> usize {
         if name.ends_with(META) || meta_path(&path).exists() {
             continue;
         }
-        let Ok(file) = std::fs::OpenOptions::new().write(true).open(&path) else {
-            continue;
-        };
-        if try_lock(&file).unwrap_or(false) && std::fs::remove_file(&path).is_ok() {
+        if remove_unused(&path) {
             removed += 1;
         }
     }

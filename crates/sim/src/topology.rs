@@ -262,20 +262,11 @@ mod tests {
     use crate::spec::source::{CbrSpec, Protocol};
 
     fn spec() -> SimSpec {
-        let group = |name: &str, rtt_ms: u64, flows: u32| GroupSpec {
-            name: name.into(),
-            protocol: Protocol::Cbr(CbrSpec {
+        let group = |name: &str, rtt_ms: u64, flows: u32| {
+            let cbr = Protocol::Cbr(CbrSpec {
                 schedule: vec![(Duration::ZERO, Rate::from_kbps(100))],
-            }),
-            flows,
-            rtt: Duration::from_millis(rtt_ms),
-            target: None,
-            marker: None,
-            start: Duration::ZERO,
-            access: None,
-            start_spread: None,
-            packet_size: None,
-            onoff: None,
+            });
+            GroupSpec::new(name, cbr, flows, Duration::from_millis(rtt_ms))
         };
         SimSpec {
             duration: Duration::from_secs(1),
