@@ -7,6 +7,7 @@
 //! [`Endpoint::poll_transmit`] and [`Endpoint::poll_event`].
 
 mod cookie;
+mod limiter;
 
 use crate::config::{Config, ConfigError};
 use crate::connection::{is_protected_type, Connection, Event};
@@ -18,6 +19,8 @@ use crate::wire::{
     KEY_MISMATCH_CODE, REFUSED_CODE,
 };
 use cookie::CookieJar;
+use limiter::ReplyLimiter;
+pub use limiter::{MAX_PREFIXES, REPLIES_PER_SECOND, REPLY_BURST};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use std::collections::{BTreeMap, VecDeque};
@@ -163,6 +166,9 @@ pub struct EndpointStats {
     pub accepted: u64,
     /// Stateless replies (retries, refusals) not sent: `MAX_STATELESS_REPLIES` were waiting.
     pub stateless_dropped: u64,
+    /// Stateless replies not sent: their destination's network had used its share
+    /// ([`REPLY_BURST`], then [`REPLIES_PER_SECOND`] per /24 or /48).
+    pub replies_limited: u64,
     /// Datagrams for a protected connection that failed authentication (also counted in that
     /// connection's stats).
     pub auth_failures: u64,
@@ -186,6 +192,10 @@ pub struct Endpoint {
     by_client: BTreeMap<(SocketAddr, ConnectionId), ConnectionHandle>,
     /// Replies that need no connection: retries and refusals, bounded.
     stateless: VecDeque<(SocketAddr, Vec<u8>)>,
+    /// The per-network bound on those replies.
+    limiter: ReplyLimiter,
+    /// The time of the datagram being handled (for the bound).
+    now: Time,
     next_handle: usize,
     /// Round-robin position of `poll_transmit`.
     next_to_poll: ConnectionHandle,
@@ -217,6 +227,8 @@ impl Endpoint {
             by_id: BTreeMap::new(),
             by_client: BTreeMap::new(),
             stateless: VecDeque::new(),
+            limiter: ReplyLimiter::default(),
+            now: Time::ZERO,
             next_handle: 0,
             next_to_poll: ConnectionHandle(0),
             stats: EndpointStats::default(),
@@ -336,6 +348,7 @@ impl Endpoint {
         packet: &Packet<'_>,
         datagram: &[u8],
     ) {
+        self.now = self.now.max(now);
         let size = datagram.len();
         let Some(limits) = self.config.server.as_ref() else {
             self.stats.refused += 1;
@@ -488,6 +501,10 @@ impl Endpoint {
     fn queue_stateless(&mut self, remote: SocketAddr, packet: &Packet<'_>) {
         if self.stateless.len() >= MAX_STATELESS_REPLIES {
             self.stats.stateless_dropped += 1;
+            return;
+        }
+        if !self.limiter.allow(self.now, &remote) {
+            self.stats.replies_limited += 1;
             return;
         }
         let mut bytes = Vec::with_capacity(packet.encoded_len());

@@ -113,7 +113,9 @@ fn stateless_replies_beyond_the_bound_are_counted_as_dropped() {
         };
         let mut datagram = Vec::new();
         Packet::Hello(hello).encode(&mut datagram);
-        let from: SocketAddr = format!("192.0.2.1:{}", 2000 + i).parse().unwrap();
+        let from: SocketAddr = format!("10.{}.{}.1:{}", i / 250, i % 250, 2000 + i)
+            .parse()
+            .unwrap();
         server.handle_datagram(now, from, &datagram);
     }
     let stats = server.stats();
@@ -128,4 +130,50 @@ fn stateless_replies_beyond_the_bound_are_counted_as_dropped() {
         sent += 1;
     }
     assert_eq!(sent, MAX_STATELESS_REPLIES);
+}
+
+#[test]
+fn one_network_gets_a_bounded_share_of_the_stateless_replies() {
+    use qstp_proto::endpoint::{REPLIES_PER_SECOND, REPLY_BURST};
+    use qstp_proto::wire::{Composition, ConnectionId, Hello, Packet};
+    use qstp_proto::{ErrorControl, Order};
+    let mut server = Endpoint::new(EndpointConfig::server([3; 32], Config::default()), 9);
+    let hello = |i: u64| {
+        let hello = Hello {
+            source: ConnectionId(i + 1),
+            composition: Composition {
+                congestion: RateControl::Tfrc,
+                error: ErrorControl::SackFull,
+                order: Order::Ordered,
+            },
+            max_datagram: 1500,
+            recv_window: 1 << 20,
+            timestamp: 0,
+            cookie: None,
+            key_share: None,
+            binder: None,
+        };
+        let mut datagram = Vec::new();
+        Packet::Hello(hello).encode(&mut datagram);
+        datagram
+    };
+    // Hellos "from" one /24 (spoofed towards a victim's network), as fast as they come.
+    let replies = |server: &mut Endpoint, now: Time, first: u64| {
+        for i in first..first + 40 {
+            let from: SocketAddr = format!("192.0.2.{}:4000", i % 250 + 1).parse().unwrap();
+            server.handle_datagram(now, from, &hello(i));
+        }
+        let mut buf = Vec::new();
+        std::iter::from_fn(|| server.poll_transmit(now, &mut buf)).count()
+    };
+    let start = Time::from_nanos(1_000_000_000);
+    assert_eq!(replies(&mut server, start, 0), REPLY_BURST as usize);
+    assert_eq!(server.stats().replies_limited, 40 - u64::from(REPLY_BURST));
+    let later = start + qstp_proto::Duration::from_secs(1);
+    assert_eq!(replies(&mut server, later, 40), REPLIES_PER_SECOND as usize);
+    // Another network is answered in full meanwhile.
+    let other: SocketAddr = "198.51.100.7:4000".parse().unwrap();
+    server.handle_datagram(later, other, &hello(1000));
+    let mut buf = Vec::new();
+    assert!(server.poll_transmit(later, &mut buf).is_some());
 }
