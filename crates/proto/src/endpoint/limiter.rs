@@ -68,7 +68,7 @@ impl ReplyLimiter {
         let earned = now.saturating_since(bucket.since).as_nanos() / step;
         if earned > 0 {
             bucket.tokens = (u64::from(bucket.tokens) + earned).min(u64::from(REPLY_BURST)) as u32;
-            bucket.since = bucket.since + crate::time::Duration::from_nanos(earned * step);
+            bucket.since += crate::time::Duration::from_nanos(earned * step);
         }
         if bucket.tokens == 0 {
             return false;
