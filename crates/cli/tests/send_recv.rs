@@ -1181,13 +1181,18 @@ fn a_partial_older_than_keep_partial_is_removed_and_not_resumed() {
     let dir = scratch("keep-partial");
     let out = dir.join("out/");
     std::fs::create_dir_all(&out).unwrap();
-    // Left by an earlier receiver: one two days old, one fresh. The default (24 h) removes only
-    // the old one, at the start.
+    // Left by an earlier receiver: one two days old, one fresh (both resumable: each has its
+    // sidecar), and a fresh one with nothing to resume (no sidecar). At the start the default
+    // (24 h) removes the old one, and the one with nothing to resume goes whatever its age.
     let old = out.join(".old.bin.qstp-part-00000000000000aa");
     let fresh = out.join(".fresh.bin.qstp-part-00000000000000bb");
+    let fresh_meta = out.join(".fresh.bin.qstp-part-00000000000000bb.meta");
+    let orphan = out.join(".stdin.qstp-part-00000000000000cc");
     std::fs::write(&old, b"stale").unwrap();
     std::fs::write(out.join(".old.bin.qstp-part-00000000000000aa.meta"), b"{}").unwrap();
     std::fs::write(&fresh, b"recent").unwrap();
+    std::fs::write(&fresh_meta, b"{}").unwrap();
+    std::fs::write(&orphan, b"cut").unwrap();
     std::fs::File::options()
         .write(true)
         .open(&old)
@@ -1196,7 +1201,7 @@ fn a_partial_older_than_keep_partial_is_removed_and_not_resumed() {
         .unwrap();
     let (mut receiver, _, _lines) = start_server_streaming(&out, &[]);
     let start = Instant::now();
-    while entries(&out).len() != 1 {
+    while entries(&out).len() != 2 {
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "{:?}",
@@ -1204,10 +1209,17 @@ fn a_partial_older_than_keep_partial_is_removed_and_not_resumed() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(entries(&out), [".fresh.bin.qstp-part-00000000000000bb"]);
+    assert_eq!(
+        entries(&out),
+        [
+            ".fresh.bin.qstp-part-00000000000000bb",
+            ".fresh.bin.qstp-part-00000000000000bb.meta"
+        ]
+    );
     interrupt(&receiver);
     wait_bounded(&mut receiver, Duration::from_secs(10));
     std::fs::remove_file(&fresh).unwrap();
+    std::fs::remove_file(&fresh_meta).unwrap();
     // With --keep-partial 2s, a cut transfer's bytes stay about 2 s, then go.
     let source = dir.join("brief.bin");
     let size = 4_000_000usize;
