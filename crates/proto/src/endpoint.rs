@@ -194,8 +194,6 @@ pub struct Endpoint {
     stateless: VecDeque<(SocketAddr, Vec<u8>)>,
     /// The per-network bound on those replies.
     limiter: ReplyLimiter,
-    /// The time of the datagram being handled (for the bound).
-    now: Time,
     next_handle: usize,
     /// Round-robin position of `poll_transmit`.
     next_to_poll: ConnectionHandle,
@@ -228,7 +226,6 @@ impl Endpoint {
             by_client: BTreeMap::new(),
             stateless: VecDeque::new(),
             limiter: ReplyLimiter::default(),
-            now: Time::ZERO,
             next_handle: 0,
             next_to_poll: ConnectionHandle(0),
             stats: EndpointStats::default(),
@@ -348,7 +345,6 @@ impl Endpoint {
         packet: &Packet<'_>,
         datagram: &[u8],
     ) {
-        self.now = self.now.max(now);
         let size = datagram.len();
         let Some(limits) = self.config.server.as_ref() else {
             self.stats.refused += 1;
@@ -372,13 +368,13 @@ impl Endpoint {
                 cookie: self.cookies.mint(now, remote, hello.source),
                 timestamp_echo: hello.timestamp,
             };
-            self.queue_stateless(remote, &Packet::Retry(retry));
+            self.queue_stateless(now, remote, &Packet::Retry(retry));
             return;
         }
         // Checked before anything is allocated: a client with another key costs no slot.
         if let Some(reason) = self.key_mismatch(hello, datagram) {
             self.stats.key_mismatches += 1;
-            self.refuse_with(remote, hello.source, KEY_MISMATCH_CODE, reason);
+            self.refuse_with(now, remote, hello.source, KEY_MISMATCH_CODE, reason);
             return;
         }
         // A repeat with a fresh cookie and a good binder: our accept was lost, the connection
@@ -394,6 +390,7 @@ impl Endpoint {
         let protected = hello.key_share.is_some();
         if !protected && (!self.config.policy.allow_unprotected || self.config.psk.is_some()) {
             self.refuse(
+                now,
                 remote,
                 hello.source,
                 b"unprotected connections are not accepted",
@@ -412,15 +409,15 @@ impl Endpoint {
         config.order = hello.composition.order;
         config.max_datagram = config.max_datagram.min(usize::from(hello.max_datagram));
         if let Some(reason) = self.config.policy.refusal(&hello.composition.congestion) {
-            self.refuse(remote, hello.source, reason.as_bytes());
+            self.refuse(now, remote, hello.source, reason.as_bytes());
             return;
         }
         if let Err(error) = config.validate() {
-            self.refuse(remote, hello.source, error.to_string().as_bytes());
+            self.refuse(now, remote, hello.source, error.to_string().as_bytes());
             return;
         }
         if self.live_connections() >= self.config.max_connections {
-            self.refuse(remote, hello.source, b"too many connections");
+            self.refuse(now, remote, hello.source, b"too many connections");
             return;
         }
         let from_address = self
@@ -430,6 +427,7 @@ impl Endpoint {
             .count();
         if from_address >= self.config.max_per_address {
             self.refuse(
+                now,
                 remote,
                 hello.source,
                 b"too many connections from this address",
@@ -449,7 +447,7 @@ impl Endpoint {
                 match PacketKeys::derive(Side::Server, &share, client_share, psk, &transcript) {
                     Ok(keys) => Some((share, keys)),
                     Err(error) => {
-                        self.refuse(remote, hello.source, error.to_string().as_bytes());
+                        self.refuse(now, remote, hello.source, error.to_string().as_bytes());
                         return;
                     }
                 }
@@ -481,12 +479,19 @@ impl Endpoint {
     }
 
     /// Refuse a proven client statelessly with a close packet.
-    fn refuse(&mut self, remote: SocketAddr, client: ConnectionId, reason: &[u8]) {
-        self.refuse_with(remote, client, REFUSED_CODE, reason);
+    fn refuse(&mut self, now: Time, remote: SocketAddr, client: ConnectionId, reason: &[u8]) {
+        self.refuse_with(now, remote, client, REFUSED_CODE, reason);
     }
 
     /// [`Endpoint::refuse`] with a given code.
-    fn refuse_with(&mut self, remote: SocketAddr, client: ConnectionId, code: u32, reason: &[u8]) {
+    fn refuse_with(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        client: ConnectionId,
+        code: u32,
+        reason: &[u8],
+    ) {
         self.stats.refused += 1;
         let reason = &reason[..reason.len().min(crate::wire::MAX_REASON_LEN)];
         let close = Close {
@@ -495,15 +500,15 @@ impl Endpoint {
             code,
             reason,
         };
-        self.queue_stateless(remote, &Packet::Close(close));
+        self.queue_stateless(now, remote, &Packet::Close(close));
     }
 
-    fn queue_stateless(&mut self, remote: SocketAddr, packet: &Packet<'_>) {
+    fn queue_stateless(&mut self, now: Time, remote: SocketAddr, packet: &Packet<'_>) {
         if self.stateless.len() >= MAX_STATELESS_REPLIES {
             self.stats.stateless_dropped += 1;
             return;
         }
-        if !self.limiter.allow(self.now, &remote) {
+        if !self.limiter.allow(now, &remote) {
             self.stats.replies_limited += 1;
             return;
         }

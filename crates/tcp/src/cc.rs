@@ -162,54 +162,6 @@ pub struct Param {
 }
 
 impl Param {
-    /// A real parameter.
-    pub const fn real(
-        name: &'static str,
-        default: f64,
-        min: f64,
-        max: f64,
-        doc: &'static str,
-    ) -> Param {
-        Param {
-            name,
-            kind: ParamKind::Real,
-            default,
-            min,
-            max,
-            doc,
-        }
-    }
-
-    /// A whole-number parameter.
-    pub const fn integer(
-        name: &'static str,
-        default: u32,
-        min: u32,
-        max: u32,
-        doc: &'static str,
-    ) -> Param {
-        Param {
-            name,
-            kind: ParamKind::Integer,
-            default: default as f64,
-            min: min as f64,
-            max: max as f64,
-            doc,
-        }
-    }
-
-    /// A flag.
-    pub const fn flag(name: &'static str, default: bool, doc: &'static str) -> Param {
-        Param {
-            name,
-            kind: ParamKind::Flag,
-            default: if default { 1.0 } else { 0.0 },
-            min: 0.0,
-            max: 1.0,
-            doc,
-        }
-    }
-
     /// Its default as a scenario writes it (`true`, `16`, `0.7`).
     pub fn default_text(&self) -> String {
         match self.kind {

@@ -86,37 +86,42 @@ fn connections_share_the_endpoint_in_turn() {
     }
 }
 
+/// The encoded hello of client `i` (connection id `i + 1`), without a cookie: a server answers
+/// it with a retry.
+fn cookieless_hello(i: u64) -> Vec<u8> {
+    use qstp_proto::wire::{Composition, ConnectionId, Hello, Packet};
+    use qstp_proto::{ErrorControl, Order};
+    let hello = Hello {
+        source: ConnectionId(i + 1),
+        composition: Composition {
+            congestion: RateControl::Tfrc,
+            error: ErrorControl::SackFull,
+            order: Order::Ordered,
+        },
+        max_datagram: 1500,
+        recv_window: 1 << 20,
+        timestamp: 0,
+        cookie: None,
+        key_share: None,
+        binder: None,
+    };
+    let mut datagram = Vec::new();
+    Packet::Hello(hello).encode(&mut datagram);
+    datagram
+}
+
 /// Hellos beyond what the stateless reply queue holds are answered by nobody, and counted.
 #[test]
 fn stateless_replies_beyond_the_bound_are_counted_as_dropped() {
     use qstp_proto::endpoint::MAX_STATELESS_REPLIES;
-    use qstp_proto::wire::{Composition, ConnectionId, Hello, Packet};
-    use qstp_proto::{ErrorControl, Order};
     let mut server = Endpoint::new(EndpointConfig::server([3; 32], Config::default()), 9);
-    let composition = Composition {
-        congestion: RateControl::Tfrc,
-        error: ErrorControl::SackFull,
-        order: Order::Ordered,
-    };
     let now = Time::from_nanos(1_000_000_000);
     let extra = 10;
     for i in 0..(MAX_STATELESS_REPLIES + extra) as u64 {
-        let hello = Hello {
-            source: ConnectionId(i + 1),
-            composition,
-            max_datagram: 1500,
-            recv_window: 1 << 20,
-            timestamp: 0,
-            cookie: None,
-            key_share: None,
-            binder: None,
-        };
-        let mut datagram = Vec::new();
-        Packet::Hello(hello).encode(&mut datagram);
         let from: SocketAddr = format!("10.{}.{}.1:{}", i / 250, i % 250, 2000 + i)
             .parse()
             .unwrap();
-        server.handle_datagram(now, from, &datagram);
+        server.handle_datagram(now, from, &cookieless_hello(i));
     }
     let stats = server.stats();
     assert_eq!(
@@ -135,28 +140,8 @@ fn stateless_replies_beyond_the_bound_are_counted_as_dropped() {
 #[test]
 fn one_network_gets_a_bounded_share_of_the_stateless_replies() {
     use qstp_proto::endpoint::{REPLIES_PER_SECOND, REPLY_BURST};
-    use qstp_proto::wire::{Composition, ConnectionId, Hello, Packet};
-    use qstp_proto::{ErrorControl, Order};
     let mut server = Endpoint::new(EndpointConfig::server([3; 32], Config::default()), 9);
-    let hello = |i: u64| {
-        let hello = Hello {
-            source: ConnectionId(i + 1),
-            composition: Composition {
-                congestion: RateControl::Tfrc,
-                error: ErrorControl::SackFull,
-                order: Order::Ordered,
-            },
-            max_datagram: 1500,
-            recv_window: 1 << 20,
-            timestamp: 0,
-            cookie: None,
-            key_share: None,
-            binder: None,
-        };
-        let mut datagram = Vec::new();
-        Packet::Hello(hello).encode(&mut datagram);
-        datagram
-    };
+    let hello = cookieless_hello;
     // Hellos "from" one /24 (spoofed towards a victim's network), as fast as they come.
     let replies = |server: &mut Endpoint, now: Time, first: u64| {
         for i in first..first + 40 {
