@@ -104,7 +104,8 @@ HSTCP_LAB_CC = {
     # ns-2 tcp_htcp.c:22 use_bandwidth_switch = 1 and :18 use_rtt_scaling = 1 (the lab's
     # defaults are 0).
     "htcp": '{ name = "htcp", bandwidth_switch = 1, rtt_scaling = 1 }',
-    "illinois": '"illinois"',
+    # ns-2 tcp_illinois.c:305 (Linux 2.6.22): a loss leaves beta x cwnd, not (1 - beta) x cwnd.
+    "illinois": '{ name = "illinois", ssthresh_beta = true }',
     "yeah": '"yeah"',
     "compound": '"compound"',
 }

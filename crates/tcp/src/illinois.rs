@@ -34,6 +34,11 @@ pub(super) const ENTRY: Registered = Registered {
         // smoothed RTT on every ACK instead; 1 does the same.
         Param { name: "smoothed_rtt", kind: ParamKind::Flag, default: 0.0, min: 0.0, max: 1.0, doc: "1: delays from the smoothed RTT on every ACK (as ns-3), 0: from the RTT samples (paper, Linux)" },
         Param { name: "delay_granularity", kind: ParamKind::Real, default: 0.0, min: 0.0, max: 1.0, doc: "seconds: da and dm are truncated to whole multiples of this (0 = as measured; ns-3 uses 0.001)" },
+        // Not in the paper: Linux 2.6.22's tcp_illinois_ssthresh, which ns-2.35 carries
+        // (tcp/linux/src/tcp_illinois.c:305), returns cwnd x beta, so a loss at low delay
+        // (beta = 1/8) leaves an eighth of the window. Later Linux and the paper (W - beta W) keep
+        // cwnd (1 - beta). 1 reproduces ns-2.35's TCP/Linux.
+        Param { name: "ssthresh_beta", kind: ParamKind::Flag, default: 0.0, min: 0.0, max: 1.0, doc: "1: a loss leaves beta x cwnd (Linux 2.6.22, as ns-2.35), 0: (1 - beta) x cwnd (paper, later Linux)" },
     ],
     build: |mss, p: &Params| {
         Box::new(Illinois {
@@ -45,6 +50,7 @@ pub(super) const ENTRY: Registered = Registered {
             theta: p.integer("theta"),
             delay_granularity: p.real("delay_granularity"),
             smoothed_rtt: p.flag("smoothed_rtt"),
+            ssthresh_beta: p.flag("ssthresh_beta"),
             ..Illinois::new(mss)
         })
     },
@@ -64,6 +70,8 @@ pub struct Illinois {
     delay_granularity: f64,
     /// Delays from the smoothed RTT (ns-3) rather than the samples.
     smoothed_rtt: bool,
+    /// A loss leaves beta x cwnd (Linux 2.6.22, ns-2.35) rather than (1 - beta) x cwnd.
+    ssthresh_beta: bool,
     /// Window and threshold, segments.
     cwnd: f64,
     ssthresh: f64,
@@ -95,6 +103,7 @@ impl Illinois {
             theta: 5,
             delay_granularity: 0.0,
             smoothed_rtt: false,
+            ssthresh_beta: false,
             cwnd: 2.0,
             ssthresh: f64::INFINITY,
             // Reno's constants until the first round's update (Linux tcp_illinois_init sets
@@ -167,8 +176,14 @@ impl Illinois {
     }
 
     fn ssthresh_after_loss(&self) -> f64 {
-        // Linux tcp_illinois.c tcp_illinois_ssthresh: cwnd (1 - beta), at least 2.
-        (self.cwnd * (1.0 - self.beta)).max(2.0)
+        // Linux tcp_illinois.c tcp_illinois_ssthresh: cwnd (1 - beta), at least 2; Linux
+        // 2.6.22's (ns-2.35 tcp_illinois.c:305): cwnd x beta, at least 2.
+        let kept = if self.ssthresh_beta {
+            self.beta
+        } else {
+            1.0 - self.beta
+        };
+        (self.cwnd * kept).max(2.0)
     }
 }
 
@@ -424,6 +439,26 @@ mod tests {
             }
             let (base, max) = (cc.base_rtt.unwrap(), cc.max_rtt.unwrap());
             assert!(((max - base).as_secs_f64() - dm).abs() < 1e-9, "{smoothed}");
+        }
+    }
+
+    #[test]
+    fn with_ssthresh_beta_a_loss_at_low_delay_keeps_an_eighth_as_linux_2_6_22() {
+        // ns-2.35 tcp_illinois.c:305 (Linux 2.6.22): ssthresh = cwnd x beta; the paper and later
+        // Linux: cwnd (1 - beta). With no queueing, beta = 1/8.
+        for (flag, kept) in [(false, 0.875), (true, 0.125)] {
+            let mut cc = Illinois {
+                ssthresh_beta: flag,
+                ..Illinois::new(MSS as u32)
+            };
+            cc.init(100 * MSS, 100 * MSS);
+            let rtt = Duration::from_millis(100);
+            cc.on_ack(&ack(Time::ZERO, MSS, 1, rtt + Duration::from_millis(50)));
+            run_rounds(&mut cc, MSS, Time::ZERO, 3, rtt);
+            assert_eq!(cc.beta(), 0.125);
+            let before = cc.cwnd() as f64;
+            cc.on_congestion_event(Time::ZERO, 0);
+            assert_eq!(cc.ssthresh(), (before * kept).round() as u64, "{flag}");
         }
     }
 
