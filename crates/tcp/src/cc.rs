@@ -93,6 +93,9 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn on_recovery_exit_ack(&mut self, _now: Time, _advanced: u64) {}
     /// The retransmission timer expired (RFC 5681 §3.1: cwnd to one segment).
     fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64);
+    /// The loss state a timeout began ended: the data outstanding at the timeout is all
+    /// acknowledged (Linux: TCP_CA_Loss -> TCP_CA_Open). Does nothing by default.
+    fn on_loss_end(&mut self, _now: Time) {}
     /// Whether the sender applies two rules of ns-3 3.44's socket (tcp-socket-base.cc) around
     /// this control even without ns-3's recovery (default: only with [`super::Recovery::PrrNs3`],
     /// which brings them for every control, as ns-3's socket applies them whatever the control;

@@ -284,6 +284,15 @@ impl Htcp {
         self.last_time = Some(sample.now);
     }
 
+    /// Linux tcp_htcp.c htcp_state: entering TCP_CA_Open sets `last_cong` (its comment: "time
+    /// since last congestion event end"), so the epoch's Delta counts from the end of the
+    /// recovery, not from the loss. ns-3's TcpHtcp starts it at the loss.
+    fn epoch_starts_open(&mut self, now: Time) {
+        if !self.ns3 {
+            self.last_congestion = Some(now);
+        }
+    }
+
     /// A congestion event at `now` with `in_flight` bytes outstanding: new beta, the reduced
     /// window, and a new epoch.
     fn reduce(&mut self, now: Time, in_flight: u64) -> f64 {
@@ -391,9 +400,14 @@ impl CongestionControl for Htcp {
         self.cwnd = self.ssthresh;
     }
 
-    fn on_recovery_end(&mut self, _now: Time) {
+    fn on_recovery_end(&mut self, now: Time) {
         // RFC 6582 §3.2 step 3: on a full ACK, cwnd = ssthresh.
         self.cwnd = self.ssthresh;
+        self.epoch_starts_open(now);
+    }
+
+    fn on_loss_end(&mut self, now: Time) {
+        self.epoch_starts_open(now);
     }
 
     fn ns3_socket(&self) -> bool {
@@ -536,6 +550,30 @@ mod tests {
         cc.on_retransmission_timeout(secs(7.0), 0);
         assert!((cc.beta() - 0.8).abs() < 1e-9);
         assert_eq!(cc.cwnd(), MSS);
+    }
+
+    #[test]
+    fn the_epoch_restarts_when_recovery_ends_as_linux_enters_ca_open() {
+        // Linux tcp_htcp.c htcp_state: TCP_CA_Open sets last_cong, so Delta counts from the end
+        // of the recovery (or of a timeout's loss state), not from the loss.
+        let mut cc = at(1000);
+        cc.on_ack(&ack(secs(4.0), Some(100)));
+        cc.on_congestion_event(secs(5.0), 0);
+        let beta = cc.beta();
+        cc.on_recovery_end(secs(5.5));
+        // 3 s after the loss, 2.5 s after the recovery: alpha(2.5 s) = 1 + 15 + 0.5625.
+        let scaled = 2.0 * (1.0 - beta);
+        assert!((cc.alpha(secs(8.0)) - 16.5625 * scaled).abs() < 1e-9);
+        cc.on_retransmission_timeout(secs(9.0), 0);
+        cc.on_loss_end(secs(10.0));
+        assert!((cc.alpha(secs(11.0)) - 2.0 * (1.0 - cc.beta())).abs() < 1e-9);
+        assert!((cc.alpha(secs(13.0)) - 22.0 * 2.0 * (1.0 - cc.beta())).abs() < 1e-9);
+        // ns-3's TcpHtcp keeps the loss as the epoch's start.
+        let mut ns3 = at(1000).ns3();
+        ns3.on_ack(&ack(secs(4.0), Some(100)));
+        ns3.on_congestion_event(secs(5.0), 0);
+        ns3.on_recovery_end(secs(5.5));
+        assert_eq!(ns3.last_congestion, Some(secs(5.0)));
     }
 
     #[test]

@@ -606,6 +606,7 @@ impl TcpSender {
         let was_in_loss = self.in_loss;
         if let Some(r) = self.recover.filter(|&r| self.in_loss && self.snd_una >= r) {
             self.in_loss = false;
+            self.cc.on_loss_end(now);
             if let Some(bytes) = self.ns3_acked_leaving_loss(r) {
                 left_loss = true;
                 cc_acked = bytes;
