@@ -20,6 +20,9 @@ pub struct PapersArgs {
     /// The Markdown table to write.
     #[arg(long, default_value = "validation/papers.md")]
     pub out: PathBuf,
+    /// ns-2.35's values of the same quantities (written by validation/ns2/run_table.sh).
+    #[arg(long, default_value = "validation/ns2/table.md")]
+    pub ns2_table: PathBuf,
     /// Also write each claim's verdict, one `id verdict` line each, to this file.
     #[arg(long)]
     pub verdicts: Option<PathBuf>,
@@ -46,6 +49,7 @@ pub fn main(args: PapersArgs) -> anyhow::Result<()> {
         }
     }
     let claims = papers::claims::load(&args.claims)?;
+    let ns2 = papers::Ns2Table::load(&args.ns2_table)?;
     let overrides = Overrides {
         runs: args.runs,
         seed: None,
@@ -81,8 +85,10 @@ pub fn main(args: PapersArgs) -> anyhow::Result<()> {
     let settings = Settings {
         command,
         claims_file: args.claims.display().to_string(),
+        ns2,
+        ns2_file: args.ns2_table.display().to_string(),
     };
-    let text = papers::render(&claims, &runs, &rows, &settings);
+    let text = papers::render(&claims, &runs, &rows, &settings)?;
     write(&args.out, &text)?;
     if let Some(path) = &args.verdicts {
         write(path, &papers::verdict_lines(&rows))?;

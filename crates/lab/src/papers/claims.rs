@@ -132,6 +132,21 @@ pub struct Claim {
     pub other_group: Option<String>,
     /// A number in the metric's unit, or a share of the reference value (`"10%"`).
     pub tolerance: Tolerance,
+    /// The same quantity in ns-2.35, the papers' own simulator (`validation/ns2/table.md`).
+    #[serde(default)]
+    pub ns2: Option<Ns2Ref>,
+}
+
+/// Where ns-2.35's value of a claim's quantity is: rows of `validation/ns2/table.md`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ns2Ref {
+    /// Rows as `experiment | metric`; several are averaged (as the claim's `across = "mean"`).
+    #[serde(default)]
+    pub rows: Vec<String>,
+    /// What the reader should know beside ns-2's value, or why there is none.
+    #[serde(default)]
+    pub note: Option<String>,
 }
 
 /// How the values of several points matching one claim combine.

@@ -85,12 +85,7 @@ pub fn evaluate(claim: &Claim, run: &ScenarioRun) -> Result<Outcome, ClaimError>
         }
     };
     let t = claim.tolerance.absolute(reference);
-    let holds = match claim.check {
-        Check::Near | Check::SimilarTo => (lab - reference).abs() <= t,
-        Check::Below | Check::LessThan => lab < reference - t,
-        Check::AtLeast => lab >= reference - t,
-        Check::Above | Check::MoreThan => lab > reference + t,
-    };
+    let holds = holds(claim.check, lab, reference, t);
     Ok(Outcome {
         lab: Some(lab),
         reference: Some(reference),
@@ -101,6 +96,16 @@ pub fn evaluate(claim: &Claim, run: &ScenarioRun) -> Result<Outcome, ClaimError>
             Verdict::Disagree
         },
     })
+}
+
+/// Whether `value` passes `check` against `reference` within `t`.
+pub fn holds(check: Check, value: f64, reference: f64, t: f64) -> bool {
+    match check {
+        Check::Near | Check::SimilarTo => (value - reference).abs() <= t,
+        Check::Below | Check::LessThan => value < reference - t,
+        Check::AtLeast => value >= reference - t,
+        Check::Above | Check::MoreThan => value > reference + t,
+    }
 }
 
 /// The metric at the points `pattern` matches, combined as the claim says. The outer error is a

@@ -8,10 +8,12 @@
 
 pub mod claims;
 mod measure;
+pub mod ns2;
 mod render;
 
 pub use claims::{Claim, ClaimError, Claims};
 pub use measure::{matching, Outcome, ScenarioRun, Verdict};
+pub use ns2::Ns2Table;
 pub use render::{render, verdict_lines, Settings};
 
 use crate::runner::{execute, Progress, RunError};

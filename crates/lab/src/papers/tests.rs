@@ -47,15 +47,64 @@ fn claim(body: &str) -> String {
     )
 }
 
+/// ns-2.35 gives 50 in row `E | A` and 40 in `E | B`.
+fn settings() -> Settings {
+    let table =
+        "| experiment | metric | seeds | paper | ns-2.35 | lab |\n|---|---|---|---|---|---|\n\
+                 | E | A | 3 | - | 50k | 48k |\n| E | B | 3 | - | 40k | 48k |\n";
+    Settings {
+        command: "qstp papers".into(),
+        claims_file: "c.toml".into(),
+        ns2: Ns2Table::parse(table, "t.md").unwrap(),
+        ns2_file: "t.md".into(),
+    }
+}
+
+#[test]
+fn where_the_lab_disagrees_the_table_says_whether_ns2_reproduces_the_paper() {
+    // The lab's 48 is outside 50 +- 1; ns-2's 50 (row E | A) reproduces the paper, its 40 (row
+    // E | B) does not, and a note alone is "not run".
+    for (ns2, judged) in [
+        (
+            "ns2 = { rows = [\"E | A\"] }",
+            "| 50.0 | **reproduces the paper** |  |",
+        ),
+        (
+            "ns2 = { rows = [\"E | B\"], note = \"why\" }",
+            "| 40.0 | does not reproduce it either | why |",
+        ),
+        (
+            "ns2 = { note = \"gTFRC not built\" }",
+            "| - | not run | gTFRC not built |",
+        ),
+    ] {
+        let (o, text) = one(&format!(
+            "id = \"a\"\npoint = \"1\"\ngroup = \"A\"\nmetric = \"throughput\"\ncheck = \"near\"\npaper_value = 50.0\ntolerance = 1.0\n{ns2}"
+        ));
+        assert_eq!(o.verdict, Verdict::Disagree);
+        assert!(text.contains("## Where the lab disagrees"), "{text}");
+        assert!(text.contains(&format!("| 50.0 | 48.0 {judged}")), "{text}");
+    }
+    // A row the table lacks is an error naming the claim.
+    let claims = claims::parse(
+        &claim("id = \"a\"\npoint = \"1\"\ngroup = \"A\"\nmetric = \"throughput\"\ncheck = \"near\"\npaper_value = 50.0\ntolerance = 1.0\nns2 = { rows = [\"E | Z\"] }"),
+        "c.toml",
+    )
+    .unwrap();
+    let runs = runs();
+    let rows = evaluate_all(&claims, &runs).unwrap();
+    let e = render(&claims, &runs, &rows, &settings())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("claim a") && e.contains("E | Z"), "{e}");
+}
+
 fn one(body: &str) -> (Outcome, String) {
     let claims = claims::parse(&claim(body), "c.toml").unwrap();
     let runs = runs();
     let rows = evaluate_all(&claims, &runs).unwrap();
-    let settings = Settings {
-        command: "qstp papers".into(),
-        claims_file: "c.toml".into(),
-    };
-    let text = render(&claims, &runs, &rows, &settings);
+    let settings = settings();
+    let text = render(&claims, &runs, &rows, &settings).unwrap();
     (rows[0].outcome.clone(), text)
 }
 
@@ -174,11 +223,8 @@ fn questions_are_answered_from_their_claims_and_every_figure_is_listed() {
     let claims = claims::parse(&text, "c.toml").unwrap();
     let runs = runs();
     let rows = evaluate_all(&claims, &runs).unwrap();
-    let settings = Settings {
-        command: "qstp papers".into(),
-        claims_file: "c.toml".into(),
-    };
-    let md = render(&claims, &runs, &rows, &settings);
+    let settings = settings();
+    let md = render(&claims, &runs, &rows, &settings).unwrap();
     assert!(md.contains("**Is it so?** **Yes**"), "{md}");
     assert!(md.contains("### Fig. 2: the topology\n\na drawing"), "{md}");
     assert!(
