@@ -107,7 +107,8 @@ HSTCP_LAB_CC = {
     # ns-2 tcp_illinois.c:305 (Linux 2.6.22): a loss leaves beta x cwnd, not (1 - beta) x cwnd.
     "illinois": '{ name = "illinois", ssthresh_beta = true }',
     "yeah": '"yeah"',
-    "compound": '"compound"',
+    # ns-2.35 tcp_compound.c, a Linux CTCP patch whose rules differ from the paper's (compound.rs).
+    "compound": '{ name = "compound", linux_patch = true }',
 }
 # The paper's stated values (§III B efficiency, §III C fairness) at the flow counts in the table.
 HSTCP_PAPER = {

@@ -129,6 +129,12 @@ pub trait CongestionControl: std::fmt::Debug + Send {
         let cwnd = self.cwnd().min(restart_window);
         self.init(cwnd, ssthresh);
     }
+    /// Leaving [`super::Recovery::RateHalving`]'s recovery, the window is clamped to `limit`
+    /// bytes (ns-2.35 tcp-linux.cc tcp_moderate_cwnd: in flight plus 3 segments). By default as
+    /// an idle restart to that window; a control whose window has parts clamps the sum.
+    fn on_moderate(&mut self, limit: u64) {
+        self.on_idle_restart(limit);
+    }
     /// The rate at which to pace segments out, if the control paces; `None` sends as the window
     /// opens (ACK clocking).
     fn pacing_rate(&self) -> Option<Rate> {

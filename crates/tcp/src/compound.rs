@@ -30,6 +30,9 @@ pub(super) const ENTRY: Registered = Registered {
         Param { name: "zeta", kind: ParamKind::Real, default: 1.0, min: 0.0, max: 10.0, doc: "how fast dwnd gives way to a queue" },
         // CTCP paper §3.2 / RFC 3649 Low_Window = 38..41: the delay part acts above 41 packets.
         Param { name: "low_window", kind: ParamKind::Integer, default: 41.0, min: 0.0, max: 1e6, doc: "window (segments) below which it is plain Reno" },
+        // Not in the paper: the Linux CTCP patch ns-2.35 carries (tcp/linux/src/tcp_compound.c),
+        // whose rules the high-speed TCP paper's ns-2 runs had (module notes, `linux_patch`).
+        Param { name: "linux_patch", kind: ParamKind::Flag, default: 0.0, min: 0.0, max: 1.0, doc: "1: the rules of ns-2.35's tcp_compound.c (ssthresh from the whole window, the loss window slow-starts back to it, dwnd from the first rounds), 0: the paper's" },
     ],
     build: |mss, p: &Params| {
         Box::new(Compound {
@@ -39,6 +42,7 @@ pub(super) const ENTRY: Registered = Registered {
             gamma: f64::from(p.integer("gamma")),
             zeta: p.real("zeta"),
             low_window: f64::from(p.integer("low_window")),
+            linux_patch: p.flag("linux_patch"),
             ..Compound::new(mss)
         })
     },
@@ -54,6 +58,8 @@ pub struct Compound {
     gamma: f64,
     zeta: f64,
     low_window: f64,
+    /// The rules of ns-2.35's tcp_compound.c (see [`Compound::linux_patch`]).
+    linux_patch: bool,
     /// Loss-based window, delay-based window and threshold, segments.
     cwnd: f64,
     dwnd: f64,
@@ -73,6 +79,7 @@ impl Compound {
             gamma: 30.0,
             zeta: 1.0,
             low_window: 41.0,
+            linux_patch: false,
             cwnd: 2.0,
             dwnd: 0.0,
             ssthresh: f64::INFINITY,
@@ -93,9 +100,43 @@ impl Compound {
     /// CTCP paper eq. (6), loss case: the sum falls to win (1 - beta), cwnd halves as Reno.
     fn on_loss(&mut self) {
         let win = self.win();
+        if self.linux_patch {
+            // ns-2.35 tcp_compound.c: `.ssthresh = tcp_reno_ssthresh`, half the whole window;
+            // dwnd is left as it is and the loss window takes the rest (tcp_compound_cong_avoid's
+            // first lines).
+            self.ssthresh = (win / 2.0).max(2.0);
+            self.split(self.ssthresh);
+            return;
+        }
         self.cwnd = (self.cwnd / 2.0).max(2.0);
         self.dwnd = (win * (1.0 - self.beta) - self.cwnd).max(0.0);
         self.ssthresh = self.cwnd;
+    }
+
+    /// ns-2.35 tcp_compound.c tcp_compound_cong_avoid: when the socket's window `total` is below
+    /// cwnd + dwnd, the loss window becomes total - dwnd, or total with dwnd 0 if dwnd alone
+    /// exceeds it.
+    fn split(&mut self, total: f64) {
+        if self.dwnd > total || self.cwnd > total {
+            (self.cwnd, self.dwnd) = (total, 0.0);
+        } else {
+            self.cwnd = total - self.dwnd;
+        }
+    }
+
+    /// The rules of ns-2.35's Linux CTCP patch (tcp/linux/src/tcp_compound.c), which differ from
+    /// the paper's: the threshold is half the whole window (`tcp_reno_ssthresh`); when the whole
+    /// falls below cwnd + dwnd, the loss window becomes the whole less dwnd, or the whole with
+    /// dwnd at 0 when either part alone exceeds it (so a loss usually empties dwnd); slow start
+    /// is judged on the loss window alone and includes the threshold (`vegas->cwnd <=
+    /// tp->snd_ssthresh`); dwnd is updated every round from the first, in slow start too and
+    /// with no low window (its increase win^0.75 / 8 - 1 is positive above 16 segments), and
+    /// only after a round of more than 2 RTT samples (`cntRTT > 2`).
+    pub fn linux_patch(self) -> Self {
+        Compound {
+            linux_patch: true,
+            ..self
+        }
     }
 }
 
@@ -121,7 +162,18 @@ impl CongestionControl for Compound {
     }
 
     fn in_slow_start(&self) -> bool {
+        if self.linux_patch {
+            // ns-2.35 tcp_compound.c: `vegas->cwnd <= tp->snd_ssthresh`.
+            return self.cwnd <= self.ssthresh;
+        }
         self.cwnd < self.ssthresh
+    }
+
+    fn on_moderate(&mut self, limit: u64) {
+        // ns-2.35 tcp-linux.cc tcp_moderate_cwnd clamps the whole window; tcp_compound.c's
+        // cong_avoid then takes the loss window as the rest beside dwnd, which it keeps.
+        let total = self.win().min(segments::acked(limit, self.mss)).max(1.0);
+        self.split(total);
     }
 
     fn cwnd(&self) -> u64 {
@@ -135,7 +187,10 @@ impl CongestionControl for Compound {
     fn on_ack(&mut self, sample: &AckSample) {
         self.on_ack_in_recovery(sample);
         let acked = segments::acked(sample.acked_bytes, self.mss);
-        if self.cwnd < self.ssthresh {
+        if self.linux_patch && self.cwnd <= self.ssthresh {
+            // ns-2.35 tcp_compound.c: `if (vegas->cwnd <= tp->snd_ssthresh) inc = 1`.
+            self.cwnd += acked.min(1.0);
+        } else if self.cwnd < self.ssthresh {
             // RFC 5681 §3.1: slow start (the paper keeps dwnd at zero meanwhile).
             self.cwnd += acked.min(1.0);
         } else {
@@ -151,11 +206,17 @@ impl CongestionControl for Compound {
         }
     }
 
-    fn on_round(&mut self, _round: &RoundSample) {
+    fn on_round(&mut self, round: &RoundSample) {
         let (Some(rtt), Some(base)) = (self.round_min.take(), self.base_rtt) else {
             return;
         };
-        if self.cwnd < self.ssthresh || self.win() < self.low_window {
+        if self.linux_patch {
+            // ns-2.35 tcp_compound.c: only with more than 2 samples in the round, and from the
+            // first round (no slow-start or low-window condition).
+            if round.rtt_samples <= 2 {
+                return;
+            }
+        } else if self.cwnd < self.ssthresh || self.win() < self.low_window {
             return;
         }
         let win = self.win();
@@ -174,6 +235,11 @@ impl CongestionControl for Compound {
     }
 
     fn on_recovery_end(&mut self, _now: Time) {
+        if self.linux_patch {
+            // ns-2.35 tcp-linux.cc:464-467 sets the whole window to ssthresh; the module splits it.
+            self.split(self.ssthresh);
+            return;
+        }
         self.cwnd = self.ssthresh;
     }
 
@@ -187,10 +253,14 @@ impl CongestionControl for Compound {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cc::testkit::run_rounds;
+    use super::super::cc::testkit::{ack as ack_at, run_rounds};
     use super::*;
 
     const MSS: u64 = 1000;
+
+    fn ack(bytes: u64) -> AckSample {
+        ack_at(Time::ZERO, bytes, 1, Duration::from_millis(100))
+    }
 
     fn ctcp_at(w: u64) -> Compound {
         let mut cc = Compound::new(MSS as u32);
@@ -235,6 +305,51 @@ mod tests {
         assert_eq!(cc.cwnd(), 50 * MSS);
         assert_eq!(cc.dwnd(), 20.0);
         assert_eq!(cc.ssthresh(), 30 * MSS);
+    }
+
+    #[test]
+    fn with_the_linux_patch_a_loss_leaves_half_the_whole_as_loss_window_and_slow_start_refills_it()
+    {
+        // ns-2.35 tcp_compound.c: ssthresh = (cwnd + dwnd) / 2 (tcp_reno_ssthresh); the first
+        // cong_avoid after the window fell finds the old loss window above the new whole, so
+        // dwnd goes to 0 and the loss window is the whole; it slow-starts while <= ssthresh.
+        let mut cc = ctcp_at(60).linux_patch();
+        cc.dwnd = 40.0;
+        cc.on_congestion_event(Time::ZERO, 0);
+        assert_eq!(cc.ssthresh(), 50 * MSS);
+        assert_eq!((cc.cwnd, cc.dwnd), (50.0, 0.0));
+        // Moderated to 30 segments on leaving recovery: slow start back to 50, then one more.
+        cc.on_recovery_end(Time::ZERO);
+        cc.on_moderate(30 * MSS);
+        for _ in 0..21 {
+            assert!(cc.in_slow_start());
+            cc.on_ack(&ack(MSS));
+        }
+        assert_eq!(cc.cwnd(), 51 * MSS);
+        assert!(!cc.in_slow_start());
+        // The paper's rules: the loss window halves, dwnd keeps the rest of win (1 - beta).
+        let mut paper = ctcp_at(60);
+        paper.dwnd = 40.0;
+        paper.on_congestion_event(Time::ZERO, 0);
+        assert_eq!((paper.cwnd, paper.dwnd), (30.0, 20.0));
+        assert_eq!(paper.ssthresh(), 30 * MSS);
+    }
+
+    #[test]
+    fn moderation_clamps_the_whole_window_and_keeps_dwnd() {
+        // ns-2.35 tcp-linux.cc tcp_moderate_cwnd clamps snd_cwnd; tcp_compound.c keeps dwnd and
+        // takes the rest as the loss window (before, the lab's moderation zeroed dwnd).
+        for linux_patch in [false, true] {
+            let mut cc = Compound {
+                linux_patch,
+                ..ctcp_at(60)
+            };
+            cc.dwnd = 40.0;
+            cc.on_moderate(70 * MSS);
+            assert_eq!((cc.cwnd, cc.dwnd), (30.0, 40.0), "{linux_patch}");
+            cc.on_moderate(30 * MSS);
+            assert_eq!((cc.cwnd, cc.dwnd), (30.0, 0.0), "{linux_patch}");
+        }
     }
 
     #[test]

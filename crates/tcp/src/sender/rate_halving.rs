@@ -60,7 +60,7 @@ impl TcpSender {
     pub(super) fn rate_halving_on_exit(&mut self) {
         if self.config.recovery == Recovery::RateHalving && self.cc.reno_min_cwnd() {
             let limit = self.snd_nxt - self.snd_una + 3 * self.mss();
-            self.cc.on_idle_restart(limit);
+            self.cc.on_moderate(limit);
         }
     }
 }
