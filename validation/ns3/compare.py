@@ -21,6 +21,7 @@ takes tens of minutes.
 
 import argparse
 import csv
+import difflib
 import json
 import math
 import os
@@ -70,6 +71,11 @@ def ns3_run(cc, flows, duration, fresh, seed=1):
     if os.path.exists(cache) and not fresh:
         with open(cache) as f:
             return json.load(f)
+    try:
+        import ns  # noqa: F401  (pip install ns3==3.44.post0)
+    except ImportError:
+        sys.exit(f"ns-3's result {os.path.basename(cache)} is not cached in validation/ns3/results "
+                 "and ns-3 is not installed (pip install ns3==3.44.post0)")
     out = subprocess.run(
         [sys.executable, os.path.join(HERE, "ns3_dumbbell.py"), "--cc", cc, "--flows",
          str(flows), "--duration", str(duration), "--seed", str(seed)],
@@ -181,6 +187,10 @@ def main():
                    help="the segment of a cumulative ACK the lab's RTT estimator samples: the "
                         "first it covers, as ns-3 (the default), or the last")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--check", metavar="TABLE",
+                   help="CI: make the Markdown table from the cached ns-3 results and the lab and "
+                        "exit 1 with a diff if it differs from TABLE (give the same --seeds and "
+                        "--seeds-at as run_table.sh)")
     p.add_argument("--variants", default="both", choices=["published", "ns3", "both"],
                    help="for controls with an ns-3-compatible variant (%s): the lab row with the "
                         "published algorithm, with `ns3 = 1`, or both (the default)"
@@ -195,6 +205,8 @@ def main():
                         "(which flows time out in the slow-start overshoot), so 3 seeds leave a "
                         "standard error of about 0.1, twice the tolerance")
     args = p.parse_args()
+    if args.check:
+        args.markdown = True
     seeds_at = {}
     for item in args.seeds_at:
         flows, _, n = item.partition("=")
@@ -233,14 +245,27 @@ def main():
                 if not args.markdown:
                     print("%-16s %2d flows %d seeds  utilisation ns-3 %.3f lab %.3f (%+.3f)  "
                           "Jain ns-3 %.3f lab %.3f (%+.3f, SE %.3f)  %s" % rows[-1], flush=True)
-    if args.markdown:
-        print("| control | flows | seeds | utilisation ns-3 | lab | diff | Jain ns-3 | lab | diff "
-              "| SE of Jain diff | verdict |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
-        for r in rows:
-            print("| %s | %d | %d | %.3f | %.3f | %+.3f | %.3f | %.3f | %+.3f | %.3f | %s |" % r)
     agree = sum(1 for r in rows if r[-1] == "agrees")
-    print(f"\n{agree} of {len(rows)} within {TOLERANCE} of ns-3 on both", file=sys.stderr)
+    count = f"{agree} of {len(rows)} within {TOLERANCE} of ns-3 on both"
+    if args.markdown:
+        lines = ["| control | flows | seeds | utilisation ns-3 | lab | diff | Jain ns-3 | lab | "
+                 "diff | SE of Jain diff | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += ["| %s | %d | %d | %.3f | %.3f | %+.3f | %.3f | %.3f | %+.3f | %.3f | %s |" % r
+                  for r in rows]
+        text = "\n".join(lines) + "\n"
+        if args.check:
+            with open(args.check) as f:
+                committed = f.read()
+            if committed != text:
+                sys.stdout.writelines(difflib.unified_diff(
+                    committed.splitlines(True), text.splitlines(True), args.check,
+                    "the lab today"))
+                sys.exit(f"{args.check} is not what the lab gives today (diff above): run "
+                         "validation/ns3/run_table.sh and commit the table with the reason")
+            print(f"{args.check}: as the lab gives it ({count})")
+            return
+        sys.stdout.write(text)
+    print(f"\n{count}", file=sys.stderr)
 
 
 if __name__ == "__main__":
