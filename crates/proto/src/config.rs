@@ -19,8 +19,9 @@ pub enum GtfrcRule {
     /// §4.3.2). The default.
     #[default]
     Qstp,
-    /// X = max(min(X_calc, 2 X_recv), g): the rate never drops below g after slow start, whatever
-    /// the receiver reports (gTFRC paper Fig. 1). Kept for the lab's comparisons.
+    /// gTFRC paper Fig. 1: X = g whenever the equation rate X_calc is not above g, whatever the
+    /// receiver reports; above g, TFRC's own X = min(X_calc, 2 X_recv). Used by the lab's
+    /// scenarios of the gTFRC paper.
     Fig1,
 }
 

@@ -312,9 +312,9 @@ mod tests {
     #[test]
     fn the_gtfrc_rule_is_chosen_per_group() {
         use qstp_proto::config::GtfrcRule;
-        let rule = |extra: &str| {
+        let rule = |protocol: &str, extra: &str| {
             let g = read(&format!(
-                "name = \"Q\"\nprotocol = \"gtfrc\"\nrtt = \"40ms\"\ntarget = \"200k\"\n{extra}"
+                "name = \"Q\"\nprotocol = \"{protocol}\"\nrtt = \"40ms\"\ntarget = \"200k\"\n{extra}"
             ))?;
             let Protocol::Qstp(QstpSpec { config, .. }) = g.protocol else {
                 panic!()
@@ -324,9 +324,18 @@ mod tests {
             };
             Ok::<_, super::super::fields::FieldError>(rule)
         };
-        assert_eq!(rule("").unwrap(), GtfrcRule::Qstp);
-        assert_eq!(rule("gtfrc_rule = \"fig1\"").unwrap(), GtfrcRule::Fig1);
-        let err = rule("gtfrc_rule = \"eq3\"").unwrap_err();
+        // A gtfrc group is the gTFRC paper's agent (Fig. 1), a qstp group QSTP's (eq. (2)).
+        assert_eq!(rule("gtfrc", "").unwrap(), GtfrcRule::Fig1);
+        assert_eq!(rule("qstp", "").unwrap(), GtfrcRule::Qstp);
+        assert_eq!(
+            rule("gtfrc", "gtfrc_rule = \"qstp\"").unwrap(),
+            GtfrcRule::Qstp
+        );
+        assert_eq!(
+            rule("qstp", "gtfrc_rule = \"fig1\"").unwrap(),
+            GtfrcRule::Fig1
+        );
+        let err = rule("gtfrc", "gtfrc_rule = \"eq3\"").unwrap_err();
         assert_eq!(err.key, "group.X.gtfrc_rule");
     }
 

@@ -166,6 +166,24 @@ mod tests {
     }
 
     #[test]
+    fn fig1_follows_tfrc_below_g_when_the_equation_rate_is_above_it() {
+        // gTFRC paper Fig. 1: `if (rcvrate > gtfrc_)` (the equation rate above g) TFRC's own
+        // update, capped by the receive rate even below g; only `else` sets g. p = 0.001 gives
+        // X_calc far above g = 75000 B/s while 2 X_recv = 20000 B/s.
+        let g = Rate::from_kbps(600);
+        let rtt = Some(Duration::from_millis(100));
+        let mut fig1 = Gtfrc::with_rule(g, GtfrcRule::Fig1, S, rtt, Time::ZERO);
+        let mut stream: Vec<_> = [20_000.0, 40_000.0, 80_000.0]
+            .iter()
+            .map(|&x| report(x, 0.0))
+            .collect();
+        stream.extend((0..20).map(|_| report(10_000.0, 0.001)));
+        let last = *drive(&mut fig1, &stream).last().unwrap();
+        assert!(!last.slow_start && last.x_calc > g, "{last:?}");
+        assert_eq!(last.rate, Rate::from_bytes_per_sec(20_000.0));
+    }
+
+    #[test]
     fn qstp_rule_keeps_the_receive_rate_cap_on_an_under_provisioned_path() {
         // The path delivers 10 kB/s while g = 75 kB/s: QSTP paper eq. (2) caps X at 2 X_recv,
         // where Fig. 1 would keep sending g into the bottleneck forever.

@@ -121,10 +121,10 @@ proptest! {
         let g = Rate::from_kbps(target_kbps);
         run(&mut TfrcSender::new(S, rtt, Time::ZERO), &steps, Rate::ZERO)?;
         run(&mut Aimd::new(S, rtt, Time::ZERO), &steps, Rate::ZERO)?;
-        // The QSTP rule may sit below g when the receiver reports less than g / 2 (eq. (2)); the
-        // Fig. 1 rule never does.
+        // Both rules may sit below g when the receiver reports less than g / 2: the QSTP rule
+        // (eq. (2)) always, the gTFRC paper's Fig. 1 when the equation rate is above g.
         run(&mut Gtfrc::new(g, S, rtt, Time::ZERO), &steps, Rate::ZERO)?;
-        run(&mut Gtfrc::with_rule(g, GtfrcRule::Fig1, S, rtt, Time::ZERO), &steps, g)?;
+        run(&mut Gtfrc::with_rule(g, GtfrcRule::Fig1, S, rtt, Time::ZERO), &steps, Rate::ZERO)?;
         let fixed = run(&mut FixedRate::new(g.max(Rate::from_kbps(1))), &steps, Rate::ZERO)?;
         prop_assert!(fixed.iter().all(|s| s.rate == g.max(Rate::from_kbps(1))));
     }

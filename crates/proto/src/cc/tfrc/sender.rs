@@ -284,9 +284,17 @@ impl TfrcSender {
             // RFC 5348 §4.3 step 4, X = max(min(X_Bps, recv_limit), s/t_mbi), and RFC 3448 §4.3
             // step 4, X = max(min(X_calc, 2*X_recv), s/t_mbi).
             GtfrcRule::Qstp => self.x_calc.max(self.target).min(recv_limit),
-            // gTFRC paper Fig. 1 (else branch: rate_ = gtfrc_ whenever the equation rate is not
-            // above g, whatever X_recv): X = max(min(X_calc, 2 X_recv), g).
-            GtfrcRule::Fig1 => self.x_calc.min(recv_limit).max(self.target),
+            // gTFRC paper Fig. 1, line by line: `if (rcvrate > gtfrc_)`, the equation rate above g,
+            // TFRC's own update (`increase_rate` / `decrease_rate`, here RFC 5348's X =
+            // min(X_calc, recv_limit), which may fall below g); `else rate_ = gtfrc_`, g whatever
+            // X_recv.
+            GtfrcRule::Fig1 => {
+                if self.x_calc > self.target {
+                    self.x_calc.min(recv_limit)
+                } else {
+                    self.target
+                }
+            }
         }
         .max(self.min_rate());
     }

@@ -26,7 +26,7 @@ pub struct QstpSpec {
 
 impl SourceKind for QstpSpec {
     const NAMES: &'static [&'static str] = &["tfrc", "tfrc-sack", "gtfrc", "qstp"];
-    const DOC: &'static str = "qstp-proto flows: qstp (gTFRC + SACK + ordered, needs target), tfrc-sack, tfrc, gtfrc (gTFRC alone, needs target); tfrc = \"rfc5348\" | \"rfc3448\", gtfrc_rule = \"qstp\" | \"fig1\"";
+    const DOC: &'static str = "qstp-proto flows: qstp (gTFRC + SACK + ordered, needs target), tfrc-sack, tfrc, gtfrc (the gTFRC paper's agent, needs target); tfrc = \"rfc5348\" | \"rfc3448\", gtfrc_rule = \"qstp\" | \"fig1\" (qstp: qstp, gtfrc: fig1)";
 
     fn read(t: &mut dyn ParamTable, cx: &ReadContext) -> ParamResult<Self> {
         let name = cx.name;
@@ -51,7 +51,10 @@ impl SourceKind for QstpSpec {
             }
         };
         let rule = match config.congestion {
-            Congestion::Gtfrc { .. } => Some(gtfrc_rule(t)?),
+            // A `gtfrc` group is the gTFRC paper's agent, so its rule is the paper's Fig. 1; a
+            // `qstp` group is QSTP's, eq. (2).
+            Congestion::Gtfrc { .. } if name == "gtfrc" => Some(gtfrc_rule(t, GtfrcRule::Fig1)?),
+            Congestion::Gtfrc { .. } => Some(gtfrc_rule(t, GtfrcRule::Qstp)?),
             _ => None,
         };
         let version = tfrc_version(t)?;
@@ -109,10 +112,11 @@ fn tfrc_version(t: &mut dyn ParamTable) -> ParamResult<TfrcVersion> {
     }
 }
 
-/// `gtfrc_rule = "qstp"` (QSTP paper eq. (2), the default) or `"fig1"` (gTFRC paper Fig. 1).
-fn gtfrc_rule(t: &mut dyn ParamTable) -> ParamResult<GtfrcRule> {
+/// `gtfrc_rule = "qstp"` (QSTP paper eq. (2)) or `"fig1"` (gTFRC paper Fig. 1); `default`
+/// without the key.
+fn gtfrc_rule(t: &mut dyn ParamTable, default: GtfrcRule) -> ParamResult<GtfrcRule> {
     match t.opt_str("gtfrc_rule")? {
-        None => Ok(Default::default()),
+        None => Ok(default),
         Some(name) => name.parse().map_err(|_| {
             t.error(
                 "gtfrc_rule",
