@@ -161,7 +161,9 @@ def page(s, table):
       "did something it does not describe. The paper does not give its run "
       "length: slow start on this path ends in a loss at a window of a few hundred segments, so "
       "the first tens of seconds are a climb for every control, and how much of it a mean "
-      "includes decides much of the 1- and 2-flow efficiencies.")
+      "includes decides much of the 1- and 2-flow efficiencies. Where the lab's own numbers look "
+      "out of line with ns-2.35 at lengths the table does not run (H-TCP with 4 to 16 flows "
+      "over 600 s is one), `validation/ns2/README.md` says what is known.")
     return "\n".join(out)
 
 
