@@ -35,6 +35,7 @@ fn red_dumbbell(c: u64, limit: usize, curve: [f64; 3], seconds: u64) -> SimSpec 
                 max_p: curve[2],
             },
             weight: 0.002,
+            wait: false,
         });
     }
     spec

@@ -454,7 +454,8 @@ mod tests {
             QueueSpec::Red(RedSpec {
                 limit: 50,
                 params: curve(20.0, 20.0, 0.0),
-                weight: 0.002
+                weight: 0.002,
+                wait: false,
             })
             .validate(),
             Ok(())
@@ -463,7 +464,8 @@ mod tests {
             QueueSpec::Red(RedSpec {
                 limit: 50,
                 params: curve(20.0, 60.0, 0.1),
-                weight: 0.002
+                weight: 0.002,
+                wait: false,
             })
             .validate(),
             Err(QueueSpecError::ThresholdAboveLimit {
@@ -476,7 +478,8 @@ mod tests {
             validate(&QueueSpec::Red(RedSpec {
                 limit: 50,
                 params: curve(20.0, 10.0, 0.1),
-                weight: 0.002
+                weight: 0.002,
+                wait: false,
             })),
             Err(QueueSpecError::BadThresholds {
                 curve: "curve",
@@ -488,7 +491,8 @@ mod tests {
             validate(&QueueSpec::Red(RedSpec {
                 limit: 50,
                 params: curve(5.0, 15.0, 0.1),
-                weight: 0.0
+                weight: 0.0,
+                wait: false,
             })),
             Err(QueueSpecError::BadWeight(0.0))
         );
@@ -565,6 +569,7 @@ mod tests {
                 limit: 2,
                 params: curve(5.0, 15.0, 0.1),
                 weight: 0.002,
+                wait: false,
             }),
             QueueSpec::Rio(RioSpec {
                 limit: 2,
@@ -607,6 +612,7 @@ mod tests {
                 limit: 0,
                 params: curve(15.0, 5.0, 7.0),
                 weight: f64::NAN,
+                wait: false,
             }),
             QueueSpec::Cbq(CbqSpec { classes: vec![] }),
         ];

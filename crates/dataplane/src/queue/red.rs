@@ -38,16 +38,21 @@ pub struct RedSpec {
     pub params: RedParams,
     /// Weight of the average queue EWMA ([`DEFAULT_QUEUE_WEIGHT`] by default).
     pub weight: f64,
+    /// ns-2's `wait_` (its default): drops spaced between 1/p_b and 2/p_b packets apart rather
+    /// than Floyd & Jacobson's 1 to 1/p_b (see [`RedCurve::with_wait`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wait: bool,
 }
 
 impl Kind for RedSpec {
     const DOC: &'static str =
-        "RED (Floyd & Jacobson 1993): limit (packets), curve = [min_th, max_th, max_p], weight (0.002)";
+        "RED (Floyd & Jacobson 1993): limit (packets), curve = [min_th, max_th, max_p], weight (0.002), wait (false; true: ns-2's wait_)";
     fn read(t: &mut dyn ParamTable) -> ParamResult<Self> {
         Ok(RedSpec {
             limit: read_limit(t)?,
             params: required_curve(t, "curve")?,
             weight: read_weight(t)?,
+            wait: t.opt_bool("wait")?.unwrap_or(false),
         })
     }
 }
@@ -59,7 +64,9 @@ impl QueueKind for RedSpec {
         validate_weight(self.weight)
     }
     fn build<P: Queued + 'static>(&self, _group_names: &[String]) -> Box<dyn QueueDiscipline<P>> {
-        Box::new(Red::new(self.limit, self.params, self.weight))
+        let mut red = Red::new(self.limit, self.params, self.weight);
+        red.curve = red.curve.with_wait(self.wait);
+        Box::new(red)
     }
 }
 
@@ -228,12 +235,26 @@ pub struct RedCurve {
     params: RedParams,
     /// Packets since the last early drop, -1 when below `min_th` (Floyd & Jacobson §4).
     count: i64,
+    /// ns-2's `wait_` rule for the drop probability.
+    wait: bool,
 }
 
 impl RedCurve {
     /// A curve with these thresholds and `max_p`.
     pub fn new(params: RedParams) -> Self {
-        RedCurve { params, count: -1 }
+        RedCurve {
+            params,
+            count: -1,
+            wait: false,
+        }
+    }
+
+    /// The same curve with ns-2's `wait_` rule (ns-2.35 queue/red.cc `modify_p`, on by default
+    /// in ns-default.tcl): no early drop while count p_b < 1, then p_a = p_b / (2 - count p_b),
+    /// and 1 from count p_b = 2, so that drops come between 1/p_b and 2/p_b packets apart; without
+    /// it, Floyd & Jacobson's p_a = p_b / (1 - count p_b), between 1 and 1/p_b apart.
+    pub fn with_wait(self, wait: bool) -> Self {
+        RedCurve { wait, ..self }
     }
 
     /// The curve's parameters.
@@ -261,11 +282,20 @@ impl RedCurve {
             // Floyd & Jacobson §4: p_b = max_p (avg - min_th) / (max_th - min_th);
             // p_a = p_b / (1 - count p_b), spreading drops evenly.
             let pb = max_p * (avg - min_th) / (max_th - min_th);
-            let denominator = 1.0 - self.count as f64 * pb;
-            let pa = if denominator <= 0.0 {
+            let spread = self.count as f64 * pb;
+            let pa = if self.wait {
+                // ns-2.35 queue/red.cc modify_p with wait_.
+                if spread < 1.0 {
+                    0.0
+                } else if spread < 2.0 {
+                    pb / (2.0 - spread)
+                } else {
+                    1.0
+                }
+            } else if spread >= 1.0 {
                 1.0
             } else {
-                pb / denominator
+                pb / (1.0 - spread)
             };
             if uniform(rng) < pa {
                 self.count = 0;
@@ -503,5 +533,42 @@ mod tests {
             "{} vs {expected}",
             q.average()
         );
+    }
+
+    #[test]
+    fn with_wait_drops_come_between_one_and_two_over_p_b_packets_apart() {
+        // ns-2.35 queue/red.cc modify_p: with wait_, no drop while count p_b < 1, then
+        // p_b / (2 - count p_b); without, Floyd & Jacobson's p_b / (1 - count p_b). At an average
+        // half way up a curve to max_p = 0.2, p_b = 0.1: gaps in [10, 20] and [1, 10] packets.
+        let params = RedParams {
+            min_th: 5.0,
+            max_th: 15.0,
+            max_p: 0.2,
+        };
+        for (wait, range) in [(false, 1..=10), (true, 10..=20)] {
+            let mut curve = RedCurve::new(params).with_wait(wait);
+            let mut rng = ChaCha8Rng::seed_from_u64(6);
+            let mut gaps = Vec::new();
+            let mut since = 0;
+            for _ in 0..20_000 {
+                since += 1;
+                if curve.early_drop(10.0, &mut rng) {
+                    gaps.push(since);
+                    since = 0;
+                }
+            }
+            // The first gap starts at count -1 (the curve's first packet above min_th).
+            assert!(
+                gaps[1..].iter().all(|g| range.contains(g)),
+                "wait {wait}: {:?}",
+                &gaps[..20]
+            );
+            let mean = gaps[1..].iter().sum::<i32>() as f64 / (gaps.len() - 1) as f64;
+            let expected = if wait { 15.0 } else { 5.5 };
+            assert!(
+                (mean - expected).abs() < 1.0,
+                "wait {wait}: mean gap {mean}"
+            );
+        }
     }
 }

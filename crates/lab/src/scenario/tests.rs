@@ -397,6 +397,7 @@ fn one_rule_cases() -> Vec<OneRule> {
                         max_p: 0.0,
                     },
                     weight: qstp_dataplane::queue::DEFAULT_QUEUE_WEIGHT,
+                    wait: false,
                 })
             },
             refused_at: None,
@@ -525,6 +526,7 @@ fn one_rule_cases() -> Vec<OneRule> {
                         max_p: 0.1,
                     },
                     weight: qstp_dataplane::queue::DEFAULT_QUEUE_WEIGHT,
+                    wait: false,
                 })
             },
             refused_at: Some(("bottleneck.queue.curve", |e| {

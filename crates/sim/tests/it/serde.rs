@@ -33,6 +33,7 @@ fn every_kind_of_queue_marker_loss_and_source_round_trips() {
             limit: 50,
             params: curve,
             weight: 0.002,
+            wait: false,
         }),
         paper_rio(),
         QueueSpec::Rio(RioSpec {
