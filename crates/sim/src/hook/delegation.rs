@@ -121,8 +121,7 @@ impl DelegationHost {
                 // "Above its target" as the controllers see it (eqs. 3-4): beyond 1.33 T_i, the
                 // top of the AIMD sawtooth whose mean is T_i. Against T_i itself, the Free
                 // would pay back on the upper half of every sawtooth while on target, and sit
-                // below it (fs-fig4: at 80% of a step to 8 Mbit/s, 100 Stunt signals taken
-                // per 120 s).
+                // below it (fs-fig4 showed it on its 8 Mbit/s step).
                 let target = self.spec.trace.at(now.saturating_since(Time::ZERO));
                 let above = self.x.bps() as f64
                     > crate::delegation::controller::MARGIN * target.bps() as f64;
