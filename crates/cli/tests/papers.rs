@@ -53,6 +53,8 @@ fn papers(dir: &Path, extra: &[&str]) -> (bool, String) {
         .arg(scenarios())
         .arg("--out")
         .arg(dir.join("papers.md"))
+        .arg("--ns2-table")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../validation/ns2/table.md"))
         .args(["--runs", "1", "--duration", "20s", "--jobs", "1"])
         .args(extra)
         .output()
