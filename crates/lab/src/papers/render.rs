@@ -3,7 +3,7 @@
 
 use super::claims::{Check, ClaimError, Claims, Metric, Tolerance};
 use super::measure::{ScenarioRun, Verdict};
-use super::ns2::Ns2Table;
+use super::ns2::{Ns2Outcome, Ns2Table};
 use super::Row;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -49,7 +49,13 @@ pub fn render(
          with the numbers; nothing was tuned to agree.\n\n",
     );
     summary_table(&mut out, claims, rows);
-    ns2_section(&mut out, rows, settings)?;
+    // Every claim's ns-2 rows are looked up once, so a row the table lacks is an error even
+    // where the lab agrees.
+    let ns2 = rows
+        .iter()
+        .map(|r| settings.ns2.outcome(r.claim))
+        .collect::<Result<Vec<_>, _>>()?;
+    ns2_section(&mut out, rows, &ns2, settings);
     questions(&mut out, claims, rows);
     runs_table(&mut out, runs);
     for paper in &claims.papers {
@@ -84,13 +90,14 @@ pub fn render(
 /// Where the lab disagrees with a paper: ns-2.35's value of the same quantity, and whether it
 /// reproduces the paper, so that "the lab is wrong" can be told from "the paper's setup did
 /// something it does not describe".
-fn ns2_section(out: &mut String, rows: &[Row], settings: &Settings) -> Result<(), ClaimError> {
-    let disagree: Vec<&Row> = rows
+fn ns2_section(out: &mut String, rows: &[Row], ns2: &[Option<Ns2Outcome>], settings: &Settings) {
+    let disagree: Vec<(&Row, &Option<Ns2Outcome>)> = rows
         .iter()
-        .filter(|r| r.outcome.verdict == Verdict::Disagree)
+        .zip(ns2)
+        .filter(|(r, _)| r.outcome.verdict == Verdict::Disagree)
         .collect();
     if disagree.is_empty() {
-        return Ok(());
+        return;
     }
     let _ = writeln!(
         out,
@@ -103,9 +110,8 @@ fn ns2_section(out: &mut String, rows: &[Row], settings: &Settings) -> Result<()
     );
     out.push_str("| statement | source | paper | lab | ns-2.35 | ns-2.35 against the paper | note |\n|---|---|---:|---:|---:|---|---|\n");
     let (mut reproduces, mut sides, mut none) = (0, 0, 0);
-    for r in &disagree {
+    for (r, ns2) in &disagree {
         let c = r.claim;
-        let ns2 = settings.ns2.outcome(c)?;
         let paper = c.paper_value.map_or("-".into(), |v| number(c.metric, v));
         let lab = r.outcome.lab.map_or("-".into(), |v| number(c.metric, v));
         let value = ns2
@@ -145,7 +151,6 @@ fn ns2_section(out: &mut String, rows: &[Row], settings: &Settings) -> Result<()
          {reproduces}, does not in {sides}, and was not run for {none}.\n",
         disagree.len()
     );
-    Ok(())
 }
 
 /// One line per claim: `id verdict`, in the data file's order.
