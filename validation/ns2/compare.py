@@ -303,7 +303,9 @@ def af_ns2(groups, seed, tcp, duration, warmup, fresh):
 
 def af_ns2_metrics(r):
     m = {f"flow{i}": f["throughput_bps"] for i, f in enumerate(r["flows"])}
-    q = r["core_queue"]
+    # Over the measured window, as the lab's summary counts them (gtfrc_af.tcl subtracts the
+    # counters at the warm-up's end).
+    q = r["core_queue_measured"]
     total = q["10"]["packets"] + q["11"]["packets"]
     m["share_in"] = q["10"]["packets"] / total if total else None
     out = q["11"]["packets"]

@@ -167,9 +167,20 @@ proc mark_warmup {} {
 }
 for {set i 0} {$i < $nflows} {incr i} { set at_warmup($i) 0 }
 if {$warmup > 0} { $ns at $warmup "mark_warmup" }
+# The core queue's counters when the measurement starts, so that its packets and drops are
+# counted over the measured window as the lab counts them (getStat counts from 0 s, and the
+# flows' start-up overflow falls in the warm-up).
+foreach cp {10 11} { foreach st {pkts drops edrops} { set q_at_warmup($cp,$st) 0 } }
+proc mark_queue_warmup {} {
+    global qC q_at_warmup
+    foreach cp {10 11} {
+        foreach st {pkts drops edrops} { set q_at_warmup($cp,$st) [$qC getStat $st $cp] }
+    }
+}
+if {$warmup > 0} { $ns at $warmup "mark_queue_warmup" }
 
 proc finish {} {
-    global ngroups members duration warmup kind tgt rt qC seed tcpwin tcpsize at_warmup src samples starts early
+    global ngroups members duration warmup kind tgt rt qC seed tcpwin tcpsize at_warmup src samples starts early q_at_warmup
     set out {}
     for {set g 0} {$g < $ngroups} {incr g} {
         set bytes 0
@@ -188,15 +199,20 @@ proc finish {} {
         lappend out [format "{\"protocol\": \"%s\", \"flows\": %d, \"target_bps\": %s, \"rtt_s\": %s, \"throughput_bps\": %.1f, \"timeouts\": %d, \"retransmitted_packets\": %d, \"packets_sent\": %d}" $kind($g) [llength $members($g)] $tgt($g) $rt($g) $bps $rto $rtx $sent]
     }
     set cps {}
+    set cpm {}
     foreach cp {10 11} {
         set pk [$qC getStat pkts $cp]
         set dr [$qC getStat drops $cp]
         set ed [$qC getStat edrops $cp]
         # getStat drops is the link (overflow) drops alone: dsred.cc:198-204 counts edrops apart.
         lappend cps [format "\"%d\": {\"packets\": %.0f, \"ldrops\": %.0f, \"edrops\": %.0f}" $cp $pk $dr $ed]
+        # The same over the measured window (from the warm-up's end), as the lab's summary.
+        lappend cpm [format "\"%d\": {\"packets\": %.0f, \"ldrops\": %.0f, \"edrops\": %.0f}" $cp \
+            [expr {$pk - $q_at_warmup($cp,pkts)}] [expr {$dr - $q_at_warmup($cp,drops)}] \
+            [expr {$ed - $q_at_warmup($cp,edrops)}]]
     }
-    puts [format "{\"simulator\": \"ns-2.35\", \"duration_s\": %s, \"warmup_s\": %s, \"seed\": %d, \"tcp_window\": %s, \"tcp_packet_size\": %s, \"flows\": \[%s\], \"core_queue\": {%s}, \"rate_samples_bps\": \[%s\], \"start_times_s\": \[%s\], \"early_rates_bps\": \[%s\]}" \
-        $duration $warmup $seed $tcpwin $tcpsize [join $out ", "] [join $cps ", "] [join $samples ", "] [join $starts ", "] [join $early ", "]]
+    puts [format "{\"simulator\": \"ns-2.35\", \"duration_s\": %s, \"warmup_s\": %s, \"seed\": %d, \"tcp_window\": %s, \"tcp_packet_size\": %s, \"flows\": \[%s\], \"core_queue\": {%s}, \"core_queue_measured\": {%s}, \"rate_samples_bps\": \[%s\], \"start_times_s\": \[%s\], \"early_rates_bps\": \[%s\]}" \
+        $duration $warmup $seed $tcpwin $tcpsize [join $out ", "] [join $cps ", "] [join $cpm ", "] [join $samples ", "] [join $starts ", "] [join $early ", "]]
     exit 0
 }
 $ns at $duration "finish"
