@@ -41,7 +41,10 @@ pub enum Recovery {
     /// old window; each ACK lowers the ceiling to the pipe plus one segment, each segment sent
     /// to the pipe less one, so one segment goes out per two ACKs until the pipe reaches the
     /// window. Leaving recovery, a window below ssthresh becomes min(ssthresh, pipe + 3
-    /// segments) (`tcp_moderate_cwnd`) and slow start takes it back to ssthresh.
+    /// segments) (`tcp_moderate_cwnd`) and slow start takes it back to ssthresh. Its
+    /// retransmission timer restarts on every ACK while data is outstanding, duplicates
+    /// included (`renew_timer` in `time_processing`, tcp-linux.cc:168 and :226), where Linux
+    /// restarts it on ACKs of new data and on resending the first unacknowledged segment.
     #[serde(rename = "rate-halving")]
     RateHalving,
 }

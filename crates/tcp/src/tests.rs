@@ -785,6 +785,57 @@ mod prr {
     }
 
     #[test]
+    fn the_fast_retransmit_restarts_the_timer_but_not_under_ns3_rules() {
+        // 10 segments out at 0; segment 0 acknowledged at 0.3 s (the timer restarts there);
+        // 1 lost, and three duplicate ACKs at 0.5 s start recovery. Linux and ns-2 give the
+        // fast retransmission a whole RTO from 0.5 s; left running, the timer would fire one
+        // RTO after 0.3 s, before the retransmission's ACK can come back when the RTO is near
+        // the RTT. With and without SACK blocks; ns-3's recovery keeps the timer running.
+        for recovery in [Recovery::Rfc6675, Recovery::RateHalving, Recovery::PrrNs3] {
+            for sack in [true, false] {
+                let mut sender = sender_with(recovery, 10);
+                sender.on_ack(secs(0.3), &ack_of(1, &[]));
+                let before = sender.poll_timeout().unwrap();
+                let detected = secs(0.5);
+                for k in 3..=5 {
+                    let blocks: &[(u64, u64)] = if sack { &[(2, k)] } else { &[] };
+                    sender.on_ack(detected, &ack_of(1, blocks));
+                }
+                assert_eq!(sender.stats().fast_retransmits, 1, "{recovery:?} sack {sack}");
+                let after = sender.poll_timeout().unwrap();
+                if recovery == Recovery::PrrNs3 {
+                    assert_eq!(after, before, "{recovery:?} sack {sack}");
+                } else {
+                    assert_eq!(after, detected + sender.rto(), "{recovery:?} sack {sack}");
+                    assert!(after > before, "{recovery:?} sack {sack}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn with_ns2_linux_recovery_every_ack_restarts_the_timer() {
+        // 20 segments out, 0 lost; SACKs of 1, 2, 3 at 0 s start recovery, a SACK of 4 comes
+        // at 0.4 s. ns-2.35's TCP/Linux renews the timer on every ACK while data is
+        // outstanding (tcp-linux.cc:168, :226), duplicates included; RFC 6675's recovery keeps
+        // the deadline set by the fast retransmit.
+        for recovery in [Recovery::Rfc6675, Recovery::RateHalving] {
+            let mut sender = sender_with(recovery, 20);
+            feed(&mut sender, &[ack_of(0, &[(1, 2)]), ack_of(0, &[(1, 3)]), ack_of(0, &[(1, 4)])]);
+            assert_eq!(sender.stats().fast_retransmits, 1, "{recovery:?}");
+            let at_retransmit = sender.poll_timeout().unwrap();
+            let later = secs(0.4);
+            sender.on_ack(later, &ack_of(0, &[(1, 5)]));
+            let deadline = sender.poll_timeout().unwrap();
+            if recovery == Recovery::RateHalving {
+                assert_eq!(deadline, later + sender.rto(), "{recovery:?}");
+            } else {
+                assert_eq!(deadline, at_retransmit, "{recovery:?}");
+            }
+        }
+    }
+
+    #[test]
     fn rate_halving_sends_one_segment_per_two_acks_and_leaves_recovery_moderated() {
         // 20 segments out, 0 lost, 1-19 SACKed one by one. The third SACK starts recovery:
         // ssthresh 10 segments, and with ns-2's TCP/Linux a window of ssthresh / 2 = 5 (Reno's

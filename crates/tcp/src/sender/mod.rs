@@ -467,6 +467,10 @@ impl TcpSender {
         self.feed_control(now, &acked, cc_rtt, in_flight, advanced, cumulative_advance);
         self.end_round_if_due(now);
         self.detect_loss(now, &acked, advanced);
+        if self.config.recovery == Recovery::RateHalving {
+            // ns-2.35's TCP/Linux renews the timer on every ACK (tcp-linux.cc:168, :226).
+            self.restart_timer(now);
+        }
     }
 
     /// The SYN-ACK: the connection is open, and its round trip is the first RTT sample unless
@@ -729,6 +733,15 @@ impl TcpSender {
         self.board.mark_lost_by_sack();
         self.resend_now = true;
         self.resend_head = self.ns3_head_to_resend();
+        if self.config.recovery != Recovery::PrrNs3 {
+            // The fast retransmission gets a whole RTO to be acknowledged: Linux rearms the timer
+            // when it resends the first unacknowledged segment (tcp_xmit_retransmit_queue), and
+            // ns-2 on a fast retransmit (tcp-newreno.cc and tcp-sack1.cc `reset_rtx_timer`).
+            // Left running from the last new ACK (RFC 6298 §5.1 starts it only when it is not
+            // running), the timer fires before that ACK can arrive once the RTO is close to the
+            // RTT. ns-3's recovery keeps the lab's ns-3 rules unchanged.
+            self.restart_timer(now);
+        }
         if !self.peer_sacks {
             // RFC 6582 §3.2 step 3: the three duplicate ACKs stand for three segments gone.
             self.departed_by_dupacks = u64::from(self.dupacks) * self.mss();
