@@ -10,9 +10,11 @@
 # flow's schedule ([WARMUP, 60], [60, 120], [120, DURATION]), its drops at the bottleneck, and the
 # flows' start times.
 #
-# For diagnosis only, CBQ_ALGORITHM in the environment picks ns-2's link-sharing rule
-# (ancestor-only, top-level or formal; below).
+# For diagnosis only, environment variables change the run: CBQ_ALGORITHM picks ns-2's
+# link-sharing rule (ancestor-only, top-level or formal; below), TFRC_CA=0 turns off TFRC's ca_.
 
+# compare.py (cbq_rows.py) gives 180 5 SEED PROTO: §5.1's 180 s runs, 10 of them (seeds 1-10);
+# Choice (paper silent, as qstp-fig7.toml): the first 5 s are left out of the means.
 set duration [lindex $argv 0]
 set warmup   [lindex $argv 1]
 set seed     [lindex $argv 2]
@@ -29,13 +31,12 @@ for {set k 1} {$k < $seed} {incr k} { $startrng next-substream }
 # §5.1 (the topology of Fig. 3 is kept, §5.4): a 1000 kbit/s bottleneck between the core and the
 # egress router.
 set bneck_rate 1000kb
-set bneck_bps 1000000.0
 # §5.1: 1500-byte packets, for every flow.
 set pktsize 1500
 # §5.1: 50-packet queues. Choice (paper silent, as qstp-fig7.toml): each CBQ class has its own
 # 50-packet drop-tail FIFO.
 set qlimit 50
-# §5.1 / §5.2: every flow's RTT is 30 ms; the paper is silent for Fig. 7, qstp-fig7.toml keeps it.
+# §5.2, §5.3: every flow's RTT is 30 ms; the paper is silent for Fig. 7, qstp-fig7.toml keeps it.
 set rtt 0.03
 # §5.4: a guaranteed pipe of 300 kbit/s for the studied flow. Choice (paper silent, as
 # qstp-fig7.toml): the UDP flow's class gets the remaining 700 kbit/s ("the CBQ algorithm starts
@@ -84,10 +85,11 @@ set root [new CBQClass]
 $root setparams none false 1.0 auto 8 2 0
 # Leaves: parent the root; okborrow true (§5.4, "borrow mode", both classes borrow, as
 # qstp-fig7.toml's `borrow = true`); allotments above; maxidle auto: Choice (paper silent; the lab
-# has no such parameter): ns-2's own rule, which lets a class that was idle send a burst of about
-# 8 packets (the 300k class) or 2 (the 700k class) above its allotment, where the lab's classes
-# carry at most 3000 bytes (2 packets) of credit; priority 1 for both (the lab has no priorities,
-# one round robin); level 1 (leaves); extradelay 0 (ns-2's default, the lab has none).
+# has no such parameter): ns-2's own rule (ns-queue.tcl automaxidle), which lets a class that has
+# been idle send about 8 packets back to back before it is regulated, where a lab class carries
+# at most 3000 bytes of credit (cbq.rs CLASS_BURST_BYTES, two packets above its rate); priority 1
+# for both (the lab has no priorities, one round robin); level 1 (leaves); extradelay 0 (ns-2's
+# default; the lab has none).
 set pipe [new CBQClass]
 $pipe setparams $root true $pipe_allot auto 1 1 0
 set udpcl [new CBQClass]
@@ -100,6 +102,8 @@ foreach cl [list $pipe $udpcl] {
 $cbqlink insert $root
 $cbqlink insert $pipe
 $cbqlink insert $udpcl
+# Choice (paper silent, as qstp-fig7.toml, whose classes list groups): classes by flow id, no edge
+# marker.
 $cbqlink bind $pipe 1
 $cbqlink bind $udpcl 2
 [$cbqlink queue] algorithm $algorithm
@@ -121,6 +125,10 @@ if {$proto == "tfrc"} {
     set src [new Agent/TFRC]
     set snk [new Agent/TFRCSink]
     $src set packetSize_ $pktsize
+    # ns-2's ca_ 1 (ns-default.tcl:1174): RFC 5348 §4.5's oscillation prevention (the
+    # inter-packet interval scaled by sqrt(R_sample) / R_sqmean), which the lab's TFRC does not
+    # implement. For diagnosis only, TFRC_CA=0 in the environment turns it off.
+    if {[info exists env(TFRC_CA)]} { $src set ca_ $env(TFRC_CA) }
     set app [new Application/FTP]
     $app attach-agent $src
 } elseif {$proto == "tcp"} {
@@ -129,6 +137,8 @@ if {$proto == "tfrc"} {
     # 200 ms, unlimited window. In ns-2: Agent/TCP/Sack1 and Agent/TCPSink/Sack1 (which ACKs
     # every segment); windowInit_ 2 and minrto_ 0.2 are ns-2.35's defaults (ns-default.tcl:920,
     # :956); window_ (the receiver's window, 20 by default) is set so large it never binds.
+    # ns-2's Limited Transmit (singledup_ 1, ns-default.tcl:987), which the lab's TCP does not
+    # have, stays on, as in the other scripts (README.md, "Not traced").
     set src [new Agent/TCP/Sack1]
     set snk [new Agent/TCPSink/Sack1]
     # §5.1: 1500-byte packets: a 1460-byte payload, ns-2 adds 40 bytes of headers.
@@ -217,8 +227,20 @@ for {set k 0} {$k < [llength $bounds] - 1} {incr k} {
     if {$t > 0} { $ns at $t "snapshot $k" } else { snapshot $k }
 }
 
+# For diagnosis only, RATE_SAMPLES=1 in the environment records, every second from 115 s to
+# 145 s, the TFRC sender's rate_ (bit/s; before ca_'s scaling), the packets in the studied
+# flow's class queue and the flow's bytes through the bottleneck so far, into the JSON.
+set samples {}
+proc sample_rate {} {
+    global ns src samples pipe
+    lappend samples [format "\[%.0f, %.0f, %d, %.0f\]" [$ns now] \
+        [expr {[$src set rate_] * 8.0}] [[$pipe qmon] set pkts_] [bytes_of 1]]
+    if {[$ns now] < 145} { $ns at [expr {[$ns now] + 1}] "sample_rate" }
+}
+if {[info exists env(RATE_SAMPLES)] && $proto == "tfrc"} { $ns at 115 "sample_rate" }
+
 proc finish {} {
-    global bounds at duration warmup seed proto algorithm starts src
+    global bounds at duration warmup seed proto algorithm starts src samples
     set last [expr {[llength $bounds] - 1}]
     snapshot $last
     set out {}
@@ -244,8 +266,9 @@ proc finish {} {
     for {set k 0} {$k < $last} {incr k} {
         lappend spans "\[[lindex $bounds $k], [lindex $bounds [expr {$k + 1}]]\]"
     }
-    puts [format "{\"simulator\": \"ns-2.35\", \"duration_s\": %s, \"warmup_s\": %s, \"seed\": %d, \"protocol\": \"%s\", \"cbq_algorithm\": \"%s\", \"phases_s\": \[%s\], \"flows\": \[%s\], \"start_times_s\": \[%s\]}" \
-        $duration $warmup $seed $proto $algorithm [join $spans ", "] [join $out ", "] [join $starts ", "]]
+    puts [format "{\"simulator\": \"ns-2.35\", \"duration_s\": %s, \"warmup_s\": %s, \"seed\": %d, \"protocol\": \"%s\", \"cbq_algorithm\": \"%s\", \"phases_s\": \[%s\], \"flows\": \[%s\], \"start_times_s\": \[%s\], \"rate_samples\": \[%s\]}" \
+        $duration $warmup $seed $proto $algorithm [join $spans ", "] [join $out ", "] [join $starts ", "] \
+        [join $samples ", "]]
     exit 0
 }
 $ns at $duration "finish"
