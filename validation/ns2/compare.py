@@ -22,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 
+import cbq_rows
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 RESULTS = os.path.join(HERE, "results")
@@ -443,7 +445,7 @@ def gtfrc_rows(args):
 # ---------------------------------------------------------------------------------------------
 # The QSTP paper: Figs. 4 and 5 on the testbed of §5.1 (gtfrc_af.tcl),
 # ns-2's TCP NewReno and TFRC standing in for the paper's TCP and Java TFRC/SACK. QSTP itself
-# (gTFRC) is not in ns-2.35; Fig. 7 (CBQ) is not scripted.
+# (gTFRC) is not in ns-2.35. Fig. 7 (CBQ, qstp_cbq.tcl) is in cbq_rows.py.
 
 QSTP_EXPERIMENTS = [
     # (name, scenario, sweep override, lab params, ns-2 groups)
@@ -471,7 +473,7 @@ def qstp_rows(args):
     for name, scenario, sweep, params, groups in QSTP_EXPERIMENTS:
         lab = af_point(af_lab(args.qstp, scenario, args.af_seeds, sweep), params)
         rows += af_rows(args, "qstp", "QSTP", name, lab, groups, {}, 180, 30, queue_rows=False)
-    return rows
+    return rows + cbq_rows.cbq_rows(args, run_ns2, row)
 
 
 # ---------------------------------------------------------------------------------------------
