@@ -111,6 +111,9 @@ pub enum Congestion {
     Tfrc {
         /// Which TFRC specification the sender follows.
         version: TfrcVersion,
+        /// RFC 5348 §4.5's oscillation prevention ([`Congestion::oscillation_prevention`]).
+        #[cfg_attr(feature = "serde", serde(default))]
+        oscillation_prevention: bool,
     },
     /// gTFRC: TFRC with the negotiated rate as its floor (QSTP paper §4.3.2).
     Gtfrc {
@@ -120,6 +123,9 @@ pub enum Congestion {
         rule: GtfrcRule,
         /// Which TFRC specification it builds on.
         version: TfrcVersion,
+        /// RFC 5348 §4.5, as for [`Congestion::Tfrc`].
+        #[cfg_attr(feature = "serde", serde(default))]
+        oscillation_prevention: bool,
     },
     /// A TCP-like additive-increase multiplicative-decrease rate controller, for comparison.
     Aimd,
@@ -132,12 +138,14 @@ impl Congestion {
             target,
             rule: GtfrcRule::Qstp,
             version: TfrcVersion::Rfc5348,
+            oscillation_prevention: false,
         }
     }
 
     /// Plain TFRC after RFC 5348.
     pub const TFRC: Congestion = Congestion::Tfrc {
         version: TfrcVersion::Rfc5348,
+        oscillation_prevention: false,
     };
 
     /// What the hello carries: the controller, without the sender's local settings.
@@ -158,8 +166,26 @@ impl Congestion {
     /// The TFRC version of a TFRC or gTFRC controller.
     pub fn tfrc_version(&self) -> Option<TfrcVersion> {
         match *self {
-            Congestion::Tfrc { version } | Congestion::Gtfrc { version, .. } => Some(version),
+            Congestion::Tfrc { version, .. } | Congestion::Gtfrc { version, .. } => Some(version),
             _ => None,
+        }
+    }
+
+    /// Whether a TFRC or gTFRC sender paces with RFC 5348 §4.5's oscillation prevention: the
+    /// inter-packet interval scaled by sqrt(R_sample) / R_sqmean, so that the rate falls as the
+    /// queue (and the RTT) grows within a feedback interval. Off by default, as in the RFC; ns-2's
+    /// TFRC agent has it on (`ca_`), which the gTFRC paper's simulations ran.
+    pub fn oscillation_prevention(&self) -> bool {
+        match *self {
+            Congestion::Tfrc {
+                oscillation_prevention,
+                ..
+            }
+            | Congestion::Gtfrc {
+                oscillation_prevention,
+                ..
+            } => oscillation_prevention,
+            _ => false,
         }
     }
 
@@ -167,17 +193,22 @@ impl Congestion {
     /// where they still apply and the defaults elsewhere.
     pub fn adopt(&self, negotiated: RateControl) -> Congestion {
         let version = self.tfrc_version().unwrap_or_default();
+        let oscillation_prevention = self.oscillation_prevention();
         let rule = match *self {
             Congestion::Gtfrc { rule, .. } => rule,
             _ => GtfrcRule::default(),
         };
         match negotiated {
             RateControl::Fixed { rate } => Congestion::Fixed { rate },
-            RateControl::Tfrc => Congestion::Tfrc { version },
+            RateControl::Tfrc => Congestion::Tfrc {
+                version,
+                oscillation_prevention,
+            },
             RateControl::Gtfrc { target } => Congestion::Gtfrc {
                 target,
                 rule,
                 version,
+                oscillation_prevention,
             },
             RateControl::Aimd => Congestion::Aimd,
         }
@@ -546,6 +577,7 @@ mod tests {
             target: Rate::ZERO,
             rule: GtfrcRule::Fig1,
             version: TfrcVersion::Rfc3448,
+            oscillation_prevention: false,
         };
         // The hello names the controller and its target; rule and version stay this side's.
         assert_eq!(
@@ -553,13 +585,15 @@ mod tests {
             Congestion::Gtfrc {
                 target: g,
                 rule: GtfrcRule::Fig1,
-                version: TfrcVersion::Rfc3448
+                version: TfrcVersion::Rfc3448,
+                oscillation_prevention: false,
             }
         );
         assert_eq!(
             local.adopt(RateControl::Tfrc),
             Congestion::Tfrc {
-                version: TfrcVersion::Rfc3448
+                version: TfrcVersion::Rfc3448,
+                oscillation_prevention: false,
             }
         );
         assert_eq!(local.adopt(RateControl::Aimd), Congestion::Aimd);
@@ -567,13 +601,15 @@ mod tests {
         // From a plain TFRC side, a gTFRC hello gets the default rule.
         let tfrc = Congestion::Tfrc {
             version: TfrcVersion::Rfc3448,
+            oscillation_prevention: false,
         };
         assert_eq!(
             tfrc.adopt(RateControl::Gtfrc { target: g }),
             Congestion::Gtfrc {
                 target: g,
                 rule: GtfrcRule::Qstp,
-                version: TfrcVersion::Rfc3448
+                version: TfrcVersion::Rfc3448,
+                oscillation_prevention: false,
             }
         );
         for c in [Congestion::gtfrc(g), Congestion::TFRC, Congestion::Aimd] {

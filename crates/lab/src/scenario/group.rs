@@ -127,14 +127,16 @@ fn protocol(
 ) -> FieldResult<Protocol> {
     let name = f.str("protocol")?;
     let tfrc_names = QstpSpec::NAMES;
-    if !tfrc_names.contains(&name.as_str()) && f.has("tfrc") {
-        return Err(f.error(
-            "tfrc",
-            format!(
-                "protocol '{name}' does not run TFRC (the key applies to {})",
-                tfrc_names.join(", ")
-            ),
-        ));
+    for key in ["tfrc", "oscillation_prevention"] {
+        if !tfrc_names.contains(&name.as_str()) && f.has(key) {
+            return Err(f.error(
+                key,
+                format!(
+                    "protocol '{name}' does not run TFRC (the key applies to {})",
+                    tfrc_names.join(", ")
+                ),
+            ));
+        }
     }
     let cx = ReadContext {
         name: &name,
@@ -337,6 +339,31 @@ mod tests {
         );
         let err = rule("gtfrc", "gtfrc_rule = \"eq3\"").unwrap_err();
         assert_eq!(err.key, "group.X.gtfrc_rule");
+    }
+
+    #[test]
+    fn oscillation_prevention_is_chosen_per_tfrc_group_and_refused_elsewhere() {
+        let on = |protocol: &str, extra: &str| {
+            let g = read(&format!(
+                "name = \"Q\"\nprotocol = \"{protocol}\"\nrtt = \"40ms\"\ntarget = \"200k\"\n{extra}"
+            ))?;
+            let Protocol::Qstp(QstpSpec { config, .. }) = g.protocol else {
+                panic!()
+            };
+            Ok::<_, super::super::fields::FieldError>(config.congestion.oscillation_prevention())
+        };
+        for protocol in QstpSpec::NAMES {
+            assert!(!on(protocol, "").unwrap());
+            assert!(on(protocol, "oscillation_prevention = true").unwrap());
+        }
+        let err = on("gtfrc", "oscillation_prevention = 1").unwrap_err();
+        assert_eq!(err.key, "group.X.oscillation_prevention");
+        let err = read(
+            "name = \"T\"\nprotocol = \"tcp\"\nrtt = \"40ms\"\noscillation_prevention = true",
+        )
+        .unwrap_err();
+        assert_eq!(err.key, "group.X.oscillation_prevention");
+        assert!(err.reason.contains("does not run TFRC"), "{}", err.reason);
     }
 
     #[test]

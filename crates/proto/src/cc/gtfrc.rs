@@ -76,6 +76,13 @@ impl Gtfrc {
         Gtfrc { tfrc }
     }
 
+    /// The same controller with RFC 5348 §4.5's oscillation prevention on or off.
+    pub fn with_oscillation_prevention(self, on: bool) -> Self {
+        Gtfrc {
+            tfrc: self.tfrc.with_oscillation_prevention(on),
+        }
+    }
+
     /// The target g.
     pub fn target(&self) -> Rate {
         self.tfrc.state().target

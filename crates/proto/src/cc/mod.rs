@@ -90,24 +90,22 @@ pub fn build(
 ) -> Box<dyn RateController> {
     match *congestion {
         Congestion::Fixed { rate } => Box::new(FixedRate::new(rate)),
-        Congestion::Tfrc { version } => Box::new(TfrcSender::with_version(
+        Congestion::Tfrc {
             version,
-            segment_size,
-            initial_rtt,
-            now,
-        )),
+            oscillation_prevention,
+        } => Box::new(
+            TfrcSender::with_version(version, segment_size, initial_rtt, now)
+                .with_oscillation_prevention(oscillation_prevention),
+        ),
         Congestion::Gtfrc {
             target,
             rule,
             version,
-        } => Box::new(Gtfrc::with_version(
-            target,
-            rule,
-            version,
-            segment_size,
-            initial_rtt,
-            now,
-        )),
+            oscillation_prevention,
+        } => Box::new(
+            Gtfrc::with_version(target, rule, version, segment_size, initial_rtt, now)
+                .with_oscillation_prevention(oscillation_prevention),
+        ),
         Congestion::Aimd => Box::new(Aimd::new(segment_size, initial_rtt, now)),
     }
 }

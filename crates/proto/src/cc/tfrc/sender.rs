@@ -21,6 +21,8 @@ const RTT_FILTER: f64 = 0.9;
 pub(crate) const INITIAL_NO_FEEDBACK: Duration = Duration::from_secs(2);
 /// Smallest RTT sample used, so the equation stays finite on a broken sample.
 const MIN_RTT_SECS: f64 = 1e-6;
+/// RFC 5348 §4.5: the filter constant of R_sqmean, q2 (the RFC's recommended 0.9).
+const Q2: f64 = 0.9;
 /// Most entries kept in X_recv_set (RFC 5348 §4.3 keeps two RTTs' worth, about three entries).
 const MAX_RECV_SET: usize = 16;
 
@@ -114,6 +116,11 @@ pub struct TfrcSender {
     rule: GtfrcRule,
     /// Which RFC's rules apply.
     version: TfrcVersion,
+    /// RFC 5348 §4.5: whether the sender paces at X_inst, and its state: R_sqmean (seconds^1/2)
+    /// and the last R_sample's square root, once feedback has brought one.
+    oscillation_prevention: bool,
+    r_sqmean: Option<f64>,
+    sqrt_r_sample: f64,
 }
 
 impl TfrcSender {
@@ -165,7 +172,29 @@ impl TfrcSender {
             target: 0.0,
             rule: GtfrcRule::Qstp,
             version,
+            oscillation_prevention: false,
+            r_sqmean: None,
+            sqrt_r_sample: 0.0,
         }
+    }
+
+    /// The same sender with RFC 5348 §4.5's oscillation prevention on or off.
+    pub fn with_oscillation_prevention(self, on: bool) -> Self {
+        TfrcSender {
+            oscillation_prevention: on,
+            ..self
+        }
+    }
+
+    /// RFC 5348 §4.5: R_sqmean = q2 R_sqmean + (1 - q2) sqrt(R_sample), q2 = 0.9, from the
+    /// first sample's square root.
+    fn track_sqrt_rtt(&mut self, sample: Duration) {
+        let root = sample.as_secs_f64().max(MIN_RTT_SECS).sqrt();
+        self.sqrt_r_sample = root;
+        self.r_sqmean = Some(match self.r_sqmean {
+            None => root,
+            Some(mean) => Q2 * mean + (1.0 - Q2) * root,
+        });
     }
 
     /// Which RFC's rules this sender follows.
@@ -398,6 +427,7 @@ impl TfrcSender {
 
 impl RateController for TfrcSender {
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
+        self.track_sqrt_rtt(report.rtt_sample);
         if self.version == TfrcVersion::Rfc3448 {
             self.on_feedback_rfc3448(now, report);
             return;
@@ -460,7 +490,13 @@ impl RateController for TfrcSender {
     }
 
     fn allowed_rate(&self) -> Rate {
-        Rate::from_bytes_per_sec(self.x)
+        match self.r_sqmean {
+            // RFC 5348 §4.5: t_ipi = s / X_inst, X_inst = X R_sqmean / sqrt(R_sample).
+            Some(mean) if self.oscillation_prevention => {
+                Rate::from_bytes_per_sec(self.x * mean / self.sqrt_r_sample)
+            }
+            _ => Rate::from_bytes_per_sec(self.x),
+        }
     }
 
     fn poll_timeout(&self) -> Option<Time> {

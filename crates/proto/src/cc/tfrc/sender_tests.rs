@@ -455,3 +455,30 @@ fn rfc3448_no_feedback_halves_the_cached_x_recv() {
     idle.handle_timeout(t);
     assert_eq!(bytes_per_sec(&idle), before);
 }
+
+#[test]
+fn oscillation_prevention_paces_by_the_root_of_the_rtt_sample_against_its_mean() {
+    // RFC 5348 §4.5: the same feedback (p = 1%, X_recv high) to two senders, one with the
+    // mechanism. A first sample of 100 ms makes R_sqmean = sqrt(0.1): X_inst = X. A second
+    // of 400 ms (a queue building) gives R_sqmean = 0.9 sqrt(0.1) + 0.1 sqrt(0.4) and
+    // X_inst = X R_sqmean / sqrt(0.4), below X; a third back at 100 ms lifts X_inst above X.
+    let mut plain = TfrcSender::new(S, Some(ms(100)), Time::ZERO);
+    let mut damped = TfrcSender::new(S, Some(ms(100)), Time::ZERO).with_oscillation_prevention(true);
+    let mut mean = 0.1f64.sqrt();
+    for (k, rtt) in [100u64, 400, 100].into_iter().enumerate() {
+        let now = at(1000 * (k as u64 + 1));
+        for c in [&mut plain, &mut damped] {
+            send_span(c, 1000 * k as u64, 1000 * (k as u64 + 1));
+            c.on_feedback(now, &report(rtt, 1e6, 0.01));
+        }
+        let root = (rtt as f64 / 1000.0).sqrt();
+        if k > 0 {
+            mean = 0.9 * mean + 0.1 * root;
+        }
+        let x = bytes_per_sec(&plain);
+        assert!(close(bytes_per_sec(&damped), x * mean / root, 1e-6), "{k}: {x}");
+    }
+    assert!(bytes_per_sec(&damped) > bytes_per_sec(&plain));
+    // Off (the default), the pacing rate is X.
+    assert_eq!(plain.state().rate, Rate::from_bytes_per_sec(plain.x));
+}

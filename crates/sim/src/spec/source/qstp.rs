@@ -26,7 +26,7 @@ pub struct QstpSpec {
 
 impl SourceKind for QstpSpec {
     const NAMES: &'static [&'static str] = &["tfrc", "tfrc-sack", "gtfrc", "qstp"];
-    const DOC: &'static str = "qstp-proto flows: qstp (gTFRC + SACK + ordered, needs target), tfrc-sack, tfrc, gtfrc (the gTFRC paper's agent, needs target); tfrc = \"rfc5348\" | \"rfc3448\", gtfrc_rule = \"qstp\" | \"fig1\" (qstp: qstp, gtfrc: fig1)";
+    const DOC: &'static str = "qstp-proto flows: qstp (gTFRC + SACK + ordered, needs target), tfrc-sack, tfrc, gtfrc (the gTFRC paper's agent, needs target); tfrc = \"rfc5348\" | \"rfc3448\", gtfrc_rule = \"qstp\" | \"fig1\" (qstp: qstp, gtfrc: fig1), oscillation_prevention = true (RFC 5348 §4.5; ns-2's TFRC has it)";
 
     fn read(t: &mut dyn ParamTable, cx: &ReadContext) -> ParamResult<Self> {
         let name = cx.name;
@@ -58,13 +58,19 @@ impl SourceKind for QstpSpec {
             _ => None,
         };
         let version = tfrc_version(t)?;
+        // RFC 5348 §4.5, off by default; ns-2's TFRC agent has it on (`ca_`).
+        let oscillation_prevention = t.opt_bool("oscillation_prevention")?.unwrap_or(false);
         config.congestion = match (config.congestion, rule) {
             (Congestion::Gtfrc { target, .. }, Some(rule)) => Congestion::Gtfrc {
                 target,
                 rule,
                 version,
+                oscillation_prevention,
             },
-            _ => Congestion::Tfrc { version },
+            _ => Congestion::Tfrc {
+                version,
+                oscillation_prevention,
+            },
         };
         config.max_datagram = cx.packet_size;
         Ok(QstpSpec {
