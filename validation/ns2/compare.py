@@ -23,6 +23,7 @@ import sys
 import tempfile
 
 import cbq_rows
+import fs_onoff_rows
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -550,7 +551,8 @@ def fs_rows(args):
                     CAUSES.get(("F&S", n, k)), args.seeds)
             r["label"] = label
             rows.append(r)
-    return rows
+    # Figs. 4, 5 and 7: the on/off cross traffic (fs_onoff_rows.py).
+    return rows + fs_onoff_rows.rows(args, sys.modules[__name__])
 
 
 # ---------------------------------------------------------------------------------------------
