@@ -37,7 +37,7 @@ PAPER = {(name, "AB", 2): 300e3 for name, _, _, _ in EXPERIMENTS}
 # Named causes of lab-vs-ns-2 differences beyond tolerance: (experiment, flow, span index). The
 # numbers behind them: `python3 cbq_rows.py` (diagnose, below).
 QSTP_RECOVERY = ("modelling difference, QSTP against ns-2's TFRC: ns-2's agent has ca_ on "
-                 "(ns-default.tcl:1174; RFC 5348 §4.5, not in the lab), which multiplies its "
+                 "(ns-default.tcl:1174; RFC 5348 §4.5, off in the lab's QSTP), which multiplies its "
                  "sending rate by sqrt(mean RTT sample) / sqrt(last sample), about 6 when the "
                  "first 30 ms samples follow the pipe's queue draining at 122 s: it sends 700k "
                  "from then on (623k over 120-180 s with TFRC_CA=0). The lab's QSTP holds its "

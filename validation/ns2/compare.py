@@ -17,6 +17,7 @@ import csv
 import difflib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -284,21 +285,22 @@ TFRC_START = ("modelling difference, TFRC's start-up: in 6-7 of 10 ns-2 runs the
               "46 kbit/s from 1 s; the lab's TFRC is the qstp core, which first completes a "
               "handshake and takes W_init / R from its RTT sample (RFC 5348 §4.2), 1.23 s behind "
               "the 40 ms flow's queue: 28 kbit/s from 2.5 s (diagnosis.md §6, §7)")
-TFRC_CA = ("modelling difference: ns-2's TFRC has RFC 5348 §4.5's oscillation prevention on "
-           "(`ca_` 1, ns-default.tcl; tfrc.cc:266-268 scales the rate by sqrt(mean RTT) / "
-           "sqrt(last RTT)), which the lab's TFRC does not implement; with `TFRC_CA=0` ns-2 "
-           "agrees with the lab on this row (README.md)")
+TFRC_CA = ("modelling difference, ns-2's TFRC agent against the lab's RFC 5348 sender: ns-2's "
+           "`ca_` (RFC 5348 §4.5, tfrc.cc:266-268) moves this row by 28k (with `TFRC_CA=0` ns-2 "
+           "gives 323k), the same rule in the lab (`oscillation_prevention`, which the gTFRC "
+           "scenarios set) by 2k; ns-2's agent also filters its RTT with 0.95 (`df_`, "
+           "ns-default.tcl:1168) where RFC 5348 §4.3 has 0.9. Not traced further")
 NORTEL_COUNT = ("ns-2 quirk: Nortel's RED curve has no cap on p_a = p_b / (1 - count p_b) "
-                "(dsredq.cc:208-214): once count p_b passes 1 while the average climbs, p_a is "
-                "negative and no out-of-profile packet is early-dropped again until the average "
-                "falls below min_th. ns-2's 640 ms flow sends about 42 out-of-profile packets at "
-                "an average of 19.3 (p_b 0.093) and loses none; the lab's loses some and backs off")
+                "(dsredq.cc:208-214): count grows while the average sits just above min_th, and "
+                "once count p_b passes 1 as the average climbs, p_a is negative and no "
+                "out-of-profile packet is early-dropped again until the average falls below "
+                "min_th. Seed 1: 45 out-of-profile arrivals from 5 s at an average of 11.7 to "
+                "19.3 (p_b up to 0.093), none dropped (`QUEUE_SAMPLES=1`); the lab drops some of "
+                "the 640 ms flow's and it backs off")
 NOT_TRACED_8A = ("not traced: the 640 ms flow has 1-2 timeouts and 2-5 fast recoveries per run in "
                  "both simulators; per seed the lab gives it 376-584k, ns-2 484-616k (README.md)")
 CAUSES = {
-    ("gTFRC", "Fig. 5(a)", "out_drop"): TFRC_CA,
     ("gTFRC-defaults", "Fig. 6(a)", "flow1"): TFRC_CA,
-    ("gTFRC-defaults", "Fig. 12(a)", "flow1"): TFRC_CA,
     ("gTFRC-defaults", "Fig. 8(b)", "flow0"): NORTEL_COUNT,
     ("gTFRC", "Fig. 8(a)", "flow0"): NOT_TRACED_8A, ("gTFRC", "Fig. 8(a)", "flow1"): NOT_TRACED_8A,
     ("gTFRC", "Fig. 5(a)", "out_ldrop"): DSRED, ("gTFRC", "Fig. 5(a)", "out_edrop"): DSRED,
@@ -507,6 +509,10 @@ def fs_lab(qstp, seeds):
         text = f.read()
     text = text[:text.index("[delegation]")] + '[sweep]\n"group.S.flows" = [%s]\n' % ", ".join(
         str(n) for n in FS_STUNTS)
+    # The run's length in the file, not by --duration, which would scale the warm-up with it:
+    # both simulators measure from FS_WARMUP.
+    text = re.sub(r'(?m)^duration = .*$', f'duration = "{FS_DURATION}s"', text, count=1)
+    text = re.sub(r'(?m)^warmup = .*$', f'warmup = "{FS_WARMUP}s"', text, count=1)
     work = tempfile.mkdtemp(prefix="qstp-ns2-fs-")
     try:
         path = os.path.join(work, "fs.toml")
@@ -514,7 +520,7 @@ def fs_lab(qstp, seeds):
             f.write(text)
         out = os.path.join(work, "out")
         subprocess.run(["nice", "-n", "10", qstp, "run", path, "--out", out, "--runs", str(seeds),
-                        "--seed", "1", "--duration", f"{FS_DURATION}s", "--jobs", "1"],
+                        "--seed", "1", "--jobs", "1"],
                        check=True, capture_output=True)
         with open(os.path.join(out, "runs.csv")) as f:
             rows = list(csv.DictReader(f))

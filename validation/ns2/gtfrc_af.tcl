@@ -153,6 +153,17 @@ proc sample_early {} {
     if {[$ns now] < 5} { $ns at [expr {[$ns now] + 0.25}] "sample_early" }
 }
 if {[info exists env(EARLY_SAMPLES)]} { $ns at 0.25 "sample_early" }
+# For diagnosis only, QUEUE_SAMPLES=1 records every 5 s the core queue's RIO-C averages (of the
+# in-profile packets, and of all packets, which the out-of-profile curve uses) and its
+# out-of-profile arrivals and early drops so far.
+set qsamples {}
+proc sample_queue {} {
+    global ns qC qsamples
+    lappend qsamples [format "\[%.0f, %.2f, %.2f, %.0f, %.0f\]" [$ns now] [$qC getAverageV 0 0] \
+        [$qC getAverageV 0 1] [$qC getStat pkts 11] [$qC getStat edrops 11]]
+    $ns at [expr {[$ns now] + 5}] "sample_queue"
+}
+if {[info exists env(QUEUE_SAMPLES)]} { $ns at 5 "sample_queue" }
 
 proc bytes_of {i} {
     global fmon
@@ -180,7 +191,7 @@ proc mark_queue_warmup {} {
 if {$warmup > 0} { $ns at $warmup "mark_queue_warmup" }
 
 proc finish {} {
-    global ngroups members duration warmup kind tgt rt qC seed tcpwin tcpsize at_warmup src samples starts early q_at_warmup
+    global ngroups members duration warmup kind tgt rt qC seed tcpwin tcpsize at_warmup src samples starts early q_at_warmup qsamples
     set out {}
     for {set g 0} {$g < $ngroups} {incr g} {
         set bytes 0
@@ -211,8 +222,8 @@ proc finish {} {
             [expr {$pk - $q_at_warmup($cp,pkts)}] [expr {$dr - $q_at_warmup($cp,drops)}] \
             [expr {$ed - $q_at_warmup($cp,edrops)}]]
     }
-    puts [format "{\"simulator\": \"ns-2.35\", \"duration_s\": %s, \"warmup_s\": %s, \"seed\": %d, \"tcp_window\": %s, \"tcp_packet_size\": %s, \"flows\": \[%s\], \"core_queue\": {%s}, \"core_queue_measured\": {%s}, \"rate_samples_bps\": \[%s\], \"start_times_s\": \[%s\], \"early_rates_bps\": \[%s\]}" \
-        $duration $warmup $seed $tcpwin $tcpsize [join $out ", "] [join $cps ", "] [join $cpm ", "] [join $samples ", "] [join $starts ", "] [join $early ", "]]
+    puts [format "{\"simulator\": \"ns-2.35\", \"duration_s\": %s, \"warmup_s\": %s, \"seed\": %d, \"tcp_window\": %s, \"tcp_packet_size\": %s, \"flows\": \[%s\], \"core_queue\": {%s}, \"core_queue_measured\": {%s}, \"rate_samples_bps\": \[%s\], \"start_times_s\": \[%s\], \"early_rates_bps\": \[%s\], \"queue_avg_samples\": \[%s\]}" \
+        $duration $warmup $seed $tcpwin $tcpsize [join $out ", "] [join $cps ", "] [join $cpm ", "] [join $samples ", "] [join $starts ", "] [join $early ", "] [join $qsamples ", "]]
     exit 0
 }
 $ns at $duration "finish"
