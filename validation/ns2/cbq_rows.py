@@ -9,9 +9,8 @@ runs.csv for the whole run; its series.csv, per 0.1 s bin, for the phases).
 
 import csv
 import os
-import shutil
-import subprocess
-import tempfile
+
+from labrun import lab_output
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -80,20 +79,13 @@ def cbq_lab(qstp, seeds, protocols=None):
     key = (seeds, protocols)
     if key in _LAB:
         return _LAB[key]
-    work = tempfile.mkdtemp(prefix="qstp-ns2-cbq-")
-    try:
-        path = os.path.join(ROOT, "scenarios", SCENARIO)
-        if protocols:
-            with open(path) as f:
-                text = f.read()
-            text = text[:text.index("[sweep]")] + '[sweep]\n"group.AB.protocol" = [%s]\n' % \
-                ", ".join(f'"{p}"' for p in protocols)
-            path = os.path.join(work, SCENARIO)
-            with open(path, "w") as f:
-                f.write(text)
-        out = os.path.join(work, "out")
-        subprocess.run(["nice", "-n", "10", qstp, "run", path, "--out", out, "--runs", str(seeds),
-                        "--seed", "1", "--jobs", "1"], check=True, capture_output=True)
+    scenario = os.path.join(ROOT, "scenarios", SCENARIO)
+    if protocols:
+        with open(scenario) as f:
+            text = f.read()
+        scenario = text[:text.index("[sweep]")] + '[sweep]\n"group.AB.protocol" = [%s]\n' % \
+            ", ".join(f'"{p}"' for p in protocols)
+    with lab_output(qstp, scenario, seeds) as out:
         with open(os.path.join(out, "runs.csv")) as f:
             runs = list(csv.DictReader(f))
         series = {}
@@ -102,8 +94,6 @@ def cbq_lab(qstp, seeds, protocols=None):
                 if r["metric"] == "throughput_bps" and r["flow"] != "":
                     series.setdefault((r["point"], r["run"], r["group"]), []).append(
                         (float(r["time_s"]), float(r["value"])))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     result = {}
     for point in sorted({r["point"] for r in runs}):
         mine = [r for r in runs if r["point"] == point]

@@ -21,10 +21,10 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 import cbq_rows
 import fs_onoff_rows
+from labrun import lab_output
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -78,18 +78,9 @@ def run_ns2(script, args, cache, fresh=False):
 
 def run_lab(qstp, text):
     """One lab run of the scenario `text`: runs.csv's rows."""
-    work = tempfile.mkdtemp(prefix="qstp-ns2-compare-")
-    try:
-        path = os.path.join(work, "s.toml")
-        with open(path, "w") as f:
-            f.write(text)
-        out = os.path.join(work, "out")
-        subprocess.run(["nice", "-n", "10", qstp, "run", path, "--out", out, "--jobs", "1"],
-                       check=True, capture_output=True)
+    with lab_output(qstp, text) as out:
         with open(os.path.join(out, "runs.csv")) as f:
             return list(csv.DictReader(f))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -346,29 +337,20 @@ def af_lab(qstp, scenario, seeds, sweep=None, ns2_tcp_defaults=False):
     key = (scenario, seeds, sweep, ns2_tcp_defaults)
     if key in _LAB_CACHE:
         return _LAB_CACHE[key]
-    work = tempfile.mkdtemp(prefix="qstp-ns2-af-")
-    try:
-        path = os.path.join(ROOT, "scenarios", scenario)
-        if sweep is not None or ns2_tcp_defaults:
-            with open(path) as f:
-                text = f.read()
-            if sweep is not None:
-                text = text[:text.index("[sweep]")] + "[sweep]\n" + sweep
-            if ns2_tcp_defaults:
-                text = text.replace('protocol = "tcp"\n', 'protocol = "tcp"\n'
-                                    "packet_size = 1040\nwindow = 20000\n")
-            path = os.path.join(work, scenario)
-            with open(path, "w") as f:
-                f.write(text)
-        out = os.path.join(work, "out")
-        subprocess.run(["nice", "-n", "10", qstp, "run", path, "--out", out, "--runs",
-                        str(seeds), "--seed", "1", "--jobs", "1"], check=True, capture_output=True)
+    scenario_text = os.path.join(ROOT, "scenarios", scenario)
+    if sweep is not None or ns2_tcp_defaults:
+        with open(scenario_text) as f:
+            scenario_text = f.read()
+        if sweep is not None:
+            scenario_text = scenario_text[:scenario_text.index("[sweep]")] + "[sweep]\n" + sweep
+        if ns2_tcp_defaults:
+            scenario_text = scenario_text.replace('protocol = "tcp"\n', 'protocol = "tcp"\n'
+                                                  "packet_size = 1040\nwindow = 20000\n")
+    with lab_output(qstp, scenario_text, seeds) as out:
         with open(os.path.join(out, "runs.csv")) as f:
             rows = list(csv.DictReader(f))
         with open(os.path.join(out, "summary.json")) as f:
             summary = json.load(f)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     points = []
     for point, p in enumerate(summary["points"]):
         mine = [r for r in rows if int(r["point"]) == point]
@@ -513,19 +495,9 @@ def fs_lab(qstp, seeds):
     # both simulators measure from FS_WARMUP.
     text = re.sub(r'(?m)^duration = .*$', f'duration = "{FS_DURATION}s"', text, count=1)
     text = re.sub(r'(?m)^warmup = .*$', f'warmup = "{FS_WARMUP}s"', text, count=1)
-    work = tempfile.mkdtemp(prefix="qstp-ns2-fs-")
-    try:
-        path = os.path.join(work, "fs.toml")
-        with open(path, "w") as f:
-            f.write(text)
-        out = os.path.join(work, "out")
-        subprocess.run(["nice", "-n", "10", qstp, "run", path, "--out", out, "--runs", str(seeds),
-                        "--seed", "1", "--jobs", "1"],
-                       check=True, capture_output=True)
+    with lab_output(qstp, text, seeds) as out:
         with open(os.path.join(out, "runs.csv")) as f:
             rows = list(csv.DictReader(f))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     result = {}
     for point, n in enumerate(FS_STUNTS):
         runs = []

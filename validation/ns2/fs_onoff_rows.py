@@ -20,9 +20,8 @@ import csv
 import json
 import os
 import re
-import shutil
-import subprocess
-import tempfile
+
+from labrun import lab_output
 
 # Per figure: the lab's scenario, its sweep for these rows (the scenario's [sweep] is replaced),
 # and per sweep point, in the sweep's order: (bottleneck Mbit/s, Stunts, cross flows, switched).
@@ -73,20 +72,11 @@ def lab_runs(qstp, text, sweep, seeds):
     """The scenario `text` without [delegation], with `sweep`, seeds 1..N: per sweep point, per
     run, the goodput of each flow by group."""
     text = text[:text.index("[delegation]")] + "[sweep]\n" + sweep
-    work = tempfile.mkdtemp(prefix="qstp-ns2-fs-onoff-")
-    try:
-        path = os.path.join(work, "fs.toml")
-        with open(path, "w") as f:
-            f.write(text)
-        out = os.path.join(work, "out")
-        subprocess.run(["nice", "-n", "10", qstp, "run", path, "--out", out, "--runs", str(seeds),
-                        "--seed", "1", "--jobs", "1"], check=True, capture_output=True)
+    with lab_output(qstp, text, seeds) as out:
         with open(os.path.join(out, "runs.csv")) as f:
             rows = list(csv.DictReader(f))
         with open(os.path.join(out, "summary.json")) as f:
             points = json.load(f)["points"]
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     result = []
     for point in range(len(points)):
         runs = []
