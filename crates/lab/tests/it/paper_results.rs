@@ -186,7 +186,9 @@ fn fig5_means() -> (Vec<(String, i64, f64, f64)>, String) {
 #[test]
 fn qstp_holds_its_target_across_fig5_where_tcp_falls_short() {
     // With n = 1 both sides are alike (same target and RTT; TCP against TCP) and share evenly, so
-    // "falls short" is asserted for the larger aggregates only.
+    // "falls short" is asserted for the larger aggregates only: below the 400k target, as the
+    // paper says. Not by a margin: the lab's TCP falls short by a few percent (validation/papers.md
+    // counts that as a disagreement), ns-2's by about a tenth (validation/ns2/table.md).
     let (rows, shown) = fig5_means();
     for (proto, n, mean, _) in &rows {
         match proto.as_str() {
@@ -195,7 +197,7 @@ fn qstp_holds_its_target_across_fig5_where_tcp_falls_short() {
                 "QSTP holds 400k at n={n}:\n{shown}"
             ),
             "tcp" if *n >= 10 => assert!(
-                *mean < 0.9 * 400_000.0,
+                *mean < 400_000.0,
                 "TCP falls short of 400k at n={n}:\n{shown}"
             ),
             _ => {}
@@ -304,17 +306,20 @@ fn int_point<'a>(s: &'a Summary, key: &str, value: i64) -> &'a PointSummary {
 
 /// Free & Stunts Fig. 4 (80 Mbit/s, 16 of 20 cross flows switched on and off, the step trace):
 /// with the PI controller and 10 Stunts the Free matches its trace with a V* at least 4 times
-/// lower than the same connection without delegation (120 s, one run each).
+/// lower than the same connection without delegation (120 s, one run each). The run is cut in
+/// the file, so that the scenario's 20 s warm-up stays whole (a `duration` override would scale
+/// it to 8 s, and the Free's start, above its target while its losses go to the Stunts, would
+/// count).
 #[test]
 fn free_and_stunts_match_the_trace_far_better_than_the_free_alone() {
     let s = run(
         "fs-fig4",
         Overrides {
             runs: Some(1),
-            duration: Some(Duration::from_secs(120)),
             ..Default::default()
         },
         |doc| {
+            doc.insert("duration".into(), Value::String("120s".into()));
             let sweep = doc["sweep"].as_table_mut().unwrap();
             sweep.clear();
             sweep.insert(
