@@ -801,7 +801,11 @@ mod prr {
                     let blocks: &[(u64, u64)] = if sack { &[(2, k)] } else { &[] };
                     sender.on_ack(detected, &ack_of(1, blocks));
                 }
-                assert_eq!(sender.stats().fast_retransmits, 1, "{recovery:?} sack {sack}");
+                assert_eq!(
+                    sender.stats().fast_retransmits,
+                    1,
+                    "{recovery:?} sack {sack}"
+                );
                 let after = sender.poll_timeout().unwrap();
                 if recovery == Recovery::PrrNs3 {
                     assert_eq!(after, before, "{recovery:?} sack {sack}");
@@ -821,7 +825,14 @@ mod prr {
         // the deadline set by the fast retransmit.
         for recovery in [Recovery::Rfc6675, Recovery::RateHalving] {
             let mut sender = sender_with(recovery, 20);
-            feed(&mut sender, &[ack_of(0, &[(1, 2)]), ack_of(0, &[(1, 3)]), ack_of(0, &[(1, 4)])]);
+            feed(
+                &mut sender,
+                &[
+                    ack_of(0, &[(1, 2)]),
+                    ack_of(0, &[(1, 3)]),
+                    ack_of(0, &[(1, 4)]),
+                ],
+            );
             assert_eq!(sender.stats().fast_retransmits, 1, "{recovery:?}");
             let at_retransmit = sender.poll_timeout().unwrap();
             let later = secs(0.4);

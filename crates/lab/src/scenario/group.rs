@@ -358,10 +358,9 @@ mod tests {
         }
         let err = on("gtfrc", "oscillation_prevention = 1").unwrap_err();
         assert_eq!(err.key, "group.X.oscillation_prevention");
-        let err = read(
-            "name = \"T\"\nprotocol = \"tcp\"\nrtt = \"40ms\"\noscillation_prevention = true",
-        )
-        .unwrap_err();
+        let err =
+            read("name = \"T\"\nprotocol = \"tcp\"\nrtt = \"40ms\"\noscillation_prevention = true")
+                .unwrap_err();
         assert_eq!(err.key, "group.X.oscillation_prevention");
         assert!(err.reason.contains("does not run TFRC"), "{}", err.reason);
     }

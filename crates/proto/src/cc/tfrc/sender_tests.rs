@@ -463,7 +463,8 @@ fn oscillation_prevention_paces_by_the_root_of_the_rtt_sample_against_its_mean()
     // of 400 ms (a queue building) gives R_sqmean = 0.9 sqrt(0.1) + 0.1 sqrt(0.4) and
     // X_inst = X R_sqmean / sqrt(0.4), below X; a third back at 100 ms lifts X_inst above X.
     let mut plain = TfrcSender::new(S, Some(ms(100)), Time::ZERO);
-    let mut damped = TfrcSender::new(S, Some(ms(100)), Time::ZERO).with_oscillation_prevention(true);
+    let mut damped =
+        TfrcSender::new(S, Some(ms(100)), Time::ZERO).with_oscillation_prevention(true);
     let mut mean = 0.1f64.sqrt();
     for (k, rtt) in [100u64, 400, 100].into_iter().enumerate() {
         let now = at(1000 * (k as u64 + 1));
@@ -476,7 +477,10 @@ fn oscillation_prevention_paces_by_the_root_of_the_rtt_sample_against_its_mean()
             mean = 0.9 * mean + 0.1 * root;
         }
         let x = bytes_per_sec(&plain);
-        assert!(close(bytes_per_sec(&damped), x * mean / root, 1e-6), "{k}: {x}");
+        assert!(
+            close(bytes_per_sec(&damped), x * mean / root, 1e-6),
+            "{k}: {x}"
+        );
     }
     assert!(bytes_per_sec(&damped) > bytes_per_sec(&plain));
     // Off (the default), the pacing rate is X.
