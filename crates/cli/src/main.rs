@@ -67,8 +67,29 @@ fn parse() -> Cli {
     Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit())
 }
 
+/// The lab's commands print their tables to standard output: when its reader goes away
+/// (`qstp run X | head`) they end quietly, by SIGPIPE's default action, as other command-line
+/// tools do, instead of Rust's panic on the failed print. The network commands keep Rust's
+/// default (SIGPIPE ignored), so that a write to a closed socket is an error they report.
+fn end_quietly_on_broken_pipe() {
+    // SAFETY: sets a signal's disposition at start-up, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let cli = parse();
+    if matches!(
+        cli.command,
+        Command::Run(_)
+            | Command::Plot(_)
+            | Command::Choose(_)
+            | Command::Papers(_)
+            | Command::Fluid(_)
+    ) {
+        end_quietly_on_broken_pipe();
+    }
     let result = match cli.command {
         Command::Run(args) => run::main(args),
         Command::Plot(args) => plot::main(args),

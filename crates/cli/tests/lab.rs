@@ -192,3 +192,33 @@ fn run_help_lists_every_congestion_control_and_its_parameters() {
     );
     assert!(stdout.contains("  onoff: on/off UDP"), "{stdout}");
 }
+
+#[test]
+fn run_into_a_closed_pipe_ends_quietly() {
+    // `qstp run X | head`: the reader is gone before the table is printed. The run ends without
+    // a panic's message (Rust's default is a panic on the failed print).
+    use std::process::{Command, Stdio};
+    let out = fresh("pipe");
+    let file = scenario("qstp-fig4.toml");
+    let mut child = Command::new(common::QSTP)
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--duration",
+            "5s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stderr.contains("Broken pipe"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&out);
+}
