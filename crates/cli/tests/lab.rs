@@ -222,3 +222,37 @@ fn run_into_a_closed_pipe_ends_quietly() {
     assert!(!stderr.contains("Broken pipe"), "{stderr}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn run_into_a_folder_it_cannot_make_fails_before_simulating() {
+    // /proc takes no new folders, even from root: the refusal comes before the run's header
+    // line, that is before any simulated second, and leaves nothing behind.
+    let file = scenario("qstp-fig4.toml");
+    let (ok, _, stderr) = qstp(&[
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        "/proc/qstp-no-such/results",
+        "--runs",
+        "1",
+        "--duration",
+        "5s",
+    ]);
+    assert!(!ok);
+    assert!(stderr.contains("/proc/qstp-no-such/results"), "{stderr}");
+    assert!(!stderr.contains("point(s)"), "simulated first: {stderr}");
+    // A folder it can make is checked by making and removing it: a run refused after the
+    // check (here for a link the topology lacks) leaves neither it nor its missing parents.
+    let out = fresh("made-late").join("deeper");
+    let (ok, _, stderr) = qstp(&[
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--pcap",
+        "no-such-link",
+    ]);
+    assert!(!ok);
+    assert!(stderr.contains("no-such-link"), "{stderr}");
+    assert!(!out.parent().unwrap().exists());
+}

@@ -68,15 +68,15 @@ const MARKER_TEXT: &str =
     "Written by `qstp run`. A later run into this folder replaces summary.json, scenario.toml,\n\
      runs.csv, series.csv, report.html, inputs/, series/, plots/ and pcap/, and nothing else.\n";
 
-/// Check that `dir` may receive results: it does not exist, is empty, or was written by the lab.
-/// Call it before running anything, so that a refusal costs no work.
+/// Check that `dir` may receive results: it does not exist but can be made, is empty, or was
+/// written by the lab. Call it before running anything, so that a refusal costs no work.
 pub fn claim(dir: &Path) -> Result<(), OutputError> {
     let io = |error| OutputError::Io {
         path: dir.to_path_buf(),
         error,
     };
     match std::fs::read_dir(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => can_make(dir).map_err(io),
         Err(e) => Err(io(e)),
         Ok(mut entries) => {
             if dir.join(MARKER).is_file() || entries.next().is_none() {
@@ -88,6 +88,26 @@ pub fn claim(dir: &Path) -> Result<(), OutputError> {
             }
         }
     }
+}
+
+/// Whether `dir`, which does not exist, can be made: it is made, with the parents it needs, and
+/// removed again, so that a run into a folder it cannot write fails before it simulates.
+fn can_make(dir: &Path) -> std::io::Result<()> {
+    let mut missing = Vec::new();
+    let mut at = dir;
+    while !at.exists() {
+        missing.push(at);
+        match at.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => at = parent,
+            _ => break,
+        }
+    }
+    std::fs::create_dir_all(dir)?;
+    // Innermost first; a folder someone filled meanwhile stays.
+    for made in missing {
+        let _ = std::fs::remove_dir(made);
+    }
+    Ok(())
 }
 
 /// Make `dir/pcap/` an empty folder for this run's packet captures, before the run: `dir` is
