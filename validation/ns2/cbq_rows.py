@@ -79,13 +79,12 @@ def cbq_lab(qstp, seeds, protocols=None):
     key = (seeds, protocols)
     if key in _LAB:
         return _LAB[key]
-    scenario = os.path.join(ROOT, "scenarios", SCENARIO)
+    with open(os.path.join(ROOT, "scenarios", SCENARIO)) as f:
+        text = f.read()
     if protocols:
-        with open(scenario) as f:
-            text = f.read()
-        scenario = text[:text.index("[sweep]")] + '[sweep]\n"group.AB.protocol" = [%s]\n' % \
+        text = text[:text.index("[sweep]")] + '[sweep]\n"group.AB.protocol" = [%s]\n' % \
             ", ".join(f'"{p}"' for p in protocols)
-    with lab_output(qstp, scenario, seeds) as out:
+    with lab_output(qstp, text, seeds) as out:
         with open(os.path.join(out, "runs.csv")) as f:
             runs = list(csv.DictReader(f))
         series = {}

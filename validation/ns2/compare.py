@@ -337,16 +337,14 @@ def af_lab(qstp, scenario, seeds, sweep=None, ns2_tcp_defaults=False):
     key = (scenario, seeds, sweep, ns2_tcp_defaults)
     if key in _LAB_CACHE:
         return _LAB_CACHE[key]
-    scenario_text = os.path.join(ROOT, "scenarios", scenario)
-    if sweep is not None or ns2_tcp_defaults:
-        with open(scenario_text) as f:
-            scenario_text = f.read()
-        if sweep is not None:
-            scenario_text = scenario_text[:scenario_text.index("[sweep]")] + "[sweep]\n" + sweep
-        if ns2_tcp_defaults:
-            scenario_text = scenario_text.replace('protocol = "tcp"\n', 'protocol = "tcp"\n'
-                                                  "packet_size = 1040\nwindow = 20000\n")
-    with lab_output(qstp, scenario_text, seeds) as out:
+    with open(os.path.join(ROOT, "scenarios", scenario)) as f:
+        text = f.read()
+    if sweep is not None:
+        text = text[:text.index("[sweep]")] + "[sweep]\n" + sweep
+    if ns2_tcp_defaults:
+        text = text.replace('protocol = "tcp"\n',
+                            'protocol = "tcp"\npacket_size = 1040\nwindow = 20000\n')
+    with lab_output(qstp, text, seeds) as out:
         with open(os.path.join(out, "runs.csv")) as f:
             rows = list(csv.DictReader(f))
         with open(os.path.join(out, "summary.json")) as f:

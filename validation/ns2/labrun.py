@@ -8,18 +8,15 @@ import tempfile
 
 
 @contextlib.contextmanager
-def lab_output(qstp, scenario, seeds=None):
-    """`qstp run` of `scenario` (a file's path, or a scenario's text, written to a temporary
-    file) on one core, under `nice`, with runs from seed 1 to `seeds` (the file's own runs and
-    seed when None): its output folder, removed on leaving the `with` block."""
+def lab_output(qstp, text, seeds=None):
+    """`qstp run` of the scenario `text` (written to a temporary file) on one core, under `nice`,
+    with runs from seed 1 to `seeds` (the text's own runs and seed when None): its output
+    folder, removed on leaving the `with` block."""
     work = tempfile.mkdtemp(prefix="qstp-ns2-")
     try:
-        if "\n" not in scenario and os.path.exists(scenario):
-            path = scenario
-        else:
-            path = os.path.join(work, "s.toml")
-            with open(path, "w") as f:
-                f.write(scenario)
+        path = os.path.join(work, "s.toml")
+        with open(path, "w") as f:
+            f.write(text)
         out = os.path.join(work, "out")
         extra = [] if seeds is None else ["--runs", str(seeds), "--seed", "1"]
         subprocess.run(["nice", "-n", "10", qstp, "run", path, "--out", out, "--jobs", "1"] +
