@@ -179,6 +179,7 @@ pub struct EndpointStats {
 
 /// Many connections behind one address.
 #[derive(Debug)]
+#[cfg_attr(feature = "fuzzing", derive(Clone))]
 pub struct Endpoint {
     config: EndpointConfig,
     cookies: CookieJar,

@@ -173,6 +173,7 @@ fn epoch_of(sequence: u64) -> u64 {
 }
 
 /// One direction's secret, IV and keys.
+#[cfg_attr(feature = "fuzzing", derive(Clone))]
 struct Direction {
     /// What every epoch's key derives from.
     secret: [u8; 32],
@@ -272,6 +273,7 @@ fn open_with(
 
 /// A connection's packet keys, both directions, and the state that keeps nonces and replays in
 /// check.
+#[cfg_attr(feature = "fuzzing", derive(Clone))]
 pub struct PacketKeys {
     seal: Direction,
     open: Direction,

@@ -35,7 +35,7 @@ pub struct RateState {
 }
 
 /// A sender-side rate controller: decides the allowed sending rate X.
-pub trait RateController: core::fmt::Debug + Send {
+pub trait RateController: core::fmt::Debug + Send + BoxClone {
     /// Feedback arrived.
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport);
     /// A data packet of `size` bytes left.
@@ -55,6 +55,25 @@ pub trait RateController: core::fmt::Debug + Send {
     fn set_segment_size(&mut self, _size: usize) {}
     /// A snapshot for statistics.
     fn state(&self) -> RateState;
+}
+
+/// A boxed controller copies itself (so a whole connection can be copied: the fuzz targets
+/// fork one handshaken connection per input).
+pub trait BoxClone {
+    /// A copy in a new box.
+    fn box_clone(&self) -> Box<dyn RateController>;
+}
+
+impl<T: RateController + Clone + 'static> BoxClone for T {
+    fn box_clone(&self) -> Box<dyn RateController> {
+        Box::new(self.clone())
+    }
+}
+
+impl Clone for Box<dyn RateController> {
+    fn clone(&self) -> Self {
+        self.box_clone()
+    }
 }
 
 pub mod aimd;

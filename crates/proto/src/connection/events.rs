@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 /// Pending events, oldest first; an event already waiting is not queued twice, so the queue never
 /// holds more than one of each kind (the bound).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct EventQueue {
     pending: VecDeque<Event>,
 }

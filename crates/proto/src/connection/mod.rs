@@ -227,6 +227,7 @@ pub(crate) fn is_protected_type(packet: &[u8]) -> bool {
 /// acknowledged; a message connection once the side that finished had every message
 /// acknowledged or abandoned (messages carry no end marker, so that side decides).
 #[derive(Debug)]
+#[cfg_attr(feature = "fuzzing", derive(Clone))]
 pub struct Connection {
     role: Role,
     state: State,

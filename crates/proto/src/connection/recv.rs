@@ -26,7 +26,7 @@ enum Reassembly {
 }
 
 /// The receiving half of a connection.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Receiver {
     received: ReceivedPackets,
     tfrc: TfrcReceiver,

@@ -31,7 +31,7 @@ const BLACK_HOLE_TIMEOUTS: u32 = 2;
 const MAX_OUTSTANDING_CAP: usize = 1 << 20;
 
 /// The sending half of a connection.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Sender {
     pub(crate) rate: Box<dyn RateController>,
     pacer: Pacer,

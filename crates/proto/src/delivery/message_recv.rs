@@ -15,7 +15,7 @@ use crate::wire::Order;
 /// refused (the sender sends it again), so tiny scattered fragments cannot cost quadratic time.
 pub const MAX_MESSAGE_RANGES: usize = 64;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct InMessage {
     data: Vec<u8>,
     /// Received byte ranges.
@@ -48,7 +48,7 @@ impl InMessage {
 }
 
 /// Message fragments held until their messages can be delivered.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct MessageReassembler {
     order: Order,
     capacity: usize,

@@ -25,7 +25,7 @@ enum Fate {
     Abandoned,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct OutMessage {
     data: Vec<u8>,
     deadline: Option<Time>,
@@ -65,7 +65,7 @@ impl OutMessage {
 }
 
 /// Messages written and neither acknowledged nor abandoned.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct MessageSendQueue {
     capacity: usize,
     /// Messages from id `first_id` on; the front is always pending (settled ones are popped).

@@ -21,7 +21,7 @@ const BASE_SEGMENTS: usize = 64;
 const SEGMENT_OVERHEAD: usize = 32;
 
 /// Out-of-order stream bytes held until they can be read in order.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct StreamReassembler {
     window: usize,
     /// Offset of the next byte the application reads.

@@ -7,7 +7,7 @@ use crate::range_set::RangeSet;
 use std::collections::VecDeque;
 
 /// Bytes written and not yet acknowledged, in a bounded ring.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct StreamSendBuffer {
     capacity: usize,
     /// Bytes from `acked_prefix` to the write end.

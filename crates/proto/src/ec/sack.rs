@@ -79,7 +79,7 @@ pub enum AckError {
 pub const DUP_THRESH: usize = 3;
 
 /// Sender-side SACK scoreboard.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct SackSender {
     error: ErrorControl,
     max_outstanding: usize,

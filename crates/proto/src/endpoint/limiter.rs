@@ -34,7 +34,7 @@ struct Bucket {
 }
 
 /// The token buckets of the prefixes that asked for replies lately.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct ReplyLimiter {
     buckets: BTreeMap<(u8, u128), Bucket>,
 }
