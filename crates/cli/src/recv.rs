@@ -52,6 +52,11 @@ pub struct RecvArgs {
     /// keeps nothing.
     #[arg(long, value_name = "DURATION", default_value = partial::DEFAULT_KEEP, value_parser = partial::parse_keep)]
     pub keep_partial: Duration,
+    /// How long an accepted sender has to announce its transfer (the header: name and size)
+    /// before the connection is closed, so a client that only shakes hands holds no transfer
+    /// slot.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = crate::send::parse_interval)]
+    pub header_timeout: f64,
     /// Exit after the first transfer (status 0 only if it was verified).
     #[arg(long)]
     pub once: bool,
@@ -77,6 +82,8 @@ struct Report {
     json: bool,
     /// Print a line per transfer this often.
     interval: Option<Duration>,
+    /// How long a sender has to announce its transfer (`--header-timeout`).
+    header_timeout: Duration,
     /// Whether cut transfers keep their prefix (`--keep-partial` above 0).
     keep: bool,
 }
@@ -308,6 +315,7 @@ async fn run(
         json: args.json,
         interval: args.interval.map(Duration::from_secs_f64),
         keep: !args.keep_partial.is_zero(),
+        header_timeout: Duration::from_secs_f64(args.header_timeout),
     };
     let _sweeper = AbortOnDrop(tokio::spawn(sweep_partials(
         destination.directory(),
@@ -465,13 +473,22 @@ async fn serve_one(
 ) -> anyhow::Result<()> {
     let remote = conn.remote()?;
     let started = Instant::now();
-    let header = match Header::read_from(&mut conn).await {
-        Ok(header) => header,
-        Err(e) => {
-            let _ = answer(&mut conn, &Verdict::for_error(&e)).await;
-            return Err(e).context(format!("bad transfer header from {remote}"));
-        }
-    };
+    let header =
+        match tokio::time::timeout(report.header_timeout, Header::read_from(&mut conn)).await {
+            Ok(Ok(header)) => header,
+            Ok(Err(e)) => {
+                let _ = answer(&mut conn, &Verdict::for_error(&e)).await;
+                return Err(e).context(format!("bad transfer header from {remote}"));
+            }
+            Err(_) => {
+                let reason = format!(
+                    "no transfer header within {} s",
+                    report.header_timeout.as_secs_f64()
+                );
+                close_and_flush(&conn, CLOSE_NO_HEADER, &reason).await;
+                bail!("{reason} from {remote}: connection closed");
+            }
+        };
     let (dir, name) = match destination.staging(&header.name) {
         Ok(staging) => staging,
         Err(e) => {
@@ -540,16 +557,7 @@ async fn serve_one(
             Err(ReceiveFailure::Storage(e)) => storage_reason(e),
             _ => verdict.to_string(),
         };
-        let sent = conn.stats().map_or(0, |s| s.packets_sent);
-        conn.close(CLOSE_NOT_STORED, reason.as_bytes());
-        // Let the driver put the close on the wire before this task (with --once, the process)
-        // ends: its packet count moves when it has.
-        let _ = tokio::time::timeout(Duration::from_millis(500), async {
-            while conn.stats().is_ok_and(|s| s.packets_sent == sent) {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        })
-        .await;
+        close_and_flush(&conn, CLOSE_NOT_STORED, &reason).await;
     }
     match outcome {
         Ok(moved) if verdict == Verdict::Verified => {
@@ -627,6 +635,22 @@ async fn show_intervals(received: Arc<AtomicU64>, every: Duration, what: String)
 
 /// The application close code of a transfer the receiver did not store (the reason says why).
 const CLOSE_NOT_STORED: u32 = 2;
+
+/// The close code of a connection that announced no transfer in time (`--header-timeout`).
+const CLOSE_NO_HEADER: u32 = 3;
+
+/// Close `conn` with `reason` and let the driver put the close on the wire before this task
+/// (with --once, the process) ends: its packet count moves when it has (at most 500 ms).
+async fn close_and_flush(conn: &Connection, code: u32, reason: &str) {
+    let sent = conn.stats().map_or(0, |s| s.packets_sent);
+    conn.close(code, reason.as_bytes());
+    let _ = tokio::time::timeout(Duration::from_millis(500), async {
+        while conn.stats().is_ok_and(|s| s.packets_sent == sent) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+}
 
 /// What a sender is told when its file cannot be stored: the cause in a few words where the
 /// system says it (a full disk, a quota, a read-only or vanished folder), else the whole error.

@@ -135,8 +135,8 @@ fn peers_with_different_pre_shared_keys_never_connect() {
     let source = dir.join("small.bin");
     std::fs::write(&source, pattern(100_000)).unwrap();
     let ours_arg = ours.to_str().unwrap();
-    // The server refuses the wrong key's hello by its binder, keeping nothing for it; the next
-    // sender is served.
+    // The server says nothing to the wrong key's hello (its binder does not verify) and keeps
+    // nothing for it: the sender times out naming the key; the next sender is served.
     let (mut receiver, addr, _lines) = start_server(&out, &["--psk", ours_arg]);
     let send = |key: &std::path::Path| {
         Command::new(QSTP)
@@ -194,4 +194,108 @@ fn a_short_or_missing_key_file_is_refused_before_anything_runs() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(expect), "{stderr}");
     }
+}
+
+/// Shake hands with `server` over a real socket as far as its accept and go no further: no
+/// packet under the keys ever follows (the slot attack), from `127.0.0.<host>`. Returns the
+/// socket, to keep the port.
+fn shake_and_stop(server: SocketAddr, host: u8) -> UdpSocket {
+    use qstp_proto::{Config, Endpoint, EndpointConfig, Time};
+    let socket = UdpSocket::bind(("127.0.0.".to_string() + &host.to_string(), 0)).unwrap();
+    let seed = u64::from(host);
+    socket
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut client = Endpoint::new(EndpointConfig::client([host; 32]), seed);
+    let start = std::time::Instant::now();
+    let now = || Time::ZERO + qstp_proto::Duration::from_nanos(start.elapsed().as_nanos() as u64);
+    let handle = client.connect(now(), server, Config::default()).unwrap();
+    let (mut out, mut buf) = (Vec::new(), vec![0u8; 2048]);
+    while !client.connection(handle).unwrap().is_established() {
+        assert!(start.elapsed() < Duration::from_secs(5), "no accept");
+        client.handle_timeout(now());
+        while let Some(t) = client.poll_transmit(now(), &mut out) {
+            socket.send_to(&out[..t.size], t.destination).unwrap();
+        }
+        if let Ok((n, from)) = socket.recv_from(&mut buf) {
+            client.handle_datagram(now(), from, &buf[..n]);
+        }
+    }
+    socket
+}
+
+#[test]
+fn clients_that_stop_after_the_handshake_hold_no_transfer_slot() {
+    let dir = scratch("hostile-slots");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let source = dir.join("small.bin");
+    std::fs::write(&source, pattern(50_000)).unwrap();
+    // One transfer at a time, and a sender has one second to announce its file.
+    let (mut receiver, addr, lines) =
+        start_server(&out, &["--max-transfers", "1", "--header-timeout", "1"]);
+    let server: SocketAddr = addr.parse().unwrap();
+    // Eight clients at eight addresses complete the cookie exchange and stop: none holds the
+    // one slot.
+    let attackers: Vec<UdpSocket> = (2..=9).map(|host| shake_and_stop(server, host)).collect();
+    let send = Command::new(QSTP)
+        .arg("send")
+        .arg(&source)
+        .args(["--to", &addr, "--quiet"])
+        .output()
+        .unwrap();
+    assert!(
+        send.status.success(),
+        "{}",
+        String::from_utf8_lossy(&send.stderr)
+    );
+    assert_eq!(
+        std::fs::read(out.join("small.bin")).unwrap(),
+        pattern(50_000)
+    );
+    drop(attackers);
+
+    // A client that proves its keys but announces nothing is closed after --header-timeout,
+    // with the reason, and the slot is free again.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let closed = runtime.block_on(async {
+        let endpoint = qstp_net::Endpoint::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let conn = endpoint
+            .connect(server, qstp_net::Config::default())
+            .await
+            .unwrap();
+        let started = std::time::Instant::now();
+        let _ = tokio::time::timeout(Duration::from_secs(10), conn.closed()).await;
+        (started.elapsed(), conn.close_reason())
+    });
+    assert!(
+        closed.0 < Duration::from_secs(5),
+        "closed after {:?}",
+        closed.0
+    );
+    match closed.1 {
+        Some(qstp_proto::CloseReason::PeerClosed { code: 3, reason }) => {
+            assert!(reason.contains("no transfer header within 1 s"), "{reason}")
+        }
+        other => panic!("not closed for its missing header: {other:?}"),
+    }
+    let again = Command::new(QSTP)
+        .arg("send")
+        .arg(&source)
+        .args(["--to", &addr, "--quiet"])
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    let _ = receiver.kill();
+    let _ = receiver.wait();
+    let lines = lines.join().unwrap();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("no transfer header within 1 s")),
+        "{lines:?}"
+    );
 }

@@ -124,6 +124,7 @@ impl Endpoint {
             socket_stats: SocketStats::default(),
             retiring: Vec::new(),
             connecting: Vec::new(),
+            psk: options.psk.is_some(),
         };
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
@@ -181,6 +182,9 @@ impl Endpoint {
                     .map_or(0, |c| c.stats().auth_failures);
                 if reason == CloseReason::HandshakeTimeout && forged > 0 {
                     return Poll::Ready(Err(Error::HandshakeNotAuthenticated(forged)));
+                }
+                if reason == CloseReason::HandshakeTimeout && state.psk {
+                    return Poll::Ready(Err(Error::ConnectTimeoutWithKey));
                 }
                 return Poll::Ready(Err(Error::from_close(&reason).unwrap_or(Error::Finished)));
             }

@@ -17,6 +17,12 @@ pub enum Error {
     /// The peer did not answer the handshake in time.
     #[error("connection attempt timed out: no answer from the peer")]
     ConnectTimeout,
+    /// The peer did not answer a handshake that carried a pre-shared key: it is not there, or it
+    /// holds another key (a server with a key says nothing to a hello without its binder).
+    #[error(
+        "connection attempt timed out: no answer from the peer (a receiver holding another pre-shared key stays silent: do both ends use the same --psk?)"
+    )]
+    ConnectTimeoutWithKey,
     /// Nothing was heard from the peer for the idle timeout: it vanished or the path broke.
     #[error("connection timed out: nothing heard from the peer for the idle timeout")]
     IdleTimeout,
@@ -97,9 +103,10 @@ impl Error {
     /// The `io::ErrorKind` that best describes this error to byte-stream users.
     pub fn io_kind(&self) -> io::ErrorKind {
         match self {
-            Error::ConnectTimeout | Error::IdleTimeout | Error::PeerUnresponsive(_) => {
-                io::ErrorKind::TimedOut
-            }
+            Error::ConnectTimeout
+            | Error::ConnectTimeoutWithKey
+            | Error::IdleTimeout
+            | Error::PeerUnresponsive(_) => io::ErrorKind::TimedOut,
             Error::DatagramTooLarge(_) => io::ErrorKind::InvalidInput,
             Error::Refused | Error::NothingListens(_) => io::ErrorKind::ConnectionRefused,
             Error::HandshakeNotAuthenticated(_) | Error::KeyMismatch => {

@@ -58,6 +58,8 @@ pub(crate) struct State {
     /// Connections opened by `connect` whose handshake may still be pending (empty, normally):
     /// only while one is does the driver wait on the socket's error queue.
     pub(crate) connecting: Vec<ConnectionHandle>,
+    /// Whether this endpoint holds a pre-shared key (its hellos carry a binder).
+    pub(crate) psk: bool,
 }
 
 /// Wakers and flags of one connection.

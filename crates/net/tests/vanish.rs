@@ -19,8 +19,10 @@ async fn a_vanished_peer_ends_the_transfer_with_a_timeout_on_both_sides() {
     bounded(async {
         let server = server(Duration::from_secs(1));
         let relay = Relay::start(server.local_addr(), Impairment::default()).await;
+        let (accepted, is_accepted) = tokio::sync::oneshot::channel();
         let receiver = tokio::spawn(async move {
             let mut conn = server.accept().await.unwrap();
+            let _ = accepted.send(());
             let mut sink = Vec::new();
             let err = conn.read_to_end(&mut sink).await.unwrap_err();
             (sink.len(), to_net_error(&err))
@@ -34,6 +36,8 @@ async fn a_vanished_peer_ends_the_transfer_with_a_timeout_on_both_sides() {
         let mut conn = client.connect(relay.addr, config).await.unwrap();
         // Some data flows, then the path dies while the sender still has plenty to write.
         conn.write_all(&pattern(256 * 1024)).await.unwrap();
+        // The server announces the connection once a packet of ours opened there.
+        is_accepted.await.unwrap();
         relay.blackhole.store(true, Ordering::Relaxed);
         let data = pattern(64 << 20);
         let sent = conn.write_all(&data).await;

@@ -108,6 +108,12 @@ pub struct EndpointConfig {
     pub max_connections: usize,
     /// Most server connections from one IP address; further hellos from it are refused.
     pub max_per_address: usize,
+    /// Most half-open server connections (accepted, but no packet of the client authenticated
+    /// yet) at once; they hold no slot of `max_connections` and end after the handshake
+    /// timeout.
+    pub max_half_open: usize,
+    /// Most half-open server connections from one IP address.
+    pub max_half_open_per_address: usize,
     /// `Some` to accept incoming connections: the limits (buffers, timeouts, datagram size)
     /// applied to them; their composition and target come from the client's hello.
     pub server: Option<Config>,
@@ -126,6 +132,8 @@ impl EndpointConfig {
             cookie_lifetime: Duration::from_secs(10),
             max_connections: 1024,
             max_per_address: 64,
+            max_half_open: 256,
+            max_half_open_per_address: 8,
             server: None,
             policy: ServerPolicy::default(),
             psk: None,
@@ -351,6 +359,12 @@ impl Endpoint {
             self.stats.refused += 1;
             return;
         };
+        // A server holding a pre-shared key answers only hellos that prove it (WireGuard's mac1
+        // habit): to anyone else it says nothing, not even a retry.
+        if self.config.psk.is_some() && self.key_mismatch(hello, datagram).is_some() {
+            self.stats.key_mismatches += 1;
+            return;
+        }
         let cookie_ok = match &hello.cookie {
             None => {
                 self.stats.cookie_challenges += 1;
@@ -421,11 +435,22 @@ impl Endpoint {
             self.refuse(now, remote, hello.source, b"too many connections");
             return;
         }
-        let from_address = self
-            .connections
-            .values()
-            .filter(|c| !c.is_closed() && c.remote().ip() == remote.ip())
-            .count();
+        let (mut from_address, mut half_open, mut half_open_here) = (0, 0, 0);
+        for conn in self.connections.values().filter(|c| !c.is_closed()) {
+            let here = conn.remote().ip() == remote.ip();
+            from_address += usize::from(here);
+            if conn.is_half_open() {
+                half_open += 1;
+                half_open_here += usize::from(here);
+            }
+        }
+        if protected
+            && (half_open >= self.config.max_half_open
+                || half_open_here >= self.config.max_half_open_per_address)
+        {
+            self.refuse(now, remote, hello.source, b"too many unfinished handshakes");
+            return;
+        }
         if from_address >= self.config.max_per_address {
             self.refuse(
                 now,
@@ -550,8 +575,12 @@ impl Endpoint {
         KeyShare::from_secret(secret)
     }
 
+    /// Connections holding a slot: neither closed nor half-open.
     fn live_connections(&self) -> usize {
-        self.connections.values().filter(|c| !c.is_closed()).count()
+        self.connections
+            .values()
+            .filter(|c| !c.is_closed() && !c.is_half_open())
+            .count()
     }
 
     /// Run every timer that is due at `now`.

@@ -60,14 +60,21 @@ impl Connection {
         );
     }
 
-    /// Server: the connection exists once the cookie checked out; the accept goes out next.
+    /// Server: the connection exists once the cookie checked out; the accept goes out next. A
+    /// protected one is announced only once the client's first packet authenticates, and is
+    /// dropped if none does within the handshake timeout.
     pub(super) fn accept_hello(&mut self, now: Time, hello: &Hello) {
         self.state = State::Established;
         self.handshake.accept_due = true;
         self.handshake.hello_timestamp = hello.timestamp;
         self.sender.set_peer_window(&self.config, hello.recv_window);
         self.sender.rebuild_rate_controller(now, &self.config, None);
-        self.events.push(Event::Connected);
+        if self.awaiting_proof {
+            self.timers
+                .set(Timer::HandshakeTimeout, now + self.config.handshake_timeout);
+        } else {
+            self.events.push(Event::Connected);
+        }
     }
 
     /// Server: the client sent its hello again (our accept was lost); answer it again.
@@ -125,6 +132,12 @@ impl Connection {
         self.sender
             .set_peer_window(&self.config, accept.recv_window);
         self.sender.rebuild_rate_controller(now, &self.config, rtt);
+        if self.keys.is_some() {
+            // The server holds no slot for us until a packet of ours authenticates: if the
+            // application sends nothing within about an RTT, an empty packet goes.
+            let wait = rtt.unwrap_or(self.config.initial_rtt);
+            self.sender.proof = super::send::Proof::DueAt(now + wait);
+        }
         self.receiver.resize_segment(&self.config);
         self.state = State::Established;
         self.timers.stop(Timer::HelloRetransmit);

@@ -256,6 +256,10 @@ pub struct Connection {
     key_share: Option<KeyShare>,
     /// The pre-shared key both sides must hold, if any.
     psk: Option<PreSharedKey>,
+    /// Server: the client has not yet proven it holds the keys (no packet of it has
+    /// authenticated). Such a connection is not announced and holds no slot (RFC 9000 §21.6:
+    /// a server's handshake completes only on the client's proof).
+    awaiting_proof: bool,
 }
 
 impl Connection {
@@ -298,6 +302,7 @@ impl Connection {
         if let Some((share, keys)) = keys {
             conn.key_share = Some(share);
             conn.keys = Some(keys);
+            conn.awaiting_proof = true;
         }
         conn.enable_skips(skip_seed);
         conn.accept_hello(now, hello);
@@ -334,6 +339,7 @@ impl Connection {
             keys: None,
             key_share: None,
             psk: None,
+            awaiting_proof: false,
         }
     }
 
@@ -377,6 +383,23 @@ impl Connection {
             }
             self.on_packet_while_closed(packet);
             return;
+        }
+        // Only an opened datagram of a protected connection is a data, feedback or close packet
+        // here: its sender holds the keys.
+        let authenticated = self.keys.is_some()
+            && matches!(
+                packet,
+                Packet::Data(_) | Packet::Feedback(_) | Packet::Close(_)
+            );
+        if authenticated && self.awaiting_proof {
+            // Announced before the packet acts, so a close that proves the keys follows it.
+            self.awaiting_proof = false;
+            self.timers.stop(Timer::HandshakeTimeout);
+            self.events.push(Event::Connected);
+        }
+        if authenticated {
+            // The server answered under the keys, so it has our proof.
+            self.sender.proof = send::Proof::Done;
         }
         let accepted = match packet {
             Packet::Hello(hello) => self.on_duplicate_hello(hello),
@@ -700,9 +723,15 @@ impl Connection {
         self.remote
     }
 
-    /// Whether the handshake completed and the connection is not closed.
+    /// Whether the handshake completed and the connection is not closed (a protected server
+    /// connection completes on the client's first authenticated packet).
     pub fn is_established(&self) -> bool {
-        self.state == State::Established
+        self.state == State::Established && !self.awaiting_proof
+    }
+
+    /// Server: whether the client has yet to prove it holds the keys (a half-open connection).
+    pub fn is_half_open(&self) -> bool {
+        self.awaiting_proof && !self.is_closed()
     }
 
     /// Whether the connection has ended (see [`Event::Closed`]).

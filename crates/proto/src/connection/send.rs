@@ -30,6 +30,17 @@ const BLACK_HOLE_TIMEOUTS: u32 = 2;
 /// Most packets outstanding at once, whatever the buffers allow.
 const MAX_OUTSTANDING_CAP: usize = 1 << 20;
 
+/// A client's proof that it holds the packet keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Proof {
+    /// Nothing to prove (the server was heard, or the connection is not protected).
+    Done,
+    /// A packet should go out by then, empty if the application sent nothing.
+    DueAt(Time),
+    /// One went out; if everything sent is lost before the server is heard, another goes.
+    Sent,
+}
+
 /// The sending half of a connection.
 #[derive(Clone, Debug)]
 pub(crate) struct Sender {
@@ -54,6 +65,9 @@ pub(crate) struct Sender {
     max_outstanding: usize,
     /// Something may be sendable: data written, window opened, retransmission queued.
     pub(crate) has_work: bool,
+    /// Client of a protected connection: where its proof of the keys stands (the server holds
+    /// no slot for it until one of its packets authenticates).
+    pub(crate) proof: Proof,
     /// The rate controller was told the sender is data-limited since the last packet.
     data_limited_signalled: bool,
     /// A write was refused or cut short: announce `Writable` once space frees up.
@@ -94,6 +108,11 @@ pub(crate) struct Sender {
 }
 
 impl Sender {
+    /// Whether the client's proof of the keys must go out at `now`.
+    fn proof_due(&self, now: Time) -> bool {
+        matches!(self.proof, Proof::DueAt(at) if at <= now)
+    }
+
     /// The sender of a connection with `config`.
     pub(crate) fn new(now: Time, config: &Config) -> Self {
         let stream_mode = config.supports_stream();
@@ -113,6 +132,7 @@ impl Sender {
             last_feedback_sequence: None,
             max_outstanding,
             has_work: false,
+            proof: Proof::Done,
             data_limited_signalled: false,
             write_blocked: false,
             finished: false,
@@ -316,6 +336,9 @@ impl Connection {
         if let Some(probe) = self.sender.probe_at.filter(|t| *t > self.last_now) {
             next = min_time(next, Some(probe));
         }
+        if let Proof::DueAt(at) = self.sender.proof {
+            next = min_time(next, Some(at));
+        }
         if self.wants_to_send() {
             let pace = self.sender.pacer.next_send_time(
                 self.last_now,
@@ -359,7 +382,8 @@ impl Connection {
             && self.remote_id.is_some()
             && (self.sender.has_work
                 || self.sender.sack.has_retransmissions()
-                || self.sender.probe_at.is_some_and(|t| t <= self.last_now))
+                || self.sender.probe_at.is_some_and(|t| t <= self.last_now)
+                || self.sender.proof_due(self.last_now))
     }
 
     /// Partial reliability: give up on messages past their deadline or retransmission limit.
@@ -394,6 +418,10 @@ impl Connection {
         if self.poll_probe(now, destination, rate, buf) {
             return true;
         }
+        if self.sender.proof == Proof::Sent && self.sender.sack.outstanding() == 0 {
+            // Everything sent since the accept was lost, and the server not heard: prove again.
+            self.sender.proof = Proof::DueAt(now);
+        }
         // QSTP paper §4, Fig. 2: packets to retransmit go ahead of new data.
         self.abandon_expired(now);
         let mut payload = std::mem::take(&mut self.sender.payload);
@@ -411,10 +439,12 @@ impl Connection {
                 self.sender.probes = 0;
                 Some(chunk)
             }
-            None => self
-                .empty_packet_needed(now)
+            None => (self.empty_packet_needed(now) || self.sender.proof_due(now))
                 .then_some((Chunk::Empty, SentChunk::Empty)),
         };
+        if picked.is_some() && matches!(self.sender.proof, Proof::DueAt(_)) {
+            self.sender.proof = Proof::Sent;
+        }
         let Some((chunk, sent_chunk)) = picked else {
             self.sender.payload = payload;
             self.sender.has_work = false;

@@ -42,14 +42,9 @@ fn connections_share_the_endpoint_in_turn() {
         client.connect(now, server_addr, config).unwrap(),
     ];
     exchange(&mut client, &mut server, now, client_addr, server_addr);
-    let mut accepted = Vec::new();
-    while let Some((h, e)) = server.poll_event() {
-        if e == Event::Connected {
-            accepted.push(h);
-        }
-    }
-    assert_eq!(accepted.len(), 2, "both handshakes completed");
     assert_eq!(server.stats().accepted, 2);
+    // Not announced yet: neither client has sent a packet under the keys.
+    assert_eq!(server.poll_event(), None);
     for h in handles {
         assert!(client.connection(h).unwrap().is_established());
         client
@@ -72,6 +67,14 @@ fn connections_share_the_endpoint_in_turn() {
     for pair in order.windows(2) {
         assert_ne!(pair[0], pair[1], "turns alternate: {order:?}");
     }
+    // Each client's first data packet proved its keys: now both are announced.
+    let mut accepted = Vec::new();
+    while let Some((h, e)) = server.poll_event() {
+        if e == Event::Connected {
+            accepted.push(h);
+        }
+    }
+    assert_eq!(accepted.len(), 2, "both handshakes completed");
 
     // Each connection's bytes reached its own server connection (routing by connection id).
     let mut sink = [0u8; 4096];

@@ -27,7 +27,10 @@ fn handshake_goes_through_a_cookie_challenge() {
         .as_ref()
         .unwrap()
         .iter()
-        .filter(|(_, d, _)| *d == Direction::ToServer)
+        .filter(|(_, d, b)| {
+            *d == Direction::ToServer
+                && qstp_proto::wire::peek_type(b) == Ok(qstp_proto::wire::PacketType::Hello)
+        })
         .count();
     assert_eq!(hellos, 2, "hello, then hello with cookie");
 
@@ -251,10 +254,16 @@ fn a_replayed_hello_keeps_no_half_open_connection_alive_and_gets_a_retry_once_it
         )),
         "an expired cookie was answered with more than a retry"
     );
-    // The replays refreshed nothing: the connection went at its idle timeout (30 s).
+    // The replays refreshed nothing: the connection, never proven by a packet under the keys,
+    // went at the handshake timeout (10 s), unannounced.
     let mut closed = false;
     while let Some((_, event)) = server.poll_event() {
-        closed |= matches!(event, Event::Closed(CloseReason::IdleTimeout));
+        assert_ne!(
+            event,
+            Event::Connected,
+            "a half-open connection was announced"
+        );
+        closed |= matches!(event, Event::Closed(CloseReason::HandshakeTimeout));
     }
     assert!(closed, "the replayed hello kept the connection alive");
 }
@@ -290,4 +299,128 @@ fn one_address_holds_at_most_max_per_address_connections() {
         shake("10.0.0.8:1000", 14),
         "another address is not held back"
     );
+}
+
+/// Shake hands from `addr` as far as the server's accept and go no further: the client never
+/// sends a packet under the keys (the slot attack). Returns whether the server accepted.
+fn shake_and_stop(
+    server: &mut Endpoint,
+    server_addr: std::net::SocketAddr,
+    addr: &str,
+    seed: u64,
+    now: qstp_proto::Time,
+) -> bool {
+    let addr = addr.parse().unwrap();
+    let mut client = Endpoint::new(EndpointConfig::client([1; 32]), seed);
+    client.connect(now, server_addr, Config::default()).unwrap();
+    let before = server.stats().accepted;
+    for _ in 0..2 {
+        for hello in drain(&mut client, now) {
+            server.handle_datagram(now, addr, &hello);
+        }
+        for reply in drain(server, now) {
+            client.handle_datagram(now, server_addr, &reply);
+        }
+    }
+    server.stats().accepted > before
+}
+
+#[test]
+fn clients_that_never_prove_their_keys_hold_no_slot() {
+    use qstp_proto::Time;
+    let server_addr: std::net::SocketAddr = "10.0.0.2:4433".parse().unwrap();
+    let mut config = EndpointConfig::server([2; 32], Config::default());
+    config.max_connections = 2;
+    let mut server = Endpoint::new(config, 2);
+    // Eight attackers at eight addresses complete the cookie exchange and stop.
+    for i in 0..8 {
+        let addr = format!("10.0.1.{i}:1000");
+        assert!(shake_and_stop(
+            &mut server,
+            server_addr,
+            &addr,
+            100 + i,
+            Time::ZERO
+        ));
+    }
+    // None of them is announced, and none holds one of the two slots.
+    assert_eq!(server.poll_event(), None);
+    // A legitimate client still gets through and is announced once its first packet opens.
+    let mut pair = Pair::with_endpoints(
+        Endpoint::new(EndpointConfig::client([1; 32]), 9),
+        server,
+        path(),
+        9,
+    );
+    pair.connect_and_establish(Config::default());
+    assert!(pair.server.saw(&Event::Connected));
+    // The half-open ones went at the handshake timeout (10 s), never announced.
+    pair.drive(Duration::from_secs(11));
+    let half_open_closed = pair
+        .server
+        .events
+        .iter()
+        .filter(|(_, h, e)| {
+            Some(*h) != pair.server.handle && *e == Event::Closed(CloseReason::HandshakeTimeout)
+        })
+        .count();
+    assert_eq!(half_open_closed, 8);
+    assert!(pair
+        .server
+        .events
+        .iter()
+        .all(|(_, h, e)| Some(*h) == pair.server.handle || *e != Event::Connected));
+    assert!(pair.server.conn().is_established());
+}
+
+#[test]
+fn one_address_holds_at_most_max_half_open_per_address_unfinished_handshakes() {
+    use qstp_proto::Time;
+    let server_addr = "10.0.0.2:4433".parse().unwrap();
+    let mut config = EndpointConfig::server([2; 32], Config::default());
+    config.max_half_open_per_address = 3;
+    config.max_half_open = 5;
+    let mut server = Endpoint::new(config, 2);
+    for port in 0..3 {
+        let addr = format!("10.0.0.7:{}", 1000 + port);
+        assert!(shake_and_stop(
+            &mut server,
+            server_addr,
+            &addr,
+            10 + port,
+            Time::ZERO
+        ));
+    }
+    assert!(
+        !shake_and_stop(&mut server, server_addr, "10.0.0.7:1003", 13, Time::ZERO),
+        "a fourth unfinished handshake from one address"
+    );
+    assert!(shake_and_stop(
+        &mut server,
+        server_addr,
+        "10.0.0.8:1000",
+        14,
+        Time::ZERO
+    ));
+    assert!(shake_and_stop(
+        &mut server,
+        server_addr,
+        "10.0.0.9:1000",
+        15,
+        Time::ZERO
+    ));
+    assert!(
+        !shake_and_stop(&mut server, server_addr, "10.0.0.10:1000", 16, Time::ZERO),
+        "a sixth unfinished handshake in all"
+    );
+    // Once the handshake timeout took them, the address may try again.
+    let later = Time::ZERO + Duration::from_secs(11);
+    server.handle_timeout(later);
+    assert!(shake_and_stop(
+        &mut server,
+        server_addr,
+        "10.0.0.7:1004",
+        17,
+        later
+    ));
 }
