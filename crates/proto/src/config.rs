@@ -321,6 +321,13 @@ pub struct Config {
     /// received is caught (RFC 9000 §21.4). On by default; the simulator turns it off, as the
     /// papers' protocols numbered every packet.
     pub skip_packet_numbers: bool,
+    /// Distrust the receiver's reports (RFC 5348 §9): the sender computes the loss event rate
+    /// from the SACK ranges and rates by it (byte streams), caps the reported receive rate at 1.25
+    /// times what was acknowledged in the last RTT, and closes the connection when the receiver keeps
+    /// reporting far less loss than its acknowledgements show; skipped packet numbers then go
+    /// unannounced. On by default; the simulator turns it off, as the papers' TFRC believed its
+    /// receiver.
+    pub check_receiver: bool,
 }
 
 impl Config {
@@ -521,6 +528,7 @@ impl Default for Config {
             max_rate: None,
             protection: Protection::Aead,
             skip_packet_numbers: true,
+            check_receiver: true,
         }
     }
 }

@@ -41,6 +41,7 @@ pub fn flow_config(config: &Config, packet_size: usize) -> Result<Config, Testbe
     c.max_datagram = packet_size.saturating_sub(UDP_IP_HEADER as usize);
     c.protection = Protection::Null;
     c.skip_packet_numbers = false;
+    c.check_receiver = false;
     c.validate()
         .map_err(|e| TestbedError::Unsupported(format!("qstp configuration: {e}")))?;
     Ok(c)
@@ -289,6 +290,7 @@ mod tests {
         assert_eq!(c.max_datagram, 1472);
         assert_eq!(c.protection, Protection::Null);
         assert!(!c.skip_packet_numbers);
+        assert!(!c.check_receiver);
         assert!(flow_config(&Config::default(), 30).is_err());
     }
 }

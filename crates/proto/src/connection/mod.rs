@@ -167,6 +167,7 @@ pub struct Stats {
 mod close;
 mod events;
 mod handshake;
+mod honesty;
 mod idle;
 mod liveness;
 mod pmtu;
@@ -347,6 +348,9 @@ impl Connection {
     fn enable_skips(&mut self, seed: u64) {
         if self.config.skip_packet_numbers {
             self.sender.skips = Some(skip::Skips::new(seed));
+        }
+        if self.config.check_receiver {
+            self.sender.check_receiver();
         }
     }
 

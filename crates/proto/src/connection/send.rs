@@ -55,6 +55,8 @@ pub(crate) struct Sender {
     next_packet_number: u64,
     /// Packet numbers left unused now and then (RFC 9000 §21.4); `None` without protection.
     pub(crate) skips: Option<super::skip::Skips>,
+    /// The receiver's reports checked against the SACK ranges (`Config::check_receiver`).
+    pub(crate) check: Option<super::honesty::ReceiverCheck>,
     /// Flow control: stream bytes or message ids below this may be sent.
     peer_max_data: u64,
     /// The peer's receive buffer from the handshake: no message larger can ever be delivered.
@@ -108,6 +110,15 @@ pub(crate) struct Sender {
 }
 
 impl Sender {
+    /// Check the receiver's reports against the SACK ranges from now on.
+    pub(super) fn check_receiver(&mut self) {
+        let own_loss_history = self.stream.is_some();
+        self.check = Some(super::honesty::ReceiverCheck::new(own_loss_history));
+        if own_loss_history {
+            self.sack.list_acked_packets();
+        }
+    }
+
     /// Whether the client's proof of the keys must go out at `now`.
     fn proof_due(&self, now: Time) -> bool {
         matches!(self.proof, Proof::DueAt(at) if at <= now)
@@ -127,6 +138,7 @@ impl Sender {
             messages: (!stream_mode).then(|| MessageSendQueue::new(config.send_buffer)),
             next_packet_number: 0,
             skips: None,
+            check: None,
             peer_max_data: 0,
             peer_recv_window: None,
             last_feedback_sequence: None,
@@ -456,9 +468,18 @@ impl Connection {
             }
             return false;
         };
-        let (packet_number, previous_skipped) = match self.sender.skips.as_mut() {
+        let (packet_number, skipped) = match self.sender.skips.as_mut() {
             Some(skips) => skips.number_for(self.sender.next_packet_number),
             None => (self.sender.next_packet_number, false),
+        };
+        // RFC 9000 §21.4: a sender that runs its own loss history says nothing of its skips, so
+        // no receiver can steer around them; one that believes its receiver's must tell it.
+        let previous_skipped = match self.sender.check.as_mut() {
+            Some(check) if skipped && check.own_loss_history() => {
+                check.on_not_loss(packet_number - 1);
+                false
+            }
+            _ => skipped,
         };
         // The probe before this packet, if lost, is no congestion loss (RFC 8899 §4.4).
         let previous_skipped = previous_skipped || std::mem::take(&mut self.sender.after_probe);
@@ -545,6 +566,10 @@ impl Connection {
         self.sender.next_packet_number = next + 1;
         self.sender.after_probe = true;
         self.sender.sack.on_untracked_sent(next);
+        if let Some(check) = self.sender.check.as_mut() {
+            // RFC 8899 §4.4: a lost probe is no congestion.
+            check.on_not_loss(next);
+        }
         self.sender.pmtu.on_probe_sent(now, next, size);
         self.sender.pacer.on_sent(now, rate, buf.len());
         self.sender.rate.on_packet_sent(now, buf.len());
@@ -803,7 +828,35 @@ impl Connection {
             self.sender.rto_estimator.on_sample(sample);
         }
         let rtt_sample = measured.unwrap_or_else(|| self.sender.rate.state().rtt);
-        let ppb = feedback.loss_event_rate_ppb.min(1_000_000_000);
+        let mut x_recv = Rate::from_bps(feedback.x_recv);
+        let mut ppb = feedback.loss_event_rate_ppb.min(1_000_000_000);
+        if let Some(check) = self.sender.check.as_mut() {
+            let rtt = Some(self.sender.rate.state().rtt)
+                .filter(|r| !r.is_zero())
+                .unwrap_or(rtt_sample);
+            check.on_acked(
+                now,
+                result.acked_bytes,
+                &result.acked_list,
+                rtt,
+                self.config.segment_size(),
+            );
+            x_recv = check.cap_x_recv(now, x_recv, rtt);
+            if let Some(reason) = check.judge(f64::from(ppb) / 1e9) {
+                self.close_with_packet(
+                    now,
+                    crate::connection::CloseReason::ProtocolViolation(reason),
+                    false,
+                    0,
+                    b"loss reports contradict acknowledgements",
+                );
+                return true;
+            }
+            if check.own_loss_history() {
+                // The rate follows the losses the acknowledgements show (module `honesty`).
+                ppb = (check.loss_event_rate() * 1e9).round() as u32;
+            }
+        }
         if ppb > self.sender.last_loss_event_rate_ppb {
             // Between loss events p only falls or holds (RFC 5348 §5.4): a rise is a new event.
             self.counters.loss_event_rate_increases += 1;
@@ -811,7 +864,7 @@ impl Connection {
         self.sender.last_loss_event_rate_ppb = ppb;
         let report = FeedbackReport {
             rtt_sample,
-            x_recv: Rate::from_bps(feedback.x_recv),
+            x_recv,
             loss_event_rate: f64::from(ppb) / 1e9,
         };
         self.sender.rate.on_feedback(now, &report);

@@ -56,12 +56,17 @@ pub struct AckResult {
     pub acked: Vec<SentChunk>,
     /// Packets newly acknowledged.
     pub acked_packets: u64,
+    /// Their datagrams' bytes.
+    pub acked_bytes: u64,
     /// Packets newly declared lost.
     pub lost_packets: u64,
     /// Send time of the largest newly acknowledged packet (for an RTT sample).
     pub largest_acked_sent: Option<Time>,
     /// Packet number of the largest newly acknowledged packet.
     pub largest_acked: Option<u64>,
+    /// Every packet newly acknowledged, ascending by number, when the scoreboard was asked to
+    /// list them ([`SackSender::list_acked_packets`]); empty otherwise.
+    pub acked_list: Vec<SentPacket>,
 }
 
 /// Why an acknowledgement was refused.
@@ -98,6 +103,8 @@ pub struct SackSender {
     top_acked: Vec<u64>,
     /// The packet whose chunk `next_retransmission` gave last.
     last_retransmitted: Option<u64>,
+    /// Whether acknowledgements list the packets they acknowledged (`AckResult::acked_list`).
+    list_acked: bool,
 }
 
 impl SackSender {
@@ -114,7 +121,14 @@ impl SackSender {
             largest_sent: None,
             top_acked: Vec::with_capacity(DUP_THRESH + 1),
             last_retransmitted: None,
+            list_acked: false,
         }
+    }
+
+    /// Have every acknowledgement list the packets it acknowledged, for a sender that checks
+    /// its receiver's reports against them.
+    pub fn list_acked_packets(&mut self) {
+        self.list_acked = true;
     }
 
     /// Remember a packet just sent; packet numbers must increase (never reused).
@@ -182,11 +196,16 @@ impl SackSender {
                 result.lost_packets += 1;
             }
         }
+        result.acked_list.sort_unstable_by_key(|p| p.packet_number);
         Ok(result)
     }
 
     fn record_acked(&mut self, p: &SentPacket, result: &mut AckResult, largest: &mut Option<u64>) {
         result.acked_packets += 1;
+        result.acked_bytes += p.size as u64;
+        if self.list_acked {
+            result.acked_list.push(*p);
+        }
         if p.chunk != SentChunk::Empty {
             result.acked.push(p.chunk);
         }

@@ -12,6 +12,7 @@ mod endpoint;
 mod fuzz_corpus;
 mod handshake;
 mod kill_switches;
+mod lying_receiver;
 mod messages;
 mod path_mtu;
 mod protection;

@@ -24,6 +24,7 @@ pub(super) fn agents(config: &Config, flow: FlowSetup) -> Result<(Agent, Agent),
     // runs stay fast and repeatable, and no one on a simulated path is an attacker.
     config.protection = Protection::Null;
     config.skip_packet_numbers = false;
+    config.check_receiver = false;
     config.validate().map_err(|source| SimError::QstpConfig {
         group: flow.group.name.clone(),
         source,

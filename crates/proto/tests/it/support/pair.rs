@@ -48,6 +48,8 @@ pub struct PathModel {
     pub drop_if: Option<fn(Time, &[u8]) -> bool>,
     /// Probability that one bit of a datagram is flipped on the way (a corrupting relay).
     pub corrupt: f64,
+    /// A middlebox (or a lying peer) that rewrites every datagram on the way.
+    pub rewrite: Option<fn(&mut Vec<u8>)>,
 }
 
 impl Default for PathModel {
@@ -62,6 +64,7 @@ impl Default for PathModel {
             queue_limit: 50,
             drop_if: None,
             corrupt: 0.0,
+            rewrite: None,
         }
     }
 }
@@ -301,9 +304,10 @@ impl Pair {
         while self.time < end && self.step() {}
     }
 
-    /// Hand a datagram to a path as if an endpoint had sent it.
+    /// Hand a datagram to a path as if an endpoint had sent it (never lost on the way).
     pub fn inject(&mut self, direction: Direction, datagram: Vec<u8>) {
-        self.enqueue(direction, datagram);
+        // Injected by the attacker beside the path: its random losses do not apply.
+        self.enqueue_as(direction, datagram, true);
     }
 
     fn transmit_all(&mut self) -> bool {
@@ -323,7 +327,11 @@ impl Pair {
         progress
     }
 
-    fn enqueue(&mut self, direction: Direction, mut datagram: Vec<u8>) {
+    fn enqueue(&mut self, direction: Direction, datagram: Vec<u8>) {
+        self.enqueue_as(direction, datagram, false);
+    }
+
+    fn enqueue_as(&mut self, direction: Direction, mut datagram: Vec<u8>, injected: bool) {
         if let Some(log) = self.capture.as_mut() {
             log.push((self.time, direction, datagram.clone()));
         }
@@ -341,11 +349,15 @@ impl Pair {
         };
         stats.sent += 1;
         stats.bytes_sent += datagram.len() as u64;
-        if model.drop_if.is_some_and(|drop| drop(self.time, &datagram))
-            || chance(&mut self.rng, model.loss)
+        if !injected
+            && (model.drop_if.is_some_and(|drop| drop(self.time, &datagram))
+                || chance(&mut self.rng, model.loss))
         {
             stats.lost += 1;
             return;
+        }
+        if let Some(rewrite) = model.rewrite {
+            rewrite(&mut datagram);
         }
         if chance(&mut self.rng, model.corrupt) && !datagram.is_empty() {
             let at = (self.rng.next_u64() % datagram.len() as u64) as usize;
