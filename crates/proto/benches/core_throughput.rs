@@ -18,16 +18,67 @@ use std::net::SocketAddr;
 /// Bytes moved per benchmark iteration.
 const TRANSFER: usize = 8 << 20;
 
-/// Stream `bytes` client to server over a fresh pair of endpoints; returns the bytes read.
-fn transfer(config: Config, bytes: usize) -> usize {
-    let client_addr: SocketAddr = "10.0.0.1:5000".parse().unwrap();
-    let server_addr: SocketAddr = "10.0.0.2:4433".parse().unwrap();
-    let mut client = Endpoint::new(EndpointConfig::client([1; 32]), 1);
+/// A fresh pair of endpoints; the server also holds `idle` established connections from
+/// another client that sends nothing (cleartext, so setting them up is cheap).
+fn endpoints(idle: usize) -> (Endpoint, Endpoint) {
+    let client = Endpoint::new(EndpointConfig::client([1; 32]), 1);
     let server_config = EndpointConfig {
         policy: ServerPolicy::permissive(),
+        max_connections: idle + 16,
+        max_per_address: idle + 16,
         ..EndpointConfig::server([2; 32], Config::default())
     };
     let mut server = Endpoint::new(server_config, 2);
+    // Loopback addresses: the per-network bound on stateless replies does not apply.
+    let (idle_addr, server_addr): (SocketAddr, SocketAddr) = (
+        "127.0.0.3:6000".parse().unwrap(),
+        "127.0.0.2:4433".parse().unwrap(),
+    );
+    let mut idler = Endpoint::new(EndpointConfig::client([3; 32]), 3);
+    let cleartext = Config {
+        protection: qstp_proto::Protection::Null,
+        ..Config::default()
+    };
+    let now = Time::from_nanos(1);
+    let mut buf = Vec::new();
+    let mut opened = 0;
+    while opened < idle {
+        // In batches, so the server's queue of stateless replies never overflows.
+        for _ in 0..(idle - opened).min(50) {
+            idler
+                .connect(now, server_addr, cleartext.clone())
+                .expect("connect");
+            opened += 1;
+        }
+        while hand_over(
+            &mut idler,
+            &mut server,
+            now,
+            idle_addr,
+            server_addr,
+            &mut buf,
+        ) {}
+    }
+    while server.poll_event().is_some() {}
+    assert_eq!(server.connection_count(), idle);
+    (client, server)
+}
+
+/// Stream `bytes` client to server over a fresh pair of endpoints; returns the bytes read.
+fn transfer(config: Config, bytes: usize) -> usize {
+    let (client, server) = endpoints(0);
+    transfer_over(client, server, config, bytes)
+}
+
+/// [`transfer`] over the given endpoints.
+fn transfer_over(
+    mut client: Endpoint,
+    mut server: Endpoint,
+    config: Config,
+    bytes: usize,
+) -> usize {
+    let client_addr: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+    let server_addr: SocketAddr = "127.0.0.2:4433".parse().unwrap();
     let mut now = Time::from_nanos(1);
     let handle = client.connect(now, server_addr, config).expect("connect");
     let chunk = vec![0x42u8; 64 * 1024];
@@ -100,6 +151,14 @@ fn core_throughput(c: &mut Criterion) {
     let qstp = Config::qstp(Rate::from_mbps(100));
     group.bench_function("qstp_stream_8MiB", |b| {
         b.iter(|| black_box(transfer(qstp.clone(), TRANSFER)))
+    });
+    // The same beside 1000 idle connections of the server: the per-datagram cost stays.
+    group.bench_function("qstp_stream_8MiB_beside_1000_idle", |b| {
+        b.iter_batched(
+            || endpoints(1000),
+            |(client, server)| black_box(transfer_over(client, server, qstp.clone(), TRANSFER)),
+            criterion::BatchSize::LargeInput,
+        )
     });
     group.finish();
 }

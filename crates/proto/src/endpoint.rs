@@ -23,8 +23,8 @@ use limiter::ReplyLimiter;
 pub use limiter::{MAX_PREFIXES, REPLIES_PER_SECOND, REPLY_BURST};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
-use std::collections::{BTreeMap, VecDeque};
-use std::net::SocketAddr;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::net::{IpAddr, SocketAddr};
 
 /// Most stateless replies (retries, refusals) waiting to be sent; more are dropped.
 pub const MAX_STATELESS_REPLIES: usize = 64;
@@ -209,6 +209,116 @@ pub struct Endpoint {
     stats: EndpointStats,
     /// Where a protected datagram is opened before it is decoded.
     opened: Vec<u8>,
+    /// What the endpoint knows of each connection, so that no call scans them all.
+    book: Book,
+}
+
+/// A connection's standing, for the limits on hellos.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Standing {
+    /// Holds a slot.
+    Live,
+    /// Accepted, but the client has not proven its keys.
+    HalfOpen,
+    /// Over.
+    Closed,
+}
+
+/// The endpoint's books on its connections: their deadlines in time order, which may have a
+/// datagram or an event, and counts by standing and address. Each call visits only the
+/// connections it concerns, so a datagram costs the same with one connection or a thousand.
+#[derive(Debug, Default)]
+#[cfg_attr(feature = "fuzzing", derive(Clone))]
+struct Book {
+    /// Every connection's next deadline (`Connection::poll_timeout`), in time order.
+    deadlines: BTreeSet<(Time, ConnectionHandle)>,
+    deadline_of: BTreeMap<ConnectionHandle, Time>,
+    /// Connections that may have a datagram to send now; any other has none until a datagram,
+    /// a timeout or the application reaches it, or its deadline passes.
+    sendable: BTreeSet<ConnectionHandle>,
+    /// Connections that may have an event.
+    eventful: BTreeSet<ConnectionHandle>,
+    /// Connections the application may have changed (`connection_mut`), looked at again before
+    /// the endpoint's next answer.
+    touched: BTreeSet<ConnectionHandle>,
+    standing: BTreeMap<ConnectionHandle, (Standing, IpAddr)>,
+    live: usize,
+    half_open: usize,
+    /// (live or half-open, half-open) connections per peer address.
+    by_address: BTreeMap<IpAddr, (usize, usize)>,
+    /// Connections asked for a datagram, an event or a timeout, for cost accounting.
+    visits: u64,
+}
+
+impl Book {
+    /// Look at `conn` again after anything may have changed it.
+    fn note(&mut self, handle: ConnectionHandle, conn: &Connection) {
+        self.refresh(handle, conn);
+        self.sendable.insert(handle);
+    }
+
+    /// [`Book::note`] but for whether it may send (it just said it has nothing to).
+    fn refresh(&mut self, handle: ConnectionHandle, conn: &Connection) {
+        if let Some(old) = self.deadline_of.remove(&handle) {
+            self.deadlines.remove(&(old, handle));
+        }
+        if let Some(t) = conn.poll_timeout() {
+            self.deadlines.insert((t, handle));
+            self.deadline_of.insert(handle, t);
+        }
+        self.eventful.insert(handle);
+        let standing = if conn.is_closed() {
+            Standing::Closed
+        } else if conn.is_half_open() {
+            Standing::HalfOpen
+        } else {
+            Standing::Live
+        };
+        self.set_standing(handle, Some((standing, conn.remote().ip())));
+    }
+
+    fn set_standing(&mut self, handle: ConnectionHandle, new: Option<(Standing, IpAddr)>) {
+        let old = match new {
+            Some(new) => self.standing.insert(handle, new),
+            None => self.standing.remove(&handle),
+        };
+        if old == new {
+            return;
+        }
+        for (entry, sign) in [(old, -1isize), (new, 1)] {
+            let Some((standing, ip)) = entry else {
+                continue;
+            };
+            let (here, half) = self.by_address.entry(ip).or_default();
+            let add = |n: &mut usize| *n = n.saturating_add_signed(sign);
+            match standing {
+                Standing::Live => {
+                    add(&mut self.live);
+                    add(here);
+                }
+                Standing::HalfOpen => {
+                    add(&mut self.half_open);
+                    add(here);
+                    add(half);
+                }
+                Standing::Closed => {}
+            }
+            if *here == 0 && *half == 0 {
+                self.by_address.remove(&ip);
+            }
+        }
+    }
+
+    /// Forget a removed connection.
+    fn forget(&mut self, handle: ConnectionHandle) {
+        if let Some(old) = self.deadline_of.remove(&handle) {
+            self.deadlines.remove(&(old, handle));
+        }
+        self.sendable.remove(&handle);
+        self.eventful.remove(&handle);
+        self.touched.remove(&handle);
+        self.set_standing(handle, None);
+    }
 }
 
 impl Endpoint {
@@ -239,7 +349,31 @@ impl Endpoint {
             next_to_poll: ConnectionHandle(0),
             stats: EndpointStats::default(),
             opened: Vec::new(),
+            book: Book::default(),
         }
+    }
+
+    /// Look again at the connections the application may have changed since the last call.
+    fn settle(&mut self) {
+        while let Some(handle) = self.book.touched.pop_first() {
+            if let Some(conn) = self.connections.get(&handle) {
+                self.book.note(handle, conn);
+            }
+        }
+    }
+
+    /// Look at one connection again after the endpoint acted on it.
+    fn note(&mut self, handle: ConnectionHandle) {
+        if let Some(conn) = self.connections.get(&handle) {
+            self.book.note(handle, conn);
+        }
+    }
+
+    /// How many times a connection was asked for a datagram, an event or a timeout since the
+    /// endpoint began: with idle connections beside a busy one, this grows with the busy one's
+    /// traffic only (no call scans every connection).
+    pub fn connection_visits(&self) -> u64 {
+        self.book.visits
     }
 
     /// Start a connection to `remote`; the hello goes out on the next `poll_transmit`.
@@ -276,6 +410,7 @@ impl Endpoint {
 
     /// Feed one received datagram.
     pub fn handle_datagram(&mut self, now: Time, remote: SocketAddr, datagram: &[u8]) {
+        self.settle();
         if is_protected_type(datagram) && self.protected_connection(datagram).is_some() {
             // Opened in a copy: the caller's bytes stay as they are.
             let mut scratch = std::mem::take(&mut self.opened);
@@ -291,6 +426,7 @@ impl Endpoint {
     /// Feed one received datagram the endpoint may overwrite: a protected one is decrypted in
     /// place, with no copy. Otherwise the same as [`Endpoint::handle_datagram`].
     pub fn handle_datagram_mut(&mut self, now: Time, remote: SocketAddr, datagram: &mut [u8]) {
+        self.settle();
         // A datagram for a protected connection is opened first; nothing in it is read unless
         // it authenticates.
         if is_protected_type(datagram) {
@@ -308,6 +444,7 @@ impl Endpoint {
                     // Authentic but malformed: the peer's bug, not an attack.
                     Err(_) => self.stats.malformed += 1,
                 }
+                self.note(handle);
                 return;
             }
         }
@@ -339,8 +476,11 @@ impl Endpoint {
         let handle = packet
             .destination()
             .and_then(|id| self.by_id.get(&id).copied());
-        match handle.and_then(|h| self.connections.get_mut(&h)) {
-            Some(conn) => conn.handle_packet(now, remote, &packet, datagram.len()),
+        match handle.and_then(|h| Some((h, self.connections.get_mut(&h)?))) {
+            Some((handle, conn)) => {
+                conn.handle_packet(now, remote, &packet, datagram.len());
+                self.note(handle);
+            }
             None => self.stats.unknown_connection += 1,
         }
     }
@@ -394,13 +534,12 @@ impl Endpoint {
         }
         // A repeat with a fresh cookie and a good binder: our accept was lost, the connection
         // answers again (the repeat refreshes none of its timers).
-        if let Some(conn) = self
-            .by_client
-            .get(&(remote, hello.source))
-            .and_then(|h| self.connections.get_mut(h))
-        {
-            conn.handle_packet(now, remote, packet, size);
-            return;
+        if let Some(&handle) = self.by_client.get(&(remote, hello.source)) {
+            if let Some(conn) = self.connections.get_mut(&handle) {
+                conn.handle_packet(now, remote, packet, size);
+                self.note(handle);
+                return;
+            }
         }
         let protected = hello.key_share.is_some();
         if !protected && (!self.config.policy.allow_unprotected || self.config.psk.is_some()) {
@@ -435,17 +574,14 @@ impl Endpoint {
             self.refuse(now, remote, hello.source, b"too many connections");
             return;
         }
-        let (mut from_address, mut half_open, mut half_open_here) = (0, 0, 0);
-        for conn in self.connections.values().filter(|c| !c.is_closed()) {
-            let here = conn.remote().ip() == remote.ip();
-            from_address += usize::from(here);
-            if conn.is_half_open() {
-                half_open += 1;
-                half_open_here += usize::from(here);
-            }
-        }
+        let (from_address, half_open_here) = self
+            .book
+            .by_address
+            .get(&remote.ip())
+            .copied()
+            .unwrap_or_default();
         if protected
-            && (half_open >= self.config.max_half_open
+            && (self.book.half_open >= self.config.max_half_open
                 || half_open_here >= self.config.max_half_open_per_address)
         {
             self.refuse(now, remote, hello.source, b"too many unfinished handshakes");
@@ -555,6 +691,7 @@ impl Endpoint {
             self.by_client.insert(key, handle);
         }
         self.connections.insert(handle, conn);
+        self.note(handle);
         handle
     }
 
@@ -576,18 +713,25 @@ impl Endpoint {
     }
 
     /// Connections holding a slot: neither closed nor half-open.
-    fn live_connections(&self) -> usize {
-        self.connections
-            .values()
-            .filter(|c| !c.is_closed() && !c.is_half_open())
-            .count()
+    fn live_connections(&mut self) -> usize {
+        self.settle();
+        self.book.live
     }
 
     /// Run every timer that is due at `now`.
     pub fn handle_timeout(&mut self, now: Time) {
-        for conn in self.connections.values_mut() {
-            if conn.poll_timeout().is_some_and(|t| t <= now) {
+        self.settle();
+        let due: Vec<ConnectionHandle> = self
+            .book
+            .deadlines
+            .range(..=(now, ConnectionHandle(usize::MAX)))
+            .map(|&(_, handle)| handle)
+            .collect();
+        for handle in due {
+            if let Some(conn) = self.connections.get_mut(&handle) {
+                self.book.visits += 1;
                 conn.handle_timeout(now);
+                self.note(handle);
             }
         }
     }
@@ -599,6 +743,7 @@ impl Endpoint {
     pub fn handle_datagram_too_big(&mut self, now: Time, handle: ConnectionHandle, size: usize) {
         if let Some(conn) = self.connections.get_mut(&handle) {
             conn.on_datagram_too_big(now, size);
+            self.note(handle);
         }
     }
 
@@ -610,10 +755,16 @@ impl Endpoint {
         let Some(id) = crate::wire::destination_of(quoted) else {
             return;
         };
-        for conn in self.connections.values_mut() {
+        // Rare, and believed only after validation: a scan is fine here.
+        let mut touched = Vec::new();
+        for (handle, conn) in &mut self.connections {
             if conn.remote() == remote && conn.remote_id() == Some(id) && !conn.is_closed() {
                 conn.on_packet_too_big(mtu, quoted);
+                touched.push(*handle);
             }
+        }
+        for handle in touched {
+            self.note(handle);
         }
     }
 
@@ -628,22 +779,41 @@ impl Endpoint {
                 connection: None,
             });
         }
-        // Round robin: start after the connection that sent last.
+        self.settle();
+        // A connection whose deadline passed may send (pacing), whether or not its timers ran.
+        let due: Vec<ConnectionHandle> = self
+            .book
+            .deadlines
+            .range(..=(now, ConnectionHandle(usize::MAX)))
+            .map(|&(_, handle)| handle)
+            .collect();
+        self.book.sendable.extend(due);
+        // Round robin: start after the connection that sent last, among those that may send.
         let start = self.next_to_poll;
         let mut sent = None;
-        for (handle, conn) in self.connections.range_mut(start..) {
+        loop {
+            let next = self
+                .book
+                .sendable
+                .range(start..)
+                .next()
+                .or_else(|| self.book.sendable.range(..start).next())
+                .copied();
+            let Some(handle) = next else { break };
+            let Some(conn) = self.connections.get_mut(&handle) else {
+                self.book.sendable.remove(&handle);
+                continue;
+            };
+            self.book.visits += 1;
             if conn.poll_transmit(now, buf) {
-                sent = Some((*handle, conn.remote()));
+                sent = Some((handle, conn.remote()));
+                self.note(handle);
                 break;
             }
-        }
-        if sent.is_none() {
-            for (handle, conn) in self.connections.range_mut(..start) {
-                if conn.poll_transmit(now, buf) {
-                    sent = Some((*handle, conn.remote()));
-                    break;
-                }
-            }
+            // Nothing until a datagram, a timeout or the application reaches it, or its
+            // deadline passes.
+            self.book.sendable.remove(&handle);
+            self.book.refresh(handle, conn);
         }
         let (handle, destination) = sent?;
         self.next_to_poll = ConnectionHandle(handle.0 + 1);
@@ -656,18 +826,30 @@ impl Endpoint {
 
     /// When `handle_timeout` (or `poll_transmit`, for pacing) should next be called.
     pub fn poll_timeout(&self) -> Option<Time> {
-        self.connections
-            .values()
-            .filter_map(|c| c.poll_timeout())
+        let noted = self.book.deadlines.first().map(|&(t, _)| t);
+        // Connections the application changed since are asked directly (few).
+        self.book
+            .touched
+            .iter()
+            .filter_map(|h| self.connections.get(h)?.poll_timeout())
+            .chain(noted)
             .min()
     }
 
     /// The next event; `Event::Connected` on a handle not created by `connect` announces an
     /// accepted connection.
     pub fn poll_event(&mut self) -> Option<(ConnectionHandle, Event)> {
-        self.connections
-            .iter_mut()
-            .find_map(|(handle, conn)| conn.poll_event().map(|e| (*handle, e)))
+        self.settle();
+        while let Some(&handle) = self.book.eventful.first() {
+            if let Some(conn) = self.connections.get_mut(&handle) {
+                self.book.visits += 1;
+                if let Some(event) = conn.poll_event() {
+                    return Some((handle, event));
+                }
+            }
+            self.book.eventful.remove(&handle);
+        }
+        None
     }
 
     /// A connection by handle.
@@ -677,12 +859,16 @@ impl Endpoint {
 
     /// A connection by handle, to write, read or close it.
     pub fn connection_mut(&mut self, handle: ConnectionHandle) -> Option<&mut Connection> {
-        self.connections.get_mut(&handle)
+        let conn = self.connections.get_mut(&handle)?;
+        // Whatever the caller does to it is looked at before the endpoint's next answer.
+        self.book.touched.insert(handle);
+        Some(conn)
     }
 
     /// Forget a closed connection (its handle becomes invalid).
     pub fn remove(&mut self, handle: ConnectionHandle) -> Option<Connection> {
         let conn = self.connections.remove(&handle)?;
+        self.book.forget(handle);
         self.by_id.remove(&conn.local_id());
         if let Some(client) = conn.remote_id() {
             if self.by_client.get(&(conn.remote(), client)) == Some(&handle) {

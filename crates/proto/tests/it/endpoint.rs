@@ -165,3 +165,70 @@ fn one_network_gets_a_bounded_share_of_the_stateless_replies() {
     let mut buf = Vec::new();
     assert!(server.poll_transmit(later, &mut buf).is_some());
 }
+
+/// A datagram costs the same beside a thousand idle connections as beside none: each endpoint
+/// call visits only the connections it concerns (their deadlines are kept in time order, and
+/// which may send or have an event is remembered), where it used to ask every connection.
+#[test]
+fn a_busy_connection_beside_a_thousand_idle_ones_visits_only_itself() {
+    // Loopback: the per-network bound on stateless replies does not apply.
+    let client_addr: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+    let server_addr: SocketAddr = "127.0.0.1:4433".parse().unwrap();
+    let server_config = EndpointConfig {
+        policy: ServerPolicy::permissive(),
+        max_per_address: 2000,
+        max_connections: 2000,
+        ..EndpointConfig::server([2; 32], Config::default())
+    };
+    let mut server = Endpoint::new(server_config, 2);
+    let mut client = Endpoint::new(EndpointConfig::client([1; 32]), 1);
+    let config = Config {
+        protection: qstp_proto::Protection::Null,
+        ..Config::default()
+    };
+    let mut now = Time::from_nanos(1_000_000);
+    let mut handles = Vec::new();
+    // In batches, so the server's queue of stateless replies (64) never overflows.
+    for _ in 0..1001 / 50 + 1 {
+        for _ in 0..50.min(1001 - handles.len()) {
+            handles.push(client.connect(now, server_addr, config.clone()).unwrap());
+        }
+        exchange(&mut client, &mut server, now, client_addr, server_addr);
+    }
+    while server.poll_event().is_some() {}
+    assert_eq!(server.connection_count(), 1001);
+    let busy = handles[500];
+    client
+        .connection_mut(busy)
+        .unwrap()
+        .write(&[7u8; 200_000])
+        .unwrap();
+    // Run the busy connection for a while, counting the server's visits per datagram it
+    // handles; the idle ones' timers (30 s idle timeout) are far away.
+    let visits = server.connection_visits();
+    let mut datagrams = 0u64;
+    let mut buf = Vec::new();
+    for _ in 0..200 {
+        now += qstp_proto::Duration::from_millis(1);
+        for endpoint in [&mut client, &mut server] {
+            if endpoint.poll_timeout().is_some_and(|t| t <= now) {
+                endpoint.handle_timeout(now);
+            }
+        }
+        while let Some(t) = client.poll_transmit(now, &mut buf) {
+            server.handle_datagram(now, client_addr, &buf[..t.size]);
+            datagrams += 1;
+        }
+        while let Some(t) = server.poll_transmit(now, &mut buf) {
+            client.handle_datagram(now, server_addr, &buf[..t.size]);
+        }
+        while server.poll_event().is_some() {}
+        while client.poll_event().is_some() {}
+    }
+    let per_datagram = (server.connection_visits() - visits) as f64 / datagrams as f64;
+    assert!(datagrams > 50, "{datagrams} datagrams");
+    assert!(
+        per_datagram < 10.0,
+        "{per_datagram:.1} connection visits per datagram with 1000 idle connections"
+    );
+}

@@ -85,6 +85,11 @@ fn a_receiver_hiding_its_losses_is_caught_and_never_floods_the_path() {
     }
     let lived = pair.time - qstp_proto::Time::ZERO - Duration::from_secs(1);
     let (honest_then, _) = bulk(cleartext(), false, lived);
+    // The figures of the README's threat model (`-- --nocapture` shows them).
+    eprintln!(
+        "lying receiver: believed {flooded:.3} dropped; checked, caught after {lived} with \
+         {checked:.3} dropped against an honest receiver's {honest_then:.3}"
+    );
     assert!(
         checked <= 2.0 * honest_then,
         "checked liar: {checked:.3} dropped against the honest {honest_then:.3} in {lived}"
