@@ -1391,54 +1391,20 @@ fn send_while_the_folder_fails(
     )
 }
 
-#[test]
-fn an_output_folder_that_vanishes_mid_transfer_ends_the_send_with_the_reason() {
-    let dir = scratch("folder-vanishes");
+/// Send while `fail` makes the receiver's folder unusable; the send fails within 10 s and says
+/// `expected` (the verdict, found when the verified file is put in place). Nothing to check when
+/// `fail` could not do its part (it returns false).
+fn folder_failure_ends_the_send(name: &str, fail: impl FnOnce(&Path) -> bool, expected: &str) {
+    let dir = scratch(name);
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
     let (mut receiver, addr, _lines) = start_server(&out, &[]);
-    let (status, stderr, took) =
-        send_while_the_folder_fails(&out, &addr, |out| std::fs::remove_dir_all(out).unwrap());
-    let _ = receiver.kill();
-    let _ = receiver.wait();
-    assert!(
-        !status.success(),
-        "a file with nowhere to go was reported sent"
-    );
-    // Found when the verified file is put in place: the verdict says why.
-    assert!(
-        stderr.contains("could not store the file") && stderr.contains("No such file or directory"),
-        "unclear error: {stderr}"
-    );
-    assert!(took < Duration::from_secs(10), "the sender took {took:?}");
-}
-
-#[test]
-fn an_output_folder_turned_read_only_mid_transfer_ends_the_send_with_the_reason() {
-    let dir = scratch("folder-read-only");
-    let out = dir.join("out");
-    std::fs::create_dir_all(&out).unwrap();
-    let (mut receiver, addr, _lines) = start_server(&out, &[]);
-    // A read-only bind mount over the folder: the open part file stays writable, but nothing
-    // in the folder can be created or renamed any more (root ignores permission bits).
-    let mounted = std::cell::Cell::new(false);
-    let (status, stderr, took) = send_while_the_folder_fails(&out, &addr, |out| {
-        let bind = Command::new("mount")
-            .arg("--bind")
-            .arg(out)
-            .arg(out)
-            .status();
-        let ro = Command::new("mount")
-            .args(["-o", "remount,bind,ro"])
-            .arg(out)
-            .status();
-        mounted.set(bind.is_ok_and(|s| s.success()) && ro.is_ok_and(|s| s.success()));
-    });
+    let mut failed = false;
+    let (status, stderr, took) = send_while_the_folder_fails(&out, &addr, |out| failed = fail(out));
     let _ = receiver.kill();
     let _ = receiver.wait();
     let _ = Command::new("umount").arg("-l").arg(&out).status();
-    if !mounted.get() {
-        // Not root, or no mount: nothing to show here.
+    if !failed {
         return;
     }
     assert!(
@@ -1446,8 +1412,39 @@ fn an_output_folder_turned_read_only_mid_transfer_ends_the_send_with_the_reason(
         "a file that could not be stored was reported sent"
     );
     assert!(
-        stderr.contains("could not store the file") && stderr.contains("Read-only file system"),
+        stderr.contains("could not store the file") && stderr.contains(expected),
         "unclear error: {stderr}"
     );
     assert!(took < Duration::from_secs(10), "the sender took {took:?}");
+}
+
+#[test]
+fn an_output_folder_that_vanishes_mid_transfer_ends_the_send_with_the_reason() {
+    folder_failure_ends_the_send(
+        "folder-vanishes",
+        |out| std::fs::remove_dir_all(out).is_ok(),
+        "No such file or directory",
+    );
+}
+
+#[test]
+fn an_output_folder_turned_read_only_mid_transfer_ends_the_send_with_the_reason() {
+    // A read-only bind mount over the folder: the open part file stays writable, but nothing
+    // in the folder can be created or renamed any more (root ignores permission bits). Not
+    // root, or no mount: nothing to show.
+    folder_failure_ends_the_send(
+        "folder-read-only",
+        |out| {
+            let run = |args: &[&str]| {
+                Command::new("mount")
+                    .args(args)
+                    .arg(out)
+                    .arg(out)
+                    .status()
+                    .is_ok_and(|s| s.success())
+            };
+            run(&["--bind"]) && run(&["-o", "remount,bind,ro"])
+        },
+        "Read-only file system",
+    );
 }

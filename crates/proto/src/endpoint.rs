@@ -309,6 +309,14 @@ impl Book {
         }
     }
 
+    /// The connections whose deadline is `now` or earlier.
+    fn due(&self, now: Time) -> Vec<ConnectionHandle> {
+        self.deadlines
+            .range(..=(now, ConnectionHandle(usize::MAX)))
+            .map(|&(_, handle)| handle)
+            .collect()
+    }
+
     /// Forget a removed connection.
     fn forget(&mut self, handle: ConnectionHandle) {
         if let Some(old) = self.deadline_of.remove(&handle) {
@@ -721,12 +729,7 @@ impl Endpoint {
     /// Run every timer that is due at `now`.
     pub fn handle_timeout(&mut self, now: Time) {
         self.settle();
-        let due: Vec<ConnectionHandle> = self
-            .book
-            .deadlines
-            .range(..=(now, ConnectionHandle(usize::MAX)))
-            .map(|&(_, handle)| handle)
-            .collect();
+        let due = self.book.due(now);
         for handle in due {
             if let Some(conn) = self.connections.get_mut(&handle) {
                 self.book.visits += 1;
@@ -781,12 +784,7 @@ impl Endpoint {
         }
         self.settle();
         // A connection whose deadline passed may send (pacing), whether or not its timers ran.
-        let due: Vec<ConnectionHandle> = self
-            .book
-            .deadlines
-            .range(..=(now, ConnectionHandle(usize::MAX)))
-            .map(|&(_, handle)| handle)
-            .collect();
+        let due = self.book.due(now);
         self.book.sendable.extend(due);
         // Round robin: start after the connection that sent last, among those that may send.
         let start = self.next_to_poll;

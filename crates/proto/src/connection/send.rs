@@ -763,6 +763,17 @@ impl Connection {
         }
     }
 
+    /// Close because the peer broke the protocol: `reason` for this side, `wire` for the peer.
+    fn close_for_violation(&mut self, now: Time, reason: String, wire: &[u8]) {
+        self.close_with_packet(
+            now,
+            crate::connection::CloseReason::ProtocolViolation(reason),
+            false,
+            0,
+            wire,
+        );
+    }
+
     /// Feedback from the peer's receiver (RFC 5348 §4.3 at the sender, and the SACK ranges).
     pub(super) fn on_feedback(&mut self, now: Time, feedback: &Feedback) -> bool {
         if self.state != State::Established {
@@ -796,13 +807,7 @@ impl Connection {
         {
             // RFC 9000 §21.4: acknowledging a number never sent is an optimistic acknowledgement.
             let reason = format!("the peer acknowledged packet {skipped}, which was never sent");
-            self.close_with_packet(
-                now,
-                crate::connection::CloseReason::ProtocolViolation(reason),
-                false,
-                0,
-                b"optimistic acknowledgement",
-            );
+            self.close_for_violation(now, reason, b"optimistic acknowledgement");
             return true;
         }
         let result = match self.sender.sack.on_ack(now, &ranges) {
@@ -843,13 +848,7 @@ impl Connection {
             );
             x_recv = check.cap_x_recv(now, x_recv, rtt);
             if let Some(reason) = check.judge(f64::from(ppb) / 1e9) {
-                self.close_with_packet(
-                    now,
-                    crate::connection::CloseReason::ProtocolViolation(reason),
-                    false,
-                    0,
-                    b"loss reports contradict acknowledgements",
-                );
+                self.close_for_violation(now, reason, b"loss reports contradict acknowledgements");
                 return true;
             }
             if check.own_loss_history() {

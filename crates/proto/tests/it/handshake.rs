@@ -275,23 +275,9 @@ fn one_address_holds_at_most_max_per_address_connections() {
     let mut config = EndpointConfig::server([2; 32], Config::default());
     config.max_per_address = 2;
     let mut server = Endpoint::new(config, 2);
-    let now = Time::ZERO;
     // A client at `addr` shakes hands; whether the server accepted it.
-    let mut shake = |addr: &str, seed: u64| {
-        let addr = addr.parse().unwrap();
-        let mut client = Endpoint::new(EndpointConfig::client([1; 32]), seed);
-        client.connect(now, server_addr, Config::default()).unwrap();
-        let before = server.stats().accepted;
-        for _ in 0..2 {
-            for hello in drain(&mut client, now) {
-                server.handle_datagram(now, addr, &hello);
-            }
-            for reply in drain(&mut server, now) {
-                client.handle_datagram(now, server_addr, &reply);
-            }
-        }
-        server.stats().accepted > before
-    };
+    let mut shake =
+        |addr: &str, seed: u64| shake_and_stop(&mut server, server_addr, addr, seed, Time::ZERO);
     assert!(shake("10.0.0.7:1000", 11));
     assert!(shake("10.0.0.7:1001", 12));
     assert!(!shake("10.0.0.7:1002", 13), "a third from one address");
