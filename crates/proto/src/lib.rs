@@ -6,6 +6,9 @@
 //! simulator (`qstp-sim`) and the tests all drive the very same code. It depends on no other qstp
 //! crate.
 
+// No unsafe code: the fuzz targets run without a memory sanitizer (fuzz/README.md).
+#![forbid(unsafe_code)]
+
 pub mod config;
 pub mod range_set;
 pub mod rate;

@@ -429,6 +429,26 @@ impl Connection {
         self.check_graceful_close(now);
     }
 
+    /// Seal the encoded packet in `buf` with this connection's sending keys, as it does before
+    /// sending its own; false if it has none. For the fuzz targets, which forge authenticated
+    /// packets of one side to feed the other.
+    #[cfg(feature = "fuzzing")]
+    pub fn seal_for_fuzzing(&mut self, buf: &mut Vec<u8>) -> bool {
+        match self.keys.as_mut() {
+            Some(keys) if buf.len() >= crate::protection::CLEAR_HEADER_LEN => {
+                keys.seal(buf);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The ids this connection is addressed with and addresses its peer with (the fuzz targets').
+    #[cfg(feature = "fuzzing")]
+    pub fn ids_for_fuzzing(&self) -> (ConnectionId, Option<ConnectionId>) {
+        (self.local_id, self.remote_id)
+    }
+
     /// Whether datagrams for this connection must be opened before they are read.
     pub(crate) fn is_protected(&self) -> bool {
         self.keys.is_some()
