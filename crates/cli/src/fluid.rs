@@ -139,7 +139,9 @@ pub fn main(args: FluidArgs) -> anyhow::Result<()> {
         println!("compare: {}", path.display());
     }
     println!("summary: {}", written.summary.display());
-    println!("report:  {}", written.report.display());
+    if let Some(report) = &written.report {
+        println!("report:  {}", report.display());
+    }
     Ok(())
 }
 

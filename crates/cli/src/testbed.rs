@@ -169,6 +169,8 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
         );
     }
     println!("summary: {}", written.summary.display());
-    println!("report:  {}", written.report.display());
+    if let Some(report) = &written.report {
+        println!("report:  {}", report.display());
+    }
     Ok(())
 }

@@ -256,3 +256,66 @@ fn run_into_a_folder_it_cannot_make_fails_before_simulating() {
     assert!(stderr.contains("no-such-link"), "{stderr}");
     assert!(!out.parent().unwrap().exists());
 }
+
+#[test]
+fn one_run_has_no_interval_and_series_and_plots_are_left_out_when_asked() {
+    let out = fresh("lean");
+    let file = scenario("hstcp-qos.toml");
+    let (ok, stdout, stderr) = qstp(&[
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--runs",
+        "1",
+        "--duration",
+        "5s",
+        "--no-series",
+        "--no-plots",
+    ]);
+    assert!(ok, "{stderr}");
+    // One run: the 95% interval is undefined, so no ± is printed and summary.json says null.
+    let e_line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("E "))
+        .expect("an E line");
+    assert!(!e_line.contains('±'), "{e_line}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let point = &summary["points"][0];
+    assert!(point["metrics"]["efficiency"]["ci95"].is_null(), "{point}");
+    assert!(point["flows"][0]["throughput_bps"]["ci95"].is_null());
+    assert_eq!(summary["series_runs"], "none");
+    for name in ["series.csv", "series", "plots", "report.html"] {
+        assert!(!out.join(name).exists(), "{name} was written");
+    }
+    assert!(stdout.contains("series:  none"), "{stdout}");
+    // The figures come later from the folder alone.
+    let (ok, _, stderr) = qstp(&["plot", out.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    assert!(out.join("report.html").is_file());
+    let _ = std::fs::remove_dir_all(&out);
+
+    // Two runs keep only the first run's series when asked.
+    let out = fresh("first-series");
+    let (ok, _, stderr) = qstp(&[
+        "run",
+        scenario("qstp-fig4.toml").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--runs",
+        "2",
+        "--duration",
+        "5s",
+        "--series",
+        "first",
+        "--no-plots",
+    ]);
+    assert!(ok, "{stderr}");
+    let long = std::fs::read_to_string(out.join("series.csv")).unwrap();
+    assert!(long
+        .lines()
+        .skip(1)
+        .all(|l| l.split(',').nth(2) == Some("0")));
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -109,9 +109,11 @@ pub fn html(summary: &Summary, figures: &[RenderedFigure<'_>], file: &str, sourc
                 .map(|(a, v)| format!("{v:.3} (a = {a})"))
                 .collect();
             h.push_str(&format!(
-                "<p>All flows: efficiency E = {:.3} ± {:.3}, Jain's fairness F = {:.3}, performance a E + (1 - a) F = {}.</p>\n",
+                "<p>All flows: efficiency E = {:.3}{}, Jain's fairness F = {:.3}, performance a E + (1 - a) F = {}.</p>\n",
                 m.efficiency.mean,
-                m.efficiency.ci95,
+                m.efficiency
+                    .ci95
+                    .map_or(String::new(), |ci| format!(" ± {ci:.3}")),
                 m.jain.mean,
                 perf.join(", ")
             ));

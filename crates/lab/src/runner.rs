@@ -84,18 +84,14 @@ pub enum RunError {
 /// keeps the series of the first run of each point only.
 pub const MAX_SERIES_VALUES: u64 = 4 << 20;
 
-/// Which runs keep their time series.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SeriesRuns {
-    /// Every run.
-    All,
-    /// The first run of each point (the plan's series would exceed [`MAX_SERIES_VALUES`]).
-    First,
-}
+pub use crate::scenario::SeriesRuns;
 
-/// Every run's series if they fit [`MAX_SERIES_VALUES`], else the first run's of each point.
+/// The runs the plan's outputs ask for; by default every run's series if they fit
+/// [`MAX_SERIES_VALUES`], else the first run's of each point.
 pub fn series_runs(plan: &Plan) -> SeriesRuns {
+    if let Some(asked) = plan.outputs.series {
+        return asked;
+    }
     let values: u64 = plan
         .points
         .iter()
@@ -156,7 +152,11 @@ where
         return Err(RunError::UnknownTask { task });
     }
     let spec = scenario.spec(task.run);
-    let keep_series = task.run == 0 || series_runs(plan) == SeriesRuns::All;
+    let keep_series = match series_runs(plan) {
+        SeriesRuns::All => true,
+        SeriesRuns::First => task.run == 0,
+        SeriesRuns::None => false,
+    };
     simulate(&spec, on_time)
         .map(|out| metrics::reduce(&out, spec.seed, spec.bin, scenario.warmup, keep_series))
         .map_err(|e| RunError::Simulation {

@@ -797,11 +797,13 @@ fn swept_key_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
                         format!("{} ({}) [{label}]", name.group, name.protocol)
                     },
                     points: ps.iter().map(|&p| (x_of(p), stat(p).mean / 1e3)).collect(),
+                    // No bar where one run leaves the interval undefined.
                     bars: ps
                         .iter()
-                        .map(|&p| {
+                        .filter_map(|&p| {
                             let s = stat(p);
-                            (x_of(p), (s.mean - s.ci95) / 1e3, (s.mean + s.ci95) / 1e3)
+                            let ci = s.ci95?;
+                            Some((x_of(p), (s.mean - ci) / 1e3, (s.mean + ci) / 1e3))
                         })
                         .collect(),
                     ..Default::default()
