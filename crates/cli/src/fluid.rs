@@ -107,9 +107,12 @@ pub fn main(args: FluidArgs) -> anyhow::Result<()> {
     let results = execute(
         &plan,
         1,
-        |spec: &SimSpec, progress: &mut dyn FnMut(qstp_proto::Time)| {
+        |spec: &SimSpec,
+         progress: &mut dyn FnMut(qstp_proto::Time) -> std::ops::ControlFlow<()>| {
             let params = params_of(&plan, spec).copied().unwrap_or_default();
-            solve(spec, &params, progress)
+            solve(spec, &params, &mut |t| {
+                let _ = progress(t);
+            })
         },
         &|_| {},
     )

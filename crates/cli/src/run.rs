@@ -2,11 +2,12 @@
 
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
-use qstp_lab::runner::{execute, Progress};
+use qstp_lab::runner::{execute_until, Finished, Progress};
 use qstp_lab::scenario::{load, Overrides};
 use qstp_lab::{output, summary};
 use qstp_proto::Duration;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Arguments of `qstp run`.
@@ -192,15 +193,40 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
         bar.set_message(format!("runs {}/{}", p.runs_done, p.runs_total));
     };
     let started = Instant::now();
-    let results = match &args.pcap {
-        None => execute(&plan, jobs, qstp_lab::simulate, &on_progress).map_err(anyhow::Error::from),
+    let points_total = plan.points.len();
+    let finished = match &args.pcap {
+        None => {
+            catch_interrupt();
+            let simulate = |_: qstp_lab::runner::Task,
+                            spec: &qstp_sim::SimSpec,
+                            on_time: &mut dyn FnMut(
+                qstp_proto::Time,
+            ) -> std::ops::ControlFlow<()>| {
+                qstp_lab::simulate(spec, on_time)
+            };
+            execute_until(&plan, jobs, simulate, &on_progress, &INTERRUPTED)
+                .map_err(anyhow::Error::from)
+        }
         Some(link) => {
             qstp_lab::pcap::execute_captured(&plan, jobs, &out, link, args.pcap_limit, &on_progress)
+                .map(|results| Finished {
+                    plan: plan.clone(),
+                    results,
+                    stopped: false,
+                })
                 .map_err(anyhow::Error::from)
         }
     };
     bar.finish_and_clear();
-    let results = results.context("simulation failed")?;
+    let Finished {
+        plan,
+        results,
+        stopped,
+    } = finished.context("simulation failed")?;
+    if stopped && plan.points.is_empty() {
+        eprintln!("interrupted before any point finished: nothing written");
+        std::process::exit(130);
+    }
     let wall_s = started.elapsed().as_secs_f64();
 
     let summary = summary::build(&plan, &results, &overrides);
@@ -209,8 +235,19 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
     } else {
         output::write_all(&out, &plan, &results, &summary)?
     };
+    if stopped {
+        // Said before anything else: the folder holds part of the sweep.
+        eprintln!(
+            "interrupted: the {} of {points_total} point(s) whose every run had finished are written to {}; the others were stopped",
+            plan.points.len(),
+            out.display()
+        );
+    }
     if !report {
         eprintln!("results: {}", out.display());
+        if stopped {
+            std::process::exit(130);
+        }
         return Ok(out);
     }
     print!("{}", summary::text_table(&summary));
@@ -281,5 +318,34 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
             args.pcap_limit
         );
     }
+    if stopped {
+        // The shell's convention for a command ended by Ctrl-C.
+        std::process::exit(130);
+    }
     Ok(out)
+}
+
+/// Set by the first Ctrl-C (SIGINT) of `qstp run`: no run starts any more, the runs under way
+/// stop at their next simulated second, and the finished points are written.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    // A second Ctrl-C ends the process at once, SIGINT's default action (signal() is
+    // async-signal-safe, POSIX.1-2017 §2.4.3).
+    // SAFETY: restoring a signal's default disposition from its handler.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+    }
+}
+
+/// Catch the first Ctrl-C (see [`INTERRUPTED`]).
+fn catch_interrupt() {
+    // SAFETY: the handler only stores to an atomic and calls signal(), both async-signal-safe.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
 }

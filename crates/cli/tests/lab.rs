@@ -319,3 +319,70 @@ fn one_run_has_no_interval_and_series_and_plots_are_left_out_when_asked() {
         .all(|l| l.split(',').nth(2) == Some("0")));
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+#[allow(clippy::disallowed_types)] // wall-clock time is what the test bounds
+fn ctrl_c_writes_the_finished_points_and_says_so() {
+    let out = fresh("interrupted");
+    let file = scenario("hstcp-qos.toml");
+    let child = std::process::Command::new(common::QSTP)
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args([
+            "--runs",
+            "1",
+            "--duration",
+            "60s",
+            "--jobs",
+            "1",
+            "--no-plots",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // 81 points of about a second each: a few are done after 4 s.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let stopped = std::time::Instant::now();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        stopped.elapsed() < std::time::Duration::from_secs(10),
+        "the run under way did not stop"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let written = summary["points"].as_array().unwrap().len();
+    assert!((1..81).contains(&written), "{written} points written");
+    assert!(
+        stderr.contains(&format!("interrupted: the {written} of 81 point(s)")),
+        "{stderr}"
+    );
+    // What was written is whole: one row per flow of each point's run.
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let flows: u64 = summary["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            p["flows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|g| g["flows"].as_u64().unwrap())
+                .sum::<u64>()
+        })
+        .sum();
+    assert_eq!(runs.lines().count() as u64 - 1, flows);
+    let _ = std::fs::remove_dir_all(&out);
+}
