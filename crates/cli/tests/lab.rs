@@ -4,20 +4,34 @@ mod common;
 
 use common::{fresh, qstp, scenario};
 
-#[test]
-fn run_writes_the_results_and_plot_redraws_them_without_simulating() {
-    let out = fresh("plot");
-    let file = scenario("qstp-fig4.toml");
-    let (ok, stdout, stderr) = qstp(&[
+/// `qstp run` of the shipped scenario `name` into `out` with `runs` runs of `duration` and
+/// `extra` flags: (success, stdout, stderr).
+fn run(
+    name: &str,
+    out: &std::path::Path,
+    runs: &str,
+    duration: &str,
+    extra: &[&str],
+) -> (bool, String, String) {
+    let file = scenario(name);
+    let mut args = vec![
         "run",
         file.to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
         "--runs",
-        "2",
+        runs,
         "--duration",
-        "10s",
-    ]);
+        duration,
+    ];
+    args.extend_from_slice(extra);
+    qstp(&args)
+}
+
+#[test]
+fn run_writes_the_results_and_plot_redraws_them_without_simulating() {
+    let out = fresh("plot");
+    let (ok, stdout, stderr) = run("qstp-fig4.toml", &out, "2", "10s", &[]);
     assert!(ok, "{stderr}");
     assert!(stdout.contains("thr/target"), "{stdout}");
     for name in [
@@ -260,19 +274,13 @@ fn run_into_a_folder_it_cannot_make_fails_before_simulating() {
 #[test]
 fn one_run_has_no_interval_and_series_and_plots_are_left_out_when_asked() {
     let out = fresh("lean");
-    let file = scenario("hstcp-qos.toml");
-    let (ok, stdout, stderr) = qstp(&[
-        "run",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--runs",
+    let (ok, stdout, stderr) = run(
+        "hstcp-qos.toml",
+        &out,
         "1",
-        "--duration",
         "5s",
-        "--no-series",
-        "--no-plots",
-    ]);
+        &["--no-series", "--no-plots"],
+    );
     assert!(ok, "{stderr}");
     // One run: the 95% interval is undefined, so no ± is printed and summary.json says null.
     let e_line = stdout
@@ -298,19 +306,13 @@ fn one_run_has_no_interval_and_series_and_plots_are_left_out_when_asked() {
 
     // Two runs keep only the first run's series when asked.
     let out = fresh("first-series");
-    let (ok, _, stderr) = qstp(&[
-        "run",
-        scenario("qstp-fig4.toml").to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--runs",
+    let (ok, _, stderr) = run(
+        "qstp-fig4.toml",
+        &out,
         "2",
-        "--duration",
         "5s",
-        "--series",
-        "first",
-        "--no-plots",
-    ]);
+        &["--series", "first", "--no-plots"],
+    );
     assert!(ok, "{stderr}");
     let long = std::fs::read_to_string(out.join("series.csv")).unwrap();
     assert!(long
