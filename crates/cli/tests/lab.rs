@@ -257,7 +257,8 @@ fn run_into_a_folder_it_cannot_make_fails_before_simulating() {
     assert!(!stderr.contains("point(s)"), "simulated first: {stderr}");
     // A folder it can make is checked by making and removing it: a run refused after the
     // check (here for a link the topology lacks) leaves neither it nor its missing parents.
-    let out = fresh("made-late").join("deeper");
+    let base = fresh("made-late");
+    let out = base.join("deeper");
     let (ok, _, stderr) = qstp(&[
         "run",
         file.to_str().unwrap(),

@@ -1367,7 +1367,17 @@ fn send_while_the_folder_fails(
     fail: impl FnOnce(&Path),
 ) -> (std::process::ExitStatus, String, Duration) {
     let sender = Command::new(QSTP)
-        .args(["send", "--duration", "3", "--to", addr, "--quiet"])
+        // Capped, so three seconds over loopback write megabytes, not gigabytes.
+        .args([
+            "send",
+            "--duration",
+            "3",
+            "--max-rate",
+            "40M",
+            "--to",
+            addr,
+            "--quiet",
+        ])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();

@@ -17,11 +17,8 @@ fn skip_reason() -> Option<String> {
         .map(|e| e.to_string())
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("qstp-cli-testbed-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
+mod common;
+use common::fresh as scratch;
 
 /// A scenario of one reno flow (unmarked: red) and a CBR flow (within its token bucket: green)
 /// through 10 Mbit/s.

@@ -9,18 +9,52 @@ use std::time::{Duration, Instant};
 
 pub const QSTP: &str = env!("CARGO_BIN_EXE_qstp");
 
-pub fn scratch(name: &str) -> PathBuf {
+/// A folder of the temporary directory for one test, removed with everything in it (and any
+/// mount left on it) when dropped, so repeated test runs do not fill the disk.
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch_path(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("qstp-cli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
-/// A path in the temporary folder for this test, removed if it exists and not created.
-pub fn fresh(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("qstp-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+/// A new, empty folder for this test; removed when the returned guard drops.
+pub fn scratch(name: &str) -> Scratch {
+    let dir = scratch_path(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    Scratch(dir)
+}
+
+/// A path in the temporary folder for this test, removed if it exists and not created; removed
+/// again when the returned guard drops.
+pub fn fresh(name: &str) -> Scratch {
+    Scratch(scratch_path(name))
 }
 
 /// A file of the repository's `scenarios/`.
