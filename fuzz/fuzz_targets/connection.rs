@@ -31,7 +31,7 @@ const MAX_STEPS: usize = 48;
 const MAX_EXCHANGE: usize = 128;
 
 /// Both sides' buffers: small, as every input copies both endpoints.
-const BUFFER: usize = 32 * 1024;
+const BUFFER: usize = 8 * 1024;
 
 /// Varints hold 62 bits.
 const VARINT_MASK: u64 = (1 << 62) - 1;
@@ -140,12 +140,12 @@ impl World {
         };
         w.exchange();
         // The server announces its connection once a packet of the client opened there.
-        w.write(CLIENT, 16 * 1024, None);
+        w.write(CLIENT, 6 * 1024, None);
         for _ in 0..100 {
             w.wait(5);
         }
         assert!(w.handles[SERVER].0 != usize::MAX, "the server accepted");
-        w.write(SERVER, 4 * 1024, None);
+        w.write(SERVER, 2 * 1024, None);
         for _ in 0..100 {
             w.wait(5);
         }
