@@ -74,7 +74,8 @@ class Summary:
 
     @property
     def flows(self) -> pandas.DataFrame:
-        """One row per point, group and statistic (mean, min, max, std, ci95, n).
+        """One row per point, group and statistic (mean, min, max, std, ci95, n; ci95 is NaN for
+        one run, where it is undefined).
 
         Columns: ``point``, then one per swept key (its value at the point), ``group``,
         ``protocol``, ``flows``, ``target_bps``, ``statistic``, then the measurements

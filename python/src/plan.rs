@@ -158,7 +158,11 @@ impl Plan {
         let task = self.task(py, point, run)?;
         let plan = &self.plan;
         let metrics = py
-            .detach(|| runner::run_task(plan, task, qstp_lab::simulate, &mut |_| {}))
+            .detach(|| {
+                runner::run_task(plan, task, qstp_lab::simulate, &mut |_| {
+                    std::ops::ControlFlow::Continue(())
+                })
+            })
             .map_err(|e| errors::raise(py, "RunError", e.to_string()))?;
         serde_json::to_string(&metrics).map_err(|e| errors::raise(py, "RunError", e.to_string()))
     }
@@ -203,13 +207,16 @@ impl Plan {
             let done_rx = done_rx;
             std::thread::scope(|s| {
                 let worker = s.spawn(|| {
-                    let simulate =
-                        |spec: &qstp_sim::SimSpec, on_time: &mut dyn FnMut(qstp_proto::Time)| {
-                            if stop.load(Ordering::Relaxed) {
-                                return Err("interrupted".to_string());
-                            }
-                            qstp_lab::simulate(spec, on_time).map_err(|e| e.to_string())
-                        };
+                    let simulate = |spec: &qstp_sim::SimSpec,
+                                    on_time: &mut dyn FnMut(
+                        qstp_proto::Time,
+                    )
+                        -> std::ops::ControlFlow<()>| {
+                        if stop.load(Ordering::Relaxed) {
+                            return Err("interrupted".to_string());
+                        }
+                        qstp_lab::simulate(spec, on_time).map_err(|e| e.to_string())
+                    };
                     let on_progress = |p: Progress| {
                         *latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
                     };

@@ -58,8 +58,9 @@ impl Results {
     }
 
     /// Write the results folder (summary.json, scenario.toml, runs.csv, series.csv, series/,
-    /// plots/, report.html) as `qstp run` does; returns the path of report.html.
-    fn write(&self, py: Python<'_>, out: PathBuf) -> PyResult<PathBuf> {
+    /// plots/, report.html) as `qstp run` does; returns the path of report.html (`None` when
+    /// the plan draws no figures).
+    fn write(&self, py: Python<'_>, out: PathBuf) -> PyResult<Option<PathBuf>> {
         py.detach(|| output::write_all(&out, &self.plan, &self.results, &self.summary))
             .map(|written| written.report)
             .map_err(|e| errors::output(py, e))

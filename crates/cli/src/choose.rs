@@ -36,6 +36,9 @@ pub fn main(args: ChooseArgs) -> anyhow::Result<()> {
                 jobs: None,
                 pcap: None,
                 pcap_limit: qstp_lab::pcap::DEFAULT_LIMIT,
+                series: None,
+                no_series: false,
+                no_plots: false,
             },
             false,
         )?

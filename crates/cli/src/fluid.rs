@@ -107,9 +107,12 @@ pub fn main(args: FluidArgs) -> anyhow::Result<()> {
     let results = execute(
         &plan,
         1,
-        |spec: &SimSpec, progress: &mut dyn FnMut(qstp_proto::Time)| {
+        |spec: &SimSpec,
+         progress: &mut dyn FnMut(qstp_proto::Time) -> std::ops::ControlFlow<()>| {
             let params = params_of(&plan, spec).copied().unwrap_or_default();
-            solve(spec, &params, progress)
+            solve(spec, &params, &mut |t| {
+                let _ = progress(t);
+            })
         },
         &|_| {},
     )
@@ -139,7 +142,9 @@ pub fn main(args: FluidArgs) -> anyhow::Result<()> {
         println!("compare: {}", path.display());
     }
     println!("summary: {}", written.summary.display());
-    println!("report:  {}", written.report.display());
+    if let Some(report) = &written.report {
+        println!("report:  {}", report.display());
+    }
     Ok(())
 }
 

@@ -2,11 +2,12 @@
 
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
-use qstp_lab::runner::{execute, Progress};
+use qstp_lab::runner::{execute_until, Finished, Progress};
 use qstp_lab::scenario::{load, Overrides};
 use qstp_lab::{output, summary};
 use qstp_proto::Duration;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Arguments of `qstp run`.
@@ -38,6 +39,40 @@ pub struct RunArgs {
     /// Most packets captured per pcap file; later packets are left out.
     #[arg(long, value_name = "PACKETS", default_value_t = qstp_lab::pcap::DEFAULT_LIMIT, requires = "pcap")]
     pub pcap_limit: u64,
+    /// Which runs keep their time series (series.csv, series/ and the per-flow figures): every
+    /// run, the first of each point, or none [default: every run's if they fit about 4 M
+    /// values, else the first's].
+    #[arg(long, value_name = "RUNS", value_enum)]
+    pub series: Option<SeriesChoice>,
+    /// Keep no time series (`--series none`): the summary, runs.csv and the figures over points
+    /// only.
+    #[arg(long, conflicts_with = "series")]
+    pub no_series: bool,
+    /// Draw no figures and write no report.html (`qstp plot DIR` draws them from the folder
+    /// later).
+    #[arg(long)]
+    pub no_plots: bool,
+}
+
+/// `--series`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SeriesChoice {
+    /// Every run.
+    All,
+    /// The first run of each point.
+    First,
+    /// None.
+    None,
+}
+
+impl SeriesChoice {
+    fn runs(self) -> qstp_lab::runner::SeriesRuns {
+        match self {
+            SeriesChoice::All => qstp_lab::runner::SeriesRuns::All,
+            SeriesChoice::First => qstp_lab::runner::SeriesRuns::First,
+            SeriesChoice::None => qstp_lab::runner::SeriesRuns::None,
+        }
+    }
 }
 
 /// The TCP congestion controls, sources, queues, markers and loss models a scenario may name,
@@ -115,7 +150,13 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
         seed: args.seed,
         duration: args.duration,
     };
-    let plan = load(&args.scenario, &overrides)?;
+    let mut plan = load(&args.scenario, &overrides)?;
+    plan.outputs.series = if args.no_series {
+        Some(qstp_lab::runner::SeriesRuns::None)
+    } else {
+        args.series.map(SeriesChoice::runs)
+    };
+    plan.outputs.figures = !args.no_plots;
     let base = plan.base();
     let jobs = args
         .jobs
@@ -152,15 +193,40 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
         bar.set_message(format!("runs {}/{}", p.runs_done, p.runs_total));
     };
     let started = Instant::now();
-    let results = match &args.pcap {
-        None => execute(&plan, jobs, qstp_lab::simulate, &on_progress).map_err(anyhow::Error::from),
+    let points_total = plan.points.len();
+    let finished = match &args.pcap {
+        None => {
+            catch_interrupt();
+            let simulate = |_: qstp_lab::runner::Task,
+                            spec: &qstp_sim::SimSpec,
+                            on_time: &mut dyn FnMut(
+                qstp_proto::Time,
+            ) -> std::ops::ControlFlow<()>| {
+                qstp_lab::simulate(spec, on_time)
+            };
+            execute_until(&plan, jobs, simulate, &on_progress, &INTERRUPTED)
+                .map_err(anyhow::Error::from)
+        }
         Some(link) => {
             qstp_lab::pcap::execute_captured(&plan, jobs, &out, link, args.pcap_limit, &on_progress)
+                .map(|results| Finished {
+                    plan: plan.clone(),
+                    results,
+                    stopped: false,
+                })
                 .map_err(anyhow::Error::from)
         }
     };
     bar.finish_and_clear();
-    let results = results.context("simulation failed")?;
+    let Finished {
+        plan,
+        results,
+        stopped,
+    } = finished.context("simulation failed")?;
+    if stopped && plan.points.is_empty() {
+        eprintln!("interrupted before any point finished: nothing written");
+        std::process::exit(130);
+    }
     let wall_s = started.elapsed().as_secs_f64();
 
     let summary = summary::build(&plan, &results, &overrides);
@@ -169,11 +235,30 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
     } else {
         output::write_all(&out, &plan, &results, &summary)?
     };
+    if stopped {
+        // Said before anything else: the folder holds part of the sweep.
+        eprintln!(
+            "interrupted: the {} of {points_total} point(s) whose every run had finished are written to {}; the others were stopped",
+            plan.points.len(),
+            out.display()
+        );
+    }
     if !report {
         eprintln!("results: {}", out.display());
+        if stopped {
+            std::process::exit(130);
+        }
         return Ok(out);
     }
     print!("{}", summary::text_table(&summary));
+    if let qstp_sim::spec::Topology::Graph(graph) = &base.topology {
+        // The high-speed TCP paper's E assumes every flow shares one bottleneck.
+        println!(
+            "E in a [[link]] graph: all flows' throughput over the rate of link `{}`, whose queue \
+             is recorded; flows that do not cross it can make E exceed 1.",
+            graph.links[graph.bottleneck].name
+        );
+    }
     // Sub-second runs in milliseconds, so that a fast run never reads "0.0 s".
     let wall = if wall_s < 1.0 {
         format!("{:.0} ms", wall_s * 1e3)
@@ -187,30 +272,44 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
         summary.simulated_s / wall_s.max(1e-9)
     );
     println!("summary: {}", written.summary.display());
-    println!("report:  {}", written.report.display());
+    match &written.report {
+        Some(report) => println!("report:  {}", report.display()),
+        None => println!(
+            "report:  none (--no-plots; `qstp plot {}` draws it)",
+            out.display()
+        ),
+    }
     println!(
         "runs:    {} (every run's per-flow results)",
         written.runs.display()
     );
-    println!(
-        "series:  {} (long format, {})",
-        written.long_series.display(),
-        match qstp_lab::runner::series_runs(&plan) {
-            qstp_lab::runner::SeriesRuns::All => "every run",
-            qstp_lab::runner::SeriesRuns::First =>
-                "the first run of each point: every run's would not fit the bound",
+    match &written.long_series {
+        Some(long) => {
+            println!(
+                "series:  {} (long format, {})",
+                long.display(),
+                match qstp_lab::runner::series_runs(&plan) {
+                    qstp_lab::runner::SeriesRuns::All => "every run",
+                    qstp_lab::runner::SeriesRuns::First if args.series.is_some() =>
+                        "the first run of each point, as asked",
+                    _ => "the first run of each point: every run's would not fit the bound",
+                }
+            );
+            println!(
+                "wide:    {} file(s) in {} (the first run's series, a column per flow)",
+                written.series.len(),
+                out.join("series").display()
+            );
         }
-    );
-    println!(
-        "wide:    {} file(s) in {} (the first run's series, a column per flow)",
-        written.series.len(),
-        out.join("series").display()
-    );
-    println!(
-        "plots:   {} file(s) in {}",
-        written.plots.len(),
-        out.join("plots").display()
-    );
+        None => println!("series:  none (--series none)"),
+    }
+    if written.report.is_some() {
+        println!(
+            "plots:   {} file(s) in {}",
+            written.plots.len(),
+            out.join("plots").display()
+        );
+    }
     if let Some(link) = &args.pcap {
         println!(
             "pcap:    {} file(s) in {} (link {link}, the first run of each point, at most {} packets each)",
@@ -219,5 +318,34 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
             args.pcap_limit
         );
     }
+    if stopped {
+        // The shell's convention for a command ended by Ctrl-C.
+        std::process::exit(130);
+    }
     Ok(out)
+}
+
+/// Set by the first Ctrl-C (SIGINT) of `qstp run`: no run starts any more, the runs under way
+/// stop at their next simulated second, and the finished points are written.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    // A second Ctrl-C ends the process at once, SIGINT's default action (signal() is
+    // async-signal-safe, POSIX.1-2017 §2.4.3).
+    // SAFETY: restoring a signal's default disposition from its handler.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+    }
+}
+
+/// Catch the first Ctrl-C (see [`INTERRUPTED`]).
+fn catch_interrupt() {
+    // SAFETY: the handler only stores to an atomic and calls signal(), both async-signal-safe.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
 }

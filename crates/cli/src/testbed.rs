@@ -119,7 +119,8 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
     let results = execute(
         &plan,
         1,
-        |spec: &qstp_sim::SimSpec, _: &mut dyn FnMut(qstp_proto::Time)| {
+        |spec: &qstp_sim::SimSpec,
+         _: &mut dyn FnMut(qstp_proto::Time) -> std::ops::ControlFlow<()>| {
             let run = qstp_testbed::run_with(spec, &options)?;
             reports
                 .lock()
@@ -169,6 +170,8 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
         );
     }
     println!("summary: {}", written.summary.display());
-    println!("report:  {}", written.report.display());
+    if let Some(report) = &written.report {
+        println!("report:  {}", report.display());
+    }
     Ok(())
 }

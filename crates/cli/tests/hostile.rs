@@ -263,10 +263,17 @@ fn clients_that_stop_after_the_handshake_hold_no_transfer_slot() {
         .unwrap();
     let closed = runtime.block_on(async {
         let endpoint = qstp_net::Endpoint::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let conn = endpoint
-            .connect(server, qstp_net::Config::default())
-            .await
-            .unwrap();
+        // The one slot frees once the receiver has closed the last transfer's connection.
+        let tried = std::time::Instant::now();
+        let conn = loop {
+            match endpoint.connect(server, qstp_net::Config::default()).await {
+                Ok(conn) => break conn,
+                Err(qstp_net::Error::Refused) if tried.elapsed() < Duration::from_secs(5) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
         let started = std::time::Instant::now();
         let _ = tokio::time::timeout(Duration::from_secs(10), conn.closed()).await;
         (started.elapsed(), conn.close_reason())

@@ -4,20 +4,34 @@ mod common;
 
 use common::{fresh, qstp, scenario};
 
-#[test]
-fn run_writes_the_results_and_plot_redraws_them_without_simulating() {
-    let out = fresh("plot");
-    let file = scenario("qstp-fig4.toml");
-    let (ok, stdout, stderr) = qstp(&[
+/// `qstp run` of the shipped scenario `name` into `out` with `runs` runs of `duration` and
+/// `extra` flags: (success, stdout, stderr).
+fn run(
+    name: &str,
+    out: &std::path::Path,
+    runs: &str,
+    duration: &str,
+    extra: &[&str],
+) -> (bool, String, String) {
+    let file = scenario(name);
+    let mut args = vec![
         "run",
         file.to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
         "--runs",
-        "2",
+        runs,
         "--duration",
-        "10s",
-    ]);
+        duration,
+    ];
+    args.extend_from_slice(extra);
+    qstp(&args)
+}
+
+#[test]
+fn run_writes_the_results_and_plot_redraws_them_without_simulating() {
+    let out = fresh("plot");
+    let (ok, stdout, stderr) = run("qstp-fig4.toml", &out, "2", "10s", &[]);
     assert!(ok, "{stderr}");
     assert!(stdout.contains("thr/target"), "{stdout}");
     for name in [
@@ -255,4 +269,122 @@ fn run_into_a_folder_it_cannot_make_fails_before_simulating() {
     assert!(!ok);
     assert!(stderr.contains("no-such-link"), "{stderr}");
     assert!(!out.parent().unwrap().exists());
+}
+
+#[test]
+fn one_run_has_no_interval_and_series_and_plots_are_left_out_when_asked() {
+    let out = fresh("lean");
+    let (ok, stdout, stderr) = run(
+        "hstcp-qos.toml",
+        &out,
+        "1",
+        "5s",
+        &["--no-series", "--no-plots"],
+    );
+    assert!(ok, "{stderr}");
+    // One run: the 95% interval is undefined, so no ± is printed and summary.json says null.
+    let e_line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("E "))
+        .expect("an E line");
+    assert!(!e_line.contains('±'), "{e_line}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let point = &summary["points"][0];
+    assert!(point["metrics"]["efficiency"]["ci95"].is_null(), "{point}");
+    assert!(point["flows"][0]["throughput_bps"]["ci95"].is_null());
+    assert_eq!(summary["series_runs"], "none");
+    for name in ["series.csv", "series", "plots", "report.html"] {
+        assert!(!out.join(name).exists(), "{name} was written");
+    }
+    assert!(stdout.contains("series:  none"), "{stdout}");
+    // The figures come later from the folder alone.
+    let (ok, _, stderr) = qstp(&["plot", out.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    assert!(out.join("report.html").is_file());
+    let _ = std::fs::remove_dir_all(&out);
+
+    // Two runs keep only the first run's series when asked.
+    let out = fresh("first-series");
+    let (ok, _, stderr) = run(
+        "qstp-fig4.toml",
+        &out,
+        "2",
+        "5s",
+        &["--series", "first", "--no-plots"],
+    );
+    assert!(ok, "{stderr}");
+    let long = std::fs::read_to_string(out.join("series.csv")).unwrap();
+    assert!(long
+        .lines()
+        .skip(1)
+        .all(|l| l.split(',').nth(2) == Some("0")));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+#[allow(clippy::disallowed_types)] // wall-clock time is what the test bounds
+fn ctrl_c_writes_the_finished_points_and_says_so() {
+    let out = fresh("interrupted");
+    let file = scenario("hstcp-qos.toml");
+    let child = std::process::Command::new(common::QSTP)
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args([
+            "--runs",
+            "1",
+            "--duration",
+            "60s",
+            "--jobs",
+            "1",
+            "--no-plots",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // 81 points of about a second each: a few are done after 4 s.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let stopped = std::time::Instant::now();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        stopped.elapsed() < std::time::Duration::from_secs(10),
+        "the run under way did not stop"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let written = summary["points"].as_array().unwrap().len();
+    assert!((1..81).contains(&written), "{written} points written");
+    assert!(
+        stderr.contains(&format!("interrupted: the {written} of 81 point(s)")),
+        "{stderr}"
+    );
+    // What was written is whole: one row per flow of each point's run.
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let flows: u64 = summary["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            p["flows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|g| g["flows"].as_u64().unwrap())
+                .sum::<u64>()
+        })
+        .sum();
+    assert_eq!(runs.lines().count() as u64 - 1, flows);
+    let _ = std::fs::remove_dir_all(&out);
 }

@@ -575,9 +575,9 @@ pub struct Stats {
     /// Sample standard deviation (n - 1 in the denominator; zero for one value).
     pub std: f64,
     /// Half-width of the 95% confidence interval of the mean, Student's t with n - 1 degrees of
-    /// freedom times std / sqrt(n): the mean is `mean ± ci95` (zero for one value, where it is
-    /// undefined).
-    pub ci95: f64,
+    /// freedom times std / sqrt(n): the mean is `mean ± ci95`. `None` (`null` in summary.json)
+    /// for one value, where it is undefined, not zero.
+    pub ci95: Option<f64>,
     /// Number of values.
     pub n: usize,
 }
@@ -619,11 +619,7 @@ impl Stats {
         } else {
             0.0
         };
-        let ci95 = if n > 1 {
-            t975(n - 1) * std / (n as f64).sqrt()
-        } else {
-            0.0
-        };
+        let ci95 = (n > 1).then(|| t975(n - 1) * std / (n as f64).sqrt());
         Some(Stats {
             mean,
             min,
@@ -727,8 +723,8 @@ mod tests {
         assert!((s.std - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
         assert_eq!(Stats::of(&[3.0]).unwrap().std, 0.0);
         // n = 8: t(0.975, 7) = 2.365; ci95 = 2.365 * std / sqrt(8).
-        assert!((s.ci95 - 2.365 * s.std / 8f64.sqrt()).abs() < 1e-12);
-        assert_eq!(Stats::of(&[3.0]).unwrap().ci95, 0.0);
+        assert!((s.ci95.unwrap() - 2.365 * s.std / 8f64.sqrt()).abs() < 1e-12);
+        assert_eq!(Stats::of(&[3.0]).unwrap().ci95, None);
         assert_eq!(
             (t975(1), t975(30), t975(45), t975(5000)),
             (12.706, 2.042, 2.021, 1.960)

@@ -179,12 +179,12 @@ fn clear_owned(dir: &Path, keep: &[&str]) -> Result<(), OutputError> {
 pub struct Written {
     /// `summary.json`.
     pub summary: PathBuf,
-    /// `report.html`.
-    pub report: PathBuf,
+    /// `report.html` (`None`: figures were not asked for).
+    pub report: Option<PathBuf>,
     /// `runs.csv`.
     pub runs: PathBuf,
-    /// `series.csv`, in long format.
-    pub long_series: PathBuf,
+    /// `series.csv`, in long format (`None`: no series were kept).
+    pub long_series: Option<PathBuf>,
     /// The CSV series.
     pub series: Vec<PathBuf>,
     /// The SVG plots.
@@ -239,13 +239,18 @@ fn write_outputs(
     // The scenario as run, so that `qstp plot` can redraw from this folder alone.
     write(&dir.join("scenario.toml"), &plan.source)?;
     copy_inputs(dir, plan)?;
+    let keeps_series = crate::runner::series_runs(plan) != crate::runner::SeriesRuns::None;
     let series_dir = dir.join("series");
-    mkdir(&series_dir)?;
+    if keeps_series {
+        mkdir(&series_dir)?;
+    }
 
     let runs_path = dir.join("runs.csv");
     write(&runs_path, &runs_csv(plan, results, summary))?;
-    let long_path = dir.join("series.csv");
-    write(&long_path, &long_series_csv(plan, results))?;
+    let long_path = keeps_series.then(|| dir.join("series.csv"));
+    if let Some(path) = &long_path {
+        write(path, &long_series_csv(plan, results))?;
+    }
 
     let summary_path = dir.join("summary.json");
     let json =
@@ -273,7 +278,12 @@ fn write_outputs(
         }
     }
 
-    let (report_path, plots) = write_figures(dir, plan, results, summary)?;
+    let (report_path, plots) = if plan.outputs.figures {
+        let (report, plots) = write_figures(dir, plan, results, summary)?;
+        (Some(report), plots)
+    } else {
+        (None, Vec::new())
+    };
     Ok(Written {
         summary: summary_path,
         report: report_path,

@@ -116,7 +116,9 @@ pub fn execute_captured(
     check_link(plan, link).map_err(CaptureError::Write)?;
     let folder = output::prepare_pcap(dir)?;
     let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let simulate = |task: Task, spec: &qstp_sim::SimSpec, on_time: &mut dyn FnMut(Time)| {
+    let simulate = |task: Task,
+                    spec: &qstp_sim::SimSpec,
+                    on_time: &mut dyn FnMut(Time) -> std::ops::ControlFlow<()>| {
         if task.run != 0 {
             return qstp_sim::run_with_progress(spec, on_time).map_err(|e| e.to_string());
         }

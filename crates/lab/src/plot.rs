@@ -132,8 +132,9 @@ pub fn pdf(title: &str, svg: &str) -> Result<Vec<u8>, PlotError> {
     .map_err(|e| error(e.to_string()))
 }
 
-/// Colours of the lines, in order, and the reference lines' colours after them.
-const COLOURS: [RGBColor; 8] = [
+/// Colours of the lines, in order, and the reference lines' colours after them: twelve that
+/// stay apart (the first eight as before, then olive, grey, black and light blue).
+const COLOURS: [RGBColor; 12] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),
@@ -142,10 +143,85 @@ const COLOURS: [RGBColor; 8] = [
     RGBColor(140, 86, 75),
     RGBColor(227, 119, 194),
     RGBColor(23, 190, 207),
+    RGBColor(188, 189, 34),
+    RGBColor(127, 127, 127),
+    RGBColor(0, 0, 0),
+    RGBColor(174, 199, 232),
 ];
 
 fn colour(i: usize) -> RGBColor {
     COLOURS[i % COLOURS.len()]
+}
+
+/// How line `i` is stroked: after every twelve colours the dash changes (solid, dashed,
+/// dotted), so 36 lines stay apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dash {
+    Solid,
+    Dashed,
+    Dotted,
+}
+
+fn dash(i: usize) -> Dash {
+    match (i / COLOURS.len()) % 3 {
+        0 => Dash::Solid,
+        1 => Dash::Dashed,
+        _ => Dash::Dotted,
+    }
+}
+
+/// Pixels between two markers along a line.
+const MARKER_SPACING: i32 = 90;
+
+/// Whether `line` carries markers: beside other lines, unless its points are already marked
+/// (a line with error bars).
+fn has_markers(chart: &Chart, line: &Line) -> bool {
+    chart.lines.len() > 1 && line.points.len() > 1 && line.bars.is_empty()
+}
+
+/// Draw line `i`'s markers through `points`: a shape of its own every [`MARKER_SPACING`] pixels,
+/// the first shifted by the line's index, so lines drawn exactly over each other still show
+/// each one's markers.
+fn draw_markers<DB: DrawingBackend>(
+    ctx: &mut ChartContext<
+        '_,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    i: usize,
+    points: &[(f64, f64)],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let c = colour(i);
+    let shift = (i as i32 * 23) % MARKER_SPACING;
+    let points = points.iter().copied();
+    let filled = c.filled();
+    match i % 4 {
+        0 => ctx.draw_series(DottedLineSeries::new(
+            points,
+            shift,
+            MARKER_SPACING,
+            move |p| Circle::new(p, 4, filled),
+        ))?,
+        1 => ctx.draw_series(DottedLineSeries::new(
+            points,
+            shift,
+            MARKER_SPACING,
+            move |p| TriangleMarker::new(p, 5, filled),
+        ))?,
+        2 => ctx.draw_series(DottedLineSeries::new(
+            points,
+            shift,
+            MARKER_SPACING,
+            move |p| Rectangle::new([(p.0 - 4, p.1 - 4), (p.0 + 4, p.1 + 4)], filled),
+        ))?,
+        _ => ctx.draw_series(DottedLineSeries::new(
+            points,
+            shift,
+            MARKER_SPACING,
+            move |p| Cross::new(p, 5, c.stroke_width(2)),
+        ))?,
+    };
+    Ok(())
 }
 
 /// Height of every chart and width of one plot panel, pixels: a figure is drawn at the size a
@@ -214,7 +290,11 @@ struct Entry {
 }
 
 enum EntryKind {
-    Line,
+    /// Data line `index`: its dash and, where the plot draws them, its marker.
+    Line {
+        index: usize,
+        marker: bool,
+    },
     Dashed,
     Swatch,
 }
@@ -227,7 +307,10 @@ fn legend_entries(chart: &Chart) -> Vec<Entry> {
         .map(|(i, l)| Entry {
             label: l.label.clone(),
             colour: colour(i).to_rgba(),
-            kind: EntryKind::Line,
+            kind: EntryKind::Line {
+                index: i,
+                marker: has_markers(chart, l),
+            },
         })
         .collect();
     entries.extend(chart.references.iter().enumerate().map(|(j, r)| Entry {
@@ -275,7 +358,29 @@ fn draw_panels(title: &str, charts: &[Chart], svg: &mut String) -> Result<(), St
         let y = 40 + i as i32 * (LEGEND_FONT as i32 + 8);
         let style = ShapeStyle::from(entry.colour).stroke_width(3);
         match entry.kind {
-            EntryKind::Line => legend.draw(&PathElement::new(vec![(8, y), (34, y)], style)),
+            EntryKind::Line { index: i, marker } => {
+                let segments: Vec<Vec<(i32, i32)>> = match dash(i) {
+                    Dash::Solid => vec![vec![(8, y), (34, y)]],
+                    Dash::Dashed => vec![vec![(8, y), (18, y)], vec![(24, y), (34, y)]],
+                    Dash::Dotted => (0..4)
+                        .map(|k| vec![(8 + 7 * k, y), (11 + 7 * k, y)])
+                        .collect(),
+                };
+                let mut drawn = segments
+                    .into_iter()
+                    .try_for_each(|s| legend.draw(&PathElement::new(s, style)));
+                if drawn.is_ok() && marker {
+                    let c = colour(i);
+                    let at = (21, y);
+                    drawn = match i % 4 {
+                        0 => legend.draw(&Circle::new(at, 4, c.filled())),
+                        1 => legend.draw(&TriangleMarker::new(at, 5, c.filled())),
+                        2 => legend.draw(&Rectangle::new([(17, y - 4), (25, y + 4)], c.filled())),
+                        _ => legend.draw(&Cross::new(at, 5, c.stroke_width(2))),
+                    };
+                }
+                drawn
+            }
             EntryKind::Dashed => legend
                 .draw(&PathElement::new(vec![(8, y), (16, y)], style))
                 .and_then(|_| legend.draw(&PathElement::new(vec![(22, y), (30, y)], style))),
@@ -346,10 +451,19 @@ fn draw_chart<DB: DrawingBackend>(
     }
     for (i, line) in chart.lines.iter().enumerate() {
         let c = colour(i);
-        ctx.draw_series(LineSeries::new(
-            line.points.iter().copied(),
-            c.stroke_width(2),
-        ))?;
+        let points = line.points.iter().copied();
+        match dash(i) {
+            Dash::Solid => ctx.draw_series(LineSeries::new(points, c.stroke_width(2)))?,
+            Dash::Dashed => {
+                ctx.draw_series(DashedLineSeries::new(points, 10, 6, c.stroke_width(2)))?
+            }
+            Dash::Dotted => {
+                ctx.draw_series(DashedLineSeries::new(points, 3, 4, c.stroke_width(2)))?
+            }
+        };
+        if has_markers(chart, line) {
+            draw_markers(&mut ctx, i, &line.points)?;
+        }
         if !line.bars.is_empty() {
             ctx.draw_series(line.points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
             let half = (x1 - x0) / 200.0;
@@ -460,5 +574,34 @@ mod tests {
             ..Default::default()
         };
         assert!(render(&chart).unwrap().contains("nothing"));
+    }
+
+    #[test]
+    fn thirty_six_lines_stay_apart_and_lines_drawn_over_each_other_show_their_markers() {
+        let styles: std::collections::BTreeSet<(u8, u8, u8, u8)> = (0..36)
+            .map(|i| {
+                let c = colour(i);
+                (c.0, c.1, c.2, dash(i) as u8)
+            })
+            .collect();
+        assert_eq!(styles.len(), 36, "a colour and dash repeat within 36 lines");
+        // Two identical lines: each one's markers are drawn, at different places.
+        let same = vec![(0.0, 10.0), (100.0, 10.0)];
+        let chart = Chart {
+            title: "two".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            lines: (0..2)
+                .map(|i| Line {
+                    label: format!("line {i}"),
+                    points: same.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let svg = render(&chart).unwrap();
+        assert!(svg.contains("<circle"), "the first line's markers");
+        assert!(svg.contains("<polygon"), "the second line's (triangles)");
     }
 }

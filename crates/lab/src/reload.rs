@@ -99,11 +99,12 @@ pub fn load_resolving(dir: &Path, scenario: &Path) -> Result<Loaded, ReloadError
             .duration_s
             .map(|s| Duration::from_nanos((s * 1e9).round() as u64)),
     };
-    let plan = parse(
+    let mut plan = parse(
         &read(&scenario_path)?,
         &scenario.display().to_string(),
         &overrides,
     )?;
+    plan.outputs.series = Some(summary.series_runs);
     let mismatch = |reason: String| ReloadError::Mismatch {
         dir: dir.to_path_buf(),
         reason,
@@ -135,7 +136,10 @@ pub fn load_resolving(dir: &Path, scenario: &Path) -> Result<Loaded, ReloadError
         })
         .collect();
     read_runs(&dir.join("runs.csv"), &plan, &mut results)?;
-    read_series(&dir.join("series.csv"), &plan, &mut results)?;
+    // A run that kept no series (`qstp run --series none`) wrote no series.csv.
+    if summary.series_runs != crate::runner::SeriesRuns::None {
+        read_series(&dir.join("series.csv"), &plan, &mut results)?;
+    }
     Ok(Loaded {
         plan,
         results,

@@ -10,6 +10,7 @@ use qstp_proto::Time;
 use qstp_sim::{RunOutput, SimSpec};
 use serde::{Deserialize, Serialize};
 use std::fmt::Display;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -84,18 +85,14 @@ pub enum RunError {
 /// keeps the series of the first run of each point only.
 pub const MAX_SERIES_VALUES: u64 = 4 << 20;
 
-/// Which runs keep their time series.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SeriesRuns {
-    /// Every run.
-    All,
-    /// The first run of each point (the plan's series would exceed [`MAX_SERIES_VALUES`]).
-    First,
-}
+pub use crate::scenario::SeriesRuns;
 
-/// Every run's series if they fit [`MAX_SERIES_VALUES`], else the first run's of each point.
+/// The runs the plan's outputs ask for; by default every run's series if they fit
+/// [`MAX_SERIES_VALUES`], else the first run's of each point.
 pub fn series_runs(plan: &Plan) -> SeriesRuns {
+    if let Some(asked) = plan.outputs.series {
+        return asked;
+    }
     let values: u64 = plan
         .points
         .iter()
@@ -142,10 +139,10 @@ pub fn run_task<F, E>(
     plan: &Plan,
     task: Task,
     simulate: F,
-    on_time: &mut dyn FnMut(Time),
+    on_time: &mut dyn FnMut(Time) -> ControlFlow<()>,
 ) -> Result<RunMetrics, RunError>
 where
-    F: Fn(&SimSpec, &mut dyn FnMut(Time)) -> Result<RunOutput, E>,
+    F: Fn(&SimSpec, &mut dyn FnMut(Time) -> ControlFlow<()>) -> Result<RunOutput, E>,
     E: Display,
 {
     let Some(point) = plan.points.get(task.point) else {
@@ -156,7 +153,11 @@ where
         return Err(RunError::UnknownTask { task });
     }
     let spec = scenario.spec(task.run);
-    let keep_series = task.run == 0 || series_runs(plan) == SeriesRuns::All;
+    let keep_series = match series_runs(plan) {
+        SeriesRuns::All => true,
+        SeriesRuns::First => task.run == 0,
+        SeriesRuns::None => false,
+    };
     simulate(&spec, on_time)
         .map(|out| metrics::reduce(&out, spec.seed, spec.bin, scenario.warmup, keep_series))
         .map_err(|e| RunError::Simulation {
@@ -217,7 +218,7 @@ pub fn execute<F, E>(
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Vec<PointResult>, RunError>
 where
-    F: Fn(&SimSpec, &mut dyn FnMut(Time)) -> Result<RunOutput, E> + Sync,
+    F: Fn(&SimSpec, &mut dyn FnMut(Time) -> ControlFlow<()>) -> Result<RunOutput, E> + Sync,
     E: Display,
 {
     execute_tasks(
@@ -237,7 +238,37 @@ pub fn execute_tasks<F, E>(
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Vec<PointResult>, RunError>
 where
-    F: Fn(Task, &SimSpec, &mut dyn FnMut(Time)) -> Result<RunOutput, E> + Sync,
+    F: Fn(Task, &SimSpec, &mut dyn FnMut(Time) -> ControlFlow<()>) -> Result<RunOutput, E> + Sync,
+    E: Display,
+{
+    let never = AtomicBool::new(false);
+    execute_until(plan, jobs, simulate, progress, &never).map(|finished| finished.results)
+}
+
+/// What [`execute_until`] finished: every point, or those whose every run ended before it was
+/// stopped.
+#[derive(Debug)]
+pub struct Finished {
+    /// The plan cut to the finished points (the whole plan unless stopped).
+    pub plan: Plan,
+    /// Their results, in plan order.
+    pub results: Vec<PointResult>,
+    /// Whether `stop` cut the execution short.
+    pub stopped: bool,
+}
+
+/// [`execute_tasks`] until `stop` becomes true (Ctrl-C): then no run starts, the runs under way
+/// stop at their next simulated second, and the points whose every run had finished are
+/// returned.
+pub fn execute_until<F, E>(
+    plan: &Plan,
+    jobs: usize,
+    simulate: F,
+    progress: &(dyn Fn(Progress) + Sync),
+    stop: &AtomicBool,
+) -> Result<Finished, RunError>
+where
+    F: Fn(Task, &SimSpec, &mut dyn FnMut(Time) -> ControlFlow<()>) -> Result<RunOutput, E> + Sync,
     E: Display,
 {
     let tasks = tasks(plan);
@@ -260,13 +291,16 @@ where
 
     let worker = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
-        if i >= tasks.len() || failed.load(Ordering::Relaxed) {
+        if i >= tasks.len() || failed.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed) {
             return;
         }
         let task = tasks[i];
         let duration_ns = plan.points[task.point].scenario.duration.as_nanos();
         let mut reported = 0u64;
         let mut on_time = |t: Time| {
+            if stop.load(Ordering::Relaxed) {
+                return ControlFlow::Break(());
+            }
             let now = t.as_nanos().min(duration_ns);
             if now >= reported + PROGRESS_STEP_NS {
                 let sim =
@@ -274,13 +308,20 @@ where
                 reported = now;
                 report(runs_done.load(Ordering::Relaxed), sim);
             }
+            ControlFlow::Continue(())
         };
         let outcome = run_task(
             plan,
             task,
-            |spec: &SimSpec, on_time: &mut dyn FnMut(Time)| simulate(task, spec, on_time),
+            |spec: &SimSpec, on_time: &mut dyn FnMut(Time) -> ControlFlow<()>| {
+                simulate(task, spec, on_time)
+            },
             &mut on_time,
         );
+        if outcome.is_err() && stop.load(Ordering::Relaxed) {
+            // Stopped, not failed: the run left no result.
+            return;
+        }
         if outcome.is_err() {
             failed.store(true, Ordering::Relaxed);
         }
@@ -297,16 +338,44 @@ where
     });
 
     let slots = slots.into_inner().unwrap_or_else(|e| e.into_inner());
+    let stopped = stop.load(Ordering::Relaxed);
     let mut done = Vec::with_capacity(tasks.len());
     for (task, slot) in tasks.into_iter().zip(slots) {
         match slot {
             Some(Ok(m)) => done.push((task, m)),
             Some(Err(e)) => return Err(e),
-            // Not run because a task failed: that failure comes further on in plan order.
+            // Not run because a task failed (that failure comes further on in plan order), or
+            // because the execution was stopped.
             None => {}
         }
     }
-    assemble(plan, done)
+    if !stopped {
+        return Ok(Finished {
+            plan: plan.clone(),
+            results: assemble(plan, done)?,
+            stopped,
+        });
+    }
+    // Keep the points whose every run finished, renumbered in plan order.
+    let mut runs_done = vec![0u32; plan.points.len()];
+    for (task, _) in &done {
+        runs_done[task.point] += 1;
+    }
+    let kept: Vec<usize> = (0..plan.points.len())
+        .filter(|&p| runs_done[p] == plan.points[p].scenario.runs)
+        .collect();
+    let mut cut = plan.clone();
+    cut.points = kept.iter().map(|&p| plan.points[p].clone()).collect();
+    let done = done.into_iter().filter_map(|(task, m)| {
+        let point = kept.iter().position(|&p| p == task.point)?;
+        Some((Task { point, ..task }, m))
+    });
+    let results = assemble(&cut, done)?;
+    Ok(Finished {
+        plan: cut,
+        results,
+        stopped,
+    })
 }
 
 /// The swept values of point `p`, as `key=value, ...`.

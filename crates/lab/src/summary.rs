@@ -679,10 +679,10 @@ pub fn text_table(s: &Summary) -> String {
                 .map(|(a, v)| format!("a={a} {v:.3}"))
                 .collect();
             out.push_str(&format!(
-                "{:<width$}  E {:.3} ±{:.3}  F {:.3}  performance {}\n",
+                "{:<width$}  E {:.3}{}  F {:.3}  performance {}\n",
                 "",
                 m.efficiency.mean,
-                m.efficiency.ci95,
+                plus_minus(m.efficiency.ci95),
                 m.jain.mean,
                 perf.join(", ")
             ));
@@ -755,3 +755,8 @@ pub fn params_label(params: &serde_json::Map<String, serde_json::Value>) -> Stri
 
 #[cfg(test)]
 mod tests;
+
+/// ` ±x.xxx` for a confidence interval, nothing where one run leaves it undefined.
+pub(crate) fn plus_minus(ci95: Option<f64>) -> String {
+    ci95.map_or(String::new(), |ci| format!(" ±{ci:.3}"))
+}

@@ -31,10 +31,15 @@ rtt = "30ms"
 "#;
 
 /// A stand-in simulator: each flow receives `seed * 1000 + group * 100 + flow` bytes per bin.
-pub(crate) fn fake(spec: &SimSpec, progress: &mut dyn FnMut(Time)) -> Result<RunOutput, String> {
+pub(crate) fn fake(
+    spec: &SimSpec,
+    progress: &mut dyn FnMut(Time) -> std::ops::ControlFlow<()>,
+) -> Result<RunOutput, String> {
     let bins = (spec.duration.as_nanos() / spec.bin.as_nanos()) as usize;
     for s in 0..=spec.duration.as_nanos() / 1_000_000_000 {
-        progress(Time::from_nanos(s * 1_000_000_000));
+        if progress(Time::from_nanos(s * 1_000_000_000)).is_break() {
+            return Err("stopped".into());
+        }
     }
     let mut flows = Vec::new();
     for (g, group) in spec.groups.iter().enumerate() {

@@ -321,12 +321,12 @@ pub struct Config {
     /// received is caught (RFC 9000 §21.4). On by default; the simulator turns it off, as the
     /// papers' protocols numbered every packet.
     pub skip_packet_numbers: bool,
-    /// Distrust the receiver's reports (RFC 5348 §9): the sender computes the loss event rate
-    /// from the SACK ranges and rates by it (byte streams), caps the reported receive rate at 1.25
-    /// times what was acknowledged in the last RTT, and closes the connection when the receiver keeps
-    /// reporting far less loss than its acknowledgements show; skipped packet numbers then go
-    /// unannounced. On by default; the simulator turns it off, as the papers' TFRC believed its
-    /// receiver.
+    /// Distrust the receiver's reports (RFC 5348 §9): on a byte stream the sender also computes
+    /// the loss event rate from the SACK ranges, rates by the smaller of the two (so skipped
+    /// packet numbers go unannounced) and closes the connection when the receiver keeps reporting
+    /// far less loss than its acknowledgements show; on every composition the reported receive
+    /// rate is capped at 1.25 times what was acknowledged in the last RTT. On by default; the
+    /// simulator turns it off, as the papers' TFRC believed its receiver.
     pub check_receiver: bool,
 }
 

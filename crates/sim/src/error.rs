@@ -38,6 +38,9 @@ impl ComponentError {
 /// A run's spec (`SimSpec`) the simulator cannot run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SimError {
+    /// The caller's progress callback stopped the run (an interrupted sweep).
+    #[error("the run was stopped before its end")]
+    Stopped,
     /// A field has a value that cannot work.
     #[error("invalid {key}: {reason}")]
     Invalid {

@@ -19,16 +19,18 @@ use crate::validate::{bin_count, validate};
 use qstp_dataplane::color::Color;
 use qstp_proto::{Duration, Time};
 use rand::RngCore;
+use std::ops::ControlFlow;
 
 /// Run `spec` to the end.
 pub fn run(spec: &SimSpec) -> Result<RunOutput, SimError> {
-    run_with_progress(spec, &mut |_| {})
+    run_with_progress(spec, &mut |_| ControlFlow::Continue(()))
 }
 
-/// Run `spec`, calling `progress` with the simulated time at every simulated second.
+/// Run `spec`, calling `progress` with the simulated time at every simulated second; a
+/// `Break` stops the run there ([`SimError::Stopped`]).
 pub fn run_with_progress(
     spec: &SimSpec,
-    progress: &mut dyn FnMut(Time),
+    progress: &mut dyn FnMut(Time) -> ControlFlow<()>,
 ) -> Result<RunOutput, SimError> {
     run_with_capture(spec, progress, None)
 }
@@ -37,12 +39,14 @@ pub fn run_with_progress(
 /// `capture.sink` (see [`crate::capture`]); an unknown link name is refused before the run.
 pub fn run_with_capture(
     spec: &SimSpec,
-    progress: &mut dyn FnMut(Time),
+    progress: &mut dyn FnMut(Time) -> ControlFlow<()>,
     capture: Option<Capture<'_>>,
 ) -> Result<RunOutput, SimError> {
     validate(spec)?;
     let mut world = World::build(spec, capture)?;
-    world.run(Time::ZERO + spec.duration, progress);
+    if let ControlFlow::Break(()) = world.run(Time::ZERO + spec.duration, progress) {
+        return Err(SimError::Stopped);
+    }
     // Every topology builder routes every flow both ways: a packet without a route is a defect
     // of the builder, reported rather than hidden in the counts.
     if world.network.unroutable > 0 {
@@ -164,7 +168,11 @@ impl<'a> World<'a> {
         })
     }
 
-    fn run(&mut self, end: Time, progress: &mut dyn FnMut(Time)) {
+    fn run(
+        &mut self,
+        end: Time,
+        progress: &mut dyn FnMut(Time) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         let second = Duration::from_secs(1);
         let mut next_report = Time::ZERO + second;
         while let Some((now, event)) = self.events.pop_before(end) {
@@ -175,7 +183,7 @@ impl<'a> World<'a> {
             // event, is their state at every instant since the last event.
             self.each_hook(now, |hook, ctx| hook.before_event(ctx));
             while now >= next_report {
-                progress(next_report);
+                progress(next_report)?;
                 next_report += second;
             }
             match event {
@@ -203,11 +211,12 @@ impl<'a> World<'a> {
             self.each_hook(now, |hook, ctx| hook.after_event(ctx));
         }
         while next_report < end {
-            progress(next_report);
+            progress(next_report)?;
             next_report += second;
         }
-        progress(end);
+        progress(end)?;
         self.each_hook(end, |hook, ctx| hook.end(ctx));
+        ControlFlow::Continue(())
     }
 
     /// Call `f` on each hook in turn, with the world at `now`.

@@ -277,7 +277,7 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
     out
 }
 
-/// On an ATM trunk, the measured goodput beside the AF-over-ATM paper's estimate (003 §4.1):
+/// On an ATM trunk, the measured goodput beside the AF-over-ATM paper's estimate (AF-over-ATM paper §4.1):
 /// per point, every connection's (its Fig. 2); across a one-key sweep, each AF group's and the
 /// mean DF group's total (its Figs. 3-5).
 fn atm_figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<Figure> {
@@ -327,7 +327,7 @@ fn atm_figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
                         ..Default::default()
                     },
                     Line {
-                        label: "estimate (003 §4.1)".into(),
+                        label: "estimate (AF-over-ATM paper §4.1)".into(),
                         points: estimate,
                         ..Default::default()
                     },
@@ -411,7 +411,7 @@ fn atm_figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
         point: None,
         chart: Chart {
             title: format!(
-                "Total goodput per VP, measured and estimated (003 §4.1), against {short}"
+                "Total goodput per VP, measured and estimated (AF-over-ATM paper §4.1), against {short}"
             ),
             x_label: short.to_string(),
             y_label: "goodput (Mbit/s)".into(),
@@ -797,11 +797,13 @@ fn swept_key_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
                         format!("{} ({}) [{label}]", name.group, name.protocol)
                     },
                     points: ps.iter().map(|&p| (x_of(p), stat(p).mean / 1e3)).collect(),
+                    // No bar where one run leaves the interval undefined.
                     bars: ps
                         .iter()
-                        .map(|&p| {
+                        .filter_map(|&p| {
                             let s = stat(p);
-                            (x_of(p), (s.mean - s.ci95) / 1e3, (s.mean + s.ci95) / 1e3)
+                            let ci = s.ci95?;
+                            Some((x_of(p), (s.mean - ci) / 1e3, (s.mean + ci) / 1e3))
                         })
                         .collect(),
                     ..Default::default()

@@ -35,15 +35,24 @@ fn every_output_is_written_and_the_report_gathers_them() {
         serde_json::from_str(&std::fs::read_to_string(&w.summary).unwrap()).unwrap();
     assert_eq!(json["points"].as_array().unwrap().len(), 2);
 
-    let report = std::fs::read_to_string(&w.report).unwrap();
+    let report = std::fs::read_to_string(w.report.as_ref().unwrap()).unwrap();
     assert!(report.starts_with("<!DOCTYPE html>"));
+    // Self-contained: nothing loaded from elsewhere; links only within the page or to the full
+    // size of a plot that is there.
     assert!(
-        !report.contains("src=\"") && !report.contains("href=\""),
+        !report.contains("src=\""),
         "self-contained: no external files"
     );
+    for href in report.split("href=\"").skip(1) {
+        let href = &href[..href.find('"').unwrap()];
+        assert!(
+            href.starts_with('#') || dir.join(href).is_file(),
+            "a link to nothing: {href}"
+        );
+    }
     assert_eq!(report.matches("<svg").count(), 11, "every plot inline");
     assert_eq!(
-        report.matches("<h2 id=\"p").count(),
+        report.matches("<details id=\"p").count(),
         2,
         "a section per point"
     );
@@ -122,7 +131,7 @@ fn with_many_points_the_time_series_are_linked_not_inlined() {
         2 * (13 * 4 + 2),
         "every figure is still written, as SVG and PDF"
     );
-    let report = std::fs::read_to_string(&w.report).unwrap();
+    let report = std::fs::read_to_string(w.report.as_ref().unwrap()).unwrap();
     assert_eq!(
         report.matches("<svg").count(),
         2,
@@ -166,7 +175,7 @@ fn runs_csv_has_a_row_per_point_run_and_flow() {
 fn series_csv_holds_every_run_in_long_format() {
     let dir = temp_dir("long");
     let w = write_plan(&dir);
-    let csv = std::fs::read_to_string(&w.long_series).unwrap();
+    let csv = std::fs::read_to_string(w.long_series.as_ref().unwrap()).unwrap();
     let mut lines = csv.lines();
     assert_eq!(
         lines.next().unwrap(),

@@ -43,7 +43,7 @@ fn progress_reaches_the_totals() {
 #[test]
 fn a_failed_run_is_reported_with_its_point_and_seed() {
     let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
-    let failing = |spec: &SimSpec, p: &mut dyn FnMut(Time)| {
+    let failing = |spec: &SimSpec, p: &mut dyn FnMut(Time) -> ControlFlow<()>| {
         if spec.seed == 6 && spec.groups[1].flows == 2 {
             Err("queue exploded".to_string())
         } else {
@@ -75,7 +75,7 @@ fn tasks_run_anywhere_in_any_order_assemble_to_the_local_result() {
         .iter()
         .rev()
         .map(|&task| {
-            let metrics = run_task(&plan, task, fake, &mut |_| {}).unwrap();
+            let metrics = run_task(&plan, task, fake, &mut |_| ControlFlow::Continue(())).unwrap();
             let wire = serde_json::to_string(&(task, metrics)).unwrap();
             serde_json::from_str(&wire).unwrap()
         })
@@ -86,7 +86,12 @@ fn tasks_run_anywhere_in_any_order_assemble_to_the_local_result() {
 #[test]
 fn assembly_refuses_missing_duplicate_and_foreign_tasks() {
     let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
-    let run = |task| (task, run_task(&plan, task, fake, &mut |_| {}).unwrap());
+    let run = |task| {
+        (
+            task,
+            run_task(&plan, task, fake, &mut |_| ControlFlow::Continue(())).unwrap(),
+        )
+    };
     let mut done: Vec<_> = tasks(&plan).into_iter().map(run).collect();
     let last = done.pop().unwrap();
     assert!(matches!(
@@ -103,10 +108,13 @@ fn assembly_refuses_missing_duplicate_and_foreign_tasks() {
     ));
     let foreign = Task { point: 0, run: 3 };
     assert!(matches!(
-        run_task(&plan, foreign, fake, &mut |_| {}),
+        run_task(&plan, foreign, fake, &mut |_| ControlFlow::Continue(())),
         Err(RunError::UnknownTask { .. })
     ));
-    let metrics = run_task(&plan, Task { point: 0, run: 0 }, fake, &mut |_| {}).unwrap();
+    let metrics = run_task(&plan, Task { point: 0, run: 0 }, fake, &mut |_| {
+        ControlFlow::Continue(())
+    })
+    .unwrap();
     assert!(matches!(
         assemble(&plan, [(foreign, metrics)]),
         Err(RunError::UnknownTask { .. })
@@ -125,7 +133,41 @@ fn a_plan_whose_series_would_not_fit_keeps_the_first_runs_only() {
     let plan = parse(&text, "t.toml", &o).unwrap();
     assert_eq!(series_runs(&plan), SeriesRuns::First);
     let task = |run| Task { point: 0, run };
-    let first = run_task(&plan, task(0), fake, &mut |_| {}).unwrap();
-    let second = run_task(&plan, task(1), fake, &mut |_| {}).unwrap();
+    let first = run_task(&plan, task(0), fake, &mut |_| ControlFlow::Continue(())).unwrap();
+    let second = run_task(&plan, task(1), fake, &mut |_| ControlFlow::Continue(())).unwrap();
     assert!(first.series.is_some() && second.series.is_none());
+}
+
+#[test]
+fn a_stopped_execution_keeps_the_points_whose_every_run_finished() {
+    let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
+    let stop = AtomicBool::new(false);
+    // One worker: point 0's runs finish, then the stop comes during point 1's first run.
+    let simulate = |task: Task, spec: &SimSpec, p: &mut dyn FnMut(Time) -> ControlFlow<()>| {
+        if task.point == 1 {
+            stop.store(true, Ordering::Relaxed);
+        }
+        fake(spec, p)
+    };
+    let finished = execute_until(&plan, 1, simulate, &|_| {}, &stop).unwrap();
+    assert!(finished.stopped);
+    assert_eq!(finished.plan.points.len(), 1);
+    assert_eq!(finished.plan.points[0], plan.points[0]);
+    assert_eq!(finished.results.len(), 1);
+    assert_eq!(
+        finished.results[0].runs.len() as u32,
+        plan.points[0].scenario.runs
+    );
+    // Not stopped: everything, as execute gives it.
+    let never = AtomicBool::new(false);
+    let all = execute_until(
+        &plan,
+        2,
+        |_, s: &SimSpec, p: &mut dyn FnMut(Time) -> ControlFlow<()>| fake(s, p),
+        &|_| {},
+        &never,
+    )
+    .unwrap();
+    assert!(!all.stopped);
+    assert_eq!(all.results, execute(&plan, 2, fake, &|_| {}).unwrap());
 }

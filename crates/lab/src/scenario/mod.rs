@@ -231,6 +231,39 @@ pub struct Plan {
     pub sweep_keys: Vec<String>,
     /// One per combination of swept values (one when nothing is swept).
     pub points: Vec<Point>,
+    /// What the run writes besides the summary and the per-run results.
+    pub outputs: Outputs,
+}
+
+/// Which runs keep their time series (`series.csv`, the per-flow figures).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SeriesRuns {
+    /// Every run.
+    All,
+    /// The first run of each point (asked for, or every run's would exceed
+    /// [`crate::runner::MAX_SERIES_VALUES`]).
+    First,
+    /// None: no `series.csv`, no per-flow figures.
+    None,
+}
+
+/// What a run writes besides `summary.json` and `runs.csv` (`qstp run --series`, `--no-plots`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outputs {
+    /// Which runs keep their series; `None`: every run's if they fit the bound, else the first.
+    pub series: Option<SeriesRuns>,
+    /// Whether to draw the figures and write `report.html`.
+    pub figures: bool,
+}
+
+impl Default for Outputs {
+    fn default() -> Self {
+        Outputs {
+            series: None,
+            figures: true,
+        }
+    }
 }
 
 impl Plan {
@@ -379,6 +412,7 @@ pub fn parse(text: &str, file: &str, overrides: &Overrides) -> Result<Plan, Scen
         source: text.to_string(),
         sweep_keys,
         points,
+        outputs: Outputs::default(),
     })
 }
 

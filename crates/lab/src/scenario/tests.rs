@@ -693,7 +693,7 @@ fn bad_atm_settings_are_refused_by_key() {
             .map(str::to_string)
     };
     let atm = "atm = { buffer = 10000, scd = 0.9, shaping = \"35M\" }";
-    // 003 §3.2 and the list: an SCD threshold outside (0, 1], an SCR above the PCR, an MBS
+    // AF-over-ATM paper §3.2 and the list: an SCD threshold outside (0, 1], an SCR above the PCR, an MBS
     // of zero, a VP without VCs.
     assert_eq!(
         key("scd = 0.9", "scd = 1.2").as_deref(),

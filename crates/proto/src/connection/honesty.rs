@@ -7,9 +7,11 @@
 //! sender, as RFC 4342 §8.6 lets a DCCP sender compute p from the receiver's loss intervals).
 //! Numbers the sender never sent (RFC 9000 §21.4 skips) or sent as path MTU probes (RFC 8899
 //! §4.4) count as arrived, so only the receiver is left to wonder about them: skips need not be
-//! announced. The rate then follows this p, not the receiver's. The receiver's own p is only
-//! checked: far below ours for long, and the connection closes. Its receive rate X_recv is capped
-//! at 1.25 times what was acknowledged over the last RTT.
+//! announced. The rate follows the smaller of this p and the receiver's: the receiver's also
+//! counts the skipped numbers as lost, ours also counts packets whose acknowledgement was lost
+//! with a feedback (ranges slide out of later ones). A receiver reporting far below ours for long
+//! is lying, and the connection closes. Its receive rate X_recv is capped at 1.25 times what was
+//! acknowledged over the last RTT.
 //!
 //! Only a byte stream's acknowledgements show every packet that crossed the path: its flow
 //! control keeps the receiver from ever refusing one. A message receiver may refuse fragments
@@ -134,8 +136,16 @@ impl ReceiverCheck {
 
     /// The receiver's X_recv, capped at [`X_RECV_SLACK`] times the rate acknowledged over the
     /// last `rtt` (over all that was acknowledged, if the first feedback was less than an RTT
-    /// ago).
-    pub(crate) fn cap_x_recv(&mut self, now: Time, reported: Rate, rtt: Duration) -> Rate {
+    /// ago), but never below one `segment` per RTT: at a few packets per RTT a feedback may
+    /// acknowledge nothing new (its packet lost, a duplicate arrived), and a cap of zero would
+    /// drive an honest sender to TFRC's floor and keep it there.
+    pub(crate) fn cap_x_recv(
+        &mut self,
+        now: Time,
+        reported: Rate,
+        rtt: Duration,
+        segment: usize,
+    ) -> Rate {
         let Some(&(_, total)) = self.acked.back() else {
             return reported;
         };
@@ -150,7 +160,8 @@ impl ReceiverCheck {
             .unwrap_or((now, total));
         let span = now.saturating_since(t0).max(rtt);
         let acked_rate = (total - bytes0) as f64 * 8.0 / span.as_secs_f64().max(1e-6);
-        let cap = Rate::from_bps((acked_rate * X_RECV_SLACK) as u64);
+        let floor = segment as f64 * 8.0 / rtt.as_secs_f64().max(1e-6);
+        let cap = Rate::from_bps((acked_rate * X_RECV_SLACK).max(floor) as u64);
         self.x_recv = reported.min(cap);
         self.x_recv
     }
@@ -254,14 +265,14 @@ mod tests {
             check.on_acked(now, 1000, &[sent(k, 10 * k)], rtt, 1000);
         }
         let now = Time::ZERO + Duration::from_millis(490);
-        let capped = check.cap_x_recv(now, Rate::from_mbps(10_000), rtt);
+        let capped = check.cap_x_recv(now, Rate::from_mbps(10_000), rtt, 1000);
         assert!(
             capped >= Rate::from_kbps(950) && capped <= Rate::from_kbps(1050),
             "{capped}"
         );
         // An honest report passes untouched.
         assert_eq!(
-            check.cap_x_recv(now, Rate::from_kbps(790), rtt),
+            check.cap_x_recv(now, Rate::from_kbps(790), rtt, 1000),
             Rate::from_kbps(790)
         );
     }

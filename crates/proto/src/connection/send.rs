@@ -846,14 +846,16 @@ impl Connection {
                 rtt,
                 self.config.segment_size(),
             );
-            x_recv = check.cap_x_recv(now, x_recv, rtt);
+            x_recv = check.cap_x_recv(now, x_recv, rtt, self.config.segment_size());
             if let Some(reason) = check.judge(f64::from(ppb) / 1e9) {
                 self.close_for_violation(now, reason, b"loss reports contradict acknowledgements");
                 return true;
             }
             if check.own_loss_history() {
-                // The rate follows the losses the acknowledgements show (module `honesty`).
-                ppb = (check.loss_event_rate() * 1e9).round() as u32;
+                // The smaller of the two (module `honesty`): the receiver's p also counts the
+                // skipped numbers, ours also counts packets whose acknowledgement was lost.
+                let ours = (check.loss_event_rate() * 1e9).round() as u32;
+                ppb = ppb.min(ours);
             }
         }
         if ppb > self.sender.last_loss_event_rate_ppb {

@@ -141,12 +141,20 @@ fn progress_is_reported_every_simulated_second() {
         Duration::from_millis(20),
     ));
     let mut seen = Vec::new();
-    run_with_progress(&spec, &mut |t| seen.push(t.as_nanos() / 1_000_000_000)).unwrap();
+    run_with_progress(&spec, &mut |t| {
+        seen.push(t.as_nanos() / 1_000_000_000);
+        std::ops::ControlFlow::Continue(())
+    })
+    .unwrap();
     assert_eq!(seen, vec![1, 2, 3]);
     // Seconds without any event are reported too.
     spec.groups.clear();
     seen.clear();
-    run_with_progress(&spec, &mut |t| seen.push(t.as_nanos() / 1_000_000_000)).unwrap();
+    run_with_progress(&spec, &mut |t| {
+        seen.push(t.as_nanos() / 1_000_000_000);
+        std::ops::ControlFlow::Continue(())
+    })
+    .unwrap();
     assert_eq!(seen, vec![1, 2, 3]);
 }
 

@@ -119,15 +119,23 @@ fn a_capture_sees_the_bottleneck_packets_and_changes_nothing() {
             sink,
         }
     }
-    let captured =
-        run_with_capture(&spec, &mut |_| {}, Some(capture("bottleneck", &mut frames))).unwrap();
+    let captured = run_with_capture(
+        &spec,
+        &mut |_| std::ops::ControlFlow::Continue(()),
+        Some(capture("bottleneck", &mut frames)),
+    )
+    .unwrap();
     assert_eq!(plain, captured, "capturing does not change the run");
     assert_eq!(frames.0.len(), 1000, "the limit holds");
     assert!(frames.0.windows(2).all(|w| w[0].0 <= w[1].0));
     assert!(frames.0.iter().all(|&(_, len)| len == 1500));
-    let err = run_with_capture(&spec, &mut |_| {}, Some(capture("nowhere", &mut frames)))
-        .unwrap_err()
-        .to_string();
+    let err = run_with_capture(
+        &spec,
+        &mut |_| std::ops::ControlFlow::Continue(()),
+        Some(capture("nowhere", &mut frames)),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("no link named 'nowhere' (known: bottleneck, access/tcp/0, sink/tcp/0, access/tcp/1, sink/tcp/1)"), "{err}");
 }
 
