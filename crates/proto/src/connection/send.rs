@@ -78,8 +78,6 @@ pub(crate) struct Sender {
     pub(crate) finished: bool,
     /// `AllAcknowledged` was announced.
     all_acked_reported: bool,
-    /// Message bytes acknowledged (stream compositions count in the stream buffer).
-    message_bytes_acked: u64,
     /// When to probe a peer whose window is closed (nothing in flight, data waiting).
     probe_at: Option<Time>,
     /// Probes sent since data last flowed (each doubles the wait before the next).
@@ -149,7 +147,6 @@ impl Sender {
             write_blocked: false,
             finished: false,
             all_acked_reported: false,
-            message_bytes_acked: 0,
             probe_at: None,
             probes: 0,
             rto_backoff: 0,
@@ -194,9 +191,11 @@ impl Sender {
 
     /// Application bytes the peer acknowledged.
     pub(crate) fn acked_bytes(&self) -> u64 {
-        self.stream
-            .as_ref()
-            .map_or(self.message_bytes_acked, |s| s.acked_bytes())
+        match (&self.stream, &self.messages) {
+            (Some(stream), _) => stream.acked_bytes(),
+            (None, Some(queue)) => queue.acked_bytes(),
+            (None, None) => 0,
+        }
     }
 
     /// Everything written was acknowledged (or abandoned) and the application finished.
@@ -889,7 +888,6 @@ impl Connection {
                 } => {
                     if let Some(queue) = self.sender.messages.as_mut() {
                         queue.on_acked(id, offset, len);
-                        self.sender.message_bytes_acked += u64::from(len);
                     }
                 }
                 SentChunk::Empty => {}

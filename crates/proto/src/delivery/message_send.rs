@@ -53,14 +53,17 @@ impl OutMessage {
         self.acked.contains_range(u64::from(offset), u64::from(end))
     }
 
-    fn add_acked(&mut self, offset: u32, end: u32) {
+    /// Record `offset..end` as acknowledged; returns how many of its bytes were not before.
+    fn add_acked(&mut self, offset: u32, end: u32) -> u64 {
         self.any_acked = true;
+        let before = self.acked.bytes();
         self.acked.insert(u64::from(offset), u64::from(end));
         if self.acked.is_exactly(0, u64::from(self.total_len()))
             || (self.total_len() == 0 && self.any_acked)
         {
             self.fate = Fate::Acked;
         }
+        self.acked.bytes() - before
     }
 }
 
@@ -83,6 +86,9 @@ pub struct MessageSendQueue {
     deadlines: BinaryHeap<Reverse<(Time, u64)>>,
     /// Pending messages retransmitted at least once (candidates for the retransmission limit).
     retransmitted: BTreeSet<u64>,
+    /// Message bytes acknowledged, each once (a fragment acknowledged again, or after its
+    /// message was settled, adds nothing).
+    acked_bytes: u64,
 }
 
 impl MessageSendQueue {
@@ -98,7 +104,13 @@ impl MessageSendQueue {
             skip_confirmed: 0,
             deadlines: BinaryHeap::new(),
             retransmitted: BTreeSet::new(),
+            acked_bytes: 0,
         }
+    }
+
+    /// Message bytes the peer acknowledged, each counted once.
+    pub fn acked_bytes(&self) -> u64 {
+        self.acked_bytes
     }
 
     /// Queue a message to be abandoned at `deadline` (if any); returns its id.
@@ -208,8 +220,9 @@ impl MessageSendQueue {
         if m.fate != Fate::Pending || end > m.total_len() || (len == 0 && m.total_len() > 0) {
             return false;
         }
-        m.add_acked(offset, end);
+        let newly = m.add_acked(offset, end);
         let completed = m.fate == Fate::Acked;
+        self.acked_bytes += newly;
         self.release_settled();
         completed
     }
@@ -440,6 +453,24 @@ mod tests {
         q.on_acked(0, 0, 6);
         assert_eq!(q.free_space(), 10, "acknowledged messages free their bytes");
         assert!(q.all_acked());
+    }
+
+    #[test]
+    fn a_fragment_acknowledged_twice_counts_once() {
+        // fuzz/findings/connection-bytes-acked-twice: a fragment's original arrived late, after
+        // its retransmission, and both acknowledgements added its length.
+        let mut q = MessageSendQueue::new(100);
+        q.push(ms(0), b"0123456789", None).unwrap();
+        let mut out = Vec::new();
+        while q.next_unsent(4, 10, &mut out).is_some() {}
+        q.on_acked(0, 0, 4);
+        q.on_acked(0, 0, 4);
+        q.on_acked(0, 2, 4);
+        assert_eq!(q.acked_bytes(), 6);
+        q.on_acked(0, 4, 6);
+        assert_eq!(q.acked_bytes(), 10);
+        q.on_acked(0, 0, 4);
+        assert_eq!(q.acked_bytes(), 10, "a settled message's fragment adds nothing");
     }
 
     #[test]
