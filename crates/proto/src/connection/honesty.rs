@@ -106,10 +106,7 @@ impl ReceiverCheck {
         let (s, r) = (segment as f64, rtt.as_secs_f64().max(1e-6));
         let x_recv = self.x_recv.bps() as f64 / 8.0;
         // RFC 5348 §6.3.1: the first interval is the one for which the equation gives X_recv.
-        let first_interval = || {
-            let x_target = if x_recv > 0.0 { x_recv } else { s / (2.0 * r) };
-            1.0 / equation::loss_event_rate_for(s, r, x_target)
-        };
+        let first_interval = || equation::first_loss_interval(s, r, x_recv);
         for packet in packets {
             while let Some(&skipped) = self.not_losses.front() {
                 if skipped > packet.packet_number {

@@ -470,7 +470,11 @@ mod tests {
         q.on_acked(0, 4, 6);
         assert_eq!(q.acked_bytes(), 10);
         q.on_acked(0, 0, 4);
-        assert_eq!(q.acked_bytes(), 10, "a settled message's fragment adds nothing");
+        assert_eq!(
+            q.acked_bytes(),
+            10,
+            "a settled message's fragment adds nothing"
+        );
     }
 
     #[test]

@@ -39,6 +39,18 @@ pub fn throughput(segment_size: f64, rtt_secs: f64, p: f64) -> f64 {
     }
 }
 
+/// The synthetic first loss interval, in packets: the one whose loss event rate makes the equation
+/// give the receive rate `x_recv` (RFC 5348 §6.3.1), or X_target = s / (2R) when no receive rate
+/// is measured yet (`x_recv` not positive).
+pub fn first_loss_interval(segment_size: f64, rtt_secs: f64, x_recv: f64) -> f64 {
+    let x_target = if x_recv > 0.0 {
+        x_recv
+    } else {
+        segment_size / (2.0 * rtt_secs)
+    };
+    1.0 / loss_event_rate_for(segment_size, rtt_secs, x_target)
+}
+
 /// The loss event rate p for which the equation gives `rate` bytes/s (RFC 5348 §6.3.1 inversion).
 ///
 /// Found by bisection; 1 if `rate` is at or below the p = 1 rate, or an input is not positive.

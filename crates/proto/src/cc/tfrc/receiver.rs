@@ -110,9 +110,7 @@ impl TfrcReceiver {
             self.measure_x_recv(now).max(self.last_x_recv),
         );
         let new_loss_event = self.history.on_packet(packet_number, now, self.rtt, || {
-            // With no receive rate measured yet, RFC 5348 §6.3.1 takes X_target = s / (2R).
-            let x_target = if x_recv > 0.0 { x_recv } else { s / (2.0 * r) };
-            1.0 / equation::loss_event_rate_for(s, r, x_target)
+            equation::first_loss_interval(s, r, x_recv)
         });
         let owed = std::mem::take(&mut self.feedback_owed);
         first || new_loss_event || owed
@@ -125,8 +123,7 @@ impl TfrcReceiver {
         let (s, r) = (self.segment_size, self.rtt.as_secs_f64());
         let x_recv = self.last_x_recv;
         self.history.on_packet(number, now, self.rtt, || {
-            let x_target = if x_recv > 0.0 { x_recv } else { s / (2.0 * r) };
-            1.0 / equation::loss_event_rate_for(s, r, x_target)
+            equation::first_loss_interval(s, r, x_recv)
         });
     }
 
