@@ -23,6 +23,18 @@ STATISTICS = ("mean", "min", "max", "std", "ci95", "n")
 #: The measurements of a group that have statistics, one column each in :attr:`Summary.flows`.
 _MEASURES = ("throughput_bps", "aggregate_bps", "goodput_bps", "jitter_ms")
 
+#: runs.csv's columns that are empty where a flow has no value (read as NaN).
+_OPTIONAL_RUN_COLUMNS = (
+    "target_bps",
+    "jitter_ms",
+    "timeouts",
+    "fast_recoveries",
+    "delay_mean_ms",
+    "delay_p50_ms",
+    "delay_p95_ms",
+    "delay_p99_ms",
+)
+
 
 class Summary:
     """The results of a scenario: what ``qstp run`` writes, as Python objects.
@@ -80,14 +92,20 @@ class Summary:
         Columns: ``point``, then one per swept key (its value at the point), ``group``,
         ``protocol``, ``flows``, ``target_bps``, ``statistic``, then the measurements
         ``throughput_bps`` (per flow), ``aggregate_bps`` (the group's total per run),
-        ``goodput_bps``, ``jitter_ms`` (NaN where there is none), and the group's ``fairness``
-        (Jain's index) and ``retransmitted`` share, the same on each of its statistic rows.
+        ``goodput_bps``, ``jitter_ms`` (NaN where there is none), then the per-flow results
+        summary.json keeps under a group's ``metrics`` (one-way delay after the warm-up:
+        ``delay_mean_ms``, ``delay_p50_ms``, ``delay_p95_ms``, ``delay_p99_ms``; NaN where a group
+        has none), and the group's ``fairness`` (Jain's index) and ``retransmitted`` share, the
+        same on each of its statistic rows.
         """
         import pandas
 
         keys: list[str] = []
+        metrics: list[str] = []
         for p in self._dict["points"]:
             keys.extend(k for k in p["params"] if k not in keys)
+            for g in p["flows"]:
+                metrics.extend(m for m in g.get("metrics") or {} if m not in metrics)
         rows = []
         for i, p in enumerate(self._dict["points"]):
             for g in p["flows"]:
@@ -104,12 +122,17 @@ class Summary:
                     for m in _MEASURES:
                         stats = g[m]
                         row[m] = float("nan") if stats is None else stats[stat]
+                    for m in metrics:
+                        stats = (g.get("metrics") or {}).get(m)
+                        value = None if stats is None else stats[stat]
+                        row[m] = float("nan") if value is None else value
                     row["fairness"] = g["fairness"]
                     row["retransmitted"] = g["retransmitted"]
                     rows.append(row)
         columns = (
             ["point", *keys, "group", "protocol", "flows", "target_bps", "statistic"]
             + list(_MEASURES)
+            + metrics
             + ["fairness", "retransmitted"]
         )
         frame = pandas.DataFrame(rows, columns=columns)
@@ -124,7 +147,7 @@ class Summary:
             io.StringIO(self._results.runs_csv()),
             dtype={"params": str, "group": str},
             keep_default_na=False,
-            na_values={"target_bps": [""], "jitter_ms": [""]},
+            na_values={c: [""] for c in _OPTIONAL_RUN_COLUMNS},
         )
 
     def series(self, point: int = 0) -> pandas.DataFrame:

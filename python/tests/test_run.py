@@ -125,6 +125,10 @@ def test_flows_has_a_row_per_point_group_and_statistic(tiny: Path) -> None:
             assert by_stat.loc["mean", "throughput_bps"] == g["throughput_bps"]["mean"]
             assert by_stat.loc["ci95", "goodput_bps"] == g["goodput_bps"]["ci95"]
             assert by_stat.loc["n", "aggregate_bps"] == g["aggregate_bps"]["n"]
+            # The one-way delays, from the group's `metrics`: above the bottleneck's 5 ms.
+            p99 = g["metrics"]["delay_p99_ms"]
+            assert by_stat.loc["mean", "delay_p99_ms"] == p99["mean"]
+            assert p99["mean"] >= by_stat.loc["mean", "delay_p50_ms"] > 5
             assert (rows["bottleneck.rate"] == point["params"]["bottleneck.rate"]).all()
     tcp = flows[(flows.group == "B") & (flows.statistic == "mean")]
     assert tcp["target_bps"].isna().all()
@@ -171,6 +175,8 @@ def test_runs_frame(tiny: Path) -> None:
     assert len(runs) == 2 * 2 * 3
     assert list(runs["seed"].unique()) == [11, 12]
     assert set(runs["group"]) == {"A", "B"}
+    for column in ["delay_mean_ms", "delay_p50_ms", "delay_p95_ms", "delay_p99_ms"]:
+        assert runs[column].dtype == float and (runs[column] > 0).all(), column
 
 
 def test_load_reads_back_the_same(tiny: Path, tmp_path: Path) -> None:

@@ -149,6 +149,8 @@ impl Recorder {
                     // A fluid has no packet-to-packet delay variation.
                     jitter_ns: vec![0; b.received.len()],
                     received_packets: counts(&b.received, 1.0),
+                    // Packets are not followed one by one, so there are no delay percentiles.
+                    delay: None,
                     packets_sent: sent.iter().sum(),
                     packets_retransmitted: dropped.iter().sum(),
                     sender: SenderSeries {

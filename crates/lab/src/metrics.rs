@@ -45,6 +45,19 @@ pub struct FlowRun {
     /// Entries into fast recovery after the warm-up (TCP senders; `None` for others).
     #[serde(default)]
     pub fast_recoveries: Option<u64>,
+    /// One-way delay (sent to received, queueing included) of the packets received after the
+    /// warm-up: mean, ms; `None` without packets.
+    #[serde(default)]
+    pub delay_mean_ms: Option<f64>,
+    /// Its median, ms (to within 1%: `qstp_sim::DelayStats`).
+    #[serde(default)]
+    pub delay_p50_ms: Option<f64>,
+    /// Its 95th percentile, ms.
+    #[serde(default)]
+    pub delay_p95_ms: Option<f64>,
+    /// Its 99th percentile, ms.
+    #[serde(default)]
+    pub delay_p99_ms: Option<f64>,
 }
 
 /// One flow's series over a whole run, one value per bin.
@@ -241,6 +254,10 @@ fn flow_run(f: &FlowRecord, bin: Duration, warmup: Duration, end: Duration) -> F
         packets_retransmitted: f.packets_retransmitted,
         timeouts: recovery.map(|(t, _)| t),
         fast_recoveries: recovery.map(|(t, events)| events.saturating_sub(t)),
+        delay_mean_ms: f.delay.map(|d| d.mean_ns / 1e6),
+        delay_p50_ms: f.delay.map(|d| d.p50_ns as f64 / 1e6),
+        delay_p95_ms: f.delay.map(|d| d.p95_ns as f64 / 1e6),
+        delay_p99_ms: f.delay.map(|d| d.p99_ns as f64 / 1e6),
     }
 }
 
@@ -368,6 +385,36 @@ pub const RUN_COLUMNS: &[RunColumn] = &[
         write: |f| f.fast_recoveries.map_or(String::new(), |c| c.to_string()),
         read: optional!(fast_recoveries),
         summary: None,
+    },
+    // One-way delay after the warm-up: empty for a flow that received nothing, absent from files
+    // written before them.
+    RunColumn {
+        name: "delay_mean_ms",
+        always: false,
+        write: |f| f.delay_mean_ms.map_or(String::new(), |d| format!("{d:.6}")),
+        read: optional!(delay_mean_ms),
+        summary: Some(|f| f.delay_mean_ms),
+    },
+    RunColumn {
+        name: "delay_p50_ms",
+        always: false,
+        write: |f| f.delay_p50_ms.map_or(String::new(), |d| format!("{d:.6}")),
+        read: optional!(delay_p50_ms),
+        summary: Some(|f| f.delay_p50_ms),
+    },
+    RunColumn {
+        name: "delay_p95_ms",
+        always: false,
+        write: |f| f.delay_p95_ms.map_or(String::new(), |d| format!("{d:.6}")),
+        read: optional!(delay_p95_ms),
+        summary: Some(|f| f.delay_p95_ms),
+    },
+    RunColumn {
+        name: "delay_p99_ms",
+        always: false,
+        write: |f| f.delay_p99_ms.map_or(String::new(), |d| format!("{d:.6}")),
+        read: optional!(delay_p99_ms),
+        summary: Some(|f| f.delay_p99_ms),
     },
 ];
 
@@ -652,6 +699,13 @@ mod tests {
             delivered_bytes: vec![bytes_per_bin / 2; bins],
             jitter_ns: vec![2_000_000; bins],
             received_packets: vec![2; bins],
+            delay: Some(qstp_sim::DelayStats {
+                samples: 2 * bins as u64,
+                mean_ns: 41_500_000.0,
+                p50_ns: 40_000_000,
+                p95_ns: 52_000_000,
+                p99_ns: 61_000_000,
+            }),
             packets_sent: 2 * bins as u64,
             packets_retransmitted: 1,
             sender: Default::default(),
@@ -695,6 +749,17 @@ mod tests {
         assert!((m.flows[0].goodput_bps - 250_000.0).abs() < 1e-6);
         // 7 bins of 2 packets whose differences sum to 2 ms each: 1 ms per packet.
         assert!((m.flows[0].jitter_ms.unwrap() - 1.0).abs() < 1e-9);
+        // The recorder's delays, in ms.
+        let f = &m.flows[0];
+        assert_eq!(
+            (
+                f.delay_mean_ms,
+                f.delay_p50_ms,
+                f.delay_p95_ms,
+                f.delay_p99_ms
+            ),
+            (Some(41.5), Some(40.0), Some(52.0), Some(61.0))
+        );
         assert_eq!((m.seed, m.events, m.queues.len()), (9, 7, 1));
         assert!(m.series.is_none());
         let with_warm = reduce(&out, 9, Duration::from_millis(100), Duration::ZERO, true);

@@ -191,7 +191,8 @@ fn points_html(summary: &Summary) -> String {
             "<div class=\"wide\"><table><tr><th>group</th><th>protocol</th><th>flows</th><th>target</th>\
              <th>group mean</th><th>group min</th><th>group max</th><th>group std</th>\
              <th>per-flow mean</th><th>per-flow min</th><th>per-flow max</th><th>per-flow std</th>\
-             <th>goodput/flow</th><th>jitter (ms)</th><th>Jain</th><th>retransmitted</th></tr>\n",
+             <th>goodput/flow</th><th>jitter (ms)</th><th>delay mean (ms)</th><th>delay p50</th>\
+             <th>delay p95</th><th>delay p99</th><th>Jain</th><th>retransmitted</th></tr>\n",
         );
         for g in &point.flows {
             let short = g
@@ -199,7 +200,7 @@ fn points_html(summary: &Summary) -> String {
                 .is_some_and(|t| g.aggregate_bps.mean < t as f64);
             let cls = if short { " class=\"short\"" } else { "" };
             h.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}{}<td>{}</td><td>{}</td><td>{}</td><td>{:.2}%</td></tr>\n",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}{}<td>{}</td><td>{}</td>{}<td>{}</td><td>{:.2}%</td></tr>\n",
                 esc(&g.group),
                 esc(&g.protocol),
                 g.flows,
@@ -208,6 +209,12 @@ fn points_html(summary: &Summary) -> String {
                 stats_cells(&g.throughput_bps, kbps),
                 kbps(g.goodput_bps.mean),
                 g.jitter_ms.map_or("-".into(), |j| format!("{:.2}", j.mean)),
+                ["delay_mean_ms", "delay_p50_ms", "delay_p95_ms", "delay_p99_ms"]
+                    .map(|m| format!(
+                        "<td>{}</td>",
+                        g.metrics.get(m).map_or("-".into(), |d| format!("{:.2}", d.mean))
+                    ))
+                    .concat(),
                 g.fairness.map_or("-".into(), |f| format!("{f:.3}")),
                 g.retransmitted * 100.0
             ));

@@ -620,11 +620,11 @@ pub fn text_table(s: &Summary) -> String {
         .max()
         .unwrap_or(0)
         .max(8);
-    let row = |cells: [&str; 11]| {
+    let row = |cells: [&str; 13]| {
         let line = format!(
-            "{:<width$}  {:<group_width$}  {:<protocol_width$} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10}",
+            "{:<width$}  {:<group_width$}  {:<protocol_width$} {:>5} {:>8} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>8} {:>10}",
             cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7],
-            cells[8], cells[9], cells[10]
+            cells[8], cells[9], cells[10], cells[11], cells[12]
         );
         line.trim_end().to_string() + "\n"
     };
@@ -639,10 +639,12 @@ pub fn text_table(s: &Summary) -> String {
         "thr max",
         "goodput",
         "jitter",
+        "delay",
+        "p99",
         "thr/target",
     ]));
     out.push_str(&row([
-        "", "", "", "", "kbit/s", "kbit/s", "kbit/s", "kbit/s", "kbit/s", "ms", "",
+        "", "", "", "", "kbit/s", "kbit/s", "kbit/s", "kbit/s", "kbit/s", "ms", "ms", "ms", "",
     ]));
     let diffserv = s
         .points
@@ -657,6 +659,11 @@ pub fn text_table(s: &Summary) -> String {
                 .map_or("-".to_string(), |t| {
                     format!("{:.0}%", 100.0 * g.aggregate_bps.mean / t as f64)
                 });
+            let delay = |name: &str| {
+                g.metrics
+                    .get(name)
+                    .map_or("-".to_string(), |d| format!("{:.1}", d.mean))
+            };
             out.push_str(&row([
                 label,
                 &g.group,
@@ -669,6 +676,8 @@ pub fn text_table(s: &Summary) -> String {
                 &kbps(g.goodput_bps.mean * g.flows as f64),
                 &g.jitter_ms
                     .map_or("-".to_string(), |j| format!("{:.2}", j.mean)),
+                &delay("delay_mean_ms"),
+                &delay("delay_p99_ms"),
                 &of_target,
             ]));
         }
@@ -713,7 +722,9 @@ pub fn text_table(s: &Summary) -> String {
         "\nthr: the group's flows together, at the receiver (network level, retransmissions included),\n\
          \x20    per run after the warm-up: mean, min and max over runs. goodput: the group's in-order\n\
          \x20    application bytes, mean per run. jitter: mean IPDV (difference of consecutive one-way\n\
-         \x20    delays) per flow. thr/target: mean thr over the group's target.\n\
+         \x20    delays) per flow. delay, p99: one-way delay (queueing included) after the warm-up, mean\n\
+         \x20    and 99th percentile per flow, averaged over flows and runs. thr/target: mean thr over\n\
+         \x20    the group's target.\n\
          E: efficiency, all flows' throughput over the bottleneck rate (±: 95% confidence of the\n\
          \x20    mean); F: Jain's index over all flows; performance: a E + (1 - a) F.\n\
          queue: packets arriving per run after the warm-up (mean over runs); ldrops: dropped because the queue was full;\n\

@@ -52,6 +52,13 @@ pub(crate) fn fake(
                 delivered_bytes: vec![b / 2; bins],
                 jitter_ns: vec![1_000_000; bins],
                 received_packets: vec![1; bins],
+                delay: Some(qstp_sim::DelayStats {
+                    samples: bins as u64,
+                    mean_ns: 20e6 + b as f64 * 1e3,
+                    p50_ns: 20_000_000,
+                    p95_ns: 25_000_000,
+                    p99_ns: 30_000_000,
+                }),
                 packets_sent: bins as u64,
                 packets_retransmitted: 0,
                 sender: SenderSeries {

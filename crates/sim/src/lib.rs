@@ -37,8 +37,10 @@ pub mod output;
 pub mod spec;
 
 pub use output::{
-    AtmRecord, FlowRecord, QueueRecord, QueueSeries, RateSample, RunOutput, SenderSeries,
+    AtmRecord, DelayStats, FlowRecord, QueueRecord, QueueSeries, RateSample, RunOutput,
+    SenderSeries,
 };
+pub use record::Delays;
 pub use spec::{AccessSpec, GroupSpec, LinkSpec, SimSpec, Switching, Topology};
 pub use spec::{CbrSpec, OnOffSpec, Protocol, QstpSpec, TcpSpec};
 

@@ -46,12 +46,33 @@ pub struct FlowRecord {
     pub jitter_ns: Vec<u64>,
     /// Packets that reached the receiver, per bin.
     pub received_packets: Vec<u64>,
+    /// One-way delay of the packets that reached the receiver from the warm-up on (`None` if
+    /// none did).
+    pub delay: Option<DelayStats>,
     /// Data packets the sender emitted (retransmissions included).
     pub packets_sent: u64,
     /// Data packets the sender sent again.
     pub packets_retransmitted: u64,
     /// What the sender saw, per bin (TCP and qstp senders; empty for others).
     pub sender: SenderSeries,
+}
+
+/// Mean and percentiles of a flow's one-way delays (sent to received, queueing included).
+///
+/// The mean is exact; the percentiles come from a histogram with two significant digits
+/// (HdrHistogram): each is the highest delay its bucket holds, at most 1% above the true value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DelayStats {
+    /// Packets measured.
+    pub samples: u64,
+    /// Mean, nanoseconds.
+    pub mean_ns: f64,
+    /// Median, nanoseconds.
+    pub p50_ns: u64,
+    /// 95th percentile, nanoseconds.
+    pub p95_ns: u64,
+    /// 99th percentile, nanoseconds.
+    pub p99_ns: u64,
 }
 
 /// A sender's state per bin: data packets sent and sent again, and its smoothed RTT and window as

@@ -1,8 +1,60 @@
 //! Per-flow series recorded at fixed bins: memory grows with duration / bin, never with packets.
 
 use crate::ids::FlowId;
-use crate::output::{FlowRecord, RateSample, SenderSeries};
+use crate::output::{DelayStats, FlowRecord, RateSample, SenderSeries};
+use hdrhistogram::Histogram;
 use qstp_proto::{Duration, Time};
+
+/// Delays the histograms tell apart: 1 us to 1000 s (longer ones count as 1000 s), two
+/// significant digits (about 3,000 counters, 24 KiB per flow).
+const DELAY_RANGE_NS: (u64, u64) = (1_000, 1_000_000_000_000);
+const DELAY_DIGITS: u8 = 2;
+
+/// One flow's one-way delays, in bounded memory: what [`DelayStats`] is made from. The testbed's
+/// router keeps one per flow too.
+#[derive(Debug, Clone)]
+pub struct Delays {
+    histogram: Histogram<u64>,
+    /// Exact sum, for an exact mean.
+    sum_ns: u128,
+}
+
+impl Default for Delays {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Delays {
+    /// No delay yet.
+    pub fn new() -> Self {
+        let (low, high) = DELAY_RANGE_NS;
+        Delays {
+            histogram: Histogram::new_with_bounds(low, high, DELAY_DIGITS)
+                .expect("constant histogram bounds are valid"),
+            sum_ns: 0,
+        }
+    }
+
+    /// One packet's delay.
+    pub fn record(&mut self, delay: Duration) {
+        let ns = delay.as_nanos();
+        self.histogram.saturating_record(ns);
+        self.sum_ns += u128::from(ns);
+    }
+
+    /// Mean and percentiles (`None` before the first delay).
+    pub fn stats(&self) -> Option<DelayStats> {
+        let samples = self.histogram.len();
+        (samples > 0).then(|| DelayStats {
+            samples,
+            mean_ns: self.sum_ns as f64 / samples as f64,
+            p50_ns: self.histogram.value_at_quantile(0.50),
+            p95_ns: self.histogram.value_at_quantile(0.95),
+            p99_ns: self.histogram.value_at_quantile(0.99),
+        })
+    }
+}
 
 /// Collects what the receivers saw, bin by bin.
 #[derive(Debug)]
@@ -12,11 +64,16 @@ pub struct Recorder {
     flows: Vec<FlowRecord>,
     /// One-way delay of the last packet each flow's receiver got.
     last_delay: Vec<Option<Duration>>,
+    /// Delays are measured from this instant (the warm-up's end).
+    measure_from: Time,
+    /// Each flow's delays since `measure_from`.
+    delays: Vec<Delays>,
 }
 
 impl Recorder {
-    /// A recorder of `bins` bins of width `bin` for `flows` flows given as `(group, flow)`.
-    pub fn new(bin: Duration, bins: usize, flows: &[(usize, u32)]) -> Self {
+    /// A recorder of `bins` bins of width `bin` for `flows` flows given as `(group, flow)`,
+    /// measuring one-way delays of packets that arrive from `measure_from` on.
+    pub fn new(bin: Duration, bins: usize, flows: &[(usize, u32)], measure_from: Time) -> Self {
         let records = flows
             .iter()
             .map(|&(group, flow)| FlowRecord {
@@ -26,6 +83,7 @@ impl Recorder {
                 delivered_bytes: vec![0; bins],
                 jitter_ns: vec![0; bins],
                 received_packets: vec![0; bins],
+                delay: None,
                 packets_sent: 0,
                 packets_retransmitted: 0,
                 sender: SenderSeries::default(),
@@ -36,6 +94,8 @@ impl Recorder {
             bins,
             flows: records,
             last_delay: vec![None; flows.len()],
+            measure_from,
+            delays: flows.iter().map(|_| Delays::new()).collect(),
         }
     }
 
@@ -51,6 +111,9 @@ impl Recorder {
         let delay = now.saturating_since(sent);
         let previous = self.last_delay[flow.index()].replace(delay);
         let Some(bin) = self.bin_of(now) else { return };
+        if now >= self.measure_from {
+            self.delays[flow.index()].record(delay);
+        }
         let record = &mut self.flows[flow.index()];
         record.received_bytes[bin] += u64::from(size);
         record.received_packets[bin] += 1;
@@ -166,7 +229,11 @@ impl Recorder {
 
     /// The records, flows in the order given to [`Recorder::new`].
     pub fn into_records(self) -> Vec<FlowRecord> {
-        self.flows
+        let mut flows = self.flows;
+        for (record, delays) in flows.iter_mut().zip(&self.delays) {
+            record.delay = delays.stats();
+        }
+        flows
     }
 }
 
@@ -176,7 +243,7 @@ mod tests {
 
     #[test]
     fn bins_jitter_and_the_end_of_the_run() {
-        let mut r = Recorder::new(Duration::from_secs(1), 2, &[(0, 0)]);
+        let mut r = Recorder::new(Duration::from_secs(1), 2, &[(0, 0)], Time::ZERO);
         let f = FlowId(0);
         let ms = |m: u64| Time::ZERO + Duration::from_millis(m);
         r.on_received(f, ms(100), 1500, ms(50)); // delay 50 ms
@@ -208,8 +275,42 @@ mod tests {
     }
 
     #[test]
+    fn delays_count_from_the_warm_up_with_an_exact_mean_and_percentiles_within_one_percent() {
+        let mut r = Recorder::new(Duration::from_secs(1), 10, &[(0, 0), (0, 1)], ms_time(1000));
+        let f = FlowId(0);
+        // Before the warm-up's end: not measured.
+        r.on_received(f, ms_time(999), 1500, ms_time(0));
+        // 1..=100 ms, each once.
+        for d in 1..=100u64 {
+            r.on_received(f, ms_time(2000 + d), 1500, ms_time(2000));
+        }
+        let records = r.into_records();
+        let delay = records[0].delay.unwrap();
+        assert_eq!(delay.samples, 100);
+        assert_eq!(delay.mean_ns, 50.5e6);
+        for (got, want) in [
+            (delay.p50_ns, 50e6),
+            (delay.p95_ns, 95e6),
+            (delay.p99_ns, 99e6),
+        ] {
+            assert!(
+                got as f64 >= want && (got as f64) < want * 1.01,
+                "{got} for {want}"
+            );
+        }
+        assert_eq!(
+            records[1].delay, None,
+            "a flow that received nothing has no delay"
+        );
+    }
+
+    fn ms_time(m: u64) -> Time {
+        Time::ZERO + Duration::from_millis(m)
+    }
+
+    #[test]
     fn rate_samples_fill_their_bins() {
-        let mut r = Recorder::new(Duration::from_secs(1), 3, &[(0, 0)]);
+        let mut r = Recorder::new(Duration::from_secs(1), 3, &[(0, 0)], Time::ZERO);
         let f = FlowId(0);
         let sample = RateSample {
             rate_bps: 400_000,

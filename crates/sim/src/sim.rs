@@ -144,7 +144,7 @@ impl<'a> World<'a> {
         if let Some((sink, link)) = capture {
             hooks.push(Box::new(CaptureDrain { sink, link }));
         }
-        let recorder = Recorder::new(spec.bin, bins, &flows);
+        let recorder = Recorder::new(spec.bin, bins, &flows, Time::ZERO + spec.warmup);
         // The bottleneck's queue-length series hang on its queue, beside a capture.
         match &mut built.network.link_mut(built.bottleneck).port {
             // An ATM trunk's buffers hold cells, which its port records itself.

@@ -130,6 +130,9 @@ pub struct FlowBins {
     /// |d_i - d_(i-1)| of the router's sojourn times, summed per bin, ns.
     pub jitter_ns: Vec<u64>,
     last_sojourn: Option<u64>,
+    /// The router's sojourn times (queueing and the emulated links' delays) from the warm-up on:
+    /// the one-way delay through the emulated network, host stacks left out.
+    pub delays: qstp_sim::Delays,
 }
 
 /// Where the delay lines write: a TUN device (or, in tests, a recorder).
@@ -181,6 +184,8 @@ pub struct Lines {
     pub accuracy: Accuracy,
     /// Per flow, what left.
     pub flows: Vec<FlowBins>,
+    /// Delays count from this instant on (the warm-up's end).
+    measure_from: Time,
     /// Packets dropped because a line was full.
     pub overrun: u64,
     /// Packets the TUN device refused.
@@ -206,18 +211,27 @@ pub struct Lines {
 const MAX_SPARE: usize = 4096;
 
 impl Lines {
-    /// Lines for `groups` groups and `flows` flows, counted in bins of `bins` x `bin`.
-    pub fn new(groups: usize, flows: usize, bins: usize, bin: Duration) -> Self {
+    /// Lines for `groups` groups and `flows` flows, counted in bins of `bins` x `bin`; delays
+    /// measured from `measure_from` on.
+    pub fn new(
+        groups: usize,
+        flows: usize,
+        bins: usize,
+        bin: Duration,
+        measure_from: Time,
+    ) -> Self {
         let flow = FlowBins {
             bytes: vec![0; bins],
             packets: vec![0; bins],
             jitter_ns: vec![0; bins],
             last_sojourn: None,
+            delays: qstp_sim::Delays::new(),
         };
         Lines {
             lines: (0..groups).map(|_| VecDeque::new()).collect(),
             accuracy: Accuracy::default(),
             flows: vec![flow; flows],
+            measure_from,
             overrun: 0,
             write_failures: 0,
             held: 0,
@@ -386,6 +400,9 @@ impl Lines {
             if let Some(last) = f.last_sojourn {
                 f.jitter_ns[bin] += sojourn.abs_diff(last);
             }
+            if now >= self.measure_from {
+                f.delays.record(Duration::from_nanos(sojourn));
+            }
         }
         f.last_sojourn = Some(sojourn);
     }
@@ -459,7 +476,7 @@ mod tests {
     }
 
     fn release(refuse: bool) -> (Lines, Vec<(VnetHdr, Vec<u8>)>) {
-        let mut lines = Lines::new(1, 2, 1, Duration::from_secs(1));
+        let mut lines = Lines::new(1, 2, 1, Duration::from_secs(1), Time::ZERO);
         for (flow, bytes) in due() {
             let due = Time::from_nanos(1_000);
             let read = Time::ZERO;
@@ -510,6 +527,9 @@ mod tests {
         assert_eq!(lines.accuracy.quantile_ns(1.0), 2_000);
         assert_eq!(lines.flows[0].packets[0], 4);
         assert_eq!(lines.flows[1].packets[0], 5);
+        // Each packet's time through the router: read at 0, written at 3 us.
+        let delay = lines.flows[1].delays.stats().unwrap();
+        assert_eq!((delay.samples, delay.mean_ns), (5, 3_000.0));
         let bytes: u64 = due().iter().map(|(_, p)| p.len() as u64).sum();
         assert_eq!(lines.flows[0].bytes[0] + lines.flows[1].bytes[0], bytes);
         // Cut back into plain packets, each flow's packets are the ones pushed, in order.

@@ -291,7 +291,13 @@ pub fn forward(
     let by_dscp = spec.dscp.as_deref().map(dscp_classifier);
     // The packets the link holds, with their bytes (a dropped one's buffer is freed).
     let mut store: Pool<Frame> = Pool::new();
-    let mut lines = Lines::new(spec.groups.len(), spec.flows.len(), spec.bins, spec.bin);
+    let mut lines = Lines::new(
+        spec.groups.len(),
+        spec.flows.len(),
+        spec.bins,
+        spec.bin,
+        Time::ZERO + spec.warmup,
+    );
     let mut out = DirectionCounters::default();
     let (mut policed, mut overrun) = (0u64, 0u64);
     let mut buf = vec![0u8; MAX_PACKET];
@@ -418,7 +424,13 @@ pub fn backward(
     crate::tun::fine_timer_slack();
     let realtime = crate::tun::realtime();
     let classes = classifier(&spec.flows, false);
-    let mut lines = Lines::new(spec.groups.len(), spec.flows.len(), spec.bins, spec.bin);
+    let mut lines = Lines::new(
+        spec.groups.len(),
+        spec.flows.len(),
+        spec.bins,
+        spec.bin,
+        Time::ZERO + spec.warmup,
+    );
     let mut out = DirectionCounters::default();
     let mut buf = vec![0u8; MAX_PACKET];
     let mut reader = Reader::new();

@@ -489,6 +489,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
                 delivered_bytes: sink_outputs.get(i).cloned().unwrap_or_default(),
                 jitter_ns: bins_of.jitter_ns.clone(),
                 received_packets: bins_of.packets.clone(),
+                delay: bins_of.delays.stats(),
                 packets_sent: sender.packets_sent,
                 packets_retransmitted: sender.packets_retransmitted,
                 sender: sender.series,

@@ -151,7 +151,8 @@ fn runs_csv_has_a_row_per_point_run_and_flow() {
     assert_eq!(
         lines.next().unwrap(),
         "point,params,run,seed,group,flow,protocol,target_bps,throughput_bps,goodput_bps,\
-         jitter_ms,packets_sent,packets_retransmitted,retransmitted,timeouts,fast_recoveries"
+         jitter_ms,packets_sent,packets_retransmitted,retransmitted,timeouts,fast_recoveries,\
+         delay_mean_ms,delay_p50_ms,delay_p95_ms,delay_p99_ms"
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     // Point 0: 3 runs x 2 flows; point 1: 3 runs x 3 flows.
@@ -168,6 +169,11 @@ fn runs_csv_has_a_row_per_point_run_and_flow() {
     let timeouts: u64 = row[14].parse().unwrap();
     assert!(timeouts > 0);
     assert_eq!(row[15], row[14]);
+    // The fake recorder's delays: a mean of 20 ms + 7101 us, percentiles 20, 25 and 30 ms.
+    assert_eq!(
+        row[16..20],
+        ["27.101000", "20.000000", "25.000000", "30.000000"]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -245,8 +245,25 @@ fn a_column_that_asks_for_it_is_summed_up_by_name_over_the_flows_with_a_value() 
     assert_eq!(share.n, 2, "the flow without a value is no sample");
     assert!((share.mean - 0.2).abs() < 1e-12, "{share:?}");
     assert!((share.min - 0.1).abs() < 1e-12 && (share.max - 0.3).abs() < 1e-12);
-    // Today's columns each have their own field in the summary, so `metrics` is left out.
+    // The older columns each have a field of their own in the summary; the delays are under
+    // `metrics`, over every flow of every run.
     let json = serde_json::to_value(summary()).unwrap();
     let group = &json["points"][0]["flows"][0];
-    assert!(group.get("throughput_bps").is_some() && group.get("metrics").is_none());
+    assert!(
+        group.get("throughput_bps").is_some() && group["metrics"].get("throughput_bps").is_none()
+    );
+    assert_eq!(group["metrics"]["delay_p99_ms"]["mean"], 30.0);
+    assert_eq!(
+        group["metrics"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        [
+            "delay_mean_ms",
+            "delay_p50_ms",
+            "delay_p95_ms",
+            "delay_p99_ms"
+        ]
+    );
 }

@@ -23,6 +23,14 @@ fn a_cbr_flow_gets_exactly_its_rate() {
         assert_eq!(flow.jitter_ns[second], 0, "a constant path has no jitter");
         assert_eq!(flow.delivered_bytes[second], 125 * (1000 - 28));
     }
+    // Every packet takes the same time: half the 40 ms RTT and 1.04 ms of serialisation (0.8 ms
+    // at the 10 Mbit/s bottleneck, 0.08 ms on each of three 100 Mbit/s links); the percentiles
+    // are that delay's bucket, the mean exact.
+    let delay = flow.delay.unwrap();
+    assert_eq!(delay.samples, flow.received_packets.iter().sum::<u64>());
+    assert_eq!(delay.mean_ns, 21_040_000.0);
+    assert_eq!(delay.p50_ns, delay.p99_ns);
+    assert!(delay.p50_ns as f64 >= delay.mean_ns && delay.p50_ns as f64 <= delay.mean_ns * 1.01);
     assert_eq!(out.queues[0].name, "bottleneck");
     assert_eq!(out.queues[0].red.ldrops, 0);
     assert!(
