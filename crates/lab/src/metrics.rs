@@ -319,6 +319,19 @@ macro_rules! optional {
     };
 }
 
+/// A one-way delay column: optional, in ms with six decimals, summed up in `metrics`.
+macro_rules! delay_column {
+    ($field:ident) => {
+        RunColumn {
+            name: stringify!($field),
+            always: false,
+            write: |f| f.$field.map_or(String::new(), |d| format!("{d:.6}")),
+            read: optional!($field),
+            summary: Some(|f| f.$field),
+        }
+    };
+}
+
 /// The per-flow columns of `runs.csv`, in order.
 pub const RUN_COLUMNS: &[RunColumn] = &[
     RunColumn {
@@ -388,34 +401,10 @@ pub const RUN_COLUMNS: &[RunColumn] = &[
     },
     // One-way delay after the warm-up: empty for a flow that received nothing, absent from files
     // written before them.
-    RunColumn {
-        name: "delay_mean_ms",
-        always: false,
-        write: |f| f.delay_mean_ms.map_or(String::new(), |d| format!("{d:.6}")),
-        read: optional!(delay_mean_ms),
-        summary: Some(|f| f.delay_mean_ms),
-    },
-    RunColumn {
-        name: "delay_p50_ms",
-        always: false,
-        write: |f| f.delay_p50_ms.map_or(String::new(), |d| format!("{d:.6}")),
-        read: optional!(delay_p50_ms),
-        summary: Some(|f| f.delay_p50_ms),
-    },
-    RunColumn {
-        name: "delay_p95_ms",
-        always: false,
-        write: |f| f.delay_p95_ms.map_or(String::new(), |d| format!("{d:.6}")),
-        read: optional!(delay_p95_ms),
-        summary: Some(|f| f.delay_p95_ms),
-    },
-    RunColumn {
-        name: "delay_p99_ms",
-        always: false,
-        write: |f| f.delay_p99_ms.map_or(String::new(), |d| format!("{d:.6}")),
-        read: optional!(delay_p99_ms),
-        summary: Some(|f| f.delay_p99_ms),
-    },
+    delay_column!(delay_mean_ms),
+    delay_column!(delay_p50_ms),
+    delay_column!(delay_p95_ms),
+    delay_column!(delay_p99_ms),
 ];
 
 /// The per-flow figure of a point that a series is drawn in, one panel each.

@@ -6,7 +6,7 @@ use hdrhistogram::Histogram;
 use qstp_proto::{Duration, Time};
 
 /// Delays the histograms tell apart: 1 us to 1000 s (longer ones count as 1000 s), two
-/// significant digits (about 3,000 counters, 24 KiB per flow).
+/// significant digits (3,200 counters, 25 KiB per flow).
 const DELAY_RANGE_NS: (u64, u64) = (1_000, 1_000_000_000_000);
 const DELAY_DIGITS: u8 = 2;
 

@@ -148,6 +148,18 @@ pub struct ForwardOutput {
 
 /// The classifier from a packet's 5-tuple to its flow: by source address (forward) or by
 /// destination address (backward); the class is the flow's index, `u32::MAX` for no flow.
+/// The delay lines of one direction: every group's and flow's, binned as the run asks, delays
+/// measured from the warm-up's end.
+fn lines_for(spec: &RouterSpec) -> Lines {
+    Lines::new(
+        spec.groups.len(),
+        spec.flows.len(),
+        spec.bins,
+        spec.bin,
+        Time::ZERO + spec.warmup,
+    )
+}
+
 fn classifier(flows: &[FlowPath], forward: bool) -> Classifier {
     let rules = flows
         .iter()
@@ -291,13 +303,7 @@ pub fn forward(
     let by_dscp = spec.dscp.as_deref().map(dscp_classifier);
     // The packets the link holds, with their bytes (a dropped one's buffer is freed).
     let mut store: Pool<Frame> = Pool::new();
-    let mut lines = Lines::new(
-        spec.groups.len(),
-        spec.flows.len(),
-        spec.bins,
-        spec.bin,
-        Time::ZERO + spec.warmup,
-    );
+    let mut lines = lines_for(spec);
     let mut out = DirectionCounters::default();
     let (mut policed, mut overrun) = (0u64, 0u64);
     let mut buf = vec![0u8; MAX_PACKET];
@@ -424,13 +430,7 @@ pub fn backward(
     crate::tun::fine_timer_slack();
     let realtime = crate::tun::realtime();
     let classes = classifier(&spec.flows, false);
-    let mut lines = Lines::new(
-        spec.groups.len(),
-        spec.flows.len(),
-        spec.bins,
-        spec.bin,
-        Time::ZERO + spec.warmup,
-    );
+    let mut lines = lines_for(spec);
     let mut out = DirectionCounters::default();
     let mut buf = vec![0u8; MAX_PACKET];
     let mut reader = Reader::new();
