@@ -75,6 +75,7 @@ pub fn comparison(title: &str, fluid: &Curves, packet: &Curves, warmup: f64) -> 
             to: warmup,
         }),
         y_range: None,
+        scatter: false,
     }
 }
 

@@ -55,6 +55,9 @@ pub struct Chart {
     pub shade: Option<Shade>,
     /// The y axis starts here instead of zero (a CDF or a zoom); `None`: at zero, as the papers.
     pub y_range: Option<(f64, f64)>,
+    /// Points only: each line's points drawn as its marker, unjoined (a scatter plot, such as
+    /// throughput against delay with one mark per flow and run).
+    pub scatter: bool,
 }
 
 /// Why a chart could not be drawn.
@@ -174,9 +177,9 @@ fn dash(i: usize) -> Dash {
 const MARKER_SPACING: i32 = 90;
 
 /// Whether `line` carries markers: beside other lines, unless its points are already marked
-/// (a line with error bars).
+/// (a line with error bars); always in a scatter plot.
 fn has_markers(chart: &Chart, line: &Line) -> bool {
-    chart.lines.len() > 1 && line.points.len() > 1 && line.bars.is_empty()
+    chart.scatter || (chart.lines.len() > 1 && line.points.len() > 1 && line.bars.is_empty())
 }
 
 /// Draw line `i`'s markers through `points`: a shape of its own every [`MARKER_SPACING`] pixels,
@@ -224,6 +227,30 @@ fn draw_markers<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Draw line `i`'s marker at every one of `points`, unjoined (a scatter plot's marks).
+fn draw_marks<DB: DrawingBackend>(
+    ctx: &mut ChartContext<
+        '_,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    i: usize,
+    points: &[(f64, f64)],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let c = colour(i);
+    let filled = c.filled();
+    let points = points.iter().copied();
+    match i % 4 {
+        0 => ctx.draw_series(points.map(|p| Circle::new(p, 4, filled)))?,
+        1 => ctx.draw_series(points.map(|p| TriangleMarker::new(p, 5, filled)))?,
+        2 => ctx.draw_series(
+            points.map(|p| EmptyElement::at(p) + Rectangle::new([(-4, -4), (4, 4)], filled)),
+        )?,
+        _ => ctx.draw_series(points.map(|p| Cross::new(p, 5, c.stroke_width(2))))?,
+    };
+    Ok(())
+}
+
 /// Height of every chart and width of one plot panel, pixels: a figure is drawn at the size a
 /// two-column paper prints it at about 45%, so fonts stay readable at column width.
 const PANEL: (u32, u32) = (640, 420);
@@ -263,6 +290,11 @@ fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
     if x1 <= x0 {
         x1 = x0 + 1.0;
     }
+    if chart.scatter {
+        // Marks at the ends stay whole.
+        let pad = (x1 - x0) * 0.05;
+        (x0, x1) = (x0 - pad, x1 + pad);
+    }
     if let Some(range) = chart.y_range {
         return ((x0, x1), range);
     }
@@ -290,10 +322,12 @@ struct Entry {
 }
 
 enum EntryKind {
-    /// Data line `index`: its dash and, where the plot draws them, its marker.
+    /// Data line `index`: its dash (unless `joined` is false: a scatter plot's marks) and, where
+    /// the plot draws them, its marker.
     Line {
         index: usize,
         marker: bool,
+        joined: bool,
     },
     Dashed,
     Swatch,
@@ -310,6 +344,7 @@ fn legend_entries(chart: &Chart) -> Vec<Entry> {
             kind: EntryKind::Line {
                 index: i,
                 marker: has_markers(chart, l),
+                joined: !chart.scatter,
             },
         })
         .collect();
@@ -358,8 +393,13 @@ fn draw_panels(title: &str, charts: &[Chart], svg: &mut String) -> Result<(), St
         let y = 40 + i as i32 * (LEGEND_FONT as i32 + 8);
         let style = ShapeStyle::from(entry.colour).stroke_width(3);
         match entry.kind {
-            EntryKind::Line { index: i, marker } => {
+            EntryKind::Line {
+                index: i,
+                marker,
+                joined,
+            } => {
                 let segments: Vec<Vec<(i32, i32)>> = match dash(i) {
+                    _ if !joined => Vec::new(),
                     Dash::Solid => vec![vec![(8, y), (34, y)]],
                     Dash::Dashed => vec![vec![(8, y), (18, y)], vec![(24, y), (34, y)]],
                     Dash::Dotted => (0..4)
@@ -451,6 +491,10 @@ fn draw_chart<DB: DrawingBackend>(
     }
     for (i, line) in chart.lines.iter().enumerate() {
         let c = colour(i);
+        if chart.scatter {
+            draw_marks(&mut ctx, i, &line.points)?;
+            continue;
+        }
         let points = line.points.iter().copied();
         match dash(i) {
             Dash::Solid => ctx.draw_series(LineSeries::new(points, c.stroke_width(2)))?,
@@ -517,6 +561,34 @@ fn dashed(x0: f64, x1: f64, y: f64) -> Vec<Vec<(f64, f64)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scatter_plot_marks_every_point_and_joins_none() {
+        let line = |label: &str, points: Vec<(f64, f64)>| Line {
+            label: label.into(),
+            points,
+            ..Default::default()
+        };
+        let mut chart = Chart {
+            title: "delay".into(),
+            lines: vec![
+                line("A", vec![(10.0, 1.0), (12.0, 3.0), (11.0, 2.0)]),
+                line("B", vec![(30.0, 5.0), (31.0, 4.0)]),
+            ],
+            scatter: true,
+            ..Default::default()
+        };
+        let svg = render(&chart).unwrap();
+        // A's three circles (and its legend's one), B's two triangles (and its legend's one).
+        assert_eq!(svg.matches("<circle").count(), 4);
+        let joined = |svg: &str| svg.matches("<polyline").count();
+        chart.scatter = false;
+        let lines = render(&chart).unwrap();
+        assert!(
+            joined(&lines) >= joined(&svg) + 4,
+            "a joined chart adds at least the two lines and their legend strokes"
+        );
+    }
 
     #[test]
     fn a_chart_shows_its_title_axes_legend_and_lines() {

@@ -216,6 +216,9 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
             },
             panels: Vec::new(),
         });
+        if let Some(figure) = delay_figure(point, result, summary, p, &label) {
+            out.push(figure);
+        }
         if let Some(figure) = sender_figure(point, first, summary, p, &label, result.runs[0].seed) {
             out.push(figure);
         }
@@ -831,6 +834,54 @@ fn swept_key_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
     out
 }
 
+/// Throughput against one-way delay at point `p` (Pantheon's picture): one mark per flow and
+/// run, its 95th-percentile delay after the warm-up across, its throughput up, a colour and shape
+/// per group; `None` when no flow has a delay (the fluid model).
+fn delay_figure(
+    point: &crate::scenario::Point,
+    result: &PointResult,
+    summary: &Summary,
+    p: usize,
+    label: &str,
+) -> Option<Figure> {
+    let lines: Vec<Line> = point
+        .scenario
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(g, spec)| Line {
+            label: format!("{} ({})", spec.name, protocol_name(&spec.protocol)),
+            points: result
+                .runs
+                .iter()
+                .flat_map(|r| r.flows.iter().filter(|f| f.group == g))
+                .filter_map(|f| Some((f.delay_p95_ms?, f.throughput_bps / 1e3)))
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    if lines.iter().all(|l| l.points.is_empty()) {
+        return None;
+    }
+    let runs = result.runs.len();
+    Some(Figure {
+        stem: format!("delay-throughput-{}", point_stem(summary, p)),
+        point: Some(p),
+        chart: Chart {
+            title: format!(
+                "Throughput against one-way delay after the warm-up, {label}, one mark per flow and run ({runs} run{})",
+                if runs == 1 { "" } else { "s" }
+            ),
+            x_label: "one-way delay, 95th percentile (ms)".into(),
+            y_label: "throughput (kbit/s)".into(),
+            lines,
+            scatter: true,
+            ..Default::default()
+        },
+        panels: Vec::new(),
+    })
+}
+
 /// Per bin, the mean jitter over the group's flows that received packets.
 fn mean_jitter(series: &RunSeries, group: usize) -> Vec<Option<f64>> {
     let flows: Vec<_> = series.flows.iter().filter(|f| f.group == group).collect();
@@ -955,10 +1006,12 @@ mod tests {
             [
                 "throughput-p00-B.flows=1",
                 "jitter-cdf-p00-B.flows=1",
+                "delay-throughput-p00-B.flows=1",
                 "rates-p00-B.flows=1",
                 "queue-p00-B.flows=1",
                 "throughput-p01-B.flows=2",
                 "jitter-cdf-p01-B.flows=2",
+                "delay-throughput-p01-B.flows=2",
                 "rates-p01-B.flows=2",
                 "queue-p01-B.flows=2",
                 "throughput-panels",
@@ -980,9 +1033,20 @@ mod tests {
         assert_eq!(cdf.len(), 24);
         assert_eq!(cdf.last().unwrap().1, 1.0);
         assert!(cdf.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
+        // Throughput against delay: one unjoined mark per flow and run, per group (at point 1:
+        // group A's one flow and group B's two, in 3 runs).
+        let delay = &figs[7].chart;
+        assert!(delay.scatter);
+        let marks: Vec<usize> = delay.lines.iter().map(|l| l.points.len()).collect();
+        assert_eq!(marks, [3, 6]);
+        // The fake flows' 95th percentile is 25 ms.
+        assert!(delay.lines[1]
+            .points
+            .iter()
+            .all(|&(x, y)| x == 25.0 && y > 0.0));
         // The qstp flow's X (its target dashed in its colour), X_recv and p: the TCP flows have
         // no lines there, and the first bin (not yet established) no point.
-        let rates = &figs[2];
+        let rates = &figs[3];
         assert_eq!(rates.panels.len(), 3);
         for panel in &rates.panels {
             let names: Vec<&str> = panel.lines.iter().map(|l| l.label.as_str()).collect();
@@ -1002,12 +1066,12 @@ mod tests {
         assert_eq!(rates.panels[1].lines[0].points[8], (10.0, 390.0));
         assert_eq!(rates.panels[2].lines[0].points[8], (10.0, 0.001234567));
         // The queue figure: the whole queue and its class, in packets at the end of each bin.
-        let queue = &figs[3].chart;
+        let queue = &figs[4].chart;
         let names: Vec<&str> = queue.lines.iter().map(|l| l.label.as_str()).collect();
         assert_eq!(names, ["bottleneck", "bottleneck/af"]);
         assert_eq!(queue.lines[0].points[9], (10.0, 9.0));
-        assert_eq!(figs[8].panels.len(), 2);
-        let thr = &figs[4].chart;
+        assert_eq!(figs[10].panels.len(), 2);
+        let thr = &figs[5].chart;
         assert_eq!(
             thr.references,
             vec![Reference {
@@ -1019,7 +1083,7 @@ mod tests {
         // Group B's line is the sum of its two flows.
         let b = &thr.lines[1];
         assert!(b.label.starts_with("B (tcp/newreno, 2 flows)"));
-        let mean = &figs[9].chart;
+        let mean = &figs[11].chart;
         assert_eq!(
             mean.lines[1].points.iter().map(|p| p.0).collect::<Vec<_>>(),
             [1.0, 2.0]

@@ -22,7 +22,7 @@ fn every_output_is_written_and_the_report_gathers_them() {
     let dir = temp_dir("outputs");
     let w = write_plan(&dir);
     assert_eq!(w.series.len(), 2);
-    assert_eq!(w.plots.len(), 22, "11 figures, each as SVG and PDF");
+    assert_eq!(w.plots.len(), 26, "13 figures, each as SVG and PDF");
     for pdf in w
         .plots
         .iter()
@@ -50,7 +50,7 @@ fn every_output_is_written_and_the_report_gathers_them() {
             "a link to nothing: {href}"
         );
     }
-    assert_eq!(report.matches("<svg").count(), 11, "every plot inline");
+    assert_eq!(report.matches("<svg").count(), 13, "every plot inline");
     assert_eq!(
         report.matches("<details id=\"p").count(),
         2,
@@ -128,7 +128,7 @@ fn with_many_points_the_time_series_are_linked_not_inlined() {
     let w = write_all(&dir, &plan, &results, &summary).unwrap();
     assert_eq!(
         w.plots.len(),
-        2 * (13 * 4 + 2),
+        2 * (13 * 5 + 2),
         "every figure is still written, as SVG and PDF"
     );
     let report = std::fs::read_to_string(w.report.as_ref().unwrap()).unwrap();
@@ -137,7 +137,7 @@ fn with_many_points_the_time_series_are_linked_not_inlined() {
         2,
         "only the mean and std figures inline"
     );
-    assert_eq!(report.matches("<li><a href=\"plots/").count(), 52);
+    assert_eq!(report.matches("<li><a href=\"plots/").count(), 65);
     assert!(report.contains("href=\"plots/throughput-p12-B.flows=13.svg\""));
     let _ = std::fs::remove_dir_all(&dir);
 }
