@@ -79,8 +79,9 @@ pub struct FlowSeries {
     /// The sender's congestion window after the bin's last acknowledgement, bytes (TCP).
     #[serde(default)]
     pub cwnd_bytes: Vec<Option<f64>>,
-    /// Share of the bin's data packets that were retransmissions (TCP; `None` when none sent):
-    /// the sender's view of the loss rate.
+    /// Share of the data packets sent in the last 1 s (the TSW window, up to the end of the bin)
+    /// that were retransmissions (TCP; `None` when none were sent): the sender's view of the
+    /// loss rate.
     #[serde(default)]
     pub loss_rate: Vec<Option<f64>>,
     /// Loss events the sender saw in the bin (TCP: entries into fast recovery and retransmission
@@ -270,7 +271,7 @@ fn flow_series(f: &FlowRecord, bin: Duration) -> FlowSeries {
         ..FlowSeries::default()
     };
     for metric in OPTIONAL_SERIES {
-        *(metric.values_mut)(&mut series) = (metric.read)(f);
+        *(metric.values_mut)(&mut series) = (metric.read)(f, bin);
     }
     series
 }
@@ -442,7 +443,7 @@ pub struct SeriesMetric {
     /// report it, and the others' is empty.
     pub every_flow: bool,
     /// Computed from the run's record.
-    pub read: fn(&FlowRecord) -> Vec<Option<f64>>,
+    pub read: fn(&FlowRecord, Duration) -> Vec<Option<f64>>,
     /// Where a [`FlowSeries`] keeps it.
     pub values: fn(&FlowSeries) -> &Vec<Option<f64>>,
     /// The same, to fill in.
@@ -466,6 +467,31 @@ macro_rules! series_metric {
     };
 }
 
+/// Per bin, `part` over `whole` summed over the bins of the last `window` up to that bin (the
+/// bin itself and those before it that the window reaches); `None` where `whole` sums to zero.
+/// A per-bin share swings between 0 and 1 when a bin holds a handful of packets; over a window
+/// it reads as a rate.
+fn windowed_share(
+    part: &[u64],
+    whole: &[u64],
+    bin: Duration,
+    window: Duration,
+) -> Vec<Option<f64>> {
+    let span = (window.as_nanos().div_ceil(bin.as_nanos().max(1)) as usize).max(1);
+    let (mut p, mut w) = (0u64, 0u64);
+    (0..whole.len().min(part.len()))
+        .map(|i| {
+            p += part[i];
+            w += whole[i];
+            if i >= span {
+                p -= part[i - span];
+                w -= whole[i - span];
+            }
+            (w > 0).then(|| p as f64 / w as f64)
+        })
+        .collect()
+}
+
 /// A panel of `figure`.
 const fn panel(
     figure: FlowFigure,
@@ -484,7 +510,7 @@ const fn panel(
 /// Every optional per-flow series, in the order `series.csv` lists them (after the throughput and
 /// the goodput, which every flow has in every bin).
 pub const OPTIONAL_SERIES: &[SeriesMetric] = &[
-    series_metric!(jitter_ms, 3, true, None, |f| {
+    series_metric!(jitter_ms, 3, true, None, |f, _| {
         f.jitter_ns
             .iter()
             .zip(&f.received_packets)
@@ -496,7 +522,7 @@ pub const OPTIONAL_SERIES: &[SeriesMetric] = &[
         3,
         false,
         panel(FlowFigure::Tcp, "Smoothed RTT", "RTT (ms)", 1.0),
-        |f| {
+        |f, _| {
             f.sender
                 .rtt_ns
                 .iter()
@@ -505,7 +531,7 @@ pub const OPTIONAL_SERIES: &[SeriesMetric] = &[
                 .collect()
         }
     ),
-    series_metric!(cwnd_bytes, 0, false, None, |f| {
+    series_metric!(cwnd_bytes, 0, false, None, |f, _| {
         f.sender
             .cwnd_bytes
             .iter()
@@ -518,20 +544,13 @@ pub const OPTIONAL_SERIES: &[SeriesMetric] = &[
         false,
         panel(
             FlowFigure::Tcp,
-            "Loss rate (data packets sent again)",
+            "Loss rate (data packets sent again, over the last 1 s)",
             "loss rate",
             1.0
         ),
-        |f| {
-            f.sender
-                .retransmitted
-                .iter()
-                .zip(&f.sender.sent)
-                .map(|(&r, &n)| (n > 0).then(|| r as f64 / n as f64))
-                .collect()
-        }
+        |f, bin| windowed_share(&f.sender.retransmitted, &f.sender.sent, bin, TSW_WINDOW)
     ),
-    series_metric!(loss_events, 0, false, None, |f| {
+    series_metric!(loss_events, 0, false, None, |f, _| {
         f.sender
             .loss_events
             .iter()
@@ -548,7 +567,7 @@ pub const OPTIONAL_SERIES: &[SeriesMetric] = &[
             "X (kbit/s)",
             1e-3
         ),
-        |f| rate_series(f, |r| r.rate_bps as f64)
+        |f, _| rate_series(f, |r| r.rate_bps as f64)
     ),
     series_metric!(
         x_recv_bps,
@@ -560,14 +579,14 @@ pub const OPTIONAL_SERIES: &[SeriesMetric] = &[
             "X_recv (kbit/s)",
             1e-3
         ),
-        |f| rate_series(f, |r| r.x_recv_bps as f64)
+        |f, _| rate_series(f, |r| r.x_recv_bps as f64)
     ),
     series_metric!(
         loss_event_rate,
         9,
         false,
         panel(FlowFigure::Rate, "Loss event rate p (feedback)", "p", 1.0),
-        |f| { rate_series(f, |r| r.loss_event_rate_ppb as f64 / 1e9) }
+        |f, _| { rate_series(f, |r| r.loss_event_rate_ppb as f64 / 1e9) }
     ),
 ];
 
@@ -698,6 +717,35 @@ mod tests {
             packets_sent: 2 * bins as u64,
             packets_retransmitted: 1,
             sender: Default::default(),
+        }
+    }
+
+    #[test]
+    fn the_loss_rate_is_a_share_over_the_last_second_not_per_bin() {
+        // 250 ms bins: a window of 4. One retransmission among 10 sends in bin 1, nothing sent
+        // in bins 6 and 7.
+        let sent = [10, 10, 10, 10, 10, 10, 0, 0, 0, 0, 0];
+        let resent = [0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let share = windowed_share(&resent, &sent, Duration::from_millis(250), TSW_WINDOW);
+        let expected = [
+            Some(0.0),
+            Some(0.05),
+            Some(1.0 / 30.0),
+            Some(0.025),
+            Some(0.025),
+            Some(0.0),
+            Some(0.0),
+            Some(0.0),
+            Some(0.0),
+            None,
+            None,
+        ];
+        assert_eq!(share.len(), expected.len());
+        for (got, want) in share.iter().zip(expected) {
+            match (got, want) {
+                (Some(g), Some(w)) => assert!((g - w).abs() < 1e-12, "{share:?}"),
+                _ => assert_eq!(*got, want, "{share:?}"),
+            }
         }
     }
 
