@@ -33,6 +33,10 @@ _OPTIONAL_RUN_COLUMNS = (
     "delay_p50_ms",
     "delay_p95_ms",
     "delay_p99_ms",
+    "rtt_mean_ms",
+    "rtt_p50_ms",
+    "rtt_p95_ms",
+    "rtt_p99_ms",
 )
 
 
@@ -94,8 +98,8 @@ class Summary:
         ``throughput_bps`` (per flow), ``aggregate_bps`` (the group's total per run),
         ``goodput_bps``, ``jitter_ms`` (NaN where there is none), then the per-flow results
         summary.json keeps under a group's ``metrics`` (one-way delay after the warm-up:
-        ``delay_mean_ms``, ``delay_p50_ms``, ``delay_p95_ms``, ``delay_p99_ms``; NaN where a group
-        has none), and the group's ``fairness`` (Jain's index) and ``retransmitted`` share, the
+        ``delay_mean_ms``, ``delay_p50_ms``, ``delay_p95_ms``, ``delay_p99_ms``; the sender's RTT
+        measurements, ``rtt_mean_ms`` to ``rtt_p99_ms``; NaN where a group has none), and the group's ``fairness`` (Jain's index) and ``retransmitted`` share, the
         same on each of its statistic rows.
         """
         import pandas

@@ -177,6 +177,10 @@ def test_runs_frame(tiny: Path) -> None:
     assert set(runs["group"]) == {"A", "B"}
     for column in ["delay_mean_ms", "delay_p50_ms", "delay_p95_ms", "delay_p99_ms"]:
         assert runs[column].dtype == float and (runs[column] > 0).all(), column
+    # Both senders (TCP and gTFRC) measure their RTT, never below the one-way delay.
+    for column in ["rtt_mean_ms", "rtt_p50_ms", "rtt_p95_ms", "rtt_p99_ms"]:
+        assert runs[column].dtype == float and (runs[column] > 0).all(), column
+    assert (runs["rtt_p50_ms"] > runs["delay_p50_ms"]).all()
 
 
 def test_load_reads_back_the_same(tiny: Path, tmp_path: Path) -> None:

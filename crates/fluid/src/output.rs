@@ -151,6 +151,7 @@ impl Recorder {
                     received_packets: counts(&b.received, 1.0),
                     // Packets are not followed one by one, so there are no delay percentiles.
                     delay: None,
+                    rtt: None,
                     packets_sent: sent.iter().sum(),
                     packets_retransmitted: dropped.iter().sum(),
                     sender: SenderSeries {

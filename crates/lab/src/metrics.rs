@@ -58,6 +58,19 @@ pub struct FlowRun {
     /// Its 99th percentile, ms.
     #[serde(default)]
     pub delay_p99_ms: Option<f64>,
+    /// The sender's RTT measurements after the warm-up (TCP and qstp senders): mean, ms; `None`
+    /// without any.
+    #[serde(default)]
+    pub rtt_mean_ms: Option<f64>,
+    /// Their median, ms (to within 1%).
+    #[serde(default)]
+    pub rtt_p50_ms: Option<f64>,
+    /// Their 95th percentile, ms.
+    #[serde(default)]
+    pub rtt_p95_ms: Option<f64>,
+    /// Their 99th percentile, ms.
+    #[serde(default)]
+    pub rtt_p99_ms: Option<f64>,
 }
 
 /// One flow's series over a whole run, one value per bin.
@@ -259,6 +272,10 @@ fn flow_run(f: &FlowRecord, bin: Duration, warmup: Duration, end: Duration) -> F
         delay_p50_ms: f.delay.map(|d| d.p50_ns as f64 / 1e6),
         delay_p95_ms: f.delay.map(|d| d.p95_ns as f64 / 1e6),
         delay_p99_ms: f.delay.map(|d| d.p99_ns as f64 / 1e6),
+        rtt_mean_ms: f.rtt.map(|d| d.mean_ns / 1e6),
+        rtt_p50_ms: f.rtt.map(|d| d.p50_ns as f64 / 1e6),
+        rtt_p95_ms: f.rtt.map(|d| d.p95_ns as f64 / 1e6),
+        rtt_p99_ms: f.rtt.map(|d| d.p99_ns as f64 / 1e6),
     }
 }
 
@@ -320,7 +337,8 @@ macro_rules! optional {
     };
 }
 
-/// A one-way delay column: optional, in ms with six decimals, summed up in `metrics`.
+/// A delay column (one-way or round trip): optional, in ms with six decimals, summed up in
+/// `metrics`.
 macro_rules! delay_column {
     ($field:ident) => {
         RunColumn {
@@ -400,12 +418,16 @@ pub const RUN_COLUMNS: &[RunColumn] = &[
         read: optional!(fast_recoveries),
         summary: None,
     },
-    // One-way delay after the warm-up: empty for a flow that received nothing, absent from files
-    // written before them.
+    // One-way delay and the sender's RTT after the warm-up: empty for a flow without, absent
+    // from files written before them.
     delay_column!(delay_mean_ms),
     delay_column!(delay_p50_ms),
     delay_column!(delay_p95_ms),
     delay_column!(delay_p99_ms),
+    delay_column!(rtt_mean_ms),
+    delay_column!(rtt_p50_ms),
+    delay_column!(rtt_p95_ms),
+    delay_column!(rtt_p99_ms),
 ];
 
 /// The per-flow figure of a point that a series is drawn in, one panel each.
@@ -714,6 +736,7 @@ mod tests {
                 p95_ns: 52_000_000,
                 p99_ns: 61_000_000,
             }),
+            rtt: None,
             packets_sent: 2 * bins as u64,
             packets_retransmitted: 1,
             sender: Default::default(),

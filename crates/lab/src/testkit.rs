@@ -59,6 +59,13 @@ pub(crate) fn fake(
                     p95_ns: 25_000_000,
                     p99_ns: 30_000_000,
                 }),
+                rtt: Some(qstp_sim::DelayStats {
+                    samples: bins as u64,
+                    mean_ns: 41e6,
+                    p50_ns: 40_000_000,
+                    p95_ns: 50_000_000,
+                    p99_ns: 60_000_000,
+                }),
                 packets_sent: bins as u64,
                 packets_retransmitted: 0,
                 sender: SenderSeries {

@@ -49,6 +49,9 @@ pub struct FlowRecord {
     /// One-way delay of the packets that reached the receiver from the warm-up on (`None` if
     /// none did).
     pub delay: Option<DelayStats>,
+    /// The sender's RTT measurements from the warm-up on (TCP: each ACK's sample, Karn's rule
+    /// kept; qstp: each feedback's, RFC 5348 §4.3; `None` for senders without, or before any).
+    pub rtt: Option<DelayStats>,
     /// Data packets the sender emitted (retransmissions included).
     pub packets_sent: u64,
     /// Data packets the sender sent again.
@@ -57,7 +60,8 @@ pub struct FlowRecord {
     pub sender: SenderSeries,
 }
 
-/// Mean and percentiles of a flow's one-way delays (sent to received, queueing included).
+/// Mean and percentiles of a flow's one-way delays (sent to received, queueing included), or of
+/// its sender's RTT measurements.
 ///
 /// The mean is exact; the percentiles come from a histogram with two significant digits
 /// (HdrHistogram): each is the highest delay its bucket holds, at most 1% above the true value.

@@ -68,6 +68,8 @@ pub struct Recorder {
     measure_from: Time,
     /// Each flow's delays since `measure_from`.
     delays: Vec<Delays>,
+    /// Each flow's sender's RTT measurements since `measure_from`.
+    rtts: Vec<Delays>,
 }
 
 impl Recorder {
@@ -84,6 +86,7 @@ impl Recorder {
                 jitter_ns: vec![0; bins],
                 received_packets: vec![0; bins],
                 delay: None,
+                rtt: None,
                 packets_sent: 0,
                 packets_retransmitted: 0,
                 sender: SenderSeries::default(),
@@ -96,6 +99,7 @@ impl Recorder {
             last_delay: vec![None; flows.len()],
             measure_from,
             delays: flows.iter().map(|_| Delays::new()).collect(),
+            rtts: flows.iter().map(|_| Delays::new()).collect(),
         }
     }
 
@@ -119,6 +123,14 @@ impl Recorder {
         record.received_packets[bin] += 1;
         if let Some(previous) = previous {
             record.jitter_ns[bin] += delay.as_nanos().abs_diff(previous.as_nanos());
+        }
+    }
+
+    /// The flow's sender measured a round-trip time `rtt` at `now`.
+    #[inline]
+    pub fn on_rtt(&mut self, flow: FlowId, now: Time, rtt: Duration) {
+        if now >= self.measure_from && self.bin_of(now).is_some() {
+            self.rtts[flow.index()].record(rtt);
         }
     }
 
@@ -230,8 +242,9 @@ impl Recorder {
     /// The records, flows in the order given to [`Recorder::new`].
     pub fn into_records(self) -> Vec<FlowRecord> {
         let mut flows = self.flows;
-        for (record, delays) in flows.iter_mut().zip(&self.delays) {
+        for ((record, delays), rtts) in flows.iter_mut().zip(&self.delays).zip(&self.rtts) {
             record.delay = delays.stats();
+            record.rtt = rtts.stats();
         }
         flows
     }
@@ -302,6 +315,18 @@ mod tests {
             records[1].delay, None,
             "a flow that received nothing has no delay"
         );
+        assert_eq!(records[0].rtt, None, "no RTT measured");
+    }
+
+    #[test]
+    fn rtt_samples_count_from_the_warm_up() {
+        let mut r = Recorder::new(Duration::from_secs(1), 10, &[(0, 0)], ms_time(1000));
+        let f = FlowId(0);
+        r.on_rtt(f, ms_time(500), Duration::from_millis(500));
+        r.on_rtt(f, ms_time(1500), Duration::from_millis(40));
+        r.on_rtt(f, ms_time(1600), Duration::from_millis(60));
+        let rtt = r.into_records()[0].rtt.unwrap();
+        assert_eq!((rtt.samples, rtt.mean_ns), (2, 50e6));
     }
 
     fn ms_time(m: u64) -> Time {

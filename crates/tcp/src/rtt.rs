@@ -19,6 +19,9 @@ pub struct RttEstimator {
     max_rto: Duration,
     rule: RtoRule,
     linux: LinuxVariance,
+    /// Measurements folded in so far, and the last one (what the lab's RTT percentiles count).
+    samples: u64,
+    latest: Duration,
 }
 
 /// Linux's variance state (net/ipv4/tcp_input.c `tcp_rtt_estimator`), in nanoseconds.
@@ -47,7 +50,14 @@ impl RttEstimator {
             max_rto,
             rule: RtoRule::Rfc6298,
             linux: LinuxVariance::default(),
+            samples: 0,
+            latest: Duration::ZERO,
         }
+    }
+
+    /// Measurements taken so far and the latest (zero before the first).
+    pub fn latest(&self) -> (u64, Duration) {
+        (self.samples, self.latest)
     }
 
     /// The same with the RTO rule `rule`.
@@ -59,6 +69,8 @@ impl RttEstimator {
     /// Fold in an RTT measurement taken when the cumulative ACK point was `snd_una` and the next
     /// new byte `snd_nxt` (Linux's rule ends its round trips by them; RFC 6298's ignores them).
     pub fn sample_acked(&mut self, r: Duration, snd_una: u64, snd_nxt: u64) {
+        self.samples += 1;
+        self.latest = r;
         match self.rule {
             RtoRule::Rfc6298 => self.sample_rfc6298(r),
             RtoRule::Linux => self.sample_linux(r, snd_una, snd_nxt),

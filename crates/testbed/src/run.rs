@@ -490,6 +490,8 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
                 jitter_ns: bins_of.jitter_ns.clone(),
                 received_packets: bins_of.packets.clone(),
                 delay: bins_of.delays.stats(),
+                // Kernel TCP's samples are not followed one by one (only its smoothed RTT).
+                rtt: None,
                 packets_sent: sender.packets_sent,
                 packets_retransmitted: sender.packets_retransmitted,
                 sender: sender.series,

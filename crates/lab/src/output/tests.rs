@@ -152,7 +152,8 @@ fn runs_csv_has_a_row_per_point_run_and_flow() {
         lines.next().unwrap(),
         "point,params,run,seed,group,flow,protocol,target_bps,throughput_bps,goodput_bps,\
          jitter_ms,packets_sent,packets_retransmitted,retransmitted,timeouts,fast_recoveries,\
-         delay_mean_ms,delay_p50_ms,delay_p95_ms,delay_p99_ms"
+         delay_mean_ms,delay_p50_ms,delay_p95_ms,delay_p99_ms,rtt_mean_ms,rtt_p50_ms,rtt_p95_ms,\
+         rtt_p99_ms"
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     // Point 0: 3 runs x 2 flows; point 1: 3 runs x 3 flows.
@@ -173,6 +174,11 @@ fn runs_csv_has_a_row_per_point_run_and_flow() {
     assert_eq!(
         row[16..20],
         ["27.101000", "20.000000", "25.000000", "30.000000"]
+    );
+    // And its sender's RTT: 41 ms on average, percentiles 40, 50 and 60 ms.
+    assert_eq!(
+        row[20..24],
+        ["41.000000", "40.000000", "50.000000", "60.000000"]
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

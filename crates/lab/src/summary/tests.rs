@@ -263,7 +263,11 @@ fn a_column_that_asks_for_it_is_summed_up_by_name_over_the_flows_with_a_value() 
             "delay_mean_ms",
             "delay_p50_ms",
             "delay_p95_ms",
-            "delay_p99_ms"
+            "delay_p99_ms",
+            "rtt_mean_ms",
+            "rtt_p50_ms",
+            "rtt_p95_ms",
+            "rtt_p99_ms"
         ]
     );
 }

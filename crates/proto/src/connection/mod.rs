@@ -725,6 +725,13 @@ impl Connection {
         }
     }
 
+    /// RTT samples the sender took from feedback so far (RFC 5348 §4.3 step 2) and the latest
+    /// (zero before the first): cheaper than [`Connection::stats`] for a caller that follows
+    /// every sample.
+    pub fn latest_rtt(&self) -> (u64, Duration) {
+        (self.counters.rtt_samples, self.counters.latest_rtt)
+    }
+
     /// Counters and rate-control state.
     pub fn stats(&self) -> Stats {
         let mut stats = self

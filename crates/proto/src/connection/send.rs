@@ -830,6 +830,8 @@ impl Connection {
             // Every data packet has a fresh number and timestamp, so the echo names one
             // transmission and Karn's rule (RFC 6298 §3) is kept.
             self.sender.rto_estimator.on_sample(sample);
+            self.counters.rtt_samples += 1;
+            self.counters.latest_rtt = sample;
         }
         let rtt_sample = measured.unwrap_or_else(|| self.sender.rate.state().rtt);
         let mut x_recv = Rate::from_bps(feedback.x_recv);

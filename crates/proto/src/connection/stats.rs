@@ -3,6 +3,7 @@
 use super::Stats;
 use crate::cc::RateState;
 use crate::rate::Rate;
+use crate::time::Duration;
 
 /// What the connection counts itself; the rate fields of [`Stats`] come from the rate controller.
 #[derive(Debug, Clone, Default)]
@@ -18,6 +19,9 @@ pub(crate) struct Counters {
     pub(crate) bytes_received: u64,
     pub(crate) bytes_delivered: u64,
     pub(crate) loss_event_rate_increases: u64,
+    /// RTT samples the sender took from feedback (RFC 5348 §4.3 step 2), and the latest.
+    pub(crate) rtt_samples: u64,
+    pub(crate) latest_rtt: Duration,
 }
 
 impl Counters {

@@ -80,6 +80,8 @@ pub struct QstpClient {
     message_size: usize,
     /// Loss events (`Stats::loss_event_rate_increases`) already recorded.
     loss_events: u64,
+    /// RTT samples already recorded.
+    rtt_samples: u64,
 }
 
 impl QstpClient {
@@ -95,6 +97,7 @@ impl QstpClient {
             handle: None,
             message_size,
             loss_events: 0,
+            rtt_samples: 0,
         }
     }
 
@@ -109,7 +112,20 @@ impl QstpClient {
 
     pub(super) fn on_packet(&mut self, ctx: &mut Ctx, packet: Packet) {
         receive(&mut self.endpoint, self.remote, ctx, packet);
+        self.record_rtt(ctx);
         self.pump(ctx);
+    }
+
+    /// Record the RTT sample the last feedback gave, if it gave one.
+    fn record_rtt(&mut self, ctx: &mut Ctx) {
+        let Some(connection) = self.handle.and_then(|h| self.endpoint.connection(h)) else {
+            return;
+        };
+        let (samples, latest) = connection.latest_rtt();
+        if samples > self.rtt_samples {
+            self.rtt_samples = samples;
+            ctx.recorder.on_rtt(self.binding.flow, ctx.now, latest);
+        }
     }
 
     pub(super) fn on_timer(&mut self, ctx: &mut Ctx) {

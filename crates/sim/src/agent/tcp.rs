@@ -58,6 +58,8 @@ pub struct TcpSource {
     loss_events: u64,
     /// Of those, retransmission timeouts.
     timeouts: u64,
+    /// RTT measurements already recorded.
+    rtt_samples: u64,
     /// The application's on/off cycle, if it has one.
     switch: Option<Switch>,
 }
@@ -72,6 +74,7 @@ impl TcpSource {
             started: false,
             loss_events: 0,
             timeouts: 0,
+            rtt_samples: 0,
             switch: None,
         }
     }
@@ -104,6 +107,11 @@ impl TcpSource {
                 self.sender.srtt(),
                 self.sender.cwnd(),
             );
+            let (samples, latest) = self.sender.latest_rtt();
+            if samples > self.rtt_samples {
+                self.rtt_samples = samples;
+                ctx.recorder.on_rtt(self.binding.flow, ctx.now, latest);
+            }
             self.record_loss_events(ctx);
         }
         ctx.network.packets.recycle(packet.payload);

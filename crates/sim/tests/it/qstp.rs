@@ -107,6 +107,10 @@ fn gtfrc_holds_its_target_against_a_tcp_aggregate() {
     let received: u64 = out.flows[0].received_bytes[20..].iter().sum();
     let rate = received as f64 * 8.0 / 40.0;
     assert!(rate > 0.9 * 500_000.0, "qstp got {rate} bit/s");
+    // The qstp sender's RTT samples, one per feedback, about one per RTT (some 200 in the 60 s
+    // at about 290 ms, the RIO queue's waits included): none shorter than the 30 ms path.
+    let rtt = out.flows[0].rtt.unwrap();
+    assert!(rtt.samples > 150 && rtt.p50_ns >= 30_000_000, "{rtt:?}");
 }
 
 #[test]

@@ -52,6 +52,18 @@ fn tcp_flows_share_a_drop_tail_bottleneck_and_fill_it() {
     }
     let peak = out.queue_series[0].packets.iter().max().copied();
     assert!(peak.is_some_and(|p| p > 25 && p <= 50), "{peak:?}");
+    // Every ACK's RTT lies between the 40 ms path (and a 1.2 ms segment's serialisation at the
+    // bottleneck) and that plus the full 50-packet queue's 60 ms; the one-way delay is about half.
+    for flow in &out.flows {
+        let rtt = flow.rtt.unwrap();
+        assert!(rtt.samples > 1000, "{rtt:?}");
+        assert!(
+            rtt.p50_ns > 41_000_000 && rtt.p99_ns < 105_000_000,
+            "{rtt:?}"
+        );
+        let delay = flow.delay.unwrap();
+        assert!(delay.mean_ns < rtt.mean_ns, "{delay:?} {rtt:?}");
+    }
 }
 
 #[test]

@@ -932,6 +932,11 @@ impl TcpSender {
         self.rtt.srtt()
     }
 
+    /// RTT measurements taken so far and the latest (zero before the first).
+    pub fn latest_rtt(&self) -> (u64, Duration) {
+        self.rtt.latest()
+    }
+
     /// Congestion window, bytes.
     pub fn cwnd(&self) -> u64 {
         self.cc.cwnd()
