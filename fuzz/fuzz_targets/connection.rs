@@ -312,8 +312,15 @@ thread_local! {
 
 #[derive(Arbitrary, Debug)]
 enum ChunkOp {
-    Stream { offset: u32, fin: bool },
-    Message { id: u16, offset: u16, total_len: u16 },
+    Stream {
+        offset: u32,
+        fin: bool,
+    },
+    Message {
+        id: u16,
+        offset: u16,
+        total_len: u16,
+    },
     Empty,
     Padding,
 }
@@ -558,7 +565,11 @@ fn play(w: &mut World, step: &Step) {
             let before = w.fate(to);
             w.hand(to, false, &datagram);
             if kind.is_some() {
-                assert_eq!(w.fate(to)[0], before[0], "a forgery in the clear was received");
+                assert_eq!(
+                    w.fate(to)[0],
+                    before[0],
+                    "a forgery in the clear was received"
+                );
             }
         }
         Step::Wait(ms) => w.wait(u64::from(*ms)),

@@ -39,7 +39,11 @@ fn keys() -> &'static (PacketKeys, PacketKeys) {
 }
 
 /// Open `datagram` with `keys` by `open` or by `open_in_place`; the packet or the error.
-fn open(keys: &mut PacketKeys, datagram: &[u8], in_place: bool) -> Result<Vec<u8>, ProtectionError> {
+fn open(
+    keys: &mut PacketKeys,
+    datagram: &[u8],
+    in_place: bool,
+) -> Result<Vec<u8>, ProtectionError> {
     if in_place {
         let mut buf = datagram.to_vec();
         let range = keys.open_in_place(&mut buf)?;
@@ -64,7 +68,10 @@ fuzz_target!(|input: &[u8]| {
     if mode & 1 == 0 {
         // Arbitrary bytes: nobody without the keys makes a datagram that opens, by either call.
         assert!(open(&mut opener, rest, false).is_err(), "a forgery opened");
-        assert!(open(&mut opener, rest, true).is_err(), "a forgery opened in place");
+        assert!(
+            open(&mut opener, rest, true).is_err(),
+            "a forgery opened in place"
+        );
         return;
     }
     if rest.len() < CLEAR_HEADER_LEN {

@@ -129,8 +129,8 @@ async fn send(args: &[String]) -> Result<()> {
     let to: SocketAddr = option(args, "--to")?.parse()?;
     let cert_path = PathBuf::from(option(args, "--cert")?);
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let cert = std::fs::read(&cert_path)
-        .with_context(|| format!("reading {}", cert_path.display()))?;
+    let cert =
+        std::fs::read(&cert_path).with_context(|| format!("reading {}", cert_path.display()))?;
     let mut roots = rustls::RootCertStore::empty();
     roots.add(rustls::pki_types::CertificateDer::from(cert))?;
     let config = quinn::ClientConfig::with_root_certificates(Arc::new(roots))?;
