@@ -173,6 +173,13 @@ fn dash(i: usize) -> Dash {
     }
 }
 
+/// A chart's plotting area with its two linear axes.
+type Plot<'a, DB> = ChartContext<
+    'a,
+    DB,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
 /// Pixels between two markers along a line.
 const MARKER_SPACING: i32 = 90;
 
@@ -186,11 +193,7 @@ fn has_markers(chart: &Chart, line: &Line) -> bool {
 /// the first shifted by the line's index, so lines drawn exactly over each other still show
 /// each one's markers.
 fn draw_markers<DB: DrawingBackend>(
-    ctx: &mut ChartContext<
-        '_,
-        DB,
-        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
-    >,
+    ctx: &mut Plot<'_, DB>,
     i: usize,
     points: &[(f64, f64)],
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
@@ -229,11 +232,7 @@ fn draw_markers<DB: DrawingBackend>(
 
 /// Draw line `i`'s marker at every one of `points`, unjoined (a scatter plot's marks).
 fn draw_marks<DB: DrawingBackend>(
-    ctx: &mut ChartContext<
-        '_,
-        DB,
-        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
-    >,
+    ctx: &mut Plot<'_, DB>,
     i: usize,
     points: &[(f64, f64)],
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
