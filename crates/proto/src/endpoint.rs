@@ -863,6 +863,28 @@ impl Endpoint {
         Some(conn)
     }
 
+    /// Several connections at once, in the order of `handles` (a delegation group steers its
+    /// Free and its Stunts together: `crate::delegation`); `None` if a handle is unknown or
+    /// named twice.
+    pub fn connections_mut(
+        &mut self,
+        handles: &[ConnectionHandle],
+    ) -> Option<Vec<&mut Connection>> {
+        let mut found: Vec<(usize, &mut Connection)> = Vec::with_capacity(handles.len());
+        for (handle, conn) in self.connections.iter_mut() {
+            if let Some(i) = handles.iter().position(|h| h == handle) {
+                found.push((i, conn));
+            }
+        }
+        // A handle named twice is found once.
+        if found.len() != handles.len() {
+            return None;
+        }
+        self.book.touched.extend(handles.iter().copied());
+        found.sort_by_key(|(i, _)| *i);
+        Some(found.into_iter().map(|(_, c)| c).collect())
+    }
+
     /// Forget a closed connection (its handle becomes invalid).
     pub fn remove(&mut self, handle: ConnectionHandle) -> Option<Connection> {
         let conn = self.connections.remove(&handle)?;

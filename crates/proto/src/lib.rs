@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod delegation;
 pub mod range_set;
 pub mod rate;
 pub mod time;
@@ -24,7 +25,9 @@ pub mod connection;
 pub mod endpoint;
 pub mod protection;
 
-pub use connection::{CloseReason, Connection, Event, ReadError, Stats, WriteError};
+pub use connection::{
+    CloseReason, Connection, DelegationError, Event, ReadError, Stats, WriteError,
+};
 pub use endpoint::{
     ConnectError, ConnectionHandle, Endpoint, EndpointConfig, EndpointStats, ServerPolicy, Transmit,
 };

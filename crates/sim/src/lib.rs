@@ -47,7 +47,9 @@ pub use spec::{CbrSpec, OnOffSpec, Protocol, QstpSpec, TcpSpec};
 pub mod agent;
 pub mod capture;
 mod components;
-pub mod delegation;
+/// The Free & Stunts parts, which live in the protocol core (`qstp_proto::delegation`) so the
+/// simulator, the testbed and `qstp-net` run the same code.
+pub use qstp_proto::delegation;
 pub mod engine;
 pub mod error;
 pub mod event;

@@ -17,6 +17,7 @@ use crate::spec::{GroupSpec, SimSpec, Topology};
 use crate::topology::{self, FlowEnds};
 use crate::validate::{bin_count, validate};
 use qstp_dataplane::color::Color;
+use qstp_proto::wire::MAX_DATA_HEADER;
 use qstp_proto::{Duration, Time};
 use rand::RngCore;
 use std::ops::ControlFlow;
@@ -120,7 +121,14 @@ impl<'a> World<'a> {
                         .map(|i| 2 * i)
                         .collect()
                 };
-                let segment_bits = spec.segment_payload_of(&spec.groups[free_group]) * 8;
+                let free_spec = &spec.groups[free_group];
+                let segment_bits = match &free_spec.protocol {
+                    // A qstp datagram's payload: the datagram less the largest data header.
+                    crate::spec::Protocol::Qstp(q) => {
+                        q.config.max_datagram.saturating_sub(MAX_DATA_HEADER) as u64 * 8
+                    }
+                    _ => spec.segment_payload_of(free_spec) * 8,
+                };
                 Some(DelegationHost::new(
                     d.clone(),
                     senders_of(free_group)[0],

@@ -19,6 +19,7 @@ mod sack;
 mod scalable;
 mod scoreboard;
 mod sender;
+mod steer;
 #[cfg(test)]
 mod tests;
 mod yeah;

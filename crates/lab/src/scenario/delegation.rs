@@ -37,8 +37,18 @@ pub(crate) fn delegation(
             let size = fg.packet_size.unwrap_or(packet_size) as u64;
             let feasibility = Feasibility {
                 rtt: fg.rtt,
-                // The TCP payload of a segment.
-                segment_bits: qstp_dataplane::headers::tcp_payload(size) * 8,
+                segment_bits: match &fg.protocol {
+                    // A qstp datagram's payload: the datagram less the largest data header.
+                    qstp_sim::Protocol::Qstp(q) => {
+                        q.config
+                            .max_datagram
+                            .saturating_sub(qstp_proto::wire::MAX_DATA_HEADER)
+                            as u64
+                            * 8
+                    }
+                    // The TCP payload of a segment.
+                    _ => qstp_dataplane::headers::tcp_payload(size) * 8,
+                },
                 stunts: sg.flows,
                 // Eq. (2)'s x̄_s: by default the fair share of the bottleneck.
                 stunt_rate: stunt_rate

@@ -93,6 +93,9 @@ impl RateController for Gtfrc {
     fn on_feedback(&mut self, now: Time, report: &FeedbackReport) {
         self.tfrc.on_feedback(now, report);
     }
+    fn on_loss_event_rate(&mut self, now: Time, p: f64) {
+        self.tfrc.on_loss_event_rate(now, p);
+    }
     fn on_packet_sent(&mut self, now: Time, size: usize) {
         self.tfrc.on_packet_sent(now, size);
     }

@@ -48,6 +48,10 @@ pub trait RateController: core::fmt::Debug + Send + BoxClone {
     fn poll_timeout(&self) -> Option<Time>;
     /// Run the timers due at `now`.
     fn handle_timeout(&mut self, now: Time);
+    /// The loss event rate changed between feedbacks to `p` (a delegation group moved a loss
+    /// event: `crate::delegation`): recompute the rate from it as a feedback would, with the
+    /// last receive limit. No effect on controllers without an equation, or before feedback.
+    fn on_loss_event_rate(&mut self, _now: Time, _p: f64) {}
     /// Change the target g (no effect on controllers without one).
     fn set_target(&mut self, _target: Rate) {}
     /// Packets grew or shrank to `size` bytes (path MTU discovery): the segment size s of the

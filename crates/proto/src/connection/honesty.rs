@@ -52,6 +52,9 @@ const MAX_LIES: u32 = 8;
 pub(crate) struct ReceiverCheck {
     /// Whether the sender's own loss history stands for the receiver's p (byte streams).
     own_loss_history: bool,
+    /// Whether the receiver's reports are judged and capped (`Config::check_receiver`); a
+    /// history kept only for a delegation group (module `delegation`) judges nothing.
+    judging: bool,
     history: LossHistory,
     /// Skipped and probe numbers above every acknowledged one, ascending.
     not_losses: VecDeque<u64>,
@@ -72,6 +75,17 @@ impl ReceiverCheck {
     pub(crate) fn new(own_loss_history: bool) -> Self {
         ReceiverCheck {
             own_loss_history,
+            judging: true,
+            ..ReceiverCheck::default()
+        }
+    }
+
+    /// The sender's own loss history of a byte stream alone, for a delegation group on a
+    /// connection that does not check its receiver: reports pass unjudged and uncapped.
+    pub(crate) fn history_only() -> Self {
+        ReceiverCheck {
+            own_loss_history: true,
+            judging: false,
             ..ReceiverCheck::default()
         }
     }
@@ -126,6 +140,51 @@ impl ReceiverCheck {
         self.acked.push_back((now, self.acked_total));
     }
 
+    /// The synthetic first loss interval for segment size `segment` and RTT `rtt` (RFC 5348
+    /// §6.3.1: the interval for which the equation gives the latest X_recv).
+    fn first_interval(&self, rtt: Duration, segment: usize) -> impl FnOnce() -> f64 {
+        let (s, r) = (segment as f64, rtt.as_secs_f64().max(1e-6));
+        let x_recv = self.x_recv.bps() as f64 / 8.0;
+        move || equation::first_loss_interval(s, r, x_recv)
+    }
+
+    /// Hold new loss events for a delegation group's decision (`LossHistory::defer_events`).
+    pub(crate) fn defer_events(&mut self, on: bool) {
+        self.history.defer_events(on);
+    }
+
+    /// Loss events held for a decision.
+    pub(crate) fn deferred(&self) -> usize {
+        self.history.deferred()
+    }
+
+    /// Count the oldest held loss event; whether one was held.
+    pub(crate) fn count_deferred(&mut self, rtt: Duration, segment: usize) -> bool {
+        let first = self.first_interval(rtt, segment);
+        self.history.count_deferred(first)
+    }
+
+    /// The loss event rate if the oldest held loss event were counted (`None` if none is held).
+    pub(crate) fn loss_event_rate_if_counted(&self, rtt: Duration, segment: usize) -> Option<f64> {
+        if self.history.deferred() == 0 {
+            return None;
+        }
+        let mut what_if = self.history.clone();
+        what_if.count_deferred(self.first_interval(rtt, segment));
+        Some(what_if.loss_event_rate())
+    }
+
+    /// Drop the oldest held loss event; whether one was held.
+    pub(crate) fn forgive_deferred(&mut self) -> bool {
+        self.history.forgive_deferred()
+    }
+
+    /// Count a loss event at `now` in another connection's place.
+    pub(crate) fn take_event(&mut self, now: Time, rtt: Duration, segment: usize) {
+        let first = self.first_interval(rtt, segment);
+        self.history.take_event(now, first);
+    }
+
     /// The loss event rate the acknowledgements imply (zero before the first loss event).
     pub(crate) fn loss_event_rate(&self) -> f64 {
         self.history.loss_event_rate()
@@ -143,7 +202,7 @@ impl ReceiverCheck {
         rtt: Duration,
         segment: usize,
     ) -> Rate {
-        let Some(&(_, total)) = self.acked.back() else {
+        let Some(&(_, total)) = self.acked.back().filter(|_| self.judging) else {
             return reported;
         };
         let since = now - rtt;
@@ -166,7 +225,7 @@ impl ReceiverCheck {
     /// Judge a reported loss event rate against ours; the reason to close once the receiver kept
     /// reporting far less loss than its own acknowledgements show (byte streams only).
     pub(crate) fn judge(&mut self, reported: f64) -> Option<String> {
-        if !self.own_loss_history {
+        if !self.own_loss_history || !self.judging {
             return None;
         }
         let ours = self.loss_event_rate();

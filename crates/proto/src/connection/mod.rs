@@ -165,6 +165,7 @@ pub struct Stats {
 }
 
 mod close;
+mod delegation;
 mod events;
 mod handshake;
 mod honesty;
@@ -182,6 +183,7 @@ mod timers;
 use crate::protection::{KeyShare, PacketKeys, PreSharedKey, ProtectionError};
 use crate::wire::{ConnectionId, Packet, PacketType};
 use close::Closing;
+pub use delegation::DelegationError;
 use events::EventQueue;
 use handshake::Handshake;
 use idle::IdleClock;

@@ -57,6 +57,8 @@ pub(crate) struct Sender {
     pub(crate) skips: Option<super::skip::Skips>,
     /// The receiver's reports checked against the SACK ranges (`Config::check_receiver`).
     pub(crate) check: Option<super::honesty::ReceiverCheck>,
+    /// Whether loss events wait for a delegation group's decision (module `delegation`).
+    pub(crate) defer_losses: bool,
     /// Flow control: stream bytes or message ids below this may be sent.
     peer_max_data: u64,
     /// The peer's receive buffer from the handshake: no message larger can ever be delivered.
@@ -90,7 +92,7 @@ pub(crate) struct Sender {
     /// The sender ran out of data at least once since the last feedback.
     limited_since_feedback: bool,
     /// The loss event rate p of the newest feedback accepted, parts per billion (0 before any).
-    last_loss_event_rate_ppb: u32,
+    pub(crate) last_loss_event_rate_ppb: u32,
     /// SRTT and RTTVAR for the retransmission timeout (RFC 6298 §2).
     rto_estimator: RtoEstimator,
     /// When the retransmission timer last expired, while backed off.
@@ -111,10 +113,21 @@ impl Sender {
     /// Check the receiver's reports against the SACK ranges from now on.
     pub(super) fn check_receiver(&mut self) {
         let own_loss_history = self.stream.is_some();
-        self.check = Some(super::honesty::ReceiverCheck::new(own_loss_history));
+        let mut check = super::honesty::ReceiverCheck::new(own_loss_history);
+        check.defer_events(self.defer_losses && own_loss_history);
+        self.check = Some(check);
         if own_loss_history {
             self.sack.list_acked_packets();
         }
+    }
+
+    /// Keep the sender's own loss history of a byte stream for a delegation group, without
+    /// checking the receiver (module `delegation`).
+    pub(super) fn keep_own_history(&mut self) {
+        let mut check = super::honesty::ReceiverCheck::history_only();
+        check.defer_events(self.defer_losses);
+        self.check = Some(check);
+        self.sack.list_acked_packets();
     }
 
     /// Whether the client's proof of the keys must go out at `now`.
@@ -137,6 +150,7 @@ impl Sender {
             next_packet_number: 0,
             skips: None,
             check: None,
+            defer_losses: false,
             peer_max_data: 0,
             peer_recv_window: None,
             last_feedback_sequence: None,
@@ -856,7 +870,13 @@ impl Connection {
                 // The smaller of the two (module `honesty`): the receiver's p also counts the
                 // skipped numbers, ours also counts packets whose acknowledgement was lost.
                 let ours = (check.loss_event_rate() * 1e9).round() as u32;
-                ppb = ppb.min(ours);
+                ppb = if self.sender.defer_losses {
+                    // In a delegation group the sender's own history is the one that holds,
+                    // gives and takes loss events (module `delegation`).
+                    ours
+                } else {
+                    ppb.min(ours)
+                };
             }
         }
         if ppb > self.sender.last_loss_event_rate_ppb {

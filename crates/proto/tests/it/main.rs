@@ -7,6 +7,7 @@ mod bad_input;
 mod bottleneck;
 mod closing;
 mod dead_peer;
+mod delegation;
 mod determinism;
 mod endpoint;
 mod fuzz_corpus;

@@ -113,6 +113,14 @@ pub trait Behavior: std::fmt::Debug + Send {
 }
 
 impl Agent {
+    /// The sending side of a qstp flow, if this agent is one.
+    pub fn qstp_client_mut(&mut self) -> Option<&mut qstp::QstpClient> {
+        match self {
+            Agent::QstpClient(client) => Some(client),
+            _ => None,
+        }
+    }
+
     /// The TCP sender of a TCP source agent.
     pub fn tcp_sender_mut(&mut self) -> Option<&mut qstp_tcp::TcpSender> {
         match self {

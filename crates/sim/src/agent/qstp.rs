@@ -82,6 +82,8 @@ pub struct QstpClient {
     loss_events: u64,
     /// RTT samples already recorded.
     rtt_samples: u64,
+    /// Whether its loss events wait for a delegation group (set before it starts).
+    defer_losses: bool,
 }
 
 impl QstpClient {
@@ -98,7 +100,26 @@ impl QstpClient {
             message_size,
             loss_events: 0,
             rtt_samples: 0,
+            defer_losses: false,
         }
+    }
+
+    /// Hold the connection's loss events for a delegation group
+    /// (`qstp_proto::Connection::defer_loss_events`) from its start.
+    pub fn defer_loss_events(&mut self) {
+        self.defer_losses = true;
+    }
+
+    /// The connection, once connecting.
+    pub fn connection_mut(&mut self) -> Option<&mut qstp_proto::Connection> {
+        self.handle.and_then(|h| self.endpoint.connection_mut(h))
+    }
+
+    /// Bytes the peer acknowledged so far.
+    pub fn bytes_acked(&self) -> u64 {
+        self.handle
+            .and_then(|h| self.endpoint.connection(h))
+            .map_or(0, |c| c.stats().bytes_acked)
     }
 
     pub(super) fn start(&mut self, ctx: &mut Ctx) {
@@ -107,6 +128,14 @@ impl QstpClient {
             .endpoint
             .connect(ctx.now, self.remote, self.config.clone())
             .ok();
+        if self.defer_losses {
+            let now = ctx.now;
+            // The group was validated for byte streams, so this cannot be refused; a refusal
+            // would leave the flow outside the group.
+            if let Some(conn) = self.connection_mut() {
+                let _ = conn.defer_loss_events(now, true);
+            }
+        }
         self.pump(ctx);
     }
 

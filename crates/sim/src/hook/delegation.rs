@@ -1,6 +1,8 @@
 //! The host of a delegation group in the simulator: it watches the Free connection and its
 //! Stunts, samples the Free's throughput every control period, runs the controller, and decides
-//! for each fast-retransmit signal who backs off (Free & Stunts paper Fig. 2, §II).
+//! for each congestion signal who backs off (Free & Stunts paper Fig. 2, §II): a TCP sender's
+//! fast-retransmit signal, or a QSTP connection's loss event
+//! (`qstp_proto::Connection::defer_loss_events`).
 
 use super::{HookCtx, RunHook};
 use crate::agent::Agent;
@@ -9,7 +11,7 @@ use crate::output::{DelegationRecord, RunOutput};
 use crate::rng::{stream, StreamKind};
 use crate::spec::DelegationSpec;
 use qstp_dataplane::loss::uniform;
-use qstp_proto::{Duration, Rate, Time};
+use qstp_proto::{Connection, Duration, Rate, Time};
 use qstp_tcp::{LossPolicy, Signal, TcpEvent, TcpSender};
 use rand_chacha::ChaCha8Rng;
 
@@ -50,6 +52,9 @@ impl DelegationHost {
                 sender.set_loss_policy(LossPolicy::Defer);
                 sender.record_events(true);
             }
+            if let Some(client) = agents[i].qstp_client_mut() {
+                client.defer_loss_events();
+            }
         }
         let period = spec.period;
         let capacity = (duration.as_nanos() / period.as_nanos().max(1)).min(1 << 20) as usize;
@@ -78,9 +83,7 @@ impl DelegationHost {
     pub fn control(&mut self, now: Time, agents: &mut [Agent]) {
         while now >= self.next_control {
             let at = self.next_control;
-            let acked = agents[self.free]
-                .tcp_sender_mut()
-                .map_or(0, |s| s.stats().bytes_acked);
+            let acked = bytes_acked(&mut agents[self.free]);
             let bytes = acked.saturating_sub(self.acked_at_last_control);
             self.acked_at_last_control = acked;
             self.x = Rate::from_bytes_over(bytes, self.spec.period);
@@ -94,8 +97,26 @@ impl DelegationHost {
         }
     }
 
+    /// Whether the Free runs above its target at `now`, as the controllers see it (eqs. 3-4):
+    /// beyond 1.33 T_i, the top of the AIMD sawtooth whose mean is T_i. Against T_i itself, the
+    /// Free would pay back on the upper half of every sawtooth while on target, and sit below
+    /// it (fs-fig4 showed it on its 8 Mbit/s step).
+    fn free_above_target(&self, now: Time) -> bool {
+        let target = self.spec.trace.at(now.saturating_since(Time::ZERO));
+        self.x.bps() as f64 > crate::delegation::controller::MARGIN * target.bps() as f64
+    }
+
     /// After agent `index` ran at `now`: act on the congestion signals its sender reported.
     pub fn after_agent(&mut self, now: Time, index: usize, agents: &mut [Agent]) {
+        if let Some(client) = agents[index].qstp_client_mut() {
+            let held = client
+                .connection_mut()
+                .is_some_and(|c| c.deferred_loss_events() > 0);
+            if held {
+                self.settle_qstp(now, agents);
+            }
+            return;
+        }
         loop {
             let Some(event) = agents[index].tcp_sender_mut().and_then(|s| s.poll_event()) else {
                 return;
@@ -118,13 +139,7 @@ impl DelegationHost {
                 self.delegator
                     .on_free_signal(now, free, &mut stunts, delegate);
             } else {
-                // "Above its target" as the controllers see it (eqs. 3-4): beyond 1.33 T_i, the
-                // top of the AIMD sawtooth whose mean is T_i. Against T_i itself, the Free
-                // would pay back on the upper half of every sawtooth while on target, and sit
-                // below it (fs-fig4 showed it on its 8 Mbit/s step).
-                let target = self.spec.trace.at(now.saturating_since(Time::ZERO));
-                let above = self.x.bps() as f64
-                    > crate::delegation::controller::MARGIN * target.bps() as f64;
+                let above = self.free_above_target(now);
                 let (free, mut stunts) = senders(agents, self.free, &[index]);
                 let (Some(free), Some(stunt)) = (free, stunts.pop()) else {
                     return;
@@ -133,6 +148,25 @@ impl DelegationHost {
                     .on_stunt_signal(now, stunt, free, self.spec.reverse, above);
             }
         }
+    }
+
+    /// Settle the loss events the group's QSTP connections hold: the delegator's decisions for
+    /// equation-based senders (`Delegator::settle`), the controller's fraction g drawn per
+    /// event of the Free as for TCP's signals.
+    fn settle_qstp(&mut self, now: Time, agents: &mut [Agent]) {
+        let above = self.free_above_target(now);
+        let g = self.controller.fraction();
+        let rng = &mut self.rng;
+        let (free, mut stunts) = connections(agents, self.free, &self.stunts);
+        let Some(free) = free else { return };
+        self.delegator.settle(
+            now,
+            free,
+            &mut stunts,
+            || g > 0.0 && uniform(rng) < g,
+            self.spec.reverse,
+            above,
+        );
     }
 
     /// What the group did.
@@ -172,6 +206,39 @@ fn senders<'a>(
             .map(|(_, s)| s as &mut dyn Steerable)
             .collect(),
     )
+}
+
+/// The qstp connections of agents `free` and `stunts` (in `stunts`' order), borrowed together.
+fn connections<'a>(
+    agents: &'a mut [Agent],
+    free: usize,
+    stunts: &[usize],
+) -> (Option<&'a mut Connection>, Vec<&'a mut Connection>) {
+    let mut free_conn = None;
+    let mut found: Vec<(usize, &'a mut Connection)> = Vec::with_capacity(stunts.len());
+    for (i, agent) in agents.iter_mut().enumerate() {
+        let position = stunts.iter().position(|&s| s == i);
+        if i != free && position.is_none() {
+            continue;
+        }
+        let Some(conn) = agent.qstp_client_mut().and_then(|c| c.connection_mut()) else {
+            continue;
+        };
+        match position {
+            Some(pos) => found.push((pos, conn)),
+            None => free_conn = Some(conn),
+        }
+    }
+    found.sort_by_key(|(pos, _)| *pos);
+    (free_conn, found.into_iter().map(|(_, c)| c).collect())
+}
+
+/// Bytes the peer of a TCP or qstp sender acknowledged so far.
+fn bytes_acked(agent: &mut Agent) -> u64 {
+    if let Some(client) = agent.qstp_client_mut() {
+        return client.bytes_acked();
+    }
+    agent.tcp_sender_mut().map_or(0, |s| s.stats().bytes_acked)
 }
 
 /// The group plugs into the run loop: its control instants before each event, its decisions

@@ -11,9 +11,9 @@ use qstp_proto::Duration;
 /// A delegation group of a run: one Free connection, its Stunts, the controller and the trace.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DelegationSpec {
-    /// The group whose single TCP flow is the Free connection.
+    /// The group whose single flow (TCP, or a qstp byte stream) is the Free connection.
     pub free: String,
-    /// The group whose TCP flows are its Stunts.
+    /// The group whose flows (of the Free's protocol) are its Stunts.
     pub stunts: String,
     /// The controller.
     pub controller: ControllerSpec,
@@ -38,13 +38,44 @@ impl DelegationSpec {
                 .iter()
                 .position(|g| g.name == name)
                 .ok_or_else(|| invalid(key, format!("no group is named '{name}'")))?;
-            if !matches!(groups[i].protocol, Protocol::Tcp(_)) {
-                return Err(invalid(key, format!("group '{name}' is not tcp")));
+            match &groups[i].protocol {
+                Protocol::Tcp(_) => {}
+                // connection module `delegation` of qstp-proto: the sender's own loss history
+                // holds, gives and takes loss events, which needs a byte stream.
+                Protocol::Qstp(q) if q.config.supports_stream() => {}
+                Protocol::Qstp(q) => {
+                    return Err(invalid(
+                        key,
+                        format!(
+                            "group '{name}' ({}) carries no byte stream: a delegation group of \
+                             qstp connections needs one (qstp, tfrc-sack)",
+                            q.name
+                        ),
+                    ))
+                }
+                _ => {
+                    return Err(invalid(
+                        key,
+                        format!("group '{name}' is neither tcp nor a qstp byte stream"),
+                    ))
+                }
             }
             Ok(i)
         };
         let free = find("free", &self.free)?;
         let stunts = find("stunts", &self.stunts)?;
+        if std::mem::discriminant(&groups[free].protocol)
+            != std::mem::discriminant(&groups[stunts].protocol)
+        {
+            return Err(invalid(
+                "stunts",
+                format!(
+                    "the Free ('{}') and its Stunts ('{}') must be of one protocol, tcp or qstp, \
+                     so that their shares (windows or rates) compare",
+                    self.free, self.stunts
+                ),
+            ));
+        }
         if free == stunts {
             return Err(invalid(
                 "stunts",

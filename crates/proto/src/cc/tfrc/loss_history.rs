@@ -15,6 +15,8 @@ pub const N_INTERVALS: usize = 8;
 const WEIGHTS: [f64; N_INTERVALS] = [1.0, 1.0, 1.0, 1.0, 0.8, 0.6, 0.4, 0.2];
 /// Most new loss events one gap can start; later losses of the gap join the last of them.
 const MAX_EVENTS_PER_GAP: usize = 2 * (N_INTERVALS + 1);
+/// Most loss events held for a delegation group's decision; one more is counted at once.
+pub const MAX_DEFERRED: usize = MAX_EVENTS_PER_GAP;
 
 /// A received packet: its number and arrival time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +44,13 @@ pub struct LossHistory {
     loss_events: u64,
     /// Packets declared lost since the start.
     lost_packets: u64,
+    /// Whether new loss events wait for a decision ([`LossHistory::defer_events`]).
+    defer: bool,
+    /// Loss events held for a decision, oldest first (at most [`MAX_DEFERRED`]).
+    deferred: Vec<Arrival>,
+    /// The first loss of the latest held or forgiven event: later losses within an RTT of it
+    /// belong to it (RFC 5348 §5.2), as they would to a counted one.
+    absorbing: Option<Arrival>,
 }
 
 impl LossHistory {
@@ -125,7 +134,8 @@ impl LossHistory {
         let mut number = first;
         while number <= last {
             let t_loss = interpolate(before, after, number);
-            let in_current = matches!(self.event_start, Some(start) if t_loss <= start.at + rtt);
+            let in_current =
+                matches!(self.grouping_start(), Some(start) if t_loss <= start.at + rtt);
             if !in_current {
                 // RFC 5348 §5.2: a loss more than one RTT after the current event's start begins a
                 // new loss event.
@@ -136,7 +146,9 @@ impl LossHistory {
                     break;
                 }
             }
-            let Some(start) = self.event_start else { break };
+            let Some(start) = self.grouping_start() else {
+                break;
+            };
             // Skip to the first lost packet whose interpolated time is past this event.
             number = number
                 .saturating_add(1)
@@ -148,12 +160,35 @@ impl LossHistory {
         new_event
     }
 
+    /// The event later losses may join: the latest one begun, counted or not.
+    fn grouping_start(&self) -> Option<Arrival> {
+        match (self.event_start, self.absorbing) {
+            (Some(counted), Some(held)) => Some(if held.at > counted.at { held } else { counted }),
+            (counted, held) => counted.or(held),
+        }
+    }
+
     fn begin_event(&mut self, start: Arrival, first_interval: &mut Option<impl FnOnce() -> f64>) {
+        // Free & Stunts paper §II-B: "we have chosen to delegate losses during the AIMD
+        // behavior": the event that ends slow start is always counted.
+        if self.defer && self.event_start.is_some() && self.deferred.len() < MAX_DEFERRED {
+            self.deferred.push(start);
+            self.absorbing = Some(start);
+            return;
+        }
+        self.count_event(start, first_interval);
+    }
+
+    /// Count a loss event beginning at `start`.
+    fn count_event(&mut self, start: Arrival, first_interval: &mut Option<impl FnOnce() -> f64>) {
         match self.event_start {
             // RFC 5348 §5.3: an interval runs from one event's first loss to the next one's.
-            Some(previous) => self
-                .intervals
-                .insert(0, (start.number - previous.number) as f64),
+            // An event counted late (held for a decision, or given by another connection) never
+            // makes an interval shorter than one packet.
+            Some(previous) => self.intervals.insert(
+                0,
+                start.number.saturating_sub(previous.number).max(1) as f64,
+            ),
             // RFC 5348 §6.3.1: the first interval is synthesised from the receive rate.
             None => {
                 let synthetic = first_interval.take().map_or(1.0, |f| f());
@@ -168,6 +203,56 @@ impl LossHistory {
         self.intervals.truncate(N_INTERVALS);
         self.event_start = Some(start);
         self.loss_events += 1;
+    }
+
+    /// Hold new loss events for a decision from now on (`on`), or count them at once (the
+    /// default): the Free & Stunts paper's deferred reaction (§II-B), for an equation-based
+    /// sender whose reaction to a loss event is the event's place in its history. A held event
+    /// is not in [`LossHistory::loss_event_rate`] until [`LossHistory::count_deferred`] counts
+    /// it; [`LossHistory::forgive_deferred`] drops it (another connection reacted in its place).
+    /// Turning deferral off counts the events still held.
+    pub fn defer_events(&mut self, on: bool) {
+        self.defer = on;
+        if !on {
+            while self.count_deferred(|| 1.0) {}
+        }
+    }
+
+    /// Loss events held for a decision.
+    pub fn deferred(&self) -> usize {
+        self.deferred.len()
+    }
+
+    /// Count the oldest held loss event (the connection reacts to it itself); `first_interval`
+    /// as for [`LossHistory::on_packet`]. Whether one was held.
+    pub fn count_deferred(&mut self, first_interval: impl FnOnce() -> f64) -> bool {
+        if self.deferred.is_empty() {
+            return false;
+        }
+        let start = self.deferred.remove(0);
+        self.count_event(start, &mut Some(first_interval));
+        true
+    }
+
+    /// Drop the oldest held loss event: another connection reacted in this one's place (Free &
+    /// Stunts paper §II-B). Whether one was held.
+    pub fn forgive_deferred(&mut self) -> bool {
+        if self.deferred.is_empty() {
+            return false;
+        }
+        self.deferred.remove(0);
+        true
+    }
+
+    /// Count a loss event at `now` that this connection did not see: it reacts in another
+    /// connection's place (Free & Stunts paper §II-B). It begins after the highest packet seen,
+    /// so it closes the open interval there.
+    pub fn take_event(&mut self, now: Time, first_interval: impl FnOnce() -> f64) {
+        let start = Arrival {
+            number: self.highest.saturating_add(1),
+            at: now,
+        };
+        self.count_event(start, &mut Some(first_interval));
     }
 
     /// The average loss interval I_mean (RFC 5348 §5.4), `None` before the first loss event.

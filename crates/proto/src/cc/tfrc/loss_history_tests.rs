@@ -148,3 +148,75 @@ fn bernoulli_loss_gives_p_close_to_the_loss_rate() {
         assert!((mean_p - q).abs() < 0.2 * q, "q = {q}: mean p = {mean_p}");
     }
 }
+
+/// Packets 0..n arriving 1 ms apart, without those in `lost`, into `h` (RTT 1 ms, so each loss
+/// is its own event); the history defers from packet `defer_from` on.
+fn feed_deferring(h: &mut LossHistory, n: u64, lost: &[u64], defer_from: u64) {
+    for k in 0..n {
+        if k == defer_from {
+            h.defer_events(true);
+        }
+        if !lost.contains(&k) {
+            h.on_packet(k, Time::ZERO + ms(2 * k), ms(1), || 100.0);
+        }
+    }
+}
+
+#[test]
+fn a_held_loss_event_is_out_of_p_until_counted_and_then_as_if_never_held() {
+    let lost = [100, 200, 300];
+    let mut plain = LossHistory::new();
+    feed_deferring(&mut plain, 400, &lost, u64::MAX);
+    let mut held = LossHistory::new();
+    feed_deferring(&mut held, 400, &lost, 150);
+    // The first event (the end of slow start) is counted at once; the next two wait.
+    assert_eq!((held.loss_events(), held.deferred()), (1, 2));
+    assert!(held.loss_event_rate() < plain.loss_event_rate());
+    assert!(held.count_deferred(|| 100.0));
+    assert!(held.count_deferred(|| 100.0));
+    assert!(!held.count_deferred(|| 100.0), "nothing left to count");
+    assert_eq!(held.loss_events(), plain.loss_events());
+    assert_eq!(held.mean_interval(), plain.mean_interval());
+}
+
+#[test]
+fn a_forgiven_event_lets_the_interval_run_on_and_swallows_its_own_later_losses() {
+    let mut h = LossHistory::new();
+    // Event at 100 counted; 200 held and forgiven; 202 is within an RTT (10 ms) of 200 and
+    // belongs to the forgiven event, not a new one.
+    for k in 0..400u64 {
+        if k == 150 {
+            h.defer_events(true);
+        }
+        if k == 250 {
+            assert_eq!(h.deferred(), 1, "202 joined 200's event");
+            assert!(h.forgive_deferred());
+        }
+        if ![100, 200, 202].contains(&k) {
+            h.on_packet(k, Time::ZERO + ms(k), ms(10), || 100.0);
+        }
+    }
+    assert_eq!((h.loss_events(), h.deferred()), (1, 0));
+    // One closed interval (the synthetic 100) and the open one from 100 to 399: p as if the
+    // forgiven losses had arrived.
+    assert_eq!(h.mean_interval(), Some(300.0));
+    assert!(!h.forgive_deferred());
+}
+
+#[test]
+fn a_taken_event_closes_the_open_interval_after_the_highest_packet() {
+    let mut h = LossHistory::new();
+    feed_deferring(&mut h, 300, &[100], u64::MAX);
+    // Intervals: synthetic 100, open 100..299 = 200.
+    assert_eq!(h.mean_interval(), Some(200.0));
+    h.take_event(Time::ZERO + ms(700), || 100.0);
+    assert_eq!(h.loss_events(), 2);
+    // Closed intervals 200 (100 to 300) and 100; the open one is empty: (200 + 100) / 2.
+    assert_eq!(h.mean_interval(), Some(150.0));
+    // Turning deferral off counts what was held.
+    let mut h = LossHistory::new();
+    feed_deferring(&mut h, 300, &[100, 200], 150);
+    assert_eq!(h.deferred(), 1);
+    h.defer_events(false);
+    assert_eq!((h.deferred(), h.loss_events()), (0, 2));
+}

@@ -92,6 +92,8 @@ pub struct TfrcSender {
     rtt: Option<f64>,
     /// Whether any feedback arrived.
     feedback_seen: bool,
+    /// The receive limit of the last feedback (RFC 5348 §4.3 step 4), bytes/s.
+    last_recv_limit: f64,
     /// Time last doubled during slow start, tld (RFC 5348 §4.2: initially -1, here `None`).
     time_last_doubled: Option<Time>,
     /// X_recv_set (RFC 5348 §4.3), bounded.
@@ -154,6 +156,7 @@ impl TfrcSender {
             p: 0.0,
             rtt,
             feedback_seen: false,
+            last_recv_limit: 0.0,
             time_last_doubled: None,
             // RFC 5348 §4.2: X_recv_set starts with the single value Infinity.
             recv_set: vec![RecvEntry {
@@ -463,11 +466,25 @@ impl RateController for TfrcSender {
 
         self.p = p;
         self.update_rate(now, recv_limit);
+        self.last_recv_limit = recv_limit;
         self.feedback_seen = true;
 
         // RFC 5348 §4.3 step 5: restart the nofeedback timer.
         self.no_feedback_deadline = now + rto;
         self.no_feedback_set_at = now;
+    }
+
+    fn on_loss_event_rate(&mut self, now: Time, p: f64) {
+        let p = crate::cc::sane_loss_event_rate(p);
+        if !self.feedback_seen || p == self.p {
+            return;
+        }
+        self.p = p;
+        if self.version == TfrcVersion::Rfc3448 {
+            self.update_rate_rfc3448(now);
+        } else {
+            self.update_rate(now, self.last_recv_limit);
+        }
     }
 
     fn on_packet_sent(&mut self, now: Time, _size: usize) {

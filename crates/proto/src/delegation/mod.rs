@@ -1,17 +1,16 @@
 //! Free & Stunts paper: soft throughput guarantees on a best-effort network
-//! by delegating the congestion signals of one "Free" TCP connection to s "Stunt" connections of
+//! by delegating the congestion signals of one "Free" connection to s "Stunt" connections of
 //! the same host.
 //!
 //! The parts that need no network, each on its own: the [`trace`] an application asks for, the
 //! [`preprocess`](mod@preprocess) that makes it feasible (eqs. 1-2), the [`controller`]s that
 //! turn the measured throughput into a delegation fraction (eqs. 3-4), and the
 //! [`matching`](mod@matching) metrics of a run (eqs. 16-19); and the [`delegate`] step of §II-B,
-//! which decides who backs off for a congestion signal, over TCP senders steered through their
-//! loss-response hook ([`qstp_tcp::LossPolicy::Defer`]). None of it knows the simulator: a run's
-//! `delegation` (the spec's `DelegationSpec`) names a controller and a trace of this module, and
-//! the hook module's `DelegationHost` runs all of it in the simulator: it samples the Free every
-//! control period, runs the controller, and hands the senders' congestion signals to the
-//! delegator.
+//! which decides who backs off for a congestion signal, over senders whose reactions can be
+//! deferred and steered ([`Steerable`]): TCP senders (`qstp_tcp::LossPolicy::Defer`) and QSTP
+//! connections. None of it knows a network or a clock: the simulator's delegation hook, the
+//! testbed and `qstp-net` sample the Free every control period, run the controller, and hand the
+//! senders' congestion signals to the delegator.
 
 pub mod controller;
 pub mod delegate;

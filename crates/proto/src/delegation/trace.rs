@@ -2,13 +2,14 @@
 //! throughput an application asks for, as `(time, throughput)` points, held from one point to the
 //! next.
 
-use qstp_proto::{Duration, Rate};
+use crate::{Duration, Rate};
 
 /// Most points a trace may hold (a bound on memory: a point every millisecond for 16 minutes).
 pub const MAX_TRACE_POINTS: usize = 1_000_000;
 
 /// One requested throughput, from `at` until the next point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TracePoint {
     /// When the request starts, from the start of the run.
     pub at: Duration,
@@ -17,7 +18,8 @@ pub struct TracePoint {
 }
 
 /// A requested-throughput trace: points in strictly increasing time.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Trace {
     points: Vec<TracePoint>,
 }

@@ -3,7 +3,7 @@
 //! what it changed at each point.
 
 use super::trace::{Trace, TracePoint};
-use qstp_proto::{Duration, Rate};
+use crate::{Duration, Rate};
 
 /// What the preprocessor knows of the Free connection and its Stunts.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -19,7 +19,8 @@ pub struct Feasibility {
 }
 
 /// Why one point of a trace was lowered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum Check {
     /// Eq. (1): faster growth than one segment per RTT allows.
     Slope,
@@ -28,7 +29,8 @@ pub enum Check {
 }
 
 /// One point the preprocessor changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Change {
     /// Index of the point in the trace.
     pub index: usize,

@@ -2,7 +2,7 @@
 //! Free connection's measured throughput and the trace, the fraction g of its congestion signals
 //! to delegate to the Stunts.
 
-use qstp_proto::Rate;
+use crate::Rate;
 
 /// The controller target's margin over the trace: eq. (3) and (4) compare the throughput with
 /// 1.33 T_i, since a loss at 1.33 T_i halves the rate to 0.67 T_i, "leading to the target
@@ -10,8 +10,9 @@ use qstp_proto::Rate;
 pub const MARGIN: f64 = 4.0 / 3.0;
 
 /// Which controller, and its parameters.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "lowercase"))]
 pub enum ControllerSpec {
     /// No delegation: the same connections as plain TCP (every experiment's baseline).
     None,

@@ -1,33 +1,31 @@
 //! Delegation of congestion signals between the Free connection and its Stunts
-//! (Free & Stunts paper §II-B), over any TCP sender that can be steered ([`Steerable`]).
+//! (Free & Stunts paper §II-B), over any sender that can be steered ([`Steerable`]): a TCP sender
+//! (`qstp_tcp::TcpSender`, whose share is its window) or a QSTP connection (whose share is its
+//! allowed rate). One group holds senders of one kind, so that their shares compare.
 //!
-//! The senders run under [`qstp_tcp::LossPolicy::Defer`]: a fast-retransmit signal leaves its
-//! window alone and is reported; the [`Delegator`] then decides who backs off. Timeouts and slow
-//! start are never delegated ("we have chosen to delegate losses during the AIMD behavior").
+//! The senders run with their reactions deferred: a congestion signal leaves the sender as it is
+//! and is reported; the [`Delegator`] then decides who backs off. Timeouts and slow start are
+//! never delegated ("we have chosen to delegate losses during the AIMD behavior").
 
-use qstp_proto::Time;
-use qstp_tcp::TcpSender;
+use crate::Time;
 
-/// What the delegator needs of a TCP sender.
+/// What the delegator needs of a sender.
 pub trait Steerable {
-    /// Congestion window, bytes.
-    fn cwnd(&self) -> u64;
+    /// Its share of the path, in the unit of its kind: a window's bytes (TCP), or an allowed
+    /// rate's bytes per second (QSTP). The total-window check of §II-B compares these.
+    fn share(&self) -> u64;
+    /// What the Stunts must give up together, in [`Steerable::share`]'s unit, when this sender
+    /// (the Free) delegates a signal: by default half its share, TCP's reaction (§II-B: "until
+    /// the total reduction is at least half the Free's window"). An equation-based sender owes
+    /// nothing beyond the signal itself (its reaction is the loss event's place in its history,
+    /// not a halving), so one Stunt takes each of its events.
+    fn owed(&self) -> u64 {
+        self.share() / 2
+    }
     /// Back off in another connection's place.
     fn reduce(&mut self, now: Time);
-    /// Take its own deferred reduction.
+    /// Take its own deferred reaction.
     fn react(&mut self, now: Time);
-}
-
-impl Steerable for TcpSender {
-    fn cwnd(&self) -> u64 {
-        TcpSender::cwnd(self)
-    }
-    fn reduce(&mut self, now: Time) {
-        TcpSender::reduce(self, now);
-    }
-    fn react(&mut self, now: Time) {
-        self.apply_deferred_reduction(now);
-    }
 }
 
 /// Who backed off for one congestion signal.
@@ -73,14 +71,14 @@ impl Delegator {
         stunts: &mut [&mut dyn Steerable],
         delegate: bool,
     ) -> Decision {
-        let free_cwnd = free.cwnd();
-        let total: u64 = stunts.iter().map(|s| s.cwnd()).sum();
-        if !delegate || stunts.is_empty() || total <= free_cwnd {
+        let free_share = free.share();
+        let total: u64 = stunts.iter().map(|s| s.share()).sum();
+        if !delegate || stunts.is_empty() || total <= free_share {
             free.react(now);
             self.reacted += 1;
             return Decision::Reacted;
         }
-        let wanted = free_cwnd / 2;
+        let wanted = free.owed();
         let mut reduced = 0u64;
         let mut halved = Vec::new();
         let n = stunts.len();
@@ -89,9 +87,9 @@ impl Delegator {
                 break;
             }
             let i = (self.next + k) % n;
-            let before = stunts[i].cwnd();
+            let before = stunts[i].share();
             stunts[i].reduce(now);
-            reduced += before.saturating_sub(stunts[i].cwnd());
+            reduced += before.saturating_sub(stunts[i].share());
             halved.push(i);
         }
         self.next = (self.next + halved.len()) % n;
@@ -110,7 +108,7 @@ impl Delegator {
         reverse: bool,
         free_above_target: bool,
     ) -> Decision {
-        if reverse && free_above_target && free.cwnd() > stunt.cwnd() {
+        if reverse && free_above_target && free.share() > stunt.share() {
             free.reduce(now);
             self.taken_by_free += 1;
             return Decision::TakenByFree;
@@ -143,7 +141,7 @@ mod tests {
     }
 
     impl Steerable for Window {
-        fn cwnd(&self) -> u64 {
+        fn share(&self) -> u64 {
             self.cwnd
         }
         fn reduce(&mut self, _now: Time) {

@@ -3,7 +3,8 @@
 
 /// The matching metrics of one run, over sampled throughputs `x_i` against targets `T_i`
 /// (bit/s; variances in (bit/s)^2).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Matching {
     /// Eq. (16): mean squared error over the samples above target; 0 when none is.
     pub v_plus: f64,
