@@ -192,6 +192,7 @@ mod tests {
             weight,
             mode,
             middle,
+            ..
         }) = l.queue
         else {
             panic!()
@@ -299,7 +300,7 @@ mod tests {
             (err.key.as_str(), err.reason.as_str()),
             (
                 "q.kind",
-                "'fifo' is not a queue (use droptail, red, rio, cbq or scd)"
+                "'fifo' is not a queue (use droptail, red, rio, cbq, scd, codel, pie or fq-codel)"
             )
         );
         let err = loss(Fields::new(
