@@ -54,7 +54,7 @@ pub(crate) struct EcnSender {
     enabled: bool,
     /// The next new data segment carries CWR.
     cwr_due: bool,
-    /// snd_nxt at the last reduction: ECE on ACKs below it belongs to the same window.
+    /// snd_nxt at the last reduction: ECE on ACKs up to it belongs to the same window.
     recover: Option<u64>,
     reductions: u64,
 }
@@ -90,7 +90,9 @@ impl EcnSender {
         if !self.enabled || !ack.ecn.ece || recovering {
             return false;
         }
-        if self.recover.is_some_and(|r| ack.ack < r) {
+        // An ACK up to `recover` covers only data sent before the last reduction (the one that
+        // acknowledges `recover` itself still carries the ECE that caused it).
+        if self.recover.is_some_and(|r| ack.ack <= r) {
             return false;
         }
         self.recover = Some(snd_nxt);
@@ -170,8 +172,10 @@ mod tests {
         let first = s.data_flags(false);
         assert!(first.cwr && first.ect);
         assert!(!s.data_flags(false).cwr, "CWR once");
-        // The next window: a new reduction.
-        assert!(s.on_ack(&seg(10_000, ece), false, 20_000));
+        // The ACK of all the data sent before the reduction still echoes it: no new one.
+        assert!(!s.on_ack(&seg(10_000, ece), false, 20_000));
+        // ECE on an ACK of data sent after it: the next window, a new reduction.
+        assert!(s.on_ack(&seg(11_000, ece), false, 20_000));
         assert_eq!(s.reductions(), 2);
         let mut off = EcnSender::new(false);
         assert_eq!(off.data_flags(false), EcnFlags::default());

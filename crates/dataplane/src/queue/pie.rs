@@ -146,11 +146,11 @@ impl<P> Pie<P> {
                 // The fixed point: every later update would leave the state as it is.
                 let behind = now.saturating_since(self.next_update).as_nanos();
                 let periods = behind / self.spec.tupdate.as_nanos().max(1) + 1;
-                self.next_update = self.next_update + self.spec.tupdate.saturating_mul(periods);
+                self.next_update += self.spec.tupdate.saturating_mul(periods);
                 return;
             }
             self.update();
-            self.next_update = self.next_update + self.spec.tupdate;
+            self.next_update += self.spec.tupdate;
         }
     }
 
@@ -349,7 +349,7 @@ mod tests {
         assert!(high > 0.01, "{high}");
         let mut now = Time::ZERO + Duration::from_millis(1000);
         while let Dequeue::Packet(_) = q.dequeue(now, Rate::from_mbps(8)) {
-            now = now + Duration::from_millis(1);
+            now += Duration::from_millis(1);
         }
         // Idle for 10 s: lazily, updates run until the state rests (p -> 0, burst refilled).
         let later = now + Duration::from_secs(10);
