@@ -303,7 +303,7 @@ mod tests {
     /// packets of each flow that left.
     fn fat_and_thin(q: &mut dyn QueueDiscipline<FlowPkt>, ms: u64) -> (Vec<u64>, [u64; 2]) {
         let mut rng = ChaCha8Rng::seed_from_u64(0);
-        let mut sent_at = std::collections::HashMap::new();
+        let mut sent_at = std::collections::BTreeMap::new();
         let (mut delays, mut served, mut id) = (Vec::new(), [0u64; 2], 0);
         for t in 0..ms {
             let now = Time::ZERO + Duration::from_millis(t);
