@@ -43,6 +43,33 @@ TIMESTAMP_OPTION_BYTES = 12
 SOCKET_BUFFER_BYTES = 32 * 1024 * 1024
 
 
+# --qdisc: the ns-3 queue disc at the bottleneck's input.
+QDISC_TYPES = {
+    "none": None,
+    "codel": "ns3::CoDelQueueDisc",
+    "pie": "ns3::PieQueueDisc",
+    "fq-codel": "ns3::FqCoDelQueueDisc",
+}
+
+# Samples the bottleneck queue disc's bytes every period (C++, so that the simulator calls it).
+QUEUE_SAMPLER = """
+#include <vector>
+namespace qstp_qdisc {
+std::vector<double> bytes;
+double start = 0;
+void Sample(ns3::Ptr<ns3::QueueDisc> q, double period) {
+    if (ns3::Simulator::Now().GetSeconds() >= start) bytes.push_back(q->GetNBytes());
+    ns3::Simulator::Schedule(ns3::Seconds(period), &Sample, q, period);
+}
+double Mean() {
+    double s = 0;
+    for (double b : bytes) s += b;
+    return bytes.empty() ? 0 : s / bytes.size();
+}
+}
+"""
+
+
 def parse_rate_bps(text):
     """Parse an ns-3 style data-rate string such as '200Mbps' into bit/s."""
     units = [("Gbps", 1e9), ("Mbps", 1e6), ("kbps", 1e3), ("Kbps", 1e3), ("bps", 1.0)]
@@ -67,6 +94,11 @@ def parse_args(argv):
     p.add_argument("--access-delay", default="1ms")
     p.add_argument("--queue", type=int, default=100,
                    help="bottleneck drop-tail queue, packets")
+    p.add_argument("--qdisc", default="none", choices=sorted(QDISC_TYPES),
+                   help="a queue disc at the bottleneck (ns-3's defaults but its size, "
+                        "--queue packets): codel, pie, fq-codel; none: the device's drop-tail")
+    p.add_argument("--ecn", action="store_true", default=False,
+                   help="ECN: TcpSocketBase::UseEcn On and the queue disc's UseEcn true")
     p.add_argument("--access-queue", type=int, default=10000,
                    help="drop-tail queue of the access links, packets (large, so "
                         "that only the bottleneck drops)")
@@ -183,6 +215,9 @@ def main(argv=None):
     cfg("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.Seconds(args.min_rto)))
     # Selective acknowledgements.
     cfg("ns3::TcpSocketBase::Sack", ns.BooleanValue(args.sack))
+    # ECN (RFC 3168) on every socket, with --ecn.
+    if args.ecn:
+        cfg("ns3::TcpSocketBase::UseEcn", ns.StringValue("On"))
     # Timestamp option (12 bytes on every segment when on).
     cfg("ns3::TcpSocketBase::Timestamp", ns.BooleanValue(args.timestamps))
     # Send buffer large enough never to cap the window (see SOCKET_BUFFER_BYTES).
@@ -217,9 +252,11 @@ def main(argv=None):
     bottleneck.SetDeviceAttribute("DataRate", ns.StringValue(args.bottleneck_rate))
     # Bottleneck one-way propagation delay.
     bottleneck.SetChannelAttribute("Delay", ns.StringValue(args.bottleneck_delay))
-    # Drop-tail queue size of the bottleneck devices, in packets.
+    # Drop-tail queue size of the bottleneck devices, in packets (1 under a --qdisc, whose own
+    # size is --queue).
+    device_queue = args.queue if args.qdisc == "none" else 1
     ns.Config.SetDefault("ns3::DropTailQueue<Packet>::MaxSize",
-                         ns.QueueSizeValue(ns.QueueSize(f"{args.queue}p")))
+                         ns.QueueSizeValue(ns.QueueSize(f"{device_queue}p")))
     core_devs = bottleneck.Install(left, right)
 
     access = ns.PointToPointHelper()
@@ -254,6 +291,21 @@ def main(argv=None):
     for i in range(n):
         tch.Uninstall(send_devs[i])
         tch.Uninstall(recv_devs[i])
+    qdisc = None
+    if QDISC_TYPES[args.qdisc]:
+        # --qdisc: that queue disc, of --queue packets, at the bottleneck's input (L's device);
+        # the device's own queue is then 1 packet (set below), so the queue forms in the disc.
+        aqm = ns.TrafficControlHelper()
+        aqm.SetRootQueueDisc(QDISC_TYPES[args.qdisc], "MaxSize",
+                             ns.QueueSizeValue(ns.QueueSize(f"{args.queue}p")))
+        if args.ecn:
+            cfg(f"{QDISC_TYPES[args.qdisc]}::UseEcn", ns.BooleanValue(True))
+        discs = aqm.Install(core_devs.Get(0))
+        qdisc = discs.Get(0)
+        import cppyy
+        cppyy.cppdef(QUEUE_SAMPLER)
+        cppyy.gbl.qstp_qdisc.start = args.warmup
+        cppyy.gbl.qstp_qdisc.Sample(qdisc, 0.01)
 
     # ---- Applications ----------------------------------------------------------
     port = 5000
@@ -295,7 +347,8 @@ def main(argv=None):
         base = rx_bytes()
     else:
         base = [0] * n
-    ns.Simulator.Stop(ns.Seconds(args.duration))
+    # Simulator::Stop takes a delay from now: the rest of the run after the warm-up.
+    ns.Simulator.Stop(ns.Seconds(args.duration - max(args.warmup, 0.0)))
     ns.Simulator.Run()
     final = rx_bytes()
     ns.Simulator.Destroy()
@@ -317,8 +370,16 @@ def main(argv=None):
     sq = sum(x * x for x in per_flow_bps)
     jain = total * total / (n * sq) if sq > 0 else 0.0
 
+    queue_delay_ms = None
+    if qdisc is not None:
+        import cppyy
+        # Mean bytes in the disc (10 ms samples after the warm-up) over the bottleneck rate.
+        queue_delay_ms = cppyy.gbl.qstp_qdisc.Mean() * 8.0 / rate_bps * 1e3
     out = {
         "simulator": "ns-3.44",
+        "qdisc": args.qdisc,
+        "ecn": args.ecn,
+        "queue_delay_ms": queue_delay_ms,
         "cc": args.cc,
         "flows": n,
         "duration_s": args.duration,
@@ -329,7 +390,8 @@ def main(argv=None):
             "access_rate": args.access_rate,
             "access_delay": args.access_delay,
             "queue_packets": args.queue,
-            "queue_discipline": "device DropTailQueue, no queue disc",
+            "queue_discipline": ("device DropTailQueue, no queue disc" if qdisc is None else
+                                 f"{QDISC_TYPES[args.qdisc]} (ns-3 defaults), device queue 1p"),
             "access_queue_packets": args.access_queue,
             "mss_bytes": args.mss,
             "ip_packet_bytes": ip_packet_bytes,

@@ -2,8 +2,10 @@
 //! simulator (`qstp-sim`) and the real-time testbed (`qstp-testbed`).
 //!
 //! - [`color`]: a packet's drop precedence (green, yellow, red) and its DSCP.
+//! - [`ecn`]: a packet's ECN field (RFC 3168), which AQM queues mark.
 //! - [`classify`]: which class a packet belongs to, by DSCP, 5-tuple or the simulator's group.
-//! - [`queue`]: queue disciplines (drop-tail, RED, RIO, CBQ, ATM selective cell discard).
+//! - [`queue`]: queue disciplines (drop-tail, RED, RIO, CBQ, ATM selective cell discard, CoDel,
+//!   PIE, FQ-CoDel).
 //! - [`marker`]: edge markers and policers (token bucket, srTCM, trTCM, TSW2CM, TSW3CM, GCRA):
 //!   each sees a packet's incoming colour and returns a [`marker::Verdict`], pass with a colour
 //!   or drop.
@@ -28,6 +30,7 @@ pub mod aal5;
 pub mod atm;
 pub mod classify;
 pub mod color;
+pub mod ecn;
 pub mod headers;
 pub mod link;
 pub mod loss;

@@ -176,6 +176,7 @@ impl Recorder {
             packets: self.arrivals.round() as u64,
             ldrops: self.overflow.round() as u64,
             edrops: self.early.round() as u64,
+            marks: 0,
         };
         let none = CodePointCounters::default();
         RunOutput {

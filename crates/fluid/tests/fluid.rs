@@ -36,6 +36,7 @@ fn red_dumbbell(c: u64, limit: usize, curve: [f64; 3], seconds: u64) -> SimSpec 
             },
             weight: 0.002,
             wait: false,
+            ecn: false,
         });
     }
     spec

@@ -793,6 +793,7 @@ mod tests {
                     packets: 5,
                     ldrops: 0,
                     edrops: 1,
+                    marks: 0,
                 },
                 yellow: CodePointCounters::default(),
                 red: CodePointCounters::default(),

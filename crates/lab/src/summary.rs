@@ -229,6 +229,10 @@ pub struct AtmGroup {
     pub probes_lost: f64,
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
 /// The packets of one code point at one queue, means per run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Counts {
@@ -238,6 +242,10 @@ pub struct Counts {
     pub ldrops: f64,
     /// Packets dropped early.
     pub edrops: f64,
+    /// Packets marked CE instead of an early drop (ECN, RFC 3168 §5); left out while zero, so a
+    /// run without ECN writes what it wrote before.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub marks: f64,
     /// Share of all packets at this queue that had this code point.
     pub share: f64,
     /// `ldrops / packets`.
@@ -553,6 +561,7 @@ fn queues(runs: &[RunMetrics]) -> Vec<QueueSummary> {
                         packets: acc.packets + c.packets,
                         ldrops: acc.ldrops + c.ldrops,
                         edrops: acc.edrops + c.edrops,
+                        marks: acc.marks + c.marks,
                     }
                 })
             };
@@ -562,6 +571,7 @@ fn queues(runs: &[RunMetrics]) -> Vec<QueueSummary> {
                 packets: r.yellow.packets + r.red.packets,
                 ldrops: r.yellow.ldrops + r.red.ldrops,
                 edrops: r.yellow.edrops + r.red.edrops,
+                marks: r.yellow.marks + r.red.marks,
             });
             let total = (green.packets + out.packets) as f64;
             let n = same.len().max(1) as f64;
@@ -569,6 +579,7 @@ fn queues(runs: &[RunMetrics]) -> Vec<QueueSummary> {
                 packets: c.packets as f64 / n,
                 ldrops: c.ldrops as f64 / n,
                 edrops: c.edrops as f64 / n,
+                marks: c.marks as f64 / n,
                 share: ratio(c.packets as f64, total),
                 ldrop_rate: ratio(c.ldrops as f64, c.packets as f64),
                 edrop_rate: ratio(c.edrops as f64, c.packets as f64),
@@ -711,8 +722,15 @@ pub fn text_table(s: &Summary) -> String {
                     q.out_profile.edrops
                 ));
             } else {
+                // CE marks (ECN) only where a queue made some: other tables read as before.
+                let marks = q.in_profile.marks + q.out_profile.marks;
+                let marks = if marks > 0.0 {
+                    format!(", marks {marks:.0}")
+                } else {
+                    String::new()
+                };
                 out.push_str(&format!(
-                    "{:<width$}  queue {}: {:.0} pkts (ldrops {:.0}, edrops {:.0})\n",
+                    "{:<width$}  queue {}: {:.0} pkts (ldrops {:.0}, edrops {:.0}{marks})\n",
                     "", q.name, q.out_profile.packets, q.out_profile.ldrops, q.out_profile.edrops
                 ));
             }

@@ -102,16 +102,19 @@ pub(crate) fn fake(
             packets: 100 + spec.seed,
             ldrops: 1,
             edrops: 0,
+            marks: 0,
         },
         yellow: CodePointCounters {
             packets: 10,
             ldrops: 2,
             edrops: 3,
+            marks: 0,
         },
         red: CodePointCounters {
             packets: 40,
             ldrops: 4,
             edrops: 5,
+            marks: 0,
         },
     }];
     Ok(RunOutput {

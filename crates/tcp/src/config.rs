@@ -123,6 +123,8 @@ pub struct TcpConfig {
     /// Whether a retransmission is deemed lost again once data sent after it is SACKed (Linux
     /// tcp_mark_lost_retrans, as ns-2's TCP/Linux), instead of waiting for the timer (RFC 6675).
     pub lost_retransmit: bool,
+    /// ECN (RFC 3168 §6.1): data sent ECT(0), CE echoed as ECE, the window reduced on ECE.
+    pub ecn: bool,
 }
 
 impl Default for TcpConfig {
@@ -143,6 +145,7 @@ impl Default for TcpConfig {
             rtt_sample: RttSample::Newest,
             rto: RtoRule::Rfc6298,
             lost_retransmit: false,
+            ecn: false,
         }
     }
 }
@@ -174,6 +177,9 @@ pub struct TcpOptions {
     /// Whether lost retransmissions are detected from SACKs (Linux) rather than by the timer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lost_retransmit: bool,
+    /// Whether the flow uses ECN (RFC 3168).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ecn: bool,
 }
 
 impl Default for TcpOptions {
@@ -192,6 +198,7 @@ impl Default for TcpOptions {
             rtt_sample: RttSample::Newest,
             rto: RtoRule::Rfc6298,
             lost_retransmit: false,
+            ecn: false,
         }
     }
 }
@@ -215,6 +222,7 @@ impl TcpOptions {
             rtt_sample: self.rtt_sample,
             rto: self.rto,
             lost_retransmit: self.lost_retransmit,
+            ecn: self.ecn,
             ..defaults
         }
     }

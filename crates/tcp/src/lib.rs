@@ -9,6 +9,7 @@ mod cc;
 mod compound;
 mod config;
 mod cubic;
+mod ecn;
 mod highspeed;
 mod htcp;
 mod illinois;
@@ -32,6 +33,7 @@ pub use cc::{
 pub use compound::Compound;
 pub use config::{Recovery, RtoRule, RttSample, TcpConfig, TcpConfigError, TcpOptions};
 pub use cubic::Cubic;
+pub use ecn::EcnFlags;
 pub use highspeed::HighSpeed;
 pub use htcp::Htcp;
 pub use illinois::Illinois;
@@ -61,6 +63,8 @@ pub struct Segment {
     /// A SYN (from the sender) or SYN-ACK (from the receiver) of the opening handshake
     /// ([`TcpConfig::handshake`]); it carries no data and takes no sequence space here.
     pub syn: bool,
+    /// ECN bits: ECT and CE of its IP header, ECE and CWR of its TCP header (RFC 3168).
+    pub ecn: EcnFlags,
 }
 
 /// Every congestion control the simulator knows, in the order `--help` lists them.

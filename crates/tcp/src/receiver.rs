@@ -1,6 +1,7 @@
 //! A TCP receiver as a sans-IO state machine: cumulative ACKs, SACK blocks (RFC 2018) and
 //! delayed ACKs (RFC 5681 §4.2).
 
+use super::ecn::EcnReceiver;
 use super::{SackBlocks, Segment, TcpConfig};
 use qstp_proto::RangeSet;
 use qstp_proto::{Duration, Time};
@@ -28,6 +29,8 @@ pub struct TcpReceiver {
     acks_sent: u64,
     /// A SYN arrived: the SYN-ACK goes out at the next `poll_ack`.
     syn_ack_due: bool,
+    /// Whether its ACKs echo a CE mark (RFC 3168 §6.1.3).
+    ecn: EcnReceiver,
 }
 
 impl TcpReceiver {
@@ -47,6 +50,7 @@ impl TcpReceiver {
             delayed_ack_deadline: None,
             acks_sent: 0,
             syn_ack_due: false,
+            ecn: EcnReceiver::default(),
         }
     }
 
@@ -60,6 +64,7 @@ impl TcpReceiver {
         if segment.len == 0 {
             return 0;
         }
+        self.ecn.on_data(segment);
         let start = segment.seq;
         // Bytes beyond the advertised window are not kept (RFC 9293 §3.10.7.4 trims them).
         let end = segment
@@ -134,6 +139,7 @@ impl TcpReceiver {
                 window: self.window,
                 retransmission: false,
                 syn: true,
+                ecn: Default::default(),
             });
         }
         if self.delayed_ack_deadline.is_some_and(|d| d <= now) {
@@ -158,6 +164,7 @@ impl TcpReceiver {
             window: self.window,
             retransmission: false,
             syn: false,
+            ecn: self.ecn.ack_flags(),
         })
     }
 
@@ -203,6 +210,7 @@ mod tests {
             window: 0,
             retransmission: false,
             syn: false,
+            ecn: Default::default(),
         }
     }
 

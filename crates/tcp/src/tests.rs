@@ -740,6 +740,7 @@ mod prr {
             window: 1 << 20,
             retransmission: false,
             syn: false,
+            ecn: Default::default(),
         }
     }
 
@@ -1144,6 +1145,7 @@ fn the_rtt_sample_comes_from_the_newest_or_the_oldest_segment_acknowledged() {
             window: 1 << 20,
             retransmission: false,
             syn: false,
+            ecn: Default::default(),
         };
         sender.on_ack(secs(0.11), &ack);
         assert_eq!(

@@ -376,6 +376,8 @@ pub fn forward(
                 group: group as u32,
                 flow: flow as u32,
                 color,
+                // The testbed does not mark: its pool would not carry CE to the frame.
+                ecn: qstp_dataplane::ecn::Ecn::NotEct,
             };
             let _: Offered = link.offer(now, queued, &mut store);
         }

@@ -25,6 +25,7 @@ pub use packets::{Departure, Link, QueueEvent, QueueObserver, MAX_OBSERVERS};
 pub use pool::Pool;
 
 use crate::color::Color;
+use crate::ecn::Ecn;
 use crate::queue::{DropKind, Queued};
 use qstp_proto::{Duration, Rate, Time};
 
@@ -53,6 +54,9 @@ pub struct QueuedPacket {
     pub flow: u32,
     /// Drop precedence.
     pub color: Color,
+    /// ECN field (RFC 3168); a queue may set CE, which the link then writes to the packet
+    /// itself ([`PacketPool::mark_ce`]) as it starts serialising it.
+    pub ecn: Ecn,
 }
 
 impl Queued for QueuedPacket {
@@ -65,6 +69,15 @@ impl Queued for QueuedPacket {
     fn group(&self) -> usize {
         self.group as usize
     }
+    fn flow(&self) -> u32 {
+        self.flow
+    }
+    fn ecn_capable(&self) -> bool {
+        self.ecn.capable()
+    }
+    fn set_ce(&mut self) {
+        self.ecn = Ecn::Ce;
+    }
 }
 
 /// Where a port's driver keeps the packets in flight.
@@ -75,6 +88,11 @@ pub trait PacketPool {
     fn packet(&self, id: PacketId) -> &Self::Packet;
     /// Forget the packet in slot `id`: a port dropped or lost it.
     fn discard(&mut self, id: PacketId);
+    /// Set the ECN field of the packet in slot `id` to CE (RFC 3168 §5): a queue marked it.
+    /// Nothing by default (a pool whose packets carry no ECN field).
+    fn mark_ce(&mut self, id: PacketId) {
+        let _ = id;
+    }
 }
 
 /// What a port counted.

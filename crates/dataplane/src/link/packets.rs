@@ -11,6 +11,7 @@
 //! queue-length series another. Without one the link pays one empty loop per event.
 
 use super::{LinkStats, Offered, PacketId, PacketPool, Port, QueuedPacket};
+use crate::ecn::Ecn;
 use crate::loss::LossModel;
 use crate::queue::{Dequeue, DropKind, QueueDiscipline};
 use qstp_proto::{Duration, Rate, Time};
@@ -270,6 +271,14 @@ impl<P> Link<P> {
                 .queue
                 .enqueue_dequeue(now, packet, &mut self.rng, self.rate)
             {
+                Err((refused, kind)) if refused.id != packet.id => {
+                    // Another packet was dropped in this one's place (FQ-CoDel), which waits.
+                    self.refuse(now, refused, kind, store);
+                    match self.send_next(now, store) {
+                        true => Offered::Transmitting,
+                        false => Offered::Queued,
+                    }
+                }
                 Err((refused, kind)) => self.refuse(now, refused, kind, store),
                 Ok(dequeued) => match self.start(now, dequeued, store) {
                     true => Offered::Transmitting,
@@ -278,7 +287,11 @@ impl<P> Link<P> {
             };
         }
         if let Err((refused, kind)) = self.queue.enqueue(now, packet, &mut self.rng) {
-            return self.refuse(now, refused, kind, store);
+            let refusal = self.refuse(now, refused, kind, store);
+            if refused.id == packet.id {
+                return refusal;
+            }
+            // Another packet was dropped in this one's place (FQ-CoDel): this one is queued.
         }
         self.observe(now, QueueEvent::Enqueued, packet.id, store);
         if self.ready_at.is_some() {
@@ -395,8 +408,16 @@ impl<P> Link<P> {
         dequeued: Dequeue<QueuedPacket>,
         store: &mut S,
     ) -> bool {
+        // Packets the queue dropped while choosing this one (CoDel drops at dequeue).
+        while let Some((dropped, kind)) = self.queue.take_dropped() {
+            self.refuse(now, dropped, kind, store);
+        }
         match dequeued {
             Dequeue::Packet(packet) => {
+                if packet.ecn == Ecn::Ce {
+                    // The queue marked it (or it came marked): the packet itself says so.
+                    store.mark_ce(packet.id);
+                }
                 self.observe(now, QueueEvent::Dequeued, packet.id, store);
                 if self.last_transmit.0 != packet.size {
                     self.last_transmit =

@@ -15,6 +15,7 @@ fn packet(store: &mut Pool, size: u32) -> QueuedPacket {
         group: 0,
         flow: 0,
         color: Color::Green,
+        ecn: crate::ecn::Ecn::NotEct,
     }
 }
 
@@ -230,4 +231,89 @@ fn a_late_driver_catches_up_on_the_schedule() {
     }
     assert_eq!(arrivals, ids[..3], "18, 26 and 34 ms");
     assert_eq!(link.poll_timeout(), Some(ms(24)));
+}
+
+/// A pool whose packets remember whether they were marked CE.
+#[derive(Default)]
+struct MarkPool(crate::link::Pool<bool>);
+
+impl PacketPool for MarkPool {
+    type Packet = bool;
+    fn packet(&self, id: PacketId) -> &bool {
+        self.0.packet(id)
+    }
+    fn discard(&mut self, id: PacketId) {
+        self.0.discard(id)
+    }
+    fn mark_ce(&mut self, id: PacketId) {
+        if let Some(p) = self.0.remove(id) {
+            let _ = p;
+            let again = self.0.insert(true);
+            assert_eq!(again, id, "the slot just freed is reused");
+        }
+    }
+}
+
+/// 400 ECT (or Not-ECT) packets of 1000 bytes offered at once to a 1 Mbit/s CoDel link (3.2 s
+/// of queue), run until idle: what arrived marked, and the link's counters.
+fn codel_link_run(ecn: bool, ect: bool) -> (usize, usize, LinkStats, usize) {
+    use crate::queue::{CoDel, CoDelParams};
+    let params = CoDelParams {
+        ecn,
+        ..CoDelParams::default()
+    };
+    let mut link: Link<bool> = Link::new(
+        Rate::from_mbps(1),
+        Duration::from_millis(10),
+        Box::new(CoDel::new(1000, params)),
+        None,
+        ChaCha8Rng::seed_from_u64(1),
+        ChaCha8Rng::seed_from_u64(2),
+    );
+    let mut pool = MarkPool::default();
+    for _ in 0..400 {
+        let id = pool.0.insert(false);
+        let ecn = if ect {
+            crate::ecn::Ecn::Ect0
+        } else {
+            crate::ecn::Ecn::NotEct
+        };
+        let p = QueuedPacket {
+            id,
+            size: 1000,
+            group: 0,
+            flow: 0,
+            color: Color::Green,
+            ecn,
+        };
+        link.offer(Time::ZERO, p, &mut pool);
+    }
+    let (mut arrived, mut marked) = (0, 0);
+    while let Some(now) = link.poll_timeout() {
+        link.handle_timeout(now, &mut pool);
+        while link.poll_transmit(now).is_some() {}
+        while let Some(id) = link.poll_arrival(now) {
+            arrived += 1;
+            marked += usize::from(*pool.packet(id));
+            pool.discard(id);
+        }
+    }
+    (arrived, marked, link.stats, pool.0.live())
+}
+
+#[test]
+fn codel_drops_at_dequeue_are_discarded_from_the_pool_and_marks_reach_the_packet() {
+    // Without ECN, CoDel drops at dequeue: the link counts them early drops and frees their
+    // slots (nothing is left in the pool once all is delivered).
+    let (arrived, marked, stats, live) = codel_link_run(false, true);
+    assert!(stats.early_drops > 10, "{stats:?}");
+    assert_eq!(arrived as u64 + stats.early_drops, 400);
+    assert_eq!((marked, live), (0, 0));
+    // With ECN, the same packets are marked instead: all arrive, the marks on the packets.
+    let (arrived, marked, stats, live) = codel_link_run(true, true);
+    assert_eq!((arrived, stats.early_drops, live), (400, 0, 0));
+    assert!(marked > 10, "{marked}");
+    // Not-ECT packets are dropped even with ECN on.
+    let (_, marked, stats, _) = codel_link_run(true, false);
+    assert!(stats.early_drops > 10 && marked == 0, "{stats:?}");
 }

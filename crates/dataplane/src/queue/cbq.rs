@@ -369,6 +369,7 @@ impl<P: Queued> QueueDiscipline<P> for Cbq<P> {
                     packets: sum.packets + c.packets,
                     ldrops: sum.ldrops + c.ldrops,
                     edrops: sum.edrops + c.edrops,
+                    marks: sum.marks + c.marks,
                 }
             })
     }

@@ -155,7 +155,8 @@ mod tests {
             CodePointCounters {
                 packets: 3,
                 ldrops: 1,
-                edrops: 0
+                edrops: 0,
+                marks: 0
             }
         );
         assert_eq!(
@@ -163,7 +164,8 @@ mod tests {
             CodePointCounters {
                 packets: 2,
                 ldrops: 1,
-                edrops: 0
+                edrops: 0,
+                marks: 0
             }
         );
         let ids: Vec<u32> =

@@ -1,8 +1,10 @@
-//! Queue disciplines: drop-tail, RED, RIO (RIO-C and RIO-D), CBQ with borrowing.
+//! Queue disciplines: drop-tail, RED, RIO (RIO-C and RIO-D), CBQ with borrowing, CoDel, PIE and
+//! FQ-CoDel.
 //!
 //! A queue holds any [`Queued`] item, so it can be tested without the rest of the simulator. Each
-//! queue counts, per colour, the packets that arrived, those dropped on overflow (`ldrops`) and
-//! those dropped early (`edrops`).
+//! queue counts, per colour, the packets that arrived, those dropped on overflow (`ldrops`), those
+//! dropped early (`edrops`) and, with `ecn = true`, those marked CE instead of an early drop
+//! (`marks`, RFC 3168 §5).
 
 use crate::classify::PacketMeta;
 use crate::color::Color;
@@ -11,13 +13,19 @@ use qstp_proto::{Rate, Time};
 use rand::RngCore;
 
 mod cbq;
+mod codel;
 mod droptail;
+mod fq_codel;
+mod pie;
 mod red;
 mod rio;
 mod scd;
 
 pub use cbq::{Cbq, CbqClass, CbqSpec, CLASS_BURST_BYTES};
+pub use codel::{CoDel, CoDelParams, CoDelSpec, CoDelState};
 pub use droptail::{DropTail, DropTailSpec};
+pub use fq_codel::{FqCoDel, FqCoDelSpec};
+pub use pie::{Pie, PieSpec};
 pub use red::{AverageQueue, IdlePeriod, Red, RedCurve, RedParams, RedSpec, DEFAULT_QUEUE_WEIGHT};
 pub use rio::{Rio, RioMode, RioSpec};
 pub use scd::{scd, threshold_cells, ScdSpec, DEFAULT_SCD_THRESHOLD};
@@ -33,6 +41,9 @@ crate::registry! {
         "rio" => Rio(RioSpec),
         "cbq" => Cbq(CbqSpec),
         "scd" => Scd(ScdSpec),
+        "codel" => CoDel(CoDelSpec),
+        "pie" => Pie(PieSpec),
+        "fq-codel" => FqCoDel(FqCoDelSpec),
     }
     visit QueueVisitor
 }
@@ -71,6 +82,12 @@ pub(crate) fn read_limit(t: &mut dyn ParamTable) -> ParamResult<usize> {
     usize::try_from(limit).map_err(|_| t.error("limit", &format!("{limit} is too large")))
 }
 
+/// `ecn`: mark CE on ECN-capable packets instead of dropping them early (RFC 3168 §5); off by
+/// default.
+pub(crate) fn read_ecn(t: &mut dyn ParamTable) -> ParamResult<bool> {
+    Ok(t.opt_bool("ecn")?.unwrap_or(false))
+}
+
 /// What a queue needs to know of a packet.
 pub trait Queued: Send {
     /// Size on the wire, bytes.
@@ -83,6 +100,39 @@ pub trait Queued: Send {
     fn meta(&self) -> PacketMeta {
         PacketMeta::of_group(u32::try_from(self.group()).unwrap_or(u32::MAX))
     }
+    /// The flow it belongs to (FQ-CoDel hashes it, RFC 8290 §4.1.1): by default, its group.
+    fn flow(&self) -> u32 {
+        u32::try_from(self.group()).unwrap_or(u32::MAX)
+    }
+    /// Whether its ECN field is ECT(0), ECT(1) or CE, so a queue may mark it instead of
+    /// dropping it (RFC 3168 §5); by default not.
+    fn ecn_capable(&self) -> bool {
+        false
+    }
+    /// Mark it Congestion Experienced (RFC 3168 §5); by default nothing.
+    fn set_ce(&mut self) {}
+}
+
+/// What an AQM does to a packet it would drop early: with `ecn` on and an ECN-capable packet, it
+/// marks CE and lets it pass (RFC 3168 §5, §7); else it drops it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Signal {
+    /// Marked CE: the packet goes on.
+    Marked,
+    /// Dropped.
+    Dropped,
+}
+
+/// Signal congestion on `packet`: mark it if `ecn` and it is ECN-capable (RFC 3168 §5), else
+/// say it must be dropped; counts the mark.
+pub(crate) fn signal<P: Queued>(packet: &mut P, ecn: bool, counters: &mut ColorCounters) -> Signal {
+    if ecn && packet.ecn_capable() {
+        packet.set_ce();
+        counters.marked(packet.color());
+        Signal::Marked
+    } else {
+        Signal::Dropped
+    }
 }
 
 /// Why a packet was not queued.
@@ -90,7 +140,7 @@ pub trait Queued: Send {
 pub enum DropKind {
     /// The queue (or class) was full.
     Overflow,
-    /// RED/RIO dropped it early.
+    /// An AQM (RED, RIO, CoDel, PIE, FQ-CoDel) dropped it early.
     Early,
 }
 
@@ -109,12 +159,19 @@ pub enum Dequeue<P> {
 /// A queue discipline at a link's input (`Send`, so that a real-time forwarder can run it on a
 /// thread of its own).
 pub trait QueueDiscipline<P: Queued>: Send {
-    /// Offer a packet arriving at `now`; a refused packet is handed back with the reason.
-    /// `rng` is this queue's own random stream (RED's early-drop coin).
+    /// Offer a packet arriving at `now`; a refused packet is handed back with the reason. A
+    /// full FQ-CoDel queue takes the offered packet and hands back instead the head of its
+    /// longest flow queue (RFC 8290 §4.1.1), dropped in its place.
+    /// `rng` is this queue's own random stream (RED's early-drop coin, PIE's).
     fn enqueue(&mut self, now: Time, packet: P, rng: &mut dyn RngCore)
         -> Result<(), (P, DropKind)>;
     /// Take the next packet for a link of rate `link_rate` that is idle at `now`.
     fn dequeue(&mut self, now: Time, link_rate: Rate) -> Dequeue<P>;
+    /// A packet the queue dropped by itself (CoDel drops at dequeue), for the link to discard;
+    /// the link collects them after every dequeue. None by default.
+    fn take_dropped(&mut self) -> Option<(P, DropKind)> {
+        None
+    }
     /// [`QueueDiscipline::enqueue`] then, if the packet was taken, [`QueueDiscipline::dequeue`]:
     /// what an idle link does with a packet offered to it. A discipline may do both in one step
     /// (a drop-tail FIFO that is empty hands the packet straight back), provided the result and
@@ -176,6 +233,14 @@ pub struct CodePointCounters {
     pub ldrops: u64,
     /// Packets dropped early by RED/RIO.
     pub edrops: u64,
+    /// Packets marked CE instead of an early drop (`ecn = true`, RFC 3168 §5); absent from
+    /// serialised counters while zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub marks: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl CodePointCounters {
@@ -185,6 +250,7 @@ impl CodePointCounters {
             packets: self.packets.saturating_sub(earlier.packets),
             ldrops: self.ldrops.saturating_sub(earlier.ldrops),
             edrops: self.edrops.saturating_sub(earlier.edrops),
+            marks: self.marks.saturating_sub(earlier.marks),
         }
     }
 }
@@ -208,6 +274,10 @@ impl ColorCounters {
             DropKind::Overflow => c.ldrops += 1,
             DropKind::Early => c.edrops += 1,
         }
+    }
+    /// Count a CE mark on a packet of colour `color`.
+    pub(crate) fn marked(&mut self, color: Color) {
+        self.0[color as usize].marks += 1;
     }
     /// The counters of `color`.
     pub(crate) fn get(&self, color: Color) -> CodePointCounters {
@@ -407,6 +477,48 @@ pub(crate) mod test_packet {
         }
     }
 
+    /// A 1000-byte green packet of a flow, ECN-capable or not, for AQM tests.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct FlowPkt {
+        pub id: u32,
+        pub size: usize,
+        pub flow: u32,
+        pub ect: bool,
+        pub ce: bool,
+    }
+
+    impl Queued for FlowPkt {
+        fn size(&self) -> usize {
+            self.size
+        }
+        fn color(&self) -> Color {
+            Color::Green
+        }
+        fn group(&self) -> usize {
+            0
+        }
+        fn flow(&self) -> u32 {
+            self.flow
+        }
+        fn ecn_capable(&self) -> bool {
+            self.ect
+        }
+        fn set_ce(&mut self) {
+            self.ce = true;
+        }
+    }
+
+    /// A 1000-byte packet of flow `flow`, ECT(0) if `ect`.
+    pub fn flow_pkt(id: u32, flow: u32, ect: bool) -> FlowPkt {
+        FlowPkt {
+            id,
+            size: 1000,
+            flow,
+            ect,
+            ce: false,
+        }
+    }
+
     /// A 1000-byte packet of group 0.
     pub fn pkt(id: u32, color: Color) -> Pkt {
         Pkt {
@@ -456,6 +568,7 @@ mod tests {
                 params: curve(20.0, 20.0, 0.0),
                 weight: 0.002,
                 wait: false,
+                ecn: false,
             })
             .validate(),
             Ok(())
@@ -466,6 +579,7 @@ mod tests {
                 params: curve(20.0, 60.0, 0.1),
                 weight: 0.002,
                 wait: false,
+                ecn: false,
             })
             .validate(),
             Err(QueueSpecError::ThresholdAboveLimit {
@@ -480,6 +594,7 @@ mod tests {
                 params: curve(20.0, 10.0, 0.1),
                 weight: 0.002,
                 wait: false,
+                ecn: false,
             })),
             Err(QueueSpecError::BadThresholds {
                 curve: "curve",
@@ -493,6 +608,7 @@ mod tests {
                 params: curve(5.0, 15.0, 0.1),
                 weight: 0.0,
                 wait: false,
+                ecn: false,
             })),
             Err(QueueSpecError::BadWeight(0.0))
         );
@@ -503,6 +619,7 @@ mod tests {
             middle: None,
             weight: 0.002,
             mode: RioMode::Coupled,
+            ecn: false,
         });
         assert_eq!(
             validate(&rio),
@@ -570,6 +687,7 @@ mod tests {
                 params: curve(5.0, 15.0, 0.1),
                 weight: 0.002,
                 wait: false,
+                ecn: false,
             }),
             QueueSpec::Rio(RioSpec {
                 limit: 2,
@@ -578,6 +696,7 @@ mod tests {
                 middle: None,
                 weight: 0.002,
                 mode: RioMode::Decoupled,
+                ecn: false,
             }),
             QueueSpec::Cbq(CbqSpec {
                 classes: vec![CbqClass {
@@ -613,6 +732,7 @@ mod tests {
                 params: curve(15.0, 5.0, 7.0),
                 weight: f64::NAN,
                 wait: false,
+                ecn: false,
             }),
             QueueSpec::Cbq(CbqSpec { classes: vec![] }),
         ];

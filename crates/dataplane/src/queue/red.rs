@@ -42,17 +42,21 @@ pub struct RedSpec {
     /// than Floyd & Jacobson's 1 to 1/p_b (see [`RedCurve::with_wait`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub wait: bool,
+    /// Mark ECN-capable packets CE instead of dropping them early (RFC 3168 §7).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ecn: bool,
 }
 
 impl Kind for RedSpec {
     const DOC: &'static str =
-        "RED (Floyd & Jacobson 1993): limit (packets), curve = [min_th, max_th, max_p], weight (0.002), wait (false; true: ns-2's wait_)";
+        "RED (Floyd & Jacobson 1993): limit (packets), curve = [min_th, max_th, max_p], weight (0.002), wait (false; true: ns-2's wait_), ecn (false; true: mark CE on ECT packets instead of an early drop)";
     fn read(t: &mut dyn ParamTable) -> ParamResult<Self> {
         Ok(RedSpec {
             limit: read_limit(t)?,
             params: required_curve(t, "curve")?,
             weight: read_weight(t)?,
             wait: t.opt_bool("wait")?.unwrap_or(false),
+            ecn: super::read_ecn(t)?,
         })
     }
 }
@@ -66,6 +70,7 @@ impl QueueKind for RedSpec {
     fn build<P: Queued + 'static>(&self, _group_names: &[String]) -> Box<dyn QueueDiscipline<P>> {
         let mut red = Red::new(self.limit, self.params, self.weight);
         red.curve = red.curve.with_wait(self.wait);
+        red.ecn = self.ecn;
         Box::new(red)
     }
 }
@@ -218,6 +223,28 @@ impl IdlePeriod {
     }
 }
 
+/// Whether an early drop still stands for `packet`: with `ecn`, an ECN-capable packet is marked
+/// CE instead (counted in `counters`), unless the queue of `queued` packets is full (RFC 3168 §7:
+/// mark where RED would drop early; a full queue still drops).
+pub(super) fn early_after_marking<P: Queued>(
+    early: bool,
+    ecn: bool,
+    packet: &mut P,
+    queued: usize,
+    limit: usize,
+    counters: &mut ColorCounters,
+) -> bool {
+    if early && ecn && packet.ecn_capable() {
+        if queued < limit {
+            packet.set_ce();
+            counters.marked(packet.color());
+        }
+        // Marked; or, the queue being full, refused as an overflow (see `refusal`).
+        return false;
+    }
+    early
+}
+
 /// Why an arriving packet is refused: an early drop first, else a full queue of `limit` packets.
 pub(super) fn refusal(early_drop: bool, queued: usize, limit: usize) -> Option<DropKind> {
     if early_drop {
@@ -315,6 +342,8 @@ pub struct Red<P> {
     average: AverageQueue,
     idle: IdlePeriod,
     curve: RedCurve,
+    /// Mark instead of an early drop (RFC 3168 §7).
+    ecn: bool,
     counters: ColorCounters,
 }
 
@@ -327,8 +356,15 @@ impl<P> Red<P> {
             average: AverageQueue::new(weight),
             idle: IdlePeriod::default(),
             curve: RedCurve::new(params),
+            ecn: false,
             counters: ColorCounters::default(),
         }
+    }
+
+    /// The same queue marking ECN-capable packets CE instead of dropping them early.
+    pub fn with_ecn(mut self, ecn: bool) -> Self {
+        self.ecn = ecn;
+        self
     }
 
     /// The average queue, packets.
@@ -341,7 +377,7 @@ impl<P: Queued> QueueDiscipline<P> for Red<P> {
     fn enqueue(
         &mut self,
         now: Time,
-        packet: P,
+        mut packet: P,
         rng: &mut dyn RngCore,
     ) -> Result<(), (P, DropKind)> {
         let color = packet.color();
@@ -351,6 +387,14 @@ impl<P: Queued> QueueDiscipline<P> for Red<P> {
         }
         self.average.update(self.fifo.len());
         let early = self.curve.early_drop(self.average.value(), rng);
+        let early = early_after_marking(
+            early,
+            self.ecn,
+            &mut packet,
+            self.fifo.len(),
+            self.limit,
+            &mut self.counters,
+        );
         let refused = refusal(early, self.fifo.len(), self.limit);
         if let Some(kind) = refused {
             self.counters.dropped(color, kind);
@@ -569,6 +613,38 @@ mod tests {
                 (mean - expected).abs() < 1.0,
                 "wait {wait}: mean gap {mean}"
             );
+        }
+    }
+
+    #[test]
+    fn with_ecn_red_marks_ect_packets_instead_of_dropping_them_early() {
+        // RFC 3168 §7: where RED would drop early it marks an ECN-capable packet CE; a full
+        // queue still drops, and a Not-ECT packet is still dropped early.
+        for ect in [true, false] {
+            let mut rng = ChaCha8Rng::seed_from_u64(3);
+            let mut q = Red::new(100, CURVE, 0.002).with_ecn(true);
+            let (mut early, mut marked) = (0, 0);
+            for i in 0..20_000u32 {
+                let now = Time::ZERO + Duration::from_millis(4) * u64::from(i);
+                if let Err((_, DropKind::Early)) = q.enqueue(now, flow_pkt(i, 0, ect), &mut rng) {
+                    early += 1;
+                }
+                if i % 2 == 0 {
+                    if let Dequeue::Packet(p) = q.dequeue(now, Rate::from_mbps(1)) {
+                        marked += u64::from(p.ce);
+                    }
+                }
+            }
+            let c = q.counters(Color::Green);
+            if ect {
+                assert_eq!(early, 0);
+                assert!(c.marks > 1000 && c.marks >= marked, "{c:?}");
+                // Marking does not relieve the queue: it fills and overflows.
+                assert!(c.ldrops > 0, "{c:?}");
+            } else {
+                assert!(early > 1000);
+                assert_eq!(c.marks, 0);
+            }
         }
     }
 }

@@ -9,8 +9,8 @@
 //! queue at each arrival, whatever the arriving colour, so all of them move on one clock (and all
 //! age together over idle periods, as in RED).
 
+use super::red::{early_after_marking, refusal, AverageQueue, IdlePeriod, RedCurve};
 use super::red::{read_curve, read_weight, required_curve, validate_curve, validate_weight};
-use super::red::{refusal, AverageQueue, IdlePeriod, RedCurve};
 use super::{read_limit, validate_limit, QueueKind, QueueSpecError};
 use super::{CodePointCounters, RedParams};
 use super::{ColorCounters, Dequeue, DropKind, QueueDiscipline, Queued};
@@ -47,12 +47,16 @@ pub struct RioSpec {
     pub weight: f64,
     /// RIO-C or RIO-D.
     pub mode: RioMode,
+    /// Mark ECN-capable packets CE instead of dropping them early (RFC 3168 §7).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ecn: bool,
 }
 
 impl Kind for RioSpec {
     const DOC: &'static str =
         "RIO, RED with In and Out (RFC 2597): limit, in = [min_th, max_th, max_p], \
-         out = [..], middle = [..] (yellow), weight (0.002), mode = \"rio-c\" | \"rio-d\"";
+         out = [..], middle = [..] (yellow), weight (0.002), mode = \"rio-c\" | \"rio-d\", ecn (false; true: mark CE on ECT packets \
+         instead of an early drop)";
     fn read(t: &mut dyn ParamTable) -> ParamResult<Self> {
         Ok(RioSpec {
             limit: read_limit(t)?,
@@ -66,6 +70,7 @@ impl Kind for RioSpec {
                 "a RIO mode",
                 &[("rio-c", RioMode::Coupled), ("rio-d", RioMode::Decoupled)],
             )?,
+            ecn: super::read_ecn(t)?,
         })
     }
 }
@@ -81,14 +86,17 @@ impl QueueKind for RioSpec {
         validate_weight(self.weight)
     }
     fn build<P: Queued + 'static>(&self, _group_names: &[String]) -> Box<dyn QueueDiscipline<P>> {
-        Box::new(Rio::new(
-            self.limit,
-            self.in_profile,
-            self.middle,
-            self.out_profile,
-            self.weight,
-            self.mode,
-        ))
+        Box::new(
+            Rio::new(
+                self.limit,
+                self.in_profile,
+                self.middle,
+                self.out_profile,
+                self.weight,
+                self.mode,
+            )
+            .with_ecn(self.ecn),
+        )
     }
 }
 
@@ -108,6 +116,8 @@ pub struct Rio<P> {
     averages: [AverageQueue; LEVELS],
     curves: [RedCurve; LEVELS],
     idle: IdlePeriod,
+    /// Mark instead of an early drop (RFC 3168 §7).
+    ecn: bool,
     counters: ColorCounters,
 }
 
@@ -135,8 +145,15 @@ impl<P> Rio<P> {
                 RedCurve::new(out_profile),
             ],
             idle: IdlePeriod::default(),
+            ecn: false,
             counters: ColorCounters::default(),
         }
+    }
+
+    /// The same queue marking ECN-capable packets CE instead of dropping them early.
+    pub fn with_ecn(mut self, ecn: bool) -> Self {
+        self.ecn = ecn;
+        self
     }
 
     /// The precedence level of `color`.
@@ -166,7 +183,7 @@ impl<P: Queued> QueueDiscipline<P> for Rio<P> {
     fn enqueue(
         &mut self,
         now: Time,
-        packet: P,
+        mut packet: P,
         rng: &mut dyn RngCore,
     ) -> Result<(), (P, DropKind)> {
         let color = packet.color();
@@ -183,6 +200,14 @@ impl<P: Queued> QueueDiscipline<P> for Rio<P> {
             self.averages[l].update(len);
         }
         let early = self.curves[level].early_drop(self.averages[level].value(), rng);
+        let early = early_after_marking(
+            early,
+            self.ecn,
+            &mut packet,
+            self.fifo.len(),
+            self.limit,
+            &mut self.counters,
+        );
         let refused = refusal(early, self.fifo.len(), self.limit);
         if let Some(kind) = refused {
             self.counters.dropped(color, kind);
@@ -349,7 +374,8 @@ mod tests {
             CodePointCounters {
                 packets: 60,
                 ldrops: 10,
-                edrops: 0
+                edrops: 0,
+                marks: 0
             }
         );
         assert_eq!(q.len(), 50);

@@ -192,6 +192,7 @@ mod tests {
             weight,
             mode,
             middle,
+            ..
         }) = l.queue
         else {
             panic!()
@@ -299,7 +300,7 @@ mod tests {
             (err.key.as_str(), err.reason.as_str()),
             (
                 "q.kind",
-                "'fifo' is not a queue (use droptail, red, rio, cbq or scd)"
+                "'fifo' is not a queue (use droptail, red, rio, cbq, scd, codel, pie or fq-codel)"
             )
         );
         let err = loss(Fields::new(
@@ -348,6 +349,12 @@ mod tests {
                 "classes = [{ name = \"a\", rate = \"1M\", limit = 5 }]",
             ),
             ("scd", "limit = 10000\nthreshold = 0.9"),
+            ("codel", "limit = 1000\ntarget = \"5ms\"\ninterval = \"100ms\"\necn = true"),
+            (
+                "pie",
+                "limit = 1000\ntarget = \"15ms\"\ntupdate = \"15ms\"\nalpha = 0.125\nbeta = 1.25\nmax_burst = \"150ms\"",
+            ),
+            ("fq-codel", "limit = 10240\nflows = 1024\nquantum = 1514"),
         ];
         assert_eq!(bodies.len(), QueueSpec::KINDS.len());
         for (kind, body) in bodies {

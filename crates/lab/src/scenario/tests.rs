@@ -398,6 +398,7 @@ fn one_rule_cases() -> Vec<OneRule> {
                     },
                     weight: qstp_dataplane::queue::DEFAULT_QUEUE_WEIGHT,
                     wait: false,
+                    ecn: false,
                 })
             },
             refused_at: None,
@@ -527,6 +528,7 @@ fn one_rule_cases() -> Vec<OneRule> {
                     },
                     weight: qstp_dataplane::queue::DEFAULT_QUEUE_WEIGHT,
                     wait: false,
+                    ecn: false,
                 })
             },
             refused_at: Some(("bottleneck.queue.curve", |e| {

@@ -80,7 +80,10 @@ fn the_examples_show_every_kind_at_least_once() {
         }
     }
     let set = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
-    assert_eq!(queues, set(&["Cbq", "DropTail", "Red", "Rio"]));
+    assert_eq!(
+        queues,
+        set(&["Cbq", "CoDel", "DropTail", "FqCoDel", "Pie", "Red", "Rio"])
+    );
     assert_eq!(
         markers,
         set(&["Srtcm", "TokenBucket", "Trtcm", "Tsw2", "Tsw3"])

@@ -207,6 +207,7 @@ impl Bottleneck {
             group: 0,
             flow: 0,
             color: Color::Green,
+            ecn: qstp_dataplane::ecn::Ecn::NotEct,
         };
         let now = self.time(now);
         !matches!(

@@ -72,6 +72,7 @@ impl Binding {
             source: self.me,
             destination: self.peer,
             destination_node: self.peer_node,
+            ecn: qstp_dataplane::ecn::Ecn::NotEct,
             payload,
         }
     }

@@ -5,6 +5,7 @@ use super::{Binding, Ctx};
 use crate::error::SimError;
 use crate::network::{Packet, Payload};
 use crate::spec::GroupSpec;
+use qstp_dataplane::ecn::Ecn;
 use qstp_proto::Time;
 use qstp_tcp::{CcSpec, Segment, TcpConfig, TcpOptions, TcpReceiver, TcpSender};
 
@@ -98,8 +99,9 @@ impl TcpSource {
         self.send(ctx);
     }
 
-    pub(super) fn on_packet(&mut self, ctx: &mut Ctx, packet: Packet) {
-        if let Payload::Tcp(segment) = &packet.payload {
+    pub(super) fn on_packet(&mut self, ctx: &mut Ctx, mut packet: Packet) {
+        if let Payload::Tcp(segment) = &mut packet.payload {
+            segment.ecn.ce = packet.ecn == Ecn::Ce;
             self.sender.on_ack(ctx.now, segment);
             ctx.recorder.on_sender_state(
                 self.binding.flow,
@@ -165,10 +167,13 @@ impl TcpSource {
                     .on_sent(self.binding.flow, ctx.now, segment.retransmission, true);
             }
             let size = segment.len + self.header_bytes + sack_option_bytes(&segment);
-            ctx.send(
-                self.binding.node,
-                self.binding.packet(ctx.now, size, Payload::Tcp(segment)),
-            );
+            let ect = segment.ecn.ect;
+            let mut packet = self.binding.packet(ctx.now, size, Payload::Tcp(segment));
+            if ect {
+                // RFC 3168 §6.1.2: an ECN-capable sender's new data is ECT(0).
+                packet.ecn = Ecn::Ect0;
+            }
+            ctx.send(self.binding.node, packet);
         }
     }
 }
@@ -192,11 +197,13 @@ impl TcpSink {
         }
     }
 
-    pub(super) fn on_packet(&mut self, ctx: &mut Ctx, packet: Packet) {
+    pub(super) fn on_packet(&mut self, ctx: &mut Ctx, mut packet: Packet) {
         let flow = self.binding.flow;
         ctx.recorder
             .on_received(flow, ctx.now, packet.size, packet.sent);
-        if let Payload::Tcp(segment) = &packet.payload {
+        if let Payload::Tcp(segment) = &mut packet.payload {
+            // The IP header's CE mark, as the receiving TCP sees it (RFC 3168 §6.1.3).
+            segment.ecn.ce = packet.ecn == Ecn::Ce;
             let delivered = self.receiver.on_segment(ctx.now, segment);
             ctx.recorder.on_delivered(flow, ctx.now, delivered);
         }

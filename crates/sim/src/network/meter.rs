@@ -126,6 +126,7 @@ mod tests {
             source: AgentId(0),
             destination: AgentId(1),
             destination_node: NodeId(1),
+            ecn: qstp_dataplane::ecn::Ecn::NotEct,
             payload: Payload::Udp,
         });
         QueuedPacket {
@@ -134,6 +135,7 @@ mod tests {
             group: 0,
             flow: 0,
             color: Color::Green,
+            ecn: qstp_dataplane::ecn::Ecn::NotEct,
         }
     }
 

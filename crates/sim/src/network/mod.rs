@@ -278,6 +278,7 @@ impl Network {
             group: packet.group,
             flow: packet.flow.0,
             color: packet.color,
+            ecn: packet.ecn,
         };
         self.links[out.index()].offer(now, queued, &mut self.packets);
         self.arm(out, events);
@@ -377,6 +378,7 @@ mod tests {
             source: AgentId(0),
             destination: AgentId(1),
             destination_node: to,
+            ecn: qstp_dataplane::ecn::Ecn::NotEct,
             payload: Payload::Udp,
         }
     }

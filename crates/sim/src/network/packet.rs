@@ -8,6 +8,7 @@
 use crate::ids::{AgentId, FlowId, NodeId, PacketId};
 use qstp_dataplane::classify::PacketMeta;
 use qstp_dataplane::color::Color;
+use qstp_dataplane::ecn::Ecn;
 use qstp_dataplane::link::PacketPool;
 use qstp_proto::Time;
 use qstp_tcp::Segment;
@@ -42,6 +43,9 @@ pub struct Packet {
     pub destination: AgentId,
     /// The node the destination agent lives on.
     pub destination_node: NodeId,
+    /// Its IP header's ECN field (RFC 3168 §5): ECT(0) from an ECN-capable TCP sender, CE once
+    /// a queue marked it.
+    pub ecn: Ecn,
     /// What it carries.
     pub payload: Payload,
 }
@@ -161,6 +165,9 @@ impl PacketPool for PacketStore {
     fn discard(&mut self, id: PacketId) {
         PacketStore::discard(self, id)
     }
+    fn mark_ce(&mut self, id: PacketId) {
+        self.get_mut(id).ecn = Ecn::Ce;
+    }
 }
 
 #[cfg(test)]
@@ -177,6 +184,7 @@ mod tests {
             source: AgentId(0),
             destination: AgentId(1),
             destination_node: NodeId(1),
+            ecn: Ecn::NotEct,
             payload: Payload::Udp,
         }
     }

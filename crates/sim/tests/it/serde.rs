@@ -34,6 +34,7 @@ fn every_kind_of_queue_marker_loss_and_source_round_trips() {
             params: curve,
             weight: 0.002,
             wait: false,
+            ecn: false,
         }),
         paper_rio(),
         QueueSpec::Rio(RioSpec {
@@ -43,6 +44,7 @@ fn every_kind_of_queue_marker_loss_and_source_round_trips() {
             middle: Some(curve),
             weight: 0.1 + 0.2,
             mode: RioMode::Decoupled,
+            ecn: false,
         }),
         QueueSpec::Cbq(CbqSpec {
             classes: vec![CbqClass {

@@ -12,8 +12,10 @@ mod ns3;
 mod prr;
 mod rate_halving;
 
+use super::ecn::EcnSender;
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, DUP_THRESH};
+use super::EcnFlags;
 use super::{
     AckSample, CongestionControl, Recovery, RoundSample, RttSample, SackBlocks, Segment, TcpConfig,
 };
@@ -230,6 +232,8 @@ pub struct TcpSender {
     /// When the SYN was last sent, and whether it was sent more than once (Karn).
     syn_sent_at: Option<Time>,
     syn_resent: bool,
+    /// ECN's sender state (RFC 3168 §6.1).
+    ecn: EcnSender,
 }
 
 impl TcpSender {
@@ -237,6 +241,7 @@ impl TcpSender {
     pub fn new(config: TcpConfig, mut cc: Box<dyn CongestionControl>) -> Self {
         let mss = u64::from(config.mss.max(1));
         let config_handshake = config.handshake;
+        let config_ecn = config.ecn;
         let board = if config.lost_retransmit {
             Scoreboard::tracking_retransmissions()
         } else {
@@ -298,6 +303,7 @@ impl TcpSender {
             syn_due: config_handshake,
             syn_sent_at: None,
             syn_resent: false,
+            ecn: EcnSender::new(config_ecn),
         }
     }
 
@@ -332,6 +338,7 @@ impl TcpSender {
             window: 0,
             retransmission,
             syn: false,
+            ecn: EcnFlags::default(),
         }
     }
 
@@ -408,7 +415,9 @@ impl TcpSender {
         self.segments_sent += 1;
         self.arm_timer(now);
         self.count_prr_out(mss);
-        Some(self.data_segment(seq, self.config.mss.max(1), false))
+        let mut segment = self.data_segment(seq, self.config.mss.max(1), false);
+        segment.ecn = self.ecn.data_flags(false);
+        Some(segment)
     }
 
     /// Send the segment at `seq` (`len` bytes) again: the scoreboard and counters note it, and
@@ -418,7 +427,9 @@ impl TcpSender {
         self.segments_sent += 1;
         self.retransmissions += 1;
         self.arm_timer(now);
-        self.data_segment(seq, len, true)
+        let mut segment = self.data_segment(seq, len, true);
+        segment.ecn = self.ecn.data_flags(true);
+        segment
     }
 
     /// RFC 6298 §5.1: start the timer when sending if it is not running.
@@ -467,6 +478,7 @@ impl TcpSender {
         self.feed_control(now, &acked, cc_rtt, in_flight, advanced, cumulative_advance);
         self.end_round_if_due(now);
         self.detect_loss(now, &acked, advanced);
+        self.react_to_ece(now, ack);
         if self.config.recovery == Recovery::RateHalving {
             // ns-2.35's TCP/Linux renews the timer on every ACK (tcp-linux.cc:168, :226).
             self.restart_timer(now);
@@ -729,6 +741,7 @@ impl TcpSender {
             deferred,
         });
         self.reduced_this_recovery = false;
+        self.ecn.on_loss_reduction(self.snd_nxt);
         self.board.mark_first_lost();
         self.board.mark_lost_by_sack();
         self.resend_now = true;
@@ -752,6 +765,24 @@ impl TcpSender {
         if !deferred {
             self.apply_deferred_reduction(now);
         }
+    }
+
+    /// RFC 3168 §6.1.2: ECE reduces the window as a loss would (the control's congestion event),
+    /// at most once per window and not during a loss recovery, without resending anything.
+    fn react_to_ece(&mut self, now: Time, ack: &Segment) {
+        if self
+            .ecn
+            .on_ack(ack, self.in_recovery || self.in_loss, self.snd_nxt)
+        {
+            let flight = self.snd_nxt - self.snd_una;
+            self.cc.on_congestion_event(now, flight);
+            self.cc.on_recovery_end(now);
+        }
+    }
+
+    /// Window reductions made for ECN-Echo (RFC 3168 §6.1.2).
+    pub fn ecn_reductions(&self) -> u64 {
+        self.ecn.reductions()
     }
 
     /// Apply the window reduction of the current fast recovery, if it has not been yet (under

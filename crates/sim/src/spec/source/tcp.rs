@@ -109,12 +109,12 @@ fn congestion(t: &mut dyn ParamTable) -> ParamResult<CcSpec> {
 }
 
 /// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window, recovery,
-/// handshake, rtt_sample, rto, lost_retransmit }`;
-/// `delayed_ack` and `window` may also sit in the group itself (the older spelling).
+/// handshake, rtt_sample, rto, lost_retransmit, ecn }`;
+/// `delayed_ack`, `window` and `ecn` may also sit in the group itself.
 fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
     let mut o = TcpOptions::default();
     let mut table = t.opt_table("tcp")?;
-    for key in ["delayed_ack", "window"] {
+    for key in ["delayed_ack", "window", "ecn"] {
         if table.as_ref().is_some_and(|n| n.has(key)) && t.has(key) {
             return Err(t.error(key, &format!("given twice: here and in tcp.{key}")));
         }
@@ -125,6 +125,10 @@ fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
         }
         if let Some(w) = t.opt_u64("window")? {
             o.receive_window = w;
+        }
+        // RFC 3168: ECT(0) data, ECE echoed, the window reduced on ECE.
+        if let Some(v) = t.opt_bool("ecn")? {
+            o.ecn = v;
         }
         if nested {
             if let Some(iw) = t.opt_u64("initial_window")? {

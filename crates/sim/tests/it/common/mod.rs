@@ -41,5 +41,6 @@ pub fn paper_rio() -> QueueSpec {
         middle: None,
         weight: 0.002,
         mode: RioMode::Coupled,
+        ecn: false,
     })
 }
