@@ -3,6 +3,7 @@
 
 mod common;
 
+mod bbr_vegas;
 mod delegation;
 mod diffserv;
 mod high_speed;
