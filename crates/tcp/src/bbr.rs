@@ -343,7 +343,11 @@ impl Bbr {
     /// rate, at least 2 segments or 1 below 1.2 Mbit/s, at most 127).
     fn tso_segs_goal(&self) -> u64 {
         let bytes = (self.pacing_rate / PACING_SHIFT_DIVISOR).min(GSO_MAX_BYTES);
-        let min_segs = if self.pacing_rate < MIN_TSO_RATE_BYTES { 1 } else { 2 };
+        let min_segs = if self.pacing_rate < MIN_TSO_RATE_BYTES {
+            1
+        } else {
+            2
+        };
         ((bytes / self.mss as f64) as u64).max(min_segs).min(0x7f)
     }
 
@@ -599,7 +603,10 @@ impl Bbr {
         let (Some(delivered), Some(interval)) = (rs.delivered, rs.interval) else {
             return;
         };
-        if rs.prior_delivered.is_some_and(|p| p >= self.next_rtt_delivered) {
+        if rs
+            .prior_delivered
+            .is_some_and(|p| p >= self.next_rtt_delivered)
+        {
             self.next_rtt_delivered = rs.delivered_total;
             self.rtt_cnt += 1;
             self.round_start = true;
@@ -630,8 +637,7 @@ impl Bbr {
         let epoch = rs.delivered_time.saturating_since(self.ack_epoch_stamp);
         let mut expected = (self.bw_pkts() * epoch.as_secs_f64()) as u64;
         // A new epoch when ACKs come slower than expected, or after very many.
-        if self.ack_epoch_acked <= expected
-            || self.ack_epoch_acked + acked >= ACK_EPOCH_ACKED_RESET
+        if self.ack_epoch_acked <= expected || self.ack_epoch_acked + acked >= ACK_EPOCH_ACKED_RESET
         {
             self.ack_epoch_acked = 0;
             self.ack_epoch_stamp = rs.delivered_time;

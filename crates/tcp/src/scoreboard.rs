@@ -67,7 +67,11 @@ impl Delivered {
     /// Keep the newer of `self` and `other`: sent later, or at the same time with a higher end.
     pub(crate) fn newest(a: Option<Delivered>, b: Option<Delivered>) -> Option<Delivered> {
         match (a, b) {
-            (Some(x), Some(y)) => Some(if (y.sent_at, y.end) > (x.sent_at, x.end) { y } else { x }),
+            (Some(x), Some(y)) => Some(if (y.sent_at, y.end) > (x.sent_at, x.end) {
+                y
+            } else {
+                x
+            }),
             (x, y) => x.or(y),
         }
     }

@@ -112,7 +112,11 @@ fn a_scenario_runs_bbr_and_vegas_by_name_and_refuses_their_unknown_parameters() 
     let results = execute(&plan, 1, qstp_lab::simulate, &|_| {}).unwrap();
     let summary = build(&plan, &results, &overrides);
     for g in &summary.points[0].flows {
-        assert!(g.throughput_bps.mean > 0.0, "group {} moved nothing", g.group);
+        assert!(
+            g.throughput_bps.mean > 0.0,
+            "group {} moved nothing",
+            g.group
+        );
     }
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, scenario("{ name = \"vegas\", delta = 1 }")).unwrap();

@@ -56,7 +56,12 @@ fn bbr_startup_ends_once_the_bandwidth_plateaus_and_probe_rtt_comes_every_ten_se
     let bin = Duration::from_millis(50);
     let out = alone("bbr", 45, bin);
     let mss = 1460;
-    let cwnd: Vec<u64> = out.flows[0].sender.cwnd_bytes.iter().map(|c| c / mss).collect();
+    let cwnd: Vec<u64> = out.flows[0]
+        .sender
+        .cwnd_bytes
+        .iter()
+        .map(|c| c / mss)
+        .collect();
     // STARTUP doubles up to 2.885 x the BDP (67 packets) in about 6 round trips; three rounds
     // without 25% growth later, DRAIN and PROBE_BW bring the window down to 2 x BDP plus the
     // send quantum, within the first second.

@@ -105,3 +105,60 @@ impl DeliveryRate {
         self.app_limited = (self.delivered + in_flight).max(1);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(t: u64) -> Time {
+        Time::from_nanos(t * 1_000_000)
+    }
+
+    #[test]
+    fn a_window_paced_through_a_bottleneck_samples_the_bottleneck_rate() {
+        // Ten 1000-byte segments sent back to back at 0 ms reach a 1000-byte/ms bottleneck and
+        // are ACKed 1 ms apart from 50 ms on: the ACK phase (1 ms per segment) is the longer.
+        let mut rate = DeliveryRate::default();
+        let sent: Vec<(TxState, u64)> = (0..10)
+            .map(|i| (rate.on_send(ms(0), i == 0), (i + 1) * 1000))
+            .collect();
+        let mut last = Sample::default();
+        for (i, &(tx, end)) in sent.iter().enumerate() {
+            let newest = Delivered {
+                sent_at: ms(0),
+                end,
+                tx,
+            };
+            let now = ms(50 + i as u64);
+            last = rate.on_ack(now, 1000, Some(newest), Duration::from_millis(40));
+            // The first sample spans only 50 ms for 1000 bytes; each later one one more segment.
+            assert_eq!(last.delivered, Some(1000 * (i as u64 + 1)));
+            assert_eq!(last.interval, Some(now.saturating_since(ms(0))));
+        }
+        assert_eq!(last.prior_delivered, Some(0));
+        assert!(!last.is_app_limited);
+        // The next window's segments, sent at 50-59 ms, carry the new delivery state.
+        let tx = rate.on_send(ms(60), false);
+        assert_eq!((tx.delivered, tx.delivered_time), (10_000, ms(59)));
+        assert_eq!(tx.first_sent_time, ms(0));
+    }
+
+    #[test]
+    fn an_interval_below_the_min_rtt_is_no_sample_and_app_limited_marks_last_a_flight() {
+        let mut rate = DeliveryRate::default();
+        let tx = rate.on_send(ms(0), true);
+        let newest = Delivered {
+            sent_at: ms(0),
+            end: 1000,
+            tx,
+        };
+        let s = rate.on_ack(ms(10), 1000, Some(newest), Duration::from_millis(40));
+        assert_eq!((s.delivered, s.interval), (None, None));
+        assert_eq!(s.prior_delivered, Some(0));
+        rate.mark_app_limited(3000);
+        assert!(rate.on_send(ms(11), false).app_limited);
+        // Once more than the 3000 bytes then in flight are delivered, the mark is gone.
+        rate.on_ack(ms(60), 4000, None, Duration::from_millis(40));
+        assert!(!rate.on_send(ms(61), false).app_limited);
+    }
+}
