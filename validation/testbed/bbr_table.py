@@ -5,7 +5,8 @@
 
 Each folder is what `qstp run` or `qstp testbed` wrote: E and F from summary.json, the
 retransmission rate (packets sent again over packets sent, whole run) and goodput from runs.csv,
-the queue's drops after the warm-up from summary.json; means over the runs of each folder.
+the queue's drops after the warm-up from summary.json, the one-way delay (on the testbed
+through the router) from runs.csv; means over the runs of each folder.
 """
 import csv
 import json
@@ -20,7 +21,7 @@ def metrics(folder):
     sent = sum(float(r["packets_sent"]) for r in rows)
     resent = sum(float(r["packets_retransmitted"]) for r in rows)
     goodput = sum(float(r["goodput_bps"]) for r in rows) / len(runs)
-    rtt = [float(r["rtt_p50_ms"]) for r in rows if r.get("rtt_p50_ms")]
+    delay = [float(r["delay_mean_ms"]) for r in rows if r.get("delay_mean_ms")]
     q = point["queues"][0]
     drops = sum(q[k]["ldrops"] + q[k]["edrops"] for k in ("in_profile", "out_profile", "yellow"))
     return {
@@ -29,7 +30,7 @@ def metrics(folder):
         "retransmission rate": resent / sent,
         "queue drops after warm-up": drops,
         "goodput, all flows (Mbit/s)": goodput / 1e6,
-        "RTT p50, mean over flows (ms)": sum(rtt) / len(rtt) if rtt else float("nan"),
+        "one-way delay, mean over flows (ms)": sum(delay) / len(delay),
         "runs": len(runs),
     }
 
