@@ -29,6 +29,8 @@ CC_TYPES = {
     "htcp": "ns3::TcpHtcp",
     "illinois": "ns3::TcpIllinois",
     "yeah": "ns3::TcpYeah",
+    "bbr": "ns3::TcpBbr",
+    "vegas": "ns3::TcpVegas",
 }
 
 # Bytes of IP + TCP header on a data segment when TCP options are off
@@ -205,6 +207,9 @@ def main(argv=None):
     for attr in args.cc_attr:
         name, value = attr.split("=", 1)
         cfg(f"{CC_TYPES[args.cc]}::{name}", ns.StringValue(value))
+    # BBR paces its segments (ns-3's TcpBbr asks for pacing; Linux's bbr has it from the stack).
+    if args.cc == "bbr":
+        cfg("ns3::TcpSocketState::EnablePacing", ns.BooleanValue(True))
     # Payload bytes per segment (1460 -> 1500-byte IP packets without options).
     cfg("ns3::TcpSocket::SegmentSize", ns.UintegerValue(args.mss))
     # Initial congestion window in segments.

@@ -47,6 +47,64 @@ pub struct RoundSample {
     pub srtt: Duration,
 }
 
+/// The sender's loss-recovery state when a [`RateSample`] is taken (Linux `icsk_ca_state`,
+/// the states a control tells apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaState {
+    /// No recovery under way (Linux `TCP_CA_Open`, `TCP_CA_Disorder`).
+    Open,
+    /// Fast recovery (Linux `TCP_CA_Recovery`).
+    Recovery,
+    /// The loss state after a retransmission timeout (Linux `TCP_CA_Loss`).
+    Loss,
+}
+
+/// A delivery-rate sample, taken on every ACK for a control that asks for them
+/// ([`CongestionControl::cong_control`]): draft-cheng-iccrg-delivery-rate-estimation-02 §3.3 as
+/// Linux tcp_rate.c `tcp_rate_gen` fills its `struct rate_sample`, in bytes rather than packets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateSample {
+    /// When the ACK arrived.
+    pub now: Time,
+    /// Bytes delivered (acknowledged or SACKed) over the connection after this ACK (Linux
+    /// `tp->delivered`, the draft's C.delivered).
+    pub delivered_total: u64,
+    /// When `delivered_total` last grew (Linux `tp->delivered_mstamp`, C.delivered_time).
+    pub delivered_time: Time,
+    /// `delivered_total` when the newest segment this ACK delivered was sent (rs.prior_delivered);
+    /// `None` if it delivered nothing.
+    pub prior_delivered: Option<u64>,
+    /// Bytes delivered over [`RateSample::interval`] (rs.delivered); with it, `None` when the
+    /// sample is not valid (nothing delivered, or an interval shorter than the minimum RTT).
+    pub delivered: Option<u64>,
+    /// The longer of the send and ACK phases of the sample (rs.interval).
+    pub interval: Option<Duration>,
+    /// Whether the sample was taken over an application-limited stretch (rs.is_app_limited).
+    pub is_app_limited: bool,
+    /// Bytes newly acknowledged or SACKed by this ACK (rs.acked_sacked).
+    pub acked_sacked: u64,
+    /// Bytes newly deemed lost while processing this ACK (rs.losses).
+    pub losses: u64,
+    /// Bytes deemed lost over the connection, timeouts' included (Linux `tp->lost`).
+    pub lost_total: u64,
+    /// Bytes in flight (RFC 6675 pipe) before this ACK (rs.prior_in_flight).
+    pub prior_in_flight: u64,
+    /// Bytes in flight after it, loss marking included (Linux `tcp_packets_in_flight`).
+    pub in_flight: u64,
+    /// RTT sample of this ACK, if any (rs.rtt_us): from the newest segment it delivered that was
+    /// sent once.
+    pub rtt: Option<Duration>,
+    /// Smoothed RTT (zero before the first sample).
+    pub srtt: Duration,
+    /// The recovery state after this ACK.
+    pub state: CaState,
+    /// When the sender's pacing lets the next segment out (Linux `tp->tcp_wstamp_ns`, the
+    /// earliest departure time); `now` or earlier when it may go at once.
+    pub next_departure: Time,
+    /// Header bytes the wire adds to each segment (pacing counts them).
+    pub header_bytes: u32,
+}
+
 /// A TCP congestion control: the window, in bytes, and how it reacts.
 ///
 /// Recovery itself (which segment to resend, the pipe) is the sender's; a control only sets
@@ -75,6 +133,10 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn on_ack_in_loss(&mut self, sample: &AckSample) {
         self.on_ack(sample);
     }
+    /// An ACK that acknowledges `ack` (the next byte the receiver expects) arrived while the
+    /// next new byte to send is `snd_nxt`; called on every ACK before the others (Linux hands
+    /// `cong_avoid` the ACK number and keeps `tp->snd_nxt`). Does nothing by default.
+    fn on_sequence(&mut self, _ack: u64, _snd_nxt: u64) {}
     /// An ACK arrived during fast recovery (the window is the sender's business then; delay-based
     /// controls still want its RTT sample). Does nothing by default.
     fn on_ack_in_recovery(&mut self, _sample: &AckSample) {}
@@ -140,6 +202,27 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn pacing_rate(&self) -> Option<Rate> {
         None
     }
+    /// Whether the control sets the window itself on every ACK from delivery-rate samples, as a
+    /// Linux module with `cong_control` does (tcp_input.c `tcp_cong_control`): the sender then
+    /// hands it a [`RateSample`] per ACK ([`CongestionControl::on_rate_sample`]), and its window
+    /// limits what is in flight during fast recovery too (no PRR or rate halving: Linux skips
+    /// `tcp_cwnd_reduction` for such a module). No by default.
+    fn cong_control(&self) -> bool {
+        false
+    }
+    /// A delivery-rate sample, after this ACK's loss detection (Linux `cong_control`, called
+    /// from `tcp_ack` after `tcp_fastretrans_alert`). Only when [`CongestionControl::cong_control`].
+    fn on_rate_sample(&mut self, _sample: &RateSample) {}
+    /// Whether the sender is to mark itself application-limited now (after
+    /// [`CongestionControl::on_rate_sample`]): the segments sent until what is in flight has been
+    /// delivered give application-limited samples (Linux `tp->app_limited`, which tcp_bbr.c sets
+    /// in PROBE_RTT). No by default.
+    fn mark_app_limited(&self) -> bool {
+        false
+    }
+    /// A seed for the control's own random choices, from the flow's random stream; a control
+    /// that draws none ignores it (the default).
+    fn seed(&mut self, _seed: u64) {}
 }
 
 /// What values a parameter takes.

@@ -1,9 +1,11 @@
 //! `qstp-tcp`: TCP for the simulator: a bulk sender and a receiver as sans-IO state machines (like
 //! `qstp-proto`), with congestion control behind a trait: NewReno, HighSpeed, BIC, Scalable,
-//! CUBIC, H-TCP, Illinois, YeAH and Compound TCP, one file each, listed in [`REGISTRY`].
+//! CUBIC, H-TCP, Illinois, YeAH, Compound TCP, BBR v1 and Vegas, one file each, listed in
+//! [`REGISTRY`].
 //!
 //! Sequence numbers count bytes from 0; the sender always has data (a saturated bulk transfer).
 
+mod bbr;
 mod bic;
 mod cc;
 mod compound;
@@ -23,12 +25,14 @@ mod sender;
 mod steer;
 #[cfg(test)]
 mod tests;
+mod vegas;
 mod yeah;
 
+pub use bbr::{Bbr, Mode as BbrMode};
 pub use bic::Bic;
 pub use cc::{
-    known_names, lookup, AckSample, CcError, CcSpec, CongestionControl, Param, ParamKind, Params,
-    Registered, RoundSample,
+    known_names, lookup, AckSample, CaState, CcError, CcSpec, CongestionControl, Param, ParamKind,
+    Params, RateSample, Registered, RoundSample,
 };
 pub use compound::Compound;
 pub use config::{Recovery, RtoRule, RttSample, TcpConfig, TcpConfigError, TcpOptions};
@@ -43,6 +47,7 @@ pub use rtt::RttEstimator;
 pub use sack::{SackBlocks, MAX_SACK_BLOCKS};
 pub use scalable::Scalable;
 pub use sender::{LossPolicy, Signal, TcpEvent, TcpSender, TcpSenderStats};
+pub use vegas::Vegas;
 pub use yeah::Yeah;
 
 /// A TCP segment, data or pure ACK, as the simulator carries it (no bytes, just sizes).
@@ -78,4 +83,6 @@ pub const REGISTRY: &[Registered] = &[
     illinois::ENTRY,
     yeah::ENTRY,
     compound::ENTRY,
+    bbr::ENTRY,
+    vegas::ENTRY,
 ];

@@ -33,6 +33,56 @@ pub(crate) struct SentSegment {
     pub resent: bool,
     /// The number of its last retransmission, counted over the connection.
     pub rtx_id: u64,
+    /// The delivery state when it was last sent, for rate sampling.
+    pub tx: TxState,
+}
+
+/// What the sender had delivered when it last sent a segment (draft-cheng-iccrg-delivery-rate-
+/// estimation §3.1.2, per-packet state; Linux tcp_rate.c tcp_rate_skb_sent).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TxState {
+    /// C.delivered: bytes delivered (acknowledged or SACKed) over the connection.
+    pub delivered: u64,
+    /// C.delivered_time: when `delivered` last grew.
+    pub delivered_time: Time,
+    /// C.first_sent_time: the send time of the newest segment delivered by then.
+    pub first_sent_time: Time,
+    /// Whether the connection was application-limited.
+    pub app_limited: bool,
+}
+
+/// The newest segment an ACK delivered, with its send state (draft-cheng-iccrg-delivery-rate-
+/// estimation §3.3 UpdateRateSample, IsNewestPacket).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Delivered {
+    /// When it was last sent.
+    pub sent_at: Time,
+    /// Its last byte plus one.
+    pub end: u64,
+    /// Its send state.
+    pub tx: TxState,
+}
+
+impl Delivered {
+    /// Keep the newer of `self` and `other`: sent later, or at the same time with a higher end.
+    pub(crate) fn newest(a: Option<Delivered>, b: Option<Delivered>) -> Option<Delivered> {
+        match (a, b) {
+            (Some(x), Some(y)) => Some(if (y.sent_at, y.end) > (x.sent_at, x.end) {
+                y
+            } else {
+                x
+            }),
+            (x, y) => x.or(y),
+        }
+    }
+
+    fn of(seg: &SentSegment) -> Option<Delivered> {
+        Some(Delivered {
+            sent_at: seg.sent_at,
+            end: seg.end(),
+            tx: seg.tx,
+        })
+    }
 }
 
 impl SentSegment {
@@ -63,6 +113,8 @@ pub(crate) struct CumulativeAck {
     /// Whether it acknowledged a segment sent more than once that no SACK block had covered
     /// (ns-3's `m_isRetransDataAcked`).
     pub retransmission_acked: bool,
+    /// The newest segment it delivered that no SACK block had covered.
+    pub newest: Option<Delivered>,
 }
 
 /// What a SACK option newly covered.
@@ -73,6 +125,8 @@ pub(crate) struct SackResult {
     /// Latest send time among the newly SACKed segments sent only once (an RTT sample, RFC 6298
     /// §3 Karn).
     pub rtt_sent_at: Option<Time>,
+    /// The newest segment newly SACKed.
+    pub newest: Option<Delivered>,
 }
 
 /// Segments from the first unacknowledged byte up to the highest sent, in order.
@@ -96,6 +150,8 @@ pub(crate) struct Scoreboard {
     next_rtx_id: u64,
     /// The highest retransmission number a SACK has covered since the last timeout.
     sacked_rtx_id: Option<u64>,
+    /// Bytes ever deemed lost (Linux `tp->lost`): each time a segment comes to await a resend.
+    lost_total: u64,
 }
 
 impl Scoreboard {
@@ -147,13 +203,26 @@ impl Scoreboard {
             }
             (false, true) => {
                 self.resend.insert(seq);
+                self.lost_total += len;
             }
             _ => {}
         }
     }
 
+    /// Bytes ever deemed lost, counted again when a resend is lost too.
+    pub(crate) fn lost_total(&self) -> u64 {
+        self.lost_total
+    }
+
     /// Record a new segment sent at `now` (above every segment recorded).
+    #[cfg(test)]
     pub(crate) fn push(&mut self, seq: u64, len: u32, now: Time) {
+        self.push_sent(seq, len, now, TxState::default());
+    }
+
+    /// Record a new segment sent at `now` with delivery state `tx` (above every segment
+    /// recorded).
+    pub(crate) fn push_sent(&mut self, seq: u64, len: u32, now: Time, tx: TxState) {
         self.segments.push_back(SentSegment {
             seq,
             len,
@@ -163,6 +232,7 @@ impl Scoreboard {
             lost: false,
             resent: false,
             rtx_id: 0,
+            tx,
         });
         self.pipe += len as u64;
     }
@@ -186,6 +256,7 @@ impl Scoreboard {
             if !was_sacked {
                 result.newly_acked += seg.len as u64;
                 result.retransmission_acked |= seg.retransmitted;
+                result.newest = Delivered::newest(result.newest, Delivered::of(&seg));
             }
             karn_ok &= !seg.retransmitted;
             result.rtt_sent_at = Some(seg.sent_at);
@@ -227,6 +298,7 @@ impl Scoreboard {
         while i < self.segments.len() && self.segments[i].end() <= to {
             let seg = self.segments[i];
             result.newly_sacked += seg.len as u64;
+            result.newest = Delivered::newest(result.newest, Delivered::of(&seg));
             if !seg.retransmitted {
                 result.rtt_sent_at = result.rtt_sent_at.max(Some(seg.sent_at));
             } else if self.retransmitted.remove(&seg.rtx_id).is_some() {
@@ -345,7 +417,13 @@ impl Scoreboard {
 
     /// Record that the segment starting at `seq` was sent again at `now`, when the highest
     /// byte sent was `snd_nxt`.
+    #[cfg(test)]
     pub(crate) fn resent(&mut self, seq: u64, now: Time, snd_nxt: u64) {
+        self.resent_with(seq, now, snd_nxt, TxState::default());
+    }
+
+    /// [`Scoreboard::resent`] with the delivery state `tx` of the resend.
+    pub(crate) fn resent_with(&mut self, seq: u64, now: Time, snd_nxt: u64, tx: TxState) {
         if let Ok(i) = self.segments.binary_search_by_key(&seq, |s| s.seq) {
             let before = self.segments[i];
             let rtx_id = self.next_rtx_id;
@@ -363,6 +441,7 @@ impl Scoreboard {
                 s.retransmitted = true;
                 s.sent_at = now;
                 s.rtx_id = rtx_id;
+                s.tx = tx;
             });
         }
     }
@@ -585,7 +664,7 @@ mod model {
                         b.push(next, MSS as u32, Time::ZERO);
                         m.segs.push(SentSegment { seq: next, len: MSS as u32, sent_at: Time::ZERO,
                             retransmitted: false, sacked: false, lost: false, resent: false,
-                            rtx_id: 0 });
+                            rtx_id: 0, tx: TxState::default() });
                         next += MSS;
                     },
                     Step::Sack(a, n) => {

@@ -95,3 +95,35 @@ fn the_examples_show_every_kind_at_least_once() {
         set(&qstp_lab::scenario::protocols())
     );
 }
+
+#[test]
+fn a_scenario_runs_bbr_and_vegas_by_name_and_refuses_their_unknown_parameters() {
+    let dir = std::env::temp_dir().join(format!("qstp-bbr-vegas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = |congestion: &str| {
+        format!(
+            "name = \"bbr-vegas\"\nduration = \"5s\"\nwarmup = \"1s\"\n\
+             [bottleneck]\nrate = \"10M\"\ndelay = \"10ms\"\nqueue = {{ kind = \"droptail\", limit = 50 }}\n\
+             [[group]]\nname = \"B\"\nprotocol = \"tcp\"\ncongestion = \"bbr\"\nrtt = \"40ms\"\n\
+             [[group]]\nname = \"V\"\nprotocol = \"tcp\"\ncongestion = {congestion}\nrtt = \"40ms\"\n"
+        )
+    };
+    let good = dir.join("good.toml");
+    std::fs::write(&good, scenario("{ name = \"vegas\", alpha = 1, beta = 3 }")).unwrap();
+    let overrides = Overrides::default();
+    let plan = load(&good, &overrides).unwrap_or_else(|e| panic!("{e}"));
+    let results = execute(&plan, 1, qstp_lab::simulate, &|_| {}).unwrap();
+    let summary = build(&plan, &results, &overrides);
+    for g in &summary.points[0].flows {
+        assert!(
+            g.throughput_bps.mean > 0.0,
+            "group {} moved nothing",
+            g.group
+        );
+    }
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, scenario("{ name = \"vegas\", delta = 1 }")).unwrap();
+    let err = load(&bad, &overrides).unwrap_err().to_string();
+    assert!(err.contains("vegas has no parameter 'delta'"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -20,6 +20,11 @@ pub(super) fn agents(
         congestion,
         options,
     )?;
+    // A control's own random choices (BBR's gain-cycle phase) come from a sibling of the sender's
+    // stream: the numbers the sender's stream gives everything else do not move.
+    let mut source = source;
+    let seed = rand::RngCore::next_u64(&mut crate::rng::sibling(&flow.sender_rng, 2));
+    source.sender_mut().seed_control(seed);
     // The switch draws from the sender's stream after its start offset: groups without one
     // see the numbers they always saw.
     let source = match flow.group.onoff {

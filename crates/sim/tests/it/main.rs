@@ -4,6 +4,7 @@
 mod aqm;
 mod common;
 
+mod bbr_vegas;
 mod delegation;
 mod diffserv;
 mod high_speed;

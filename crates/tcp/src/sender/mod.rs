@@ -10,14 +10,16 @@
 
 mod ns3;
 mod prr;
+mod rate;
 mod rate_halving;
 
 use super::ecn::EcnSender;
 use super::rtt::RttEstimator;
-use super::scoreboard::{Scoreboard, DUP_THRESH};
+use super::scoreboard::{Delivered, Scoreboard, TxState, DUP_THRESH};
 use super::EcnFlags;
 use super::{
-    AckSample, CongestionControl, Recovery, RoundSample, RttSample, SackBlocks, Segment, TcpConfig,
+    AckSample, CaState, CongestionControl, RateSample, Recovery, RoundSample, RttSample,
+    SackBlocks, Segment, TcpConfig,
 };
 use qstp_proto::{Duration, Rate, Time};
 use std::collections::VecDeque;
@@ -33,6 +35,8 @@ struct Acked {
     retransmission_acked: bool,
     /// Whether it ended a fast recovery.
     ended_recovery: bool,
+    /// The newest segment it delivered, for the delivery-rate sample.
+    newest: Option<Delivered>,
 }
 
 /// Most events held for [`TcpSender::poll_event`]; older ones are dropped (and counted) when a
@@ -234,6 +238,9 @@ pub struct TcpSender {
     syn_resent: bool,
     /// ECN's sender state (RFC 3168 §6.1).
     ecn: EcnSender,
+    /// Delivery-rate sampling, for a control that sets its window from it
+    /// ([`CongestionControl::cong_control`]); `None` for the others.
+    rate: Option<rate::DeliveryRate>,
 }
 
 impl TcpSender {
@@ -252,7 +259,9 @@ impl TcpSender {
             u64::from(config.initial_window.max(1)) * mss,
             config.receive_window.max(2 * mss),
         );
+        let rate = cc.cong_control().then(rate::DeliveryRate::default);
         TcpSender {
+            rate,
             rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto)
                 .with_rule(config.rto),
             peer_window: config.receive_window,
@@ -319,6 +328,10 @@ impl TcpSender {
     /// Whether the window has room for `len` more bytes (always for a first segment in flight).
     fn window_allows(&self, len: u64) -> bool {
         let pipe = self.pipe();
+        if self.rate.is_some() {
+            // A `cong_control` module's window holds in recovery too (Linux tcp_cwnd_test).
+            return pipe == 0 || pipe + len <= self.cc.cwnd();
+        }
         if self.rate_halving() {
             return pipe == 0 || self.rate_halving_allows(pipe, len);
         }
@@ -400,6 +413,7 @@ impl TcpSender {
         self.resend_now = false;
         let forced = std::mem::take(&mut self.send_now);
         if self.app_paused {
+            self.check_app_limited();
             return None;
         }
         // RFC 6675 §5 NextSeg rule 2 / RFC 5681: new data within cwnd and the peer's window.
@@ -411,7 +425,8 @@ impl TcpSender {
         }
         let seq = self.snd_nxt;
         self.snd_nxt += mss;
-        self.board.push(seq, self.config.mss.max(1), now);
+        let tx = self.tx_state(now);
+        self.board.push_sent(seq, self.config.mss.max(1), now, tx);
         self.segments_sent += 1;
         self.arm_timer(now);
         self.count_prr_out(mss);
@@ -423,13 +438,90 @@ impl TcpSender {
     /// Send the segment at `seq` (`len` bytes) again: the scoreboard and counters note it, and
     /// the timer starts if it is not running.
     fn retransmit(&mut self, seq: u64, len: u32, now: Time) -> Segment {
-        self.board.resent(seq, now, self.snd_nxt);
+        let tx = self.tx_state(now);
+        self.board.resent_with(seq, now, self.snd_nxt, tx);
         self.segments_sent += 1;
         self.retransmissions += 1;
         self.arm_timer(now);
         let mut segment = self.data_segment(seq, len, true);
         segment.ecn = self.ecn.data_flags(true);
         segment
+    }
+
+    /// The delivery state a segment sent now carries, when rates are sampled.
+    fn tx_state(&mut self, now: Time) -> TxState {
+        let nothing_outstanding = self.board.is_empty();
+        match &mut self.rate {
+            Some(rate) => rate.on_send(now, nothing_outstanding),
+            None => TxState::default(),
+        }
+    }
+
+    /// draft-cheng-iccrg-delivery-rate-estimation-02 §3.4 (Linux tcp_rate_check_app_limited):
+    /// no new data, nothing lost awaiting a resend, and room in the window: the sender is
+    /// application-limited until what is in flight is delivered.
+    fn check_app_limited(&mut self) {
+        let pipe = self.pipe();
+        if let Some(rate) = &mut self.rate {
+            if pipe < self.cc.cwnd() && self.board.next_resend().is_none() {
+                rate.mark_app_limited(pipe);
+            }
+        }
+    }
+
+    /// Hand a `cong_control` module its delivery-rate sample for this ACK, after loss detection
+    /// (Linux tcp_ack: tcp_rate_gen, then tcp_cong_control).
+    fn feed_rate_sample(
+        &mut self,
+        now: Time,
+        acked: &Acked,
+        rtt: Option<Duration>,
+        prior_in_flight: u64,
+        lost_before: u64,
+    ) {
+        let min_rtt = self.rtt.min_rtt();
+        let Some(rate) = &mut self.rate else {
+            return;
+        };
+        let sample = rate.on_ack(now, acked.bytes, acked.newest, min_rtt);
+        let state = if self.in_loss {
+            CaState::Loss
+        } else if self.in_recovery {
+            CaState::Recovery
+        } else {
+            CaState::Open
+        };
+        let rs = RateSample {
+            now,
+            delivered_total: rate.delivered(),
+            delivered_time: rate.delivered_time(),
+            prior_delivered: sample.prior_delivered,
+            delivered: sample.delivered,
+            interval: sample.interval,
+            is_app_limited: sample.is_app_limited,
+            acked_sacked: acked.bytes,
+            losses: self.board.lost_total() - lost_before,
+            lost_total: self.board.lost_total(),
+            prior_in_flight,
+            in_flight: self.pipe(),
+            rtt,
+            srtt: self.rtt.srtt(),
+            state,
+            next_departure: self.next_send_at,
+            header_bytes: self.config.header_bytes,
+        };
+        self.cc.on_rate_sample(&rs);
+        if self.cc.mark_app_limited() {
+            let pipe = self.pipe();
+            if let Some(rate) = &mut self.rate {
+                rate.mark_app_limited(pipe);
+            }
+        }
+    }
+
+    /// Seed the control's own random choices (a flow's random stream gives it).
+    pub fn seed_control(&mut self, seed: u64) {
+        self.cc.seed(seed);
     }
 
     /// RFC 6298 §5.1: start the timer when sending if it is not running.
@@ -450,6 +542,7 @@ impl TcpSender {
             self.on_syn_ack(now, ack);
             return;
         }
+        self.cc.on_sequence(ack.ack, self.snd_nxt);
         self.peer_window = ack.window;
         self.peer_sacks |= !ack.sack.is_empty();
         let in_flight = self.pipe();
@@ -461,11 +554,13 @@ impl TcpSender {
                 sack.push((start, end));
             }
         }
+        let lost_before = self.board.lost_total();
         let sacked = self.board.apply_sack(&sack);
         let newly_sacked = sacked.newly_sacked;
         let mut acked = Acked {
             bytes: newly_sacked,
             newly_sacked,
+            newest: sacked.newest,
             ..Acked::default()
         };
         // The control's RTT sample: the cumulative one if any, else the newest segment SACKed.
@@ -479,6 +574,9 @@ impl TcpSender {
         self.end_round_if_due(now);
         self.detect_loss(now, &acked, advanced);
         self.react_to_ece(now, ack);
+        if self.rate.is_some() {
+            self.feed_rate_sample(now, &acked, cc_rtt, in_flight, lost_before);
+        }
         if self.config.recovery == Recovery::RateHalving {
             // ns-2.35's TCP/Linux renews the timer on every ACK (tcp-linux.cc:168, :226).
             self.restart_timer(now);
@@ -512,6 +610,7 @@ impl TcpSender {
         let cumulative = self.board.ack_cumulative(ack_no);
         acked.bytes += cumulative.newly_acked;
         acked.retransmission_acked = cumulative.retransmission_acked;
+        acked.newest = Delivered::newest(acked.newest, cumulative.newest);
         self.snd_una = ack_no;
         if !self.ns3_count_sacking_ack(acked) {
             self.dupacks = 0;
