@@ -48,6 +48,16 @@ impl Connection {
         &self.inner.shared
     }
 
+    /// The protocol connection's handle.
+    pub(crate) fn handle(&self) -> ConnectionHandle {
+        self.inner.handle
+    }
+
+    /// Whether this connection is one of the endpoint behind `shared`.
+    pub(crate) fn belongs_to(&self, shared: &Arc<Shared>) -> bool {
+        Arc::ptr_eq(&self.inner.shared, shared)
+    }
+
     /// Run `f` on the protocol connection and its slot, or fail if either is gone.
     fn with<T>(&self, f: impl FnOnce(&mut State, ConnectionHandle) -> T) -> T {
         let mut state = self.shared().lock();

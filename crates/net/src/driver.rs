@@ -197,6 +197,9 @@ impl Driver {
         if state.proto.poll_timeout().is_some_and(|t| t <= now) {
             state.proto.handle_timeout(now);
         }
+        if !state.groups.is_empty() {
+            state.run_groups(now);
+        }
         let mut more_to_send = false;
         if self.batch.pending() == 0 {
             while let Some(transmit) = state.proto.poll_transmit(now, self.batch.next_buffer()) {
@@ -224,7 +227,11 @@ impl Driver {
             self.shared.incoming.notify_waiters();
         }
         let deadline = if state.retiring.is_empty() {
-            state.proto.poll_timeout().and_then(|t| state.instant(t))
+            let due = match (state.proto.poll_timeout(), state.groups_deadline()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            due.and_then(|t| state.instant(t))
         } else {
             Some(Instant::now()) // another turn right away forgets them
         };

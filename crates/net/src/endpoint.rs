@@ -3,10 +3,13 @@
 use crate::connection::Connection;
 use crate::dscp::Dscp;
 use crate::error::Error;
+use crate::group::{Group, GroupOptions};
 use crate::socket::{self, SocketStats};
 use crate::state::{Shared, Slot, State};
 use crate::tap::Tap;
-use qstp_proto::{CloseReason, Config, EndpointConfig, EndpointStats, PreSharedKey, ServerPolicy};
+use qstp_proto::{
+    CloseReason, Config, EndpointConfig, EndpointStats, PreSharedKey, Rate, ServerPolicy,
+};
 use rand::RngCore;
 use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
@@ -125,6 +128,7 @@ impl Endpoint {
             retiring: Vec::new(),
             connecting: Vec::new(),
             psk: options.psk.is_some(),
+            groups: Vec::new(),
         };
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
@@ -234,6 +238,21 @@ impl Endpoint {
             socket: state.socket_stats,
             connections: state.slots.len(),
         }
+    }
+
+    /// Make `free` the Free of a delegation group whose Stunts are `stunts`, all connections of
+    /// this endpoint with byte streams, following `target` (Free & Stunts paper: a soft
+    /// guarantee on a best-effort path, paid by the application's other connections; see
+    /// [`Group`]). Refused with the reason for a Stunt of another endpoint or already in a
+    /// group, a member closed, or a composition without a byte stream.
+    pub fn group(
+        &self,
+        free: &Connection,
+        stunts: &[&Connection],
+        target: Rate,
+        options: GroupOptions,
+    ) -> Result<Group, Error> {
+        Group::start(self.shared.clone(), free, stunts, target, options)
     }
 
     /// Why the driver stopped, if it has.

@@ -76,6 +76,9 @@ pub enum Error {
     /// The socket failed.
     #[error("socket error: {0}")]
     Io(#[from] io::Error),
+    /// A delegation group could not be formed (the reason says why).
+    #[error("delegation group refused: {0}")]
+    Group(String),
 }
 
 impl Error {
@@ -118,7 +121,7 @@ impl Error {
             Error::LocallyClosed | Error::EndpointStopped(_) => io::ErrorKind::ConnectionAborted,
             Error::Finished => io::ErrorKind::BrokenPipe,
             Error::Unsupported(_) => io::ErrorKind::Unsupported,
-            Error::TooLarge(_) | Error::Connect(_) => io::ErrorKind::InvalidInput,
+            Error::TooLarge(_) | Error::Connect(_) | Error::Group(_) => io::ErrorKind::InvalidInput,
             Error::Io(e) => e.kind(),
         }
     }

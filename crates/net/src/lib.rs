@@ -50,6 +50,7 @@ mod connection;
 mod driver;
 mod endpoint;
 mod error;
+mod group;
 mod socket;
 mod state;
 mod tap;
@@ -58,6 +59,7 @@ pub use connection::Connection;
 pub use dscp::{Dscp, DscpError};
 pub use endpoint::{Endpoint, EndpointOptions, EndpointSnapshot};
 pub use error::Error;
+pub use group::{Group, GroupOptions, GroupStats};
 #[doc(hidden)]
 #[cfg(target_os = "linux")]
 pub use socket::received_tos;

@@ -60,6 +60,9 @@ pub(crate) struct State {
     pub(crate) connecting: Vec<ConnectionHandle>,
     /// Whether this endpoint holds a pre-shared key (its hellos carry a binder).
     pub(crate) psk: bool,
+    /// Free & Stunts delegation groups of this endpoint's connections (at most one per
+    /// connection, so bounded by the connection limit).
+    pub(crate) groups: Vec<crate::group::GroupState>,
 }
 
 /// Wakers and flags of one connection.

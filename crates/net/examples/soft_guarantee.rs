@@ -1,0 +1,90 @@
+//! A soft guarantee on a best-effort path (Free & Stunts paper, inside QSTP): one application
+//! sends a live stream that should get 4 Mbit/s beside a bulk transfer of three connections, all
+//! from one endpoint. The stream is the group's Free, the bulk connections its Stunts: they take
+//! the stream's loss events in its place, so the stream follows its target and the bulk transfer
+//! pays for it, not the path's other users.
+//!
+//! Run with `cargo run --release -p qstp-net --example soft_guarantee [SERVER:PORT]`. Without an
+//! address it starts its own server on loopback, where nothing is lost and so nothing is
+//! delegated: point it at a `qstp recv`-like sink behind a real bottleneck (the testbed's router,
+//! a congested link) to see the group work. Every second it prints the stream's throughput, the
+//! bulk connections' and what the group did.
+
+// A program in real time: it reads the clock (the determinism bans are for the core).
+#![allow(clippy::disallowed_types)]
+
+use qstp_net::{Config, Endpoint, GroupOptions, Preset, Rate};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Seconds to run.
+const SECONDS: u64 = 10;
+/// Bulk connections (the Stunts).
+const BULK: usize = 3;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let server_addr: SocketAddr = match std::env::args().nth(1) {
+        Some(addr) => addr.parse()?,
+        None => {
+            let server = Endpoint::server("127.0.0.1:0".parse()?, Config::default())?;
+            let addr = server.local_addr();
+            tokio::spawn(async move {
+                while let Some(mut conn) = server.accept().await {
+                    tokio::spawn(async move {
+                        let mut buf = vec![0u8; 64 << 10];
+                        while matches!(conn.read(&mut buf).await, Ok(n) if n > 0) {}
+                    });
+                }
+            });
+            addr
+        }
+    };
+    let client = Endpoint::bind("0.0.0.0:0".parse()?)?;
+    // Best effort: TFRC + SACK byte streams with no target of the network's.
+    let stream = || Config::preset(Preset::TfrcSack, Rate::ZERO);
+    let live = client.connect(server_addr, stream()).await?;
+    let mut bulk = Vec::new();
+    for _ in 0..BULK {
+        bulk.push(client.connect(server_addr, stream()).await?);
+    }
+    let stunts: Vec<&qstp_net::Connection> = bulk.iter().collect();
+    let target = Rate::from_mbps(4);
+    let group = client.group(&live, &stunts, target, GroupOptions::default())?;
+
+    let mut writers = Vec::new();
+    for mut conn in std::iter::once(live.clone()).chain(bulk.iter().cloned()) {
+        writers.push(tokio::spawn(async move {
+            let block = vec![0x5au8; 64 << 10];
+            while conn.write_all(&block).await.is_ok() {}
+        }));
+    }
+    let acked = |c: &qstp_net::Connection| c.stats().map_or(0, |s| s.bytes_acked);
+    let started = Instant::now();
+    let mut last = (acked(&live), bulk.iter().map(acked).sum::<u64>());
+    for second in 1..=SECONDS {
+        tokio::time::sleep_until((started + Duration::from_secs(second)).into()).await;
+        let now = (acked(&live), bulk.iter().map(acked).sum::<u64>());
+        let mbps = |bytes: u64| bytes as f64 * 8.0 / 1e6;
+        let stats = group.stats();
+        println!(
+            "{second:>3} s  stream {:6.2} Mbit/s (target {target})  bulk {:7.2} Mbit/s  {}",
+            mbps(now.0 - last.0),
+            mbps(now.1 - last.1),
+            stats.map_or("group ended".into(), |s| format!(
+                "delegated {} reacted {} taken back {} (fraction {:.2})",
+                s.delegated, s.reacted, s.taken_by_free, s.fraction
+            )),
+        );
+        last = now;
+    }
+    drop(group);
+    for w in writers {
+        w.abort();
+    }
+    for c in std::iter::once(&live).chain(&bulk) {
+        c.close(0, b"done");
+    }
+    Ok(())
+}
