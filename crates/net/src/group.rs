@@ -97,7 +97,7 @@ impl GroupState {
             self.throughput = Rate::from_bytes_over(bytes, self.options.period);
             self.controller
                 .update(self.throughput, self.target, self.segment_bits);
-            self.next_control = self.next_control + self.options.period;
+            self.next_control += self.options.period;
         }
         // Stunts that closed leave the group; the others go on.
         self.stunts
