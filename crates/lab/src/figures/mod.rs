@@ -769,21 +769,78 @@ fn metric_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
 /// [`flow_sweep_figures`] draws), each group's mean total throughput against it, with the 95%
 /// confidence interval of the mean as bars; the other swept keys' combinations are separate
 /// lines.
+/// What a swept value measures on a figure's axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AxisUnit {
+    /// A number as the scenario writes it.
+    Number,
+    /// A rate (`"40M"`), drawn in Mbit/s.
+    Mbps,
+    /// A duration (`"100ms"`), drawn in ms.
+    Ms,
+}
+
+/// A swept value's place on a numeric axis: a number as it is, a rate in Mbit/s, a duration in
+/// ms; `None` for anything else (a name, a table).
+fn axis_value(v: &toml::Value) -> Option<(f64, AxisUnit)> {
+    if let Some(x) = v.as_float().or(v.as_integer().map(|i| i as f64)) {
+        return Some((x, AxisUnit::Number));
+    }
+    let text = v.as_str()?;
+    if let Ok(rate) = text.parse::<qstp_proto::Rate>() {
+        return Some((rate.bps() as f64 / 1e6, AxisUnit::Mbps));
+    }
+    text.parse::<qstp_proto::Duration>()
+        .ok()
+        .map(|d| (d.as_secs_f64() * 1e3, AxisUnit::Ms))
+}
+
+/// The axis title of swept key `short` in `unit`: rates and durations say theirs; numbers the
+/// unit their key is counted in, where the scenario reference gives one.
+fn axis_label(short: &str, unit: AxisUnit) -> String {
+    let last = short.rsplit('.').next().unwrap_or(short);
+    let unit = match unit {
+        AxisUnit::Mbps => Some("Mbit/s"),
+        AxisUnit::Ms => Some("ms"),
+        AxisUnit::Number => match last {
+            "limit" | "min_th" | "max_th" => Some("packets"),
+            "bucket" | "cbs" | "ebs" | "pbs" | "packet_size" | "quantum" => Some("bytes"),
+            "flows" => Some("flows"),
+            _ => None,
+        },
+    };
+    match unit {
+        Some(unit) => format!("{short} ({unit})"),
+        None => short.to_string(),
+    }
+}
+
+/// The numeric axis of sweep key `axis` over every point, with its unit; `None` if some point's
+/// value has no place on one, or the points mix units.
+fn numeric_axis(plan: &Plan, axis: usize) -> Option<(Vec<f64>, AxisUnit)> {
+    let mut unit = None;
+    let mut xs = Vec::with_capacity(plan.points.len());
+    for p in &plan.points {
+        let (x, u) = axis_value(&p.params[axis].1)?;
+        if unit.is_some_and(|seen| seen != u) {
+            return None;
+        }
+        unit = Some(u);
+        xs.push(x);
+    }
+    Some((xs, unit?))
+}
+
 fn swept_key_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
     let mut out = Vec::new();
     for (axis, key) in plan.sweep_keys.iter().enumerate() {
-        let numeric = plan.points.iter().all(|p| {
-            p.params[axis].1.as_integer().is_some() || p.params[axis].1.as_float().is_some()
-        });
-        if !numeric || is_flows_key(key) {
+        let Some((xs, unit)) = numeric_axis(plan, axis) else {
+            continue;
+        };
+        if is_flows_key(key) {
             continue;
         }
-        let x_of = |p: usize| {
-            let v = &plan.points[p].params[axis].1;
-            v.as_float()
-                .or(v.as_integer().map(|i| i as f64))
-                .unwrap_or(0.0)
-        };
+        let x_of = |p: usize| xs[p];
         let series = by_other_keys(plan, key);
         let groups = summary.points[0].flows.len();
         let mut lines = Vec::new();
@@ -823,7 +880,7 @@ fn swept_key_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
                     "Mean total throughput per group against {short}, 95% confidence interval of {} runs",
                     summary.runs
                 ),
-                x_label: short.to_string(),
+                x_label: axis_label(short, unit),
                 y_label: "throughput (kbit/s)".into(),
                 lines,
                 ..Default::default()
@@ -993,6 +1050,40 @@ mod tests {
     use crate::scenario::{parse, Overrides};
     use crate::summary::build;
     use crate::testkit::{fake, PLAN};
+
+    #[test]
+    fn swept_rates_and_durations_get_numeric_axes_with_their_units() {
+        let text = PLAN.replace(
+            "\"group.B.flows\" = [1, 2]",
+            "\"bottleneck.rate\" = [\"500k\", \"2M\"]\n\"group.A.rtt\" = [\"30ms\", \"1s\"]",
+        );
+        let plan = parse(&text, "t.toml", &Overrides::default()).unwrap();
+        let results = execute(&plan, 1, fake, &|_| {}).unwrap();
+        let summary = build(&plan, &results, &Overrides::default());
+        let figs = figures(&plan, &results, &summary);
+        let find = |stem: &str| {
+            figs.iter()
+                .find(|f| f.stem == stem)
+                .unwrap_or_else(|| panic!("no {stem}"))
+        };
+        let rate = &find("throughput-vs-bottleneck.rate").chart;
+        assert_eq!(rate.x_label, "bottleneck.rate (Mbit/s)");
+        let xs: Vec<f64> = rate.lines[0].points.iter().map(|p| p.0).collect();
+        assert_eq!(xs, [0.5, 2.0]);
+        let rtt = &find("throughput-vs-A.rtt").chart;
+        assert_eq!(rtt.x_label, "A.rtt (ms)");
+        assert_eq!(rtt.lines[0].points[1].0, 1000.0);
+        // Names have no place on a numeric axis; a key counted in packets says so.
+        assert_eq!(axis_value(&toml::Value::String("qstp".into())), None);
+        assert_eq!(
+            axis_label("bottleneck.queue.limit", AxisUnit::Number),
+            "bottleneck.queue.limit (packets)"
+        );
+        assert_eq!(
+            axis_label("delegation.controller.gain", AxisUnit::Number),
+            "delegation.controller.gain"
+        );
+    }
 
     #[test]
     fn a_flows_sweep_gets_mean_and_std_figures() {
