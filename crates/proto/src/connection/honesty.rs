@@ -117,10 +117,7 @@ impl ReceiverCheck {
         segment: usize,
     ) {
         self.acked_total += bytes;
-        let (s, r) = (segment as f64, rtt.as_secs_f64().max(1e-6));
-        let x_recv = self.x_recv.bps() as f64 / 8.0;
-        // RFC 5348 §6.3.1: the first interval is the one for which the equation gives X_recv.
-        let first_interval = || equation::first_loss_interval(s, r, x_recv);
+        let first_interval = self.first_interval(rtt, segment);
         for packet in packets {
             while let Some(&skipped) = self.not_losses.front() {
                 if skipped > packet.packet_number {
@@ -142,7 +139,7 @@ impl ReceiverCheck {
 
     /// The synthetic first loss interval for segment size `segment` and RTT `rtt` (RFC 5348
     /// §6.3.1: the interval for which the equation gives the latest X_recv).
-    fn first_interval(&self, rtt: Duration, segment: usize) -> impl FnOnce() -> f64 {
+    fn first_interval(&self, rtt: Duration, segment: usize) -> impl FnOnce() -> f64 + Copy {
         let (s, r) = (segment as f64, rtt.as_secs_f64().max(1e-6));
         let x_recv = self.x_recv.bps() as f64 / 8.0;
         move || equation::first_loss_interval(s, r, x_recv)

@@ -115,6 +115,15 @@ impl QstpClient {
         self.handle.and_then(|h| self.endpoint.connection_mut(h))
     }
 
+    /// Loss events the connection holds for its delegation group (read without marking the
+    /// connection for the endpoint's next visit, as `connection_mut` would: this runs after
+    /// every packet of a group member).
+    pub fn deferred_loss_events(&self) -> usize {
+        self.handle
+            .and_then(|h| self.endpoint.connection(h))
+            .map_or(0, |c| c.deferred_loss_events())
+    }
+
     /// Bytes the peer acknowledged so far.
     pub fn bytes_acked(&self) -> u64 {
         self.handle

@@ -109,9 +109,7 @@ impl DelegationHost {
     /// After agent `index` ran at `now`: act on the congestion signals its sender reported.
     pub fn after_agent(&mut self, now: Time, index: usize, agents: &mut [Agent]) {
         if let Some(client) = agents[index].qstp_client_mut() {
-            let held = client
-                .connection_mut()
-                .is_some_and(|c| c.deferred_loss_events() > 0);
+            let held = client.deferred_loss_events() > 0;
             if held {
                 self.settle_qstp(now, agents);
             }
