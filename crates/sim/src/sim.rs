@@ -129,6 +129,32 @@ impl<'a> World<'a> {
                     }
                     _ => spec.segment_payload_of(free_spec) * 8,
                 };
+                let marks = match d.by {
+                    crate::spec::SignalPath::Host => None,
+                    crate::spec::SignalPath::Network => {
+                        let share = std::sync::Arc::new(crate::hook::MarkShare::default());
+                        let Some(link) = built.network.link_mut(built.bottleneck).packets_mut()
+                        else {
+                            return Err(SimError::Invalid {
+                                key: "delegation.by".into(),
+                                reason: "\"network\" moves ECN marks at a packet bottleneck, \
+                                         not at an ATM trunk"
+                                    .into(),
+                            });
+                        };
+                        let inner = std::mem::replace(
+                            &mut link.queue,
+                            Box::new(qstp_dataplane::queue::DropTail::new(1)),
+                        );
+                        link.queue = Box::new(crate::hook::MarkDelegation::new(
+                            inner,
+                            free_group as u32,
+                            stunt_group as u32,
+                            share.clone(),
+                        ));
+                        Some(share)
+                    }
+                };
                 Some(DelegationHost::new(
                     d.clone(),
                     senders_of(free_group)[0],
@@ -137,6 +163,7 @@ impl<'a> World<'a> {
                     spec.seed,
                     spec.duration,
                     &mut agents,
+                    marks,
                 ))
             }
         };

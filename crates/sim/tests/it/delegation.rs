@@ -6,7 +6,7 @@ use crate::common::newreno;
 use qstp_proto::{Config, Duration, Preset, Rate};
 use qstp_sim::delegation::{ControllerSpec, Trace};
 use qstp_sim::spec::source::{Protocol, QstpSpec};
-use qstp_sim::spec::DelegationSpec;
+use qstp_sim::spec::{DelegationSpec, SignalPath};
 use qstp_sim::{run, GroupSpec, RunOutput, SimError, SimSpec};
 
 const SECONDS: u64 = 60;
@@ -28,6 +28,7 @@ fn scenario(controller: Option<ControllerSpec>) -> SimSpec {
         period: Duration::from_millis(500),
         trace: Trace::step(&[Duration::ZERO], &[Rate::from_kbps(2500)]).unwrap(),
         reverse: true,
+        by: Default::default(),
     });
     spec
 }
@@ -154,6 +155,83 @@ fn a_qstp_group_needs_byte_streams_of_one_protocol() {
     let err = run(&spec).unwrap_err();
     assert!(
         matches!(&err, SimError::Invalid { key, reason } if key == "delegation.free" && reason.contains("byte stream")),
+        "{err}"
+    );
+}
+
+/// The TCP group on a RED bottleneck that marks ECN instead of dropping early, every sender
+/// ECN-capable, delegated by `by`.
+fn ecn_scenario(controller: ControllerSpec, by: SignalPath) -> SimSpec {
+    use qstp_dataplane::queue::{QueueSpec, RedParams, RedSpec};
+    let mut spec = scenario(Some(controller));
+    if let qstp_sim::Topology::Dumbbell { bottleneck } = &mut spec.topology {
+        bottleneck.queue = QueueSpec::Red(RedSpec {
+            limit: 120,
+            params: RedParams {
+                min_th: 15.0,
+                max_th: 60.0,
+                max_p: 0.1,
+            },
+            weight: 0.002,
+            wait: false,
+            ecn: true,
+        });
+    }
+    for g in &mut spec.groups {
+        if let Protocol::Tcp(tcp) = &mut g.protocol {
+            tcp.options.ecn = true;
+        }
+    }
+    spec.delegation.as_mut().unwrap().by = by;
+    spec
+}
+
+#[test]
+fn on_a_marking_network_the_bottleneck_moves_the_frees_marks_and_strangers_do_not_pay() {
+    let none = run(&ecn_scenario(ControllerSpec::None, SignalPath::Network)).unwrap();
+    let network = run(&ecn_scenario(
+        ControllerSpec::Pi { gain: 0.0005 },
+        SignalPath::Network,
+    ))
+    .unwrap();
+    let host = run(&ecn_scenario(
+        ControllerSpec::Pi { gain: 0.0005 },
+        SignalPath::Host,
+    ))
+    .unwrap();
+    let (free_none, free_network, free_host) =
+        (goodput(&none, 0), goodput(&network, 0), goodput(&host, 0));
+    let (cross_none, cross_network) = (goodput(&none, 2), goodput(&network, 2));
+    eprintln!(
+        "Free on ECN: none {free_none:.0}, by network {free_network:.0}, by host \
+         {free_host:.0} bit/s; cross: {cross_none:.0}, {cross_network:.0}"
+    );
+    // The host can hold only its senders' reactions to losses; a mark's halving is done before
+    // it could step in, so delegating at the host gains the Free little on a marking network.
+    assert!(free_host < 1.3e6, "by host: {free_host}");
+    // The bottleneck moves the marks themselves: the Free nears its 2.5 Mbit/s.
+    assert!(free_none < 1.2e6, "no delegation: {free_none}");
+    assert!(free_network > 1.8e6, "by network: {free_network}");
+    let record = network.delegation.as_ref().unwrap();
+    assert!(record.delegated > 0, "{record:?}");
+    assert_eq!(none.delegation.as_ref().unwrap().delegated, 0);
+    // Each moved mark costs the Stunts at least half the Free's window: the cross traffic keeps
+    // what it had (within 10% in one run).
+    assert!(
+        (cross_network / cross_none - 1.0).abs() < 0.1,
+        "cross traffic {cross_network} against {cross_none}"
+    );
+}
+
+#[test]
+fn delegation_by_the_network_needs_ecn_capable_tcp() {
+    let mut spec = ecn_scenario(ControllerSpec::OnOff, SignalPath::Network);
+    if let Protocol::Tcp(tcp) = &mut spec.groups[1].protocol {
+        tcp.options.ecn = false;
+    }
+    let err = run(&spec).unwrap_err();
+    assert!(
+        matches!(&err, SimError::Invalid { key, reason } if key == "delegation.stunts" && reason.contains("ecn = true")),
         "{err}"
     );
 }
