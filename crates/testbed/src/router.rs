@@ -761,7 +761,11 @@ mod tests {
     fn a_mark_of_the_queue_is_written_into_the_packet_and_counted() {
         // ECT(0) with AF11: CoDel's standing queue (up to 1.2 s) is signalled by marks only.
         let (out, c, marked) = through_codel(0x28 | 0b10);
-        assert_eq!(out.len(), 100, "ECN-capable packets are marked, not dropped");
+        assert_eq!(
+            out.len(),
+            100,
+            "ECN-capable packets are marked, not dropped"
+        );
         assert_eq!((c.ldrops, c.edrops), (0, 0));
         let ce: Vec<&Frame> = out
             .iter()
