@@ -121,6 +121,9 @@ pub struct RouterReport {
     pub bottleneck_packets: u64,
     /// Packets the edge markers dropped (policers).
     pub policed: u64,
+    /// Packets whose IPv4 ECN field the router set to CE (RFC 3168 §5): the queue's `marks`
+    /// less those of packets that reached it CE already.
+    pub ce_marked: u64,
 }
 
 /// What a run reports beyond the lab's metrics.
@@ -218,7 +221,8 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
         let name = hosts::kernel_congestion(&cc.name);
         if !available.contains(&name) {
             return Err(TestbedError::Unsupported(format!(
-                "group '{}': congestion control '{}' is not available in this kernel (available: {})",
+                "group '{}': congestion control '{}' is not available in this kernel (available: \
+                 {}); it runs in the lab only (qstp run)",
                 g.name,
                 cc.name,
                 available.join(", ")
@@ -338,7 +342,8 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         let tcp = HostTcp {
             sack: o.sack,
             timestamps: false,
-            ecn: false,
+            // RFC 3168 §6.1.1: negotiated by both hosts, as the lab's TCP does with `ecn = true`.
+            ecn: o.ecn,
             initcwnd: o.initial_window,
             rto_min_ms: o.min_rto.as_millis(),
             quickack: !o.delayed_ack,
@@ -506,6 +511,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
             backward: DirectionReport::of(&bwd, drops_b, 0),
             bottleneck_packets: fwd.link_packets,
             policed: fwd.policed,
+            ce_marked: fwd.ce_marked,
         },
         groups: reports,
     };
