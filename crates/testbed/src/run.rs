@@ -500,6 +500,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
                 packets_sent: sender.packets_sent,
                 packets_retransmitted: sender.packets_retransmitted,
                 sender: sender.series,
+                messages: None,
             }
         })
         .collect();
@@ -522,6 +523,8 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         flows,
         queues: fwd.queues,
         queue_series: fwd.queue_series,
+        // The router's link does not measure sojourn times.
+        sojourn: Vec::new(),
         delegation: None,
         atm: None,
     };

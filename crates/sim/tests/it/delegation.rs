@@ -107,6 +107,7 @@ fn qstp_scenario(controller: ControllerSpec) -> SimSpec {
         Protocol::Qstp(QstpSpec {
             name: "tfrc-sack".into(),
             config: Config::preset(Preset::TfrcSack, Rate::ZERO),
+            message_rate: None,
         })
     };
     let mut spec = scenario(Some(controller));
@@ -151,6 +152,7 @@ fn a_qstp_group_needs_byte_streams_of_one_protocol() {
     spec.groups[0].protocol = Protocol::Qstp(QstpSpec {
         name: "tfrc".into(),
         config: Config::preset(Preset::Tfrc, Rate::ZERO),
+        message_rate: None,
     });
     let err = run(&spec).unwrap_err();
     assert!(
