@@ -527,23 +527,24 @@ async fn serve_filler(mut conn: Connection, report: Report) -> anyhow::Result<u6
     let remote = conn.remote()?;
     let started = Instant::now();
     let counted = AtomicU64::new(0);
-    let bytes = match transfer::drain_filler(&mut conn, |n| counted.store(n, Ordering::Relaxed)).await {
-        Ok(bytes) => {
-            let _ = conn.finish();
-            let _ = tokio::time::timeout(Duration::from_secs(2), conn.acknowledged()).await;
-            bytes
-        }
-        // The sender closes its filler with code 0 once its file is through.
-        Err(transfer::TransferError::Io(e))
-            if matches!(
-                qstp_net::Error::from_io(&e),
-                Some(qstp_net::Error::PeerClosed { code: 0, .. })
-            ) =>
-        {
-            counted.load(Ordering::Relaxed)
-        }
-        Err(e) => return Err(e).with_context(|| format!("filler stream from {remote} broke")),
-    };
+    let bytes =
+        match transfer::drain_filler(&mut conn, |n| counted.store(n, Ordering::Relaxed)).await {
+            Ok(bytes) => {
+                let _ = conn.finish();
+                let _ = tokio::time::timeout(Duration::from_secs(2), conn.acknowledged()).await;
+                bytes
+            }
+            // The sender closes its filler with code 0 once its file is through.
+            Err(transfer::TransferError::Io(e))
+                if matches!(
+                    qstp_net::Error::from_io(&e),
+                    Some(qstp_net::Error::PeerClosed { code: 0, .. })
+                ) =>
+            {
+                counted.load(Ordering::Relaxed)
+            }
+            Err(e) => return Err(e).with_context(|| format!("filler stream from {remote} broke")),
+        };
     if !report.quiet {
         let secs = started.elapsed().as_secs_f64().max(1e-9);
         eprintln!(
@@ -565,22 +566,21 @@ async fn serve_one(
 ) -> anyhow::Result<()> {
     let remote = conn.remote()?;
     let started = Instant::now();
-    let header =
-        match opened {
-            Ok(Ok(header)) => header,
-            Ok(Err(e)) => {
-                let _ = answer(&mut conn, &Verdict::for_error(&e)).await;
-                return Err(e).context(format!("bad transfer header from {remote}"));
-            }
-            Err(_) => {
-                let reason = format!(
-                    "no transfer header within {} s",
-                    report.header_timeout.as_secs_f64()
-                );
-                close_and_flush(&conn, CLOSE_NO_HEADER, &reason).await;
-                bail!("{reason} from {remote}: connection closed");
-            }
-        };
+    let header = match opened {
+        Ok(Ok(header)) => header,
+        Ok(Err(e)) => {
+            let _ = answer(&mut conn, &Verdict::for_error(&e)).await;
+            return Err(e).context(format!("bad transfer header from {remote}"));
+        }
+        Err(_) => {
+            let reason = format!(
+                "no transfer header within {} s",
+                report.header_timeout.as_secs_f64()
+            );
+            close_and_flush(&conn, CLOSE_NO_HEADER, &reason).await;
+            bail!("{reason} from {remote}: connection closed");
+        }
+    };
     let (dir, name) = match destination.staging(&header.name) {
         Ok(staging) => staging,
         Err(e) => {

@@ -247,7 +247,9 @@ fn plan(args: &SendArgs) -> anyhow::Result<Plan> {
             );
         }
         if let Some((soft, _)) = soft.filter(|(soft, _)| cap < *soft) {
-            bail!("--max-rate {cap:?} is below --soft-target {soft:?}: the target could not be met");
+            bail!(
+                "--max-rate {cap:?} is below --soft-target {soft:?}: the target could not be met"
+            );
         }
         config.max_rate = Some(cap);
     }
@@ -542,10 +544,7 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
     ticker.abort();
     drop(group_ticker);
     // The Stunts stop with the file: they end their filler and hear what the receiver counted.
-    let soft_stats = match soft {
-        Some(soft) => Some(soft.stop()),
-        None => None,
-    };
+    let soft_stats = soft.map(Soft::stop);
     let (outcome, verdict) = match finished {
         Some(Ok(done)) => done,
         Some(Err(e)) => {

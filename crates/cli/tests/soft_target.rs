@@ -29,8 +29,17 @@ fn a_soft_target_through_the_relay_is_paid_by_the_stunts() {
     let (mut receiver, server, receiver_lines) = start_server(&out, &["--once"]);
     let mut relay = Command::new(QSTP)
         .args([
-            "relay", "--listen", "127.0.0.1:0", "--to", &server, "--rate", "20M", "--delay",
-            "5ms", "--seed", "3",
+            "relay",
+            "--listen",
+            "127.0.0.1:0",
+            "--to",
+            &server,
+            "--rate",
+            "20M",
+            "--delay",
+            "5ms",
+            "--seed",
+            "3",
         ])
         .stderr(Stdio::piped())
         .spawn()
@@ -113,7 +122,10 @@ fn a_soft_target_through_the_relay_is_paid_by_the_stunts() {
     );
     let last = relayed.last().unwrap();
     assert!(last.starts_with("relay stopped after"), "{relayed:?}");
-    assert!(last.contains("queue"), "no queue drops at the bottleneck: {last}");
+    assert!(
+        last.contains("queue"),
+        "no queue drops at the bottleneck: {last}"
+    );
 }
 
 /// Bad flags of `send --soft-target` and of `relay` are refused before any socket opens, with

@@ -245,7 +245,12 @@ impl std::fmt::Debug for Relay {
 impl Relay {
     /// Start relaying from an ephemeral loopback port to `server` (on a tokio runtime).
     pub async fn start(server: SocketAddr, impairment: Impairment) -> io::Result<Relay> {
-        Relay::bind("127.0.0.1:0".parse().expect("an address"), server, impairment).await
+        Relay::bind(
+            "127.0.0.1:0".parse().expect("an address"),
+            server,
+            impairment,
+        )
+        .await
     }
 
     /// Start relaying datagrams arriving at `listen` to `server` (on a tokio runtime). Fails when

@@ -23,7 +23,9 @@ async fn the_relay_loses_and_duplicates_as_configured() {
             reorder: 0.05,
             ..Impairment::default()
         };
-        let relay = Relay::start(sink.local_addr().unwrap(), impairment).await.unwrap();
+        let relay = Relay::start(sink.local_addr().unwrap(), impairment)
+            .await
+            .unwrap();
         let source = support::relay::big_socket();
         let sent = 2000u64;
         for i in 0..sent {
@@ -70,7 +72,9 @@ async fn the_relay_bottleneck_drops_what_its_queue_cannot_hold() {
             queue_bytes: 20_000,
             ..Impairment::default()
         };
-        let relay = Relay::start(sink.local_addr().unwrap(), impairment).await.unwrap();
+        let relay = Relay::start(sink.local_addr().unwrap(), impairment)
+            .await
+            .unwrap();
         let source = support::relay::big_socket();
         // 200 datagrams of 1000 bytes at once: 20 fit the queue, a few more drain meanwhile.
         for _ in 0..200 {
