@@ -828,6 +828,37 @@ mod tests {
         }
     }
 
+    /// A stream opens with a file's header or the filler magic; anything else is refused, and a
+    /// filler stream is counted to its end and answered with the count.
+    #[tokio::test]
+    async fn openings_are_told_apart_and_filler_is_counted() {
+        let file = header("a.bin", Some(3));
+        let mut bytes = &file.encode()[..];
+        assert_eq!(
+            Opening::read_from(&mut bytes).await.unwrap(),
+            Opening::File(file)
+        );
+        let mut junk = &b"QSTPJUNK and more"[..];
+        assert!(matches!(
+            Opening::read_from(&mut junk).await,
+            Err(TransferError::BadMagic)
+        ));
+        let (mut a, mut b) = tokio::io::duplex(8192);
+        let sender = tokio::spawn(async move {
+            a.write_all(&FILLER_MAGIC).await.unwrap();
+            a.write_all(&pattern(100_000)).await.unwrap();
+            a.shutdown().await.unwrap();
+            let mut count = [0u8; 8];
+            a.read_exact(&mut count).await.unwrap();
+            u64::from_be_bytes(count)
+        });
+        assert_eq!(Opening::read_from(&mut b).await.unwrap(), Opening::Filler);
+        let mut last = 0;
+        let counted = drain_filler(&mut b, |n| last = n).await.unwrap();
+        assert_eq!((counted, last), (100_000, 100_000));
+        assert_eq!(sender.await.unwrap(), 100_000);
+    }
+
     /// A whole transfer over a pipe: the receiver holds `held` (its offer), the sender `data`.
     /// Returns the receiver's outcome, what reached its sink and the sender's outcome.
     async fn transfer_with(
