@@ -497,14 +497,25 @@ async fn serve(
     running: &Running,
 ) -> Served {
     let remote = conn.remote().map(|r| r.to_string()).unwrap_or_default();
+    // A transfer's time counts from its acceptance, the header's wait included.
+    let started = Instant::now();
     let opening = tokio::time::timeout(report.header_timeout, Opening::read_from(&mut conn)).await;
     let result = match opening {
         Ok(Ok(Opening::Filler)) => return Served::Filler(serve_filler(conn, report).await),
         Ok(Ok(Opening::File(header))) => {
-            serve_one(conn, Ok(Ok(header)), destination, report, running).await
+            serve_one(
+                conn,
+                (started, Ok(Ok(header))),
+                destination,
+                report,
+                running,
+            )
+            .await
         }
-        Ok(Err(e)) => serve_one(conn, Ok(Err(e)), destination, report, running).await,
-        Err(elapsed) => serve_one(conn, Err(elapsed), destination, report, running).await,
+        Ok(Err(e)) => serve_one(conn, (started, Ok(Err(e))), destination, report, running).await,
+        Err(elapsed) => {
+            serve_one(conn, (started, Err(elapsed)), destination, report, running).await
+        }
     };
     if let (true, Err(e)) = (report.json, &result) {
         let failure = crate::send::FailureStats {
@@ -559,13 +570,15 @@ async fn serve_filler(mut conn: Connection, report: Report) -> anyhow::Result<u6
 /// names the sender and says first what went wrong with the transfer.
 async fn serve_one(
     mut conn: Connection,
-    opened: Result<Result<Header, transfer::TransferError>, tokio::time::error::Elapsed>,
+    (started, opened): (
+        Instant,
+        Result<Result<Header, transfer::TransferError>, tokio::time::error::Elapsed>,
+    ),
     destination: &Destination,
     report: Report,
     running: &Running,
 ) -> anyhow::Result<()> {
     let remote = conn.remote()?;
-    let started = Instant::now();
     let header = match opened {
         Ok(Ok(header)) => header,
         Ok(Err(e)) => {
