@@ -1,7 +1,7 @@
 //! `qstp`: run lab scenarios, send and receive files over QSTP.
 //!
 //! The one binary of the project: `qstp run` drives `qstp-lab` (and through it the simulator),
-//! `qstp send` and `qstp recv` drive `qstp-net`. It holds argument parsing, progress display and
+//! `qstp send`, `qstp recv` and `qstp relay` drive `qstp-net`. It holds argument parsing, progress display and
 //! exit codes only; protocol, simulation and measurement logic live in the library crates, which
 //! never depend on it.
 
@@ -22,6 +22,7 @@ mod partial;
 mod plot;
 mod psk;
 mod recv;
+mod relay;
 mod run;
 mod send;
 mod sink;
@@ -51,6 +52,9 @@ enum Command {
     Send(send::SendArgs),
     /// Receive files sent with `qstp send`.
     Recv(recv::RecvArgs),
+    /// Relay UDP between one client and one server through a bottleneck, with delay, loss,
+    /// duplication and reordering (seeded), printing each second what it forwarded and dropped.
+    Relay(relay::RelayArgs),
     /// Run a scenario on Linux network namespaces with real kernel TCP, through a router that
     /// runs the simulator's bottleneck in real time (needs root and /dev/net/tun).
     Testbed(testbed::TestbedArgs),
@@ -97,6 +101,7 @@ fn main() -> std::process::ExitCode {
         Command::Papers(args) => papers::main(args),
         Command::Send(args) => send::main(args),
         Command::Recv(args) => recv::main(args),
+        Command::Relay(args) => relay::main(args),
         Command::Testbed(args) => testbed::main(args),
         Command::Fluid(args) => fluid::main(args),
     };

@@ -10,7 +10,7 @@
 
 use crate::partial::{self, PartFile};
 use anyhow::{bail, Context};
-use qstp_net::transfer::{self, Header, Moved, Verdict};
+use qstp_net::transfer::{self, Header, Moved, Opening, Verdict};
 use qstp_net::{Config, Connection, Endpoint, EndpointOptions, Rate, ServerPolicy};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -57,7 +57,8 @@ pub struct RecvArgs {
     /// slot.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = crate::send::parse_interval)]
     pub header_timeout: f64,
-    /// Exit after the first transfer (status 0 only if it was verified).
+    /// Exit after the first file transfer (status 0 only if it was verified); filler streams
+    /// of a `send --soft-target` beside it are drained, and heard out for up to 5 s after it.
     #[arg(long)]
     pub once: bool,
     /// Print nothing but errors.
@@ -324,14 +325,47 @@ async fn run(
     let running = Running::default();
     let mut interrupted = std::pin::pin!(tokio::signal::ctrl_c());
     if args.once {
+        // Every connection is served beside the others (a `send --soft-target` opens its file
+        // transfer with filler streams), until the first file transfer ends.
+        let mut tasks = tokio::task::JoinSet::new();
         let result = tokio::select! {
             result = async {
-                let conn = endpoint.accept().await.context("the endpoint stopped before a transfer arrived")?;
-                serve(conn, &destination, report, &running).await
+                loop {
+                    tokio::select! {
+                        conn = endpoint.accept() => {
+                            let conn = conn.context("the endpoint stopped before a transfer arrived")?;
+                            let destination = destination.clone();
+                            let running = running.clone();
+                            tasks.spawn(async move { serve(conn, &destination, report, &running).await });
+                        }
+                        Some(done) = tasks.join_next(), if !tasks.is_empty() => {
+                            match done {
+                                Ok(Served::File(result)) => {
+                                    // The sender's filler streams end with its file: hear them
+                                    // out (bounded), so that it learns what they carried.
+                                    let _ = tokio::time::timeout(FILLER_GRACE, async {
+                                        while let Some(done) = tasks.join_next().await {
+                                            if let Ok(Served::Filler(Err(e))) = done {
+                                                eprintln!("qstp: {e:#}");
+                                            }
+                                        }
+                                    })
+                                    .await;
+                                    return result;
+                                }
+                                Ok(Served::Filler(Err(e))) => eprintln!("qstp: {e:#}"),
+                                Ok(Served::Filler(Ok(_))) => {}
+                                Err(e) => bail!("a transfer's task failed: {e}"),
+                            }
+                        }
+                    }
+                }
             } => Some(result),
             _ = &mut interrupted => None,
         };
         // On Ctrl-C the transfer was dropped, and with it its temporary file.
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
         return match result {
             Some(result) => result,
             None => match running.cut() {
@@ -348,8 +382,9 @@ async fn run(
                 let destination = destination.clone();
                 let running = running.clone();
                 tasks.spawn(async move {
-                    if let Err(e) = serve(conn, &destination, report, &running).await {
-                        eprintln!("qstp: {e:#}");
+                    match serve(conn, &destination, report, &running).await {
+                        Served::File(Err(e)) | Served::Filler(Err(e)) => eprintln!("qstp: {e:#}"),
+                        Served::File(Ok(())) | Served::Filler(Ok(_)) => {}
                     }
                 });
             }
@@ -442,15 +477,46 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// [`serve_one`], and with `--json` a JSON line for a transfer that failed too.
+/// Longest `--once` waits, after its file, for the filler streams beside it to end.
+const FILLER_GRACE: Duration = Duration::from_secs(5);
+
+/// What one accepted connection was.
+enum Served {
+    /// A file transfer (or a stream that opened with no valid header), and how it ended.
+    File(anyhow::Result<()>),
+    /// A filler stream, drained: the bytes it carried.
+    Filler(anyhow::Result<u64>),
+}
+
+/// [`serve_one`] for a file transfer, and with `--json` a JSON line for a transfer that failed
+/// too; [`serve_filler`] for a filler stream.
 async fn serve(
-    conn: Connection,
+    mut conn: Connection,
     destination: &Destination,
     report: Report,
     running: &Running,
-) -> anyhow::Result<()> {
+) -> Served {
     let remote = conn.remote().map(|r| r.to_string()).unwrap_or_default();
-    let result = serve_one(conn, destination, report, running).await;
+    // A transfer's time counts from its acceptance, the header's wait included.
+    let started = Instant::now();
+    let opening = tokio::time::timeout(report.header_timeout, Opening::read_from(&mut conn)).await;
+    let result = match opening {
+        Ok(Ok(Opening::Filler)) => return Served::Filler(serve_filler(conn, report).await),
+        Ok(Ok(Opening::File(header))) => {
+            serve_one(
+                conn,
+                (started, Ok(Ok(header))),
+                destination,
+                report,
+                running,
+            )
+            .await
+        }
+        Ok(Err(e)) => serve_one(conn, (started, Ok(Err(e))), destination, report, running).await,
+        Err(elapsed) => {
+            serve_one(conn, (started, Err(elapsed)), destination, report, running).await
+        }
+    };
     if let (true, Err(e)) = (report.json, &result) {
         let failure = crate::send::FailureStats {
             error: format!("{e:#}"),
@@ -458,37 +524,76 @@ async fn serve(
             remote: &remote,
             verified: false,
         };
-        println!("{}", serde_json::to_string(&failure)?);
+        match serde_json::to_string(&failure) {
+            Ok(line) => println!("{line}"),
+            Err(e) => return Served::File(Err(e.into())),
+        }
     }
-    result
+    Served::File(result)
+}
+
+/// Drain a filler stream (a `send --soft-target` sender's Stunt): count its bytes, discard them,
+/// answer with the count.
+async fn serve_filler(mut conn: Connection, report: Report) -> anyhow::Result<u64> {
+    let remote = conn.remote()?;
+    let started = Instant::now();
+    let counted = AtomicU64::new(0);
+    let bytes =
+        match transfer::drain_filler(&mut conn, |n| counted.store(n, Ordering::Relaxed)).await {
+            Ok(bytes) => {
+                let _ = conn.finish();
+                let _ = tokio::time::timeout(Duration::from_secs(2), conn.acknowledged()).await;
+                bytes
+            }
+            // The sender closes its filler with code 0 once its file is through.
+            Err(transfer::TransferError::Io(e))
+                if matches!(
+                    qstp_net::Error::from_io(&e),
+                    Some(qstp_net::Error::PeerClosed { code: 0, .. })
+                ) =>
+            {
+                counted.load(Ordering::Relaxed)
+            }
+            Err(e) => return Err(e).with_context(|| format!("filler stream from {remote} broke")),
+        };
+    if !report.quiet {
+        let secs = started.elapsed().as_secs_f64().max(1e-9);
+        eprintln!(
+            "discarded {bytes} filler bytes from {remote} in {secs:.2} s ({})",
+            Rate::from_bps((bytes as f64 * 8.0 / secs) as u64)
+        );
+    }
+    Ok(bytes)
 }
 
 /// Receive one transfer on `conn`, store it if verified, and answer with the verdict; an error
 /// names the sender and says first what went wrong with the transfer.
 async fn serve_one(
     mut conn: Connection,
+    (started, opened): (
+        Instant,
+        Result<Result<Header, transfer::TransferError>, tokio::time::error::Elapsed>,
+    ),
     destination: &Destination,
     report: Report,
     running: &Running,
 ) -> anyhow::Result<()> {
     let remote = conn.remote()?;
-    let started = Instant::now();
-    let header =
-        match tokio::time::timeout(report.header_timeout, Header::read_from(&mut conn)).await {
-            Ok(Ok(header)) => header,
-            Ok(Err(e)) => {
-                let _ = answer(&mut conn, &Verdict::for_error(&e)).await;
-                return Err(e).context(format!("bad transfer header from {remote}"));
-            }
-            Err(_) => {
-                let reason = format!(
-                    "no transfer header within {} s",
-                    report.header_timeout.as_secs_f64()
-                );
-                close_and_flush(&conn, CLOSE_NO_HEADER, &reason).await;
-                bail!("{reason} from {remote}: connection closed");
-            }
-        };
+    let header = match opened {
+        Ok(Ok(header)) => header,
+        Ok(Err(e)) => {
+            let _ = answer(&mut conn, &Verdict::for_error(&e)).await;
+            return Err(e).context(format!("bad transfer header from {remote}"));
+        }
+        Err(_) => {
+            let reason = format!(
+                "no transfer header within {} s",
+                report.header_timeout.as_secs_f64()
+            );
+            close_and_flush(&conn, CLOSE_NO_HEADER, &reason).await;
+            bail!("{reason} from {remote}: connection closed");
+        }
+    };
     let (dir, name) = match destination.staging(&header.name) {
         Ok(staging) => staging,
         Err(e) => {

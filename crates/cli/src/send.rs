@@ -7,7 +7,9 @@
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use qstp_net::transfer::{self, Header, Verdict};
-use qstp_net::{Config, Connection, Dscp, Endpoint, EndpointOptions, Preset, Rate};
+use qstp_net::{
+    Config, Connection, Dscp, Endpoint, EndpointOptions, Group, GroupOptions, Preset, Rate,
+};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -34,6 +36,18 @@ pub struct SendArgs {
     /// the rate qstp keeps even when TCP would back off (none by default).
     #[arg(long, value_name = "RATE")]
     pub target_rate: Option<String>,
+    /// A SOFT target on a best-effort path, e.g. `4M` (Free & Stunts paper): the file's
+    /// connection (the Free) hands loss events to `--stunts` other connections of this sender,
+    /// which back off in its place, so the file gets about this rate and the Stunts, not the
+    /// path's other users, pay for it. Not with --target-rate (the network's floor).
+    #[arg(long, value_name = "RATE")]
+    pub soft_target: Option<String>,
+    /// With --soft-target: the Stunts, connections beside the file's (1 to 16, 3 by default).
+    /// They carry generated filler bytes for as long as the file moves; the receiver counts and
+    /// discards them (it stores only the file, verified as always). Each is a connection the
+    /// receiver counts in its --max-transfers.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub stunts: Option<u16>,
     /// A CAP on the sending rate, like iperf3's `-b` (none by default); at least the target.
     #[arg(long, value_name = "RATE")]
     pub max_rate: Option<String>,
@@ -125,8 +139,29 @@ struct FinalStats {
     intervals: Vec<IntervalRecord>,
     profile: String,
     dscp: String,
+    /// With `--soft-target`: what the group did; null without.
+    soft_target: Option<SoftTargetStats>,
     /// Whether the receiver confirmed every byte (the end-to-end hash matched).
     verified: bool,
+}
+
+/// What `--soft-target` adds to the final statistics.
+#[derive(serde::Serialize, Debug, Clone, Copy, Default)]
+struct SoftTargetStats {
+    /// The soft target asked for.
+    target_bps: u64,
+    /// Stunt connections.
+    stunts: u16,
+    /// Filler bytes the receiver acknowledged, all the Stunts together.
+    stunt_bytes: u64,
+    /// `stunt_bytes` in bits over `duration_s`.
+    stunt_goodput_bps: f64,
+    /// Loss events of the file's connection that the Stunts took in its place.
+    delegated: u64,
+    /// Loss events of the file's connection it reacted to itself.
+    reacted: u64,
+    /// Loss events of the Stunts the file's connection took while it ran above its target.
+    taken_by_free: u64,
 }
 
 /// One `--interval` report, as `--json` gives it (iperf3's names).
@@ -162,6 +197,8 @@ pub(crate) struct FailureStats<'a> {
 /// Everything checked before the network is touched.
 struct Plan {
     config: Config,
+    /// `--soft-target` and the number of Stunts.
+    soft: Option<(Rate, u16)>,
     dscp: Option<Dscp>,
     profile: Preset,
     psk: Option<qstp_proto::PreSharedKey>,
@@ -180,6 +217,23 @@ fn plan(args: &SendArgs) -> anyhow::Result<Plan> {
     if profile == Preset::TfrcSack && !target.is_zero() {
         bail!("--target-rate needs the qstp profile (tfrc-sack has no target rate)");
     }
+    let soft = match (&args.soft_target, args.stunts) {
+        (None, Some(_)) => bail!("--stunts needs --soft-target (the rate the Stunts pay for)"),
+        (None, None) => None,
+        (Some(text), stunts) => {
+            let rate = Rate::parse(text).with_context(|| "invalid --soft-target")?;
+            if rate.is_zero() {
+                bail!("--soft-target must be above 0");
+            }
+            if !target.is_zero() {
+                bail!(
+                    "--soft-target is for a best-effort path and --target-rate asks the \
+                     network for a floor: give one of them"
+                );
+            }
+            Some((rate, stunts.unwrap_or(3)))
+        }
+    };
     let dscp = match &args.dscp {
         Some(text) => Some(text.parse::<Dscp>().with_context(|| "invalid --dscp")?),
         None => None,
@@ -190,6 +244,11 @@ fn plan(args: &SendArgs) -> anyhow::Result<Plan> {
         if cap < target {
             bail!(
                 "--max-rate {cap:?} is below --target-rate {target:?}: the floor could not be met"
+            );
+        }
+        if let Some((soft, _)) = soft.filter(|(soft, _)| cap < *soft) {
+            bail!(
+                "--max-rate {cap:?} is below --soft-target {soft:?}: the target could not be met"
             );
         }
         config.max_rate = Some(cap);
@@ -203,6 +262,7 @@ fn plan(args: &SendArgs) -> anyhow::Result<Plan> {
     let psk = args.wire.psk()?;
     Ok(Plan {
         config,
+        soft,
         dscp,
         profile,
         psk,
@@ -408,7 +468,27 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
             e => anyhow::Error::new(e).context(format!("cannot connect to {remote}")),
         })?;
 
+    // A soft target: the Stunts beside the file's connection, their filler, the group.
+    let soft = match plan.soft {
+        Some((target, count)) => {
+            let mut config = plan.config.clone();
+            config.max_rate = None;
+            Some(Soft::start(&endpoint, &conn, config, target, count).await?)
+        }
+        None => None,
+    };
+
     let bar = progress_bar(header.size, args.quiet);
+    let group_ticker = match (&soft, args.quiet) {
+        (Some(soft), false) => Some(AbortOnDrop(tokio::spawn(show_group(
+            conn.clone(),
+            soft.stunts.clone(),
+            soft.group.clone(),
+            bar.clone(),
+        )))),
+        _ => None,
+    };
+    // With --quiet the bar is hidden: the lines above it go too.
     let interval = args.interval.map(Duration::from_secs_f64);
     let intervals = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let ticker = tokio::spawn(show_stats(
@@ -462,6 +542,9 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
     };
     let duration = started.elapsed();
     ticker.abort();
+    drop(group_ticker);
+    // The Stunts stop with the file: they end their filler and hear what the receiver counted.
+    let soft_stats = soft.map(Soft::stop);
     let (outcome, verdict) = match finished {
         Some(Ok(done)) => done,
         Some(Err(e)) => {
@@ -504,7 +587,10 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
     let secs = duration.as_secs_f64().max(1e-9);
     // The goodput of this run: the bytes it carried, not the prefix the receiver held.
     let goodput_bps = outcome.carried() as f64 * 8.0 / secs;
-    let target = plan.config.congestion.target();
+    let target = match plan.soft {
+        Some((soft, _)) => soft,
+        None => plan.config.congestion.target(),
+    };
     // The promise is a rate of useful bytes: met only if the whole transfer's goodput reached it.
     let target_met = goodput_bps >= target.bps() as f64;
     let final_stats = FinalStats {
@@ -533,6 +619,10 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
         intervals: std::mem::take(&mut *intervals.lock().unwrap_or_else(|e| e.into_inner())),
         profile: plan.profile.to_string(),
         dscp: conn.dscp().to_string(),
+        soft_target: soft_stats.map(|mut soft| {
+            soft.stunt_goodput_bps = soft.stunt_bytes as f64 * 8.0 / secs;
+            soft
+        }),
         verified: verdict == Verdict::Verified,
     };
     if args.json {
@@ -548,7 +638,10 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
         eprintln!(
             "warning: target rate {target} not met: goodput {} over the transfer{}",
             Rate::from_bps(goodput_bps as u64),
-            if stats.target_met {
+            if plan.soft.is_some() {
+                " (the soft target holds while the Stunts can give way: more Stunts, or a \
+                 lower target)"
+            } else if stats.target_met {
                 ""
             } else {
                 " (losses kept the rate at or below the target)"
@@ -573,6 +666,141 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
         );
     }
     Ok(())
+}
+
+/// A task aborted when this is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The Stunts of `--soft-target` and their group (Free & Stunts paper): connections of the
+/// file's endpoint carrying filler the receiver discards, which take the file's loss events.
+struct Soft {
+    stunts: Vec<Connection>,
+    group: std::sync::Arc<Group>,
+    writers: Vec<AbortOnDrop<()>>,
+    target: Rate,
+}
+
+impl Soft {
+    /// Open `count` Stunts beside `free` with `config`, form the group with `target`, and start
+    /// their filler.
+    async fn start(
+        endpoint: &Endpoint,
+        free: &Connection,
+        config: Config,
+        target: Rate,
+        count: u16,
+    ) -> anyhow::Result<Soft> {
+        let remote = free.remote()?;
+        let mut stunts = Vec::new();
+        for i in 1..=count {
+            let stunt = endpoint
+                .connect(remote, config.clone())
+                .await
+                .with_context(|| format!("cannot open Stunt {i} of {count} to {remote}"))?;
+            stunts.push(stunt);
+        }
+        let members: Vec<&Connection> = stunts.iter().collect();
+        let group = endpoint
+            .group(free, &members, target, GroupOptions::default())
+            .context("cannot form the soft target's group")?;
+        let writers = stunts
+            .iter()
+            .map(|s| AbortOnDrop(tokio::spawn(fill(s.clone()))))
+            .collect();
+        Ok(Soft {
+            stunts,
+            group: std::sync::Arc::new(group),
+            writers,
+            target,
+        })
+    }
+
+    /// End the filler and the group; what the group did and the filler bytes the receiver
+    /// acknowledged.
+    fn stop(self) -> SoftTargetStats {
+        let group = self.group.stats().unwrap_or_default();
+        drop(self.writers);
+        let mut stunt_bytes = 0;
+        for stunt in &self.stunts {
+            let acked = stunt.stats().map_or(0, |s| s.bytes_acked);
+            stunt_bytes += acked.saturating_sub(transfer::FILLER_MAGIC.len() as u64);
+            // Code 0: the filler ends with the file, as planned (the receiver counts it so).
+            stunt.close(0, b"the file is done");
+        }
+        SoftTargetStats {
+            target_bps: self.target.bps(),
+            stunts: self.stunts.len() as u16,
+            stunt_bytes,
+            stunt_goodput_bps: 0.0,
+            delegated: group.delegated,
+            reacted: group.reacted,
+            taken_by_free: group.taken_by_free,
+        }
+    }
+}
+
+/// A Stunt's work: the filler magic, then filler bytes until it is closed.
+async fn fill(mut conn: Connection) {
+    use tokio::io::AsyncWriteExt;
+    if conn.write_all(&transfer::FILLER_MAGIC).await.is_err() {
+        return;
+    }
+    let block = vec![0x5au8; transfer::MAX_CHUNK];
+    while conn.write_all(&block).await.is_ok() {}
+}
+
+/// One line a second while a soft target's group runs: the file's rate against its target
+/// (acknowledged bytes), the Stunts' together, and the loss events delegated so far.
+async fn show_group(
+    free: Connection,
+    stunts: Vec<Connection>,
+    group: std::sync::Arc<Group>,
+    bar: ProgressBar,
+) {
+    let acked = |c: &Connection| c.stats().map_or(0, |s| s.bytes_acked);
+    let started = Instant::now();
+    let mut last = (acked(&free), stunts.iter().map(acked).sum::<u64>());
+    for second in 1u64.. {
+        tokio::time::sleep_until((started + Duration::from_secs(second)).into()).await;
+        let now = (acked(&free), stunts.iter().map(acked).sum::<u64>());
+        let Some(stats) = group.stats() else { return };
+        let line = group_line(second, now.0 - last.0, now.1 - last.1, stunts.len(), &stats);
+        if bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            bar.println(line);
+        }
+        last = now;
+    }
+}
+
+/// One second of a soft target: the file's rate against the target, the Stunts' rate, and the
+/// loss events delegated, kept and taken back so far.
+fn group_line(
+    second: u64,
+    free_bytes: u64,
+    stunt_bytes: u64,
+    stunts: usize,
+    stats: &qstp_net::GroupStats,
+) -> String {
+    let rate = |bytes: u64| Rate::from_bps(bytes * 8);
+    format!(
+        "[{:4}-{:4} s] file {} of target {}, {stunts} Stunts {}; loss events delegated {}, kept {}, taken back {}",
+        second - 1,
+        second,
+        rate(free_bytes),
+        stats.target,
+        rate(stunt_bytes),
+        stats.delegated,
+        stats.reacted,
+        stats.taken_by_free
+    )
 }
 
 /// `--duration`: bytes made up on the spot (a repeating pseudo-random block) until the time,

@@ -30,7 +30,9 @@ const TARGET_MBPS: u64 = 20;
 /// together, bit/s, measured after the first fifth of the QSTP bytes.
 async fn round(competitors: usize) -> (f64, f64) {
     let server = server(Duration::from_secs(10));
-    let relay = Relay::start(server.local_addr(), Impairment::bottleneck(BOTTLENECK)).await;
+    let relay = Relay::start(server.local_addr(), Impairment::bottleneck(BOTTLENECK))
+        .await
+        .unwrap();
     let qstp_bytes = Arc::new(AtomicU64::new(0));
     let tfrc_bytes = Arc::new(AtomicU64::new(0));
     let (q, t) = (qstp_bytes.clone(), tfrc_bytes.clone());

@@ -5,14 +5,17 @@
 //! pays for it, not the path's other users.
 //!
 //! Run with `cargo run --release -p qstp-net --example soft_guarantee [SERVER:PORT]`. Without an
-//! address it starts its own server on loopback, where nothing is lost and so nothing is
-//! delegated: point it at a `qstp recv`-like sink behind a real bottleneck (the testbed's router,
-//! a congested link) to see the group work. Every second it prints the stream's throughput, the
-//! bulk connections' and what the group did.
+//! address it starts its own server on loopback behind the crate's impairing relay (a 12 Mbit/s
+//! bottleneck with a 50-packet drop-tail queue, 5 ms each way): loopback alone loses nothing,
+//! so nothing would be delegated. With an address it sends to that QSTP server, which must accept
+//! the four connections and read what they carry (a `qstp relay --to` such a server puts a
+//! bottleneck in front of it; `qstp send --soft-target` and `qstp recv` do the same with a file).
+//! Every second it prints the stream's throughput, the bulk connections' and what the group did.
 
 // A program in real time: it reads the clock (the determinism bans are for the core).
 #![allow(clippy::disallowed_types)]
 
+use qstp_net::relay::{Impairment, Relay};
 use qstp_net::{Config, Endpoint, GroupOptions, Preset, Rate};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -22,9 +25,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const SECONDS: u64 = 10;
 /// Bulk connections (the Stunts).
 const BULK: usize = 3;
+/// The bottleneck of the example's own relay, bit/s: the stream's fair share of four is 3
+/// Mbit/s, below its target.
+const BOTTLENECK: u64 = 12_000_000;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut relay = None;
     let server_addr: SocketAddr = match std::env::args().nth(1) {
         Some(addr) => addr.parse()?,
         None => {
@@ -38,7 +45,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     });
                 }
             });
-            addr
+            let through = Relay::start(addr, Impairment::bottleneck(BOTTLENECK)).await?;
+            let front = through.addr;
+            println!(
+                "through a relay at {front}: {} bottleneck, 50-packet drop-tail queue, 5 ms each way",
+                Rate::from_bps(BOTTLENECK)
+            );
+            relay = Some(through);
+            front
         }
     };
     let client = Endpoint::bind("0.0.0.0:0".parse()?)?;
@@ -85,6 +99,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     for c in std::iter::once(&live).chain(&bulk) {
         c.close(0, b"done");
+    }
+    if let Some(relay) = relay {
+        let up = relay.stats.to_server.get();
+        println!(
+            "the relay forwarded {} datagrams to the server and dropped {} at its queue",
+            up.forwarded, up.queue_drops
+        );
     }
     Ok(())
 }

@@ -9,7 +9,9 @@
 //! target rate at connect time (in the [`Config`]) or at run time ([`Connection::set_target_rate`],
 //! the QSTP paper's `setsockopt()`, §4.3), and statistics at any time.
 //!
-//! This crate depends on `qstp-proto` only among the qstp crates; protocol rules live there.
+//! This crate depends on `qstp-proto` only among the qstp crates; protocol rules live there. The
+//! `relay` feature adds [`relay`], an impairing UDP relay whose bottleneck is the data plane's
+//! link (`qstp-dataplane`).
 //!
 //! ```
 //! use qstp_net::{Config, Endpoint, Rate};
@@ -44,6 +46,8 @@
 #![allow(clippy::disallowed_types)]
 
 pub mod dscp;
+#[cfg(feature = "relay")]
+pub mod relay;
 pub mod transfer;
 
 mod connection;

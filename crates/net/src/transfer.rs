@@ -246,11 +246,20 @@ impl Header {
 
     /// Read and check a header (unknown flag bits are ignored).
     pub async fn read_from<R: AsyncRead + Unpin>(reader: &mut R) -> Result<Header, TransferError> {
-        let mut fixed = [0u8; 8 + 1 + 1 + 8 + 2];
-        reader.read_exact(&mut fixed).await?;
-        if fixed[..8] != MAGIC {
+        let mut magic = [0u8; 8];
+        reader.read_exact(&mut magic).await?;
+        if magic != MAGIC {
             return Err(TransferError::BadMagic);
         }
+        Header::read_after_magic(reader).await
+    }
+
+    /// [`Header::read_from`] once the magic was read.
+    async fn read_after_magic<R: AsyncRead + Unpin>(
+        reader: &mut R,
+    ) -> Result<Header, TransferError> {
+        let mut fixed = [0u8; 8 + 1 + 1 + 8 + 2];
+        reader.read_exact(&mut fixed[8..]).await?;
         if fixed[8] != VERSION {
             return Err(TransferError::UnsupportedVersion(fixed[8]));
         }
@@ -270,6 +279,59 @@ impl Header {
             resumable,
         })
     }
+}
+
+/// First bytes of a filler stream: a connection that carries bytes only to be counted and
+/// discarded (the Stunts of `qstp send --soft-target`, the bulk traffic that pays for the Free's
+/// target). After the magic, any bytes until the stream ends; the receiver then answers with the
+/// number of bytes it counted (`u64`) and ends its side.
+pub const FILLER_MAGIC: [u8; 8] = *b"QSTPFILL";
+
+/// What a stream opens with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Opening {
+    /// A file transfer, announced by its header.
+    File(Header),
+    /// Filler bytes, to count and discard ([`FILLER_MAGIC`]).
+    Filler,
+}
+
+impl Opening {
+    /// Read what a stream opens with: a file's header (checked as [`Header::read_from`] checks
+    /// it) or the filler magic.
+    pub async fn read_from<R: AsyncRead + Unpin>(reader: &mut R) -> Result<Opening, TransferError> {
+        let mut magic = [0u8; 8];
+        reader.read_exact(&mut magic).await?;
+        match magic {
+            MAGIC => Ok(Opening::File(Header::read_after_magic(reader).await?)),
+            FILLER_MAGIC => Ok(Opening::Filler),
+            _ => Err(TransferError::BadMagic),
+        }
+    }
+}
+
+/// Receiver of a filler stream, after its magic: read and discard until the stream ends (telling
+/// `progress` the running count), then answer with the count. The bytes counted.
+pub async fn drain_filler<S>(
+    stream: &mut S,
+    mut progress: impl FnMut(u64),
+) -> Result<u64, TransferError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut block = vec![0u8; MAX_CHUNK];
+    let mut total = 0u64;
+    loop {
+        let n = stream.read(&mut block).await?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        progress(total);
+    }
+    stream.write_all(&total.to_be_bytes()).await?;
+    stream.flush().await?;
+    Ok(total)
 }
 
 /// The longest prefix of `s` within `max` bytes that ends on a character boundary.
@@ -764,6 +826,37 @@ mod tests {
             size,
             resumable: size.is_some(),
         }
+    }
+
+    /// A stream opens with a file's header or the filler magic; anything else is refused, and a
+    /// filler stream is counted to its end and answered with the count.
+    #[tokio::test]
+    async fn openings_are_told_apart_and_filler_is_counted() {
+        let file = header("a.bin", Some(3));
+        let mut bytes = &file.encode()[..];
+        assert_eq!(
+            Opening::read_from(&mut bytes).await.unwrap(),
+            Opening::File(file)
+        );
+        let mut junk = &b"QSTPJUNK and more"[..];
+        assert!(matches!(
+            Opening::read_from(&mut junk).await,
+            Err(TransferError::BadMagic)
+        ));
+        let (mut a, mut b) = tokio::io::duplex(8192);
+        let sender = tokio::spawn(async move {
+            a.write_all(&FILLER_MAGIC).await.unwrap();
+            a.write_all(&pattern(100_000)).await.unwrap();
+            a.shutdown().await.unwrap();
+            let mut count = [0u8; 8];
+            a.read_exact(&mut count).await.unwrap();
+            u64::from_be_bytes(count)
+        });
+        assert_eq!(Opening::read_from(&mut b).await.unwrap(), Opening::Filler);
+        let mut last = 0;
+        let counted = drain_filler(&mut b, |n| last = n).await.unwrap();
+        assert_eq!((counted, last), (100_000, 100_000));
+        assert_eq!(sender.await.unwrap(), 100_000);
     }
 
     /// A whole transfer over a pipe: the receiver holds `held` (its offer), the sender `data`.

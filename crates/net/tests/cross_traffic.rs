@@ -34,7 +34,7 @@ async fn the_target_holds_against_competing_tfrc_flows() {
     bounded(async {
         let server = server(Duration::from_secs(10));
         let impairment = Impairment::bottleneck(40_000_000);
-        let relay = Relay::start(server.local_addr(), impairment).await;
+        let relay = Relay::start(server.local_addr(), impairment).await.unwrap();
         // Every stream starts with a tag byte: 'q' for the QSTP flow, 't' for a competitor.
         let qstp_bytes = Arc::new(AtomicU64::new(0));
         let tfrc_bytes = Arc::new(AtomicU64::new(0));

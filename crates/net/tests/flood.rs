@@ -69,7 +69,9 @@ async fn a_flooded_listener_keeps_serving_and_keeps_no_state_for_strangers() {
         let server_addr = server.local_addr();
         let watcher = server.clone();
         // The client goes through a plain relay that records its first datagrams for the flood.
-        let relay = Relay::start(server_addr, Impairment::default()).await;
+        let relay = Relay::start(server_addr, Impairment::default())
+            .await
+            .unwrap();
         let receiver = tokio::spawn(accept_and_drain(server));
         let client = client();
         let mut conn = client

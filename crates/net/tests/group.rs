@@ -26,7 +26,9 @@ const MEMBERS: usize = 4;
 async fn a_free_outruns_its_stunts_through_a_bottleneck() {
     bounded(async {
         let server = server(Duration::from_secs(10));
-        let relay = Relay::start(server.local_addr(), Impairment::bottleneck(20_000_000)).await;
+        let relay = Relay::start(server.local_addr(), Impairment::bottleneck(20_000_000))
+            .await
+            .unwrap();
         // Each stream starts with its member's index.
         let delivered: Arc<Vec<AtomicU64>> =
             Arc::new((0..MEMBERS).map(|_| AtomicU64::new(0)).collect());

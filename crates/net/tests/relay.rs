@@ -7,7 +7,6 @@
 mod support;
 
 use qstp_net::{Config, Rate};
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 use support::relay::{Impairment, Relay};
 use support::*;
@@ -24,7 +23,9 @@ async fn the_relay_loses_and_duplicates_as_configured() {
             reorder: 0.05,
             ..Impairment::default()
         };
-        let relay = Relay::start(sink.local_addr().unwrap(), impairment).await;
+        let relay = Relay::start(sink.local_addr().unwrap(), impairment)
+            .await
+            .unwrap();
         let source = support::relay::big_socket();
         let sent = 2000u64;
         for i in 0..sent {
@@ -42,10 +43,10 @@ async fn the_relay_loses_and_duplicates_as_configured() {
             got += 1;
             relay_back = Some(from);
         }
-        let lost = relay.stats.lost.load(Ordering::Relaxed);
-        let duplicated = relay.stats.duplicated.load(Ordering::Relaxed);
+        let lost = relay.stats.total().lost;
+        let duplicated = relay.stats.total().duplicated;
         assert!((40..=170).contains(&lost), "lost {lost} of {sent}");
-        assert!(duplicated > 0 && relay.stats.reordered.load(Ordering::Relaxed) > 0);
+        assert!(duplicated > 0 && relay.stats.total().reordered > 0);
         // Nothing else is lost: the kernel buffers are far larger than this burst.
         assert_eq!(got, sent - lost + duplicated);
         // And replies find their way back to the client.
@@ -71,7 +72,9 @@ async fn the_relay_bottleneck_drops_what_its_queue_cannot_hold() {
             queue_bytes: 20_000,
             ..Impairment::default()
         };
-        let relay = Relay::start(sink.local_addr().unwrap(), impairment).await;
+        let relay = Relay::start(sink.local_addr().unwrap(), impairment)
+            .await
+            .unwrap();
         let source = support::relay::big_socket();
         // 200 datagrams of 1000 bytes at once: 20 fit the queue, a few more drain meanwhile.
         for _ in 0..200 {
@@ -84,7 +87,7 @@ async fn the_relay_bottleneck_drops_what_its_queue_cannot_hold() {
         {
             got += 1;
         }
-        let drops = relay.stats.queue_drops.load(Ordering::Relaxed);
+        let drops = relay.stats.total().queue_drops;
         assert_eq!(got + drops, 200);
         assert!(drops >= 100, "only {drops} dropped");
     })
@@ -104,7 +107,7 @@ async fn a_transfer_completes_across_a_lossy_reordering_duplicating_path() {
             seed: 7,
             ..Impairment::default()
         };
-        let relay = Relay::start(server.local_addr(), impairment).await;
+        let relay = Relay::start(server.local_addr(), impairment).await.unwrap();
         let receiver = tokio::spawn(accept_and_drain(server));
         let client = client();
         let data = pattern(1 << 20);
@@ -118,7 +121,7 @@ async fn a_transfer_completes_across_a_lossy_reordering_duplicating_path() {
         assert!(received == data, "the bytes differ");
         assert_eq!(hash, *blake3::hash(&data).as_bytes());
         let stats = conn.stats().unwrap();
-        assert!(relay.stats.lost.load(Ordering::Relaxed) > 0);
+        assert!(relay.stats.total().lost > 0);
         assert!(
             stats.packets_retransmitted > 0,
             "losses must have been repaired: {stats:?}"
@@ -137,7 +140,7 @@ async fn the_controller_holds_the_target_behind_a_wider_bottleneck() {
     bounded(async {
         let server = server(Duration::from_secs(10));
         let impairment = Impairment::bottleneck(40_000_000);
-        let relay = Relay::start(server.local_addr(), impairment).await;
+        let relay = Relay::start(server.local_addr(), impairment).await.unwrap();
         const TOTAL: usize = 6 << 20;
         let receiver = tokio::spawn(accept_and_drain(server));
         let client = client();

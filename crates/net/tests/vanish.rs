@@ -18,7 +18,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 async fn a_vanished_peer_ends_the_transfer_with_a_timeout_on_both_sides() {
     bounded(async {
         let server = server(Duration::from_secs(1));
-        let relay = Relay::start(server.local_addr(), Impairment::default()).await;
+        let relay = Relay::start(server.local_addr(), Impairment::default())
+            .await
+            .unwrap();
         let (accepted, is_accepted) = tokio::sync::oneshot::channel();
         let receiver = tokio::spawn(async move {
             let mut conn = server.accept().await.unwrap();
@@ -61,7 +63,9 @@ async fn a_vanished_peer_ends_the_transfer_with_a_timeout_on_both_sides() {
 async fn a_sender_notices_a_silent_receiver_long_before_the_idle_timeout() {
     bounded(async {
         let server = server(Duration::from_secs(30));
-        let relay = Relay::start(server.local_addr(), Impairment::default()).await;
+        let relay = Relay::start(server.local_addr(), Impairment::default())
+            .await
+            .unwrap();
         let _receiver = tokio::spawn(async move {
             let mut conn = server.accept().await.unwrap();
             let mut sink = Vec::new();
