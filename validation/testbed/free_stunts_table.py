@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""The free-stunts-red comparison: per sweep point, the lab's folder beside the testbed's.
+
+    python3 validation/testbed/free_stunts_table.py LAB_DIR TESTBED_DIR
+
+Each folder is what `qstp run` or `qstp testbed` wrote for validation/testbed/free-stunts-red.toml.
+From summary.json, per point (the controller: `pi` with delegation, `none` without): the mean
+over runs, after the warm-up, of the Free's throughput (group F), its Stunts' (S, all flows) and
+the cross traffic's (X, all flows), as the router or the simulated bottleneck counted them at the
+receiver; V- and V* of the Free against its target (Free & Stunts paper eqs. 17-18, computed by
+the lab from the per-period samples, the same code for both folders); the loss events the Free
+delegated, reacted to, and took from Stunts. Then the verdict: the Free's mean and the cross
+traffic's mean within 10% of the lab's.
+"""
+import json
+import sys
+
+TOLERANCE = 0.10
+
+
+def points(folder):
+    summary = json.load(open(f"{folder}/summary.json"))
+    out = {}
+    for p in summary["points"]:
+        label = ",".join(f"{k}={v}" for k, v in p["params"].items()) or "base"
+        groups = {g["group"]: g for g in p["flows"]}
+        free = groups["F"]
+        out[label] = {
+            "Free (kbit/s)": free["aggregate_bps"]["mean"] / 1e3,
+            "Free, min..max over runs (kbit/s)": (
+                free["aggregate_bps"]["min"] / 1e3,
+                free["aggregate_bps"]["max"] / 1e3,
+            ),
+            "Stunts, all (kbit/s)": groups["S"]["aggregate_bps"]["mean"] / 1e3,
+            "cross traffic, all (kbit/s)": groups["X"]["aggregate_bps"]["mean"] / 1e3,
+            "cross traffic, min..max over runs (kbit/s)": (
+                groups["X"]["aggregate_bps"]["min"] / 1e3,
+                groups["X"]["aggregate_bps"]["max"] / 1e3,
+            ),
+            "V- (bit^2/s^2)": (free.get("matching") or {}).get("v_minus"),
+            "V* (bit^2/s^2)": (free.get("matching") or {}).get("v_star"),
+            "delegated / reacted / taken": tuple(
+                (free.get("signals") or {}).get(k) for k in ("delegated", "reacted", "taken_by_free")
+            ),
+            "utilisation E": p["metrics"]["efficiency"]["mean"],
+        }
+    return out, summary
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, tuple):
+        return " / ".join(fmt(x) for x in v) if len(v) != 2 else f"{fmt(v[0])}..{fmt(v[1])}"
+    if abs(v) >= 1e6:
+        return f"{v:.2e}"
+    if abs(v) < 10:
+        return f"{v:.3f}"
+    return f"{v:.0f}"
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    (lab, lab_summary), (testbed, tb_summary) = points(sys.argv[1]), points(sys.argv[2])
+    lab_runs = lab_summary.get("runs")
+    tb_runs = tb_summary.get("runs")
+    verdicts = []
+    for label in lab:
+        if label not in testbed:
+            continue
+        a, b = lab[label], testbed[label]
+        print(f"\n{label}\n")
+        print(f"| | lab (mean of {lab_runs}) | testbed (mean of {tb_runs}) | difference |")
+        print("|---|---|---|---|")
+        for key in a:
+            x, y = a[key], b[key]
+            diff = ""
+            if isinstance(x, (int, float)) and isinstance(y, (int, float)) and x:
+                diff = f"{(y - x) / x * 100:+.1f}%"
+            print(f"| {key} | {fmt(x)} | {fmt(y)} | {diff} |")
+        for key in ("Free (kbit/s)", "cross traffic, all (kbit/s)"):
+            x, y = a[key], b[key]
+            ok = abs(y - x) <= TOLERANCE * x
+            verdicts.append((label, key, x, y, ok))
+    print("\nverdict (within 10% of the lab's mean):")
+    for label, key, x, y, ok in verdicts:
+        print(f"  {label}: {key.split(' (')[0]}: lab {x:.0f}, testbed {y:.0f} kbit/s, "
+              f"{(y - x) / x * 100:+.1f}%: {'within' if ok else 'NOT within'} 10%")
+
+
+if __name__ == "__main__":
+    main()
