@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The free-stunts-red comparison: per sweep point, the lab's folder beside the testbed's.
 
-    python3 validation/testbed/free_stunts_table.py LAB_DIR TESTBED_DIR
+    python3 validation/testbed/free_stunts_table.py LAB_DIR TESTBED_DIR [TESTBED_DIR...]
 
 Each folder is what `qstp run` or `qstp testbed` wrote for validation/testbed/free-stunts-red.toml.
 From summary.json, per point (the controller: `pi` with delegation, `none` without): the mean
@@ -9,8 +9,9 @@ over runs, after the warm-up, of the Free's throughput (group F), its Stunts' (S
 the cross traffic's (X, all flows), as the router or the simulated bottleneck counted them at the
 receiver; V- and V* of the Free against its target (Free & Stunts paper eqs. 17-18, computed by
 the lab from the per-period samples, the same code for both folders); the loss events the Free
-delegated, reacted to, and took from Stunts. Then the verdict: the Free's mean and the cross
-traffic's mean within 10% of the lab's.
+delegated, reacted to, and took from Stunts. Several testbed folders (runs of other seeds) get a
+column each; the last column and the verdict pool their runs (the mean over every testbed run)
+against the lab: the Free's mean and the cross traffic's mean within 10% of the lab's.
 """
 import json
 import sys
@@ -67,34 +68,45 @@ def fmt(v):
     return f"{v:.0f}"
 
 
+def pooled(values, runs):
+    """The mean over every run of folders whose own means are `values` over `runs` runs."""
+    return sum(v * n for v, n in zip(values, runs)) / sum(runs)
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) < 3:
         sys.exit(__doc__)
-    (lab, lab_summary), (testbed, tb_summary) = points(sys.argv[1]), points(sys.argv[2])
-    lab_runs = lab_summary.get("runs")
-    tb_runs = tb_summary.get("runs")
+    lab, lab_summary = points(sys.argv[1])
+    testbeds = [points(folder) for folder in sys.argv[2:]]
+    runs = [summary["runs"] for _, summary in testbeds]
+    seeds = [f"seeds {s['seed']}-{s['seed'] + s['runs'] - 1}" for _, s in testbeds]
     verdicts = []
     for label in lab:
-        if label not in testbed:
+        if not all(label in t for t, _ in testbeds):
             continue
-        a, b = lab[label], testbed[label]
         print(f"\n{label}\n")
-        print(f"| | lab (mean of {lab_runs}) | testbed (mean of {tb_runs}) | difference |")
-        print("|---|---|---|---|")
-        for key in a:
-            x, y = a[key], b[key]
+        head = " | ".join(f"testbed ({s})" for s in seeds)
+        print(f"| | lab (mean of {lab_summary['runs']}) | {head} | testbed, all {sum(runs)} runs against lab |")
+        print("|---|---|" + "---|" * len(testbeds) + "---|")
+        for key, x in lab[label].items():
+            ys = [t[label][key] for t, _ in testbeds]
             diff = ""
-            if isinstance(x, (int, float)) and isinstance(y, (int, float)) and x:
-                diff = f"{(y - x) / x * 100:+.1f}%"
-            print(f"| {key} | {fmt(x)} | {fmt(y)} | {diff} |")
+            numeric = all(isinstance(v, (int, float)) for v in [x] + ys)
+            if numeric and x and "std" not in key:
+                diff = f"{(pooled(ys, runs) - x) / x * 100:+.1f}%"
+            cells = " | ".join(fmt(y) for y in ys)
+            print(f"| {key} | {fmt(x)} | {cells} | {diff} |")
         for key in ("Free (kbit/s)", "cross traffic, all (kbit/s)"):
-            x, y = a[key], b[key]
-            ok = abs(y - x) <= TOLERANCE * x
-            verdicts.append((label, key, x, y, ok))
+            x = lab[label][key]
+            ys = [t[label][key] for t, _ in testbeds]
+            verdicts.append((label, key, x, ys, pooled(ys, runs)))
     print("\nverdict (within 10% of the lab's mean):")
-    for label, key, x, y, ok in verdicts:
-        print(f"  {label}: {key.split(' (')[0]}: lab {x:.0f}, testbed {y:.0f} kbit/s, "
-              f"{(y - x) / x * 100:+.1f}%: {'within' if ok else 'NOT within'} 10%")
+    for label, key, x, ys, y in verdicts:
+        each = ", ".join(f"{s} {(v - x) / x * 100:+.1f}%" for s, v in zip(seeds, ys))
+        ok = abs(y - x) <= TOLERANCE * x
+        print(f"  {label}: {key.split(' (')[0]}: lab {x:.0f}, testbed {y:.0f} kbit/s over all "
+              f"{sum(runs)} runs, {(y - x) / x * 100:+.1f}%: {'within' if ok else 'NOT within'} 10% "
+              f"({each})")
 
 
 if __name__ == "__main__":
