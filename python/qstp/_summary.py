@@ -37,7 +37,16 @@ _OPTIONAL_RUN_COLUMNS = (
     "rtt_p50_ms",
     "rtt_p95_ms",
     "rtt_p99_ms",
+    "queue_sojourn_mean_ms",
+    "queue_sojourn_p50_ms",
+    "queue_sojourn_p95_ms",
+    "queue_sojourn_p99_ms",
+    "messages_delivered",
+    "messages_expired",
 )
+
+#: The sojourn statistics of a queue, one column each in :attr:`Summary.queues` (``sojourn_*_ms``).
+_SOJOURN = ("mean", "p50", "p95", "p99")
 
 
 class Summary:
@@ -141,6 +150,40 @@ class Summary:
         )
         frame = pandas.DataFrame(rows, columns=columns)
         return frame.astype({"fairness": float, "target_bps": "Int64"})
+
+    @property
+    def queues(self) -> pandas.DataFrame:
+        """One row per point and bottleneck queue (summary.json's ``queues``).
+
+        Columns: ``point``, one per swept key (its value at the point), ``queue`` (``bottleneck``,
+        ``bottleneck/<class>``), ``packets``, ``ldrops``, ``edrops`` (per run after the warm-up,
+        in and out of profile together), then the queue's sojourn times after the warm-up (time
+        from a packet's arrival to the start of its serialisation, ms, mean over runs):
+        ``sojourn_mean_ms``, ``sojourn_p50_ms``, ``sojourn_p95_ms``, ``sojourn_p99_ms`` (NaN
+        where the queue does not measure them: an ATM trunk's buffers, CBQ classes).
+        """
+        import pandas
+
+        keys: list[str] = []
+        for p in self._dict["points"]:
+            keys.extend(k for k in p["params"] if k not in keys)
+        rows = []
+        for i, p in enumerate(self._dict["points"]):
+            for q in p["queues"]:
+                row: dict[str, Any] = {"point": i}
+                row.update({k: p["params"].get(k) for k in keys})
+                row["queue"] = q["name"]
+                for c in ("packets", "ldrops", "edrops"):
+                    row[c] = q["in_profile"][c] + q["out_profile"][c]
+                sojourn = q.get("sojourn_ms")
+                for s in _SOJOURN:
+                    row[f"sojourn_{s}_ms"] = float("nan") if sojourn is None else sojourn[s]["mean"]
+                rows.append(row)
+        columns = (
+            ["point", *keys, "queue", "packets", "ldrops", "edrops"]
+            + [f"sojourn_{s}_ms" for s in _SOJOURN]
+        )
+        return pandas.DataFrame(rows, columns=columns)
 
     @property
     def runs(self) -> pandas.DataFrame:

@@ -181,6 +181,22 @@ def test_runs_frame(tiny: Path) -> None:
     for column in ["rtt_mean_ms", "rtt_p50_ms", "rtt_p95_ms", "rtt_p99_ms"]:
         assert runs[column].dtype == float and (runs[column] > 0).all(), column
     assert (runs["rtt_p50_ms"] > runs["delay_p50_ms"]).all()
+    # The bottleneck's sojourn times, the same on every row of a run.
+    for column in ["queue_sojourn_mean_ms", "queue_sojourn_p50_ms", "queue_sojourn_p95_ms"]:
+        assert runs[column].dtype == float and (runs[column] >= 0).all(), column
+    assert (runs["queue_sojourn_p95_ms"] <= runs["queue_sojourn_p99_ms"]).all()
+    assert runs.groupby(["point", "run"])["queue_sojourn_p99_ms"].nunique().eq(1).all()
+
+
+def test_queues_frame(tiny: Path) -> None:
+    s = qstp.run(tiny, progress=False)
+    queues = s.queues
+    assert len(queues) == sum(len(p["queues"]) for p in s.to_dict()["points"])
+    whole = queues[queues["queue"] == "bottleneck"]
+    assert len(whole) == len(s.points)
+    assert (whole["sojourn_p50_ms"] <= whole["sojourn_p99_ms"]).all()
+    first = s.to_dict()["points"][0]["queues"][0]["sojourn_ms"]
+    assert whole["sojourn_mean_ms"].iloc[0] == first["mean"]["mean"]
 
 
 def test_load_reads_back_the_same(tiny: Path, tmp_path: Path) -> None:

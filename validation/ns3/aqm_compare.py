@@ -10,6 +10,7 @@ bytes, sampled every 10 ms after the warm-up in both, over the
 bottleneck rate).
 
     python3 validation/ns3/aqm_compare.py --markdown > validation/ns3/aqm.md
+    python3 validation/ns3/aqm_compare.py --markdown --seeds 5   # mean and range over seeds 1..5
 """
 
 import argparse
@@ -31,7 +32,7 @@ warmup = "{warmup}s"
 # Queue samples every 10 ms, as ns3_dumbbell.py's.
 bin = "10ms"
 runs = 1
-seed = 1
+seed = {seed}
 packet_size = 1500
 [bottleneck]
 rate = "{rate_mbps}M"
@@ -61,7 +62,8 @@ def ns3_run(args, qdisc):
     cmd = [sys.executable, os.path.join(HERE, "ns3_dumbbell.py"), "--qdisc", qdisc,
            "--flows", str(args.flows), "--duration", str(args.duration),
            "--warmup", str(args.warmup), "--bottleneck-rate", f"{args.rate_mbps}Mbps",
-           "--bottleneck-delay", f"{args.delay_ms}ms", "--queue", str(args.limit)]
+           "--bottleneck-delay", f"{args.delay_ms}ms", "--queue", str(args.limit),
+           "--seed", str(args.seed)]
     if args.ecn:
         cmd.append("--ecn")
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -79,7 +81,8 @@ def lab_run(args, qdisc):
             f.write(SCENARIO.format(duration=args.duration, warmup=args.warmup,
                                     rate_mbps=args.rate_mbps, delay_ms=args.delay_ms,
                                     qdisc=qdisc, limit=args.limit,
-                                    ecn=str(args.ecn).lower(), flows=args.flows, rtt_ms=rtt_ms))
+                                    ecn=str(args.ecn).lower(), flows=args.flows, rtt_ms=rtt_ms,
+                                    seed=args.seed))
         out = os.path.join(work, "out")
         subprocess.run([args.qstp, "run", path, "--out", out, "--no-plots"], check=True,
                        capture_output=True)
@@ -111,7 +114,12 @@ def main():
     p.add_argument("--ecn", action="store_true")
     p.add_argument("--qstp", default=os.path.join(ROOT, "target", "release", "qstp"))
     p.add_argument("--markdown", action="store_true")
+    p.add_argument("--seeds", type=int, default=1,
+                   help="run seeds 1..N on both sides and print the mean and range over them")
     args = p.parse_args()
+    if args.seeds > 1:
+        return over_seeds(args)
+    args.seed = 1
     rows = []
     for qdisc in args.qdisc or QDISCS:
         for name, run in (("ns-3", ns3_run), ("lab", lab_run)):
@@ -128,6 +136,33 @@ def main():
             print(f"| {qdisc} | {name} | {per} | {util:.3f} | {j:.3f} | {delay:.1f} |")
         else:
             print(f"{qdisc:9} {name:5} [{per}] util {util:.3f} jain {j:.3f} qdelay {delay:.1f} ms")
+
+
+def over_seeds(args):
+    """Seeds 1..N on both sides: per queue and simulator, the mean (min-max) of utilisation,
+    Jain's index and the mean queueing delay."""
+    results = {}
+    for qdisc in args.qdisc or QDISCS:
+        for name, run in (("ns-3", ns3_run), ("lab", lab_run)):
+            for seed in range(1, args.seeds + 1):
+                args.seed = seed
+                r = run(args, qdisc)
+                flows = r["per_flow_bps"]
+                results.setdefault((qdisc, name), []).append(
+                    (sum(flows) / (args.rate_mbps * 1e6), jain(flows), r["queue_delay_ms"]))
+                print(f"{qdisc} {name} seed {seed}: utilisation {results[(qdisc, name)][-1][0]:.4f}",
+                      file=sys.stderr)
+
+    def cell(xs, fmt):
+        return f"{fmt.format(sum(xs) / len(xs))} ({fmt.format(min(xs))}-{fmt.format(max(xs))})"
+
+    print(f"| queue | simulator | utilisation, mean (min-max) of {args.seeds} seeds | Jain | "
+          "mean queue delay (ms) |")
+    print("|---|---|---|---|---|")
+    for (qdisc, name), rs in results.items():
+        util, j, delay = zip(*rs)
+        print(f"| {qdisc} | {name} | {cell(util, '{:.3f}')} | {cell(j, '{:.3f}')} | "
+              f"{cell(delay, '{:.1f}')} |")
 
 
 if __name__ == "__main__":

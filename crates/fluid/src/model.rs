@@ -183,6 +183,13 @@ impl Model {
             None => None,
             Some(d) => {
                 let (free_group, stunt_group) = d.validate(&spec.groups)?;
+                if d.by != qstp_sim::spec::SignalPath::Host {
+                    return Err(invalid(
+                        "delegation.by",
+                        "the fluid model delegates at the host only: its flows see a loss rate, \
+                         not marks on packets (run by = \"network\" with qstp run)",
+                    ));
+                }
                 for f in &mut flows {
                     if f.group == free_group {
                         f.role = Role::Free;

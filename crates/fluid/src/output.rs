@@ -168,6 +168,7 @@ impl Recorder {
                         timeouts: Vec::new(),
                         rate: Vec::new(),
                     },
+                    messages: None,
                 }
             })
             .collect();
@@ -199,6 +200,8 @@ impl Recorder {
                     .map(|&b| (b * wire).round() as u64)
                     .collect(),
             }],
+            // A fluid queue has no packets to time.
+            sojourn: Vec::new(),
             delegation: period.map(|period| DelegationRecord {
                 period,
                 samples,

@@ -113,6 +113,7 @@ fn delegated(controller: ControllerSpec, target: f64, reverse: bool) -> SimSpec 
         )
         .unwrap(),
         reverse,
+        by: Default::default(),
     });
     spec
 }

@@ -76,6 +76,7 @@ pub fn comparison(title: &str, fluid: &Curves, packet: &Curves, warmup: f64) -> 
         }),
         y_range: None,
         scatter: false,
+        categories: Vec::new(),
     }
 }
 

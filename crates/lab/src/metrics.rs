@@ -71,6 +71,51 @@ pub struct FlowRun {
     /// Their 99th percentile, ms.
     #[serde(default)]
     pub rtt_p99_ms: Option<f64>,
+    /// The run's sojourn times at the bottleneck's whole queue (offer to start of serialisation)
+    /// after the warm-up, the same for every flow of the run: mean, ms; `None` where the
+    /// bottleneck does not measure them (an ATM trunk) or no packet left it.
+    #[serde(default)]
+    pub queue_sojourn_mean_ms: Option<f64>,
+    /// Their median, ms (to within 0.8%: `qstp_dataplane::link::Sojourn`).
+    #[serde(default)]
+    pub queue_sojourn_p50_ms: Option<f64>,
+    /// Their 95th percentile, ms.
+    #[serde(default)]
+    pub queue_sojourn_p95_ms: Option<f64>,
+    /// Their 99th percentile, ms.
+    #[serde(default)]
+    pub queue_sojourn_p99_ms: Option<f64>,
+    /// A message flow's (qstp compositions that carry messages): the share of the messages
+    /// written after the warm-up and at least [`MESSAGE_SETTLE`] before the end that the
+    /// receiving application got by the end; `None` for other flows.
+    #[serde(default)]
+    pub messages_delivered: Option<f64>,
+    /// The share of the same messages it never got: given up by the sender (a deadline or a
+    /// retransmission limit) or, with full reliability, still waiting at the run's end.
+    #[serde(default)]
+    pub messages_expired: Option<f64>,
+}
+
+/// The messages written in the last 2 s of a run are left out of its delivered and expired
+/// shares: they may still be on their way (every deadline of the shipped scenarios is shorter).
+pub const MESSAGE_SETTLE: Duration = Duration::from_secs(2);
+
+/// The sojourn times at one bottleneck queue over one run after the warm-up: from a packet's
+/// offer to the start of its serialisation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueSojournRun {
+    /// `bottleneck`.
+    pub name: String,
+    /// Packets that left the queue.
+    pub samples: u64,
+    /// Mean, ms (exact).
+    pub mean_ms: f64,
+    /// Median, ms (to within 0.8%).
+    pub p50_ms: f64,
+    /// 95th percentile, ms.
+    pub p95_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
 }
 
 /// One flow's series over a whole run, one value per bin.
@@ -153,6 +198,9 @@ pub struct RunMetrics {
     pub flows: Vec<FlowRun>,
     /// Per-colour statistics of each bottleneck queue.
     pub queues: Vec<QueueRecord>,
+    /// Sojourn times at the bottleneck queues that measure them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sojourn: Vec<QueueSojournRun>,
     /// The time series, kept for the first run of each point only.
     pub series: Option<RunSeries>,
     /// How the delegation group's Free matched its trace after the warm-up (Free & Stunts
@@ -187,10 +235,29 @@ pub fn reduce(
     warmup: Duration,
     keep_series: bool,
 ) -> RunMetrics {
+    let sojourn: Vec<QueueSojournRun> = output
+        .sojourn
+        .iter()
+        .map(|q| QueueSojournRun {
+            name: q.name.clone(),
+            samples: q.stats.samples,
+            mean_ms: q.stats.mean_ns / 1e6,
+            p50_ms: q.stats.p50_ns / 1e6,
+            p95_ms: q.stats.p95_ns / 1e6,
+            p99_ms: q.stats.p99_ns / 1e6,
+        })
+        .collect();
+    let whole = sojourn.iter().find(|q| q.name == "bottleneck");
     let flows = output
         .flows
         .iter()
-        .map(|f| flow_run(f, bin, warmup, output.simulated))
+        .map(|f| FlowRun {
+            queue_sojourn_mean_ms: whole.map(|q| q.mean_ms),
+            queue_sojourn_p50_ms: whole.map(|q| q.p50_ms),
+            queue_sojourn_p95_ms: whole.map(|q| q.p95_ms),
+            queue_sojourn_p99_ms: whole.map(|q| q.p99_ms),
+            ..flow_run(f, bin, warmup, output.simulated)
+        })
         .collect();
     let series = keep_series.then(|| RunSeries {
         bin,
@@ -221,6 +288,7 @@ pub fn reduce(
         simulated: output.simulated,
         flows,
         queues: output.queues.clone(),
+        sojourn,
         series,
         matching,
         signals,
@@ -257,6 +325,18 @@ fn flow_run(f: &FlowRecord, bin: Duration, warmup: Duration, end: Duration) -> F
         let sum = |v: &[u64]| v.iter().skip(first).sum::<u64>();
         (sum(&f.sender.timeouts), sum(&f.sender.loss_events))
     });
+    // Messages written from the warm-up's first bin to the last bin that ends MESSAGE_SETTLE
+    // before the end.
+    let delivered = f.messages.as_ref().and_then(|m| {
+        let settled = end.saturating_sub(MESSAGE_SETTLE).as_nanos() / bin.as_nanos().max(1);
+        let last = (settled as usize).min(m.written.len());
+        let written: u64 = m.written.get(first..last)?.iter().sum();
+        let got: u64 = m.delivered.get(first..last)?.iter().sum();
+        (written > 0).then(|| {
+            let share = got as f64 / written as f64;
+            (share, 1.0 - share)
+        })
+    });
     FlowRun {
         group: f.group,
         flow: f.flow,
@@ -276,6 +356,13 @@ fn flow_run(f: &FlowRecord, bin: Duration, warmup: Duration, end: Duration) -> F
         rtt_p50_ms: f.rtt.map(|d| d.p50_ns as f64 / 1e6),
         rtt_p95_ms: f.rtt.map(|d| d.p95_ns as f64 / 1e6),
         rtt_p99_ms: f.rtt.map(|d| d.p99_ns as f64 / 1e6),
+        messages_delivered: delivered.map(|(d, _)| d),
+        messages_expired: delivered.map(|(_, e)| e),
+        // The queue's, filled in by `reduce`.
+        queue_sojourn_mean_ms: None,
+        queue_sojourn_p50_ms: None,
+        queue_sojourn_p95_ms: None,
+        queue_sojourn_p99_ms: None,
     }
 }
 
@@ -340,6 +427,32 @@ macro_rules! optional {
 /// A delay column (one-way or round trip): optional, in ms with six decimals, summed up in
 /// `metrics`.
 macro_rules! delay_column {
+    ($field:ident) => {
+        RunColumn {
+            name: stringify!($field),
+            always: false,
+            write: |f| f.$field.map_or(String::new(), |d| format!("{d:.6}")),
+            read: optional!($field),
+            summary: Some(|f| f.$field),
+        }
+    };
+}
+
+/// A queue's delay column: as a delay column, but not summed up per group.
+macro_rules! queue_column {
+    ($field:ident) => {
+        RunColumn {
+            name: stringify!($field),
+            always: false,
+            write: |f| f.$field.map_or(String::new(), |d| format!("{d:.6}")),
+            read: optional!($field),
+            summary: None,
+        }
+    };
+}
+
+/// A share of a flow's messages: optional, six decimals, summed up in `metrics`.
+macro_rules! share_column {
     ($field:ident) => {
         RunColumn {
             name: stringify!($field),
@@ -428,6 +541,15 @@ pub const RUN_COLUMNS: &[RunColumn] = &[
     delay_column!(rtt_p50_ms),
     delay_column!(rtt_p95_ms),
     delay_column!(rtt_p99_ms),
+    // The bottleneck's sojourn times in the flow's run (the same on each of the run's rows):
+    // empty where not measured; a queue's, so summed up per queue in `summary.json`, not per group.
+    queue_column!(queue_sojourn_mean_ms),
+    queue_column!(queue_sojourn_p50_ms),
+    queue_column!(queue_sojourn_p95_ms),
+    queue_column!(queue_sojourn_p99_ms),
+    // A message flow's delivered and expired shares: empty for other flows.
+    share_column!(messages_delivered),
+    share_column!(messages_expired),
 ];
 
 /// The per-flow figure of a point that a series is drawn in, one panel each.
@@ -740,6 +862,7 @@ mod tests {
             packets_sent: 2 * bins as u64,
             packets_retransmitted: 1,
             sender: Default::default(),
+            messages: None,
         }
     }
 
@@ -785,6 +908,7 @@ mod tests {
             simulated: Duration::from_secs(1),
             flows: vec![f],
             queue_series: Vec::new(),
+            sojourn: Vec::new(),
             delegation: None,
             atm: None,
             queues: vec![QueueRecord {

@@ -58,6 +58,9 @@ pub struct Chart {
     /// Points only: each line's points drawn as its marker, unjoined (a scatter plot, such as
     /// throughput against delay with one mark per flow and run).
     pub scatter: bool,
+    /// Names of the x axis's categories (a categorical sweep): category i sits at x = i and is
+    /// named under it instead of a number; empty for a numeric x axis.
+    pub categories: Vec<String>,
 }
 
 /// Why a chart could not be drawn.
@@ -250,6 +253,29 @@ fn draw_marks<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Line `i`'s error bars `(x, low, high)`, capped `half` wide either side, in its colour.
+fn draw_bars<DB: DrawingBackend>(
+    ctx: &mut Plot<'_, DB>,
+    i: usize,
+    bars: &[(f64, f64, f64)],
+    half: f64,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let c = colour(i);
+    for &(x, lo, hi) in bars {
+        let bar = vec![(x, lo), (x, hi)];
+        let caps = [
+            vec![(x - half, lo), (x + half, lo)],
+            vec![(x - half, hi), (x + half, hi)],
+        ];
+        ctx.draw_series(std::iter::once(PathElement::new(bar, c.stroke_width(1))))?;
+        ctx.draw_series(
+            caps.into_iter()
+                .map(|cap| PathElement::new(cap, c.stroke_width(1))),
+        )?;
+    }
+    Ok(())
+}
+
 /// Height of every chart and width of one plot panel, pixels: a figure is drawn at the size a
 /// two-column paper prints it at about 45%, so fonts stay readable at column width.
 const PANEL: (u32, u32) = (640, 420);
@@ -289,7 +315,10 @@ fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
     if x1 <= x0 {
         x1 = x0 + 1.0;
     }
-    if chart.scatter {
+    if !chart.categories.is_empty() {
+        // Each category a unit wide, centred on its index.
+        (x0, x1) = (-0.5, chart.categories.len() as f64 - 0.5);
+    } else if chart.scatter {
         // Marks at the ends stay whole.
         let pad = (x1 - x0) * 0.05;
         (x0, x1) = (x0 - pad, x1 + pad);
@@ -458,10 +487,25 @@ fn draw_chart<DB: DrawingBackend>(
         .build_cartesian_2d(x0..x1, y0..y1)?;
     let x_decimals = decimals(x1 - x0);
     let y_decimals = decimals(y1 - y0);
-    let x_fmt = move |x: &f64| format!("{x:.x_decimals$}");
+    let categories = &chart.categories;
+    let x_fmt = move |x: &f64| {
+        if categories.is_empty() {
+            return format!("{x:.x_decimals$}");
+        }
+        // A category's name at its index, nothing between.
+        let i = x.round();
+        match ((x - i).abs() < 1e-6 && i >= 0.0).then(|| categories.get(i as usize)) {
+            Some(Some(name)) => name.clone(),
+            _ => String::new(),
+        }
+    };
     let y_fmt = move |y: &f64| format!("{y:.y_decimals$}");
-    ctx.configure_mesh()
-        .x_label_formatter(&x_fmt)
+    let mut mesh = ctx.configure_mesh();
+    if !categories.is_empty() {
+        // Ticks at every half unit at most, so that each index has one.
+        mesh.x_labels(2 * categories.len() + 1);
+    }
+    mesh.x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .x_desc(chart.x_label.as_str())
         .y_desc(chart.y_label.as_str())
@@ -492,6 +536,7 @@ fn draw_chart<DB: DrawingBackend>(
         let c = colour(i);
         if chart.scatter {
             draw_marks(&mut ctx, i, &line.points)?;
+            draw_bars(&mut ctx, i, &line.bars, (x1 - x0) / 200.0)?;
             continue;
         }
         let points = line.points.iter().copied();
@@ -509,19 +554,7 @@ fn draw_chart<DB: DrawingBackend>(
         }
         if !line.bars.is_empty() {
             ctx.draw_series(line.points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
-            let half = (x1 - x0) / 200.0;
-            for &(x, lo, hi) in &line.bars {
-                let bar = vec![(x, lo), (x, hi)];
-                let caps = [
-                    vec![(x - half, lo), (x + half, lo)],
-                    vec![(x - half, hi), (x + half, hi)],
-                ];
-                ctx.draw_series(std::iter::once(PathElement::new(bar, c.stroke_width(1))))?;
-                ctx.draw_series(
-                    caps.into_iter()
-                        .map(|cap| PathElement::new(cap, c.stroke_width(1))),
-                )?;
-            }
+            draw_bars(&mut ctx, i, &line.bars, (x1 - x0) / 200.0)?;
         }
     }
     for (j, r) in chart.references.iter().enumerate() {

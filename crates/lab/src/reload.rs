@@ -127,6 +127,7 @@ pub fn load_resolving(dir: &Path, scenario: &Path) -> Result<Loaded, ReloadError
                     simulated: p.scenario.duration,
                     flows: Vec::new(),
                     queues: Vec::new(),
+                    sojourn: Vec::new(),
                     series: None,
                     matching: None,
                     signals: None,

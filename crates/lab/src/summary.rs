@@ -266,6 +266,44 @@ pub struct QueueSummary {
     /// Yellow packets alone (three-colour markers' middle precedence, AFx2; zero with two-colour
     /// markers). They are part of `out_profile` too.
     pub yellow: Counts,
+    /// Sojourn times of the packets it let go after the warm-up (offer to start of
+    /// serialisation), each run one sample; absent where the queue does not measure them (an
+    /// ATM trunk's buffers, CBQ classes) and from summaries written before them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sojourn_ms: Option<SojournSummary>,
+}
+
+/// A queue's sojourn times at one point, ms: each statistic over runs of the run's mean and
+/// percentiles (each percentile to within 0.8%, `qstp_dataplane::link::Sojourn`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SojournSummary {
+    /// Mean sojourn time.
+    pub mean: Stats,
+    /// Median.
+    pub p50: Stats,
+    /// 95th percentile.
+    pub p95: Stats,
+    /// 99th percentile.
+    pub p99: Stats,
+    /// Packets measured per run (mean over runs).
+    pub packets: f64,
+}
+
+fn sojourn_summary(runs: &[RunMetrics], name: &str) -> Option<SojournSummary> {
+    let of: Vec<&crate::metrics::QueueSojournRun> = runs
+        .iter()
+        .filter_map(|r| r.sojourn.iter().find(|q| q.name == name))
+        .collect();
+    let stats = |pick: fn(&crate::metrics::QueueSojournRun) -> f64| {
+        Stats::of(&of.iter().map(|q| pick(q)).collect::<Vec<_>>())
+    };
+    Some(SojournSummary {
+        mean: stats(|q| q.mean_ms)?,
+        p50: stats(|q| q.p50_ms)?,
+        p95: stats(|q| q.p95_ms)?,
+        p99: stats(|q| q.p99_ms)?,
+        packets: of.iter().map(|q| q.samples as f64).sum::<f64>() / of.len() as f64,
+    })
 }
 
 /// Build the summary of a finished plan. It holds no wall-clock time and no path: the same
@@ -589,6 +627,7 @@ fn queues(runs: &[RunMetrics]) -> Vec<QueueSummary> {
                 in_profile: counts(green),
                 out_profile: counts(out),
                 yellow: counts(yellow),
+                sojourn_ms: sojourn_summary(runs, &q.name),
             }
         })
         .collect()
@@ -710,7 +749,7 @@ pub fn text_table(s: &Summary) -> String {
         for q in &p.queues {
             if diffserv {
                 out.push_str(&format!(
-                    "{:<width$}  queue {}: in {:.0} pkts ({:.0}% of all; ldrops {:.0}, edrops {:.0}); out {:.0} pkts (ldrops {:.0}, edrops {:.0})\n",
+                    "{:<width$}  queue {}: in {:.0} pkts ({:.0}% of all; ldrops {:.0}, edrops {:.0}); out {:.0} pkts (ldrops {:.0}, edrops {:.0}){}\n",
                     "",
                     q.name,
                     q.in_profile.packets,
@@ -719,7 +758,8 @@ pub fn text_table(s: &Summary) -> String {
                     q.in_profile.edrops,
                     q.out_profile.packets,
                     q.out_profile.ldrops,
-                    q.out_profile.edrops
+                    q.out_profile.edrops,
+                    sojourn_cell(q)
                 ));
             } else {
                 // CE marks (ECN) only where a queue made some: other tables read as before.
@@ -730,8 +770,13 @@ pub fn text_table(s: &Summary) -> String {
                     String::new()
                 };
                 out.push_str(&format!(
-                    "{:<width$}  queue {}: {:.0} pkts (ldrops {:.0}, edrops {:.0}{marks})\n",
-                    "", q.name, q.out_profile.packets, q.out_profile.ldrops, q.out_profile.edrops
+                    "{:<width$}  queue {}: {:.0} pkts (ldrops {:.0}, edrops {:.0}{marks}){}\n",
+                    "",
+                    q.name,
+                    q.out_profile.packets,
+                    q.out_profile.ldrops,
+                    q.out_profile.edrops,
+                    sojourn_cell(q)
                 ));
             }
         }
@@ -748,6 +793,17 @@ pub fn text_table(s: &Summary) -> String {
          queue: packets arriving per run after the warm-up (mean over runs); ldrops: dropped because the queue was full;\n\
          \x20    edrops: dropped early by RED/RIO.",
     );
+    let sojourns = s
+        .points
+        .iter()
+        .flat_map(|p| &p.queues)
+        .any(|q| q.sojourn_ms.is_some());
+    if sojourns {
+        out.push_str(
+            " sojourn: time from arrival to the start of\n\
+             \x20    serialisation after the warm-up, mean, p95 and p99 over the queue's packets (mean over runs).",
+        );
+    }
     if diffserv {
         out.push_str(
             " in: green (in-profile) packets; out: yellow and red\n\
@@ -757,6 +813,16 @@ pub fn text_table(s: &Summary) -> String {
         out.push('\n');
     }
     out
+}
+
+/// `; sojourn 1.2 ms, p95 3.4, p99 5.6` for a queue that measured its sojourn times, else nothing.
+fn sojourn_cell(q: &QueueSummary) -> String {
+    q.sojourn_ms.as_ref().map_or(String::new(), |s| {
+        format!(
+            "; sojourn {:.2} ms, p95 {:.2}, p99 {:.2}",
+            s.mean.mean, s.p95.mean, s.p99.mean
+        )
+    })
 }
 
 /// A swept key as labels show it: the first of keys joined with `+`, without `group.`

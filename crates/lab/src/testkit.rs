@@ -93,6 +93,13 @@ pub(crate) fn fake(
                         Vec::new()
                     },
                 },
+                // qstp flows carry messages here: 10 written a bin, 9 delivered.
+                messages: matches!(group.protocol, Protocol::Qstp(_)).then(|| {
+                    qstp_sim::MessageSeries {
+                        written: vec![10; bins],
+                        delivered: vec![9; bins],
+                    }
+                }),
             });
         }
     }
@@ -136,6 +143,17 @@ pub(crate) fn fake(
                 bytes: (0..bins as u64).map(|i| i / 2 * 1000).collect(),
             },
         ],
+        // 100 packets left the queue after 0.5 to 50 ms (mean 10 ms).
+        sojourn: vec![qstp_sim::QueueSojourn {
+            name: "bottleneck".into(),
+            stats: qstp_dataplane::link::SojournStats {
+                samples: 100,
+                mean_ns: 10e6,
+                p50_ns: 8e6,
+                p95_ns: 30e6,
+                p99_ns: 50e6,
+            },
+        }],
         delegation: None,
         atm: None,
     })

@@ -142,6 +142,7 @@ fn main() {
     let qstp = Protocol::Qstp(QstpSpec {
         name: "qstp".into(),
         config: qstp_proto::Config::qstp(Rate::from_mbps(10)),
+        message_rate: None,
     });
     measure(
         "8 x QSTP (gTFRC, target 10 Mbit/s)",

@@ -37,8 +37,8 @@ pub mod output;
 pub mod spec;
 
 pub use output::{
-    AtmRecord, DelayStats, FlowRecord, QueueRecord, QueueSeries, RateSample, RunOutput,
-    SenderSeries,
+    AtmRecord, DelayStats, FlowRecord, MessageSeries, QueueRecord, QueueSeries, QueueSojourn,
+    RateSample, RunOutput, SenderSeries,
 };
 pub use record::Delays;
 pub use spec::{AccessSpec, GroupSpec, LinkSpec, SimSpec, Switching, Topology};

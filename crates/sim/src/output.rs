@@ -17,6 +17,17 @@ pub struct QueueRecord {
     pub red: CodePointCounters,
 }
 
+/// The sojourn times of the packets one queue let go after the warm-up: from the packet's offer to
+/// the start of its serialisation (`qstp_dataplane::link::Sojourn`: the mean exact, percentiles
+/// within 0.8%).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueSojourn {
+    /// Name, as in [`QueueRecord::name`].
+    pub name: String,
+    /// Mean and percentiles, ns.
+    pub stats: qstp_dataplane::link::SojournStats,
+}
+
 /// The occupancy of one queue, sampled at the end of every bin of width `SimSpec::bin`: what it
 /// held at that instant (not a mean over the bin), as ns-3 users sample a queue's length.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -58,6 +69,18 @@ pub struct FlowRecord {
     pub packets_retransmitted: u64,
     /// What the sender saw, per bin (TCP and qstp senders; empty for others).
     pub sender: SenderSeries,
+    /// The messages of a qstp flow that carries messages, by the bin they were written in
+    /// (`None` for other flows).
+    pub messages: Option<MessageSeries>,
+}
+
+/// A message flow's messages, per bin of the instant the sending application wrote them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MessageSeries {
+    /// Messages the application wrote (the connection accepted).
+    pub written: Vec<u64>,
+    /// Of those, the ones the receiving application got (by the end of the run).
+    pub delivered: Vec<u64>,
 }
 
 /// Mean and percentiles of a flow's one-way delays (sent to received, queueing included), or of
@@ -133,6 +156,9 @@ pub struct RunOutput {
     pub queues: Vec<QueueRecord>,
     /// The occupancy of the same queues over the whole run, one value per bin.
     pub queue_series: Vec<QueueSeries>,
+    /// Sojourn times at the same queues after the warm-up (the whole packet queue; empty for an
+    /// ATM trunk or a run that does not measure them).
+    pub sojourn: Vec<QueueSojourn>,
     /// What the delegation group did, if the run has one.
     pub delegation: Option<DelegationRecord>,
     /// What the ATM trunk's port counted, if the bottleneck is one (from the warm-up on).

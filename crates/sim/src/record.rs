@@ -1,7 +1,7 @@
 //! Per-flow series recorded at fixed bins: memory grows with duration / bin, never with packets.
 
 use crate::ids::FlowId;
-use crate::output::{DelayStats, FlowRecord, RateSample, SenderSeries};
+use crate::output::{DelayStats, FlowRecord, MessageSeries, RateSample, SenderSeries};
 use hdrhistogram::Histogram;
 use qstp_proto::{Duration, Time};
 
@@ -90,6 +90,7 @@ impl Recorder {
                 packets_sent: 0,
                 packets_retransmitted: 0,
                 sender: SenderSeries::default(),
+                messages: None,
             })
             .collect();
         Recorder {
@@ -237,6 +238,29 @@ impl Recorder {
         let record = &mut self.flows[flow.index()];
         record.packets_sent = sent;
         record.packets_retransmitted = retransmitted;
+    }
+
+    /// The flow's sending application wrote a message at `now`.
+    pub fn on_message_written(&mut self, flow: FlowId, now: Time) {
+        let Some(bin) = self.bin_of(now) else { return };
+        let bins = self.bins;
+        let m = self.flows[flow.index()]
+            .messages
+            .get_or_insert_with(|| MessageSeries {
+                written: vec![0; bins],
+                delivered: vec![0; bins],
+            });
+        m.written[bin] += 1;
+    }
+
+    /// The flow's receiving application got the message written at `written`.
+    pub fn on_message_delivered(&mut self, flow: FlowId, written: Time) {
+        let Some(bin) = self.bin_of(written) else {
+            return;
+        };
+        if let Some(m) = self.flows[flow.index()].messages.as_mut() {
+            m.delivered[bin] += 1;
+        }
     }
 
     /// The records, flows in the order given to [`Recorder::new`].

@@ -9,7 +9,7 @@ use crate::event::{ComponentId, Event};
 use crate::hook::{DelegationHost, HookCtx, RunHook, SenderSampler};
 use crate::ids::{AgentId, FlowId, LinkId};
 use crate::network::{LinkPort, Network, QueueMeter};
-use crate::output::{QueueRecord, QueueSeries, RunOutput};
+use crate::output::{QueueRecord, QueueSeries, QueueSojourn, RunOutput};
 use crate::record::Recorder;
 use crate::rng::{stream, StreamKind};
 use crate::source::{self, FlowSetup};
@@ -129,6 +129,32 @@ impl<'a> World<'a> {
                     }
                     _ => spec.segment_payload_of(free_spec) * 8,
                 };
+                let marks = match d.by {
+                    crate::spec::SignalPath::Host => None,
+                    crate::spec::SignalPath::Network => {
+                        let share = std::sync::Arc::new(crate::hook::MarkShare::default());
+                        let Some(link) = built.network.link_mut(built.bottleneck).packets_mut()
+                        else {
+                            return Err(SimError::Invalid {
+                                key: "delegation.by".into(),
+                                reason: "\"network\" moves ECN marks at a packet bottleneck, \
+                                         not at an ATM trunk"
+                                    .into(),
+                            });
+                        };
+                        let inner = std::mem::replace(
+                            &mut link.queue,
+                            Box::new(qstp_dataplane::queue::DropTail::new(1)),
+                        );
+                        link.queue = Box::new(crate::hook::MarkDelegation::new(
+                            inner,
+                            free_group as u32,
+                            stunt_group as u32,
+                            share.clone(),
+                        ));
+                        Some(share)
+                    }
+                };
                 Some(DelegationHost::new(
                     d.clone(),
                     senders_of(free_group)[0],
@@ -137,6 +163,7 @@ impl<'a> World<'a> {
                     spec.seed,
                     spec.duration,
                     &mut agents,
+                    marks,
                 ))
             }
         };
@@ -160,6 +187,7 @@ impl<'a> World<'a> {
             LinkPort::Packets(link) => {
                 let meter = QueueMeter::new("bottleneck", &*link.queue, spec.bin, bins);
                 let _ = link.add_observer(Box::new(meter));
+                link.measure_sojourn();
             }
         }
         Ok(World {
@@ -186,6 +214,12 @@ impl<'a> World<'a> {
         while let Some((now, event)) = self.events.pop_before(end) {
             if self.at_warmup.is_none() && now >= self.warmup {
                 self.at_warmup = Some(self.queue_records());
+                // Sojourn times count from the warm-up's end, as the queue counters do.
+                if let Some(link) = self.network.link_mut(self.bottleneck).packets_mut() {
+                    if let Some(sojourn) = link.sojourn_mut() {
+                        sojourn.restart();
+                    }
+                }
             }
             // The queues and senders hold still between events: their state now, before this
             // event, is their state at every instant since the last event.
@@ -305,6 +339,7 @@ impl<'a> World<'a> {
             agent.finish(&mut self.recorder);
         }
         let mut queues = self.queue_records();
+        let sojourn = self.queue_sojourn();
         let queue_series = self.queue_series();
         let port = self.network.link(self.bottleneck).cells();
         let atm = port.map(|port| crate::output::AtmRecord {
@@ -329,6 +364,7 @@ impl<'a> World<'a> {
             flows: self.recorder.into_records(),
             queues,
             queue_series,
+            sojourn,
             delegation: None,
             atm,
         };
@@ -364,6 +400,24 @@ impl<'a> World<'a> {
             .find_map(|o| o.as_any_mut().and_then(|a| a.downcast_mut::<QueueMeter>()))
             .map(|meter| meter.finish(queue))
             .unwrap_or_default()
+    }
+
+    /// The sojourn times at the bottleneck's whole queue since the warm-up (none on an ATM trunk,
+    /// whose buffers hold cells, or before any packet left the queue).
+    fn queue_sojourn(&self) -> Vec<QueueSojourn> {
+        let Some(stats) = self
+            .network
+            .link(self.bottleneck)
+            .packets()
+            .and_then(|link| link.sojourn())
+            .and_then(|s| s.stats())
+        else {
+            return Vec::new();
+        };
+        vec![QueueSojourn {
+            name: "bottleneck".into(),
+            stats,
+        }]
     }
 
     /// The bottleneck's queue counters so far, the whole queue and each class.

@@ -31,7 +31,7 @@ use qstp_net::{Config, Connection, Endpoint, EndpointOptions, GroupOptions, Grou
 use qstp_proto::delegation::Trace;
 use qstp_proto::{Duration, Rate, Time};
 use qstp_sim::output::DelegationRecord;
-use qstp_sim::spec::DelegationSpec;
+use qstp_sim::spec::{DelegationSpec, SignalPath};
 use qstp_sim::{Protocol, SimSpec};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::atomic::AtomicBool;
@@ -71,6 +71,15 @@ pub fn check(spec: &SimSpec) -> Result<Option<Members>, TestbedError> {
     let (free, stunts) = d
         .validate(&spec.groups)
         .map_err(|e| TestbedError::Unsupported(e.to_string()))?;
+    if d.by == SignalPath::Network {
+        // The lab's bottleneck moves ECN marks between flows; the router here does not.
+        return Err(TestbedError::Unsupported(
+            "[delegation] by = \"network\" (the bottleneck moving ECN marks from the Free to its \
+             Stunts, Free & Stunts paper footnote 2) runs in the lab only (qstp run): the \
+             testbed's router does not move marks"
+                .into(),
+        ));
+    }
     if let Protocol::Tcp(_) = spec.groups[free].protocol {
         // Kernel TCP exposes no hook to defer a connection's window reduction.
         return Err(TestbedError::Unsupported(format!(
@@ -537,6 +546,7 @@ mod tests {
             period: Duration::from_millis(250),
             trace: Trace::step(&[Duration::ZERO], &[Rate::from_mbps(1)]).unwrap(),
             reverse: false,
+            by: SignalPath::Host,
         };
         let o = group_options(&d);
         assert_eq!(o.controller, ControllerSpec::Pi { gain: 0.001 });

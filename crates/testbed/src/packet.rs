@@ -1,8 +1,10 @@
-//! The little of an IPv4 packet the router reads (addresses, protocol, ports, DSCP) and the one
-//! field it writes (the DSCP of a marked packet). Decoding never panics: a packet too short or
-//! not IPv4 is an error the router counts and drops.
+//! The little of an IPv4 packet the router reads (addresses, protocol, ports, DSCP, ECN) and the
+//! one byte it writes (the TOS byte: the DSCP of a packet its edge marker coloured, the ECN field
+//! of a packet its queue marked CE). Decoding never panics: a packet too short or not IPv4 is an
+//! error the router counts and drops.
 
 use qstp_dataplane::classify::{FiveTuple, PacketMeta};
+use qstp_dataplane::ecn::Ecn;
 use qstp_dataplane::headers::{fold, ones_sum, set_ipv4_checksum};
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -26,6 +28,8 @@ pub struct Header {
     pub dst: Ipv4Addr,
     /// The DS field's codepoint (RFC 2474 §3: the upper six bits of the TOS byte).
     pub dscp: u8,
+    /// The ECN field (RFC 3168 §5: the two low bits of the TOS byte).
+    pub ecn: Ecn,
     /// IP protocol number.
     pub protocol: u8,
     /// Source and destination ports for TCP and UDP of a first fragment, else zeros.
@@ -76,9 +80,24 @@ pub fn decode(p: &[u8]) -> Result<Header, DecodeError> {
         src,
         dst,
         dscp: p[1] >> 2,
+        ecn: Ecn::from_bits(p[1]),
         protocol,
         ports,
     })
+}
+
+/// Write `tos` into the TOS byte of the IPv4 packet `p` and update its header checksum
+/// incrementally for the one changed 16-bit word (bytes 0-1). The caller has checked that `p`
+/// holds at least a minimal header.
+fn rewrite_tos(p: &mut [u8], tos: u8) {
+    let old = u16::from_be_bytes([p[0], p[1]]);
+    p[1] = tos;
+    let new = u16::from_be_bytes([p[0], p[1]]);
+    // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m').
+    let hc = u16::from_be_bytes([p[10], p[11]]);
+    let sum = u64::from(!hc) + u64::from(!old) + u64::from(new);
+    let hc = !fold(sum);
+    p[10..12].copy_from_slice(&hc.to_be_bytes());
 }
 
 /// Set the DSCP of the IPv4 packet `p` (keeping the two ECN bits, RFC 3168 §5) and its header
@@ -87,18 +106,29 @@ pub fn set_dscp(p: &mut [u8], dscp: u8) -> Result<(), DecodeError> {
     if p.len() < 20 {
         return Err(DecodeError::Truncated);
     }
-    let old = u16::from_be_bytes([p[0], p[1]]);
-    p[1] = (dscp << 2) | (p[1] & 0x03);
-    let new = u16::from_be_bytes([p[0], p[1]]);
-    // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m').
-    let hc = u16::from_be_bytes([p[10], p[11]]);
-    let mut sum = u32::from(!hc) + u32::from(!old) + u32::from(new);
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    let hc = !(sum as u16);
-    p[10..12].copy_from_slice(&hc.to_be_bytes());
+    rewrite_tos(p, (dscp << 2) | (p[1] & 0x03));
     Ok(())
+}
+
+/// Mark the IPv4 packet `p` Congestion Experienced: its ECN field becomes CE (11), its DSCP is
+/// kept (RFC 3168 §5), its header checksum updated (RFC 1624 eqn. 3). Only an ECN-capable packet
+/// (ECT(0), ECT(1)) is changed; one already CE stays as it is, and a Not-ECT packet is never
+/// marked (RFC 3168 §5: a router drops it instead; the queue does not ask to mark one). Returns
+/// whether the field was changed.
+pub fn set_ce(p: &mut [u8]) -> Result<bool, DecodeError> {
+    if p.len() < 20 {
+        return Err(DecodeError::Truncated);
+    }
+    if p[0] >> 4 != 4 {
+        return Err(DecodeError::NotIpv4(p[0] >> 4));
+    }
+    match Ecn::from_bits(p[1]) {
+        Ecn::Ect0 | Ecn::Ect1 => {
+            rewrite_tos(p, p[1] | Ecn::Ce.bits());
+            Ok(true)
+        }
+        Ecn::Ce | Ecn::NotEct => Ok(false),
+    }
 }
 
 /// Length of the `struct virtio_net_hdr` before every packet on a TUN device opened with
@@ -499,6 +529,80 @@ pub(crate) mod tests {
         }
     }
 
+    #[test]
+    fn the_ecn_field_maps_to_its_four_code_points() {
+        // RFC 3168 §5: 00 Not-ECT, 01 ECT(1), 10 ECT(0), 11 CE, whatever the DSCP above.
+        let mut p = packet();
+        for (bits, ecn) in [
+            (0b00, Ecn::NotEct),
+            (0b01, Ecn::Ect1),
+            (0b10, Ecn::Ect0),
+            (0b11, Ecn::Ce),
+        ] {
+            for dscp in [0u8, 10, 46, 63] {
+                p[1] = (dscp << 2) | bits;
+                let h = decode(&p).unwrap();
+                assert_eq!((h.ecn, h.dscp), (ecn, dscp), "TOS {:#04x}", p[1]);
+            }
+        }
+    }
+
+    /// `packet()` with TOS `tos` (and a header checksum computed in full).
+    fn with_tos(tos: u8) -> Vec<u8> {
+        let mut p = packet();
+        p[1] = tos;
+        set_ipv4_checksum(&mut p[..20]);
+        p
+    }
+
+    #[test]
+    fn marking_ce_keeps_the_dscp_and_a_valid_checksum() {
+        for dscp in [0u8, 10, 12, 14, 26, 46, 63] {
+            for ect in [Ecn::Ect0, Ecn::Ect1] {
+                let mut p = with_tos((dscp << 2) | ect.bits());
+                assert_eq!(set_ce(&mut p), Ok(true));
+                let h = decode(&p).unwrap();
+                assert_eq!((h.ecn, h.dscp), (Ecn::Ce, dscp));
+                assert_eq!(checksum(&p[..20]), 0, "a valid header sums to zero");
+                // The incremental update gives the checksum a full computation gives.
+                assert_eq!(p, with_tos((dscp << 2) | 0b11));
+            }
+        }
+        // Not-ECT is never marked, CE stays CE: the bytes are left alone.
+        for tos in [0x28, 0x2b, 0x00, 0x03] {
+            let mut p = with_tos(tos);
+            assert_eq!(set_ce(&mut p), Ok(false));
+            assert_eq!(p, with_tos(tos));
+        }
+        assert_eq!(set_ce(&mut [0x45; 19]), Err(DecodeError::Truncated));
+        assert_eq!(set_ce(&mut [0x60; 40]), Err(DecodeError::NotIpv4(6)));
+    }
+
+    proptest::proptest! {
+        /// Any IPv4 header with a valid checksum stays valid when marked, whatever its other
+        /// fields (RFC 1624 eqn. 3 against a full RFC 1071 sum); only the ECN bits change.
+        #[test]
+        fn marking_any_valid_header_keeps_its_checksum(
+            head in proptest::array::uniform20(proptest::num::u8::ANY),
+        ) {
+            let mut p = head.to_vec();
+            p[0] = 0x45;
+            set_ipv4_checksum(&mut p[..20]);
+            let before = p.clone();
+            let changed = set_ce(&mut p).unwrap();
+            proptest::prop_assert_eq!(changed, matches!(before[1] & 3, 1 | 2));
+            proptest::prop_assert_eq!(checksum(&p[..20]), 0);
+            let mut full = p.clone();
+            set_ipv4_checksum(&mut full[..20]);
+            proptest::prop_assert_eq!(&full, &p, "the same checksum as a full sum");
+            proptest::prop_assert_eq!(p[1] >> 2, before[1] >> 2);
+            let expect = if changed { 3 } else { before[1] & 3 };
+            proptest::prop_assert_eq!(p[1] & 3, expect);
+            proptest::prop_assert_eq!(&p[2..10], &before[2..10]);
+            proptest::prop_assert_eq!(&p[12..], &before[12..]);
+        }
+    }
+
     /// A TCP/IPv4 segment with valid checksums, 10.1.0.3:40000 to 10.2.0.3:5001.
     fn tcp(seq: u32, id: u16, flags: u8, payload: &[u8]) -> Vec<u8> {
         tcp_port(40000, seq, id, flags, payload)
@@ -659,6 +763,45 @@ pub(crate) mod tests {
         assert!(segs.iter().all(|p| checksums_verify(p)));
         // A plain packet is one segment.
         assert_eq!(segments(&VnetHdr::default(), &big), Ok(1));
+    }
+
+    #[test]
+    fn each_segment_of_a_super_packet_carries_its_ecn_field_and_is_marked_alone() {
+        // An ECT(0) super-packet (RFC 3168 §6.1.1: the sender sets ECT on data) of 3 segments.
+        let mut big = tcp(1000, 7, ACK, &bytes(0, 3 * 1448));
+        big[1] = 0x28 | Ecn::Ect0.bits();
+        set_ipv4_checksum(&mut big[..20]);
+        let partial = fold(pseudo(&big, big.len() - 20));
+        big[36..38].copy_from_slice(&partial.to_be_bytes());
+        let hdr = VnetHdr {
+            flags: VNET_F_NEEDS_CSUM,
+            gso_type: VNET_GSO_TCPV4,
+            hdr_len: 40,
+            gso_size: 1448,
+            csum_start: 20,
+            csum_offset: 16,
+        };
+        let mut segs = split(&hdr, &big).unwrap();
+        for p in &segs {
+            assert_eq!(decode(p).unwrap().ecn, Ecn::Ect0);
+            assert_eq!(decode(p).unwrap().dscp, 10);
+        }
+        // The queue marks the middle one: its header alone changes, every checksum verifies.
+        assert_eq!(set_ce(&mut segs[1]), Ok(true));
+        let ecn: Vec<Ecn> = segs.iter().map(|p| decode(p).unwrap().ecn).collect();
+        assert_eq!(ecn, [Ecn::Ect0, Ecn::Ce, Ecn::Ect0]);
+        assert!(segs.iter().all(|p| checksums_verify(p)));
+        // Written back, a CE segment never shares a super-packet with ECT(0) ones (whose one
+        // header the kernel would copy to all), but CE segments coalesce among themselves.
+        assert!(coalesce(&segs).is_none());
+        assert_eq!(set_ce(&mut segs[0]), Ok(true));
+        assert_eq!(set_ce(&mut segs[2]), Ok(true));
+        let (_, marked) = coalesce(&segs).expect("all CE: one run");
+        assert_eq!(decode(&marked).unwrap().ecn, Ecn::Ce);
+        assert!(split(&hdr, &marked)
+            .unwrap()
+            .iter()
+            .all(|p| decode(p).unwrap().ecn == Ecn::Ce && checksums_verify(p)));
     }
 
     #[test]

@@ -9,7 +9,10 @@
 //! bottleneck: its queue discipline ([`qstp_dataplane::queue::build`]), its loss model, its rate and
 //! delay, on the run's monotonic nanosecond [`Clock`]. What the link delivers waits out the rest
 //! of the group's one-way delay in a delay line and is written back to the TUN device, which the
-//! kernel routes on to the receiver. Backward (acknowledgements), packets only wait out the
+//! kernel routes on to the receiver. Each packet's ECN field (RFC 3168 §5) is read and handed to
+//! the queue; where the queue marks a packet instead of dropping it (`ecn = true`), the router
+//! sets CE in the packet's own IPv4 header ([`packet::set_ce`]) as the link starts sending it,
+//! just as the simulator's pool does with its packets. Backward (acknowledgements), packets only wait out the
 //! group's one-way delay: an uncongested path.
 //!
 //! Both loops ask for real-time priority (SCHED_FIFO; whether it was granted is reported): on a
@@ -22,7 +25,8 @@
 //! Batched both ways with the TUN devices' TCP offloads (as virtio-net devices do): a read may
 //! return a sender's TCP super-packet, which is cut into its segments before anything else sees
 //! it ([`packet::segment`]), so that the markers, the queue and the link see, schedule and drop
-//! every segment on its own; and the segments of one flow due at the same wake-up leave in one
+//! every segment on its own (each segment carries the super-packet's ECN field, and the queue
+//! marks each on its own); and the segments of one flow due at the same wake-up leave in one
 //! `writev` as one super-packet ([`Lines::release`]), which the kernel forwards and the
 //! receiver's TCP takes as one.
 
@@ -31,7 +35,8 @@ use crate::packet;
 use crate::tun::{Received, Tun};
 use qstp_dataplane::classify::{Classifier, PacketMeta, TupleRule};
 use qstp_dataplane::color::Color;
-use qstp_dataplane::link::{Link, Offered, Pool, QueuedPacket};
+use qstp_dataplane::ecn::Ecn;
+use qstp_dataplane::link::{Link, Offered, PacketId, PacketPool, QueuedPacket};
 use qstp_dataplane::marker::MarkerSpec;
 use qstp_dataplane::marker::{Marker, Verdict};
 use qstp_dataplane::queue::CodePointCounters;
@@ -144,6 +149,9 @@ pub struct ForwardOutput {
     pub policed: u64,
     /// Packets beyond [`MAX_LIVE`].
     pub overrun: u64,
+    /// Packets whose IPv4 header the router set to CE (RFC 3168 §5): the queue's marks, less
+    /// those of packets that arrived CE already.
+    pub ce_marked: u64,
 }
 
 /// The classifier from a packet's 5-tuple to its flow: by source address (forward) or by
@@ -214,6 +222,73 @@ struct Frame {
     flow: usize,
     /// When the router read it.
     read: Time,
+}
+
+/// The forward direction's packets on the link, by slot (a slot reused once its packet is gone),
+/// as the simulator's `Pool`; beside it, a queue's CE mark is written into the frame's IPv4
+/// header (the simulator's pool sets it on its packet objects).
+#[derive(Debug, Default)]
+struct Frames {
+    slots: Vec<Option<Frame>>,
+    free: Vec<PacketId>,
+    /// Packets whose ECN field the router changed to CE.
+    marked: u64,
+}
+
+impl Frames {
+    /// Keep `frame` until it is removed; its id. At most [`MAX_LIVE`] live frames are ever
+    /// inserted (the caller checks [`Frames::live`]), so the index fits a `u32`.
+    fn insert(&mut self, frame: Frame) -> PacketId {
+        match self.free.pop() {
+            Some(id) => {
+                self.slots[id.index()] = Some(frame);
+                id
+            }
+            None => {
+                let id = PacketId(self.slots.len() as u32);
+                self.slots.push(Some(frame));
+                id
+            }
+        }
+    }
+
+    fn remove(&mut self, id: PacketId) -> Option<Frame> {
+        let frame = self.slots.get_mut(id.index())?.take()?;
+        self.free.push(id);
+        Some(frame)
+    }
+
+    fn live(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+}
+
+impl PacketPool for Frames {
+    type Packet = Frame;
+
+    /// # Panics
+    /// If the slot is empty: a port holds only the ids of live packets.
+    fn packet(&self, id: PacketId) -> &Frame {
+        self.slots
+            .get(id.index())
+            .and_then(Option::as_ref)
+            .expect("packet id of a live packet")
+    }
+
+    fn discard(&mut self, id: PacketId) {
+        let _ = self.remove(id);
+    }
+
+    /// RFC 3168 §5: the queue marked the packet; its header says CE from here on (the DSCP
+    /// kept, the header checksum updated by RFC 1624 eqn. 3). A packet that came CE already is
+    /// left as it is.
+    fn mark_ce(&mut self, id: PacketId) {
+        if let Some(Some(frame)) = self.slots.get_mut(id.index()) {
+            if packet::set_ce(&mut frame.bytes) == Ok(true) {
+                self.marked += 1;
+            }
+        }
+    }
 }
 
 /// The bottleneck queue's counters now, the whole queue and each CBQ class (as the simulator
@@ -302,7 +377,7 @@ pub fn forward(
     let classes = classifier(&spec.flows, true);
     let by_dscp = spec.dscp.as_deref().map(dscp_classifier);
     // The packets the link holds, with their bytes (a dropped one's buffer is freed).
-    let mut store: Pool<Frame> = Pool::new();
+    let mut store = Frames::default();
     let mut lines = lines_for(spec);
     let mut out = DirectionCounters::default();
     let (mut policed, mut overrun) = (0u64, 0u64);
@@ -339,7 +414,7 @@ pub fn forward(
             else {
                 break;
             };
-            let Some((n, flow, path, dscp)) = next else {
+            let Some((n, flow, path, dscp, ecn)) = next else {
                 continue;
             };
             let Some(group) = group_of(by_dscp.as_ref(), dscp, path) else {
@@ -376,8 +451,9 @@ pub fn forward(
                 group: group as u32,
                 flow: flow as u32,
                 color,
-                // The testbed does not mark: its pool would not carry CE to the frame.
-                ecn: qstp_dataplane::ecn::Ecn::NotEct,
+                // RFC 3168 §5: the queue may mark an ECT(0), ECT(1) (or CE) packet instead of
+                // dropping it; `store` then writes CE into the frame.
+                ecn,
             };
             let _: Offered = link.offer(now, queued, &mut store);
         }
@@ -419,6 +495,7 @@ pub fn forward(
         link_packets: link.stats.packets_sent,
         policed,
         overrun,
+        ce_marked: store.marked,
     }
 }
 
@@ -446,7 +523,7 @@ pub fn backward(
             else {
                 break;
             };
-            let Some((n, flow, path, _)) = next else {
+            let Some((n, flow, path, _, _)) = next else {
                 continue;
             };
             let delay = spec
@@ -527,8 +604,8 @@ impl Reader {
     }
 }
 
-/// A packet read from a TUN device: its length, flow index, path and DSCP.
-type Classified<'a> = (usize, usize, &'a FlowPath, u8);
+/// A packet read from a TUN device: its length, flow index, path, DSCP and ECN field.
+type Classified<'a> = (usize, usize, &'a FlowPath, u8, Ecn);
 
 impl DirectionCounters {
     /// Read the next packet from `tun` into `buf`, decode and classify it: `None` when the
@@ -571,7 +648,7 @@ impl DirectionCounters {
             self.unclassified += 1;
             return Some(None);
         };
-        Some(Some((n, flow, path, header.dscp)))
+        Some(Some((n, flow, path, header.dscp, header.ecn)))
     }
 
     fn finish(self, lines: Lines, realtime: bool) -> DirectionOutput {
@@ -602,6 +679,121 @@ fn sleep(tun: &Tun, clock: Clock, next: Option<Time>, pending: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use qstp_dataplane::queue::{CoDelParams, CoDelSpec, QueueSpec};
+    use qstp_proto::Rate;
+
+    /// A 1500-byte IPv4 packet with TOS `tos` and a valid header checksum.
+    fn ip_packet(tos: u8) -> Vec<u8> {
+        let mut p = vec![0u8; 1500];
+        p[0] = 0x45;
+        p[1] = tos;
+        p[2..4].copy_from_slice(&1500u16.to_be_bytes());
+        p[8] = 64;
+        p[9] = 17;
+        p[12..16].copy_from_slice(&[10, 1, 0, 0]);
+        p[16..20].copy_from_slice(&[10, 2, 0, 0]);
+        qstp_dataplane::headers::set_ipv4_checksum(&mut p[..20]);
+        p
+    }
+
+    /// 100 packets of TOS `tos` offered at once to a 1 Mbit/s link (12 ms each) behind CoDel
+    /// with ECN (target 5 ms, interval 100 ms): the frames that reach the far end, the queue's
+    /// counters and the pool's count of headers set to CE.
+    fn through_codel(tos: u8) -> (Vec<Frame>, CodePointCounters, u64) {
+        let spec = QueueSpec::CoDel(CoDelSpec {
+            limit: 1000,
+            params: CoDelParams {
+                target: Duration::from_millis(5),
+                interval: Duration::from_millis(100),
+                ecn: true,
+            },
+        });
+        let mut link: Link<Frame> = Link::new(
+            Rate::from_bps(1_000_000),
+            Duration::from_millis(1),
+            qstp_dataplane::queue::build(&spec, &["g".to_string()]),
+            None,
+            qstp_sim::rng::stream(1, qstp_sim::rng::StreamKind::Link, 0),
+            qstp_sim::rng::stream(1, qstp_sim::rng::StreamKind::Link, 1),
+        )
+        .without_departures();
+        let mut store = Frames::default();
+        for i in 0..100u32 {
+            let bytes = ip_packet(tos);
+            let ecn = packet::decode(&bytes).unwrap().ecn;
+            let frame = Frame {
+                bytes,
+                path: 0,
+                flow: 0,
+                read: Time::ZERO,
+            };
+            let id = store.insert(frame);
+            let queued = QueuedPacket {
+                id,
+                size: 1500,
+                group: 0,
+                flow: i % 4,
+                color: Color::Red,
+                ecn,
+            };
+            link.offer(Time::ZERO, queued, &mut store);
+        }
+        let mut out = Vec::new();
+        let mut now = Time::ZERO;
+        while let Some(next) = [link.poll_timeout(), link.next_arrival()]
+            .into_iter()
+            .flatten()
+            .min()
+        {
+            now = now.max(next);
+            link.handle_timeout(now, &mut store);
+            while let Some(id) = link.poll_arrival(now) {
+                out.extend(store.remove(id));
+            }
+        }
+        assert_eq!(store.live(), 0, "every frame delivered or discarded");
+        let counters = link.queue.counters(Color::Red);
+        (out, counters, store.marked)
+    }
+
+    #[test]
+    fn a_mark_of_the_queue_is_written_into_the_packet_and_counted() {
+        // ECT(0) with AF11: CoDel's standing queue (up to 1.2 s) is signalled by marks only.
+        let (out, c, marked) = through_codel(0x28 | 0b10);
+        assert_eq!(
+            out.len(),
+            100,
+            "ECN-capable packets are marked, not dropped"
+        );
+        assert_eq!((c.ldrops, c.edrops), (0, 0));
+        let ce: Vec<&Frame> = out
+            .iter()
+            .filter(|f| packet::decode(&f.bytes).unwrap().ecn == Ecn::Ce)
+            .collect();
+        assert!(c.marks > 0, "CoDel marked");
+        assert_eq!(ce.len() as u64, c.marks, "every mark reaches the packet");
+        assert_eq!(marked, c.marks);
+        for f in &out {
+            let h = packet::decode(&f.bytes).unwrap();
+            assert_eq!(h.dscp, 10, "DSCP kept");
+            let mut full = f.bytes.clone();
+            qstp_dataplane::headers::set_ipv4_checksum(&mut full[..20]);
+            assert_eq!(full, f.bytes, "header checksum valid");
+        }
+        // Not-ECT packets are dropped where the others were marked (RFC 3168 §5), none marked.
+        let (out, c, marked) = through_codel(0x28);
+        assert_eq!((c.marks, marked), (0, 0));
+        assert!(c.edrops > 0);
+        assert_eq!(out.len() as u64, 100 - c.edrops - c.ldrops);
+        assert!(out
+            .iter()
+            .all(|f| packet::decode(&f.bytes).unwrap().ecn == Ecn::NotEct));
+        // Packets that arrive CE are counted as marked by the queue but left as they are.
+        let (out, c, marked) = through_codel(0x28 | 0b11);
+        assert_eq!((out.len(), marked), (100, 0));
+        assert!(c.marks > 0);
+    }
 
     #[test]
     fn by_dscp_the_code_point_picks_the_group_whatever_the_flow() {

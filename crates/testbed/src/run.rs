@@ -123,6 +123,9 @@ pub struct RouterReport {
     pub bottleneck_packets: u64,
     /// Packets the edge markers dropped (policers).
     pub policed: u64,
+    /// Packets whose IPv4 ECN field the router set to CE (RFC 3168 §5): the queue's `marks`
+    /// less those of packets that reached it CE already.
+    pub ce_marked: u64,
 }
 
 /// What a run reports beyond the lab's metrics.
@@ -217,7 +220,8 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
         let name = hosts::kernel_congestion(&cc.name);
         if !available.contains(&name) {
             return Err(TestbedError::Unsupported(format!(
-                "group '{}': congestion control '{}' is not available in this kernel (available: {})",
+                "group '{}': congestion control '{}' is not available in this kernel (available: \
+                 {}); it runs in the lab only (qstp run)",
                 g.name,
                 cc.name,
                 available.join(", ")
@@ -351,7 +355,8 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         let tcp = HostTcp {
             sack: o.sack,
             timestamps: false,
-            ecn: false,
+            // RFC 3168 §6.1.1: negotiated by both hosts, as the lab's TCP does with `ecn = true`.
+            ecn: o.ecn,
             initcwnd: o.initial_window,
             rto_min_ms: o.min_rto.as_millis(),
             quickack: !o.delayed_ack,
@@ -596,6 +601,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
                 packets_sent: sender.packets_sent,
                 packets_retransmitted: sender.packets_retransmitted,
                 sender: sender.series,
+                messages: None,
             }
         })
         .collect();
@@ -607,6 +613,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
             backward: DirectionReport::of(&bwd, drops_b, 0),
             bottleneck_packets: fwd.link_packets,
             policed: fwd.policed,
+            ce_marked: fwd.ce_marked,
         },
         groups: reports,
         delegation: group_output.as_ref().map(|o| o.report.clone()),
@@ -618,6 +625,8 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         flows,
         queues: fwd.queues,
         queue_series: fwd.queue_series,
+        // The router's link does not measure sojourn times.
+        sojourn: Vec::new(),
         delegation: group_output.map(|o| o.record),
         atm: None,
     };
@@ -754,6 +763,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("protocol = \"qstp\""), "{err}");
+    }
+
+    #[test]
+    fn delegation_by_the_network_is_refused_as_lab_only() {
+        let text = include_str!("../../../scenarios/examples/free-stunts-ecn.toml");
+        let plan = qstp_lab::scenario::parse(text, "t.toml", &Default::default()).unwrap();
+        // The sweep's last point: by = "network", pi.
+        let s = plan.points.last().unwrap().scenario.spec(0);
+        let err = delegation::check(&s).unwrap_err().to_string();
+        assert!(err.contains("by = \"network\""), "{err}");
+        assert!(err.contains("runs in the lab only"), "{err}");
     }
 
     #[test]

@@ -27,7 +27,9 @@ pub struct HostTcp {
     pub sack: bool,
     /// `net.ipv4.tcp_timestamps`: off, as the simulator's TCP has no timestamp option (RFC 7323).
     pub timestamps: bool,
-    /// `net.ipv4.tcp_ecn`: off, as the simulator's TCP does not negotiate ECN (RFC 3168).
+    /// `net.ipv4.tcp_ecn` (RFC 3168 §6.1.1: 1 asks for ECN on the connections it opens and accepts
+    /// it on those it is asked for), as the group's `ecn`: on, the kernel sends its data ECT(0)
+    /// and answers a CE mark as the lab's TCP does; off (0), neither side negotiates it.
     pub ecn: bool,
     /// The sender route's `initcwnd`, segments (the group's `initial_window`).
     pub initcwnd: u32,

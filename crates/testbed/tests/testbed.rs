@@ -329,3 +329,62 @@ dscp = { A = "AF21", B = "AF31" }
     );
     assert_eq!(leftovers(&prefix), Vec::<String>::new());
 }
+
+#[test]
+fn codel_marks_the_ecn_flows_packets_and_drops_the_others() {
+    require_testbed!("codel_marks_the_ecn_flows_packets_and_drops_the_others");
+    // Two ECN-capable kernel flows (tcp_ecn=1 on both hosts, RFC 3168 §6.1.1) and two without,
+    // 10 Mbit/s through CoDel with ECN: the queue marks the first (the router writes CE into their
+    // headers) and drops the others' packets (RFC 3168 §5).
+    let toml = r#"
+name = "testbed-codel-ecn"
+duration = "6s"
+warmup = "1s"
+[bottleneck]
+rate = "10M"
+delay = "10ms"
+queue = { kind = "codel", limit = 1000, ecn = true }
+[[group]]
+name = "E"
+protocol = "tcp"
+flows = 2
+rtt = "40ms"
+congestion = "reno"
+tcp = { ecn = true }
+[[group]]
+name = "N"
+protocol = "tcp"
+flows = 2
+rtt = "40ms"
+congestion = "reno"
+"#;
+    let prefix = format!("{}e", ns::unique_prefix());
+    let options = Options {
+        prefix: Some(prefix.clone()),
+        ..Options::default()
+    };
+    let run = run_with(&spec(toml), &options).expect("the run");
+    assert_eq!(leftovers(&prefix), Vec::<String>::new());
+    assert!(run.report.groups[0].tcp.ecn && !run.report.groups[1].tcp.ecn);
+    let q = &run.output.queues[0];
+    let router = &run.report.router;
+    eprintln!("queue {q:?}; CE written {}", router.ce_marked);
+    // Every packet is red (no marker); the queue counts marks and early drops after the warm-up.
+    assert!(q.red.marks > 0, "the ECN flows' packets were marked: {q:?}");
+    assert!(q.red.edrops > 0, "the others' packets were dropped: {q:?}");
+    assert_eq!(q.red.ldrops, 0, "{q:?}");
+    // The router wrote each mark into a packet (more over the whole run than after the warm-up;
+    // none came CE from a sender).
+    assert!(router.ce_marked >= q.red.marks, "{router:?}");
+    // Marked, not dropped: the ECN flows resend nothing, the others do.
+    let resent = |g: usize| -> u64 {
+        run.output
+            .flows
+            .iter()
+            .filter(|f| f.group == g)
+            .map(|f| f.packets_retransmitted)
+            .sum()
+    };
+    assert_eq!(resent(0), 0, "ECN flows");
+    assert!(resent(1) > 0, "flows without ECN");
+}

@@ -20,9 +20,11 @@
 
 mod packets;
 mod pool;
+mod sojourn;
 
 pub use packets::{Departure, Link, QueueEvent, QueueObserver, MAX_OBSERVERS};
 pub use pool::Pool;
+pub use sojourn::{Sojourn, SojournStats};
 
 use crate::color::Color;
 use crate::ecn::Ecn;

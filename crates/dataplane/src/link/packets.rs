@@ -10,6 +10,7 @@
 //! the queue as it stands just before each change: the simulator's packet capture is one, its
 //! queue-length series another. Without one the link pays one empty loop per event.
 
+use super::sojourn::Sojourn;
 use super::{LinkStats, Offered, PacketId, PacketPool, Port, QueuedPacket};
 use crate::ecn::Ecn;
 use crate::loss::LossModel;
@@ -115,6 +116,8 @@ pub struct Link<P> {
     seeing: u8,
     /// The earliest instant an observer wants to hear of a change before it happens.
     due: Time,
+    /// The queue's sojourn times, when the driver asked for them ([`Link::measure_sojourn`]).
+    sojourn: Option<Box<Sojourn>>,
 }
 
 impl<P> std::fmt::Debug for Link<P> {
@@ -157,7 +160,25 @@ impl<P> Link<P> {
             observers: Vec::new(),
             seeing: 0,
             due: Time::MAX,
+            sojourn: None,
         }
+    }
+
+    /// Count the sojourn time of every packet the queue lets go from now on (time from its
+    /// offer to the start of its serialisation). Off by default: then the link pays one branch
+    /// per offer and per departure.
+    pub fn measure_sojourn(&mut self) {
+        self.sojourn.get_or_insert_with(Box::default);
+    }
+
+    /// The sojourn times counted, if the link counts them.
+    pub fn sojourn(&self) -> Option<&Sojourn> {
+        self.sojourn.as_deref()
+    }
+
+    /// The sojourn times counted, to restart them (at the end of a warm-up).
+    pub fn sojourn_mut(&mut self) -> Option<&mut Sojourn> {
+        self.sojourn.as_deref_mut()
     }
 
     /// Let `observer` see every later event at this link's queue, after those already there;
@@ -264,6 +285,9 @@ impl<P> Link<P> {
         store: &mut S,
     ) -> Offered {
         self.before_change(now);
+        if let Some(sojourn) = self.sojourn.as_deref_mut() {
+            sojourn.arrive(packet.id, now);
+        }
         if self.ready_at.is_none() && self.busy_until <= now && self.seeing == 0 {
             // Idle, and no observer to show the packet queued then taken: one step for both
             // (the observers' `before_change` is already done for `now`).
@@ -419,6 +443,9 @@ impl<P> Link<P> {
                     store.mark_ce(packet.id);
                 }
                 self.observe(now, QueueEvent::Dequeued, packet.id, store);
+                if let Some(sojourn) = self.sojourn.as_deref_mut() {
+                    sojourn.depart(packet.id, now);
+                }
                 if self.last_transmit.0 != packet.size {
                     self.last_transmit =
                         (packet.size, self.rate.transmit_time(packet.size as usize));

@@ -317,3 +317,32 @@ fn codel_drops_at_dequeue_are_discarded_from_the_pool_and_marks_reach_the_packet
     let (_, marked, stats, _) = codel_link_run(true, false);
     assert!(stats.early_drops > 10 && marked == 0, "{stats:?}");
 }
+
+#[test]
+fn a_link_counts_each_packets_time_from_offer_to_serialisation() {
+    let mut store = Pool::default();
+    let mut link = test_link(10);
+    assert!(link.sojourn().is_none(), "off unless asked");
+    link.measure_sojourn();
+    // Three 1000-byte packets at 0: they start at 0, 8 and 16 ms; one more at 30 ms finds the
+    // link idle and waits nothing.
+    for _ in 0..3 {
+        let p = packet(&mut store, 1000);
+        link.offer(ms(0), p, &mut store);
+    }
+    link.handle_timeout(ms(8), &mut store);
+    link.handle_timeout(ms(16), &mut store);
+    let p = packet(&mut store, 1000);
+    link.offer(ms(30), p, &mut store);
+    let s = link.sojourn().unwrap().stats().unwrap();
+    assert_eq!(s.samples, 4);
+    assert!(
+        (s.mean_ns - 6e6).abs() < 1.0,
+        "(0 + 8 + 16 + 0) / 4 ms: {}",
+        s.mean_ns
+    );
+    assert!(s.p50_ns < 1.0, "two of four waited nothing: {}", s.p50_ns);
+    assert!((s.p99_ns - 16e6).abs() <= 16e6 / 128.0, "{}", s.p99_ns);
+    link.sojourn_mut().unwrap().restart();
+    assert!(link.sojourn().unwrap().stats().is_none());
+}

@@ -170,11 +170,12 @@ pub fn matching_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
     };
     let mut out = Vec::new();
     for (axis, key) in plan.sweep_keys.iter().enumerate() {
-        let x_of = |p: usize| {
-            let v = &plan.points[p].params[axis].1;
-            v.as_float().or(v.as_integer().map(|i| i as f64))
+        // A numeric axis, in the unit of its key (a rate in Mbit/s, a duration in ms).
+        let Some((xs, unit)) = super::numeric_axis(plan, axis) else {
+            continue;
         };
-        if (0..plan.points.len()).any(|p| x_of(p).is_none() || matching(p).is_none()) {
+        let x_of = |p: usize| xs.get(p).copied();
+        if (0..plan.points.len()).any(|p| matching(p).is_none()) {
             continue;
         }
         let mut lines = Vec::new();
@@ -202,7 +203,12 @@ pub fn matching_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
                 });
             }
         }
-        let short = key.rsplit('.').next().unwrap_or(key);
+        let short = crate::summary::short_key(key);
+        let mut x_label = super::axis_label(short, unit);
+        if x_label == short {
+            // A ratio or a gain: a pure number, said so.
+            x_label.push_str(" (dimensionless)");
+        }
         out.push(Figure {
             stem: format!("matching-vs-{}", key.replace(['.', '+', '/'], "-")),
             point: None,
@@ -211,7 +217,7 @@ pub fn matching_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
                     "How the Free matched its trace against {key}, mean of {} run(s)",
                     summary.runs
                 ),
-                x_label: short.to_string(),
+                x_label,
                 y_label: "variance ((Mbit/s)^2)".into(),
                 lines,
                 ..Default::default()
@@ -282,6 +288,9 @@ mod tests {
         assert_eq!(figures.len(), 1);
         let lines = &figures[0].chart.lines;
         assert_eq!(lines.len(), 3);
+        // Units on both axes.
+        assert_eq!(figures[0].chart.x_label, "S.flows (flows)");
+        assert_eq!(figures[0].chart.y_label, "variance ((Mbit/s)^2)");
         assert!(lines
             .iter()
             .all(|l| l.points.len() == 2 && l.points[0].0 == 2.0));

@@ -274,6 +274,7 @@ pub fn figures(plan: &Plan, results: &[PointResult], summary: &Summary) -> Vec<F
     }
     out.extend(flow_sweep_figures(plan, summary));
     out.extend(swept_key_figures(plan, summary));
+    out.extend(categorical_figures(plan, summary));
     out.extend(metric_figures(plan, summary));
     out.extend(delegation::matching_figures(plan, summary));
     out.extend(atm_figures(plan, results, summary));
@@ -771,7 +772,7 @@ fn metric_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
 /// lines.
 /// What a swept value measures on a figure's axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AxisUnit {
+pub(crate) enum AxisUnit {
     /// A number as the scenario writes it.
     Number,
     /// A rate (`"40M"`), drawn in Mbit/s.
@@ -797,7 +798,7 @@ fn axis_value(v: &toml::Value) -> Option<(f64, AxisUnit)> {
 
 /// The axis title of swept key `short` in `unit`: rates and durations say theirs; numbers the
 /// unit their key is counted in, where the scenario reference gives one.
-fn axis_label(short: &str, unit: AxisUnit) -> String {
+pub(crate) fn axis_label(short: &str, unit: AxisUnit) -> String {
     let last = short.rsplit('.').next().unwrap_or(short);
     let unit = match unit {
         AxisUnit::Mbps => Some("Mbit/s"),
@@ -817,7 +818,7 @@ fn axis_label(short: &str, unit: AxisUnit) -> String {
 
 /// The numeric axis of sweep key `axis` over every point, with its unit; `None` if some point's
 /// value has no place on one, or the points mix units.
-fn numeric_axis(plan: &Plan, axis: usize) -> Option<(Vec<f64>, AxisUnit)> {
+pub(crate) fn numeric_axis(plan: &Plan, axis: usize) -> Option<(Vec<f64>, AxisUnit)> {
     let mut unit = None;
     let mut xs = Vec::with_capacity(plan.points.len());
     for p in &plan.points {
@@ -887,6 +888,195 @@ fn swept_key_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
             },
             panels: Vec::new(),
         });
+    }
+    out
+}
+
+/// A swept value as a category's name: text as it is, a table by its `kind` (a queue), an array
+/// of values (keys swept together) joined with commas, anything else as TOML writes it.
+fn category_name(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Table(t) => match t.get("kind") {
+            Some(kind) => category_name(kind),
+            None => v.to_string(),
+        },
+        toml::Value::Array(items) => items
+            .iter()
+            .map(category_name)
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => v.to_string(),
+    }
+}
+
+/// A point's statistic drawn in a categorical figure: its mean, and its 95% confidence interval
+/// where more than one run defines it.
+fn dot(stats: &crate::metrics::Stats, scale: f64) -> (f64, Option<(f64, f64)>) {
+    let interval = stats
+        .ci95
+        .map(|ci| ((stats.mean - ci) * scale, (stats.mean + ci) * scale));
+    (stats.mean * scale, interval)
+}
+
+/// For every swept key whose values are names (congestion controls, queue kinds, protocols), the
+/// main metrics per value: each group's mean total throughput, one-way delay p95, the
+/// bottleneck's sojourn p95, and the point's efficiency E and fairness F (the high-speed TCP
+/// paper's §III B-C), as dots with the 95% confidence interval of the mean as whiskers, one
+/// category per value; the groups (and the combinations of the other swept keys) sit side by
+/// side within a category.
+fn categorical_figures(plan: &Plan, summary: &Summary) -> Vec<Figure> {
+    let mut out = Vec::new();
+    for (axis, key) in plan.sweep_keys.iter().enumerate() {
+        if numeric_axis(plan, axis).is_some() || summary.points.is_empty() {
+            continue;
+        }
+        // Categories are the distinct values, in order of first appearance, named shortly
+        // (a queue by its kind) unless two short names would be the same.
+        let raw = |p: usize| plan.points[p].params[axis].1.to_string();
+        let mut values: Vec<(String, String)> = Vec::new();
+        for p in 0..plan.points.len() {
+            if !values.iter().any(|(r, _)| *r == raw(p)) {
+                values.push((raw(p), category_name(&plan.points[p].params[axis].1)));
+            }
+        }
+        let names: std::collections::BTreeSet<&String> = values.iter().map(|(_, n)| n).collect();
+        let categories: Vec<String> = if names.len() == values.len() {
+            values.iter().map(|(_, n)| n.clone()).collect()
+        } else {
+            values.iter().map(|(r, _)| r.clone()).collect()
+        };
+        let category = |p: usize| values.iter().position(|(r, _)| *r == raw(p)).unwrap_or(0);
+        let series = by_other_keys(plan, key);
+        let short = short_key(key);
+        let safe = file_safe(short);
+        // (stem, title, y label, per point: a statistic of group g, or of the point for None).
+        type Pick<'a> = Box<dyn Fn(usize, Option<usize>) -> Option<crate::metrics::Stats> + 'a>;
+        let group_metric = |name: &'static str| -> Pick<'_> {
+            Box::new(move |p, g| summary.points[p].flows[g?].metrics.get(name).copied())
+        };
+        let charts: Vec<(&str, String, &str, bool, f64, Pick<'_>)> = vec![
+            (
+                "throughput",
+                "Mean total throughput per group".into(),
+                "throughput (kbit/s)",
+                true,
+                1e-3,
+                Box::new(|p, g| Some(summary.points[p].flows[g?].aggregate_bps)),
+            ),
+            (
+                "delay-p95",
+                "95th-percentile one-way delay per group".into(),
+                "delay p95 (ms)",
+                true,
+                1.0,
+                group_metric("delay_p95_ms"),
+            ),
+            (
+                "sojourn-p95",
+                "95th-percentile sojourn time at the bottleneck queue".into(),
+                "sojourn p95 (ms)",
+                false,
+                1.0,
+                Box::new(|p, _| {
+                    let q = summary.points[p]
+                        .queues
+                        .iter()
+                        .find(|q| q.name == "bottleneck")?;
+                    q.sojourn_ms.as_ref().map(|s| s.p95)
+                }),
+            ),
+            (
+                "efficiency",
+                "Efficiency E = Q / Q_opt".into(),
+                "efficiency E",
+                false,
+                1.0,
+                Box::new(|p, _| summary.points[p].metrics.as_ref().map(|m| m.efficiency)),
+            ),
+            (
+                "fairness",
+                "Jain's fairness index F".into(),
+                "Jain's index F",
+                false,
+                1.0,
+                Box::new(|p, _| summary.points[p].metrics.as_ref().map(|m| m.jain)),
+            ),
+        ];
+        for (stem, title, y_label, per_group, scale, pick) in charts {
+            // One line per group (if per group) and combination of the other keys.
+            let mut lines: Vec<(String, Vec<usize>, Option<usize>)> = Vec::new();
+            for (label, ps) in &series {
+                let groups: Vec<Option<usize>> = if per_group {
+                    (0..summary.points[ps[0]].flows.len()).map(Some).collect()
+                } else {
+                    vec![None]
+                };
+                for g in groups {
+                    let name = match g {
+                        Some(g) => {
+                            let f = &summary.points[ps[0]].flows[g];
+                            format!("{} ({})", f.group, f.protocol)
+                        }
+                        None => "all flows".into(),
+                    };
+                    let name = match (label.is_empty(), g) {
+                        (true, _) => name,
+                        (false, None) => label.clone(),
+                        (false, Some(_)) => format!("{name} [{label}]"),
+                    };
+                    lines.push((name, ps.clone(), g));
+                }
+            }
+            // Side by side within a category: 0.6 of its width shared among the lines.
+            let n = lines.len() as f64;
+            let offset = |i: usize| (i as f64 - (n - 1.0) / 2.0) * 0.6 / n;
+            let drawn: Vec<Line> = lines
+                .iter()
+                .enumerate()
+                .map(|(i, (label, ps, g))| {
+                    let mut line = Line {
+                        label: label.clone(),
+                        ..Default::default()
+                    };
+                    for &p in ps {
+                        // A group missing at a point (or a metric it has none of) draws nothing.
+                        if g.is_some_and(|g| g >= summary.points[p].flows.len()) {
+                            continue;
+                        }
+                        let Some(stats) = pick(p, *g) else { continue };
+                        let x = category(p) as f64 + offset(i);
+                        let (y, interval) = dot(&stats, scale);
+                        line.points.push((x, y));
+                        if let Some((lo, hi)) = interval {
+                            line.bars.push((x, lo, hi));
+                        }
+                    }
+                    line
+                })
+                .filter(|l| !l.points.is_empty())
+                .collect();
+            if drawn.is_empty() {
+                continue;
+            }
+            out.push(Figure {
+                stem: format!("{stem}-by-{safe}"),
+                point: None,
+                chart: Chart {
+                    title: format!(
+                        "{title} for each {short}, mean and 95% confidence interval of {} run(s)",
+                        summary.runs
+                    ),
+                    x_label: short.to_string(),
+                    y_label: y_label.into(),
+                    lines: drawn,
+                    scatter: true,
+                    categories: categories.clone(),
+                    ..Default::default()
+                },
+                panels: Vec::new(),
+            });
+        }
     }
     out
 }
@@ -1083,6 +1273,75 @@ mod tests {
             axis_label("delegation.controller.gain", AxisUnit::Number),
             "delegation.controller.gain"
         );
+    }
+
+    #[test]
+    fn a_categorical_sweep_gets_dots_with_whiskers_per_category() {
+        let text = PLAN.replace(
+            "\"group.B.flows\" = [1, 2]",
+            "\"group.B.congestion\" = [\"newreno\", \"cubic\", \"bbr\"]",
+        );
+        let plan = parse(&text, "t.toml", &Overrides::default()).unwrap();
+        let results = execute(&plan, 1, fake, &|_| {}).unwrap();
+        let summary = build(&plan, &results, &Overrides::default());
+        let figs = figures(&plan, &results, &summary);
+        let find = |stem: &str| {
+            &figs
+                .iter()
+                .find(|f| f.stem == stem)
+                .unwrap_or_else(|| panic!("no {stem}"))
+                .chart
+        };
+        // Names have no numeric axis: no line figure against them.
+        assert!(!figs.iter().any(|f| f.stem == "throughput-vs-B.congestion"));
+        let thr = find("throughput-by-B.congestion");
+        assert_eq!(thr.categories, ["newreno", "cubic", "bbr"]);
+        assert_eq!(thr.x_label, "B.congestion");
+        assert_eq!(thr.y_label, "throughput (kbit/s)");
+        assert!(thr.scatter);
+        // One line per group, each with a dot per category, the two side by side around it.
+        assert_eq!(thr.lines.len(), 2);
+        assert_eq!(thr.lines[0].label, "A (qstp)");
+        assert!(
+            thr.lines[1].label.starts_with("B (tcp"),
+            "{}",
+            thr.lines[1].label
+        );
+        for (i, line) in thr.lines.iter().enumerate() {
+            assert_eq!(line.points.len(), 3);
+            for (c, &(x, y)) in line.points.iter().enumerate() {
+                let side = if i == 0 { -1.0 } else { 1.0 };
+                assert!((x - (c as f64 + side * 0.15)).abs() < 1e-9, "{x}");
+                // The fake gives group A (seed s) s * 1000 bytes per 1 s bin: seeds 5-7.
+                if i == 0 {
+                    assert!((y - 6000.0 * 8.0 / 1e3).abs() < 1e-9, "{y}");
+                }
+            }
+            // Three runs: a 95% interval around each mean.
+            assert_eq!(line.bars.len(), 3);
+            for (&(x, y), &(bx, lo, hi)) in line.points.iter().zip(&line.bars) {
+                assert!(bx == x && lo < y && y < hi);
+            }
+        }
+        // The point's E and F, the groups' delay p95 and the queue's sojourn p95 too.
+        for stem in ["efficiency", "fairness", "delay-p95", "sojourn-p95"] {
+            let chart = find(&format!("{stem}-by-B.congestion"));
+            assert_eq!(chart.categories.len(), 3, "{stem}");
+            assert!(chart.lines.iter().all(|l| l.points.len() == 3), "{stem}");
+        }
+        assert_eq!(find("efficiency-by-B.congestion").lines.len(), 1);
+        assert_eq!(find("delay-p95-by-B.congestion").y_label, "delay p95 (ms)");
+        let soj = find("sojourn-p95-by-B.congestion");
+        assert_eq!(soj.lines[0].points[0].1, 30.0);
+        // The figure draws: each category named under its place.
+        let svg = crate::plot::render(thr).unwrap();
+        for name in ["newreno", "cubic", "bbr"] {
+            // The SVG backend writes a text element's content on a line of its own.
+            assert!(
+                svg.contains(&format!(">\n{name}\n<")),
+                "{name} not on the axis"
+            );
+        }
     }
 
     #[test]

@@ -153,7 +153,8 @@ fn runs_csv_has_a_row_per_point_run_and_flow() {
         "point,params,run,seed,group,flow,protocol,target_bps,throughput_bps,goodput_bps,\
          jitter_ms,packets_sent,packets_retransmitted,retransmitted,timeouts,fast_recoveries,\
          delay_mean_ms,delay_p50_ms,delay_p95_ms,delay_p99_ms,rtt_mean_ms,rtt_p50_ms,rtt_p95_ms,\
-         rtt_p99_ms"
+         rtt_p99_ms,queue_sojourn_mean_ms,queue_sojourn_p50_ms,queue_sojourn_p95_ms,\
+         queue_sojourn_p99_ms,messages_delivered,messages_expired"
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     // Point 0: 3 runs x 2 flows; point 1: 3 runs x 3 flows.
@@ -180,6 +181,18 @@ fn runs_csv_has_a_row_per_point_run_and_flow() {
         row[20..24],
         ["41.000000", "40.000000", "50.000000", "60.000000"]
     );
+    // The bottleneck's sojourn times in that run, on each of its rows.
+    assert_eq!(
+        row[24..28],
+        ["10.000000", "8.000000", "30.000000", "50.000000"]
+    );
+    // A TCP flow carries no messages; the qstp flow of the same run delivered 9 of 10.
+    assert_eq!(row[28..30], ["", ""]);
+    let a = rows
+        .iter()
+        .find(|r| r[0] == "1" && r[2] == "2" && r[4] == "A")
+        .unwrap();
+    assert_eq!(a[28..30], ["0.900000", "0.100000"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -5,7 +5,7 @@ use super::fields::{FieldError, FieldResult, Fields};
 use qstp_dataplane::params::ParamTable;
 use qstp_proto::{Duration, Rate};
 use qstp_sim::delegation::{preprocess, Change, ControllerSpec, Feasibility, Trace, TraceError};
-use qstp_sim::spec::DelegationSpec;
+use qstp_sim::spec::{DelegationSpec, SignalPath};
 use qstp_sim::GroupSpec;
 use std::path::Path;
 
@@ -27,6 +27,20 @@ pub(crate) fn delegation(
     let reverse = f.opt_bool("reverse")?.unwrap_or(false);
     let check = f.opt_bool("preprocess")?.unwrap_or(true);
     let stunt_rate = f.opt_rate("stunt_rate")?;
+    let by = match f.opt_str("by")?.as_deref() {
+        None | Some("host") => SignalPath::Host,
+        // Free & Stunts paper, footnote 2: an ISP moves ECN marks between Free and Stunts.
+        Some("network") => SignalPath::Network,
+        Some(other) => {
+            return Err(f.error(
+                "by",
+                format!(
+                    "'{other}' is not who delegates (use host: the senders defer their \
+                     reactions, or network: the bottleneck moves ECN marks)"
+                ),
+            ))
+        }
+    };
     f.finish()?;
     let group = |name: &str| groups.iter().find(|g| g.name == name);
     // The simulator checks the names; the preprocessor needs the Free's RTT and packet size and
@@ -66,6 +80,7 @@ pub(crate) fn delegation(
             period,
             trace,
             reverse,
+            by,
         },
         changes,
     ))
@@ -215,5 +230,22 @@ rtt = "100ms"
         assert!(err.contains("delegation.controller.gain"), "{err}");
         let err = plan("free = \"F\"\nstunts = \"S\"\ncontroller = { kind = \"onoff\" }\ntrace = { file = \"missing.csv\" }").unwrap_err();
         assert!(err.contains("delegation.trace.file"), "{err}");
+    }
+
+    #[test]
+    fn by_names_who_delegates() {
+        let table = "free = \"F\"\nstunts = \"S\"\ncontroller = { kind = \"onoff\" }\n\
+                     trace = { kind = \"step\", at = [\"0s\"], rate = [\"1M\"] }\n";
+        let p = plan(table).unwrap();
+        let by = |p: &super::super::Plan| p.points[0].scenario.delegation.as_ref().unwrap().by;
+        assert_eq!(by(&p), qstp_sim::spec::SignalPath::Host);
+        // Read, then checked: the groups here are TCP without ECN, which has no marks to move.
+        let err = plan(&format!("{table}by = \"network\"")).unwrap_err();
+        assert!(err.contains("ecn = true"), "{err}");
+        let err = plan(&format!("{table}by = \"isp\"")).unwrap_err();
+        assert!(
+            err.contains("delegation.by") && err.contains("'isp'"),
+            "{err}"
+        );
     }
 }

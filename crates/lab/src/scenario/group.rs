@@ -206,10 +206,76 @@ mod tests {
     }
 
     #[test]
+    fn partial_reliability_and_paced_messages_are_read_and_checked() {
+        let base = "name = \"V\"\nprotocol = \"qstp\"\nrtt = \"40ms\"\ntarget = \"1M\"\n";
+        let g = read(&format!(
+            "{base}deadline = \"150ms\"\nmax_retransmissions = 2\nmessage_rate = \"1.5M\""
+        ))
+        .unwrap();
+        let Protocol::Qstp(QstpSpec {
+            config,
+            message_rate,
+            ..
+        }) = g.protocol
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (config.error, config.order),
+            (
+                ErrorControl::SackPartial {
+                    deadline: Some(qstp_proto::Duration::from_millis(150)),
+                    max_retransmissions: Some(2),
+                },
+                Order::Unordered
+            )
+        );
+        assert!(!config.supports_stream());
+        assert_eq!(message_rate, Some(Rate::from_kbps(1500)));
+        // Full reliability, unordered: messages too.
+        let g = read(&format!(
+            "{base}order = \"unordered\"\nmessage_rate = \"1M\""
+        ))
+        .unwrap();
+        let Protocol::Qstp(QstpSpec { config, .. }) = g.protocol else {
+            panic!()
+        };
+        assert_eq!(
+            (config.error, config.order),
+            (ErrorControl::SackFull, Order::Unordered)
+        );
+        // Each mistake names its key and says why.
+        for (text, key, reason) in [
+            (
+                "message_rate = \"1M\"",
+                "message_rate",
+                "carries a byte stream",
+            ),
+            ("deadline = \"0s\"", "deadline", "must be positive"),
+            ("order = \"random\"", "order", "not an order"),
+            (
+                "message_rate = \"0\"\norder = \"unordered\"",
+                "message_rate",
+                "",
+            ),
+        ] {
+            let err = read(&format!("{base}{text}")).unwrap_err();
+            assert_eq!(err.key, format!("group.X.{key}"), "{text}");
+            assert!(err.reason.contains(reason), "{text}: {}", err.reason);
+        }
+        let err = read(
+            "name = \"V\"\nprotocol = \"gtfrc\"\nrtt = \"40ms\"\ntarget = \"1M\"\ndeadline = \"100ms\"",
+        )
+        .unwrap_err();
+        assert_eq!(err.key, "group.X.deadline");
+        assert!(err.reason.contains("no error control"), "{}", err.reason);
+    }
+
+    #[test]
     fn gtfrc_is_the_gtfrc_papers_setting() {
         let g =
             read("name = \"A\"\nprotocol = \"gtfrc\"\nrtt = \"640ms\"\ntarget = \"800k\"").unwrap();
-        let Protocol::Qstp(QstpSpec { config, name }) = g.protocol else {
+        let Protocol::Qstp(QstpSpec { config, name, .. }) = g.protocol else {
             panic!()
         };
         assert_eq!(name, "gtfrc");

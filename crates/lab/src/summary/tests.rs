@@ -69,6 +69,12 @@ fn the_summary_has_the_documented_shape() {
             assert!(queue[side].get(key).is_some(), "missing {side}.{key}");
         }
     }
+    for key in ["mean", "p50", "p95", "p99"] {
+        assert!(
+            queue["sojourn_ms"][key]["mean"].is_f64(),
+            "missing sojourn_ms.{key}"
+        );
+    }
 }
 
 #[test]
@@ -108,6 +114,15 @@ fn queue_counters_split_into_in_and_out_profile() {
         (q.yellow.packets, q.yellow.ldrops, q.yellow.edrops),
         (10.0, 2.0, 3.0)
     );
+    // Each run's sojourn times (the fake run: 100 packets, mean 10 ms, p50 8, p95 30, p99 50),
+    // one sample per run.
+    let soj = q.sojourn_ms.as_ref().unwrap();
+    assert_eq!(soj.mean.n, 3);
+    assert_eq!(
+        (soj.mean.mean, soj.p50.mean, soj.p95.mean, soj.p99.mean),
+        (10.0, 8.0, 30.0, 50.0)
+    );
+    assert_eq!(soj.packets, 100.0);
 }
 
 #[test]
@@ -120,6 +135,11 @@ fn the_text_table_lists_every_point_and_group() {
     let a = t.lines().find(|l| l.contains(" qstp ")).unwrap();
     assert!(a.contains("48.0") && a.trim_end().ends_with("10%"), "{a}");
     assert!(t.contains("queue bottleneck: in 106 pkts"), "{t}");
+    assert!(
+        t.contains("edrops 8); sojourn 10.00 ms, p95 30.00, p99 50.00\n"),
+        "{t}"
+    );
+    assert!(t.contains("sojourn: time from arrival"), "{t}");
     // Labels are whole, columns say what they are, and a legend explains them.
     assert!(t.lines().next().unwrap().ends_with("thr/target"), "{t}");
     assert!(
@@ -253,6 +273,18 @@ fn a_column_that_asks_for_it_is_summed_up_by_name_over_the_flows_with_a_value() 
         group.get("throughput_bps").is_some() && group["metrics"].get("throughput_bps").is_none()
     );
     assert_eq!(group["metrics"]["delay_p99_ms"]["mean"], 30.0);
+    // Group A carries messages: 10 written a bin, 9 delivered, over bins 2-7 (the warm-up's end
+    // to 2 s before the end); group B (TCP) has none.
+    let delivered = group["metrics"]["messages_delivered"]["mean"]
+        .as_f64()
+        .unwrap();
+    let expired = group["metrics"]["messages_expired"]["mean"]
+        .as_f64()
+        .unwrap();
+    assert!((delivered - 0.9).abs() < 1e-12 && (expired - 0.1).abs() < 1e-12);
+    assert!(json["points"][0]["flows"][1]["metrics"]
+        .get("messages_delivered")
+        .is_none());
     assert_eq!(
         group["metrics"]
             .as_object()
@@ -264,6 +296,8 @@ fn a_column_that_asks_for_it_is_summed_up_by_name_over_the_flows_with_a_value() 
             "delay_p50_ms",
             "delay_p95_ms",
             "delay_p99_ms",
+            "messages_delivered",
+            "messages_expired",
             "rtt_mean_ms",
             "rtt_p50_ms",
             "rtt_p95_ms",

@@ -11,7 +11,7 @@ use crate::output::RateSample;
 use crate::record::Recorder;
 use qstp_dataplane::headers::UDP_IP_HEADER;
 use qstp_proto::wire::MAX_DATA_HEADER;
-use qstp_proto::{Config, ConnectionHandle, Endpoint, Event, Time};
+use qstp_proto::{Config, ConnectionHandle, Endpoint, Event, Rate, Time};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 /// Bytes of zeros the saturated application writes.
@@ -76,14 +76,19 @@ pub struct QstpClient {
     config: Config,
     remote: SocketAddr,
     handle: Option<ConnectionHandle>,
-    /// Size of each message, for compositions without a byte stream.
-    message_size: usize,
     /// Loss events (`Stats::loss_event_rate_increases`) already recorded.
     loss_events: u64,
     /// RTT samples already recorded.
     rtt_samples: u64,
     /// Whether its loss events wait for a delegation group (set before it starts).
     defer_losses: bool,
+    /// The rate the application writes messages at (`None`: it keeps the buffer full).
+    message_rate: Option<Rate>,
+    /// When a paced application writes its next message (from the connection's establishment).
+    next_message: Option<Time>,
+    /// The message being written, one per datagram (for compositions without a byte stream):
+    /// zeros, stamped with the instant it is written.
+    message: Vec<u8>,
 }
 
 impl QstpClient {
@@ -97,11 +102,20 @@ impl QstpClient {
             config,
             remote,
             handle: None,
-            message_size,
             loss_events: 0,
             rtt_samples: 0,
             defer_losses: false,
+            message_rate: None,
+            next_message: None,
+            message: vec![0; message_size.min(ZEROS.len())],
         }
+    }
+
+    /// The same client whose application writes one message every `size * 8 / rate` (a
+    /// video-like flow) instead of keeping the send buffer full; `None` keeps it saturated.
+    pub fn paced(mut self, rate: Option<Rate>) -> Self {
+        self.message_rate = rate;
+        self
     }
 
     /// Hold the connection's loss events for a delegation group
@@ -172,18 +186,25 @@ impl QstpClient {
     }
 
     pub(super) fn poll_timeout(&self) -> Option<Time> {
-        self.endpoint.poll_timeout()
+        let endpoint = self.endpoint.poll_timeout();
+        match (endpoint, self.next_message) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Drain events, refill the send buffer, send what may go.
     fn pump(&mut self, ctx: &mut Ctx) {
         while self.endpoint.poll_event().is_some() {}
-        self.fill(ctx.now);
+        self.fill(ctx);
         transmit(&mut self.endpoint, &self.binding, ctx);
     }
 
-    /// The saturated application: write until the connection refuses.
-    fn fill(&mut self, now: Time) {
+    /// The application: a saturated one writes until the connection refuses; a paced one
+    /// writes each message when due (one the connection refuses is lost to the application, as
+    /// a live video frame would be).
+    fn fill(&mut self, ctx: &mut Ctx) {
+        let now = ctx.now;
         let Some(connection) = self.handle.and_then(|h| self.endpoint.connection_mut(h)) else {
             return;
         };
@@ -191,17 +212,35 @@ impl QstpClient {
             return;
         }
         let stream = connection.config().supports_stream();
+        // Messages carry the instant they were written, for the receiver to count them by.
+        let stamped = !stream && self.message.len() >= 8;
+        let interval = self
+            .message_rate
+            .filter(|_| !stream)
+            .map(|rate| rate.transmit_time(self.message.len()));
         for _ in 0..MAX_BATCH {
             if stream {
                 let room = connection.send_capacity().min(ZEROS.len());
                 if room == 0 || !matches!(connection.write(&ZEROS[..room]), Ok(n) if n > 0) {
                     return;
                 }
-            } else if connection
-                .send_message(now, &ZEROS[..self.message_size.min(ZEROS.len())])
-                .is_err()
-            {
-                return;
+                continue;
+            }
+            if let Some(interval) = interval {
+                let due = *self.next_message.get_or_insert(now);
+                if due > now {
+                    return;
+                }
+                self.next_message = Some(due + interval.max(qstp_proto::Duration::from_nanos(1)));
+            }
+            if stamped {
+                self.message[..8].copy_from_slice(&now.as_nanos().to_le_bytes());
+            }
+            match connection.send_message(now, &self.message) {
+                Ok(()) if stamped => ctx.recorder.on_message_written(self.binding.flow, now),
+                Ok(()) => {}
+                Err(_) if interval.is_some() => {}
+                Err(_) => return,
             }
         }
     }
@@ -292,7 +331,10 @@ impl QstpServer {
             let Some(connection) = self.endpoint.connection_mut(handle) else {
                 continue;
             };
-            let delivered = drain(connection, ctx.scratch);
+            let delivered = drain(connection, ctx.scratch, &mut |written| {
+                ctx.recorder
+                    .on_message_delivered(self.binding.flow, written)
+            });
             ctx.recorder
                 .on_delivered(self.binding.flow, ctx.now, delivered);
         }
@@ -300,8 +342,13 @@ impl QstpServer {
     }
 }
 
-/// The draining application: read every delivered byte or message; returns the bytes read.
-fn drain(connection: &mut qstp_proto::Connection, scratch: &mut Vec<u8>) -> u64 {
+/// The draining application: read every delivered byte or message, telling `on_message` the
+/// instant each stamped message was written; returns the bytes read.
+fn drain(
+    connection: &mut qstp_proto::Connection,
+    scratch: &mut Vec<u8>,
+    on_message: &mut dyn FnMut(Time),
+) -> u64 {
     let mut total = 0u64;
     if connection.config().supports_stream() {
         scratch.resize(64 * 1024, 0);
@@ -314,7 +361,12 @@ fn drain(connection: &mut qstp_proto::Connection, scratch: &mut Vec<u8>) -> u64 
     } else {
         for _ in 0..MAX_BATCH {
             match connection.recv_message() {
-                Some(message) => total += message.len() as u64,
+                Some(message) => {
+                    total += message.len() as u64;
+                    if let Some(stamp) = message.get(..8).and_then(|s| s.try_into().ok()) {
+                        on_message(Time::from_nanos(u64::from_le_bytes(stamp)));
+                    }
+                }
                 None => break,
             }
         }

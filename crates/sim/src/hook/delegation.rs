@@ -4,6 +4,7 @@
 //! fast-retransmit signal, or a QSTP connection's loss event
 //! (`qstp_proto::Connection::defer_loss_events`).
 
+use super::MarkShare;
 use super::{HookCtx, RunHook};
 use crate::agent::Agent;
 use crate::delegation::{Controller, Delegator, Steerable};
@@ -14,6 +15,8 @@ use qstp_dataplane::loss::uniform;
 use qstp_proto::{Connection, Duration, Rate, Time};
 use qstp_tcp::{LossPolicy, Signal, TcpEvent, TcpSender};
 use rand_chacha::ChaCha8Rng;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// The running delegation group.
 #[derive(Debug)]
@@ -32,12 +35,16 @@ pub struct DelegationHost {
     /// The Free's throughput over the last control period.
     x: Rate,
     samples: Vec<(f64, f64)>,
+    /// With `by = "network"`: what the bottleneck's mark mover shares with the host.
+    marks: Option<Arc<MarkShare>>,
 }
 
 impl DelegationHost {
     /// The host of `spec` over the senders at agent indices `free` and `stunts`, whose data
     /// segments carry `segment_bits` bits of payload; the senders are switched to deferred loss
-    /// reactions and report their events.
+    /// reactions and report their events. With `marks` (`by = "network"`), the senders keep
+    /// reacting for themselves and the host only tells the bottleneck the fraction g.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         spec: DelegationSpec,
         free: usize,
@@ -46,8 +53,10 @@ impl DelegationHost {
         seed: u64,
         duration: Duration,
         agents: &mut [Agent],
+        marks: Option<Arc<MarkShare>>,
     ) -> Self {
-        for &i in std::iter::once(&free).chain(&stunts) {
+        let by_host = marks.is_none();
+        for &i in std::iter::once(&free).chain(&stunts).filter(|_| by_host) {
             if let Some(sender) = agents[i].tcp_sender_mut() {
                 sender.set_loss_policy(LossPolicy::Defer);
                 sender.record_events(true);
@@ -70,12 +79,14 @@ impl DelegationHost {
             acked_at_last_control: 0,
             x: Rate::ZERO,
             samples: Vec::with_capacity(capacity),
+            marks,
         }
     }
 
-    /// Whether agent `index` is one of the group's senders.
+    /// Whether agent `index` is one of the group's senders whose signals the host settles (none
+    /// when the network moves the marks).
     pub fn watches(&self, index: usize) -> bool {
-        index == self.free || self.stunts.contains(&index)
+        self.marks.is_none() && (index == self.free || self.stunts.contains(&index))
     }
 
     /// The control instants due by `now` (before the event at `now` runs): sample the Free's
@@ -94,6 +105,14 @@ impl DelegationHost {
                     .push((self.x.bps() as f64, target.bps() as f64));
             }
             self.next_control = at + self.spec.period;
+            if let Some(marks) = &self.marks {
+                let reverse = self.spec.reverse && self.free_above_target(at);
+                let (free, stunts) = senders(agents, self.free, &self.stunts);
+                let free_window = free.map_or(0, |f| f.share());
+                let total: u64 = stunts.iter().map(|s| s.share()).sum();
+                let mean = total / (stunts.len() as u64).max(1);
+                marks.set(self.controller.fraction(), reverse, free_window, mean);
+            }
         }
     }
 
@@ -168,13 +187,27 @@ impl DelegationHost {
     }
 
     /// What the group did.
+    /// What the group did: with `by = "network"`, the marks the bottleneck moved (and left on
+    /// the Free) stand for the signals.
     pub fn record(self) -> DelegationRecord {
+        let (delegated, reacted, taken_by_free) = match &self.marks {
+            Some(m) => (
+                m.delegated.load(Ordering::Relaxed),
+                m.kept.load(Ordering::Relaxed),
+                m.taken_by_free.load(Ordering::Relaxed),
+            ),
+            None => (
+                self.delegator.delegated,
+                self.delegator.reacted,
+                self.delegator.taken_by_free,
+            ),
+        };
         DelegationRecord {
             period: self.spec.period,
             samples: self.samples,
-            delegated: self.delegator.delegated,
-            reacted: self.delegator.reacted,
-            taken_by_free: self.delegator.taken_by_free,
+            delegated,
+            reacted,
+            taken_by_free,
         }
     }
 }

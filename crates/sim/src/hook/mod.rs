@@ -12,9 +12,11 @@
 //! same point.
 
 mod delegation;
+mod marks;
 mod sampler;
 
 pub use delegation::DelegationHost;
+pub use marks::{MarkDelegation, MarkShare};
 pub use sampler::SenderSampler;
 
 use crate::agent::Agent;

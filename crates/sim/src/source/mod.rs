@@ -47,7 +47,10 @@ pub fn agents(protocol: &Protocol, flow: FlowSetup) -> Result<(Agent, Agent), Si
             congestion,
             options,
         } => tcp::agents(congestion, options, flow),
-        FlowAgents::Qstp(config) => qstp::agents(config, flow),
+        FlowAgents::Qstp {
+            config,
+            message_rate,
+        } => qstp::agents(config, message_rate, flow),
         FlowAgents::Udp { schedule, on_off } => Ok(udp_agents(
             flow,
             schedule,

@@ -11,7 +11,11 @@ use rand::RngCore;
 use rand_chacha::ChaCha8Rng;
 
 /// The flow's sender and receiver.
-pub(super) fn agents(config: &Config, flow: FlowSetup) -> Result<(Agent, Agent), SimError> {
+pub(super) fn agents(
+    config: &Config,
+    message_rate: Option<qstp_proto::Rate>,
+    flow: FlowSetup,
+) -> Result<(Agent, Agent), SimError> {
     let FlowSetup {
         mut sender_rng,
         mut receiver_rng,
@@ -38,12 +42,9 @@ pub(super) fn agents(config: &Config, flow: FlowSetup) -> Result<(Agent, Agent),
     server_config.policy.allow_unprotected = true;
     let server = Endpoint::new(server_config, receiver_rng.next_u64());
     Ok((
-        Agent::QstpClient(Box::new(QstpClient::new(
-            flow.sender,
-            client,
-            config,
-            server_addr,
-        ))),
+        Agent::QstpClient(Box::new(
+            QstpClient::new(flow.sender, client, config, server_addr).paced(message_rate),
+        )),
         Agent::QstpServer(Box::new(QstpServer::new(
             flow.receiver,
             server,

@@ -23,6 +23,31 @@ pub struct DelegationSpec {
     pub trace: Trace,
     /// Reverse delegation: a Stunt's loss is taken by a larger Free above its target.
     pub reverse: bool,
+    /// Who moves the congestion signals: the Free's host (its senders hold their reactions), or
+    /// the network (the bottleneck moves ECN marks, the paper's footnote 2).
+    #[serde(default, skip_serializing_if = "SignalPath::is_host")]
+    pub by: SignalPath,
+}
+
+/// Who delegates a Free's congestion signals to its Stunts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignalPath {
+    /// The host: the group's senders defer their reactions to losses and the host settles each
+    /// one (Free & Stunts paper §II).
+    #[default]
+    Host,
+    /// The network: the bottleneck's AQM marks ECN (RFC 3168) and moves a fraction g of the
+    /// Free's marks onto the Stunts' packets; the senders react to every mark they see (Free &
+    /// Stunts paper, footnote 2). TCP groups with `ecn = true` only.
+    Network,
+}
+
+impl SignalPath {
+    /// Whether it is the host (the default, left out of serialised specs).
+    pub fn is_host(&self) -> bool {
+        *self == SignalPath::Host
+    }
 }
 
 impl DelegationSpec {
@@ -75,6 +100,23 @@ impl DelegationSpec {
                     self.free, self.stunts
                 ),
             ));
+        }
+        if self.by == SignalPath::Network {
+            for (key, i) in [("free", free), ("stunts", stunts)] {
+                match &groups[i].protocol {
+                    Protocol::Tcp(t) if t.options.ecn => {}
+                    _ => {
+                        return Err(invalid(
+                            key,
+                            format!(
+                                "by = \"network\" moves ECN marks (footnote 2 of the Free & \
+                                 Stunts paper): group '{}' must be tcp with ecn = true",
+                                groups[i].name
+                            ),
+                        ))
+                    }
+                }
+            }
         }
         if free == stunts {
             return Err(invalid(

@@ -21,7 +21,7 @@ pub mod graph;
 pub mod group;
 pub mod source;
 
-pub use delegation::DelegationSpec;
+pub use delegation::{DelegationSpec, SignalPath};
 pub use graph::{ConditionerSpec, FlowPlacement, GraphLink, GraphNode, GraphSpec, NodeKind};
 pub use group::{AccessSpec, GroupSpec, Switching};
 pub use source::{CbrSpec, OnOffSpec, Protocol, QstpSpec, TcpSpec};

@@ -148,3 +148,25 @@ fn fq_codel_keeps_a_thin_flow_fast_beside_bulk_tcp() {
     assert!(fq < 25.0, "FQ-CoDel p99 {fq} ms");
     assert!(fifo > 100.0, "drop-tail p99 {fifo} ms");
 }
+
+#[test]
+fn the_bottleneck_times_its_queue_and_codel_keeps_the_sojourn_near_its_target() {
+    // The same four NewReno flows behind a 1000-packet drop-tail queue (1.2 s of packets at
+    // 10 Mbit/s, which the flows fill) and behind CoDel (target 5 ms, RFC 8289 §4.3).
+    let drop_tail = dumbbell(QueueSpec::drop_tail(1000), false);
+    let codel = dumbbell(codel(false), false);
+    let sojourn = |out: &RunOutput| {
+        assert_eq!(out.sojourn.len(), 1);
+        assert_eq!(out.sojourn[0].name, "bottleneck");
+        out.sojourn[0].stats
+    };
+    let (d, c) = (sojourn(&drop_tail), sojourn(&codel));
+    // Every packet that crossed the bottleneck left its queue and was timed (with no warm-up,
+    // from the start), and so were the few still on the 10 ms link at the end.
+    assert!(d.samples >= drop_tail.bottleneck_packets);
+    assert!(d.samples <= drop_tail.bottleneck_packets + 20);
+    assert!(d.p50_ns <= d.p95_ns && d.p95_ns <= d.p99_ns);
+    assert!(d.mean_ns > 100e6, "a standing queue: {d:?}");
+    assert!(c.mean_ns < 30e6 && c.p50_ns < 20e6, "CoDel: {c:?}");
+    assert!(c.p99_ns < d.p50_ns, "{c:?} against {d:?}");
+}

@@ -13,6 +13,7 @@ fn qstp(preset: Preset, target: Rate) -> Protocol {
     Protocol::Qstp(QstpSpec {
         name: preset.name().into(),
         config: Config::preset(preset, target),
+        message_rate: None,
     })
 }
 
@@ -42,6 +43,58 @@ fn a_qstp_flow_transfers_data_over_the_simulated_network() {
         "{delivered} of {received}"
     );
     assert!(flow.packets_sent > 1000);
+}
+
+/// One flow of 1200-byte messages written at `rate` with `error` on a 2 Mbit/s, 40 ms path
+/// behind 50 packets, for 20 s: its messages' written and delivered counts.
+fn message_flow(error: qstp_proto::ErrorControl, rate: Rate) -> (u64, u64, u64) {
+    let mut spec = SimSpec::dumbbell(Rate::from_mbps(2), Duration::from_millis(10), 50, 20);
+    spec.packet_size = 1300;
+    let mut config = Config::qstp(Rate::from_kbps(500));
+    config.error = error;
+    config.order = qstp_proto::Order::Unordered;
+    spec.groups.push(GroupSpec::new(
+        "video",
+        Protocol::Qstp(QstpSpec {
+            name: "qstp".into(),
+            config,
+            message_rate: Some(rate),
+        }),
+        1,
+        Duration::from_millis(40),
+    ));
+    let out = run(&spec).unwrap();
+    let m = out.flows[0]
+        .messages
+        .as_ref()
+        .expect("a message flow counts its messages");
+    // Bins 5-17: settled by the end.
+    let written: u64 = m.written[5..18].iter().sum();
+    let delivered: u64 = m.delivered[5..18].iter().sum();
+    let bytes: u64 = out.flows[0].delivered_bytes[5..18].iter().sum();
+    (written, delivered, bytes)
+}
+
+#[test]
+fn a_paced_message_flow_writes_at_its_rate_and_a_deadline_gives_up_what_cannot_arrive() {
+    let full = qstp_proto::ErrorControl::SackFull;
+    // 1 Mbit/s of messages on a 2 Mbit/s path: every one arrives, at the rate written.
+    let (written, delivered, bytes) = message_flow(full, Rate::from_mbps(1));
+    assert!(written > 0);
+    assert_eq!(delivered, written);
+    assert!(
+        (bytes as f64 / (1e6 / 8.0 * 13.0) - 1.0).abs() < 0.05,
+        "{bytes}"
+    );
+    // 3 Mbit/s of messages: a third cannot fit. With a 200 ms deadline the sender gives those up
+    // (QSTP paper §3, partial reliability) and the rest arrive.
+    let partial = qstp_proto::ErrorControl::SackPartial {
+        deadline: Some(Duration::from_millis(200)),
+        max_retransmissions: None,
+    };
+    let (written, delivered, _) = message_flow(partial, Rate::from_mbps(3));
+    let share = delivered as f64 / written as f64;
+    assert!(share > 0.4 && share < 0.8, "{delivered} of {written}");
 }
 
 #[test]
@@ -186,6 +239,7 @@ fn a_qstp_senders_rate_rtt_and_p_are_sampled_every_bin() {
             Protocol::Qstp(QstpSpec {
                 name: "qstp".into(),
                 config,
+                message_rate: None,
             }),
             1,
             Duration::from_millis(40),

@@ -104,6 +104,7 @@ fn every_kind_of_queue_marker_loss_and_source_round_trips() {
         Protocol::Qstp(QstpSpec {
             name: "qstp".into(),
             config: Config::qstp(k(250)),
+            message_rate: None,
         }),
     ];
     for q in &queues {

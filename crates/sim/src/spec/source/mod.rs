@@ -152,7 +152,12 @@ pub enum FlowAgents<'a> {
         options: &'a qstp_tcp::TcpOptions,
     },
     /// A qstp-proto client with this composition, saturated by its application, and its server.
-    Qstp(&'a qstp_proto::Config),
+    Qstp {
+        /// Its composition.
+        config: &'a qstp_proto::Config,
+        /// The rate its application writes messages at (`None`: saturated).
+        message_rate: Option<Rate>,
+    },
     /// A UDP source following `schedule` (`(from, rate)` steps), sending only during
     /// exponential on periods of these means `(on, off)` when `on_off` is given, and a sink.
     Udp {

@@ -22,11 +22,15 @@ pub struct QstpSpec {
     pub name: String,
     /// The composition and limits.
     pub config: Config,
+    /// For a composition that carries messages: the rate at which the application writes them,
+    /// one a datagram (a video-like flow); `None`: it keeps the send buffer full.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_rate: Option<Rate>,
 }
 
 impl SourceKind for QstpSpec {
     const NAMES: &'static [&'static str] = &["tfrc", "tfrc-sack", "gtfrc", "qstp"];
-    const DOC: &'static str = "qstp-proto flows: qstp (gTFRC + SACK + ordered, needs target), tfrc-sack, tfrc, gtfrc (the gTFRC paper's agent, needs target); tfrc = \"rfc5348\" | \"rfc3448\", gtfrc_rule = \"qstp\" | \"fig1\" (qstp: qstp, gtfrc: fig1), oscillation_prevention = true (RFC 5348 §4.5; ns-2's TFRC has it)";
+    const DOC: &'static str = "qstp-proto flows: qstp (gTFRC + SACK + ordered, needs target), tfrc-sack, tfrc, gtfrc (the gTFRC paper's agent, needs target); tfrc = \"rfc5348\" | \"rfc3448\", gtfrc_rule = \"qstp\" | \"fig1\" (qstp: qstp, gtfrc: fig1), oscillation_prevention = true (RFC 5348 §4.5; ns-2's TFRC has it); messages instead of a byte stream (qstp, tfrc-sack): order = \"unordered\", deadline = \"150ms\" and/or max_retransmissions = n (partial reliability), message_rate = \"1M\" (the application writes messages at this rate instead of keeping the buffer full)";
 
     fn read(t: &mut dyn ParamTable, cx: &ReadContext) -> ParamResult<Self> {
         let name = cx.name;
@@ -73,9 +77,23 @@ impl SourceKind for QstpSpec {
             },
         };
         config.max_datagram = cx.packet_size;
+        messages(t, name, &mut config)?;
+        let message_rate = t.opt_rate("message_rate")?;
+        if let Some(rate) = message_rate {
+            if config.supports_stream() {
+                return Err(t.error(
+                    "message_rate",
+                    &format!("'{name}' carries a byte stream here; messages need order = \"unordered\", a deadline or max_retransmissions"),
+                ));
+            }
+            if rate.is_zero() {
+                return Err(t.error("message_rate", "must be positive"));
+            }
+        }
         Ok(QstpSpec {
             name: name.to_string(),
             config,
+            message_rate,
         })
     }
 }
@@ -101,8 +119,63 @@ impl Source for QstpSpec {
     }
 
     fn agents(&self) -> FlowAgents<'_> {
-        FlowAgents::Qstp(&self.config)
+        FlowAgents::Qstp {
+            config: &self.config,
+            message_rate: self.message_rate,
+        }
     }
+}
+
+/// The QSTP paper's other compositions: `order = "unordered"` (messages delivered as they
+/// arrive, still fully reliable), and partial reliability with `deadline = "150ms"` (a message is
+/// given up that long after it was written) and/or `max_retransmissions = n` (given up at its
+/// (n+1)-th loss); both carry messages, not a byte stream. They need error control (SACK):
+/// `qstp` or `tfrc-sack`.
+fn messages(t: &mut dyn ParamTable, name: &str, config: &mut Config) -> ParamResult<()> {
+    match t.opt_str("order")?.as_deref() {
+        None | Some("ordered") => {}
+        Some("unordered") => config.order = Order::Unordered,
+        Some(other) => {
+            return Err(t.error(
+                "order",
+                &format!("'{other}' is not an order (use ordered or unordered)"),
+            ))
+        }
+    }
+    let deadline = t.opt_duration("deadline")?;
+    let limit = t.opt_u64("max_retransmissions")?;
+    if deadline.is_none() && limit.is_none() {
+        return Ok(());
+    }
+    let key = if deadline.is_some() {
+        "deadline"
+    } else {
+        "max_retransmissions"
+    };
+    if config.error == ErrorControl::None {
+        return Err(t.error(
+            key,
+            &format!("'{name}' has no error control to limit (use qstp or tfrc-sack)"),
+        ));
+    }
+    if deadline.is_some_and(|d| d.is_zero()) {
+        return Err(t.error("deadline", "must be positive"));
+    }
+    let max_retransmissions = match limit {
+        Some(n) => Some(
+            u32::try_from(n)
+                .map_err(|_| t.error("max_retransmissions", "must be at most 4294967295"))?,
+        ),
+        None => None,
+    };
+    // QSTP paper §3: partial reliability is SACK whose repairs stop at a message's deadline or
+    // retransmission limit; its messages arrive unordered.
+    config.error = ErrorControl::SackPartial {
+        deadline,
+        max_retransmissions,
+    };
+    config.order = Order::Unordered;
+    Ok(())
 }
 
 /// `tfrc = "rfc5348"` (the default) or `"rfc3448"`: which RFC the TFRC sender follows.
