@@ -1,6 +1,7 @@
 //! `qstp testbed`: a scenario file on Linux network namespaces with real kernel TCP, through a
 //! router running the simulator's own bottleneck code; the same outputs as `qstp run`, and in
-//! summary.json `"testbed": true` and each run's router accuracy and hosts' TCP settings.
+//! summary.json `"testbed": true` and each run's router accuracy and hosts' TCP settings (and,
+//! with a `[delegation]` table, what the group did).
 
 use anyhow::Context as _;
 use qstp_lab::runner::{execute, Progress};
@@ -168,6 +169,22 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
             f.late_threshold_ns as f64 / 1e6,
             f.kernel_drops + f.overrun
         );
+    }
+    // A `[delegation]` group: when it formed and who reacted to the Free's loss events.
+    for (i, r) in reports.iter().enumerate() {
+        if let Some(d) = &r.delegation {
+            println!(
+                "group {} + {} Stunts ('{}'), run {i}: formed at {}; loss events delegated {}, reacted to by the Free {}, taken by the Free {}",
+                d.free,
+                d.members_stunts,
+                d.stunts,
+                d.formed_at_s
+                    .map_or("never".to_string(), |t| format!("{t:.2} s")),
+                d.delegated,
+                d.reacted,
+                d.taken_by_free
+            );
+        }
     }
     println!("summary: {}", written.summary.display());
     if let Some(report) = &written.report {

@@ -9,7 +9,9 @@
 //! `protocol = "tcp"` run kernel TCP (a bulk sender and a sink of ours, the group's congestion
 //! control chosen with `TCP_CONGESTION`); `qstp`, `tfrc-sack`, `tfrc` and `gtfrc` groups run
 //! qstp-net endpoints with the group's composition and target ([`qstp`]); `cbr` and `onoff`
-//! groups are UDP sources following their rate schedule ([`udp`]). Every namespace, and with
+//! groups are UDP sources following their rate schedule ([`udp`]). A `[delegation]` table of qstp
+//! groups runs the Free and its Stunts as connections of one qstp-net endpoint in one namespace,
+//! formed into a `qstp_net::Group` ([`delegation`]; TCP groups are refused). Every namespace, and with
 //! it every device, is removed when the run ends, on error, on panic and on Ctrl-C
 //! ([`ns::Namespaces`], [`signal`]). It needs root (CAP_NET_ADMIN) and `/dev/net/tun`
 //! ([`check_privileges`]). What it returns is a [`qstp_sim::RunOutput`], so the lab turns it
@@ -19,6 +21,7 @@
 // This crate lives in real time: it reads the clock.
 #![allow(clippy::disallowed_types)]
 
+pub mod delegation;
 pub mod flows;
 pub mod hosts;
 pub mod lines;

@@ -216,7 +216,7 @@ pub fn spawn_sender(
 }
 
 /// A sender's statistics, bin by bin.
-struct Sampler {
+pub(crate) struct Sampler {
     out: SenderOutput,
     last_sent: u64,
     last_retransmitted: u64,
@@ -224,7 +224,7 @@ struct Sampler {
 }
 
 impl Sampler {
-    fn new(bins: usize) -> Self {
+    pub(crate) fn new(bins: usize) -> Self {
         Sampler {
             out: SenderOutput {
                 series: SenderSeries {
@@ -246,7 +246,7 @@ impl Sampler {
     }
 
     /// What the connection did up to the end of bin `bin`.
-    fn sample(&mut self, conn: &Connection, bin: usize) {
+    pub(crate) fn sample(&mut self, conn: &Connection, bin: usize) {
         let Ok(s) = conn.stats() else { return };
         let series = &mut self.out.series;
         if bin >= series.sent.len() {
@@ -270,7 +270,7 @@ impl Sampler {
         self.last_events = s.loss_event_rate_increases;
     }
 
-    fn finish(mut self, conn: &Connection) -> SenderOutput {
+    pub(crate) fn finish(mut self, conn: &Connection) -> SenderOutput {
         if let Ok(s) = conn.stats() {
             self.out.packets_sent = s.packets_sent;
             self.out.packets_retransmitted = s.packets_retransmitted;

@@ -1,6 +1,7 @@
 //! One testbed run: check the scenario, build the namespaces, start sinks, router and senders,
 //! wait out the duration, collect, and tear everything down.
 
+use crate::delegation::{self, DelegationReport, GroupSender};
 use crate::flows;
 use crate::hosts::{self, SenderOutput, Timing};
 use crate::lines::{Accuracy, Clock, LATE_NS};
@@ -9,6 +10,7 @@ use crate::router::{self, DirectionOutput, FlowPath, GroupPath, RouterSpec};
 use crate::setup::{self, HostPair, HostTcp};
 use crate::TestbedError;
 use qstp_dataplane::classify::{check_group_dscps, DscpConflict};
+use qstp_dataplane::headers::UDP_IP_HEADER;
 use qstp_proto::{Duration, Time};
 use qstp_sim::{FlowRecord, Protocol, QstpSpec, RunOutput, SimSpec, TcpSpec, Topology};
 use rand::RngCore;
@@ -137,6 +139,9 @@ pub struct RunReport {
     pub router: RouterReport,
     /// Per group, the kernel congestion control and TCP settings of its hosts.
     pub groups: Vec<GroupReport>,
+    /// What the `[delegation]` group did (absent in runs without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delegation: Option<DelegationReport>,
 }
 
 /// One group's hosts.
@@ -179,14 +184,8 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
                 .into(),
         ));
     }
-    if spec.delegation.is_some() {
-        // Kernel TCP exposes no hook to defer a connection's window reduction.
-        return Err(TestbedError::Unsupported(
-            "[delegation] (Free & Stunts) is not supported on the testbed: kernel TCP cannot \
-             leave a loss's window reduction to another connection"
-                .into(),
-        ));
-    }
+    // qstp groups only: kernel TCP cannot leave a loss's window reduction to another connection.
+    delegation::check(spec)?;
     if spec.groups.len() > MAX_PER_BYTE {
         return Err(TestbedError::Unsupported(format!(
             "{} groups: the testbed runs at most {MAX_PER_BYTE}",
@@ -244,6 +243,19 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
                 g.name,
                 spec.packet_size_of(g)
             )));
+        }
+        if let Protocol::Qstp(_) = g.protocol {
+            // A hello is padded to 1200 bytes (anti-amplification, as RFC 9000 §14) and the
+            // hosts' MTU is the packet size: a smaller one never completes a handshake.
+            let least = qstp_proto::wire::MIN_HELLO_SIZE + UDP_IP_HEADER as usize;
+            if spec.packet_size_of(g) < least {
+                return Err(TestbedError::Unsupported(format!(
+                    "group '{}': packet size {} is below {least} bytes, the smallest datagram a \
+                     qstp handshake needs on the testbed (a 1200-byte hello, IPv4 and UDP headers)",
+                    g.name,
+                    spec.packet_size_of(g)
+                )));
+            }
         }
         if g.flows as usize > MAX_PER_BYTE {
             return Err(TestbedError::Unsupported(format!(
@@ -325,6 +337,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
     };
     let classes = &options.classification;
     check_classification(spec, classes)?;
+    let members = delegation::check(spec)?;
     let prefix = options.prefix.clone().unwrap_or_else(ns::unique_prefix);
     let mut guard = Namespaces::new(prefix);
     let r = setup::router(&mut guard)?;
@@ -351,7 +364,13 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
             sysctl: options.host_sysctl.clone(),
         };
         for f in 0..group.flows as usize {
-            let pair = setup::hosts(&mut guard, &r, pairs.len(), (g, f), &tcp)?;
+            let pair = if members.is_some_and(|m| m.contains(g)) {
+                // Its sender host is the group's, made below.
+                let mtu = spec.packet_size_of(group);
+                delegation::receiver_host(&mut guard, &r, pairs.len(), (g, f), mtu, &tcp.sysctl)?
+            } else {
+                setup::hosts(&mut guard, &r, pairs.len(), (g, f), &tcp)?
+            };
             pairs.push((g, pair));
         }
         let one_way = Duration::from_nanos(group.rtt.as_nanos() / 2);
@@ -367,6 +386,30 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
             tcp,
             dscp: classes.dscp_of(g),
         });
+    }
+    if let Some(m) = members {
+        // One sender host for the Free and its Stunts, named after the Free's pair.
+        let index = pairs.iter().position(|(g, _)| *g == m.free).unwrap_or(0);
+        let mut member_pairs: Vec<&mut HostPair> = Vec::new();
+        let (mut free, mut stunts) = (Vec::new(), Vec::new());
+        for (g, p) in pairs.iter_mut() {
+            if *g == m.free {
+                free.push(p);
+            } else if *g == m.stunts {
+                stunts.push(p);
+            }
+        }
+        member_pairs.extend(free);
+        member_pairs.extend(stunts);
+        let mtu = spec.packet_size_of(&spec.groups[m.free]);
+        delegation::sender_host(
+            &mut guard,
+            &r,
+            index,
+            &mut member_pairs,
+            mtu,
+            &options.host_sysctl,
+        )?;
     }
     if options.fail_mid_setup {
         return Err(TestbedError::Injected);
@@ -425,6 +468,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         std::thread::spawn(move || router::backward(&rs, clock, tun_b, &stop))
     };
     let mut senders = Vec::new();
+    let mut starts = Vec::new();
     for (i, (g, p)) in pairs.iter().enumerate() {
         let group = &spec.groups[*g];
         let spread = group.start_spread.unwrap_or(group.rtt).as_nanos();
@@ -434,14 +478,46 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         } else {
             rng.next_u64() % spread
         };
+        let start = Time::ZERO + group.start + Duration::from_nanos(offset);
+        starts.push(start);
+        if members.is_some_and(|m| m.contains(*g)) {
+            // The group's thread starts its members.
+            senders.push(None);
+            continue;
+        }
         let how = flows::SenderStart {
-            start: Time::ZERO + group.start + Duration::from_nanos(offset),
+            start,
             congestion: congestion[*g].clone(),
             rng,
             dscp: classes.dscp_of(*g),
         };
-        senders.push(flows::spawn_sender(spec, group, p, how, timing, &stop)?);
+        senders.push(Some(flows::spawn_sender(
+            spec, group, p, how, timing, &stop,
+        )?));
     }
+    let group_sender = match (members, &spec.delegation) {
+        (Some(m), Some(d)) => {
+            let sender = GroupSender {
+                netns: pairs
+                    .iter()
+                    .find(|(g, _)| *g == m.free)
+                    .map(|(_, p)| p.sender_ns.clone())
+                    .unwrap_or_default(),
+                members: delegation::members(spec, m, &pairs, &starts)?,
+                dscp: classes.dscp_of(m.free),
+                trace: d.trace.clone(),
+                options: delegation::group_options(d),
+            };
+            let names = (d.free.clone(), d.stunts.clone());
+            Some(delegation::spawn_sender(
+                sender,
+                names,
+                timing,
+                stop.clone(),
+            ))
+        }
+        _ => None,
+    };
 
     while clock.now() < end && !crate::signal::interrupted() {
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -451,15 +527,40 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
     let mut keep = |e: TestbedError| {
         first_error.get_or_insert(e);
     };
-    let sender_outputs: Vec<SenderOutput> = senders
+    let mut sender_outputs: Vec<SenderOutput> = senders
         .into_iter()
         .map(|h| {
-            h.join().unwrap_or_else(|e| {
-                keep(e);
-                SenderOutput::default()
-            })
+            h.map(|h| h.join())
+                .unwrap_or(Ok(SenderOutput::default()))
+                .unwrap_or_else(|e| {
+                    keep(e);
+                    SenderOutput::default()
+                })
         })
         .collect();
+    let group_output = group_sender.map(|h| {
+        flows::join(h).unwrap_or_else(|e| {
+            keep(e);
+            delegation::GroupOutput::default()
+        })
+    });
+    if let (Some(m), Some(out)) = (members, &group_output) {
+        // The group's outputs are the Free's, then the Stunts', in the pairs' order.
+        let indices = pairs
+            .iter()
+            .enumerate()
+            .filter(|(_, (g, _))| *g == m.free)
+            .chain(
+                pairs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (g, _))| *g == m.stunts),
+            )
+            .map(|(i, _)| i);
+        for (i, o) in indices.zip(&out.senders) {
+            sender_outputs[i] = o.clone();
+        }
+    }
     let sink_outputs: Vec<Vec<u64>> = sinks
         .into_iter()
         .map(|h| {
@@ -515,6 +616,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
             ce_marked: fwd.ce_marked,
         },
         groups: reports,
+        delegation: group_output.as_ref().map(|o| o.report.clone()),
     };
     let output = RunOutput {
         events: fwd.direction.read + bwd.read,
@@ -525,7 +627,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         queue_series: fwd.queue_series,
         // The router's link does not measure sojourn times.
         sojourn: Vec::new(),
-        delegation: None,
+        delegation: group_output.map(|o| o.record),
         atm: None,
     };
     Ok(TestbedRun { output, report })
@@ -533,6 +635,23 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
 
 /// With classification by DSCP, every group needs a code point of its own.
 fn check_classification(spec: &SimSpec, c: &Classification) -> Result<(), TestbedError> {
+    if let Some(m) = delegation::check(spec)? {
+        // The Free and its Stunts send from one socket, so with one code point; classifying by
+        // DSCP would need one per group.
+        let (free, stunts) = (&spec.groups[m.free].name, &spec.groups[m.stunts].name);
+        if c.by_dscp {
+            return Err(TestbedError::Unsupported(format!(
+                "[testbed] classify = \"dscp\" with [delegation]: the Free ('{free}') and its \
+                 Stunts ('{stunts}') share one socket and so one DSCP; classify by flow"
+            )));
+        }
+        if c.dscp_of(m.free) != c.dscp_of(m.stunts) {
+            return Err(TestbedError::Unsupported(format!(
+                "[testbed] dscp: the Free ('{free}') and its Stunts ('{stunts}') share one \
+                 socket and so one DSCP; give their groups the same"
+            )));
+        }
+    }
     if !c.by_dscp {
         return Ok(());
     }
@@ -613,6 +732,133 @@ mod tests {
         ));
         let err = check(&cells).unwrap_err().to_string();
         assert!(err.contains("ATM trunk"), "{err}");
+    }
+
+    /// A Free and two Stunts of `protocol` on a 10 Mbit/s RED bottleneck beside a TCP flow.
+    fn delegation(protocol: &str, packet_size: u32) -> String {
+        format!(
+            "name = \"t\"\nduration = \"10s\"\npacket_size = {packet_size}\n[bottleneck]\n\
+             rate = \"10M\"\ndelay = \"20ms\"\nqueue = {{ kind = \"red\", limit = \"auto\" }}\n\
+             [[group]]\nname = \"F\"\nprotocol = \"{protocol}\"\nrtt = \"100ms\"\n\
+             [[group]]\nname = \"S\"\nprotocol = \"{protocol}\"\nflows = 2\nrtt = \"100ms\"\n\
+             [[group]]\nname = \"X\"\nprotocol = \"tcp\"\nrtt = \"100ms\"\n\
+             [delegation]\nfree = \"F\"\nstunts = \"S\"\n\
+             controller = {{ kind = \"pi\", gain = 0.0005, period = \"250ms\" }}\n\
+             trace = {{ kind = \"step\", at = [\"0s\", \"5s\"], rate = [\"3M\", \"2M\"] }}\n\
+             reverse = false\n"
+        )
+    }
+
+    #[test]
+    fn a_tcp_delegation_group_is_refused_with_the_reason() {
+        let err = check(&spec(&delegation("tcp", 1500)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("[delegation] of tcp groups ('F' and 'S')"),
+            "{err}"
+        );
+        assert!(err.contains("kernel TCP cannot leave"), "{err}");
+        let err = delegation::check(&spec(&delegation("tcp", 1500)))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("protocol = \"qstp\""), "{err}");
+    }
+
+    #[test]
+    fn delegation_by_the_network_is_refused_as_lab_only() {
+        let text = include_str!("../../../scenarios/examples/free-stunts-ecn.toml");
+        let plan = qstp_lab::scenario::parse(text, "t.toml", &Default::default()).unwrap();
+        // The sweep's last point: by = "network", pi.
+        let s = plan.points.last().unwrap().scenario.spec(0);
+        let err = delegation::check(&s).unwrap_err().to_string();
+        assert!(err.contains("by = \"network\""), "{err}");
+        assert!(err.contains("runs in the lab only"), "{err}");
+    }
+
+    #[test]
+    fn a_qstp_delegation_group_is_accepted_and_mapped() {
+        let s = spec(&delegation("tfrc-sack", 1500));
+        assert_eq!(check(&s).unwrap(), vec![None, None, Some("reno".into())]);
+        let m = delegation::check(&s).unwrap().unwrap();
+        assert_eq!((m.free, m.stunts), (0, 1));
+        assert!(m.contains(0) && m.contains(1) && !m.contains(2));
+        let d = s.delegation.as_ref().unwrap();
+        let o = delegation::group_options(d);
+        assert_eq!(
+            o.controller,
+            qstp_proto::delegation::ControllerSpec::Pi { gain: 0.0005 }
+        );
+        assert_eq!(o.period, Duration::from_millis(250));
+        assert!(!o.reverse);
+        // The members: the Free first, each at its receiver's qstp port and start, with the
+        // group's configuration made for the testbed.
+        let pairs: Vec<(usize, HostPair)> = [(0, 0), (1, 0), (1, 1), (2, 0)]
+            .iter()
+            .map(|&(g, f)| {
+                let (sender, receiver) = setup::addresses(g, f);
+                let pair = HostPair {
+                    sender_ns: String::new(),
+                    receiver_ns: String::new(),
+                    sender,
+                    receiver,
+                };
+                (g, pair)
+            })
+            .collect();
+        let starts: Vec<Time> = (0..4).map(|i| Time::from_nanos(i * 1000)).collect();
+        let members = delegation::members(&s, m, &pairs, &starts).unwrap();
+        assert_eq!(members.len(), 3);
+        let to: Vec<String> = members.iter().map(|m| m.to.to_string()).collect();
+        assert_eq!(to, ["10.2.0.0:4433", "10.2.1.0:4433", "10.2.1.1:4433"]);
+        assert_eq!(members[2].start, Time::from_nanos(2000));
+        assert!(members.iter().all(|m| m.config.max_datagram == 1472));
+        // A constant target is a trace of one step.
+        let constant = delegation("tfrc-sack", 1500).replace(
+            "trace = { kind = \"step\", at = [\"0s\", \"5s\"], rate = [\"3M\", \"2M\"] }",
+            "trace = { kind = \"step\", at = [\"0s\"], rate = [\"3M\"] }",
+        );
+        let constant = spec(&constant);
+        assert!(check(&constant).is_ok());
+        let trace = &constant.delegation.as_ref().unwrap().trace;
+        assert_eq!(
+            trace.at(Duration::from_secs(9)),
+            qstp_proto::Rate::from_mbps(3)
+        );
+        // The two-step trace reaches the group as written (its second step at 5 s).
+        assert_eq!(
+            d.trace.at(Duration::from_secs(6)),
+            qstp_proto::Rate::from_mbps(2)
+        );
+    }
+
+    #[test]
+    fn one_socket_cannot_carry_two_code_points() {
+        let s = spec(&delegation("tfrc-sack", 1500));
+        let by = |by_dscp: bool, dscp: Vec<Option<u8>>| Classification { by_dscp, dscp };
+        let err = check_classification(&s, &by(true, vec![Some(10), Some(12), Some(0)]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("classify = \"dscp\" with [delegation]"),
+            "{err}"
+        );
+        let err = check_classification(&s, &by(false, vec![Some(10), Some(12)]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("share one socket"), "{err}");
+        assert!(check_classification(&s, &by(false, vec![Some(10), Some(10)])).is_ok());
+    }
+
+    #[test]
+    fn qstp_packets_too_small_for_a_hello_are_refused() {
+        let err = check(&spec(&delegation("tfrc-sack", 1000)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("group 'F': packet size 1000 is below 1228"),
+            "{err}"
+        );
     }
 
     #[test]

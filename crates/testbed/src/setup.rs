@@ -13,9 +13,9 @@ use crate::TestbedError;
 use std::net::Ipv4Addr;
 
 /// The routing table of packets the router wrote back (by incoming TUN device).
-const TABLE: &str = "100";
+pub(crate) const TABLE: &str = "100";
 /// The router side's address on every veth: the hosts' gateway.
-const GATEWAY: &str = "10.0.0.1";
+pub(crate) const GATEWAY: &str = "10.0.0.1";
 /// Packets a TUN device's kernel queue holds before the kernel drops (counted as packets the
 /// router could not keep up with).
 pub const TUN_QUEUE: u32 = 10_000;

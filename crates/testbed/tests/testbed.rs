@@ -206,6 +206,70 @@ rtt = "40ms"
 }
 
 #[test]
+fn a_free_of_one_endpoint_outruns_its_stunts_through_the_router() {
+    require_testbed!("a_free_of_one_endpoint_outruns_its_stunts_through_the_router");
+    let prefix = format!("{}g", ns::unique_prefix());
+    let options = Options {
+        prefix: Some(prefix.clone()),
+        ..Options::default()
+    };
+    // A Free asking 5 Mbit/s and two Stunts of one qstp-net endpoint on a 10 Mbit/s bottleneck:
+    // a fair share is 3.3 Mbit/s each; the on/off controller delegates every loss event while
+    // the Free is below its target (Free & Stunts paper eq. 3).
+    let s = spec(
+        r#"
+name = "testbed-group"
+duration = "8s"
+warmup = "3s"
+packet_size = 1500
+[bottleneck]
+rate = "10M"
+delay = "10ms"
+queue = { kind = "droptail", limit = 60 }
+[[group]]
+name = "F"
+protocol = "tfrc-sack"
+rtt = "40ms"
+[[group]]
+name = "S"
+protocol = "tfrc-sack"
+flows = 2
+rtt = "40ms"
+[delegation]
+free = "F"
+stunts = "S"
+controller = { kind = "onoff", period = "250ms" }
+trace = { kind = "step", at = ["0s"], rate = ["5M"] }
+"#,
+    );
+    let run = run_with(&s, &options).expect("the testbed runs");
+    assert_eq!(leftovers(&prefix), Vec::<String>::new());
+    // Each member's packets reached the router from its own address (its own flow's counters).
+    let received = |f: usize| -> u64 { run.output.flows[f].received_bytes.iter().skip(30).sum() };
+    let (free, stunts) = (received(0), (received(1) + received(2)) / 2);
+    let group = run.report.delegation.as_ref().expect("the group's report");
+    let record = run.output.delegation.as_ref().expect("the group's record");
+    eprintln!(
+        "Free {:.0} kbit/s, mean Stunt {:.0} kbit/s; {group:?}",
+        free as f64 * 8.0 / 5e3,
+        stunts as f64 * 8.0 / 5e3
+    );
+    assert!(received(1) > 0 && received(2) > 0, "a Stunt sent nothing");
+    assert!(
+        free as f64 > 1.3 * stunts as f64,
+        "the Free's {free} bytes are not well above the mean Stunt's {stunts}"
+    );
+    // The group formed within the first second and settled loss events.
+    assert!(group.formed_at_s.is_some_and(|t| t < 1.0), "{group:?}");
+    assert_eq!(group.members_stunts, 2);
+    assert!(record.delegated > 0, "{record:?}");
+    // One sample per control instant, the target the trace's.
+    assert_eq!(record.samples.len(), 32);
+    assert!(record.samples.iter().all(|&(_, t)| t == 5e6));
+    assert!(run.output.flows.iter().all(|f| f.packets_sent > 0));
+}
+
+#[test]
 fn packets_classified_by_dscp_get_their_groups_marker() {
     require_testbed!("packets_classified_by_dscp_get_their_groups_marker");
     // Two UDP groups marking AF21 and AF31: A's marker passes everything in profile, B's
