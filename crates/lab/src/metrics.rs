@@ -424,9 +424,9 @@ macro_rules! optional {
     };
 }
 
-/// A delay column (one-way or round trip): optional, in ms with six decimals, summed up in
-/// `metrics`.
-macro_rules! delay_column {
+/// An optional column with six decimals, summed up in `metrics`: a delay (one-way or round
+/// trip, ms) or a share of a flow's messages.
+macro_rules! summed_column {
     ($field:ident) => {
         RunColumn {
             name: stringify!($field),
@@ -438,7 +438,7 @@ macro_rules! delay_column {
     };
 }
 
-/// A queue's delay column: as a delay column, but not summed up per group.
+/// A queue's delay column: as `summed_column`, but not summed up per group.
 macro_rules! queue_column {
     ($field:ident) => {
         RunColumn {
@@ -447,19 +447,6 @@ macro_rules! queue_column {
             write: |f| f.$field.map_or(String::new(), |d| format!("{d:.6}")),
             read: optional!($field),
             summary: None,
-        }
-    };
-}
-
-/// A share of a flow's messages: optional, six decimals, summed up in `metrics`.
-macro_rules! share_column {
-    ($field:ident) => {
-        RunColumn {
-            name: stringify!($field),
-            always: false,
-            write: |f| f.$field.map_or(String::new(), |d| format!("{d:.6}")),
-            read: optional!($field),
-            summary: Some(|f| f.$field),
         }
     };
 }
@@ -533,14 +520,14 @@ pub const RUN_COLUMNS: &[RunColumn] = &[
     },
     // One-way delay and the sender's RTT after the warm-up: empty for a flow without, absent
     // from files written before them.
-    delay_column!(delay_mean_ms),
-    delay_column!(delay_p50_ms),
-    delay_column!(delay_p95_ms),
-    delay_column!(delay_p99_ms),
-    delay_column!(rtt_mean_ms),
-    delay_column!(rtt_p50_ms),
-    delay_column!(rtt_p95_ms),
-    delay_column!(rtt_p99_ms),
+    summed_column!(delay_mean_ms),
+    summed_column!(delay_p50_ms),
+    summed_column!(delay_p95_ms),
+    summed_column!(delay_p99_ms),
+    summed_column!(rtt_mean_ms),
+    summed_column!(rtt_p50_ms),
+    summed_column!(rtt_p95_ms),
+    summed_column!(rtt_p99_ms),
     // The bottleneck's sojourn times in the flow's run (the same on each of the run's rows):
     // empty where not measured; a queue's, so summed up per queue in `summary.json`, not per group.
     queue_column!(queue_sojourn_mean_ms),
@@ -548,8 +535,8 @@ pub const RUN_COLUMNS: &[RunColumn] = &[
     queue_column!(queue_sojourn_p95_ms),
     queue_column!(queue_sojourn_p99_ms),
     // A message flow's delivered and expired shares: empty for other flows.
-    share_column!(messages_delivered),
-    share_column!(messages_expired),
+    summed_column!(messages_delivered),
+    summed_column!(messages_expired),
 ];
 
 /// The per-flow figure of a point that a series is drawn in, one panel each.

@@ -728,6 +728,19 @@ pub(crate) mod tests {
         }
     }
 
+    /// The virtio-net header of a TCP super-packet of 1448-byte segments whose checksum the
+    /// receiver of the header completes (a sender's TSO).
+    fn tso_1448() -> VnetHdr {
+        VnetHdr {
+            flags: VNET_F_NEEDS_CSUM,
+            gso_type: VNET_GSO_TCPV4,
+            hdr_len: 40,
+            gso_size: 1448,
+            csum_start: 20,
+            csum_offset: 16,
+        }
+    }
+
     #[test]
     fn a_split_super_packet_coalesces_into_the_same_bytes() {
         // A super-packet as a sender's TSO hands it over: CWR on it, PSH, the pseudo-header's
@@ -736,14 +749,7 @@ pub(crate) mod tests {
         let mut big = tcp(1000, 7, ACK | PSH, &payload);
         let partial = fold(pseudo(&big, big.len() - 20));
         big[36..38].copy_from_slice(&partial.to_be_bytes());
-        let hdr = VnetHdr {
-            flags: VNET_F_NEEDS_CSUM,
-            gso_type: VNET_GSO_TCPV4,
-            hdr_len: 40,
-            gso_size: 1448,
-            csum_start: 20,
-            csum_offset: 16,
-        };
+        let hdr = tso_1448();
         let segs = split(&hdr, &big).unwrap();
         assert_eq!(segs.len(), 4);
         for (i, p) in segs.iter().enumerate() {
@@ -773,14 +779,7 @@ pub(crate) mod tests {
         set_ipv4_checksum(&mut big[..20]);
         let partial = fold(pseudo(&big, big.len() - 20));
         big[36..38].copy_from_slice(&partial.to_be_bytes());
-        let hdr = VnetHdr {
-            flags: VNET_F_NEEDS_CSUM,
-            gso_type: VNET_GSO_TCPV4,
-            hdr_len: 40,
-            gso_size: 1448,
-            csum_start: 20,
-            csum_offset: 16,
-        };
+        let hdr = tso_1448();
         let mut segs = split(&hdr, &big).unwrap();
         for p in &segs {
             assert_eq!(decode(p).unwrap().ecn, Ecn::Ect0);
