@@ -442,11 +442,8 @@ macro_rules! summed_column {
 macro_rules! queue_column {
     ($field:ident) => {
         RunColumn {
-            name: stringify!($field),
-            always: false,
-            write: |f| f.$field.map_or(String::new(), |d| format!("{d:.6}")),
-            read: optional!($field),
             summary: None,
+            ..summed_column!($field)
         }
     };
 }

@@ -55,14 +55,16 @@ impl DelegationHost {
         agents: &mut [Agent],
         marks: Option<Arc<MarkShare>>,
     ) -> Self {
-        let by_host = marks.is_none();
-        for &i in std::iter::once(&free).chain(&stunts).filter(|_| by_host) {
-            if let Some(sender) = agents[i].tcp_sender_mut() {
-                sender.set_loss_policy(LossPolicy::Defer);
-                sender.record_events(true);
-            }
-            if let Some(client) = agents[i].qstp_client_mut() {
-                client.defer_loss_events();
+        // Delegating by the network, the senders keep reacting for themselves.
+        if marks.is_none() {
+            for &i in std::iter::once(&free).chain(&stunts) {
+                if let Some(sender) = agents[i].tcp_sender_mut() {
+                    sender.set_loss_policy(LossPolicy::Defer);
+                    sender.record_events(true);
+                }
+                if let Some(client) = agents[i].qstp_client_mut() {
+                    client.defer_loss_events();
+                }
             }
         }
         let period = spec.period;
