@@ -291,7 +291,20 @@ impl<'a> World<'a> {
         from_timer: bool,
         f: impl FnOnce(&mut Agent, &mut Ctx),
     ) {
-        let agent = &mut self.agents[id.index()];
+        let index = id.index();
+        let watched = self.hooks.iter().any(|h| h.watches(index));
+        if watched {
+            let mut ctx = HookCtx {
+                now,
+                agents: &mut self.agents,
+                recorder: &mut self.recorder,
+                network: &mut self.network,
+            };
+            for hook in self.hooks.iter_mut().filter(|h| h.watches(index)) {
+                hook.before_agent(&mut ctx, index);
+            }
+        }
+        let agent = &mut self.agents[index];
         let mut ctx = Ctx {
             now,
             network: &mut self.network,
@@ -300,8 +313,7 @@ impl<'a> World<'a> {
             scratch: &mut self.scratch,
         };
         f(agent, &mut ctx);
-        let index = id.index();
-        if self.hooks.iter().any(|h| h.watches(index)) {
+        if watched {
             let mut ctx = HookCtx {
                 now,
                 agents: &mut self.agents,

@@ -478,6 +478,38 @@ mod steering {
     }
 
     #[test]
+    fn reduce_never_raises_a_window_below_half_its_flight() {
+        // Everything sent from 0.5 s on is lost: a timeout leaves one segment of window with
+        // the old window still outstanding.
+        let drop: DropRule = Box::new(|_, t| t >= secs(0.5));
+        let mut net = Net::new(
+            config(64_000, false),
+            Rate::from_mbps(10),
+            Duration::from_millis(20),
+            drop,
+        );
+        net.run_to_first_timeout();
+        let before = net.sender.stats();
+        assert_eq!(before.cwnd, MSS as u64, "one segment after the timeout");
+        assert!(before.ssthresh > 4 * MSS as u64, "{}", before.ssthresh);
+        // Free & Stunts paper §II-B halves a Stunt's window; RFC 5681 eq. (4) on the flight
+        // would give it at least two segments.
+        net.sender.reduce(net.now);
+        let after = net.sender.stats();
+        assert!(
+            after.cwnd <= before.cwnd,
+            "{} -> {}",
+            before.cwnd,
+            after.cwnd
+        );
+        assert_eq!(
+            after.ssthresh,
+            2 * MSS as u64,
+            "half of one segment, at least two"
+        );
+    }
+
+    #[test]
     fn rounds_report_the_delivery_rate_and_events_are_bounded() {
         let mut net = Net::new(
             config(1 << 20, false),

@@ -78,7 +78,35 @@ impl Delegator {
             self.reacted += 1;
             return Decision::Reacted;
         }
-        let wanted = free.owed();
+        self.delegate(now, free.owed(), stunts)
+    }
+
+    /// The share below which the Free's next signal goes to the Stunts (§II-B: the controller
+    /// says so, `delegate`, and the Stunts' shares sum to more than the Free's): their total,
+    /// or 0 (never). For a caller that decides before the signal comes, as a TCP sender must
+    /// know whether to halve before it sends on.
+    pub fn free_delegates_below(delegate: bool, stunts: &[&mut dyn Steerable]) -> u64 {
+        if !delegate {
+            return 0;
+        }
+        stunts.iter().map(|s| s.share()).sum()
+    }
+
+    /// The Free reacted to a signal of its own, as decided before it came.
+    pub fn free_reacted(&mut self) {
+        self.reacted += 1;
+    }
+
+    /// The Stunts back off in the Free's place for one of its signals, `owed` being what they
+    /// must give up together ([`Steerable::owed`] of the Free): §II-B, halve them one by one,
+    /// round robin, each at most once, until the total reduction is at least `owed`.
+    pub fn delegate(
+        &mut self,
+        now: Time,
+        owed: u64,
+        stunts: &mut [&mut dyn Steerable],
+    ) -> Decision {
+        let wanted = owed;
         let mut reduced = 0u64;
         let mut halved = Vec::new();
         let n = stunts.len();
@@ -109,12 +137,18 @@ impl Delegator {
         free_above_target: bool,
     ) -> Decision {
         if reverse && free_above_target && free.share() > stunt.share() {
-            free.reduce(now);
-            self.taken_by_free += 1;
-            return Decision::TakenByFree;
+            return self.take_by_free(now, free);
         }
         stunt.react(now);
         Decision::Reacted
+    }
+
+    /// The Free backs off for a Stunt's signal, as decided before it came (reverse delegation,
+    /// §II-B).
+    pub fn take_by_free(&mut self, now: Time, free: &mut dyn Steerable) -> Decision {
+        free.reduce(now);
+        self.taken_by_free += 1;
+        Decision::TakenByFree
     }
 }
 

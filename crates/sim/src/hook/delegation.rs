@@ -37,6 +37,9 @@ pub struct DelegationHost {
     samples: Vec<(f64, f64)>,
     /// With `by = "network"`: what the bottleneck's mark mover shares with the host.
     marks: Option<Arc<MarkShare>>,
+    /// The uniform draw for the Free's next fast-retransmit signal while the controller's
+    /// fraction is above 0, drawn before the signal (one draw per such signal, in order).
+    draw: Option<f64>,
 }
 
 impl DelegationHost {
@@ -55,11 +58,12 @@ impl DelegationHost {
         agents: &mut [Agent],
         marks: Option<Arc<MarkShare>>,
     ) -> Self {
-        // Delegating by the network, the senders keep reacting for themselves.
+        // Delegating by the network, the senders keep reacting for themselves. Delegating by
+        // the host, a TCP sender learns before each of its turns whether its next
+        // fast-retransmit signal is to be deferred ([`DelegationHost::before_agent`]).
         if marks.is_none() {
             for &i in std::iter::once(&free).chain(&stunts) {
                 if let Some(sender) = agents[i].tcp_sender_mut() {
-                    sender.set_loss_policy(LossPolicy::Defer);
                     sender.record_events(true);
                 }
                 if let Some(client) = agents[i].qstp_client_mut() {
@@ -82,6 +86,7 @@ impl DelegationHost {
             x: Rate::ZERO,
             samples: Vec::with_capacity(capacity),
             marks,
+            draw: None,
         }
     }
 
@@ -118,6 +123,36 @@ impl DelegationHost {
         }
     }
 
+    /// Before one of the group's TCP senders runs at `now`: decide now what its next
+    /// fast-retransmit signal will bring, so that it halves at once when it is to react, as a
+    /// plain TCP sender does, instead of sending on its old window until the host has looked.
+    /// The Free defers while its window is below the Stunts' total, if the controller's next
+    /// draw says delegate; a Stunt defers while its window is below the Free's, if reverse
+    /// delegation is on and the Free runs above its target (§II-B). Nothing else runs between
+    /// this decision and the signal.
+    fn before_agent(&mut self, now: Time, index: usize, agents: &mut [Agent]) {
+        if agents[index].tcp_sender_mut().is_none() {
+            return;
+        }
+        let g = self.controller.fraction();
+        let delegate = g > 0.0 && *self.draw.get_or_insert_with(|| uniform(&mut self.rng)) < g;
+        let above = self.spec.reverse && self.free_above_target(now);
+        let bound = {
+            let (free, stunts) = senders(agents, self.free, &self.stunts);
+            let Some(free) = free else { return };
+            if index == self.free {
+                Delegator::free_delegates_below(delegate, &stunts)
+            } else if above {
+                free.share()
+            } else {
+                0
+            }
+        };
+        if let Some(sender) = agents[index].tcp_sender_mut() {
+            sender.set_loss_policy(LossPolicy::DeferBelow(bound));
+        }
+    }
+
     /// Whether the Free runs above its target at `now`, as the controllers see it (eqs. 3-4):
     /// beyond 1.33 T_i, the top of the AIMD sawtooth whose mean is T_i. Against T_i itself, the
     /// Free would pay back on the upper half of every sawtooth while on target, and sit below
@@ -142,7 +177,7 @@ impl DelegationHost {
             };
             let TcpEvent::CongestionSignal {
                 signal: Signal::FastRetransmit,
-                deferred: true,
+                deferred,
                 ..
             } = event
             else {
@@ -150,21 +185,21 @@ impl DelegationHost {
             };
             if index == self.free {
                 // The controller's fraction g as a probability per signal (§II-A: "the ratio
-                // of congestion signals to be delegated").
-                let g = self.controller.fraction();
-                let delegate = g > 0.0 && uniform(&mut self.rng) < g;
+                // of congestion signals to be delegated"), drawn before the signal came.
+                if self.controller.fraction() > 0.0 {
+                    self.draw = None;
+                }
+                if !deferred {
+                    self.delegator.free_reacted();
+                    continue;
+                }
                 let (free, mut stunts) = senders(agents, self.free, &self.stunts);
                 let Some(free) = free else { return };
-                self.delegator
-                    .on_free_signal(now, free, &mut stunts, delegate);
-            } else {
-                let above = self.free_above_target(now);
-                let (free, mut stunts) = senders(agents, self.free, &[index]);
-                let (Some(free), Some(stunt)) = (free, stunts.pop()) else {
-                    return;
-                };
-                self.delegator
-                    .on_stunt_signal(now, stunt, free, self.spec.reverse, above);
+                self.delegator.delegate(now, free.owed(), &mut stunts);
+            } else if deferred {
+                let (free, _) = senders(agents, self.free, &[]);
+                let Some(free) = free else { return };
+                self.delegator.take_by_free(now, free);
             }
         }
     }
@@ -283,6 +318,10 @@ impl RunHook for DelegationHost {
 
     fn watches(&self, index: usize) -> bool {
         DelegationHost::watches(self, index)
+    }
+
+    fn before_agent(&mut self, ctx: &mut HookCtx<'_>, index: usize) {
+        DelegationHost::before_agent(self, ctx.now, index, ctx.agents);
     }
 
     fn after_agent(&mut self, ctx: &mut HookCtx<'_>, index: usize) {

@@ -42,10 +42,14 @@ pub trait RunHook {
     /// The event at `ctx.now` is next; nothing has happened at that instant yet.
     fn before_event(&mut self, _ctx: &mut HookCtx<'_>) {}
 
-    /// Whether [`RunHook::after_agent`] wants agent `index` (asked before each call).
+    /// Whether [`RunHook::before_agent`] and [`RunHook::after_agent`] want agent `index` (asked
+    /// before each agent runs).
     fn watches(&self, _index: usize) -> bool {
         false
     }
+
+    /// Agent `index` is about to run at `ctx.now`.
+    fn before_agent(&mut self, _ctx: &mut HookCtx<'_>, _index: usize) {}
 
     /// Agent `index` just ran at `ctx.now`.
     fn after_agent(&mut self, _ctx: &mut HookCtx<'_>, _index: usize) {}

@@ -86,6 +86,29 @@ fn the_free_reaches_its_target_on_its_stunts_backs() {
     assert!(share(&plain) < fair * 1.1, "plain: {}", share(&plain));
 }
 
+/// A group whose controller never delegates is the same TCP flows as without a group, flow
+/// for flow: the host decides before each sender's turn what its next signal brings, so a
+/// sender that is to react halves at once, as a plain sender does, and never sends on the old
+/// window while the host has yet to look (before that, the group's flows got 9% less).
+#[test]
+fn a_group_that_never_delegates_is_its_flows_without_a_group() {
+    let mut plain = scenario(None);
+    plain.duration = Duration::from_secs(20);
+    let mut none = scenario(Some(ControllerSpec::None));
+    none.duration = plain.duration;
+    let (plain, none) = (run(&plain).unwrap(), run(&none).unwrap());
+    let bytes = |out: &RunOutput| -> Vec<Vec<u64>> {
+        out.flows
+            .iter()
+            .map(|f| f.delivered_bytes.clone())
+            .collect()
+    };
+    assert_eq!(bytes(&plain), bytes(&none));
+    let record = none.delegation.as_ref().unwrap();
+    assert_eq!((record.delegated, record.taken_by_free), (0, 0));
+    assert!(record.reacted > 0, "{record:?}");
+}
+
 #[test]
 fn a_delegation_group_must_name_tcp_groups_and_a_single_free() {
     let mut spec = scenario(Some(ControllerSpec::OnOff));

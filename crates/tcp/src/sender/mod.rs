@@ -62,6 +62,12 @@ pub enum LossPolicy {
     /// [`TcpEvent::CongestionSignal`] and calls [`TcpSender::apply_deferred_reduction`] or
     /// absorbs the signal. Timeouts always reduce.
     Defer,
+    /// [`LossPolicy::Defer`] for a signal that finds the window below this many bytes, and
+    /// [`LossPolicy::React`] for one that does not: a caller that decides beforehand (Free &
+    /// Stunts paper §II-B: a Free delegates only while its Stunts' windows sum to more than
+    /// its own) leaves the sender nothing to send on a window it should have reduced while the
+    /// caller has not yet looked.
+    DeferBelow(u64),
 }
 
 /// Something the sender reports to a host-level controller.
@@ -831,7 +837,11 @@ impl TcpSender {
         self.prr_delivered = 0;
         self.prr_out = 0;
         self.prr_sndcnt = 0;
-        let deferred = self.policy == LossPolicy::Defer;
+        let deferred = match self.policy {
+            LossPolicy::React => false,
+            LossPolicy::Defer => true,
+            LossPolicy::DeferBelow(bound) => self.cc.cwnd() < bound,
+        };
         self.push_event(TcpEvent::CongestionSignal {
             now,
             signal: Signal::FastRetransmit,
@@ -897,14 +907,23 @@ impl TcpSender {
 
     /// Back off as after a congestion signal of its own, at another sender's request (a host
     /// controller delegating a loss); outside recovery the reduction takes effect at once.
+    ///
+    /// Free & Stunts paper §II-B: "we halve each one's congestion window". The halving is of the
+    /// window, and it never raises it: the sender's own rule, half the flight (RFC 5681 eq. 4),
+    /// would lift a window below half its flight, as after a timeout (one segment, the old
+    /// flight still outstanding), and the Stunt would then send more for the Free's loss.
     pub fn reduce(&mut self, now: Time) {
         self.external_reductions += 1;
-        let flight = self.snd_nxt - self.snd_una;
+        let before = self.cc.cwnd();
+        let flight = (self.snd_nxt - self.snd_una).min(before);
         self.cc.on_congestion_event(now, flight);
         if self.in_recovery {
             self.reduced_this_recovery = true;
         } else {
             self.cc.on_recovery_end(now);
+        }
+        if self.cc.cwnd() > before {
+            self.cc.on_moderate(before);
         }
     }
 
