@@ -25,6 +25,10 @@ ROOT = os.path.normpath(os.path.join(HERE, ".."))
 
 # (scenario, cross-traffic group, [(delegating point's params, baseline point's params)]).
 CASES = [
+    ("scenarios/examples/free-stunts.toml", "X", [
+        ("delegation.controller.kind=onoff", "delegation.controller.kind=none"),
+        ("delegation.controller.kind=pi", "delegation.controller.kind=none"),
+    ]),
     ("scenarios/examples/qstp-free-stunts.toml", "X", [
         ("delegation.controller.kind=onoff", "delegation.controller.kind=none"),
         ("delegation.controller.kind=pi", "delegation.controller.kind=none"),
