@@ -14,7 +14,7 @@ use qstp_net::transfer::{self, Header, Moved, Opening, Verdict};
 use qstp_net::{Config, Connection, Endpoint, EndpointOptions, Rate, ServerPolicy};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -58,7 +58,8 @@ pub struct RecvArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = crate::send::parse_interval)]
     pub header_timeout: f64,
     /// Exit after the first file transfer (status 0 only if it was verified); filler streams
-    /// of a `send --soft-target` beside it are drained, and heard out for up to 5 s after it.
+    /// of a `send --soft-target` beside it are drained, and heard out for up to 5 s after it; a
+    /// second file transfer meanwhile is refused, with the reason.
     #[arg(long)]
     pub once: bool,
     /// Print nothing but errors.
@@ -326,7 +327,9 @@ async fn run(
     let mut interrupted = std::pin::pin!(tokio::signal::ctrl_c());
     if args.once {
         // Every connection is served beside the others (a `send --soft-target` opens its file
-        // transfer with filler streams), until the first file transfer ends.
+        // transfer with filler streams), until the first file transfer ends; a second file
+        // transfer is refused, with the reason, rather than cut when the first one ends.
+        let taken = Arc::new(AtomicBool::new(false));
         let mut tasks = tokio::task::JoinSet::new();
         let result = tokio::select! {
             result = async {
@@ -336,7 +339,8 @@ async fn run(
                             let conn = conn.context("the endpoint stopped before a transfer arrived")?;
                             let destination = destination.clone();
                             let running = running.clone();
-                            tasks.spawn(async move { serve(conn, &destination, report, &running).await });
+                            let taken = taken.clone();
+                            tasks.spawn(async move { serve(conn, &destination, report, &running, Some(&taken)).await });
                         }
                         Some(done) = tasks.join_next(), if !tasks.is_empty() => {
                             match done {
@@ -355,6 +359,9 @@ async fn run(
                                 }
                                 Ok(Served::Filler(Err(e))) => eprintln!("qstp: {e:#}"),
                                 Ok(Served::Filler(Ok(_))) => {}
+                                Ok(Served::Refused(remote)) => eprintln!(
+                                    "qstp: refused a second transfer from {remote}: {ONE_AT_A_TIME}"
+                                ),
                                 Err(e) => bail!("a transfer's task failed: {e}"),
                             }
                         }
@@ -382,9 +389,9 @@ async fn run(
                 let destination = destination.clone();
                 let running = running.clone();
                 tasks.spawn(async move {
-                    match serve(conn, &destination, report, &running).await {
+                    match serve(conn, &destination, report, &running, None).await {
                         Served::File(Err(e)) | Served::Filler(Err(e)) => eprintln!("qstp: {e:#}"),
-                        Served::File(Ok(())) | Served::Filler(Ok(_)) => {}
+                        Served::File(Ok(())) | Served::Filler(Ok(_)) | Served::Refused(_) => {}
                     }
                 });
             }
@@ -486,15 +493,23 @@ enum Served {
     File(anyhow::Result<()>),
     /// A filler stream, drained: the bytes it carried.
     Filler(anyhow::Result<u64>),
+    /// A second file transfer under --once, refused (the sender's address).
+    Refused(String),
 }
+
+/// Why --once refuses a second file transfer while its first is under way.
+const ONE_AT_A_TIME: &str = "this receiver takes one transfer (--once) and is receiving another";
 
 /// [`serve_one`] for a file transfer, and with `--json` a JSON line for a transfer that failed
 /// too; [`serve_filler`] for a filler stream.
+///
+/// With `once` (--once), the first file transfer takes it and any later one is refused.
 async fn serve(
     mut conn: Connection,
     destination: &Destination,
     report: Report,
     running: &Running,
+    once: Option<&AtomicBool>,
 ) -> Served {
     let remote = conn.remote().map(|r| r.to_string()).unwrap_or_default();
     // A transfer's time counts from its acceptance, the header's wait included.
@@ -502,6 +517,12 @@ async fn serve(
     let opening = tokio::time::timeout(report.header_timeout, Opening::read_from(&mut conn)).await;
     let result = match opening {
         Ok(Ok(Opening::Filler)) => return Served::Filler(serve_filler(conn, report).await),
+        Ok(Ok(Opening::File(_)))
+            if once.is_some_and(|taken| taken.swap(true, Ordering::SeqCst)) =>
+        {
+            let _ = answer(&mut conn, &Verdict::Rejected(ONE_AT_A_TIME.into())).await;
+            return Served::Refused(remote);
+        }
         Ok(Ok(Opening::File(header))) => {
             serve_one(
                 conn,

@@ -596,6 +596,46 @@ fn recv_interval_reports_each_running_transfer_in_decimal_units() {
     assert!(mb <= 0.4, "more bytes than were sent: {line}");
 }
 
+/// `recv --once` takes one file transfer: a second sender while the first is under way is
+/// refused with the reason (it used to be accepted, then cut when the first one ended), and the
+/// first arrives verified.
+#[test]
+fn recv_once_refuses_a_second_transfer_while_its_first_runs() {
+    let dir = scratch("once-second");
+    let out = dir.join("out/");
+    let (mut receiver, addr, lines) =
+        start_server_streaming(&out, &["--once", "--interval", "0.1"]);
+    let mut first = start_stdin_sender(&addr);
+    let mut pipe = first.stdin.take().unwrap();
+    pipe.write_all(&pattern(300_000)).unwrap();
+    wait_for_line(
+        &lines,
+        |l| l.contains("MB received"),
+        Duration::from_secs(20),
+    );
+    let file = dir.join("second.bin");
+    std::fs::write(&file, pattern(10_000)).unwrap();
+    let second = Command::new(QSTP)
+        .arg("send")
+        .arg(&file)
+        .args(["--to", &addr])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{said}");
+    assert!(said.contains("takes one transfer (--once)"), "{said}");
+    wait_for_line(
+        &lines,
+        |l| l.contains("refused a second transfer"),
+        Duration::from_secs(10),
+    );
+    pipe.write_all(&pattern(100_000)).unwrap();
+    drop(pipe);
+    assert!(wait_bounded(&mut first, Duration::from_secs(30)).success());
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    assert_eq!(entries(&out), ["stdin"], "only the first transfer's file");
+}
+
 #[test]
 fn send_name_names_stdin_and_renames_a_file_and_a_bad_name_is_refused_first() {
     let dir = scratch("name");
