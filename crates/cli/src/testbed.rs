@@ -100,13 +100,13 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(format!("{}-testbed", base.name)));
     output::claim(&out)?;
-    // The programs' output of an earlier run into this folder goes: the folder is the lab's.
-    let commands_dir = out.join("commands");
+    // Command groups' programs write under <out>/commands/, emptied of an earlier run's.
     let has_commands = options.commands.iter().any(Option::is_some);
-    if commands_dir.exists() {
-        std::fs::remove_dir_all(&commands_dir)
-            .with_context(|| format!("cannot clear {}", commands_dir.display()))?;
-    }
+    let commands_dir = if has_commands {
+        output::prepare_folder(&out, "commands")?
+    } else {
+        out.join("commands")
+    };
     let mut warnings = plan.warnings();
     for point in &plan.points {
         for w in qstp_testbed::ignored_settings(&point.scenario.spec(0)) {

@@ -40,6 +40,11 @@
 //!   model's fixed integration step, default 1ms, at most the smallest delay of the model),
 //!   `margin` (default false: the controller is handed T / 1.33 so that the fluid Free aims at
 //!   T itself; true: T, as the packet simulator, so that it aims at 1.33 T).
+//! - A group of `protocol = "command"` (the testbed only; `qstp run` and `qstp fluid` refuse it,
+//!   [`Plan::refuse_testbed_only`]): `receiver` and `sender`, argv arrays of programs the
+//!   testbed runs in each flow's two namespaces, with placeholders ([`PLACEHOLDERS`]); they are
+//!   kept in the scenario's [`TestbedParams::commands`], and the group's spec is a source that
+//!   sends nothing.
 //! - `[testbed]` (read by `qstp testbed` only; `qstp run` checks and ignores it): `classify`
 //!   (`"flow"`, the default: the router finds a packet's edge marker by its addresses; `"dscp"`:
 //!   by the code point its sender set), `dscp = { <group> = "AF21" | number, .. }` (the code
