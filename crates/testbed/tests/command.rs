@@ -2,6 +2,9 @@
 //! These tests need root and /dev/net/tun (and python3 for the programs); elsewhere each prints
 //! why it did not run and returns.
 
+// A test measures how soon a failing run ends, on the wall clock.
+#![allow(clippy::disallowed_types)]
+
 use qstp_lab::scenario::{parse, Overrides};
 use qstp_testbed::command::Programs;
 use qstp_testbed::{check_privileges, ns, run_with, Options, TestbedError, TestbedRun};
