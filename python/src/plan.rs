@@ -92,6 +92,9 @@ impl Plan {
     ) -> PyResult<Plan> {
         let o = overrides(py, runs, seed, duration)?;
         let plan = scenario::load(&path, &o).map_err(|e| errors::scenario(py, &e))?;
+        // A command group runs programs on the testbed only: nothing here could simulate it.
+        plan.refuse_testbed_only()
+            .map_err(|e| errors::scenario(py, &e))?;
         Ok(Plan {
             plan,
             overrides: o,

@@ -77,6 +77,7 @@ pub fn main(args: FluidArgs) -> anyhow::Result<()> {
         duration: args.duration,
     };
     let mut plan = load(&args.scenario, &overrides)?;
+    plan.refuse_testbed_only()?;
     for point in &mut plan.points {
         let params = &mut point.scenario.fluid;
         params.step = args.step.unwrap_or(params.step);

@@ -151,6 +151,7 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
         duration: args.duration,
     };
     let mut plan = load(&args.scenario, &overrides)?;
+    plan.refuse_testbed_only()?;
     plan.outputs.series = if args.no_series {
         Some(qstp_lab::runner::SeriesRuns::None)
     } else {

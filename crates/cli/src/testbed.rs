@@ -1,7 +1,8 @@
 //! `qstp testbed`: a scenario file on Linux network namespaces with real kernel TCP, through a
 //! router running the simulator's own bottleneck code; the same outputs as `qstp run`, and in
 //! summary.json `"testbed": true` and each run's router accuracy and hosts' TCP settings (and,
-//! with a `[delegation]` table, what the group did).
+//! with a `[delegation]` table, what the group did). The programs of `protocol = "command"`
+//! groups write their output under `<out>/commands/run-<n>/<group>-<flow>/`.
 
 use anyhow::Context as _;
 use qstp_lab::runner::{execute, Progress};
@@ -75,6 +76,18 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect(),
+        commands: base
+            .testbed
+            .commands
+            .iter()
+            .map(|c| {
+                c.as_ref().map(|c| qstp_testbed::command::Programs {
+                    receiver: c.receiver.clone(),
+                    sender: c.sender.clone(),
+                })
+            })
+            .collect(),
+        qstp: Some(std::env::current_exe().context("cannot find the qstp binary for {qstp}")?),
         ..qstp_testbed::Options::default()
     };
     // Every point is checked before anything is created.
@@ -87,6 +100,13 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(format!("{}-testbed", base.name)));
     output::claim(&out)?;
+    // Command groups' programs write under <out>/commands/, emptied of an earlier run's.
+    let has_commands = options.commands.iter().any(Option::is_some);
+    let commands_dir = if has_commands {
+        output::prepare_folder(&out, "commands")?
+    } else {
+        out.join("commands")
+    };
     let mut warnings = plan.warnings();
     for point in &plan.points {
         for w in qstp_testbed::ignored_settings(&point.scenario.spec(0)) {
@@ -112,6 +132,7 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
     }
     qstp_testbed::signal::install();
     let reports = Mutex::new(Vec::new());
+    let run_index = std::sync::atomic::AtomicUsize::new(0);
     let on_progress = |p: Progress| {
         if p.runs_done > 0 {
             eprintln!("run {}/{} done", p.runs_done, p.runs_total);
@@ -122,6 +143,11 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
         1,
         |spec: &qstp_sim::SimSpec,
          _: &mut dyn FnMut(qstp_proto::Time) -> std::ops::ControlFlow<()>| {
+            let n = run_index.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut options = options.clone();
+            if has_commands {
+                options.command_dir = Some(commands_dir.join(format!("run-{n}")));
+            }
             let run = qstp_testbed::run_with(spec, &options)?;
             reports
                 .lock()
@@ -134,7 +160,16 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
     .context("testbed run failed")?;
     let reports = reports.into_inner().unwrap_or_else(|e| e.into_inner());
 
-    let summary = summary::build(&plan, &results, &overrides);
+    let mut summary = summary::build(&plan, &results, &overrides);
+    // A command group's spec is a stand-in that sends nothing: name what ran instead.
+    for point in &mut summary.points {
+        for g in &mut point.flows {
+            let index = base.groups.iter().position(|s| s.name == g.group);
+            if index.is_some_and(|i| base.testbed.commands.get(i).is_some_and(Option::is_some)) {
+                g.protocol = "command".into();
+            }
+        }
+    }
     let written = output::write_all(&out, &plan, &results, &summary)?;
     // The lab's summary (its keys in its order), then what says it was the testbed and how well
     // the router kept time.
@@ -183,6 +218,29 @@ pub fn main(args: TestbedArgs) -> anyhow::Result<()> {
                 d.delegated,
                 d.reacted,
                 d.taken_by_free
+            );
+        }
+    }
+    // Command groups: how each flow's programs ended, and where their output is.
+    for (i, r) in reports.iter().enumerate() {
+        for c in &r.commands {
+            let sender = c.sender.as_ref().map_or_else(
+                || "never started (the run ended first)".to_string(),
+                |s| format!("{} after {:.1} s", s.status(), s.seconds),
+            );
+            println!(
+                "group {} flow {}, run {i}: {}; sender {sender}, receiver {}; output in {}",
+                c.group,
+                c.flow,
+                if c.completed {
+                    "completed"
+                } else {
+                    "NOT completed"
+                },
+                c.receiver.status(),
+                std::path::Path::new(&c.receiver.stdout)
+                    .parent()
+                    .map_or(String::new(), |p| p.display().to_string())
             );
         }
     }

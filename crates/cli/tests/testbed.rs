@@ -150,3 +150,106 @@ fn a_finished_run_writes_a_summary_that_says_it_was_the_testbed() {
     assert!(out.join(".qstp-results").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A command group: the real `qstp recv --once` and `qstp send` of a file between the
+/// namespaces, beside one reno flow.
+fn command_scenario(dir: &std::path::Path, file: &std::path::Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("command.toml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"
+name = "cli-testbed-command"
+duration = "12s"
+warmup = "0s"
+[bottleneck]
+rate = "10M"
+delay = "5ms"
+queue = {{ kind = "droptail", limit = 30 }}
+[[group]]
+name = "T"
+protocol = "tcp"
+rtt = "20ms"
+congestion = "reno"
+[[group]]
+name = "Q"
+protocol = "command"
+rtt = "20ms"
+receiver = ["{{qstp}}", "recv", "--listen", "{{listen}}", "--out", "{{out}}/received/", "--once"]
+sender = ["{{qstp}}", "send", "{}", "--to", "{{receiver}}", "--soft-target", "2M", "--stunts", "2", "--stats-json", "{{out}}/send.json"]
+"#,
+            file.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn qstp_send_with_a_soft_target_runs_between_namespaces_and_the_lab_refuses_the_file() {
+    let dir = scratch("command");
+    let file = dir.join("payload.bin");
+    std::fs::create_dir_all(&*dir).unwrap();
+    let bytes: Vec<u8> = (0..2_000_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    std::fs::write(&file, &bytes).unwrap();
+    let scenario = command_scenario(&dir, &file);
+    // The lab cannot simulate programs: it says so, naming file and key, before anything runs.
+    let out = Command::new(QSTP)
+        .args(["run", scenario.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("command.toml: group.Q.protocol: \"command\" runs programs"),
+        "{err}"
+    );
+    if let Some(reason) = skip_reason() {
+        eprintln!("SKIPPED qstp_send_with_a_soft_target_runs_between_namespaces: {reason}");
+        return;
+    }
+    let results = dir.join("out");
+    let out = Command::new(QSTP)
+        .args([
+            "testbed",
+            scenario.to_str().unwrap(),
+            "--out",
+            results.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("group Q flow 0, run 0: completed; sender exit status 0"),
+        "{stdout}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("summary.json")).unwrap())
+            .unwrap();
+    let c = &summary["testbed_runs"][0]["commands"][0];
+    assert_eq!(c["completed"], true, "{c}");
+    let q = summary["points"][0]["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == "Q")
+        .unwrap();
+    assert_eq!(q["protocol"], "command");
+    // The file arrived whole, verified, and its sender ran a group with 2 Stunts.
+    let flow = results.join("commands/run-0/Q-0");
+    assert_eq!(
+        std::fs::read(flow.join("received/payload.bin")).unwrap(),
+        bytes
+    );
+    let send: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(flow.join("send.json")).unwrap()).unwrap();
+    assert_eq!(send["verified"], true);
+    assert_eq!(send["soft_target"]["stunts"], 2);
+    assert_eq!(send["bytes"], 2_000_000);
+}

@@ -114,10 +114,18 @@ fn can_make(dir: &Path) -> std::io::Result<()> {
 /// claimed ([`claim`]) and marked as the lab's, and the captures of an earlier run are removed.
 /// Then write the other results with [`write_all_keeping_pcap`].
 pub fn prepare_pcap(dir: &Path) -> Result<PathBuf, OutputError> {
+    prepare_folder(dir, PCAP_FOLDER)
+}
+
+/// Make `dir/<name>/` an empty folder for files written during the run (`pcap/`, the testbed's
+/// `commands/`): `dir` is claimed ([`claim`]) and marked as the lab's, and what an earlier run
+/// left in `dir/<name>/` is removed. The lab's later writes leave the folder alone unless it is
+/// one of [`OWNED`].
+pub fn prepare_folder(dir: &Path, name: &str) -> Result<PathBuf, OutputError> {
     claim(dir)?;
     mkdir(dir)?;
     write(&dir.join(MARKER), MARKER_TEXT)?;
-    let folder = dir.join(PCAP_FOLDER);
+    let folder = dir.join(name);
     if folder.is_dir() {
         std::fs::remove_dir_all(&folder).map_err(|error| OutputError::Io {
             path: folder.clone(),

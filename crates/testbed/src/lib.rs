@@ -9,7 +9,9 @@
 //! `protocol = "tcp"` run kernel TCP (a bulk sender and a sink of ours, the group's congestion
 //! control chosen with `TCP_CONGESTION`); `qstp`, `tfrc-sack`, `tfrc` and `gtfrc` groups run
 //! qstp-net endpoints with the group's composition and target ([`qstp`]); `cbr` and `onoff`
-//! groups are UDP sources following their rate schedule ([`udp`]). A `[delegation]` table of qstp
+//! groups are UDP sources following their rate schedule ([`udp`]); the flows of a group the
+//! scenario gives as `protocol = "command"` run the user's programs in their namespaces
+//! ([`command`]). A `[delegation]` table of qstp
 //! groups runs the Free and its Stunts as connections of one qstp-net endpoint in one namespace,
 //! formed into a `qstp_net::Group` ([`delegation`]; TCP groups are refused). Every namespace, and with
 //! it every device, is removed when the run ends, on error, on panic and on Ctrl-C
@@ -21,6 +23,7 @@
 // This crate lives in real time: it reads the clock.
 #![allow(clippy::disallowed_types)]
 
+pub mod command;
 pub mod delegation;
 pub mod flows;
 pub mod hosts;
@@ -79,6 +82,14 @@ pub enum TestbedError {
         /// The host's namespace (or address).
         netns: String,
         /// Why.
+        message: String,
+    },
+    /// A program of a `protocol = "command"` group failed, or could not start or listen.
+    #[error("{what}: {message}")]
+    Program {
+        /// Which program (group, flow, role).
+        what: String,
+        /// What happened.
         message: String,
     },
     /// Something the kernel handed back could not be read.

@@ -1,6 +1,7 @@
 //! One testbed run: check the scenario, build the namespaces, start sinks, router and senders,
 //! wait out the duration, collect, and tear everything down.
 
+use crate::command::{self, CommandReport, Places, Programs};
 use crate::delegation::{self, DelegationReport, GroupSender};
 use crate::flows;
 use crate::hosts::{self, SenderOutput, Timing};
@@ -54,6 +55,21 @@ pub struct Options {
     /// More sysctls for every host (`key=value`, after the testbed's own; the scenario's
     /// `[testbed] sysctl`).
     pub host_sysctl: Vec<String>,
+    /// Per group, in the scenario's order, the programs of a `protocol = "command"` group
+    /// (`None`, or no entry: the group runs its protocol).
+    pub commands: Vec<Option<Programs>>,
+    /// The run's folder for command groups: each flow's `{out}`, `<group>-<flow>/`, holds its
+    /// programs' captured output. Needed when there are command groups.
+    pub command_dir: Option<std::path::PathBuf>,
+    /// The binary `{qstp}` names (`None`: this process's own).
+    pub qstp: Option<std::path::PathBuf>,
+}
+
+impl Options {
+    /// The programs of group `g`, if it is a command group.
+    fn programs(&self, g: usize) -> Option<&Programs> {
+        self.commands.get(g).and_then(Option::as_ref)
+    }
 }
 
 /// One direction of the router, as the summary reports it.
@@ -142,6 +158,9 @@ pub struct RunReport {
     /// What the `[delegation]` group did (absent in runs without one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegation: Option<DelegationReport>,
+    /// Per flow of the `protocol = "command"` groups, how its programs ended (absent without).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<CommandReport>,
 }
 
 /// One group's hosts.
@@ -338,6 +357,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
     let classes = &options.classification;
     check_classification(spec, classes)?;
     let members = delegation::check(spec)?;
+    let command_dir = check_commands(spec, options)?;
     let prefix = options.prefix.clone().unwrap_or_else(ns::unique_prefix);
     let mut guard = Namespaces::new(prefix);
     let r = setup::router(&mut guard)?;
@@ -454,9 +474,48 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
     // Stop every thread on the way out, whatever happens below.
     let _stopper = StopOnDrop(stop.clone());
 
+    // Command flows: their programs' placeholders, then each receiver, listening, before the
+    // router starts. A receiver is killed if anything below fails.
+    let mut command_flows: Vec<Option<(command::Flow, command::Program)>> = Vec::new();
     let mut sinks = Vec::new();
-    for (g, p) in &pairs {
-        sinks.push(flows::spawn_sink(spec, &spec.groups[*g], p, timing, &stop)?);
+    for (i, (g, p)) in pairs.iter().enumerate() {
+        let (Some(programs), Some(dir)) = (options.programs(*g), &command_dir) else {
+            command_flows.push(None);
+            sinks.push(Some(flows::spawn_sink(
+                spec,
+                &spec.groups[*g],
+                p,
+                timing,
+                &stop,
+            )?));
+            continue;
+        };
+        let flow = (i - pairs.iter().position(|(h, _)| h == g).unwrap_or(i)) as u32;
+        let name = &spec.groups[*g].name;
+        let places = Places {
+            qstp: match &options.qstp {
+                Some(q) => q.clone(),
+                None => std::env::current_exe().map_err(|e| TestbedError::Program {
+                    what: format!("group '{name}'"),
+                    message: format!("cannot find this binary for {{qstp}}: {e}"),
+                })?,
+            },
+            out: dir.join(format!("{name}-{flow}")),
+            receiver: p.receiver,
+            sender: p.sender,
+            seed: spec.seed,
+            duration_s: spec.duration.as_nanos() / 1_000_000_000,
+        };
+        let f = command::Flow::new(
+            name,
+            flow,
+            (&p.sender_ns, &p.receiver_ns),
+            programs,
+            &places,
+        )?;
+        let receiver = f.start_receiver(&stop)?;
+        command_flows.push(Some((f, receiver)));
+        sinks.push(None);
     }
     let rs = Arc::new(router_spec);
     let forward = {
@@ -469,6 +528,8 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
     };
     let mut senders = Vec::new();
     let mut starts = Vec::new();
+    let failed = Arc::new(AtomicBool::new(false));
+    let mut commands = command::Flows::new(stop.clone());
     for (i, (g, p)) in pairs.iter().enumerate() {
         let group = &spec.groups[*g];
         let spread = group.start_spread.unwrap_or(group.rtt).as_nanos();
@@ -480,6 +541,11 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         };
         let start = Time::ZERO + group.start + Duration::from_nanos(offset);
         starts.push(start);
+        if let Some((flow, receiver)) = command_flows.get_mut(i).and_then(Option::take) {
+            commands.push(flow.spawn(receiver, start, timing, stop.clone(), failed.clone()));
+            senders.push(None);
+            continue;
+        }
         if members.is_some_and(|m| m.contains(*g)) {
             // The group's thread starts its members.
             senders.push(None);
@@ -519,7 +585,8 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         _ => None,
     };
 
-    while clock.now() < end && !crate::signal::interrupted() {
+    // A failing program ends the run at once.
+    while clock.now() < end && !crate::signal::interrupted() && !failed.load(Ordering::Relaxed) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     stop.store(true, Ordering::Relaxed);
@@ -527,6 +594,11 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
     let mut keep = |e: TestbedError| {
         first_error.get_or_insert(e);
     };
+    let command_reports: Vec<CommandReport> = commands
+        .join()
+        .into_iter()
+        .filter_map(|r| r.map_err(&mut keep).ok())
+        .collect();
     let mut sender_outputs: Vec<SenderOutput> = senders
         .into_iter()
         .map(|h| {
@@ -561,12 +633,16 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
             sender_outputs[i] = o.clone();
         }
     }
+    // A command flow's delivered bytes are its programs' to report (their output), not the
+    // testbed's: it records none.
     let sink_outputs: Vec<Vec<u64>> = sinks
         .into_iter()
         .map(|h| {
-            flows::join(h).unwrap_or_else(|e| {
-                keep(e);
-                Vec::new()
+            h.map(flows::join).map_or_else(Vec::new, |r| {
+                r.unwrap_or_else(|e| {
+                    keep(e);
+                    Vec::new()
+                })
             })
         })
         .collect();
@@ -617,6 +693,7 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         },
         groups: reports,
         delegation: group_output.as_ref().map(|o| o.report.clone()),
+        commands: command_reports,
     };
     let output = RunOutput {
         events: fwd.direction.read + bwd.read,
@@ -631,6 +708,48 @@ pub fn run_with(spec: &SimSpec, options: &Options) -> Result<TestbedRun, Testbed
         atm: None,
     };
     Ok(TestbedRun { output, report })
+}
+
+/// Command groups: no more programs than groups, none in a `[delegation]`, and a folder for
+/// their output (returned; `None` without command groups).
+fn check_commands(
+    spec: &SimSpec,
+    options: &Options,
+) -> Result<Option<std::path::PathBuf>, TestbedError> {
+    let groups: Vec<usize> = (0..spec.groups.len())
+        .filter(|g| options.programs(*g).is_some())
+        .collect();
+    if options.commands.len() > spec.groups.len() {
+        return Err(TestbedError::Unsupported(format!(
+            "programs for {} groups, but the scenario has {}",
+            options.commands.len(),
+            spec.groups.len()
+        )));
+    }
+    if groups.is_empty() {
+        return Ok(None);
+    }
+    if let Some(d) = &spec.delegation {
+        if let Some(g) = groups
+            .iter()
+            .map(|g| &spec.groups[*g].name)
+            .find(|n| **n == d.free || **n == d.stunts)
+        {
+            return Err(TestbedError::Unsupported(format!(
+                "group '{g}': a command group's programs cannot be in [delegation] (the \
+                 testbed forms the group of its own qstp-net endpoint; `qstp send \
+                 --soft-target` forms one inside the program)"
+            )));
+        }
+    }
+    match &options.command_dir {
+        Some(dir) => Ok(Some(dir.clone())),
+        None => Err(TestbedError::Unsupported(format!(
+            "group '{}': a command group needs a folder for its programs' output (qstp \
+             testbed gives <out>/commands/)",
+            spec.groups[groups[0]].name
+        ))),
+    }
 }
 
 /// With classification by DSCP, every group needs a code point of its own.

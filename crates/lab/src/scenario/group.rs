@@ -4,9 +4,10 @@
 
 use super::fields::{FieldResult, Fields};
 use super::graph::Hosts;
+use super::testbed::CommandSpec;
 use qstp_proto::wire::MAX_DATAGRAM;
 use qstp_proto::{Duration, Rate};
-use qstp_sim::spec::source::{QstpSpec, ReadContext, SourceKind};
+use qstp_sim::spec::source::{CbrSpec, QstpSpec, ReadContext, SourceKind};
 use qstp_sim::{AccessSpec, GroupSpec, Protocol, Switching};
 
 // The rules on these values (flow counts, RTTs, schedules, TCP options, ...) live with the spec
@@ -20,12 +21,13 @@ pub fn protocols() -> Vec<&'static str> {
 
 /// Read one group; `packet_size` (unless the group sets its own) becomes the datagram size of
 /// qstp-proto flows. In a file with `[[link]]` tables (`graph`), the group names its hosts
-/// (`source`, `sink`) instead of an `rtt` and `access` links.
+/// (`source`, `sink`) instead of an `rtt` and `access` links. A `protocol = "command"` group
+/// also gives its programs (run by the testbed only).
 pub(crate) fn group(
     mut f: Fields,
     packet_size: usize,
     graph: bool,
-) -> FieldResult<(GroupSpec, Option<Hosts>)> {
+) -> FieldResult<(GroupSpec, Option<Hosts>, Option<CommandSpec>)> {
     let name = f.str("name")?;
     if name.is_empty() || name.contains('.') {
         return Err(f.error("name", "a group name must be non-empty and contain no '.'"));
@@ -99,7 +101,24 @@ pub(crate) fn group(
             Some(switching)
         }
     };
-    let protocol = protocol(&mut f, target, flows, packet_size)?;
+    let (protocol, command) = if f.peek("protocol").and_then(toml::Value::as_str) == Some("command")
+    {
+        f.take("protocol");
+        if target.is_some() {
+            return Err(f.error(
+                "target",
+                "a command group's programs choose their own rates (give them as arguments)",
+            ));
+        }
+        // The simulator never runs it (`Plan::refuse_testbed_only`); the testbed runs the
+        // programs instead. In the spec it stands as a source that sends nothing.
+        let idle = CbrSpec {
+            schedule: vec![(Duration::ZERO, Rate::ZERO)],
+        };
+        (Protocol::from(idle), Some(super::testbed::command(&mut f)?))
+    } else {
+        (protocol(&mut f, target, flows, packet_size)?, None)
+    };
     f.finish()?;
     let group = GroupSpec {
         name,
@@ -114,7 +133,7 @@ pub(crate) fn group(
         packet_size: own_size.map(|s| s as usize),
         onoff,
     };
-    Ok((group, hosts))
+    Ok((group, hosts, command))
 }
 
 /// The protocol of a group and its options, read by the source kind the name picks from the
@@ -166,7 +185,7 @@ mod tests {
             1500,
             false,
         )
-        .map(|(g, _)| g)
+        .map(|(g, _, _)| g)
     }
 
     #[test]

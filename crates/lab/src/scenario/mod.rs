@@ -40,6 +40,11 @@
 //!   model's fixed integration step, default 1ms, at most the smallest delay of the model),
 //!   `margin` (default false: the controller is handed T / 1.33 so that the fluid Free aims at
 //!   T itself; true: T, as the packet simulator, so that it aims at 1.33 T).
+//! - A group of `protocol = "command"` (the testbed only; `qstp run` and `qstp fluid` refuse it,
+//!   [`Plan::refuse_testbed_only`]): `receiver` and `sender`, argv arrays of programs the
+//!   testbed runs in each flow's two namespaces, with placeholders ([`PLACEHOLDERS`]); they are
+//!   kept in the scenario's [`TestbedParams::commands`], and the group's spec is a source that
+//!   sends nothing.
 //! - `[testbed]` (read by `qstp testbed` only; `qstp run` checks and ignores it): `classify`
 //!   (`"flow"`, the default: the router finds a packet's edge marker by its addresses; `"dscp"`:
 //!   by the code point its sender set), `dscp = { <group> = "AF21" | number, .. }` (the code
@@ -61,7 +66,7 @@ mod sweep;
 mod testbed;
 
 pub use group::{protocol_name, protocols};
-pub use testbed::{parse_dscp, Classify, TestbedParams};
+pub use testbed::{parse_dscp, Classify, CommandSpec, TestbedParams, PLACEHOLDERS};
 
 use fields::{FieldError, Fields};
 use qstp_dataplane::queue::QueueSpec;
@@ -314,6 +319,32 @@ impl Plan {
         out
     }
 
+    /// Refuse what only the testbed runs: a `protocol = "command"` group runs real programs,
+    /// which neither the simulator nor the fluid model can stand for. `qstp run`, `qstp fluid`
+    /// and the Python bindings call this before anything runs.
+    pub fn refuse_testbed_only(&self) -> Result<(), ScenarioError> {
+        for point in &self.points {
+            let s = &point.scenario;
+            if let Some(g) = s
+                .testbed
+                .commands
+                .iter()
+                .position(Option::is_some)
+                .and_then(|g| s.groups.get(g))
+            {
+                return Err(ScenarioError::Invalid {
+                    file: self.file.clone(),
+                    key: format!("group.{}.protocol", g.name),
+                    reason: "\"command\" runs programs in the testbed's namespaces (qstp \
+                             testbed) and cannot be simulated: the lab and the fluid model have \
+                             no model of what a program sends"
+                        .into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The scenario as written (the first point's).
     pub fn base(&self) -> &Scenario {
         &self.points[0].scenario
@@ -531,7 +562,7 @@ fn read(doc: Table, dir: &Path) -> Result<Scenario, FieldError> {
         .map_err(|_| f.error("packet_size", format!("{packet_size} is too large")))?;
     let bin = f.opt_duration("bin")?.unwrap_or(DEFAULT_BIN);
     let links = graph::links(&mut f)?;
-    let (groups, hosts) = groups(&mut f, packet_size, links.is_some())?;
+    let (groups, hosts, commands) = groups(&mut f, packet_size, links.is_some())?;
     let crossing = sizing::Crossing::of(&groups, packet_size);
     let bottleneck = match (&links, f.has("bottleneck")) {
         (Some(_), true) => {
@@ -572,7 +603,7 @@ fn read(doc: Table, dir: &Path) -> Result<Scenario, FieldError> {
         }
     };
     let fluid = fluid::fluid(f.opt_table("fluid")?)?;
-    let testbed = testbed::testbed(f.opt_table("testbed")?, &groups)?;
+    let testbed = testbed::testbed(f.opt_table("testbed")?, &groups, commands)?;
     f.finish()?;
     Ok(Scenario {
         name,
@@ -593,17 +624,20 @@ fn read(doc: Table, dir: &Path) -> Result<Scenario, FieldError> {
     })
 }
 
-/// The `[[group]]` tables, with the hosts each names in a graph.
+/// The `[[group]]` tables, with the hosts each names in a graph and the programs of each
+/// `protocol = "command"` group.
+#[allow(clippy::type_complexity)]
 fn groups(
     f: &mut Fields,
     packet_size: usize,
     graph: bool,
-) -> Result<(Vec<GroupSpec>, Vec<graph::Hosts>), FieldError> {
+) -> Result<(Vec<GroupSpec>, Vec<graph::Hosts>, Vec<Option<CommandSpec>>), FieldError> {
     let items = f
         .opt_array("group")?
         .ok_or_else(|| f.error("group", "missing (at least one [[group]])"))?;
     let mut groups: Vec<GroupSpec> = Vec::with_capacity(items.len());
     let mut hosts = Vec::with_capacity(items.len());
+    let mut commands = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let Value::Table(t) = item else {
             return Err(f.error("group", format!("element {i} is not a table")));
@@ -613,14 +647,15 @@ fn groups(
             .and_then(Value::as_str)
             .map(str::to_string)
             .unwrap_or_else(|| i.to_string());
-        let (g, h) = group::group(Fields::new(format!("group.{label}"), t), packet_size, graph)?;
+        let (g, h, c) = group::group(Fields::new(format!("group.{label}"), t), packet_size, graph)?;
         groups.push(g);
         hosts.extend(h);
+        commands.push(c);
     }
     if groups.is_empty() {
         return Err(f.error("group", "at least one [[group]] is needed"));
     }
-    Ok((groups, hosts))
+    Ok((groups, hosts, commands))
 }
 
 #[cfg(test)]

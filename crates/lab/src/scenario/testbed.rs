@@ -11,6 +11,11 @@
 //! after the testbed's own (SACK, timestamps, ECN): a way to switch a kernel TCP feature off and
 //! see what it does. Only the network namespace's own settings (`net.ipv4.*`, `net.core.*`)
 //! are taken: any other would change the whole machine.
+//!
+//! A `[[group]]` of `protocol = "command"` (read here, run by the testbed only) runs programs of
+//! the user's in its flows' namespaces: `receiver = ["{qstp}", "recv", "--listen", "{listen}"]`
+//! in the receiver's, then `sender = [..]` in the sender's. Each is an argv array (no shell);
+//! the placeholders of [`PLACEHOLDERS`] are replaced per flow.
 
 use super::fields::{FieldResult, Fields};
 use qstp_dataplane::classify::{check_group_dscps, DscpConflict};
@@ -47,6 +52,118 @@ pub struct TestbedParams {
     pub dscp: Vec<Option<u8>>,
     /// More sysctls for every host, `(key, value)` in the file's order of keys (sorted).
     pub sysctl: Vec<(String, String)>,
+    /// Per group, in the scenario's order, the programs of a `protocol = "command"` group
+    /// (`None`: the group runs its protocol).
+    pub commands: Vec<Option<CommandSpec>>,
+}
+
+/// The programs a `protocol = "command"` group runs in each of its flows' namespaces.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CommandSpec {
+    /// Started first, in the receiver's namespace; it must listen on `{port}` of `{receiver_ip}`.
+    pub receiver: Vec<String>,
+    /// Started at the flow's start, in the sender's namespace; its exit ends the flow.
+    pub sender: Vec<String>,
+}
+
+/// The placeholders a command's arguments may hold, and what the testbed puts in their place.
+pub const PLACEHOLDERS: &[(&str, &str)] = &[
+    ("qstp", "the path of the running qstp binary"),
+    (
+        "bin_dir",
+        "its folder (`{bin_dir}/examples/soft_guarantee` is the example cargo builds there)",
+    ),
+    ("listen", "the receiver's address and port, `10.2.G.F:4433`"),
+    ("receiver", "the same, for the sender to connect to"),
+    ("receiver_ip", "the receiver's address alone"),
+    ("sender_ip", "the sender's address"),
+    ("port", "the receiver's port, 4433"),
+    (
+        "out",
+        "this flow's folder in the run's output, for files it writes",
+    ),
+    ("seed", "the run's seed"),
+    ("duration_s", "the run's duration in whole seconds"),
+];
+
+/// Most arguments of one command, and most bytes of one argument.
+const MAX_ARGS: usize = 64;
+const MAX_ARG: usize = 4096;
+
+/// Read one command's argv array (key `key` of a `protocol = "command"` group): strings, at least
+/// the program, its placeholders known.
+fn argv(f: &mut Fields, key: &str) -> FieldResult<Vec<String>> {
+    let Some(items) = f.opt_array(key)? else {
+        return Err(f.error(
+            key,
+            "missing: a command group needs `receiver` and `sender`, each an array of strings \
+             (the program, then its arguments)",
+        ));
+    };
+    if items.is_empty() || items.len() > MAX_ARGS {
+        return Err(f.error(
+            key,
+            format!(
+                "{} elements: give the program and at most {} arguments",
+                items.len(),
+                MAX_ARGS - 1
+            ),
+        ));
+    }
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let Value::String(arg) = item else {
+            return Err(f.error(
+                key,
+                format!("element {i} is a {}, not a string", item.type_str()),
+            ));
+        };
+        if arg.len() > MAX_ARG || arg.contains('\0') || (i == 0 && arg.is_empty()) {
+            return Err(f.error(
+                key,
+                format!("element {i} is empty, longer than {MAX_ARG} bytes or holds a NUL"),
+            ));
+        }
+        if let Err(name) = check_placeholders(&arg) {
+            let known: Vec<String> = PLACEHOLDERS
+                .iter()
+                .map(|(n, _)| format!("{{{n}}}"))
+                .collect();
+            return Err(f.error(
+                key,
+                format!(
+                    "element {i}: '{{{name}}}' is not a placeholder (use {})",
+                    known.join(", ")
+                ),
+            ));
+        }
+        out.push(arg);
+    }
+    Ok(out)
+}
+
+/// `Err(name)` for the first `{name}` (letters, digits, '_') that is not a placeholder.
+fn check_placeholders(arg: &str) -> Result<(), String> {
+    let mut rest = arg;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else { break };
+        let name = &after[..close];
+        let word = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if word && !PLACEHOLDERS.iter().any(|(n, _)| *n == name) {
+            return Err(name.to_string());
+        }
+        rest = &after[close + 1..];
+    }
+    Ok(())
+}
+
+/// The programs of a `protocol = "command"` group, its `protocol` key taken already.
+pub(crate) fn command(f: &mut Fields) -> FieldResult<CommandSpec> {
+    Ok(CommandSpec {
+        receiver: argv(f, "receiver")?,
+        sender: argv(f, "sender")?,
+    })
 }
 
 /// Check one `sysctl` entry: a key of the network namespace's own and a value of one line.
@@ -107,12 +224,17 @@ pub fn parse_dscp(text: &str) -> Result<u8, String> {
 }
 
 /// The table's values, the defaults where it gives none (or there is no table).
-pub(crate) fn testbed(f: Option<Fields>, groups: &[GroupSpec]) -> FieldResult<TestbedParams> {
+pub(crate) fn testbed(
+    f: Option<Fields>,
+    groups: &[GroupSpec],
+    commands: Vec<Option<CommandSpec>>,
+) -> FieldResult<TestbedParams> {
     let Some(mut f) = f else {
         return Ok(TestbedParams {
             classify: Classify::Flow,
             dscp: vec![None; groups.len()],
             sysctl: Vec::new(),
+            commands,
         });
     };
     let classify = match f.opt_str("classify")?.as_deref() {
@@ -190,6 +312,7 @@ pub(crate) fn testbed(f: Option<Fields>, groups: &[GroupSpec]) -> FieldResult<Te
         classify,
         dscp,
         sysctl,
+        commands,
     })
 }
 
@@ -289,5 +412,73 @@ rtt = "40ms"
             let err = params(&format!("[testbed]\n{extra}\n")).unwrap_err();
             assert!(err.contains(key) && err.contains(reason), "{extra}: {err}");
         }
+    }
+
+    const COMMAND: &str = r#"
+[[group]]
+name = "C"
+protocol = "command"
+rtt = "40ms"
+receiver = ["{qstp}", "recv", "--listen", "{listen}", "--out", "{out}/received"]
+sender = ["{qstp}", "send", "--duration", "5", "--to", "{receiver}"]
+"#;
+
+    #[test]
+    fn a_command_group_is_read_for_the_testbed_and_refused_by_the_lab() {
+        let plan = parse(&format!("{BASE}{COMMAND}"), "t.toml", &Overrides::default()).unwrap();
+        let s = plan.base();
+        assert_eq!(s.testbed.commands.len(), 3);
+        assert!(s.testbed.commands[..2].iter().all(Option::is_none));
+        let c = s.testbed.commands[2].as_ref().unwrap();
+        assert_eq!(c.receiver[3], "{listen}");
+        assert_eq!(c.sender.len(), 6);
+        // In the simulator's spec it stands as a source that sends nothing.
+        assert_eq!(
+            s.groups[2].protocol,
+            qstp_sim::Protocol::from(qstp_sim::spec::source::CbrSpec {
+                schedule: vec![(qstp_proto::Duration::ZERO, qstp_proto::Rate::ZERO)]
+            })
+        );
+        let err = plan.refuse_testbed_only().unwrap_err().to_string();
+        assert!(
+            err.starts_with("t.toml: group.C.protocol: \"command\" runs programs"),
+            "{err}"
+        );
+        assert!(err.contains("cannot be simulated"), "{err}");
+        // Without a command group nothing is refused.
+        let plain = parse(BASE, "t.toml", &Overrides::default()).unwrap();
+        assert!(plain.refuse_testbed_only().is_ok());
+        assert_eq!(plain.base().testbed.commands, vec![None, None]);
+    }
+
+    #[test]
+    fn bad_commands_name_their_key_and_reason() {
+        for (from, to, key, reason) in [
+            ("{listen}", "{lisen}", "group.C.receiver", "'{lisen}' is not a placeholder"),
+            ("sender = [", "sender = [1, ", "group.C.sender", "element 0 is a integer"),
+            (
+                "receiver = [\"{qstp}\", \"recv\", \"--listen\", \"{listen}\", \"--out\", \"{out}/received\"]",
+                "receiver = []",
+                "group.C.receiver",
+                "0 elements",
+            ),
+            (
+                "receiver = [\"{qstp}\", \"recv\", \"--listen\", \"{listen}\", \"--out\", \"{out}/received\"]",
+                "",
+                "group.C.receiver",
+                "missing",
+            ),
+            ("rtt = \"40ms\"", "rtt = \"40ms\"\ntarget = \"1M\"", "group.C.target", "their own rates"),
+            ("rtt = \"40ms\"", "rtt = \"40ms\"\nrate = \"1M\"", "group.C.rate", "unknown key"),
+        ] {
+            let text = format!("{BASE}{}", COMMAND.replace(from, to));
+            let err = parse(&text, "t.toml", &Overrides::default())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key) && err.contains(reason), "{to}: {err}");
+        }
+        // Braces that are no placeholder name (JSON, shell) pass as written.
+        assert!(check_placeholders("{\"a\": 1} {} {x-y}").is_ok());
+        assert_eq!(check_placeholders("{out}/{rx}"), Err("rx".into()));
     }
 }
