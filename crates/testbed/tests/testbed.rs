@@ -219,8 +219,8 @@ fn a_free_of_one_endpoint_outruns_its_stunts_through_the_router() {
     let s = spec(
         r#"
 name = "testbed-group"
-duration = "8s"
-warmup = "3s"
+duration = "14s"
+warmup = "4s"
 packet_size = 1500
 [bottleneck]
 rate = "10M"
@@ -245,14 +245,16 @@ trace = { kind = "step", at = ["0s"], rate = ["5M"] }
     let run = run_with(&s, &options).expect("the testbed runs");
     assert_eq!(leftovers(&prefix), Vec::<String>::new());
     // Each member's packets reached the router from its own address (its own flow's counters).
-    let received = |f: usize| -> u64 { run.output.flows[f].received_bytes.iter().skip(30).sum() };
+    // 10 s after the warm-up: over 5 s (an 8 s run) the Free fell short of 1.3 times the mean
+    // Stunt once in three runs on a busy machine.
+    let received = |f: usize| -> u64 { run.output.flows[f].received_bytes.iter().skip(40).sum() };
     let (free, stunts) = (received(0), (received(1) + received(2)) / 2);
     let group = run.report.delegation.as_ref().expect("the group's report");
     let record = run.output.delegation.as_ref().expect("the group's record");
     eprintln!(
         "Free {:.0} kbit/s, mean Stunt {:.0} kbit/s; {group:?}",
-        free as f64 * 8.0 / 5e3,
-        stunts as f64 * 8.0 / 5e3
+        free as f64 * 8.0 / 10e3,
+        stunts as f64 * 8.0 / 10e3
     );
     assert!(received(1) > 0 && received(2) > 0, "a Stunt sent nothing");
     assert!(
@@ -264,7 +266,7 @@ trace = { kind = "step", at = ["0s"], rate = ["5M"] }
     assert_eq!(group.members_stunts, 2);
     assert!(record.delegated > 0, "{record:?}");
     // One sample per control instant, the target the trace's.
-    assert_eq!(record.samples.len(), 32);
+    assert_eq!(record.samples.len(), 56);
     assert!(record.samples.iter().all(|&(_, t)| t == 5e6));
     assert!(run.output.flows.iter().all(|f| f.packets_sent > 0));
 }
