@@ -20,6 +20,13 @@ fn skip_reason() -> Option<String> {
 mod common;
 use common::fresh as scratch;
 
+/// `qstp testbed FILE --out OUT`, to be run.
+fn testbed(file: &std::path::Path, out: &std::path::Path) -> Command {
+    let mut command = Command::new(QSTP);
+    command.arg("testbed").arg(file).arg("--out").arg(out);
+    command
+}
+
 /// A scenario of one reno flow (unmarked: red) and a CBR flow (within its token bucket: green)
 /// through 10 Mbit/s.
 fn scenario(dir: &std::path::Path) -> PathBuf {
@@ -71,13 +78,7 @@ fn ctrl_c_stops_the_run_and_removes_every_namespace() {
     let dir = scratch("ctrl-c");
     let file = scenario(&dir);
     let out = dir.join("out");
-    let child = Command::new(QSTP)
-        .args([
-            "testbed",
-            file.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
+    let child = testbed(&file, &out)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -112,13 +113,7 @@ fn a_finished_run_writes_a_summary_that_says_it_was_the_testbed() {
     let dir = scratch("summary");
     let file = scenario(&dir);
     let out = dir.join("out");
-    let output = Command::new(QSTP)
-        .args([
-            "testbed",
-            file.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
+    let output = testbed(&file, &out)
         .args(["--duration", "2s"])
         .output()
         .unwrap();
@@ -210,15 +205,7 @@ fn qstp_send_with_a_soft_target_runs_between_namespaces_and_the_lab_refuses_the_
         return;
     }
     let results = dir.join("out");
-    let out = Command::new(QSTP)
-        .args([
-            "testbed",
-            scenario.to_str().unwrap(),
-            "--out",
-            results.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let out = testbed(&scenario, &results).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

@@ -278,6 +278,24 @@ impl<'a> World<'a> {
         }
     }
 
+    /// Call `f` on each hook that watches agent `index`, with the world at `now`.
+    fn each_watching(
+        &mut self,
+        now: Time,
+        index: usize,
+        mut f: impl FnMut(&mut dyn RunHook, &mut HookCtx<'_>),
+    ) {
+        let mut ctx = HookCtx {
+            now,
+            agents: &mut self.agents,
+            recorder: &mut self.recorder,
+            network: &mut self.network,
+        };
+        for hook in self.hooks.iter_mut().filter(|h| h.watches(index)) {
+            f(&mut **hook, &mut ctx);
+        }
+    }
+
     fn deliver(&mut self, now: Time, agent: AgentId, packet: crate::ids::PacketId) {
         let packet = self.network.packets.remove(packet);
         self.with_agent(now, agent, false, |a, ctx| a.on_packet(ctx, packet));
@@ -294,15 +312,7 @@ impl<'a> World<'a> {
         let index = id.index();
         let watched = self.hooks.iter().any(|h| h.watches(index));
         if watched {
-            let mut ctx = HookCtx {
-                now,
-                agents: &mut self.agents,
-                recorder: &mut self.recorder,
-                network: &mut self.network,
-            };
-            for hook in self.hooks.iter_mut().filter(|h| h.watches(index)) {
-                hook.before_agent(&mut ctx, index);
-            }
+            self.each_watching(now, index, |hook, ctx| hook.before_agent(ctx, index));
         }
         let agent = &mut self.agents[index];
         let mut ctx = Ctx {
@@ -314,15 +324,7 @@ impl<'a> World<'a> {
         };
         f(agent, &mut ctx);
         if watched {
-            let mut ctx = HookCtx {
-                now,
-                agents: &mut self.agents,
-                recorder: &mut self.recorder,
-                network: &mut self.network,
-            };
-            for hook in self.hooks.iter_mut().filter(|h| h.watches(index)) {
-                hook.after_agent(&mut ctx, index);
-            }
+            self.each_watching(now, index, |hook, ctx| hook.after_agent(ctx, index));
         }
         let agent = &self.agents[id.index()];
         let Some(wanted) = agent.poll_timeout() else {
