@@ -81,17 +81,6 @@ impl Delegator {
         self.delegate(now, free.owed(), stunts)
     }
 
-    /// The share below which the Free's next signal goes to the Stunts (§II-B: the controller
-    /// says so, `delegate`, and the Stunts' shares sum to more than the Free's): their total,
-    /// or 0 (never). For a caller that decides before the signal comes, as a TCP sender must
-    /// know whether to halve before it sends on.
-    pub fn free_delegates_below(delegate: bool, stunts: &[&mut dyn Steerable]) -> u64 {
-        if !delegate {
-            return 0;
-        }
-        stunts.iter().map(|s| s.share()).sum()
-    }
-
     /// The Free reacted to a signal of its own, as decided before it came.
     pub fn free_reacted(&mut self) {
         self.reacted += 1;

@@ -137,16 +137,16 @@ impl DelegationHost {
         let g = self.controller.fraction();
         let delegate = g > 0.0 && *self.draw.get_or_insert_with(|| uniform(&mut self.rng)) < g;
         let above = self.spec.reverse && self.free_above_target(now);
-        let bound = {
-            let (free, stunts) = senders(agents, self.free, &self.stunts);
-            let Some(free) = free else { return };
-            if index == self.free {
-                Delegator::free_delegates_below(delegate, &stunts)
-            } else if above {
-                free.share()
-            } else {
-                0
-            }
+        // Each window read by index: this runs before every turn of the group's senders.
+        let cwnd =
+            |agents: &mut [Agent], i: usize| agents[i].tcp_sender_mut().map_or(0, |s| s.cwnd());
+        let bound = if index == self.free && delegate {
+            // §II-B: delegated only while the Stunts' windows sum to more than the Free's.
+            self.stunts.iter().map(|&i| cwnd(agents, i)).sum()
+        } else if index != self.free && above {
+            cwnd(agents, self.free)
+        } else {
+            0
         };
         if let Some(sender) = agents[index].tcp_sender_mut() {
             sender.set_loss_policy(LossPolicy::DeferBelow(bound));
@@ -197,8 +197,9 @@ impl DelegationHost {
                 let Some(free) = free else { return };
                 self.delegator.delegate(now, free.owed(), &mut stunts);
             } else if deferred {
-                let (free, _) = senders(agents, self.free, &[]);
-                let Some(free) = free else { return };
+                let Some(free) = agents[self.free].tcp_sender_mut() else {
+                    return;
+                };
                 self.delegator.take_by_free(now, free);
             }
         }
