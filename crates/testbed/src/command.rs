@@ -24,8 +24,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-/// The port a command group's receiver listens on (`{port}`).
-pub const PORT: u16 = 4433;
+/// The port a command group's receiver listens on (`{port}`): the qstp sinks' own, which a
+/// `qstp recv` defaults to.
+pub const PORT: u16 = crate::qstp::QSTP_PORT;
 /// Most bytes kept of one program's standard output, and of its standard error.
 pub const CAPTURE_LIMIT: u64 = 1 << 20;
 /// How long a program may take to end after SIGINT before it is killed, and a receiver to end
