@@ -4,7 +4,7 @@ seconds of each, and the ratios from pairs measured in the same round.
 
     python3 validation/ns2/speed.py                      # 8 x reno and 24 flows of every control, 5 rounds
     python3 validation/ns2/speed.py --cell reno:8 --rounds 3
-    python3 validation/ns2/speed.py --qstp target/release/qstp --duration 60
+    python3 validation/ns2/speed.py --qstp target/release/qstp --duration 60 --ns3 no
 
 Each cell is the high-speed TCP paper's dumbbell (hstcp_dumbbell.tcl: 200 Mbit/s, 98 ms, 100
 packets of drop-tail, 1 Gbit/s 1 ms access links, 60 s) with FLOWS flows of one control, in ns-2
@@ -14,6 +14,14 @@ round and cell, ns-2 runs once, then `qstp run` twice: simulating only (`--serie
 and figures written), so the split between simulating and writing shows. CPU seconds are the
 child's user + system time (os.wait4), so the machine's other work does not count; each
 simulator runs alone, one after the other, on one core (`--jobs 1`).
+
+Where ns-3 3.44 is installed (`pip install ns3==3.44.post0`; `--ns3 auto`, the default), the
+first `--ns3-rounds` rounds (1 by default: an 8-flow minute takes ns-3 about a minute) also run
+validation/ns3/ns3_dumbbell.py on the same dumbbell, with the lab's TCP settings where ns-3 has
+them (initial window 2, an ACK per segment, 200 ms minimum RTO, SACK) and ns-3's own model of
+each control (it has no Compound TCP: that cell has no ns-3 figure). Loading ns-3's Python
+bindings costs seconds of CPU in every run; a run of 1 ms of one flow measures it once, and the
+ns-3 column is the run's CPU less that.
 
 A benchmark, not a test. It prints one table per cell and then the medians.
 """
@@ -53,6 +61,29 @@ def ns2_run(cc, flows, duration, seed):
     return secs, json.loads(line)
 
 
+NS3 = os.path.join(ROOT, "validation", "ns3", "ns3_dumbbell.py")
+# The lab's TCP settings in the high-speed scenarios (compare.HSTCP_TCP), as ns3_dumbbell.py
+# names them: its defaults are ns-3's (initial window 10, delayed ACKs, 1 s minimum RTO).
+NS3_TCP = ["--initial-window", "2", "--delayed-ack-count", "1", "--min-rto", "0.2", "--sack"]
+# ns-2's Linux module names -> ns3_dumbbell.py's; None: ns-3 has no such control.
+NS3_CC = {"reno": "newreno", "highspeed": "highspeed", "bic": "bic", "scalable": "scalable",
+          "cubic": "cubic", "htcp": "htcp", "illinois": "illinois", "yeah": "yeah",
+          "compound": None}
+
+
+def ns3_installed():
+    with open(os.devnull, "w") as null:
+        return subprocess.run([sys.executable, "-c", "from ns import ns"], stdout=null,
+                              stderr=null).returncode == 0
+
+
+def ns3_run(cc, flows, duration, seed):
+    """CPU seconds of one ns3_dumbbell.py run (bindings' load included)."""
+    secs, _ = cpu_seconds([sys.executable, NS3, "--cc", cc, "--flows", str(flows), "--duration",
+                           str(duration), "--seed", str(seed)] + NS3_TCP)
+    return secs
+
+
 def lab_run(qstp, text, work, bare):
     path = os.path.join(work, "s.toml")
     with open(path, "w") as f:
@@ -73,6 +104,10 @@ def main():
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--duration", type=int, default=60, help="simulated seconds")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--ns3", choices=["auto", "yes", "no"], default="auto",
+                   help="run ns-3 too: where installed (auto), always (yes: fail if missing), never")
+    p.add_argument("--ns3-rounds", type=int, default=1,
+                   help="rounds (from the first) that run ns-3 as well")
     args = p.parse_args()
     if shutil.which("ns") is None:
         sys.exit("ns is not installed (apt-get install ns2)")
@@ -80,15 +115,24 @@ def main():
         sys.exit(f"{args.qstp} is not built (cargo build --release -p qstp)")
     cells = [(c.split(":")[0], int(c.split(":")[1])) for c in args.cell] if args.cell else \
         [("reno", 8)] + [(cc, 24) for cc in compare.HSTCP_CONTROLS]
+    with_ns3 = args.ns3 == "yes" or (args.ns3 == "auto" and ns3_installed())
+    if args.ns3 == "yes" and not ns3_installed():
+        sys.exit("ns-3 is not installed (pip install ns3==3.44.post0)")
+    ns3_load = None
+    if with_ns3:
+        ns3_load = ns3_run("newreno", 1, 0.001, args.seed)
+        print(f"ns-3: loading its bindings and a 1 ms run take {ns3_load:.2f} CPU s, left out "
+              "of the ns-3 figures below", flush=True)
     work = tempfile.mkdtemp(prefix="qstp-speed-")
     summary = []
+    dash = "-"
     try:
         for cc, flows in cells:
             print(f"\n{cc}, {flows} flows, {args.duration} s, seed {args.seed}", flush=True)
             print("| round | ns-2 CPU s | lab CPU s, simulating | lab CPU s, all outputs | "
-                  "ns-2 / lab simulating | ns-2 / lab all |")
-            print("|---|---|---|---|---|---|")
-            ratios, full_ratios, ns2s, bares, fulls = [], [], [], [], []
+                  "ns-2 / lab simulating | ns-2 / lab all | ns-3 CPU s | ns-3 / lab simulating |")
+            print("|---|---|---|---|---|---|---|---|")
+            ratios, full_ratios, ns2s, bares, fulls, ns3s, ns3_ratios = [], [], [], [], [], [], []
             for r in range(1, args.rounds + 1):
                 ns2_secs, result = ns2_run(cc, flows, args.duration, args.seed)
                 text = compare.hstcp_scenario(cc, result["start_times_s"], args.duration,
@@ -100,19 +144,28 @@ def main():
                 ns2s.append(ns2_secs)
                 bares.append(bare)
                 fulls.append(full)
+                ns3_cell = dash, dash
+                if with_ns3 and r <= args.ns3_rounds and NS3_CC.get(cc):
+                    ns3_secs = ns3_run(NS3_CC[cc], flows, args.duration, args.seed) - ns3_load
+                    ns3s.append(ns3_secs)
+                    ns3_ratios.append(ns3_secs / bare)
+                    ns3_cell = f"{ns3_secs:.1f}", f"{ns3_ratios[-1]:.0f}"
                 print(f"| {r} | {ns2_secs:.2f} | {bare:.3f} | {full:.3f} | {ratios[-1]:.1f} | "
-                      f"{full_ratios[-1]:.1f} |", flush=True)
+                      f"{full_ratios[-1]:.1f} | {ns3_cell[0]} | {ns3_cell[1]} |", flush=True)
             summary.append((cc, flows, statistics.median(ns2s), statistics.median(bares),
                             statistics.median(fulls), statistics.median(ratios),
-                            statistics.median(full_ratios)))
+                            statistics.median(full_ratios),
+                            f"{statistics.median(ns3s):.1f}" if ns3s else dash,
+                            f"{statistics.median(ns3_ratios):.0f}" if ns3s else dash))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"\nmedians of {args.rounds} rounds")
+    print(f"\nmedians of {args.rounds} rounds (ns-3: of the first {args.ns3_rounds})")
     print("| cell | ns-2 CPU s | lab CPU s, simulating | lab CPU s, all outputs | "
-          "ns-2 / lab simulating | ns-2 / lab all |")
-    print("|---|---|---|---|---|---|")
-    for cc, flows, n, b, f, rb, rf in summary:
-        print(f"| {cc} x {flows} | {n:.2f} | {b:.3f} | {f:.3f} | {rb:.1f} | {rf:.1f} |")
+          "ns-2 / lab simulating | ns-2 / lab all | ns-3 CPU s | ns-3 / lab simulating |")
+    print("|---|---|---|---|---|---|---|---|")
+    for cc, flows, n, b, f, rb, rf, n3, r3 in summary:
+        print(f"| {cc} x {flows} | {n:.2f} | {b:.3f} | {f:.3f} | {rb:.1f} | {rf:.1f} | {n3} | "
+              f"{r3} |")
 
 
 if __name__ == "__main__":
