@@ -1068,6 +1068,33 @@ fn send_for_a_duration_moves_generated_bytes_verified() {
     assert!(!ok && err.contains("cannot be used with"), "{err}");
 }
 
+/// At a rate where the send buffer holds seconds of data (4 MiB at 4 Mbit/s: 8 s), `--duration`
+/// still ends the transfer about when the duration is up: generating stops once what is buffered
+/// would take the rest of the duration to drain, instead of draining it afterwards.
+#[test]
+fn send_for_a_duration_ends_near_it_at_a_low_rate() {
+    let dir = scratch("duration-low-rate");
+    let target = dir.join("generated.bin");
+    let (mut receiver, addr) = start_receiver(&target);
+    let output = Command::new(QSTP)
+        .args(["send", "--duration", "3s", "--to", &addr, "--quiet", "--json"])
+        .args(["--max-rate", "4M"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "send failed: {stderr}");
+    assert!(wait_bounded(&mut receiver, Duration::from_secs(30)).success());
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["verified"], true);
+    let secs = json["duration_s"].as_f64().unwrap();
+    // Before generating paced itself, the 4 MiB backlog drained for 8 s more (11-12 s in all).
+    assert!((2.5..5.0).contains(&secs), "{secs} s for --duration 3s");
+    // And the connection was kept busy: at least half of 3 s at 4 Mbit/s arrived.
+    let bytes = json["bytes"].as_u64().unwrap();
+    assert!(bytes >= 750_000, "{bytes} bytes");
+    assert_eq!(std::fs::metadata(&target).unwrap().len(), bytes);
+}
+
 /// The part file a transfer is receiving into in `out` (its data, not its sidecar), if any.
 fn part_file(out: &Path) -> Option<std::path::PathBuf> {
     entries(out)
