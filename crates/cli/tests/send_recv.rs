@@ -1077,7 +1077,15 @@ fn send_for_a_duration_ends_near_it_at_a_low_rate() {
     let target = dir.join("generated.bin");
     let (mut receiver, addr) = start_receiver(&target);
     let output = Command::new(QSTP)
-        .args(["send", "--duration", "3s", "--to", &addr, "--quiet", "--json"])
+        .args([
+            "send",
+            "--duration",
+            "3s",
+            "--to",
+            &addr,
+            "--quiet",
+            "--json",
+        ])
         .args(["--max-rate", "4M"])
         .output()
         .unwrap();

@@ -643,7 +643,10 @@ mod tests {
         if db.len() == 0 {
             return;
         }
-        assert!(!faces.is_empty(), "the sans-serif family {family} has faces");
+        assert!(
+            !faces.is_empty(),
+            "the sans-serif family {family} has faces"
+        );
         for face in faces {
             assert!(
                 matches!(face.source, usvg::fontdb::Source::Binary(_)),
