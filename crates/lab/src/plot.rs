@@ -165,12 +165,88 @@ pub fn pdf(title: &str, svg: &str) -> Result<Vec<u8>, PlotError> {
         ..usvg::Options::default()
     };
     let tree = usvg::Tree::from_str(svg, &options).map_err(|e| error(e.to_string()))?;
-    svg2pdf::to_pdf(
+    let mut bytes = svg2pdf::to_pdf(
         &tree,
         svg2pdf::ConversionOptions::default(),
         svg2pdf::PageOptions::default(),
     )
-    .map_err(|e| error(e.to_string()))
+    .map_err(|e| error(e.to_string()))?;
+    sort_resource_entries(&mut bytes);
+    Ok(bytes)
+}
+
+/// Put the entries of the PDF's resource dictionaries (`/XObject <<`, `/ExtGState <<`, ...,
+/// one `/name N 0 R` per line) in name order.
+///
+/// The converter writes them from a hash map, in an order that changes from one process to the
+/// next, so two runs of the same scenario gave PDFs that differed in those lines alone. Sorting
+/// lines within a dictionary keeps every byte count, so the cross-reference table's offsets stay
+/// right. A block is sorted only if every line in it is such an entry.
+fn sort_resource_entries(pdf: &mut [u8]) {
+    const OPENERS: [&[u8]; 6] = [
+        b"/XObject <<",
+        b"/ExtGState <<",
+        b"/Pattern <<",
+        b"/Shading <<",
+        b"/Font <<",
+        b"/ColorSpace <<",
+    ];
+    // Line spans (start, end without the newline).
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for (i, &b) in pdf.iter().enumerate() {
+        if b == b'\n' {
+            lines.push((start, i));
+            start = i + 1;
+        }
+    }
+    let text = |span: (usize, usize), pdf: &[u8]| pdf[span.0..span.1].trim_ascii().to_vec();
+    let is_entry = |line: &[u8]| {
+        let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+        matches!(fields.as_slice(), [name, n, g, r]
+            if name.len() > 1 && name[0] == b'/' && name[1..].iter().all(u8::is_ascii_alphanumeric)
+                && !n.is_empty() && n.iter().all(u8::is_ascii_digit)
+                && *g == b"0" && *r == b"R")
+    };
+    let mut i = 0;
+    while i < lines.len() {
+        if !OPENERS.contains(&text(lines[i], pdf).as_slice()) {
+            i += 1;
+            continue;
+        }
+        let first = i + 1;
+        let mut end = first;
+        while end < lines.len() && is_entry(&text(lines[end], pdf)) {
+            end += 1;
+        }
+        if end < lines.len() && text(lines[end], pdf) == b">>" && end > first + 1 {
+            let region = (lines[first].0, lines[end - 1].1);
+            let mut entries: Vec<Vec<u8>> = lines[first..end]
+                .iter()
+                .map(|&(a, b)| pdf[a..b].to_vec())
+                .collect();
+            // By name: its letters, then its number as a number (xo2 before xo10).
+            let key = |line: &Vec<u8>| {
+                let name = line
+                    .trim_ascii()
+                    .split(|&b| b == b' ')
+                    .next()
+                    .unwrap_or(&[])
+                    .to_vec();
+                let digits = name.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+                let (letters, number) = name.split_at(name.len() - digits);
+                let number: u64 = std::str::from_utf8(number)
+                    .ok()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+                (letters.to_vec(), number, name.clone())
+            };
+            entries.sort_by_key(key);
+            let sorted = entries.join(&b'\n');
+            pdf[region.0..region.1].copy_from_slice(&sorted);
+        }
+        i = end;
+    }
 }
 
 /// Colours of the lines, in order, and the reference lines' colours after them: twelve that
@@ -628,6 +704,54 @@ fn dashed(x0: f64, x1: f64, y: f64) -> Vec<Vec<(f64, f64)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two PDFs of one chart are the same bytes (the converter lists a page's resources from a
+    /// hash map, in another order in every process and for every map).
+    #[test]
+    fn a_chart_gives_the_same_pdf_every_time() {
+        let chart = Chart {
+            title: "same".into(),
+            lines: (0..12)
+                .map(|i| Line {
+                    label: format!("flow {i}"),
+                    points: (0..20).map(|x| (x as f64, (x * i) as f64)).collect(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let svg = render(&chart).unwrap();
+        let first = pdf("same", &svg).unwrap();
+        for _ in 0..3 {
+            assert!(pdf("same", &svg).unwrap() == first, "the PDF changed");
+        }
+        let text = String::from_utf8_lossy(&first);
+        assert!(
+            text.contains("/XObject <<"),
+            "the chart's PDF has resources to order"
+        );
+    }
+
+    #[test]
+    fn resource_entries_are_sorted_in_place_and_nothing_else_moves() {
+        let pdf = b"x\n  /XObject <<\n    /xo10 28 0 R\n    /xo2 12 0 R\n    /xo1 10 0 R\n  >>\n\
+            /Font <<\n    /fo0 1 0 R\n  >>\n/ExtGState <<\n  /gs1 9 0 R\n  stream data\n  /gs0 7 0 R\n>>\n";
+        let mut sorted = pdf.to_vec();
+        sort_resource_entries(&mut sorted);
+        assert_eq!(sorted.len(), pdf.len());
+        let text = String::from_utf8(sorted).unwrap();
+        assert!(
+            text.starts_with(
+                "x\n  /XObject <<\n    /xo1 10 0 R\n    /xo2 12 0 R\n    /xo10 28 0 R\n  >>\n"
+            ),
+            "{text}"
+        );
+        // A block with a line that is not an entry is left as it was.
+        assert!(
+            text.contains("/gs1 9 0 R\n  stream data\n  /gs0 7 0 R"),
+            "{text}"
+        );
+    }
 
     /// The charts' family is read once, not mapped again for every text run (which cost a
     /// 60-second run's figures a quarter of their time). A system without fonts has nothing to
