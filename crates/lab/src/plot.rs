@@ -764,7 +764,7 @@ mod tests {
             .faces()
             .filter(|f| f.families.iter().any(|(name, _)| *name == family))
             .collect();
-        if db.len() == 0 {
+        if db.is_empty() {
             return;
         }
         assert!(
