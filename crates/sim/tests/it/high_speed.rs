@@ -74,19 +74,3 @@ fn high_speed_controls_hold_the_link_where_newreno_cannot() {
         );
     }
 }
-
-/// Print each control's utilisation curve (run with `--nocapture --ignored` to look).
-#[test]
-#[ignore = "prints curves for a reader; asserts nothing"]
-fn print_curves() {
-    for entry in qstp_tcp::REGISTRY {
-        let u = utilisation(entry.name);
-        let every5: Vec<String> = u.iter().step_by(5).map(|x| format!("{x:.2}")).collect();
-        println!(
-            "{:>9} late {:.3} {}",
-            entry.name,
-            late_mean(&u),
-            every5.join(" ")
-        );
-    }
-}
