@@ -230,12 +230,14 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
     }
     let wall_s = started.elapsed().as_secs_f64();
 
+    let writing = Instant::now();
     let summary = summary::build(&plan, &results, &overrides);
     let written = if args.pcap.is_some() {
         output::write_all_keeping_pcap(&out, &plan, &results, &summary)?
     } else {
         output::write_all(&out, &plan, &results, &summary)?
     };
+    let writing_s = writing.elapsed().as_secs_f64();
     if stopped {
         // Said before anything else: the folder holds part of the sweep.
         eprintln!(
@@ -260,17 +262,26 @@ pub fn run(args: RunArgs, report: bool) -> anyhow::Result<PathBuf> {
             graph.links[graph.bottleneck].name
         );
     }
-    // Sub-second runs in milliseconds, so that a fast run never reads "0.0 s".
-    let wall = if wall_s < 1.0 {
-        format!("{:.0} ms", wall_s * 1e3)
-    } else {
-        format!("{wall_s:.1} s")
+    // Sub-second spans in milliseconds, so that a fast run never reads "0.0 s".
+    let span = |s: f64| {
+        if s < 1.0 {
+            format!("{:.0} ms", s * 1e3)
+        } else {
+            format!("{s:.1} s")
+        }
     };
     println!(
-        "\n{:.0} s simulated, {} events, in {wall} wall-clock ({:.0}x real time)",
+        "\n{:.0} s simulated, {} events, in {} wall-clock ({:.0}x real time); the outputs took {} more{}",
         summary.simulated_s,
         summary.events,
-        summary.simulated_s / wall_s.max(1e-9)
+        span(wall_s),
+        summary.simulated_s / wall_s.max(1e-9),
+        span(writing_s),
+        if written.report.is_some() {
+            " (`--series none --no-plots` skips series and figures)"
+        } else {
+            ""
+        }
     );
     println!("summary: {}", written.summary.display());
     match &written.report {

@@ -34,6 +34,11 @@ fn run_writes_the_results_and_plot_redraws_them_without_simulating() {
     let (ok, stdout, stderr) = run("qstp-fig4.toml", &out, "2", "10s", &[]);
     assert!(ok, "{stderr}");
     assert!(stdout.contains("thr/target"), "{stdout}");
+    // The split between simulating and writing, and how to skip the writing.
+    assert!(
+        stdout.contains("the outputs took") && stdout.contains("--series none --no-plots"),
+        "{stdout}"
+    );
     for name in [
         "summary.json",
         "scenario.toml",
