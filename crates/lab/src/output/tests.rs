@@ -290,3 +290,61 @@ fn a_second_run_replaces_only_what_the_lab_wrote_and_a_foreign_folder_is_refused
         let _ = std::fs::remove_dir_all(d);
     }
 }
+
+/// The integer path of the long series writes what `format!("{v:.0}")` writes: halves to even,
+/// the sign of every negative value (-0 included), and the float formatter beyond 2^52 and for
+/// the non-finite.
+#[test]
+fn rounding_to_an_integer_writes_what_the_float_formatter_writes() {
+    let check = |v: f64| {
+        let mut fast = String::new();
+        push_rounded(&mut fast, v);
+        assert_eq!(fast, format!("{v:.0}"), "{v:?}");
+    };
+    for v in [
+        0.0,
+        -0.0,
+        0.5,
+        1.5,
+        2.5,
+        -0.5,
+        -2.5,
+        -0.3,
+        0.49999999999999994,
+        4503599627370495.5,
+        4503599627370496.0,
+        3.9e15,
+        4.1e15,
+        1e300,
+        f64::MAX,
+        f64::MIN_POSITIVE,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ] {
+        check(v);
+    }
+    // Random values of every magnitude and random halves.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..200_000 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        check(f64::from_bits(state));
+        check((state % 20_000_000) as f64 / 2.0 - 5_000_000.0);
+        check((state >> 11) as f64 * 1e-3);
+    }
+}
+
+/// Streamed to a writer, the long series are the same bytes as the string the library returns.
+#[test]
+fn the_long_series_streamed_are_the_long_series() {
+    let plan = parse(PLAN, "t.toml", &Overrides::default()).unwrap();
+    let results = execute(&plan, 2, fake, &|_| {}).unwrap();
+    let dir = temp_dir("long-series");
+    let written = write_plan(&dir);
+    let on_disk = std::fs::read_to_string(written.long_series.unwrap()).unwrap();
+    assert_eq!(on_disk, long_series_csv(&plan, &results));
+    assert!(on_disk.lines().count() > 10, "{on_disk}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
