@@ -471,9 +471,7 @@ async fn run(args: SendArgs, plan: Plan, tap: Option<qstp_net::Tap>) -> anyhow::
         })?;
 
     if let Some(duration) = args.duration {
-        let mut generated = Generated::new(duration);
-        generated.conn = Some(conn.clone());
-        stream_source = Some(Box::new(generated));
+        stream_source = Some(Box::new(Generated::new(duration, conn.clone())));
     }
 
     // A soft target: the Stunts beside the file's connection, their filler, the group.
@@ -826,9 +824,11 @@ struct Generated {
     at: usize,
     /// Bytes handed out so far.
     produced: u64,
-    /// The connection the bytes go out on, once known: its acknowledged bytes and receive rate
-    /// give the backlog's drain time.
-    conn: Option<Connection>,
+    /// The connection the bytes go out on: its acknowledged bytes and receive rate give the
+    /// backlog's drain time.
+    conn: Connection,
+    /// Its `--max-rate`, read once: the backlog never drains faster.
+    max_rate: Option<Rate>,
     /// The wait before looking at the backlog again.
     pause: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
 }
@@ -839,7 +839,7 @@ const GENERATED_READ: usize = 64 << 10;
 const GENERATED_PAUSE: Duration = Duration::from_millis(20);
 
 impl Generated {
-    fn new(duration: Duration) -> Generated {
+    fn new(duration: Duration, conn: Connection) -> Generated {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let block = (0..1 << 20)
             .map(|_| {
@@ -855,20 +855,18 @@ impl Generated {
             block,
             at: 0,
             produced: 0,
-            conn: None,
+            max_rate: conn.config().ok().and_then(|c| c.max_rate),
+            conn,
             pause: None,
         }
     }
 
     /// How long what was handed out and is not acknowledged yet takes to drain: at the receive
     /// rate the peer reports, or before its first report at the allowed sending rate (the
-    /// initial rate, RFC 5348 §4.2), and never faster than `--max-rate`. Zero before the
-    /// connection is known.
+    /// initial rate, RFC 5348 §4.2), and never faster than `--max-rate`. Zero once the
+    /// connection is gone.
     fn backlog_drain(&self) -> Duration {
-        let Some(conn) = self.conn.as_ref() else {
-            return Duration::ZERO;
-        };
-        let Ok(stats) = conn.stats() else {
+        let Ok(stats) = self.conn.stats() else {
             return Duration::ZERO;
         };
         let backlog = self.produced.saturating_sub(stats.bytes_acked);
@@ -877,7 +875,7 @@ impl Generated {
         } else {
             stats.x_recv
         };
-        if let Some(cap) = conn.config().ok().and_then(|c| c.max_rate) {
+        if let Some(cap) = self.max_rate {
             rate = rate.min(cap);
         }
         let bps = rate.bps();
