@@ -200,7 +200,9 @@ fn sort_resource_entries(pdf: &mut [u8]) {
             start = i + 1;
         }
     }
-    let text = |span: (usize, usize), pdf: &[u8]| pdf[span.0..span.1].trim_ascii().to_vec();
+    fn text(pdf: &[u8], (start, end): (usize, usize)) -> &[u8] {
+        pdf[start..end].trim_ascii()
+    }
     let is_entry = |line: &[u8]| {
         let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
         matches!(fields.as_slice(), [name, n, g, r]
@@ -210,16 +212,16 @@ fn sort_resource_entries(pdf: &mut [u8]) {
     };
     let mut i = 0;
     while i < lines.len() {
-        if !OPENERS.contains(&text(lines[i], pdf).as_slice()) {
+        if !OPENERS.contains(&text(pdf, lines[i])) {
             i += 1;
             continue;
         }
         let first = i + 1;
         let mut end = first;
-        while end < lines.len() && is_entry(&text(lines[end], pdf)) {
+        while end < lines.len() && is_entry(text(pdf, lines[end])) {
             end += 1;
         }
-        if end < lines.len() && text(lines[end], pdf) == b">>" && end > first + 1 {
+        if end < lines.len() && text(pdf, lines[end]) == b">>" && end > first + 1 {
             let region = (lines[first].0, lines[end - 1].1);
             let mut entries: Vec<Vec<u8>> = lines[first..end]
                 .iter()
@@ -241,7 +243,7 @@ fn sort_resource_entries(pdf: &mut [u8]) {
                     .unwrap_or(0);
                 (letters.to_vec(), number, name.clone())
             };
-            entries.sort_by_key(key);
+            entries.sort_by_cached_key(key);
             let sorted = entries.join(&b'\n');
             pdf[region.0..region.1].copy_from_slice(&sorted);
         }
