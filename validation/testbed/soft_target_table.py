@@ -135,6 +135,8 @@ def folder_rows(folder):
                         row["Stunts' goodput, all (kbit/s)"] = soft["stunt_goodput_bps"] / 1e3
                         row["delegated"] = soft["delegated"]
                         row["kept"] = soft["reacted"]
+                        if "kept_stunts_short" in soft:
+                            row["kept, the Stunts short"] = soft["kept_stunts_short"]
                         row["taken back"] = soft["taken_by_free"]
                 else:
                     key = f"{c['group']} goodput, all (kbit/s)"

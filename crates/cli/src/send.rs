@@ -161,6 +161,10 @@ struct SoftTargetStats {
     delegated: u64,
     /// Loss events of the file's connection it reacted to itself.
     reacted: u64,
+    /// Of `reacted`, those the controller would have delegated but the Stunts' allowed rates
+    /// together were not above the file connection's (Free & Stunts paper §II-B): more
+    /// `--stunts` would have taken them.
+    kept_stunts_short: u64,
     /// Loss events of the Stunts the file's connection took while it ran above its target.
     taken_by_free: u64,
 }
@@ -746,6 +750,7 @@ impl Soft {
             stunt_goodput_bps: 0.0,
             delegated: group.delegated,
             reacted: group.reacted,
+            kept_stunts_short: group.kept_stunts_short,
             taken_by_free: group.taken_by_free,
         }
     }
@@ -787,7 +792,8 @@ async fn show_group(
 }
 
 /// One second of a soft target: the file's rate against the target, the Stunts' rate, and the
-/// loss events delegated, kept and taken back so far.
+/// loss events delegated, kept (and of those, kept because the Stunts together were not above
+/// the file's rate) and taken back so far.
 fn group_line(
     second: u64,
     free_bytes: u64,
@@ -797,7 +803,7 @@ fn group_line(
 ) -> String {
     let rate = |bytes: u64| Rate::from_bps(bytes * 8);
     format!(
-        "[{:4}-{:4} s] file {} of target {}, {stunts} Stunts {}; loss events delegated {}, kept {}, taken back {}",
+        "[{:4}-{:4} s] file {} of target {}, {stunts} Stunts {}; loss events delegated {}, kept {} ({} with the Stunts short), taken back {}",
         second - 1,
         second,
         rate(free_bytes),
@@ -805,6 +811,7 @@ fn group_line(
         rate(stunt_bytes),
         stats.delegated,
         stats.reacted,
+        stats.kept_stunts_short,
         stats.taken_by_free
     )
 }

@@ -92,6 +92,11 @@ fn a_soft_target_through_the_relay_is_paid_by_the_stunts() {
     assert_eq!(json["verified"], true);
     assert_eq!(soft["target_bps"], 8_000_000);
     assert!(soft["delegated"].as_u64().unwrap() > 0, "{soft}");
+    // Those kept for want of Stunts are some of those kept.
+    assert!(
+        soft["kept_stunts_short"].as_u64().unwrap() <= soft["reacted"].as_u64().unwrap(),
+        "{soft}"
+    );
     assert!(stunt_mean > 0.0, "the Stunts carried nothing: {soft}");
     assert!(
         free > 1.3 * stunt_mean,

@@ -53,6 +53,10 @@ pub struct GroupStats {
     pub delegated: u64,
     /// Loss events of the Free it reacted to itself.
     pub reacted: u64,
+    /// Of `reacted`, the loss events the controller would have delegated that the Free kept
+    /// because the Stunts' allowed rates together were not above its own (Free & Stunts paper
+    /// §II-B): more Stunts (or a lower target) would have taken them.
+    pub kept_stunts_short: u64,
     /// Loss events of Stunts the Free took (reverse delegation).
     pub taken_by_free: u64,
 }
@@ -144,6 +148,7 @@ impl GroupState {
             fraction: self.controller.fraction(),
             delegated: self.delegator.delegated,
             reacted: self.delegator.reacted,
+            kept_stunts_short: self.delegator.kept_stunts_short,
             taken_by_free: self.delegator.taken_by_free,
         }
     }

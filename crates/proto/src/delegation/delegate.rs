@@ -48,6 +48,10 @@ pub struct Delegator {
     pub delegated: u64,
     /// Signals of the Free it reacted to itself.
     pub reacted: u64,
+    /// Of [`Delegator::reacted`], the signals the controller chose to delegate that the Free
+    /// kept because the Stunts' shares together were not above its own (§II-B): the group
+    /// had too few Stunts, or too small ones, for the Free's share.
+    pub kept_stunts_short: u64,
     /// Signals of Stunts the Free took (reverse delegation).
     pub taken_by_free: u64,
 }
@@ -76,6 +80,8 @@ impl Delegator {
         if !delegate || stunts.is_empty() || total <= free_share {
             free.react(now);
             self.reacted += 1;
+            // §II-B: the controller said delegate, the Stunts could not cover the Free.
+            self.kept_stunts_short += u64::from(delegate);
             return Decision::Reacted;
         }
         self.delegate(now, free.owed(), stunts)
@@ -220,12 +226,14 @@ mod tests {
         );
         assert_eq!((free.cwnd, free.reacted), (50, 1));
         assert!(stunts.iter().all(|s| s.reductions == 0));
+        assert_eq!(d.kept_stunts_short, 1, "the Stunts' 90 do not cover 100");
         let mut stunts: Vec<Window> = [300].map(Window::new).into();
         assert_eq!(
             signal(&mut d, &mut free, &mut stunts, false),
             Decision::Reacted
         );
         assert_eq!(d.reacted, 2);
+        assert_eq!(d.kept_stunts_short, 1, "the controller said no: not the Stunts' fault");
         // Each Stunt backs off at most once per signal, even if that is not enough.
         let mut free = Window::new(1000);
         let mut stunts: Vec<Window> = [600, 600].map(Window::new).into();
