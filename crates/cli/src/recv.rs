@@ -57,9 +57,10 @@ pub struct RecvArgs {
     /// slot.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = crate::send::parse_interval)]
     pub header_timeout: f64,
-    /// Exit after the first file transfer (status 0 only if it was verified); filler streams
-    /// of a `send --soft-target` beside it are drained, and heard out for up to 5 s after it; a
-    /// second file transfer meanwhile is refused, with the reason.
+    /// Exit after the first file transfer (status 0 only if it was verified, also when Ctrl-C
+    /// comes after its file was stored); filler streams of a `send --soft-target` beside it are
+    /// drained, and heard out for up to 5 s after it; a second file transfer meanwhile is
+    /// refused, with the reason.
     #[arg(long)]
     pub once: bool,
     /// Print nothing but errors.
@@ -330,6 +331,9 @@ async fn run(
         // transfer with filler streams), until the first file transfer ends; a second file
         // transfer is refused, with the reason, rather than cut when the first one ends.
         let taken = Arc::new(AtomicBool::new(false));
+        // Set once the file is stored, verified and its verdict sent: a Ctrl-C after that (while
+        // the connection ends gracefully, or the filler streams do) cuts nothing.
+        let stored = Arc::new(AtomicBool::new(false));
         let mut tasks = tokio::task::JoinSet::new();
         let result = tokio::select! {
             result = async {
@@ -339,8 +343,10 @@ async fn run(
                             let conn = conn.context("the endpoint stopped before a transfer arrived")?;
                             let destination = destination.clone();
                             let running = running.clone();
-                            let taken = taken.clone();
-                            tasks.spawn(async move { serve(conn, &destination, report, &running, Some(&taken)).await });
+                            let (taken, stored) = (taken.clone(), stored.clone());
+                            tasks.spawn(async move {
+                                serve(conn, &destination, report, &running, Some((&taken, &stored))).await
+                            });
                         }
                         Some(done) = tasks.join_next(), if !tasks.is_empty() => {
                             match done {
@@ -375,6 +381,9 @@ async fn run(
         while tasks.join_next().await.is_some() {}
         return match result {
             Some(result) => result,
+            // The file is stored and the sender told: what the interruption cut was the
+            // connection's graceful end (or the filler's), not the transfer.
+            None if stored.load(Ordering::SeqCst) => Ok(()),
             None => match running.cut() {
                 Some(cut) => bail!("{cut}"),
                 None => bail!("interrupted before a transfer was received"),
@@ -503,39 +512,39 @@ const ONE_AT_A_TIME: &str = "this receiver takes one transfer (--once) and is re
 /// [`serve_one`] for a file transfer, and with `--json` a JSON line for a transfer that failed
 /// too; [`serve_filler`] for a filler stream.
 ///
-/// With `once` (--once), the first file transfer takes it and any later one is refused.
+/// With `once` (--once: whether a file transfer took the receiver, and whether its file is
+/// stored), the first file transfer takes it and any later one is refused.
 async fn serve(
     mut conn: Connection,
     destination: &Destination,
     report: Report,
     running: &Running,
-    once: Option<&AtomicBool>,
+    once: Option<(&AtomicBool, &AtomicBool)>,
 ) -> Served {
     let remote = conn.remote().map(|r| r.to_string()).unwrap_or_default();
     // A transfer's time counts from its acceptance, the header's wait included.
     let started = Instant::now();
     let opening = tokio::time::timeout(report.header_timeout, Opening::read_from(&mut conn)).await;
+    let stored = once.map(|(_, stored)| stored);
     let result = match opening {
         Ok(Ok(Opening::Filler)) => return Served::Filler(serve_filler(conn, report).await),
         Ok(Ok(Opening::File(_)))
-            if once.is_some_and(|taken| taken.swap(true, Ordering::SeqCst)) =>
+            if once.is_some_and(|(taken, _)| taken.swap(true, Ordering::SeqCst)) =>
         {
             let _ = answer(&mut conn, &Verdict::Rejected(ONE_AT_A_TIME.into())).await;
             return Served::Refused(remote);
         }
         Ok(Ok(Opening::File(header))) => {
-            serve_one(
-                conn,
-                (started, Ok(Ok(header))),
-                destination,
-                report,
-                running,
-            )
-            .await
+            let opened = (started, Ok(Ok(header)));
+            serve_one(conn, opened, destination, report, running, stored).await
         }
-        Ok(Err(e)) => serve_one(conn, (started, Ok(Err(e))), destination, report, running).await,
+        Ok(Err(e)) => {
+            let opened = (started, Ok(Err(e)));
+            serve_one(conn, opened, destination, report, running, stored).await
+        }
         Err(elapsed) => {
-            serve_one(conn, (started, Err(elapsed)), destination, report, running).await
+            let opened = (started, Err(elapsed));
+            serve_one(conn, opened, destination, report, running, stored).await
         }
     };
     if let (true, Err(e)) = (report.json, &result) {
@@ -588,7 +597,8 @@ async fn serve_filler(mut conn: Connection, report: Report) -> anyhow::Result<u6
 }
 
 /// Receive one transfer on `conn`, store it if verified, and answer with the verdict; an error
-/// names the sender and says first what went wrong with the transfer.
+/// names the sender and says first what went wrong with the transfer. A stored file is reported
+/// (and `stored` set) as soon as its verdict is sent, before the connection's graceful end.
 async fn serve_one(
     mut conn: Connection,
     (started, opened): (
@@ -598,6 +608,7 @@ async fn serve_one(
     destination: &Destination,
     report: Report,
     running: &Running,
+    stored: Option<&AtomicBool>,
 ) -> anyhow::Result<()> {
     let remote = conn.remote()?;
     let header = match opened {
@@ -675,8 +686,9 @@ async fn serve_one(
     };
     // A refusal before any byte moved answers the header; the sender waits for it there.
     // A sender that vanished cannot hear the verdict: what happened to the transfer comes first.
-    let answered = answer(&mut conn, &verdict).await;
+    let answered = send_verdict(&mut conn, &verdict).await;
     if verdict != Verdict::Verified {
+        linger(&mut conn).await;
         // The sender may be blocked writing into a window no one reads any more: the close
         // ends its transfer at once, with the reason it prints.
         let reason = match &outcome {
@@ -693,6 +705,9 @@ async fn serve_one(
                     final_path.display()
                 )
             })?;
+            if let Some(stored) = stored {
+                stored.store(true, Ordering::SeqCst);
+            }
             let secs = started.elapsed().as_secs_f64().max(1e-9);
             let bytes = moved.carried();
             if report.json {
@@ -718,6 +733,7 @@ async fn serve_one(
                     Rate::from_bps((bytes as f64 * 8.0 / secs) as u64)
                 );
             }
+            linger(&mut conn).await;
             Ok(())
         }
         Ok(_) => bail!("transfer from {remote} failed: {verdict}"),
@@ -923,15 +939,27 @@ fn is_disk_error(e: &std::io::Error) -> bool {
 
 /// Send the verdict, end our stream and give the connection a moment to close gracefully.
 async fn answer(conn: &mut Connection, verdict: &Verdict) -> anyhow::Result<()> {
+    let sent = send_verdict(conn, verdict).await;
+    linger(conn).await;
+    sent
+}
+
+/// Send the verdict and end our stream.
+async fn send_verdict(conn: &mut Connection, verdict: &Verdict) -> anyhow::Result<()> {
     conn.write_all(&verdict.encode()).await?;
     conn.finish()?;
+    Ok(())
+}
+
+/// Give the connection a moment (at most 5 s) to close gracefully: the sender's end of its
+/// stream, and its acknowledgement of ours.
+async fn linger(conn: &mut Connection) {
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
         let mut rest = Vec::new();
         let _ = (&mut *conn).take(1 << 16).read_to_end(&mut rest).await;
         let _ = conn.acknowledged().await;
     })
     .await;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1509,3 +1509,69 @@ fn an_output_folder_turned_read_only_mid_transfer_ends_the_send_with_the_reason(
         "Read-only file system",
     );
 }
+
+/// A Ctrl-C that reaches `recv --once` after it stored the file and sent its verdict, while the
+/// connection ends gracefully, cuts nothing: the receiver has said it received the file, and
+/// exits 0. Behind a relay with 300 ms each way, that graceful end (the sender's acknowledgement
+/// of the verdict) takes an RTT, 600 ms; the interrupt comes 150 ms after the file took its
+/// name. The receiver used to report such a run "interrupted before a transfer was received" and
+/// exit 1, with the file stored and the sender told it was verified (seen on the testbed, which
+/// stops a receiver 2 s after its sender ends).
+#[test]
+fn an_interrupt_after_the_file_is_stored_cuts_nothing() {
+    let dir = scratch("interrupt-after-stored");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let source = dir.join("small.bin");
+    let data = pattern(64 << 10);
+    std::fs::write(&source, &data).unwrap();
+    let (mut receiver, server, lines) = start_server_streaming(&out, &["--once"]);
+    let mut relay = Command::new(QSTP)
+        .args(["relay", "--listen", "127.0.0.1:0", "--to", &server])
+        .args(["--delay", "300ms"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut relay_err = BufReader::new(relay.stderr.take().unwrap());
+    let mut first = String::new();
+    relay_err.read_line(&mut first).unwrap();
+    let relay_addr = first
+        .strip_prefix("relaying ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("unexpected: {first}"))
+        .to_string();
+    std::thread::spawn(move || for _ in relay_err.lines() {});
+    let mut sender = Command::new(QSTP)
+        .arg("send")
+        .arg(&source)
+        .args(["--to", &relay_addr, "--quiet"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The file takes its name once stored and verified, just before the verdict goes out.
+    let stored = out.join("small.bin");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::metadata(&stored).map_or(true, |m| m.len() < data.len() as u64) {
+        assert!(Instant::now() < deadline, "the file never arrived");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(150));
+    // SAFETY: a signal to the child this test started, whose id it holds.
+    unsafe {
+        libc::kill(receiver.id() as libc::pid_t, libc::SIGINT);
+    }
+    let status = wait_bounded(&mut receiver, Duration::from_secs(10));
+    let said: Vec<String> = lines.iter().collect();
+    assert!(status.success(), "{said:?}");
+    assert!(
+        said.iter()
+            .any(|l| l.starts_with("received ") && l.ends_with("verified")),
+        "{said:?}"
+    );
+    assert!(!said.iter().any(|l| l.contains("interrupted")), "{said:?}");
+    assert!(std::fs::read(&stored).unwrap() == data);
+    let _ = sender.kill();
+    let _ = relay.kill();
+    let _ = sender.wait();
+    let _ = relay.wait();
+}

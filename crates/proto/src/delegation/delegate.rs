@@ -233,7 +233,10 @@ mod tests {
             Decision::Reacted
         );
         assert_eq!(d.reacted, 2);
-        assert_eq!(d.kept_stunts_short, 1, "the controller said no: not the Stunts' fault");
+        assert_eq!(
+            d.kept_stunts_short, 1,
+            "the controller said no: not the Stunts' fault"
+        );
         // Each Stunt backs off at most once per signal, even if that is not enough.
         let mut free = Window::new(1000);
         let mut stunts: Vec<Window> = [600, 600].map(Window::new).into();
