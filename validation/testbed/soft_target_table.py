@@ -57,7 +57,8 @@ def example_line(path):
     if not last:
         raise ValueError(f"{path}: no closing 'over N s:' line")
     m = re.fullmatch(
-        r"over (\d+) s: stream (.+) \(target (.+)\), bulk (.+); loss events delegated (\d+), reacted (\d+)",
+        r"over (\d+) s: stream (.+) \(target (.+)\), bulk (.+); loss events delegated (\d+), "
+        r"reacted (\d+)(?: \((\d+) with the bulk short\))?",
         last[-1].strip(),
     )
     if not m:
@@ -69,6 +70,8 @@ def example_line(path):
         "delegated": int(m.group(5)),
         "reacted": int(m.group(6)),
     }
+    if m.group(7) is not None:
+        out["reacted, the bulk short"] = int(m.group(7))
     if seconds:
         out["stream, its 1 s lines in the window (kbit/s)"] = sum(seconds) / len(seconds) / 1e3
     return out

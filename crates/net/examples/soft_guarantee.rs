@@ -114,8 +114,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             mbps(now.0 - last.0),
             mbps(now.1 - last.1),
             stats.map_or("group ended".into(), |s| format!(
-                "delegated {} reacted {} taken back {} (fraction {:.2})",
-                s.delegated, s.reacted, s.taken_by_free, s.fraction
+                "delegated {} reacted {} ({} with the bulk short) taken back {} (fraction {:.2})",
+                s.delegated, s.reacted, s.kept_stunts_short, s.taken_by_free, s.fraction
             )),
         );
         last = now;
@@ -123,11 +123,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mean = |bytes: u64| Rate::from_bps(bytes * 8 / seconds);
     let stats = group.stats();
     println!(
-        "over {seconds} s: stream {} (target {target}), bulk {}; loss events delegated {}, reacted {}",
+        "over {seconds} s: stream {} (target {target}), bulk {}; loss events delegated {}, reacted {} ({} with the bulk short)",
         mean(last.0 - first.0),
         mean(last.1 - first.1),
         stats.map_or(0, |s| s.delegated),
         stats.map_or(0, |s| s.reacted),
+        stats.map_or(0, |s| s.kept_stunts_short),
     );
     drop(group);
     for w in writers {
