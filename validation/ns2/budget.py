@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Where the lab's instructions go on speed.py's dumbbell, against the budget a speed-up over
-ns-2.35 leaves: how many instructions per delivered segment the TCP agents take, how many the
-network and the event loop take, and how many the whole run may take to be N times ns-2.
+"""Where the lab's instructions go, against the budget of a speed-up over ns-2.35.
+
+On speed.py's dumbbell: how many instructions per delivered segment the TCP agents take, how many
+the network and the event loop take, and how many the whole run may take to be N times ns-2.
 
     python3 validation/ns2/budget.py                     # reno x 8 and cubic x 24, ten times ns-2
     python3 validation/ns2/budget.py --cell reno:8 --times 10 --rounds 5
@@ -28,7 +29,6 @@ the simulator's agents and recorder, the delay histograms; the network code the 
 into the agents' send functions counts as theirs). A benchmark, not a test; it needs valgrind.
 """
 
-import argparse
 import os
 import re
 import shutil
@@ -40,7 +40,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import compare  # noqa: E402
-from speed import ROOT, cpu_seconds, lab_run, ns2_run  # noqa: E402
+from speed import cell_arguments, cells_of, lab_run, ns2_run  # noqa: E402
 
 # A function's inclusive line in `callgrind_annotate --tree=calling --inclusive=yes`:
 # "1,234 (5.6%)  *  FILE:FUNCTION [OBJECT]"; its callees follow as "... >   FILE:FUNCTION (Nx) ...".
@@ -150,22 +150,15 @@ def perf_share(qstp, text, work):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--qstp", default=os.path.join(ROOT, "target", "release", "qstp"))
-    p.add_argument("--cell", action="append",
-                   help="CC:FLOWS (ns-2's Linux module name), repeatable; default reno:8 and "
-                        "cubic:24")
+    p = cell_arguments(__doc__.split("\n")[0], "reno:8 and cubic:24")
     p.add_argument("--times", type=float, default=10, help="the speed-up over ns-2 to budget for")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--duration", type=int, default=60, help="simulated seconds")
-    p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
     for tool in ("ns", "valgrind", "callgrind_annotate"):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is not installed (apt-get install ns2 valgrind)")
     if not os.access(args.qstp, os.X_OK):
         sys.exit(f"{args.qstp} is not built (cargo build --release -p qstp)")
-    cells = [(c.split(":")[0], int(c.split(":")[1])) for c in args.cell or ["reno:8", "cubic:24"]]
+    cells = cells_of(args, [("reno", 8), ("cubic", 24)])
     work = tempfile.mkdtemp(prefix="qstp-budget-")
     rows = []
     try:

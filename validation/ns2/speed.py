@@ -95,15 +95,26 @@ def lab_run(qstp, text, work, bare):
     return secs
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def cell_arguments(description, default_cells):
+    """The arguments of the side-by-side scripts (this one and budget.py): the lab's binary, the
+    cells, the rounds and each run's length and seed."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--qstp", default=os.path.join(ROOT, "target", "release", "qstp"))
     p.add_argument("--cell", action="append",
-                   help="CC:FLOWS (ns-2's Linux module name), repeatable; default reno:8 and "
-                        "every control at 24 flows")
+                   help=f"CC:FLOWS (ns-2's Linux module name), repeatable; default {default_cells}")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--duration", type=int, default=60, help="simulated seconds")
     p.add_argument("--seed", type=int, default=1)
+    return p
+
+
+def cells_of(args, default):
+    """The (control, flows) cells `--cell` names, else `default`."""
+    return [(c.split(":")[0], int(c.split(":")[1])) for c in args.cell] if args.cell else default
+
+
+def main():
+    p = cell_arguments(__doc__.split("\n")[0], "reno:8 and every control at 24 flows")
     p.add_argument("--ns3", choices=["auto", "yes", "no"], default="auto",
                    help="run ns-3 too: where installed (auto), always (yes: fail if missing), never")
     p.add_argument("--ns3-rounds", type=int, default=1,
@@ -113,8 +124,7 @@ def main():
         sys.exit("ns is not installed (apt-get install ns2)")
     if not os.access(args.qstp, os.X_OK):
         sys.exit(f"{args.qstp} is not built (cargo build --release -p qstp)")
-    cells = [(c.split(":")[0], int(c.split(":")[1])) for c in args.cell] if args.cell else \
-        [("reno", 8)] + [(cc, 24) for cc in compare.HSTCP_CONTROLS]
+    cells = cells_of(args, [("reno", 8)] + [(cc, 24) for cc in compare.HSTCP_CONTROLS])
     with_ns3 = args.ns3 == "yes" or (args.ns3 == "auto" and ns3_installed())
     if args.ns3 == "yes" and not ns3_installed():
         sys.exit("ns-3 is not installed (pip install ns3==3.44.post0)")

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::{
-    pattern, scratch, start_server, start_server_streaming, wait_bounded, wait_for_line, QSTP,
+    pattern, scratch, start_relay, start_server, start_server_streaming, wait_bounded,
+    wait_for_line, QSTP,
 };
 
 /// Start `qstp recv --once` on an ephemeral port and return it with the address it listens on.
@@ -1526,20 +1527,7 @@ fn an_interrupt_after_the_file_is_stored_cuts_nothing() {
     let data = pattern(64 << 10);
     std::fs::write(&source, &data).unwrap();
     let (mut receiver, server, lines) = start_server_streaming(&out, &["--once"]);
-    let mut relay = Command::new(QSTP)
-        .args(["relay", "--listen", "127.0.0.1:0", "--to", &server])
-        .args(["--delay", "300ms"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut relay_err = BufReader::new(relay.stderr.take().unwrap());
-    let mut first = String::new();
-    relay_err.read_line(&mut first).unwrap();
-    let relay_addr = first
-        .strip_prefix("relaying ")
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("unexpected: {first}"))
-        .to_string();
+    let (mut relay, relay_addr, relay_err) = start_relay(&server, &["--delay", "300ms"]);
     std::thread::spawn(move || for _ in relay_err.lines() {});
     let mut sender = Command::new(QSTP)
         .arg("send")

@@ -6,13 +6,13 @@
 // apply here.
 #![allow(clippy::disallowed_types)]
 
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common;
 
-use common::{pattern, qstp, scratch, start_server, wait_bounded, QSTP};
+use common::{pattern, qstp, scratch, start_relay, start_server, wait_bounded, QSTP};
 
 /// Through a 20 Mbit/s relay bottleneck, a file asking a soft 8 Mbit/s (above its fair share of
 /// 5 beside three Stunts) delegates loss events and gets well above the mean Stunt; the receiver
@@ -27,31 +27,8 @@ fn a_soft_target_through_the_relay_is_paid_by_the_stunts() {
     let data = pattern(4 << 20);
     std::fs::write(&source, &data).unwrap();
     let (mut receiver, server, receiver_lines) = start_server(&out, &["--once"]);
-    let mut relay = Command::new(QSTP)
-        .args([
-            "relay",
-            "--listen",
-            "127.0.0.1:0",
-            "--to",
-            &server,
-            "--rate",
-            "20M",
-            "--delay",
-            "5ms",
-            "--seed",
-            "3",
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut relay_err = BufReader::new(relay.stderr.take().unwrap());
-    let mut first = String::new();
-    relay_err.read_line(&mut first).unwrap();
-    let relay_addr = first
-        .strip_prefix("relaying ")
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("unexpected: {first}"))
-        .to_string();
+    let (mut relay, relay_addr, relay_err) =
+        start_relay(&server, &["--rate", "20M", "--delay", "5ms", "--seed", "3"]);
     let relay_lines = std::thread::spawn(move || {
         relay_err
             .lines()

@@ -160,3 +160,23 @@ pub fn wait_for_line(
         }
     }
 }
+
+/// Start `qstp relay` on an ephemeral port in front of `server`, with `extra` flags; returns it,
+/// the address it listens on (from its first line) and the rest of its stderr.
+pub fn start_relay(server: &str, extra: &[&str]) -> (Child, String, BufReader<ChildStderr>) {
+    let mut relay = Command::new(QSTP)
+        .args(["relay", "--listen", "127.0.0.1:0", "--to", server])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(relay.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    let addr = first
+        .strip_prefix("relaying ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("unexpected: {first}"))
+        .to_string();
+    (relay, addr, stderr)
+}
