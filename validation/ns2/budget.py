@@ -40,7 +40,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import compare  # noqa: E402
-from speed import cell_arguments, cells_of, lab_run, ns2_run  # noqa: E402
+from speed import cell_arguments, cells_of, lab_command, lab_run, ns2_run  # noqa: E402
 
 # A function's inclusive line in `callgrind_annotate --tree=calling --inclusive=yes`:
 # "1,234 (5.6%)  *  FILE:FUNCTION [OBJECT]"; its callees follow as "... >   FILE:FUNCTION (Nx) ...".
@@ -104,13 +104,9 @@ def split(annotated):
 
 
 def callgrind(qstp, text, work):
-    path = os.path.join(work, "s.toml")
-    with open(path, "w") as f:
-        f.write(text)
-    out, profile = os.path.join(work, "out-cg"), os.path.join(work, "callgrind.out")
-    shutil.rmtree(out, ignore_errors=True)
-    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={profile}", qstp, "run",
-                    path, "--out", out, "--jobs", "1", "--series", "none", "--no-plots"],
+    profile = os.path.join(work, "callgrind.out")
+    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={profile}"]
+                   + lab_command(qstp, text, work, True, "out-cg"),
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     annotated = subprocess.run(["callgrind_annotate", "--auto=no", "--tree=calling",
                                 "--inclusive=yes", profile],
@@ -127,14 +123,10 @@ def perf_share(qstp, text, work):
     """The TCP agents' share of a run's cpu-clock samples, or None where perf does not work."""
     if shutil.which("perf") is None:
         return None
-    path, out = os.path.join(work, "s.toml"), os.path.join(work, "out-perf")
     data = os.path.join(work, "perf.data")
-    with open(path, "w") as f:
-        f.write(text)
-    shutil.rmtree(out, ignore_errors=True)
-    recorded = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "20000", "-o", data,
-                               qstp, "run", path, "--out", out, "--jobs", "1", "--series", "none",
-                               "--no-plots"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    recorded = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "20000", "-o", data]
+                              + lab_command(qstp, text, work, True, "out-perf"),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if recorded.returncode != 0:
         return None
     report = subprocess.run(["perf", "report", "-i", data, "--stdio", "--sort", "symbol"],

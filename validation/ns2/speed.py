@@ -84,14 +84,20 @@ def ns3_run(cc, flows, duration, seed):
     return secs
 
 
-def lab_run(qstp, text, work, bare):
+def lab_command(qstp, text, work, bare, out="out-bare"):
+    """Write scenario `text` into `work` and give the `qstp run` command for it on one core:
+    simulating only (`bare`) or with every output, into the cleared folder `work/out`."""
     path = os.path.join(work, "s.toml")
     with open(path, "w") as f:
         f.write(text)
-    out = os.path.join(work, "out-bare" if bare else "out-full")
+    out = os.path.join(work, out)
     shutil.rmtree(out, ignore_errors=True)
     extra = ["--series", "none", "--no-plots"] if bare else []
-    secs, _ = cpu_seconds([qstp, "run", path, "--out", out, "--jobs", "1"] + extra)
+    return [qstp, "run", path, "--out", out, "--jobs", "1"] + extra
+
+
+def lab_run(qstp, text, work, bare):
+    secs, _ = cpu_seconds(lab_command(qstp, text, work, bare, "out-bare" if bare else "out-full"))
     return secs
 
 

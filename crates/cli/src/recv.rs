@@ -330,10 +330,7 @@ async fn run(
         // Every connection is served beside the others (a `send --soft-target` opens its file
         // transfer with filler streams), until the first file transfer ends; a second file
         // transfer is refused, with the reason, rather than cut when the first one ends.
-        let taken = Arc::new(AtomicBool::new(false));
-        // Set once the file is stored, verified and its verdict sent: a Ctrl-C after that (while
-        // the connection ends gracefully, or the filler streams do) cuts nothing.
-        let stored = Arc::new(AtomicBool::new(false));
+        let once = Arc::new(Once::default());
         let mut tasks = tokio::task::JoinSet::new();
         let result = tokio::select! {
             result = async {
@@ -343,10 +340,8 @@ async fn run(
                             let conn = conn.context("the endpoint stopped before a transfer arrived")?;
                             let destination = destination.clone();
                             let running = running.clone();
-                            let (taken, stored) = (taken.clone(), stored.clone());
-                            tasks.spawn(async move {
-                                serve(conn, &destination, report, &running, Some((&taken, &stored))).await
-                            });
+                            let once = once.clone();
+                            tasks.spawn(async move { serve(conn, &destination, report, &running, Some(&once)).await });
                         }
                         Some(done) = tasks.join_next(), if !tasks.is_empty() => {
                             match done {
@@ -383,7 +378,7 @@ async fn run(
             Some(result) => result,
             // The file is stored and the sender told: what the interruption cut was the
             // connection's graceful end (or the filler's), not the transfer.
-            None if stored.load(Ordering::SeqCst) => Ok(()),
+            None if once.stored.load(Ordering::SeqCst) => Ok(()),
             None => match running.cut() {
                 Some(cut) => bail!("{cut}"),
                 None => bail!("interrupted before a transfer was received"),
@@ -506,31 +501,38 @@ enum Served {
     Refused(String),
 }
 
+/// The state `--once` shares between its connections' tasks.
+#[derive(Default)]
+struct Once {
+    /// A file transfer took the receiver: any later one is refused.
+    taken: AtomicBool,
+    /// Its file is stored, verified, and the verdict sent: a Ctrl-C after that (while the
+    /// connection ends gracefully, or the filler streams do) cuts nothing.
+    stored: AtomicBool,
+}
+
 /// Why --once refuses a second file transfer while its first is under way.
 const ONE_AT_A_TIME: &str = "this receiver takes one transfer (--once) and is receiving another";
 
 /// [`serve_one`] for a file transfer, and with `--json` a JSON line for a transfer that failed
 /// too; [`serve_filler`] for a filler stream.
 ///
-/// With `once` (--once: whether a file transfer took the receiver, and whether its file is
-/// stored), the first file transfer takes it and any later one is refused.
+/// With `once` (--once), the first file transfer takes it and any later one is refused.
 async fn serve(
     mut conn: Connection,
     destination: &Destination,
     report: Report,
     running: &Running,
-    once: Option<(&AtomicBool, &AtomicBool)>,
+    once: Option<&Once>,
 ) -> Served {
     let remote = conn.remote().map(|r| r.to_string()).unwrap_or_default();
     // A transfer's time counts from its acceptance, the header's wait included.
     let started = Instant::now();
     let opening = tokio::time::timeout(report.header_timeout, Opening::read_from(&mut conn)).await;
-    let stored = once.map(|(_, stored)| stored);
+    let stored = once.map(|o| &o.stored);
     let result = match opening {
         Ok(Ok(Opening::Filler)) => return Served::Filler(serve_filler(conn, report).await),
-        Ok(Ok(Opening::File(_)))
-            if once.is_some_and(|(taken, _)| taken.swap(true, Ordering::SeqCst)) =>
-        {
+        Ok(Ok(Opening::File(_))) if once.is_some_and(|o| o.taken.swap(true, Ordering::SeqCst)) => {
             let _ = answer(&mut conn, &Verdict::Rejected(ONE_AT_A_TIME.into())).await;
             return Served::Refused(remote);
         }
