@@ -783,17 +783,11 @@ const CLOSE_NOT_STORED: u32 = 2;
 /// The close code of a connection that announced no transfer in time (`--header-timeout`).
 const CLOSE_NO_HEADER: u32 = 3;
 
-/// Close `conn` with `reason` and let the driver put the close on the wire before this task
-/// (with --once, the process) ends: its packet count moves when it has (at most 500 ms).
+/// Close `conn` with `reason` and wait (at most 500 ms) until the close has left, so that the
+/// sender hears it even when this task (with --once, the process) ends at once.
 async fn close_and_flush(conn: &Connection, code: u32, reason: &str) {
-    let sent = conn.stats().map_or(0, |s| s.packets_sent);
     conn.close(code, reason.as_bytes());
-    let _ = tokio::time::timeout(Duration::from_millis(500), async {
-        while conn.stats().is_ok_and(|s| s.packets_sent == sent) {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
+    let _ = tokio::time::timeout(Duration::from_millis(500), conn.closed()).await;
 }
 
 /// What a sender is told when its file cannot be stored: the cause in a few words where the

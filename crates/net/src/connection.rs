@@ -229,7 +229,9 @@ impl Connection {
         self.wait_for(|slot| slot.all_acknowledged).await
     }
 
-    /// Wait until the connection is over; `Ok` for a graceful end.
+    /// Wait until the connection is over; `Ok` for a graceful end. The close packet this side
+    /// sends (its own, or its confirmation of the peer's) is with the kernel by then, so a
+    /// program may exit as soon as this returns.
     pub async fn closed(&self) -> Result<(), Error> {
         self.wait_for(|_| false).await
     }
@@ -258,7 +260,8 @@ impl Connection {
         .await
     }
 
-    /// Abort the connection, telling the peer `code` and `reason`.
+    /// Abort the connection, telling the peer `code` and `reason` ([`closed`](Self::closed)
+    /// returns once the close has left).
     pub fn close(&self, code: u32, reason: &[u8]) {
         self.with(|state, h| {
             let now = state.now();

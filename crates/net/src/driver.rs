@@ -116,7 +116,7 @@ impl Driver {
         loop {
             self.receive()?;
             self.read_errors();
-            let turn = self.step();
+            let more_to_send = self.step();
             let blocked = match self.io.try_send(&mut self.batch) {
                 Ok(()) => false,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => true,
@@ -132,6 +132,7 @@ impl Driver {
                     }
                 }
             }
+            let turn = self.dispatch(more_to_send);
             if turn.idle && self.batch.pending() == 0 {
                 return Ok(());
             }
@@ -190,8 +191,8 @@ impl Driver {
         }
     }
 
-    /// Run timers, collect datagrams to send and dispatch events, all under one lock.
-    fn step(&mut self) -> Turn {
+    /// Run timers and collect datagrams to send, under one lock; whether the batch filled up.
+    fn step(&mut self) -> bool {
         let mut state = self.shared.lock();
         let now = state.now();
         if state.proto.poll_timeout().is_some_and(|t| t <= now) {
@@ -219,6 +220,14 @@ impl Driver {
         if !more_to_send {
             state.retire();
         }
+        more_to_send
+    }
+
+    /// Dispatch the turn's events, once its datagrams are with the kernel: a task woken by a
+    /// connection's end finds its close packet sent, so a program that exits right after
+    /// `closed()` still tells its peer.
+    fn dispatch(&mut self, more_to_send: bool) -> Turn {
+        let mut state = self.shared.lock();
         let mut wake_acceptors = false;
         while let Some((handle, event)) = state.proto.poll_event() {
             wake_acceptors |= state.dispatch(handle, event);

@@ -399,3 +399,39 @@ async fn a_tap_sees_every_datagram_both_ways_as_the_socket_counts_them() {
     })
     .await;
 }
+
+/// A connection's end is announced only once its close packet is with the kernel: a program
+/// that exits as soon as `closed()` returns still tells its peer (which would otherwise hold the
+/// connection, and a server's slot, until its idle timeout).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_returns_once_the_close_packet_left() {
+    bounded(async {
+        let server = server(Duration::from_secs(10));
+        let addr = server.local_addr();
+        tokio::spawn(async move {
+            while let Some(mut conn) = server.accept().await {
+                tokio::spawn(async move {
+                    let mut sink = Vec::new();
+                    conn.read_to_end(&mut sink).await.unwrap();
+                    conn.write_all(b"verified").await.unwrap();
+                    conn.finish().unwrap();
+                    let _ = conn.closed().await;
+                });
+            }
+        });
+        // The race the order closes is short: repeat it.
+        for round in 0..20 {
+            let client = client();
+            let mut conn = client.connect(addr, Config::default()).await.unwrap();
+            conn.write_all(&pattern(10_000)).await.unwrap();
+            conn.finish().unwrap();
+            let mut answer = Vec::new();
+            conn.read_to_end(&mut answer).await.unwrap();
+            conn.closed().await.unwrap();
+            let handed = client.stats().socket.datagrams_sent;
+            let made = conn.stats().unwrap().packets_sent;
+            assert_eq!(handed, made, "round {round}: a datagram was still to send");
+        }
+    })
+    .await;
+}
