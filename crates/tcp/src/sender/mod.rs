@@ -573,7 +573,7 @@ impl TcpSender {
         let mut cc_rtt = sacked.rtt_sent_at.map(|sent| now.saturating_since(sent));
         if advanced {
             self.on_cumulative_ack(now, ack.ack, &mut acked, &mut cc_rtt);
-        } else if ack.len == 0 && self.snd_nxt > self.snd_una && !self.ns3_not_a_dupack(&acked) {
+        } else if ack.len == 0 && self.snd_nxt > self.snd_una && !self.not_a_dupack(&acked) {
             self.on_duplicate_ack();
         }
         self.feed_control(now, &acked, cc_rtt, in_flight, advanced, cumulative_advance);
@@ -692,6 +692,15 @@ impl TcpSender {
             self.partial_ack_seen = true;
             self.restart_timer(now);
         }
+    }
+
+    /// Whether an ACK that does not advance is no duplicate ACK: with SACK, only one that SACKs
+    /// data not SACKed before counts (RFC 6675 §2), not the ACK of a segment the receiver
+    /// already had (a spurious retransmission's). Linux and ns-2.35's TCP/Linux enter recovery
+    /// from their SACK scoreboards alone (tcp-linux.cc:483, FLAG_DATA_LOST), ns-3 3.44 by the
+    /// same rule (tcp-socket-base.cc ProcessAck: `isDupack = scoreboardUpdated`).
+    fn not_a_dupack(&self, acked: &Acked) -> bool {
+        self.peer_sacks && acked.newly_sacked == 0
     }
 
     /// RFC 5681 §2: a duplicate ACK.

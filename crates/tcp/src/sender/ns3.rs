@@ -34,13 +34,6 @@ impl TcpSender {
         true
     }
 
-    /// Whether an ACK that does not advance is no duplicate for ns-3's recovery: with SACK, only
-    /// one that SACKs new data counts (tcp-socket-base.cc ProcessAck: `isDupack =
-    /// scoreboardUpdated`, RFC 6675 §2), not the ACK of a segment the receiver already had.
-    pub(super) fn ns3_not_a_dupack(&self, acked: &Acked) -> bool {
-        self.config.recovery == Recovery::PrrNs3 && self.peer_sacks && acked.newly_sacked == 0
-    }
-
     /// Whether ns-3's recovery ignores a duplicate ACK: in a timeout's loss state `DupAck`
     /// returns at once (tcp-socket-base.cc:1745).
     pub(super) fn ns3_dupack_in_loss_state(&self) -> bool {
