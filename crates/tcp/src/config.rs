@@ -2,7 +2,9 @@
 
 use qstp_proto::Duration;
 
-/// How the sender paces its sending during fast recovery.
+/// How the sender paces its sending during fast recovery. In every one, with SACK, only an ACK
+/// that SACKs data not SACKed before is a duplicate ACK (RFC 6675 §2); without SACK, RFC 5681
+/// §2's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Recovery {
@@ -22,8 +24,7 @@ pub enum Recovery {
     /// (issue #1350); RecoverFS the pipe, not FlightSize (issue #1351); a partial ACK with new
     /// SACK information counted twice; below ssthresh PRR-CRB, one segment more only when the ACK
     /// covers a retransmission, nothing when more was sent than delivered (unsigned wrap). With
-    /// SACK, only an ACK that SACKs new data counts as a duplicate (tcp-socket-base.cc
-    /// `isDupack = scoreboardUpdated`, as RFC 6675 §2). With SACK, a partial ACK does not mark
+    /// SACK, a partial ACK does not mark
     /// the head lost; unless the head is a retransmission it sends one segment whatever the
     /// window, the first one deemed lost or else new data (`ProcessAck` -> `DoRetransmit`).
     /// Entering recovery resends the head even if it was resent before (`EnterRecovery`). With

@@ -89,8 +89,13 @@ fn fig4_means() -> (f64, f64, f64, String) {
 #[test]
 fn qstp_holds_its_target_in_fig4_where_tcp_falls_short() {
     let (tcp, _, qstp, shown) = fig4_means();
+    // The paper states no number ("the TCP flow does not reach its target rate"): reaching means
+    // within 5% of the target, as validation/paper-claims.toml reads every such claim. The lab's
+    // SACK TCP gets 93% here (2 runs of 90 s), and 94% over the scenario's runs
+    // (validation/papers.md); 89% there before the ACKs of a spurious retransmission's copies
+    // stopped counting as duplicate ACKs (RFC 6675 §2).
     assert!(qstp >= 0.95 * 500_000.0, "QSTP holds 500k: {shown}");
-    assert!(tcp < 0.9 * 500_000.0, "TCP falls short of 500k: {shown}");
+    assert!(tcp < 0.95 * 500_000.0, "TCP falls short of 500k: {shown}");
 }
 
 // QSTP paper Fig. 4(b), §5.2 says TFRC/SACK "does not reach its target rate either". This lab does
