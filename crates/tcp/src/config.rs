@@ -61,6 +61,12 @@ pub enum RttSample {
     /// (tcp-socket-base.cc `EstimateRtt`, `m_history.front()`), so with delayed ACKs the sample
     /// includes the wait for the second segment.
     Oldest,
+    /// One segment timed at a time, as ns-2.35's TCP agents do without timestamps (tcp.cc:780-786,
+    /// tcp-linux.cc:210-222): a new segment sent while none is timed starts the clock, the
+    /// cumulative ACK that covers it gives the sample, and a timeout stops the timing (tcp.cc:972;
+    /// a fast retransmission does not). About one sample per round trip, so RTTVAR shrinks less
+    /// than with a sample per ACK.
+    Timed,
 }
 
 impl RttSample {

@@ -1209,6 +1209,64 @@ fn the_rtt_sample_comes_from_the_newest_or_the_oldest_segment_acknowledged() {
     }
 }
 
+#[test]
+fn a_timed_segment_gives_one_sample_per_round_trip_and_a_timeout_stops_the_timing() {
+    // Four segments at 0, each acknowledged on its own from 100 ms: a sample per ACK takes four,
+    // ns-2's timed segment one (the first segment's 100 ms). A segment timed, then resent by
+    // the timer: its ACK gives no sample (ns-2's reset_rtx_timer ends the timing).
+    let ack_of = |bytes: u64| Segment {
+        seq: 0,
+        len: 0,
+        ack: bytes,
+        sack: SackBlocks::new(),
+        window: 1 << 20,
+        retransmission: false,
+        syn: false,
+        ecn: Default::default(),
+    };
+    for (rtt_sample, samples) in [(RttSample::Newest, 4), (RttSample::Timed, 1)] {
+        let config = TcpConfig {
+            rtt_sample,
+            initial_window: 4,
+            ..config(1 << 20, false)
+        };
+        let cc = CcSpec::named("newreno").build(config.mss).unwrap();
+        let mut sender = TcpSender::new(config, cc);
+        let sent: Vec<Segment> = std::iter::from_fn(|| sender.poll_segment(Time::ZERO)).collect();
+        assert_eq!(sent.len(), 4);
+        for k in 1..=4u64 {
+            sender.on_ack(
+                secs(0.1 + 0.001 * (k - 1) as f64),
+                &ack_of(k * u64::from(MSS)),
+            );
+        }
+        let (n, first) = sender.latest_rtt();
+        assert_eq!(n, samples, "{rtt_sample:?}");
+        if rtt_sample == RttSample::Timed {
+            assert_eq!(first, Duration::from_millis(100));
+        }
+    }
+    let config = TcpConfig {
+        rtt_sample: RttSample::Timed,
+        initial_window: 1,
+        ..config(1 << 20, false)
+    };
+    let cc = CcSpec::named("newreno").build(config.mss).unwrap();
+    let mut sender = TcpSender::new(config, cc);
+    let first = sender.poll_segment(Time::ZERO).unwrap();
+    let deadline = sender
+        .poll_timeout()
+        .expect("the retransmission timer runs");
+    sender.handle_timeout(deadline);
+    let resent = sender.poll_segment(deadline).unwrap();
+    assert_eq!((resent.seq, resent.retransmission), (first.seq, true));
+    sender.on_ack(
+        deadline + Duration::from_millis(100),
+        &ack_of(u64::from(first.len)),
+    );
+    assert_eq!(sender.latest_rtt().0, 0, "a timeout ends the timing");
+}
+
 /// `net` with its sender driven by control `name` with `params` instead of NewReno.
 fn with_control(mut net: Net, config: TcpConfig, name: &str, params: &[(&str, f64)]) -> Net {
     let mut spec = CcSpec::named(name);

@@ -163,6 +163,9 @@ pub struct TcpSender {
     config: TcpConfig,
     cc: Box<dyn CongestionControl>,
     rtt: RttEstimator,
+    /// With [`RttSample::Timed`], the segment being timed: the end of its bytes and when it was
+    /// sent.
+    timed: Option<(u64, Time)>,
     board: Scoreboard,
     /// First byte not cumulatively acknowledged.
     snd_una: u64,
@@ -270,6 +273,7 @@ impl TcpSender {
             rate,
             rtt: RttEstimator::new(config.initial_rto, config.min_rto, config.max_rto)
                 .with_rule(config.rto),
+            timed: None,
             peer_window: config.receive_window,
             config,
             cc,
@@ -431,6 +435,10 @@ impl TcpSender {
         }
         let seq = self.snd_nxt;
         self.snd_nxt += mss;
+        if self.config.rtt_sample == RttSample::Timed && self.timed.is_none() {
+            // ns-2.35 tcp.cc:780-786: time this new segment if none is being timed.
+            self.timed = Some((self.snd_nxt, now));
+        }
         let tx = self.tx_state(now);
         self.board.push_sent(seq, self.config.mss.max(1), now, tx);
         self.segments_sent += 1;
@@ -637,6 +645,14 @@ impl TcpSender {
             RttSample::Oldest => cumulative
                 .oldest_sent_at
                 .map(|sent| now.saturating_since(sent)),
+            // ns-2.35 tcp-linux.cc:210-222: the timed segment is acknowledged.
+            RttSample::Timed => match self.timed {
+                Some((end, sent)) if ack_no >= end => {
+                    self.timed = None;
+                    Some(now.saturating_since(sent))
+                }
+                _ => None,
+            },
         };
         if let Some(r) = estimator_sample {
             self.rtt.sample_acked(r, self.snd_una, self.snd_nxt);
@@ -1027,6 +1043,8 @@ impl TcpSender {
             return;
         }
         self.timeouts += 1;
+        // ns-2.35 tcp.cc:972 (reset_rtx_timer): a timeout ends the timing (Karn).
+        self.timed = None;
         self.push_event(TcpEvent::CongestionSignal {
             now,
             signal: Signal::Timeout,

@@ -151,10 +151,11 @@ fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
                 None => {}
                 Some("newest") => o.rtt_sample = RttSample::Newest,
                 Some("oldest") => o.rtt_sample = RttSample::Oldest,
+                Some("timed") => o.rtt_sample = RttSample::Timed,
                 Some(other) => {
                     return Err(t.error(
                         "rtt_sample",
-                        &format!("'{other}' is not an RTT sample (use newest or oldest)"),
+                        &format!("'{other}' is not an RTT sample (use newest, oldest or timed)"),
                     ))
                 }
             }
