@@ -529,26 +529,26 @@ async fn serve(
     // A transfer's time counts from its acceptance, the header's wait included.
     let started = Instant::now();
     let opening = tokio::time::timeout(report.header_timeout, Opening::read_from(&mut conn)).await;
-    let stored = once.map(|o| &o.stored);
-    let result = match opening {
+    let opened = match opening {
         Ok(Ok(Opening::Filler)) => return Served::Filler(serve_filler(conn, report).await),
         Ok(Ok(Opening::File(_))) if once.is_some_and(|o| o.taken.swap(true, Ordering::SeqCst)) => {
             let _ = answer(&mut conn, &Verdict::Rejected(ONE_AT_A_TIME.into())).await;
             return Served::Refused(remote);
         }
-        Ok(Ok(Opening::File(header))) => {
-            let opened = (started, Ok(Ok(header)));
-            serve_one(conn, opened, destination, report, running, stored).await
-        }
-        Ok(Err(e)) => {
-            let opened = (started, Ok(Err(e)));
-            serve_one(conn, opened, destination, report, running, stored).await
-        }
-        Err(elapsed) => {
-            let opened = (started, Err(elapsed));
-            serve_one(conn, opened, destination, report, running, stored).await
-        }
+        Ok(Ok(Opening::File(header))) => Ok(Ok(header)),
+        Ok(Err(e)) => Ok(Err(e)),
+        Err(elapsed) => Err(elapsed),
     };
+    let stored = once.map(|o| &o.stored);
+    let result = serve_one(
+        conn,
+        (started, opened),
+        destination,
+        report,
+        running,
+        stored,
+    )
+    .await;
     if let (true, Err(e)) = (report.json, &result) {
         let failure = crate::send::FailureStats {
             error: format!("{e:#}"),

@@ -122,16 +122,6 @@ impl Driver {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => true,
                 Err(e) => return Err(e),
             };
-            {
-                let mut state = self.shared.lock();
-                state.socket_stats = self.io.stats;
-                if !self.batch.too_big.is_empty() {
-                    let now = state.now();
-                    for (connection, size) in self.batch.too_big.drain(..) {
-                        state.proto.handle_datagram_too_big(now, connection, size);
-                    }
-                }
-            }
             let turn = self.dispatch(more_to_send);
             if turn.idle && self.batch.pending() == 0 {
                 return Ok(());
@@ -223,11 +213,18 @@ impl Driver {
         more_to_send
     }
 
-    /// Dispatch the turn's events, once its datagrams are with the kernel: a task woken by a
-    /// connection's end finds its close packet sent, so a program that exits right after
-    /// `closed()` still tells its peer.
+    /// Note what the kernel did with the turn's datagrams, then dispatch the turn's events, all
+    /// under one lock: a task woken by a connection's end finds its close packet sent, so a
+    /// program that exits right after `closed()` still tells its peer.
     fn dispatch(&mut self, more_to_send: bool) -> Turn {
         let mut state = self.shared.lock();
+        state.socket_stats = self.io.stats;
+        if !self.batch.too_big.is_empty() {
+            let now = state.now();
+            for (connection, size) in self.batch.too_big.drain(..) {
+                state.proto.handle_datagram_too_big(now, connection, size);
+            }
+        }
         let mut wake_acceptors = false;
         while let Some((handle, event)) = state.proto.poll_event() {
             wake_acceptors |= state.dispatch(handle, event);

@@ -402,7 +402,7 @@ async fn a_tap_sees_every_datagram_both_ways_as_the_socket_counts_them() {
 
 /// A connection's end is announced only once its close packet is with the kernel: a program
 /// that exits as soon as `closed()` returns still tells its peer (which would otherwise hold the
-/// connection, and a server's slot, until its idle timeout).
+/// connection, and a server's slot, until it gave up on the silent peer).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_returns_once_the_close_packet_left() {
     bounded(async {

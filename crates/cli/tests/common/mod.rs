@@ -106,20 +106,27 @@ pub fn start_server(
 
 /// Start `qstp recv` and read its first line, the address it listens on.
 fn spawn_server(out: &Path, extra: &[&str]) -> (Child, String, BufReader<ChildStderr>) {
-    let mut child = Command::new(QSTP)
-        .args(["recv", "--listen", "127.0.0.1:0", "--out"])
+    let mut recv = Command::new(QSTP);
+    recv.args(["recv", "--listen", "127.0.0.1:0", "--out"])
         .arg(out)
         .args(extra)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stdout(Stdio::piped());
+    spawn_announcing(&mut recv, "listening on ")
+}
+
+/// Spawn `command` with its stderr piped and read its first line, `prefix` then the address it
+/// listens on; returns the child, that address and the rest of its stderr.
+fn spawn_announcing(
+    command: &mut Command,
+    prefix: &str,
+) -> (Child, String, BufReader<ChildStderr>) {
+    let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
     let addr = line
-        .trim()
-        .strip_prefix("listening on ")
+        .strip_prefix(prefix)
+        .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("unexpected: {line}"))
         .to_string();
     (child, addr, stderr)
@@ -164,19 +171,9 @@ pub fn wait_for_line(
 /// Start `qstp relay` on an ephemeral port in front of `server`, with `extra` flags; returns it,
 /// the address it listens on (from its first line) and the rest of its stderr.
 pub fn start_relay(server: &str, extra: &[&str]) -> (Child, String, BufReader<ChildStderr>) {
-    let mut relay = Command::new(QSTP)
+    let mut relay = Command::new(QSTP);
+    relay
         .args(["relay", "--listen", "127.0.0.1:0", "--to", server])
-        .args(extra)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(relay.stderr.take().unwrap());
-    let mut first = String::new();
-    stderr.read_line(&mut first).unwrap();
-    let addr = first
-        .strip_prefix("relaying ")
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("unexpected: {first}"))
-        .to_string();
-    (relay, addr, stderr)
+        .args(extra);
+    spawn_announcing(&mut relay, "relaying ")
 }
