@@ -122,7 +122,7 @@ HSTCP_PAPER = {
 # numbers behind each are diagnose.sh's, in diagnosis.md, or episodes.py's).
 HSTCP_CAUSES = {
     ("illinois", 24, "utilisation"): ("partly traced: the lab's bottleneck drops as many packets as "
-                                      "ns-2's (seeds 1-3: 2973, 2808, 3126 against 3003, 2790, "
+                                      "ns-2's (seeds 1-3: 2973, 2856, 3126 against 3003, 2790, "
                                       "3141) but they fall on about twice as many flows per "
                                       "congestion episode (16-18 window reductions against 8-10, "
                                       "episodes.py), so the aggregate window falls further and "
@@ -160,14 +160,18 @@ tcp = {{ {tcp} }}
 # 0.2 s, SACK (Sack1); its recovery (tcp-linux.cc:448-507, :607-660: the window falls to the
 # module's min_cwnd under a ceiling that halves the rate, and leaves recovery moderated) and its
 # scoreboard's detection of lost retransmissions (scoreboard1.cc:214-222).
+# Its RTT samples: one segment timed per round trip (tcp.cc:780-786, timestamps off), except for
+# Compound, which hstcp_dumbbell.tcl runs with timestamps: a sample per ACK, the newest segment's.
 HSTCP_TCP = {"initial_window": "2", "delayed_ack": "false", "min_rto": '"200ms"', "sack": "true",
-             "recovery": '"rate-halving"', "lost_retransmit": "true"}
+             "recovery": '"rate-halving"', "lost_retransmit": "true", "rtt_sample": '"timed"'}
+HSTCP_RTT_SAMPLE = {"compound": '"newest"'}
 
 
 def hstcp_scenario(cc, starts, duration, seed, extra="", congestion=None):
     """The lab's scenario; `extra` ("key = value, ...") adds to or replaces HSTCP_TCP's keys."""
     text = HSTCP_HEADER.format(duration=duration, seed=seed)
     tcp = dict(HSTCP_TCP)
+    tcp["rtt_sample"] = HSTCP_RTT_SAMPLE.get(cc, tcp["rtt_sample"])
     for item in filter(None, (x.strip() for x in extra.split(","))):
         key, value = (x.strip() for x in item.split("=", 1))
         tcp[key] = value
@@ -175,6 +179,51 @@ def hstcp_scenario(cc, starts, duration, seed, extra="", congestion=None):
     for i, t in enumerate(starts):
         text += HSTCP_GROUP.format(i=i, cc=congestion or HSTCP_LAB_CC[cc], t=t,
                                    ns=round(t * 1e9), tcp=tcp)
+    return text
+
+
+HSTCP_GRAPH_HEADER = """name = "ns2-hstcp-graph"
+duration = "{duration}s"
+runs = 1
+seed = {seed}
+packet_size = 1500
+[[link]]
+name = "bottleneck"
+from = "L"
+to = "R"
+rate = "200M"
+delay = "98ms"
+bottleneck = true
+queue = {{ kind = "droptail", limit = 100 }}
+"""
+HSTCP_GRAPH_LINKS = """[[link]]
+name = "s{i}"
+from = "s{i}"
+to = "L"
+rate = "1G"
+delay = "1ms"
+[[link]]
+name = "r{i}"
+from = "R"
+to = "r{i}"
+rate = "1G"
+delay = "1ms"
+"""
+
+
+def hstcp_graph_scenario(cc, starts, duration, seed, extra="", congestion=None):
+    """hstcp_scenario's flows on hstcp_dumbbell.tcl's network exactly, written as a graph: duplex
+    links whose reverse directions have the forward rates (the dumbbell's reverse bottleneck is
+    faster), and no trunk between the access links and the bottleneck (the dumbbell has one per
+    group). A diagnosis variant (episodes.py --graph), not the table's."""
+    text = HSTCP_GRAPH_HEADER.format(duration=duration, seed=seed)
+    text += "".join(HSTCP_GRAPH_LINKS.format(i=i) for i in range(len(starts)))
+    dumbbell = hstcp_scenario(cc, starts, duration, seed, extra, congestion)
+    groups = dumbbell[dumbbell.index("[[group]]"):].split("[[group]]\n")[1:]
+    for i, group in enumerate(groups):
+        lines = [l for l in group.splitlines()
+                 if not l.startswith(("rtt = ", "access = "))]
+        text += "[[group]]\n" + "\n".join(lines) + f'\nsource = "s{i}"\nsink = "r{i}"\n'
     return text
 
 

@@ -11,6 +11,7 @@ one, and the cell's utilisation and Jain index.
 
     python3 validation/ns2/episodes.py --cc scalable --flows 24
     python3 validation/ns2/episodes.py --cc illinois --flows 24 --lab-tcp 'rto = "linux"'
+    python3 validation/ns2/episodes.py --cc scalable --flows 24 --graph   # ns-2's network exactly
 
 A diagnosis tool for the rows of table.md the README's "Not traced" names; its numbers are not
 cached and nothing in CI runs it.
@@ -77,11 +78,12 @@ def ns2_cell(cc, flows, seed, work):
     return result, events, drops
 
 
-def lab_cell(qstp, cc, flows, seed, starts, extra, work):
+def lab_cell(qstp, cc, flows, seed, starts, extra, work, graph=False):
     """The lab's run: (runs.csv rows, reductions as (time, flow), drops)."""
     path = os.path.join(work, "s.toml")
+    scenario = compare.hstcp_graph_scenario if graph else compare.hstcp_scenario
     with open(path, "w") as f:
-        f.write(compare.hstcp_scenario(cc, starts, 60, seed, extra=extra))
+        f.write(scenario(cc, starts, 60, seed, extra=extra))
     out = os.path.join(work, "lab")
     subprocess.run(["nice", "-n", "10", qstp, "run", path, "--out", out, "--jobs", "1",
                     "--no-plots"], check=True, capture_output=True)
@@ -117,6 +119,9 @@ def main():
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--lab-tcp", default="", metavar="KEYS",
                     help="more keys of the lab's tcp table, for diagnosis (e.g. 'rto = \"linux\"')")
+    ap.add_argument("--graph", action="store_true",
+                    help="run the lab on ns-2's network exactly, written as a graph (no trunk, "
+                         "reverse links at the forward rates: compare.hstcp_graph_scenario)")
     ap.add_argument("--qstp", default=os.environ.get("QSTP_BIN",
                                                      os.path.join(compare.ROOT, "target",
                                                                   "release", "qstp")))
@@ -127,7 +132,8 @@ def main():
         with tempfile.TemporaryDirectory(prefix="qstp-episodes-") as work:
             ns2, ns2_events, ns2_drops = ns2_cell(args.cc, args.flows, seed, work)
             rows, lab_events, lab_drops = lab_cell(
-                args.qstp, args.cc, args.flows, seed, ns2["start_times_s"], args.lab_tcp, work)
+                args.qstp, args.cc, args.flows, seed, ns2["start_times_s"], args.lab_tcp, work,
+                args.graph)
         print(f"{args.cc} x {args.flows}, seed {seed}:")
         describe("ns-2", ns2_drops, ns2_events, sum(ns2["timeouts"]), ns2["utilisation"],
                  ns2["jain"])
