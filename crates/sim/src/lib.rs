@@ -63,6 +63,7 @@ mod sim;
 pub mod source;
 pub mod topology;
 pub mod validate;
+mod wheel;
 
 pub use error::SimError;
 pub use sim::{run, run_with_capture, run_with_progress};
