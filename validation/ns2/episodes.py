@@ -7,7 +7,8 @@ and prints per seed and simulator: the bottleneck's drops, the window reductions
 ssthresh_ trace's changes; the lab: fast recoveries and timeouts), the timeouts, the congestion
 episodes after slow start (reductions of the flows no more than 0.5 s apart) with how many
 reductions each held, the share of reductions that came within 0.45 s of the same flow's last
-one, and the cell's utilisation and Jain index.
+one, the fewest and most episodes in which one flow reduced, and the cell's utilisation and Jain
+index.
 
     python3 validation/ns2/episodes.py --cc scalable --flows 24
     python3 validation/ns2/episodes.py --cc illinois --flows 24 --lab-tcp 'rto = "linux"'
@@ -105,9 +106,15 @@ def describe(name, drops, events, timeouts, util, jain_index):
     eps = episodes(events)[1:]  # the first is slow start's end, alike in both
     held = [len(e) for e in eps]
     mean_held = sum(held) / len(held) if held else 0.0
+    # Per flow, the episodes in which it reduced its window at least once.
+    took = {}
+    for e in eps:
+        for flow in {f for _, f in e}:
+            took[flow] = took.get(flow, 0) + 1
     print(f"  {name:5s} drops {drops:6.0f}  reductions {len(events):4d}  timeouts {timeouts:4d}  "
           f"repeats within {REPEAT_S} s {repeats(events):4d}  episodes {len(eps):3d} "
-          f"(reductions each: mean {mean_held:4.1f}, {min(held, default=0)}-{max(held, default=0)})"
+          f"(reductions each: mean {mean_held:4.1f}, {min(held, default=0)}-{max(held, default=0)};"
+          f" a flow in {min(took.values(), default=0)}-{max(took.values(), default=0)} of them)"
           f"  utilisation {util:.3f}  Jain {jain_index:.3f}")
 
 
