@@ -9,38 +9,9 @@
 //! next call: a schedule into the heap writes over it (one sift down, where a pop and a push
 //! would sift twice), a pop removes it first. The order is the same.
 
-use crate::wheel::{Place, Wheel, SLOT_SHIFT};
+use crate::wheel::{Entry, Place, Wheel, SLOT_SHIFT};
 use qstp_proto::Time;
-use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-
-/// An event and when it is due: the key is the time in nanoseconds in the high 64 bits and the
-/// insertion sequence in the low 64, so one integer comparison orders by (time, sequence).
-struct Entry<E> {
-    key: u128,
-    event: E,
-}
-
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.key == other.key
-    }
-}
-
-impl<E> Eq for Entry<E> {}
-
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl<E> Ord for Entry<E> {
-    /// Reversed, so that the max-heap pops the earliest (time, sequence) first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.key.cmp(&self.key)
-    }
-}
 
 /// The time of a key.
 fn time_of(key: u128) -> Time {

@@ -12,7 +12,6 @@
 //! Every slot holds its events in a list sorted by key (usually one or none); the lists' nodes
 //! live in one pool and are reused, so a run in steady state does not allocate.
 
-use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// log2 of a slot's width in nanoseconds: 4.096 µs, about a 1500-byte packet at 3 Gbit/s.
@@ -33,26 +32,29 @@ struct Node<E> {
     next: u32,
 }
 
-/// An event waiting beyond the ring, ordered by key alone.
-struct Far<E> {
-    key: u128,
-    event: E,
+/// An event and when it is due, in a heap: the key is the time in nanoseconds in the high 64
+/// bits and the insertion sequence in the low 64, so one integer comparison orders by (time,
+/// sequence). Ordered in reverse, so that the standard max-heap pops the earliest first. The
+/// ring's far events wait in a heap of these, and so do the scheduler's timers.
+pub(crate) struct Entry<E> {
+    pub(crate) key: u128,
+    pub(crate) event: E,
 }
 
-impl<E> PartialEq for Far<E> {
+impl<E> PartialEq for Entry<E> {
     fn eq(&self, other: &Self) -> bool {
         self.key == other.key
     }
 }
-impl<E> Eq for Far<E> {}
-impl<E> PartialOrd for Far<E> {
+impl<E> Eq for Entry<E> {}
+impl<E> PartialOrd for Entry<E> {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
-impl<E> Ord for Far<E> {
+impl<E> Ord for Entry<E> {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.key.cmp(&other.key)
+        other.key.cmp(&self.key)
     }
 }
 
@@ -84,7 +86,7 @@ pub(crate) struct Wheel<E> {
     nodes: Vec<Node<E>>,
     /// Nodes free for reuse.
     free: Vec<u32>,
-    far: BinaryHeap<Reverse<Far<E>>>,
+    far: BinaryHeap<Entry<E>>,
     len: usize,
 }
 
@@ -116,7 +118,7 @@ impl<E: Copy> Wheel<E> {
         if slot - self.origin < SLOTS as u64 {
             self.insert(slot as usize & (SLOTS - 1), key, event);
         } else {
-            self.far.push(Reverse(Far { key, event }));
+            self.far.push(Entry { key, event });
         }
     }
 
@@ -205,7 +207,7 @@ impl<E: Copy> Wheel<E> {
     pub(crate) fn peek(&self) -> Option<(u128, Place)> {
         match self.first() {
             Some(i) => Some((self.nodes[self.heads[i] as usize].key, Place::Ring(i))),
-            None => self.far.peek().map(|f| (f.0.key, Place::Far)),
+            None => self.far.peek().map(|f| (f.key, Place::Far)),
         }
     }
 
@@ -216,7 +218,7 @@ impl<E: Copy> Wheel<E> {
             Place::Ring(i) => i,
             Place::Far => {
                 // The ring is empty: the window jumps to the first far event's slot.
-                let key = self.far.peek().expect("a far event").0.key;
+                let key = self.far.peek().expect("a far event").key;
                 self.advance(slot_of(key));
                 self.first().expect("the far event came into the ring")
             }
@@ -247,11 +249,11 @@ impl<E: Copy> Wheel<E> {
         self.origin = slot;
         let end = slot + SLOTS as u64;
         while let Some(top) = self.far.peek() {
-            let s = slot_of(top.0.key);
+            let s = slot_of(top.key);
             if s >= end {
                 break;
             }
-            let Reverse(far) = self.far.pop().expect("peeked");
+            let far = self.far.pop().expect("peeked");
             self.insert(s as usize & (SLOTS - 1), far.key, far.event);
         }
     }
