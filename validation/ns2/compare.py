@@ -342,12 +342,9 @@ QSTP_SACK = ("modelling difference, SACK: the QSTP scenarios' TCP has SACK, ns-2
              "flow A gains; without SACK (compare.py --only qstp --lab-tcp 'sack = false') the lab "
              "gives it 383k, 340k and 331k against 5, 10 and 20 micro-flows (ns-2: 383k, 357k, "
              "351k; README.md)")
-NOT_TRACED_8A = ("not traced: the 640 ms flow has 1-2 timeouts and 2-5 fast recoveries per run in "
-                 "both simulators; per seed the lab gives it 376-584k, ns-2 484-616k (README.md)")
 CAUSES = {
     ("gTFRC-defaults", "Fig. 6(a)", "flow1"): TFRC_CA,
     ("gTFRC-defaults", "Fig. 8(b)", "flow0"): NORTEL_COUNT,
-    ("gTFRC", "Fig. 8(a)", "flow0"): NOT_TRACED_8A, ("gTFRC", "Fig. 8(a)", "flow1"): NOT_TRACED_8A,
     ("gTFRC", "Fig. 5(a)", "out_ldrop"): DSRED, ("gTFRC", "Fig. 5(a)", "out_edrop"): DSRED,
     ("gTFRC", "Fig. 7(a)", "out_ldrop"): DSRED, ("gTFRC", "Fig. 7(a)", "out_edrop"): DSRED,
     ("gTFRC", "Fig. 8(b)", "out_ldrop"): DSRED, ("gTFRC", "Table 5 row 1", "out_edrop"): DSRED,

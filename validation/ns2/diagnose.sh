@@ -70,7 +70,7 @@ PY
   echo
   echo '```'
   python3 - <<'PY'
-import csv, json, os, subprocess, tempfile
+import csv, json, os, subprocess, sys, tempfile
 import compare
 qstp = os.environ.get("QSTP_BIN", os.path.join(compare.ROOT, "target", "release", "qstp"))
 groups = ["tfrc:800000:0.64", "tcp:200000:0.04"]
@@ -85,8 +85,10 @@ for seed in (1, 2, 3):
 with open(os.path.join(compare.ROOT, "scenarios", "gtfrc-fig6.toml")) as f:
     base = f.read()
 # The scenario's TCP (NewReno without SACK, as ns-2's Agent/TCP/Newreno), then with SACK.
-for extra in ("", "tcp = { sack = true }"):
-    text = base.replace("tcp = { sack = false }", extra) if extra else base
+for extra in ("", "sack = true"):
+    text = base.replace("sack = false", extra) if extra else base
+    if extra and text == base:
+        sys.exit("gtfrc-fig6.toml's tcp table has no 'sack = false' to change")
     with tempfile.TemporaryDirectory() as work:
         path = os.path.join(work, "s.toml")
         with open(path, "w") as f:
@@ -98,7 +100,7 @@ for extra in ("", "tcp = { sack = true }"):
     for run in ("0", "1", "2"):
         a = next(x for x in rows if x["run"] == run and x["group"] == "A")
         b = next(x for x in rows if x["run"] == run and x["group"] == "B")
-        print(f"lab{' (' + extra + ')' if extra else ''} seed {int(run) + 1}: TFRC "
+        print(f"lab{' (tcp: ' + extra + ')' if extra else ''} seed {int(run) + 1}: TFRC "
               f"{float(a['throughput_bps']) / 1e3:.0f}k, TCP {float(b['throughput_bps']) / 1e3:.0f}k, "
               f"TCP timeouts {b['timeouts']}, resent {b['packets_retransmitted']} of "
               f"{b['packets_sent']} packets")
