@@ -34,8 +34,10 @@ CASES = [
         ("delegation.controller.kind=pi", "delegation.controller.kind=none"),
     ]),
     ("scenarios/examples/soft-hard-guarantee.toml", "X", [
-        ('bottleneck.queue=[{"kind":"red","limit":"auto","wait":true},"tfrc-sack","pi"]',
-         'bottleneck.queue=[{"kind":"red","limit":"auto","wait":true},"tfrc-sack","none"]'),
+        ('bottleneck.queue={"kind":"red","limit":"auto","wait":true}, F.protocol=tfrc-sack, '
+         'delegation.controller.kind=pi',
+         'bottleneck.queue={"kind":"red","limit":"auto","wait":true}, F.protocol=tfrc-sack, '
+         'delegation.controller.kind=none'),
     ]),
     ("scenarios/examples/free-stunts-ecn.toml", "X", [
         ("delegation.by=host, delegation.controller.kind=pi",

@@ -832,17 +832,23 @@ pub fn short_key(key: &str) -> &str {
     first.strip_prefix("group.").unwrap_or(first)
 }
 
-/// `key=value, ...` with only the last part of each dotted key (`AB.protocol=qstp, CD.flows=20`),
-/// every value whole, or `(single point)`.
+/// `key=value, ...` with each key as [`short_key`] shows it (`AB.protocol=qstp, CD.flows=20`),
+/// every value whole, or `(single point)`. Keys joined with `,` move together with one value per
+/// key, and each shows with its own (`bottleneck.rate=40M, X.flows=10`).
 pub fn params_label(params: &serde_json::Map<String, serde_json::Value>) -> String {
     if params.is_empty() {
         return "(single point)".into();
     }
+    let text = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
     params
         .iter()
-        .map(|(k, v)| {
-            let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-            format!("{}={v}", short_key(k))
+        .flat_map(|(k, v)| match v.as_array() {
+            Some(values) if k.contains(',') && values.len() == k.split(',').count() => k
+                .split(',')
+                .zip(values)
+                .map(|(k, v)| format!("{}={}", short_key(k.trim()), text(v)))
+                .collect(),
+            _ => vec![format!("{}={}", short_key(k), text(v))],
         })
         .collect::<Vec<_>>()
         .join(", ")

@@ -193,6 +193,13 @@ fn sweep_labels_are_whole_and_comma_separated() {
     params.insert("group.AB.protocol".into(), "tfrc-sack".into());
     params.insert("group.CD.flows+group.CD.target".into(), 20.into());
     assert_eq!(params_label(&params), "AB.protocol=tfrc-sack, CD.flows=20");
+    // Keys joined with ',' show each with its own value.
+    let mut zipped = serde_json::Map::new();
+    zipped.insert(
+        "bottleneck.rate,group.X.flows".into(),
+        serde_json::json!(["40M", 10]),
+    );
+    assert_eq!(params_label(&zipped), "bottleneck.rate=40M, X.flows=10");
     let long = "x".repeat(60);
     params.insert("group.EF.protocol".into(), long.clone().into());
     let s = summary();
