@@ -87,7 +87,6 @@ pub(crate) struct Wheel<E> {
     /// Nodes free for reuse.
     free: Vec<u32>,
     far: BinaryHeap<Entry<E>>,
-    len: usize,
 }
 
 impl<E: Copy> Wheel<E> {
@@ -100,19 +99,17 @@ impl<E: Copy> Wheel<E> {
             nodes: Vec::new(),
             free: Vec::new(),
             far: BinaryHeap::new(),
-            len: 0,
         }
     }
 
     /// Events waiting.
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.nodes.len() - self.free.len() + self.far.len()
     }
 
     /// Add `event` with `key`, whose slot is not before the window's first.
     #[inline]
     pub(crate) fn push(&mut self, key: u128, event: E) {
-        self.len += 1;
         let slot = slot_of(key);
         debug_assert!(slot >= self.origin, "an event before the window");
         if slot - self.origin < SLOTS as u64 {
@@ -235,7 +232,6 @@ impl<E: Copy> Wheel<E> {
             }
         }
         self.free.push(id);
-        self.len -= 1;
         event
     }
 
