@@ -13,6 +13,13 @@
 //! is lying, and the connection closes. Its receive rate X_recv is capped at 1.25 times what was
 //! acknowledged over the last RTT.
 //!
+//! The judgement uses a second history of the same packets whose losses group into events over
+//! SRTT + 4 RTTVAR (RFC 6298 §2.3) rather than one RTT: the receiver groups by arrival times
+//! (RFC 5348 §5.2), which jitter on the path and its scheduler move closer together than the send
+//! times (a receiver taking a burst of packets at once sees their losses as one event), so an
+//! honest receiver may count far fewer events than the send times show, never fewer than the
+//! send times show apart by more than the RTT and the delay's variation.
+//!
 //! Only a byte stream's acknowledgements show every packet that crossed the path: its flow
 //! control keeps the receiver from ever refusing one. A message receiver may refuse fragments
 //! for room (left out of its SACK ranges so they come again), which no loss history of the
@@ -56,6 +63,9 @@ pub(crate) struct ReceiverCheck {
     /// history kept only for a delegation group (module `delegation`) judges nothing.
     judging: bool,
     history: LossHistory,
+    /// The same packets, their losses grouped over the judging window (module doc): the fewest
+    /// loss events an honest receiver can count.
+    judged: LossHistory,
     /// Skipped and probe numbers above every acknowledged one, ascending.
     not_losses: VecDeque<u64>,
     /// Highest number fed to the history.
@@ -107,28 +117,35 @@ impl ReceiverCheck {
     }
 
     /// A feedback acknowledged `bytes` in datagrams at `now`, listed in `packets` (ascending, for
-    /// a byte stream); `rtt` groups losses into events and `segment` is TFRC's s.
+    /// a byte stream); `rtt` groups losses into events, `window` (SRTT + 4 RTTVAR) groups them
+    /// for the judgement, and `segment` is TFRC's s.
     pub(crate) fn on_acked(
         &mut self,
         now: Time,
         bytes: u64,
         packets: &[SentPacket],
-        rtt: Duration,
+        (rtt, window): (Duration, Duration),
         segment: usize,
     ) {
         self.acked_total += bytes;
         let first_interval = self.first_interval(rtt, segment);
+        let window = window.max(rtt);
+        let judging = self.judging;
+        let mut feed = |number: u64, sent: Time| {
+            self.history.on_packet(number, sent, rtt, first_interval);
+            if judging {
+                self.judged.on_packet(number, sent, window, first_interval);
+            }
+        };
         for packet in packets {
             while let Some(&skipped) = self.not_losses.front() {
                 if skipped > packet.packet_number {
                     break;
                 }
                 self.not_losses.pop_front();
-                self.history
-                    .on_packet(skipped, packet.sent, rtt, first_interval);
+                feed(skipped, packet.sent);
             }
-            self.history
-                .on_packet(packet.packet_number, packet.sent, rtt, first_interval);
+            feed(packet.packet_number, packet.sent);
             self.fed = self.fed.max(Some(packet.packet_number));
         }
         if self.acked.len() == MAX_ACK_SAMPLES {
@@ -225,8 +242,8 @@ impl ReceiverCheck {
         if !self.own_loss_history || !self.judging {
             return None;
         }
-        let ours = self.loss_event_rate();
-        if self.history.loss_events() >= MIN_EVENTS && reported * LIE_FACTOR < ours {
+        let ours = self.judged.loss_event_rate();
+        if self.judged.loss_events() >= MIN_EVENTS && reported * LIE_FACTOR < ours {
             self.lies += 1;
         } else {
             self.lies = 0;
@@ -243,6 +260,7 @@ impl ReceiverCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::tfrc::loss_history::LossHistory;
     use crate::ec::sack::SentChunk;
 
     fn sent(number: u64, ms: u64) -> SentPacket {
@@ -270,7 +288,7 @@ mod tests {
         let lost: Vec<u64> = (1..10).map(|k| k * 100).collect();
         let mut check = ReceiverCheck::new(true);
         let packets = acked(1000, &lost);
-        check.on_acked(now, 1000 * packets.len() as u64, &packets, rtt, 1000);
+        check.on_acked(now, 1000 * packets.len() as u64, &packets, (rtt, rtt), 1000);
         let p = check.loss_event_rate();
         assert!((0.008..0.012).contains(&p), "p = {p}");
         // The same gaps as skipped numbers are no loss at all.
@@ -279,7 +297,7 @@ mod tests {
             check.on_not_loss(n);
         }
         let packets = acked(1000, &lost);
-        check.on_acked(now, 1000 * packets.len() as u64, &packets, rtt, 1000);
+        check.on_acked(now, 1000 * packets.len() as u64, &packets, (rtt, rtt), 1000);
         assert_eq!(check.loss_event_rate(), 0.0);
     }
 
@@ -289,7 +307,13 @@ mod tests {
         let lost: Vec<u64> = (1..10).map(|k| k * 100).collect();
         let mut liar = ReceiverCheck::new(true);
         let packets = acked(1000, &lost);
-        liar.on_acked(Time::ZERO, 1000 * packets.len() as u64, &packets, rtt, 1000);
+        liar.on_acked(
+            Time::ZERO,
+            1000 * packets.len() as u64,
+            &packets,
+            (rtt, rtt),
+            1000,
+        );
         let ours = liar.loss_event_rate();
         let mut honest = liar.clone();
         for _ in 0..MAX_LIES - 1 {
@@ -309,13 +333,47 @@ mod tests {
     }
 
     #[test]
+    fn a_receiver_taking_its_packets_in_bursts_is_no_liar_and_one_hiding_them_still_is() {
+        // Packets sent 1 ms apart, every tenth lost: by send times a loss event every 10 packets
+        // (RTT 8 ms). The receiver is scheduled once every 60 ms and stamps each burst with one
+        // arrival time, so its own history (RFC 5348 §5.2, by arrival) sees one event a burst.
+        let rtt = Duration::from_millis(8);
+        let lost: Vec<u64> = (0..300).map(|k| 10 * k + 5).collect();
+        let packets = acked(3000, &lost);
+        let mut receiver = LossHistory::new();
+        for p in &packets {
+            let burst = p.packet_number / 60 * 60;
+            let at = Time::ZERO + Duration::from_millis(burst + 60);
+            receiver.on_packet(p.packet_number, at, rtt, || 1000.0);
+        }
+        let reported = receiver.loss_event_rate();
+        // Jitter of that size shows in the RTT samples: RTTVAR near 13 ms, RTO 60 ms.
+        let window = Duration::from_millis(60);
+        let mut check = ReceiverCheck::new(true);
+        check.on_acked(Time::ZERO, 1000 * 2700, &packets, (rtt, window), 1000);
+        let by_send_times = check.loss_event_rate();
+        assert!(
+            reported * LIE_FACTOR < by_send_times,
+            "the bursts hide events: {reported} against {by_send_times}"
+        );
+        for _ in 0..2 * MAX_LIES {
+            assert_eq!(check.judge(reported), None, "{reported}");
+        }
+        let mut liar = check.clone();
+        for _ in 0..MAX_LIES - 1 {
+            assert_eq!(liar.judge(reported / 2.0 / LIE_FACTOR), None);
+        }
+        assert!(liar.judge(reported / 2.0 / LIE_FACTOR).is_some());
+    }
+
+    #[test]
     fn the_reported_receive_rate_is_capped_by_what_was_acknowledged() {
         let rtt = Duration::from_millis(100);
         let mut check = ReceiverCheck::new(true);
         // 1000 bytes acknowledged every 10 ms: 800 kbit/s.
         for k in 0..50u64 {
             let now = Time::ZERO + Duration::from_millis(10 * k);
-            check.on_acked(now, 1000, &[sent(k, 10 * k)], rtt, 1000);
+            check.on_acked(now, 1000, &[sent(k, 10 * k)], (rtt, rtt), 1000);
         }
         let now = Time::ZERO + Duration::from_millis(490);
         let capped = check.cap_x_recv(now, Rate::from_mbps(10_000), rtt, 1000);

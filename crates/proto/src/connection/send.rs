@@ -854,11 +854,13 @@ impl Connection {
             let rtt = Some(self.sender.rate.state().rtt)
                 .filter(|r| !r.is_zero())
                 .unwrap_or(rtt_sample);
+            // The judging window (module `honesty`): RTO = SRTT + 4 RTTVAR (RFC 6298 §2.3).
+            let window = self.sender.rto_estimator.rto(Duration::ZERO);
             check.on_acked(
                 now,
                 result.acked_bytes,
                 &result.acked_list,
-                rtt,
+                (rtt, window),
                 self.config.segment_size(),
             );
             x_recv = check.cap_x_recv(now, x_recv, rtt, self.config.segment_size());
