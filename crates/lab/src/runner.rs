@@ -80,37 +80,7 @@ pub enum RunError {
     },
 }
 
-/// Most series values (bins x flows x 3 metrics, over every run kept) a plan keeps in memory and
-/// writes to `series.csv`: 4 M values, about 32 MiB in memory and 100 MB of CSV. A plan above it
-/// keeps the series of the first run of each point only.
-pub const MAX_SERIES_VALUES: u64 = 4 << 20;
-
-pub use crate::scenario::SeriesRuns;
-
-/// The runs the plan's outputs ask for; by default every run's series if they fit
-/// [`MAX_SERIES_VALUES`], else the first run's of each point.
-pub fn series_runs(plan: &Plan) -> SeriesRuns {
-    if let Some(asked) = plan.outputs.series {
-        return asked;
-    }
-    let values: u64 = plan
-        .points
-        .iter()
-        .map(|p| {
-            let s = &p.scenario;
-            let bins = s.duration.as_nanos().div_ceil(s.bin.as_nanos().max(1));
-            let flows: u64 = s.groups.iter().map(|g| u64::from(g.flows)).sum();
-            bins.saturating_mul(flows)
-                .saturating_mul(3)
-                .saturating_mul(u64::from(s.runs))
-        })
-        .fold(0u64, u64::saturating_add);
-    if values <= MAX_SERIES_VALUES {
-        SeriesRuns::All
-    } else {
-        SeriesRuns::First
-    }
-}
+pub use crate::scenario::{series_runs, SeriesRuns, MAX_SERIES_VALUES};
 
 /// Simulated time between two progress reports of one run, at most.
 const PROGRESS_STEP_NS: u64 = 1_000_000_000;

@@ -10,149 +10,12 @@
 //! go back to reacting to their own loss events.
 
 use crate::connection::Connection;
+use crate::delegation::GroupState;
+pub use crate::delegation::{GroupOptions, GroupStats};
 use crate::error::Error;
 use crate::state::{Shared, State};
-use qstp_proto::delegation::{controller::MARGIN, Controller, ControllerSpec, Delegator};
-use qstp_proto::{ConnectionHandle, Duration, Rate, Time};
+use qstp_proto::{Rate, Time};
 use std::sync::Arc;
-
-/// How a group decides.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct GroupOptions {
-    /// The controller that turns the Free's throughput into the fraction of its loss events to
-    /// delegate (Free & Stunts paper eqs. 3-4).
-    pub controller: ControllerSpec,
-    /// Time between control instants.
-    pub period: Duration,
-    /// Reverse delegation: the Free takes a Stunt's loss event while it runs above its target.
-    pub reverse: bool,
-}
-
-impl Default for GroupOptions {
-    /// The PI controller with the gain the lab's Free & Stunts scenarios use, every 500 ms, with
-    /// reverse delegation.
-    fn default() -> Self {
-        GroupOptions {
-            controller: ControllerSpec::Pi { gain: 0.0005 },
-            period: Duration::from_millis(500),
-            reverse: true,
-        }
-    }
-}
-
-/// What a group did so far.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct GroupStats {
-    /// The Free's throughput over the last control period.
-    pub throughput: Rate,
-    /// The target in force.
-    pub target: Rate,
-    /// The fraction of the Free's loss events the controller delegates now.
-    pub fraction: f64,
-    /// Loss events of the Free the Stunts took.
-    pub delegated: u64,
-    /// Loss events of the Free it reacted to itself.
-    pub reacted: u64,
-    /// Of `reacted`, the loss events the controller would have delegated that the Free kept
-    /// because the Stunts' allowed rates together were not above its own (Free & Stunts paper
-    /// §II-B): more Stunts (or a lower target) would have taken them.
-    pub kept_stunts_short: u64,
-    /// Loss events of Stunts the Free took (reverse delegation).
-    pub taken_by_free: u64,
-}
-
-/// The running group, inside the endpoint's state.
-#[derive(Debug)]
-pub(crate) struct GroupState {
-    id: u64,
-    free: ConnectionHandle,
-    stunts: Vec<ConnectionHandle>,
-    options: GroupOptions,
-    controller: Controller,
-    delegator: Delegator,
-    target: Rate,
-    /// Bits of payload per datagram, the controller's unit.
-    segment_bits: u64,
-    next_control: Time,
-    acked_at_last_control: u64,
-    throughput: Rate,
-    /// The fraction's running sum: a loss event is delegated each time it passes a whole one,
-    /// so that exactly the fraction g of them is (§II-A: "the ratio of congestion signals to be
-    /// delegated"), without a random draw.
-    credit: f64,
-}
-
-impl GroupState {
-    /// When the group next wants a turn.
-    pub(crate) fn next_control(&self) -> Time {
-        self.next_control
-    }
-
-    /// Run the group at `now`: control instants due, then the held loss events. Whether it goes
-    /// on (false once the Free is gone).
-    fn run(&mut self, proto: &mut qstp_proto::Endpoint, now: Time) -> bool {
-        let Some(free) = proto.connection(self.free).filter(|c| !c.is_closed()) else {
-            return false;
-        };
-        while now >= self.next_control {
-            let acked = free.stats().bytes_acked;
-            let bytes = acked.saturating_sub(self.acked_at_last_control);
-            self.acked_at_last_control = acked;
-            self.throughput = Rate::from_bytes_over(bytes, self.options.period);
-            self.controller
-                .update(self.throughput, self.target, self.segment_bits);
-            self.next_control += self.options.period;
-        }
-        // Stunts that closed leave the group; the others go on.
-        self.stunts
-            .retain(|&s| proto.connection(s).is_some_and(|c| !c.is_closed()));
-        let mut handles = Vec::with_capacity(self.stunts.len() + 1);
-        handles.push(self.free);
-        handles.extend_from_slice(&self.stunts);
-        let Some(mut conns) = proto.connections_mut(&handles) else {
-            return true;
-        };
-        if conns.iter().all(|c| c.deferred_loss_events() == 0) {
-            return true;
-        }
-        let above = self.throughput.bps() as f64 > MARGIN * self.target.bps() as f64;
-        let (free, stunts) = conns.split_first_mut().expect("the Free is first");
-        let g = self.controller.fraction();
-        let credit = &mut self.credit;
-        let draw = || {
-            *credit += g;
-            let delegate = *credit >= 1.0;
-            if delegate {
-                *credit -= 1.0;
-            }
-            delegate
-        };
-        self.delegator
-            .settle(now, free, stunts, draw, self.options.reverse, above);
-        true
-    }
-
-    /// Stop deferring every member's loss events (the group ends).
-    fn release(&self, proto: &mut qstp_proto::Endpoint, now: Time) {
-        for &h in std::iter::once(&self.free).chain(&self.stunts) {
-            if let Some(conn) = proto.connection_mut(h) {
-                let _ = conn.defer_loss_events(now, false);
-            }
-        }
-    }
-
-    fn stats(&self) -> GroupStats {
-        GroupStats {
-            throughput: self.throughput,
-            target: self.target,
-            fraction: self.controller.fraction(),
-            delegated: self.delegator.delegated,
-            reacted: self.delegator.reacted,
-            kept_stunts_short: self.delegator.kept_stunts_short,
-            taken_by_free: self.delegator.taken_by_free,
-        }
-    }
-}
 
 impl State {
     /// Run every group at `now`; the ones whose Free is gone end.
@@ -235,20 +98,13 @@ impl Group {
             .proto
             .connection(handles[0])
             .map_or(0, |c| c.stats().bytes_acked);
-        state.groups.push(GroupState {
+        state.groups.push(GroupState::new(
             id,
-            free: handles[0],
-            stunts: handles[1..].to_vec(),
-            options,
-            controller: Controller::new(options.controller),
-            delegator: Delegator::new(),
+            (handles[0], &handles[1..]),
             target,
-            segment_bits: segment as u64 * 8,
-            next_control: now + options.period,
-            acked_at_last_control: acked,
-            throughput: Rate::ZERO,
-            credit: 0.0,
-        });
+            options,
+            (now, acked, segment),
+        ));
         drop(state);
         shared.driver.notify_one();
         Ok(Group { shared, id })

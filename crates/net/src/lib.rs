@@ -51,6 +51,7 @@ pub mod relay;
 pub mod transfer;
 
 mod connection;
+mod delegation;
 mod driver;
 mod endpoint;
 mod error;

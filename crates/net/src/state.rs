@@ -62,7 +62,7 @@ pub(crate) struct State {
     pub(crate) psk: bool,
     /// Free & Stunts delegation groups of this endpoint's connections (at most one per
     /// connection, so bounded by the connection limit).
-    pub(crate) groups: Vec<crate::group::GroupState>,
+    pub(crate) groups: Vec<crate::delegation::GroupState>,
 }
 
 /// Wakers and flags of one connection.
