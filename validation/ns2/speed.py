@@ -9,9 +9,12 @@ seconds of each, and the ratios from pairs measured in the same round.
 Each cell is the high-speed TCP paper's dumbbell (hstcp_dumbbell.tcl: 200 Mbit/s, 98 ms, 100
 packets of drop-tail, 1 Gbit/s 1 ms access links, 60 s) with FLOWS flows of one control, in ns-2
 as hstcp_dumbbell.tcl runs it and in the lab as compare.py sets it up (the same start times). Per
-round and cell, ns-2 runs once, then `qstp run` twice: simulating only (`--series none
---no-plots`, the bare simulation with summary.json and runs.csv) and as a user runs it (series
-and figures written), so the split between simulating and writing shows. CPU seconds are the
+round and cell, ns-2 runs once, then `qstp run` three times: simulating only (`--series none
+--no-plots`, the bare simulation with summary.json and runs.csv), as a user runs it (series and
+figures written), so the split between simulating and writing shows, and simulating only on
+ns-2's network exactly (compare.hstcp_graph_scenario: no trunk between the access links and the
+bottleneck, so three links each way where the lab's dumbbell has four, and the reverse links at
+the forward rates), the same network for both simulators. CPU seconds are the
 child's user + system time (os.wait4), so the machine's other work does not count; each
 simulator runs alone, one after the other, on one core (`--jobs 1`).
 
@@ -146,15 +149,21 @@ def main():
         for cc, flows in cells:
             print(f"\n{cc}, {flows} flows, {args.duration} s, seed {args.seed}", flush=True)
             print("| round | ns-2 CPU s | lab CPU s, simulating | lab CPU s, all outputs | "
-                  "ns-2 / lab simulating | ns-2 / lab all | ns-3 CPU s | ns-3 / lab simulating |")
-            print("|---|---|---|---|---|---|---|---|")
+                  "ns-2 / lab simulating | ns-2 / lab all | lab CPU s on ns-2's network | "
+                  "ns-2 / lab on its network | ns-3 CPU s | ns-3 / lab simulating |")
+            print("|---|---|---|---|---|---|---|---|---|---|")
             ratios, full_ratios, ns2s, bares, fulls, ns3s, ns3_ratios = [], [], [], [], [], [], []
+            graphs, graph_ratios = [], []
             for r in range(1, args.rounds + 1):
                 ns2_secs, result = ns2_run(cc, flows, args.duration, args.seed)
                 text = compare.hstcp_scenario(cc, result["start_times_s"], args.duration,
                                               args.seed)
                 bare = lab_run(args.qstp, text, work, True)
                 full = lab_run(args.qstp, text, work, False)
+                graph = lab_run(args.qstp, compare.hstcp_graph_scenario(
+                    cc, result["start_times_s"], args.duration, args.seed), work, True)
+                graphs.append(graph)
+                graph_ratios.append(ns2_secs / graph)
                 ratios.append(ns2_secs / bare)
                 full_ratios.append(ns2_secs / full)
                 ns2s.append(ns2_secs)
@@ -167,21 +176,24 @@ def main():
                     ns3_ratios.append(ns3_secs / bare)
                     ns3_cell = f"{ns3_secs:.1f}", f"{ns3_ratios[-1]:.0f}"
                 print(f"| {r} | {ns2_secs:.2f} | {bare:.3f} | {full:.3f} | {ratios[-1]:.1f} | "
-                      f"{full_ratios[-1]:.1f} | {ns3_cell[0]} | {ns3_cell[1]} |", flush=True)
+                      f"{full_ratios[-1]:.1f} | {graph:.3f} | {graph_ratios[-1]:.1f} | "
+                      f"{ns3_cell[0]} | {ns3_cell[1]} |", flush=True)
             summary.append((cc, flows, statistics.median(ns2s), statistics.median(bares),
                             statistics.median(fulls), statistics.median(ratios),
-                            statistics.median(full_ratios),
+                            statistics.median(full_ratios), statistics.median(graphs),
+                            statistics.median(graph_ratios),
                             f"{statistics.median(ns3s):.1f}" if ns3s else dash,
                             f"{statistics.median(ns3_ratios):.0f}" if ns3s else dash))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"\nmedians of {args.rounds} rounds (ns-3: of the first {args.ns3_rounds})")
     print("| cell | ns-2 CPU s | lab CPU s, simulating | lab CPU s, all outputs | "
-          "ns-2 / lab simulating | ns-2 / lab all | ns-3 CPU s | ns-3 / lab simulating |")
-    print("|---|---|---|---|---|---|---|---|")
-    for cc, flows, n, b, f, rb, rf, n3, r3 in summary:
-        print(f"| {cc} x {flows} | {n:.2f} | {b:.3f} | {f:.3f} | {rb:.1f} | {rf:.1f} | {n3} | "
-              f"{r3} |")
+          "ns-2 / lab simulating | ns-2 / lab all | lab CPU s on ns-2's network | "
+          "ns-2 / lab on its network | ns-3 CPU s | ns-3 / lab simulating |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for cc, flows, n, b, f, rb, rf, g, rg, n3, r3 in summary:
+        print(f"| {cc} x {flows} | {n:.2f} | {b:.3f} | {f:.3f} | {rb:.1f} | {rf:.1f} | {g:.3f} | "
+              f"{rg:.1f} | {n3} | {r3} |")
 
 
 if __name__ == "__main__":
