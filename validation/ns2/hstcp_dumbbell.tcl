@@ -6,8 +6,10 @@
 # Prints one JSON object: each flow's goodput (in-order payload, from its cumulative ACK),
 # utilisation (their sum over 200 Mbit/s) and Jain's index. CC is a Linux module name for
 # select_ca (reno, highspeed, bic, scalable, cubic, htcp, illinois, yeah, compound). With
-# TRACE_FILE, every flow's cwnd_ and ssthresh_ are traced there (ns-2's trace format:
-# "time src_addr src_port dst_addr dst_port var value"). With QUEUE_TRACE_FILE, the bottleneck's
+# TRACE_FILE, every flow's cwnd_, ssthresh_ and ncwndcuts_ are traced there (ns-2's trace format:
+# "time src_addr src_port dst_addr dst_port var value"; ncwndcuts_ counts the window reductions,
+# fast recoveries and timeouts alike, tcp-linux.cc:502 and :545, where ssthresh_ shows only those
+# that change it). With QUEUE_TRACE_FILE, the bottleneck's
 # enqueues, dequeues and drops (ns-2's trace-queue format).
 
 set cc       [lindex $argv 0]
@@ -98,6 +100,7 @@ for {set i 0} {$i < $nflows} {incr i} {
         $tcp($i) attach $tf
         $tcp($i) trace cwnd_
         $tcp($i) trace ssthresh_
+        $tcp($i) trace ncwndcuts_
     }
     set ftp($i) [new Application/FTP]
     $ftp($i) attach-agent $tcp($i)
