@@ -69,6 +69,28 @@ pub enum RttSample {
     Timed,
 }
 
+/// Which RTT sample a congestion control gets on an ACK (its per-ACK sample, beside the RTO
+/// estimator's [`RttSample`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CcRttSample {
+    /// The newest segment the ACK newly acknowledges, cumulatively or by SACK, if that one was
+    /// sent only once (RFC 6298 §3, Karn): a SACK-only ACK gives one too.
+    #[default]
+    Karn,
+    /// As ns-2.35's TCP/Linux hands it to a module's `pkts_acked` (tcp-linux.cc:374-382): only
+    /// an ACK that advances the cumulative ACK gives one, from the latest transmission of the
+    /// highest segment it acknowledges (the agent's `tss` table), sent once or not; so the ACK
+    /// that ends a recovery measures from the send time of the highest segment SACKed before.
+    Ns2,
+}
+
+impl CcRttSample {
+    fn is_karn(&self) -> bool {
+        *self == CcRttSample::Karn
+    }
+}
+
 impl RttSample {
     fn is_newest(&self) -> bool {
         *self == RttSample::Newest
@@ -125,6 +147,8 @@ pub struct TcpConfig {
     pub handshake: bool,
     /// Which segment of a cumulative ACK gives the RTT estimator its sample.
     pub rtt_sample: RttSample,
+    /// Which RTT sample the congestion control gets on an ACK.
+    pub cc_rtt_sample: CcRttSample,
     /// How the RTO follows the RTT samples.
     pub rto: RtoRule,
     /// Whether a retransmission is deemed lost again once data sent after it is SACKed (Linux
@@ -150,6 +174,7 @@ impl Default for TcpConfig {
             initial_rto: Duration::from_secs(1),
             handshake: false,
             rtt_sample: RttSample::Newest,
+            cc_rtt_sample: CcRttSample::Karn,
             rto: RtoRule::Rfc6298,
             lost_retransmit: false,
             ecn: false,
@@ -178,6 +203,9 @@ pub struct TcpOptions {
     /// Which segment of a cumulative ACK gives the RTT estimator its sample.
     #[serde(default, skip_serializing_if = "RttSample::is_newest")]
     pub rtt_sample: RttSample,
+    /// Which RTT sample the congestion control gets on an ACK.
+    #[serde(default, skip_serializing_if = "CcRttSample::is_karn")]
+    pub cc_rtt_sample: CcRttSample,
     /// How the RTO follows the RTT samples.
     #[serde(default, skip_serializing_if = "RtoRule::is_rfc6298")]
     pub rto: RtoRule,
@@ -203,6 +231,7 @@ impl Default for TcpOptions {
             recovery: Recovery::Rfc6675,
             handshake: false,
             rtt_sample: RttSample::Newest,
+            cc_rtt_sample: CcRttSample::Karn,
             rto: RtoRule::Rfc6298,
             lost_retransmit: false,
             ecn: false,
@@ -227,6 +256,7 @@ impl TcpOptions {
             recovery: self.recovery,
             handshake: self.handshake,
             rtt_sample: self.rtt_sample,
+            cc_rtt_sample: self.cc_rtt_sample,
             rto: self.rto,
             lost_retransmit: self.lost_retransmit,
             ecn: self.ecn,

@@ -35,7 +35,9 @@ pub use cc::{
     Params, RateSample, Registered, RoundSample,
 };
 pub use compound::Compound;
-pub use config::{Recovery, RtoRule, RttSample, TcpConfig, TcpConfigError, TcpOptions};
+pub use config::{
+    CcRttSample, Recovery, RtoRule, RttSample, TcpConfig, TcpConfigError, TcpOptions,
+};
 pub use cubic::Cubic;
 pub use ecn::EcnFlags;
 pub use highspeed::HighSpeed;

@@ -115,6 +115,8 @@ pub(crate) struct CumulativeAck {
     pub retransmission_acked: bool,
     /// The newest segment it delivered that no SACK block had covered.
     pub newest: Option<Delivered>,
+    /// Latest transmission of the last segment acknowledged, sent once or not (ns-2's sample).
+    pub last_sent_at: Option<Time>,
 }
 
 /// What a SACK option newly covered.
@@ -260,6 +262,7 @@ impl Scoreboard {
             }
             karn_ok &= !seg.retransmitted;
             result.rtt_sent_at = Some(seg.sent_at);
+            result.last_sent_at = Some(seg.sent_at);
             if std::mem::take(&mut first) && !seg.retransmitted {
                 result.oldest_sent_at = Some(seg.sent_at);
             }

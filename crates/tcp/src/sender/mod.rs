@@ -18,8 +18,8 @@ use super::rtt::RttEstimator;
 use super::scoreboard::{Delivered, Scoreboard, TxState, DUP_THRESH};
 use super::EcnFlags;
 use super::{
-    AckSample, CaState, CongestionControl, RateSample, Recovery, RoundSample, RttSample,
-    SackBlocks, Segment, TcpConfig,
+    AckSample, CaState, CcRttSample, CongestionControl, RateSample, Recovery, RoundSample,
+    RttSample, SackBlocks, Segment, TcpConfig,
 };
 use qstp_proto::{Duration, Rate, Time};
 use std::collections::VecDeque;
@@ -577,8 +577,12 @@ impl TcpSender {
             newest: sacked.newest,
             ..Acked::default()
         };
-        // The control's RTT sample: the cumulative one if any, else the newest segment SACKed.
-        let mut cc_rtt = sacked.rtt_sent_at.map(|sent| now.saturating_since(sent));
+        // The control's RTT sample: the cumulative one if any, else the newest segment SACKed
+        // (ns-2.35's TCP/Linux: none from a SACK, tcp-linux.cc:374).
+        let mut cc_rtt = sacked
+            .rtt_sent_at
+            .filter(|_| self.config.cc_rtt_sample == CcRttSample::Karn)
+            .map(|sent| now.saturating_since(sent));
         if advanced {
             self.on_cumulative_ack(now, ack.ack, &mut acked, &mut cc_rtt);
         } else if ack.len == 0 && self.snd_nxt > self.snd_una && !self.not_a_dupack(&acked) {
@@ -657,8 +661,19 @@ impl TcpSender {
         if let Some(r) = estimator_sample {
             self.rtt.sample_acked(r, self.snd_una, self.snd_nxt);
         }
-        if let Some(r) = rtt_sample {
-            *cc_rtt = Some(r);
+        match self.config.cc_rtt_sample {
+            CcRttSample::Karn => {
+                if let Some(r) = rtt_sample {
+                    *cc_rtt = Some(r);
+                }
+            }
+            // ns-2.35 tcp-linux.cc:379: `tss[tcph->seqno() % tss_size_]`, the latest send time
+            // of the highest segment the ACK covers, retransmitted or not.
+            CcRttSample::Ns2 => {
+                *cc_rtt = cumulative
+                    .last_sent_at
+                    .map(|sent| now.saturating_since(sent));
+            }
         }
         if !self.in_recovery {
             // RFC 6298 §5.2-5.3.

@@ -5,7 +5,7 @@ use super::{CheckContext, FlowAgents, ReadContext, Source, SourceKind, Wire};
 use crate::error::SimError;
 use qstp_dataplane::headers::{tcp_payload, TCP_IP_HEADER};
 use qstp_dataplane::params::{NameOrTable, ParamResult, ParamTable};
-use qstp_tcp::{CcSpec, Recovery, RtoRule, RttSample, TcpOptions};
+use qstp_tcp::{CcRttSample, CcSpec, Recovery, RtoRule, RttSample, TcpOptions};
 
 /// A saturated TCP bulk transfer.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -109,7 +109,7 @@ fn congestion(t: &mut dyn ParamTable) -> ParamResult<CcSpec> {
 }
 
 /// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window, recovery,
-/// handshake, rtt_sample, rto, lost_retransmit, ecn }`;
+/// handshake, rtt_sample, cc_rtt_sample, rto, lost_retransmit, ecn }`;
 /// `delayed_ack`, `window` and `ecn` may also sit in the group itself.
 fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
     let mut o = TcpOptions::default();
@@ -156,6 +156,17 @@ fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
                     return Err(t.error(
                         "rtt_sample",
                         &format!("'{other}' is not an RTT sample (use newest, oldest or timed)"),
+                    ))
+                }
+            }
+            match t.opt_str("cc_rtt_sample")?.as_deref() {
+                None => {}
+                Some("karn") => o.cc_rtt_sample = CcRttSample::Karn,
+                Some("ns2") => o.cc_rtt_sample = CcRttSample::Ns2,
+                Some(other) => {
+                    return Err(t.error(
+                        "cc_rtt_sample",
+                        &format!("'{other}' is not a control's RTT sample (use karn or ns2)"),
                     ))
                 }
             }
