@@ -295,7 +295,8 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
 /// Settings of `spec`'s TCP groups that the testbed accepts but cannot honour, one line each, for
 /// the user to read before the run: kernel TCP has its own recovery, RTT estimator and timer rule,
 /// autotunes its receive buffer, and takes its controls' constants from the module, so the lab's
-/// `recovery`, `rtt_sample`, `rto`, `receive_window` and control parameters change nothing here.
+/// `recovery`, `rtt_sample`, `cc_rtt_sample`, `rto`, `receive_window` and control parameters
+/// change nothing here.
 /// The defaults are not listed: they stand for "whatever TCP does", which the kernel does.
 pub fn ignored_settings(spec: &SimSpec) -> Vec<String> {
     let default = qstp_tcp::TcpOptions::default();
@@ -314,6 +315,9 @@ pub fn ignored_settings(spec: &SimSpec) -> Vec<String> {
         }
         if o.rtt_sample != default.rtt_sample {
             keys.push("rtt_sample");
+        }
+        if o.cc_rtt_sample != default.cc_rtt_sample {
+            keys.push("cc_rtt_sample");
         }
         if o.rto != default.rto {
             keys.push("rto");
