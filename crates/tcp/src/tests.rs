@@ -539,13 +539,15 @@ mod steering {
         assert_eq!(events(&mut net).len(), sender::MAX_EVENTS);
     }
 
-    /// NewReno as a test double: it may ask to be paced at a fixed rate, and it counts the ACKs
-    /// it is told came in a timeout's loss state.
+    /// NewReno as a test double: it may ask to be paced at a fixed rate, it counts the ACKs it
+    /// is told came in a timeout's loss state, and it keeps the RTT sample of every ACK it is
+    /// handed, in a recovery or not.
     #[derive(Debug)]
     struct Probe {
         cc: NewReno,
         pacing: Option<Rate>,
         acks_in_loss: std::sync::Arc<std::sync::atomic::AtomicU64>,
+        samples: std::sync::Arc<std::sync::Mutex<Vec<Option<Duration>>>>,
     }
 
     impl Probe {
@@ -554,6 +556,7 @@ mod steering {
                 cc: NewReno::new(MSS),
                 pacing: None,
                 acks_in_loss: Default::default(),
+                samples: Default::default(),
             }
         }
     }
@@ -572,7 +575,11 @@ mod steering {
             self.cc.ssthresh()
         }
         fn on_ack(&mut self, s: &AckSample) {
+            self.samples.lock().unwrap().push(s.rtt);
             self.cc.on_ack(s)
+        }
+        fn on_ack_in_recovery(&mut self, s: &AckSample) {
+            self.samples.lock().unwrap().push(s.rtt);
         }
         fn on_ack_in_loss(&mut self, s: &AckSample) {
             self.acks_in_loss
@@ -590,6 +597,60 @@ mod steering {
         }
         fn pacing_rate(&self) -> Option<Rate> {
             self.pacing
+        }
+    }
+
+    #[test]
+    fn the_controls_rtt_sample_follows_karn_or_ns2s_tcp_linux() {
+        // Five segments at 0, the first lost: SACK-only ACKs at 100-102 ms start a recovery that
+        // resends it, one at 103 ms SACKs the fifth, and the resend's ACK at 202 ms covers all five.
+        // The control hears the last two. Karn: the one at 103 ms samples the segment it SACKs, the
+        // last none (it covers a resent segment). ns-2's TCP/Linux: none from a SACK, and from the
+        // last the latest send time of the highest segment it covers (sent at 0): 202 ms.
+        let ack = |cum: u64, sacked: u64, at: f64| {
+            let mut sack = SackBlocks::new();
+            if sacked > 0 {
+                sack.push((u64::from(MSS), (sacked + 1) * u64::from(MSS)));
+            }
+            let segment = Segment {
+                seq: 0,
+                len: 0,
+                ack: cum * u64::from(MSS),
+                sack,
+                window: 1 << 20,
+                retransmission: false,
+                syn: false,
+                ecn: Default::default(),
+            };
+            (secs(at), segment)
+        };
+        let ms = |m: u64| Some(Duration::from_millis(m));
+        for (cc_rtt_sample, expected) in [
+            (CcRttSample::Karn, vec![ms(103), None]),
+            (CcRttSample::Ns2, vec![None, ms(202)]),
+        ] {
+            let config = TcpConfig {
+                cc_rtt_sample,
+                initial_window: 5,
+                ..config(1 << 20, true)
+            };
+            let probe = Probe::new();
+            let samples = probe.samples.clone();
+            let mut sender = TcpSender::new(config, Box::new(probe));
+            let sent: Vec<Segment> =
+                std::iter::from_fn(|| sender.poll_segment(Time::ZERO)).collect();
+            assert_eq!(sent.len(), 5);
+            for (at, a) in [ack(0, 1, 0.1), ack(0, 2, 0.101), ack(0, 3, 0.102)] {
+                sender.on_ack(at, &a);
+            }
+            let resent = sender
+                .poll_segment(secs(0.102))
+                .expect("the first segment again");
+            assert_eq!(resent.seq, 0);
+            for (at, a) in [ack(0, 4, 0.103), ack(5, 0, 0.202)] {
+                sender.on_ack(at, &a);
+            }
+            assert_eq!(*samples.lock().unwrap(), expected, "{cc_rtt_sample:?}");
         }
     }
 
@@ -1206,100 +1267,6 @@ fn the_rtt_sample_comes_from_the_newest_or_the_oldest_segment_acknowledged() {
             Duration::from_millis(srtt),
             "{rtt_sample:?}"
         );
-    }
-}
-
-/// NewReno that keeps the RTT sample of every ACK it is handed, in or out of a recovery.
-#[derive(Debug)]
-struct SampleLog {
-    cc: NewReno,
-    samples: std::sync::Arc<std::sync::Mutex<Vec<Option<Duration>>>>,
-}
-
-impl CongestionControl for SampleLog {
-    fn name(&self) -> &'static str {
-        "sample-log"
-    }
-    fn init(&mut self, cwnd: u64, ssthresh: u64) {
-        self.cc.init(cwnd, ssthresh)
-    }
-    fn cwnd(&self) -> u64 {
-        self.cc.cwnd()
-    }
-    fn ssthresh(&self) -> u64 {
-        self.cc.ssthresh()
-    }
-    fn on_ack(&mut self, s: &AckSample) {
-        self.samples.lock().unwrap().push(s.rtt);
-        self.cc.on_ack(s)
-    }
-    fn on_ack_in_recovery(&mut self, s: &AckSample) {
-        self.samples.lock().unwrap().push(s.rtt);
-    }
-    fn on_congestion_event(&mut self, now: Time, in_flight: u64) {
-        self.cc.on_congestion_event(now, in_flight)
-    }
-    fn on_recovery_end(&mut self, now: Time) {
-        self.cc.on_recovery_end(now)
-    }
-    fn on_retransmission_timeout(&mut self, now: Time, in_flight: u64) {
-        self.cc.on_retransmission_timeout(now, in_flight)
-    }
-}
-
-#[test]
-fn the_controls_rtt_sample_follows_karn_or_ns2s_tcp_linux() {
-    // Five segments at 0, the first lost: SACK-only ACKs at 100-102 ms start a recovery that
-    // resends it, one at 103 ms SACKs the fifth, and the resend's ACK at 202 ms covers all five.
-    // The control hears the last two. Karn: the one at 103 ms samples the segment it SACKs, the
-    // last none (it covers a resent segment). ns-2's TCP/Linux: none from a SACK, and from the
-    // last the latest send time of the highest segment it covers (sent at 0): 202 ms.
-    let ack = |cum: u64, sacked: u64, at: f64| {
-        let mut sack = SackBlocks::new();
-        if sacked > 0 {
-            sack.push((u64::from(MSS), (sacked + 1) * u64::from(MSS)));
-        }
-        let segment = Segment {
-            seq: 0,
-            len: 0,
-            ack: cum * u64::from(MSS),
-            sack,
-            window: 1 << 20,
-            retransmission: false,
-            syn: false,
-            ecn: Default::default(),
-        };
-        (secs(at), segment)
-    };
-    let ms = |m: u64| Some(Duration::from_millis(m));
-    for (cc_rtt_sample, expected) in [
-        (CcRttSample::Karn, vec![ms(103), None]),
-        (CcRttSample::Ns2, vec![None, ms(202)]),
-    ] {
-        let config = TcpConfig {
-            cc_rtt_sample,
-            initial_window: 5,
-            ..config(1 << 20, true)
-        };
-        let samples = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let log = SampleLog {
-            cc: NewReno::new(MSS),
-            samples: samples.clone(),
-        };
-        let mut sender = TcpSender::new(config, Box::new(log));
-        let sent: Vec<Segment> = std::iter::from_fn(|| sender.poll_segment(Time::ZERO)).collect();
-        assert_eq!(sent.len(), 5);
-        for (at, a) in [ack(0, 1, 0.1), ack(0, 2, 0.101), ack(0, 3, 0.102)] {
-            sender.on_ack(at, &a);
-        }
-        let resent = sender
-            .poll_segment(secs(0.102))
-            .expect("the first segment again");
-        assert_eq!(resent.seq, 0);
-        for (at, a) in [ack(0, 4, 0.103), ack(5, 0, 0.202)] {
-            sender.on_ack(at, &a);
-        }
-        assert_eq!(*samples.lock().unwrap(), expected, "{cc_rtt_sample:?}");
     }
 }
 
