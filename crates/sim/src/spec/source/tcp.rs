@@ -108,6 +108,30 @@ fn congestion(t: &mut dyn ParamTable) -> ParamResult<CcSpec> {
     Ok(spec)
 }
 
+/// The value of the string key `key` among `choices` (`None` if absent); any other string is an
+/// error naming `what` it should be and the choices.
+fn one_of<T: Copy>(
+    t: &mut dyn ParamTable,
+    key: &str,
+    what: &str,
+    choices: &[(&str, T)],
+) -> ParamResult<Option<T>> {
+    let Some(given) = t.opt_str(key)? else {
+        return Ok(None);
+    };
+    if let Some(&(_, value)) = choices.iter().find(|(name, _)| *name == given) {
+        return Ok(Some(value));
+    }
+    let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+    let (last, rest) = names.split_last().expect("at least one choice");
+    let list = if rest.is_empty() {
+        last.to_string()
+    } else {
+        format!("{} or {last}", rest.join(", "))
+    };
+    Err(t.error(key, &format!("'{given}' is not {what} (use {list})")))
+}
+
 /// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window, recovery,
 /// handshake, rtt_sample, cc_rtt_sample, rto, lost_retransmit, ecn }`;
 /// `delayed_ack`, `window` and `ecn` may also sit in the group itself.
@@ -147,39 +171,33 @@ fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
             if let Some(v) = t.opt_bool("lost_retransmit")? {
                 o.lost_retransmit = v;
             }
-            match t.opt_str("rtt_sample")?.as_deref() {
-                None => {}
-                Some("newest") => o.rtt_sample = RttSample::Newest,
-                Some("oldest") => o.rtt_sample = RttSample::Oldest,
-                Some("timed") => o.rtt_sample = RttSample::Timed,
-                Some(other) => {
-                    return Err(t.error(
-                        "rtt_sample",
-                        &format!("'{other}' is not an RTT sample (use newest, oldest or timed)"),
-                    ))
-                }
+            if let Some(v) = one_of(
+                t,
+                "rtt_sample",
+                "an RTT sample",
+                &[
+                    ("newest", RttSample::Newest),
+                    ("oldest", RttSample::Oldest),
+                    ("timed", RttSample::Timed),
+                ],
+            )? {
+                o.rtt_sample = v;
             }
-            match t.opt_str("cc_rtt_sample")?.as_deref() {
-                None => {}
-                Some("karn") => o.cc_rtt_sample = CcRttSample::Karn,
-                Some("ns2") => o.cc_rtt_sample = CcRttSample::Ns2,
-                Some(other) => {
-                    return Err(t.error(
-                        "cc_rtt_sample",
-                        &format!("'{other}' is not a control's RTT sample (use karn or ns2)"),
-                    ))
-                }
+            if let Some(v) = one_of(
+                t,
+                "cc_rtt_sample",
+                "a control's RTT sample",
+                &[("karn", CcRttSample::Karn), ("ns2", CcRttSample::Ns2)],
+            )? {
+                o.cc_rtt_sample = v;
             }
-            match t.opt_str("rto")?.as_deref() {
-                None => {}
-                Some("rfc6298") => o.rto = RtoRule::Rfc6298,
-                Some("linux") => o.rto = RtoRule::Linux,
-                Some(other) => {
-                    return Err(t.error(
-                        "rto",
-                        &format!("'{other}' is not an RTO rule (use rfc6298 or linux)"),
-                    ))
-                }
+            if let Some(v) = one_of(
+                t,
+                "rto",
+                "an RTO rule",
+                &[("rfc6298", RtoRule::Rfc6298), ("linux", RtoRule::Linux)],
+            )? {
+                o.rto = v;
             }
             match t.opt_str("recovery")?.as_deref() {
                 None => {}
