@@ -105,9 +105,10 @@ impl SentSegment {
 pub(crate) struct CumulativeAck {
     /// Bytes newly acknowledged that no SACK block had covered yet.
     pub newly_acked: u64,
-    /// Send time of the last segment acknowledged, if no acknowledged segment was ever sent
-    /// twice (Karn's rule, RFC 6298 §3).
-    pub rtt_sent_at: Option<Time>,
+    /// Latest transmission of the last segment acknowledged, sent once or not (ns-2's sample).
+    pub last_sent_at: Option<Time>,
+    /// Whether any segment it acknowledged was sent more than once.
+    pub resent_acked: bool,
     /// Send time of the first segment acknowledged, if it was sent only once (ns-3's sample).
     pub oldest_sent_at: Option<Time>,
     /// Whether it acknowledged a segment sent more than once that no SACK block had covered
@@ -115,8 +116,14 @@ pub(crate) struct CumulativeAck {
     pub retransmission_acked: bool,
     /// The newest segment it delivered that no SACK block had covered.
     pub newest: Option<Delivered>,
-    /// Latest transmission of the last segment acknowledged, sent once or not (ns-2's sample).
-    pub last_sent_at: Option<Time>,
+}
+
+impl CumulativeAck {
+    /// Send time of the last segment acknowledged, if no acknowledged segment was ever sent
+    /// twice (Karn's rule, RFC 6298 §3).
+    pub(crate) fn rtt_sent_at(&self) -> Option<Time> {
+        self.last_sent_at.filter(|_| !self.resent_acked)
+    }
 }
 
 /// What a SACK option newly covered.
@@ -242,7 +249,6 @@ impl Scoreboard {
     /// Forget every segment wholly below `ack`.
     pub(crate) fn ack_cumulative(&mut self, ack: u64) -> CumulativeAck {
         let mut result = CumulativeAck::default();
-        let mut karn_ok = true;
         let mut first = true;
         while self.segments.front().is_some_and(|s| s.end() <= ack) {
             let was_sacked = self.segments[0].sacked;
@@ -260,15 +266,11 @@ impl Scoreboard {
                 result.retransmission_acked |= seg.retransmitted;
                 result.newest = Delivered::newest(result.newest, Delivered::of(&seg));
             }
-            karn_ok &= !seg.retransmitted;
-            result.rtt_sent_at = Some(seg.sent_at);
+            result.resent_acked |= seg.retransmitted;
             result.last_sent_at = Some(seg.sent_at);
             if std::mem::take(&mut first) && !seg.retransmitted {
                 result.oldest_sent_at = Some(seg.sent_at);
             }
-        }
-        if !karn_ok {
-            result.rtt_sent_at = None;
         }
         let una = self.segments.front().map_or(ack, |s| s.seq);
         self.sacked.remove_below(una);
@@ -565,13 +567,13 @@ mod tests {
         let mut b = board(4);
         let r = b.ack_cumulative(200);
         assert_eq!(r.newly_acked, 200);
-        assert_eq!(r.rtt_sent_at, Some(Time::from_nanos(1)));
+        assert_eq!(r.rtt_sent_at(), Some(Time::from_nanos(1)));
         b.mark_first_lost();
         b.resent(200, Time::from_nanos(9), 0);
         b.apply_sack(&[(300, 400)]);
         let r = b.ack_cumulative(400);
         // Segment 2 was sent twice: no RTT sample; segment 3 had been SACKed already.
-        assert_eq!((r.newly_acked, r.rtt_sent_at), (100, None));
+        assert_eq!((r.newly_acked, r.rtt_sent_at()), (100, None));
         assert!(b.is_empty());
         assert_eq!(b.pipe(), 0);
     }

@@ -130,7 +130,8 @@ impl ReceiverCheck {
         self.acked_total += bytes;
         let first_interval = self.first_interval(rtt, segment);
         let window = window.max(rtt);
-        let judging = self.judging;
+        // Only a byte stream's reports are judged (`judge`).
+        let judging = self.judging && self.own_loss_history;
         let mut feed = |number: u64, sent: Time| {
             self.history.on_packet(number, sent, rtt, first_interval);
             if judging {

@@ -640,7 +640,7 @@ impl TcpSender {
             .saturating_sub(cumulative.newly_acked);
         // RFC 6298 §3 (Karn): sample only segments sent once.
         let rtt_sample = cumulative
-            .rtt_sent_at
+            .rtt_sent_at()
             .map(|sent| now.saturating_since(sent));
         // The estimator's sample: the same, or with RttSample::Oldest that of the first segment
         // acknowledged (ns-3 tcp-socket-base.cc EstimateRtt: m_history.front()).
