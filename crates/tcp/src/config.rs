@@ -80,8 +80,10 @@ pub enum CcRttSample {
     Karn,
     /// As ns-2.35's TCP/Linux hands it to a module's `pkts_acked` (tcp-linux.cc:374-382): only
     /// an ACK that advances the cumulative ACK gives one, from the latest transmission of the
-    /// highest segment it acknowledges (the agent's `tss` table), sent once or not; so the ACK
-    /// that ends a recovery measures from the send time of the highest segment SACKed before.
+    /// highest segment it acknowledges (the agent's `tss` table), unless the ACK covers a
+    /// retransmitted segment no SACK had covered or SACKs a retransmitted one (its scoreboard
+    /// calls the ACK unsure, scoreboard1.cc:89, :199). A segment resent and then SACKed does not
+    /// stop the sample of the ACK that later covers it.
     Ns2,
 }
 

@@ -136,6 +136,8 @@ pub(crate) struct SackResult {
     pub rtt_sent_at: Option<Time>,
     /// The newest segment newly SACKed.
     pub newest: Option<Delivered>,
+    /// Whether a newly SACKed segment had been sent more than once.
+    pub resent_sacked: bool,
 }
 
 /// Segments from the first unacknowledged byte up to the highest sent, in order.
@@ -304,6 +306,7 @@ impl Scoreboard {
             let seg = self.segments[i];
             result.newly_sacked += seg.len as u64;
             result.newest = Delivered::newest(result.newest, Delivered::of(&seg));
+            result.resent_sacked |= seg.retransmitted;
             if !seg.retransmitted {
                 result.rtt_sent_at = result.rtt_sent_at.max(Some(seg.sent_at));
             } else if self.retransmitted.remove(&seg.rtx_id).is_some() {

@@ -604,9 +604,10 @@ mod steering {
     fn the_controls_rtt_sample_follows_karn_or_ns2s_tcp_linux() {
         // Five segments at 0, the first lost: SACK-only ACKs at 100-102 ms start a recovery that
         // resends it, one at 103 ms SACKs the fifth, and the resend's ACK at 202 ms covers all five.
-        // The control hears the last two. Karn: the one at 103 ms samples the segment it SACKs, the
-        // last none (it covers a resent segment). ns-2's TCP/Linux: none from a SACK, and from the
-        // last the latest send time of the highest segment it covers (sent at 0): 202 ms.
+        // A sixth segment sent then is acknowledged at 305 ms. The control hears the last three.
+        // Karn: the one at 103 ms samples the segment it SACKs, the next none (it covers a resent
+        // segment), the last 103 ms. ns-2's TCP/Linux: none from a SACK, none from the ACK that
+        // covers the resent segment (its scoreboard calls it unsure), then 103 ms.
         let ack = |cum: u64, sacked: u64, at: f64| {
             let mut sack = SackBlocks::new();
             if sacked > 0 {
@@ -626,8 +627,8 @@ mod steering {
         };
         let ms = |m: u64| Some(Duration::from_millis(m));
         for (cc_rtt_sample, expected) in [
-            (CcRttSample::Karn, vec![ms(103), None]),
-            (CcRttSample::Ns2, vec![None, ms(202)]),
+            (CcRttSample::Karn, vec![ms(103), None, ms(103)]),
+            (CcRttSample::Ns2, vec![None, None, ms(103)]),
         ] {
             let config = TcpConfig {
                 cc_rtt_sample,
@@ -650,6 +651,10 @@ mod steering {
             for (at, a) in [ack(0, 4, 0.103), ack(5, 0, 0.202)] {
                 sender.on_ack(at, &a);
             }
+            let next = sender.poll_segment(secs(0.202)).expect("a sixth segment");
+            assert_eq!(next.seq, 5 * u64::from(MSS));
+            let (at, a) = ack(6, 0, 0.305);
+            sender.on_ack(at, &a);
             assert_eq!(*samples.lock().unwrap(), expected, "{cc_rtt_sample:?}");
         }
     }

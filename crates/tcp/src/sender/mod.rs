@@ -33,6 +33,8 @@ struct Acked {
     newly_sacked: u64,
     /// Whether the cumulative ACK covers a retransmitted segment.
     retransmission_acked: bool,
+    /// Whether the SACK blocks newly cover a retransmitted segment.
+    resent_sacked: bool,
     /// Whether it ended a fast recovery.
     ended_recovery: bool,
     /// The newest segment it delivered, for the delivery-rate sample.
@@ -575,6 +577,7 @@ impl TcpSender {
             bytes: newly_sacked,
             newly_sacked,
             newest: sacked.newest,
+            resent_sacked: sacked.resent_sacked,
             ..Acked::default()
         };
         // The control's RTT sample: the cumulative one if any, else the newest segment SACKed
@@ -668,10 +671,14 @@ impl TcpSender {
                 }
             }
             // ns-2.35 tcp-linux.cc:379: `tss[tcph->seqno() % tss_size_]`, the latest send time
-            // of the highest segment the ACK covers, retransmitted or not.
+            // of the highest segment the ACK covers; none when the ACK is "unsure"
+            // (tcp-linux.cc:376): it covers a retransmitted segment that no SACK had covered
+            // (scoreboard1.cc:84-89) or SACKs one (scoreboard1.cc:197-199).
             CcRttSample::Ns2 => {
+                let unsure = cumulative.retransmission_acked || acked.resent_sacked;
                 *cc_rtt = cumulative
                     .last_sent_at
+                    .filter(|_| !unsure)
                     .map(|sent| now.saturating_since(sent));
             }
         }
