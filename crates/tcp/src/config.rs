@@ -147,6 +147,11 @@ pub struct TcpConfig {
     /// Whether the connection opens with a SYN / SYN-ACK exchange before any data (RFC 9293
     /// §3.5), whose round trip is the first RTT sample, as ns-3 and Linux measure it.
     pub handshake: bool,
+    /// Whether the first segment is ns-2.35's header-only "SYN" (`Agent/TCP set syn_ true`,
+    /// tcp.cc:699-705): sent with the first window and taking one of its segments, not waited
+    /// for; its ACK is an ordinary one, an RTT sample for the estimator and the control and one
+    /// segment acknowledged. Ignored with [`TcpConfig::handshake`].
+    pub ns2_syn: bool,
     /// Which segment of a cumulative ACK gives the RTT estimator its sample.
     pub rtt_sample: RttSample,
     /// Which RTT sample the congestion control gets on an ACK.
@@ -175,6 +180,7 @@ impl Default for TcpConfig {
             max_rto: Duration::from_secs(60),
             initial_rto: Duration::from_secs(1),
             handshake: false,
+            ns2_syn: false,
             rtt_sample: RttSample::Newest,
             cc_rtt_sample: CcRttSample::Karn,
             rto: RtoRule::Rfc6298,
@@ -202,6 +208,9 @@ pub struct TcpOptions {
     /// Whether the connection opens with a SYN / SYN-ACK exchange (off: data from the start).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub handshake: bool,
+    /// Whether the first segment is ns-2.35's header-only "SYN", sent with the first window.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ns2_syn: bool,
     /// Which segment of a cumulative ACK gives the RTT estimator its sample.
     #[serde(default, skip_serializing_if = "RttSample::is_newest")]
     pub rtt_sample: RttSample,
@@ -232,6 +241,7 @@ impl Default for TcpOptions {
             receive_window: u64::MAX,
             recovery: Recovery::Rfc6675,
             handshake: false,
+            ns2_syn: false,
             rtt_sample: RttSample::Newest,
             cc_rtt_sample: CcRttSample::Karn,
             rto: RtoRule::Rfc6298,
@@ -257,6 +267,7 @@ impl TcpOptions {
             receive_window: self.receive_window,
             recovery: self.recovery,
             handshake: self.handshake,
+            ns2_syn: self.ns2_syn,
             rtt_sample: self.rtt_sample,
             cc_rtt_sample: self.cc_rtt_sample,
             rto: self.rto,

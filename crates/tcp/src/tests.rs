@@ -601,6 +601,55 @@ mod steering {
     }
 
     #[test]
+    fn ns2s_header_only_first_segment_takes_a_window_slot_and_gives_the_first_sample() {
+        // ns-2.35 tcp.cc:699-705: with an initial window of two, seqno 0 is a 40-byte "SYN"
+        // and seqno 1 the only data segment. The SYN's ACK at 200 ms is an ordinary ACK: the
+        // control's first RTT sample, and slow start opens the window by one, so two more data
+        // segments follow. Without the setting both segments carry data.
+        let syn_ack = Segment {
+            seq: 0,
+            len: 0,
+            ack: 0,
+            sack: SackBlocks::new(),
+            window: 1 << 20,
+            retransmission: false,
+            syn: true,
+            ecn: Default::default(),
+        };
+        for ns2_syn in [true, false] {
+            let config = TcpConfig {
+                ns2_syn,
+                initial_window: 2,
+                ..config(1 << 20, false)
+            };
+            let probe = Probe::new();
+            let samples = probe.samples.clone();
+            let mut sender = TcpSender::new(config, Box::new(probe));
+            let first: Vec<Segment> =
+                std::iter::from_fn(|| sender.poll_segment(Time::ZERO)).collect();
+            let lens: Vec<(bool, u32)> = first.iter().map(|s| (s.syn, s.len)).collect();
+            if !ns2_syn {
+                assert_eq!(lens, vec![(false, MSS), (false, MSS)]);
+                continue;
+            }
+            assert_eq!(lens, vec![(true, 0), (false, MSS)]);
+            assert_eq!(first[1].seq, 0);
+            sender.on_ack(secs(0.2), &syn_ack);
+            assert_eq!(
+                *samples.lock().unwrap(),
+                vec![Some(Duration::from_millis(200))]
+            );
+            let next: Vec<u64> = std::iter::from_fn(|| sender.poll_segment(secs(0.2)))
+                .map(|s| s.seq)
+                .collect();
+            assert_eq!(next, vec![u64::from(MSS), 2 * u64::from(MSS)]);
+            // A second SYN-ACK is no second sample.
+            sender.on_ack(secs(0.21), &syn_ack);
+            assert_eq!(samples.lock().unwrap().len(), 1);
+        }
+    }
+
+    #[test]
     fn the_controls_rtt_sample_follows_karn_or_ns2s_tcp_linux() {
         // Five segments at 0, the first lost: SACK-only ACKs at 100-102 ms start a recovery that
         // resends it, one at 103 ms SACKs the fifth, and the resend's ACK at 202 ms covers all five.

@@ -151,6 +151,23 @@ fn a_wrong_unit_is_refused() {
 }
 
 #[test]
+fn ns2s_header_only_first_segment_and_a_handshake_are_refused_together() {
+    let tcp = |keys: &str| {
+        ONE_RULE.replacen(
+            "protocol = \"cbr\"\nrate = \"200k\"",
+            &format!("protocol = \"tcp\"\ntcp = {{ {keys} }}"),
+            1,
+        )
+    };
+    expect_invalid(
+        &tcp("handshake = true, ns2_syn = true"),
+        "group.A.tcp.ns2_syn",
+        "exclude each other",
+    );
+    assert!(plan(&tcp("ns2_syn = true")).is_ok());
+}
+
+#[test]
 fn a_negative_rate_is_refused() {
     expect_invalid(
         &fig4_with("target = \"500k\"", "target = \"-500k\""),

@@ -247,6 +247,10 @@ pub struct TcpSender {
     /// When the SYN was last sent, and whether it was sent more than once (Karn).
     syn_sent_at: Option<Time>,
     syn_resent: bool,
+    /// ns-2's header-only first segment ([`TcpConfig::ns2_syn`]): still to send, and when it
+    /// left while unacknowledged (it then takes a segment of the window).
+    ns2_syn_due: bool,
+    ns2_syn_out: Option<Time>,
     /// ECN's sender state (RFC 3168 §6.1).
     ecn: EcnSender,
     /// Delivery-rate sampling, for a control that sets its window from it
@@ -259,6 +263,7 @@ impl TcpSender {
     pub fn new(config: TcpConfig, mut cc: Box<dyn CongestionControl>) -> Self {
         let mss = u64::from(config.mss.max(1));
         let config_handshake = config.handshake;
+        let config_ns2_syn = config.ns2_syn && !config.handshake;
         let config_ecn = config.ecn;
         let board = if config.lost_retransmit {
             Scoreboard::tracking_retransmissions()
@@ -324,6 +329,8 @@ impl TcpSender {
             syn_due: config_handshake,
             syn_sent_at: None,
             syn_resent: false,
+            ns2_syn_due: config_ns2_syn,
+            ns2_syn_out: None,
             ecn: EcnSender::new(config_ecn),
         }
     }
@@ -334,7 +341,13 @@ impl TcpSender {
 
     /// RFC 6675 pipe, less what duplicate ACKs without SACK blocks say has left.
     fn pipe(&self) -> u64 {
-        self.board.pipe().saturating_sub(self.departed_by_dupacks)
+        // ns-2's header-only first segment takes one segment of the window until acknowledged.
+        let syn = if self.ns2_syn_out.is_some() {
+            self.mss()
+        } else {
+            0
+        };
+        self.board.pipe().saturating_sub(self.departed_by_dupacks) + syn
     }
 
     /// Whether the window has room for `len` more bytes (always for a first segment in flight).
@@ -408,6 +421,15 @@ impl TcpSender {
     fn next_segment(&mut self, now: Time) -> Option<Segment> {
         if !self.established {
             return self.syn_segment(now);
+        }
+        if std::mem::take(&mut self.ns2_syn_due) {
+            // ns-2.35 tcp.cc:699-705: seqno 0 carries no data, only the 40-byte header.
+            self.ns2_syn_out = Some(now);
+            self.arm_timer(now);
+            return Some(Segment {
+                syn: true,
+                ..self.data_segment(0, 0, false)
+            });
         }
         if let Some(head) = self.ns3_resend_head(now) {
             return Some(head);
@@ -561,6 +583,11 @@ impl TcpSender {
         self.cc.on_sequence(ack.ack, self.snd_nxt);
         self.peer_window = ack.window;
         self.peer_sacks |= !ack.sack.is_empty();
+        if ack.ack > self.snd_una {
+            // ns-2 acknowledges its header-only first segment with the data after it (seqno 0
+            // comes before them); its own ACK was lost or is late, and gives no sample.
+            self.ns2_syn_out = None;
+        }
         let in_flight = self.pipe();
         let advanced = ack.ack > self.snd_una;
         let cumulative_advance = ack.ack.saturating_sub(self.snd_una);
@@ -608,6 +635,12 @@ impl TcpSender {
     /// the SYN was resent (RFC 6298 §3, Karn; ns-3 tcp-socket-base.cc ProcessSynSent and Linux
     /// both measure it). A second SYN-ACK, or an ACK before the first, is ignored.
     fn on_syn_ack(&mut self, now: Time, ack: &Segment) {
+        if ack.syn && self.established {
+            if let Some(sent) = self.ns2_syn_out {
+                self.on_ns2_syn_acked(now, now.saturating_since(sent));
+            }
+            return;
+        }
         if ack.syn && !self.established {
             self.established = true;
             self.rto_deadline = None;
@@ -617,6 +650,20 @@ impl TcpSender {
                 self.rtt.sample_acked(now.saturating_since(sent), una, nxt);
             }
         }
+    }
+
+    /// The ACK of ns-2's header-only first segment, an ordinary ACK there (tcp-linux.cc recv):
+    /// one segment acknowledged, the estimator's sample and the control's (`pkts_acked`).
+    fn on_ns2_syn_acked(&mut self, now: Time, rtt: Duration) {
+        let in_flight = self.pipe();
+        self.ns2_syn_out = None;
+        let (una, nxt) = (self.snd_una, self.snd_nxt);
+        self.rtt.sample_acked(rtt, una, nxt);
+        let acked = Acked {
+            bytes: self.mss(),
+            ..Acked::default()
+        };
+        self.feed_control(now, &acked, Some(rtt), in_flight, true, 0);
     }
 
     /// An ACK that advances `snd_una` to `ack_no`: the scoreboard, the duplicate count, the RTT
@@ -1060,6 +1107,8 @@ impl TcpSender {
             self.rto_deadline = Some(now + self.rtt.rto());
             return;
         }
+        // An unanswered header-only first segment is not sent again; its window slot is freed.
+        self.ns2_syn_out = None;
         if self.board.is_empty() {
             self.rto_deadline = None;
             return;

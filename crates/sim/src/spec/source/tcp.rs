@@ -133,7 +133,7 @@ fn one_of<T: Copy>(
 }
 
 /// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window, recovery,
-/// handshake, rtt_sample, cc_rtt_sample, rto, lost_retransmit, ecn }`;
+/// handshake, ns2_syn, rtt_sample, cc_rtt_sample, rto, lost_retransmit, ecn }`;
 /// `delayed_ack`, `window` and `ecn` may also sit in the group itself.
 fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
     let mut o = TcpOptions::default();
@@ -167,6 +167,15 @@ fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
             }
             if let Some(handshake) = t.opt_bool("handshake")? {
                 o.handshake = handshake;
+            }
+            if let Some(v) = t.opt_bool("ns2_syn")? {
+                if v && o.handshake {
+                    return Err(t.error(
+                        "ns2_syn",
+                        "ns-2's header-only first segment and a handshake exclude each other",
+                    ));
+                }
+                o.ns2_syn = v;
             }
             if let Some(v) = t.opt_bool("lost_retransmit")? {
                 o.lost_retransmit = v;
