@@ -121,13 +121,6 @@ HSTCP_PAPER = {
 # Named causes of lab-vs-ns-2 differences beyond tolerance (README.md, "Why they differ"; the
 # numbers behind each are diagnose.sh's, in diagnosis.md, or episodes.py's).
 HSTCP_CAUSES = {
-    ("illinois", 24, "utilisation"): ("partly traced: the lab's bottleneck drops as many packets as "
-                                      "ns-2's (seeds 1-3: 2973, 2856, 3126 against 3003, 2790, "
-                                      "3141) but they fall on about twice as many flows per "
-                                      "congestion episode (16-18 window reductions against 8-10, "
-                                      "episodes.py), so the aggregate window falls further and "
-                                      "the queue empties; why the drops spread wider is not "
-                                      "traced (README.md)"),
     # The 600 s rows.
     ("compound", 1, "utilisation", 600): ("not traced: the lab's Compound gets more than ns-2's "
                                           "(ns-2's needs timestamps for its delay window, "
@@ -162,8 +155,12 @@ tcp = {{ {tcp} }}
 # scoreboard's detection of lost retransmissions (scoreboard1.cc:214-222).
 # Its RTT samples: one segment timed per round trip (tcp.cc:780-786, timestamps off), except for
 # Compound, which hstcp_dumbbell.tcl runs with timestamps: a sample per ACK, the newest segment's.
+# The modules' own per-ACK samples as tcp-linux.cc:374-382 hands them to pkts_acked (none from a
+# SACK-only ACK or one its scoreboard calls unsure), and its first segment the 40-byte "SYN" of
+# ns-2's syn_ (tcp.cc:699-705), whose round trip is the delay-based modules' base RTT.
 HSTCP_TCP = {"initial_window": "2", "delayed_ack": "false", "min_rto": '"200ms"', "sack": "true",
-             "recovery": '"rate-halving"', "lost_retransmit": "true", "rtt_sample": '"timed"'}
+             "recovery": '"rate-halving"', "lost_retransmit": "true", "rtt_sample": '"timed"',
+             "cc_rtt_sample": '"ns2"', "ns2_syn": "true"}
 HSTCP_RTT_SAMPLE = {"compound": '"newest"'}
 
 
