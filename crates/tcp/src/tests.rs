@@ -561,6 +561,18 @@ mod steering {
         }
     }
 
+    /// A sender whose control is a [`Probe`], and the RTT samples that control is handed.
+    fn probed(
+        config: TcpConfig,
+    ) -> (
+        TcpSender,
+        std::sync::Arc<std::sync::Mutex<Vec<Option<Duration>>>>,
+    ) {
+        let probe = Probe::new();
+        let samples = probe.samples.clone();
+        (TcpSender::new(config, Box::new(probe)), samples)
+    }
+
     impl CongestionControl for Probe {
         fn name(&self) -> &'static str {
             "probe"
@@ -622,9 +634,7 @@ mod steering {
                 initial_window: 2,
                 ..config(1 << 20, false)
             };
-            let probe = Probe::new();
-            let samples = probe.samples.clone();
-            let mut sender = TcpSender::new(config, Box::new(probe));
+            let (mut sender, samples) = probed(config);
             let first: Vec<Segment> =
                 std::iter::from_fn(|| sender.poll_segment(Time::ZERO)).collect();
             let lens: Vec<(bool, u32)> = first.iter().map(|s| (s.syn, s.len)).collect();
@@ -684,9 +694,7 @@ mod steering {
                 initial_window: 5,
                 ..config(1 << 20, true)
             };
-            let probe = Probe::new();
-            let samples = probe.samples.clone();
-            let mut sender = TcpSender::new(config, Box::new(probe));
+            let (mut sender, samples) = probed(config);
             let sent: Vec<Segment> =
                 std::iter::from_fn(|| sender.poll_segment(Time::ZERO)).collect();
             assert_eq!(sent.len(), 5);
