@@ -583,13 +583,13 @@ impl TcpSender {
         self.cc.on_sequence(ack.ack, self.snd_nxt);
         self.peer_window = ack.window;
         self.peer_sacks |= !ack.sack.is_empty();
-        if ack.ack > self.snd_una {
+        let advanced = ack.ack > self.snd_una;
+        if advanced {
             // ns-2 acknowledges its header-only first segment with the data after it (seqno 0
             // comes before them); its own ACK was lost or is late, and gives no sample.
             self.ns2_syn_out = None;
         }
         let in_flight = self.pipe();
-        let advanced = ack.ack > self.snd_una;
         let cumulative_advance = ack.ack.saturating_sub(self.snd_una);
         let mut sack = SackBlocks::new();
         for &(start, end) in ack.sack.iter() {
