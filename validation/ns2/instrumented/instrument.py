@@ -117,65 +117,61 @@ def illinois(ns):
     lines = pristine(path).split("\n")
     edits = []   # (line index, "before"/"after", text lines); applied bottom-up
 
+    def insert(where, pattern, span, what, text):
+        """Put text(indent of the anchor line) before or after the single line matching pattern."""
+        i = find_line(lines, pattern, *span, what=what)
+        edits.append((i, where, text(indent_of(lines[i]))))
+        return i
+
     # headers: after the last ns-linux include
-    i = find_line(lines, r'#include\s+"\.\./ns-linux-util\.h"', what="#include ns-linux-util.h")
-    edits.append((i, "after", [f"/* {MARK}: prints to stderr, see "
-                               "validation/ns2/instrumented/instrument.py */",
-                               "#include <stdio.h>"]))
+    insert("after", r'#include\s+"\.\./ns-linux-util\.h"', (), "#include ns-linux-util.h",
+           lambda ind: [f"/* {MARK}: prints to stderr, see "
+                        "validation/ns2/instrumented/instrument.py */",
+                        "#include <stdio.h>"])
 
     # tcp_illinois_acked: one line per ACK, with or without an RTT sample
-    a, b = function_span(lines, "tcp_illinois_acked")
-    i = find_line(lines, r"if\s*\(ktime_equal\(last,\s*net_invalid_timestamp\(\)\)\)", a, b,
-                  what="invalid-timestamp test in tcp_illinois_acked")
-    ind = indent_of(lines[i])
-    edits.append((i, "before", [
-        f"{ind}if (ktime_equal(last, net_invalid_timestamp()))",
-        f'{ind}\tfprintf(stderr, "ACKED %.6f %p %u -1 %u %u\\n", {T}, {SK}, '
-        "(unsigned)pkts_acked, (unsigned)ca->base_rtt, (unsigned)ca->max_rtt);"]))
-    i = find_line(lines, r"ca->sum_rtt\s*\+=\s*rtt;", a, b, what="sum_rtt += rtt")
-    ind = indent_of(lines[i])
-    edits.append((i, "after", [
-        f'{ind}fprintf(stderr, "ACKED %.6f %p %u %u %u %u\\n", {T}, {SK}, '
-        "(unsigned)pkts_acked, (unsigned)rtt, (unsigned)ca->base_rtt, (unsigned)ca->max_rtt);"]))
+    span = function_span(lines, "tcp_illinois_acked")
+    insert("before", r"if\s*\(ktime_equal\(last,\s*net_invalid_timestamp\(\)\)\)", span,
+           "invalid-timestamp test in tcp_illinois_acked",
+           lambda ind: [f"{ind}if (ktime_equal(last, net_invalid_timestamp()))",
+                        f'{ind}\tfprintf(stderr, "ACKED %.6f %p %u -1 %u %u\\n", {T}, {SK}, '
+                        "(unsigned)pkts_acked, (unsigned)ca->base_rtt, (unsigned)ca->max_rtt);"])
+    insert("after", r"ca->sum_rtt\s*\+=\s*rtt;", span, "sum_rtt += rtt",
+           lambda ind: [f'{ind}fprintf(stderr, "ACKED %.6f %p %u %u %u %u\\n", {T}, {SK}, '
+                        "(unsigned)pkts_acked, (unsigned)rtt, (unsigned)ca->base_rtt, "
+                        "(unsigned)ca->max_rtt);"])
 
     # update_params: what it found and what it chose
-    a, b = function_span(lines, "update_params")
-    i = find_line(lines, r"struct\s+illinois\s*\*\s*ca\s*=\s*inet_csk_ca\(sk\);", a, b,
-                  what="ca declaration in update_params")
-    ind = indent_of(lines[i])
-    edits.append((i, "after", [
-        f"{ind}long long qstp_da = -1, qstp_dm = -1;",
-        f"{ind}unsigned qstp_cnt = ca->cnt_rtt;",
-        f"{ind}unsigned long long qstp_sum = ca->sum_rtt;"]))
-    i = find_line(lines, r"ca->beta\s*=\s*beta\(da,\s*dm\);", a, b, what="beta(da, dm) call")
-    ind = indent_of(lines[i])
-    edits.append((i, "after", [f"{ind}qstp_da = da; qstp_dm = dm;"]))
-    i = find_line(lines, r"rtt_reset\(sk\);", a, b, what="rtt_reset in update_params")
-    ind = indent_of(lines[i])
-    edits.append((i, "before", [
-        f'{ind}fprintf(stderr, "UPD %.6f %p %u %u %llu %u %u %lld %lld %u %u\\n", {T}, {SK}, '
-        "(unsigned)tp->snd_cwnd, qstp_cnt, qstp_sum, (unsigned)ca->base_rtt, "
-        "(unsigned)ca->max_rtt, qstp_da, qstp_dm, (unsigned)ca->alpha, (unsigned)ca->beta);"]))
+    span = function_span(lines, "update_params")
+    insert("after", r"struct\s+illinois\s*\*\s*ca\s*=\s*inet_csk_ca\(sk\);", span,
+           "ca declaration in update_params",
+           lambda ind: [f"{ind}long long qstp_da = -1, qstp_dm = -1;",
+                        f"{ind}unsigned qstp_cnt = ca->cnt_rtt;",
+                        f"{ind}unsigned long long qstp_sum = ca->sum_rtt;"])
+    insert("after", r"ca->beta\s*=\s*beta\(da,\s*dm\);", span, "beta(da, dm) call",
+           lambda ind: [f"{ind}qstp_da = da; qstp_dm = dm;"])
+    insert("before", r"rtt_reset\(sk\);", span, "rtt_reset in update_params",
+           lambda ind: [f'{ind}fprintf(stderr, "UPD %.6f %p %u %u %llu %u %u %lld %lld %u %u\\n", '
+                        f"{T}, {SK}, (unsigned)tp->snd_cwnd, qstp_cnt, qstp_sum, "
+                        "(unsigned)ca->base_rtt, (unsigned)ca->max_rtt, qstp_da, qstp_dm, "
+                        "(unsigned)ca->alpha, (unsigned)ca->beta);"])
 
     # tcp_illinois_state: entering loss
-    a, b = function_span(lines, "tcp_illinois_state")
-    i = find_line(lines, r"if\s*\(new_state\s*==\s*TCP_CA_Loss\)\s*\{", a, b,
-                  what="TCP_CA_Loss test")
-    ind = indent_of(lines[i]) + "\t"
-    edits.append((i, "after", [f'{ind}fprintf(stderr, "LOSS %.6f %p\\n", {T}, {SK});']))
+    insert("after", r"if\s*\(new_state\s*==\s*TCP_CA_Loss\)\s*\{",
+           function_span(lines, "tcp_illinois_state"), "TCP_CA_Loss test",
+           lambda ind: [f'{ind}\tfprintf(stderr, "LOSS %.6f %p\\n", {T}, {SK});'])
 
     # tcp_illinois_ssthresh: the reduction; our own evaluation of the returned value
-    a, b = function_span(lines, "tcp_illinois_ssthresh")
-    i = find_line(lines, r"return\s+.*;", a, b, what="return in tcp_illinois_ssthresh")
+    i = insert("before", r"return\s+.*;", function_span(lines, "tcp_illinois_ssthresh"),
+               "return in tcp_illinois_ssthresh",
+               lambda ind: [f"{ind}{{",
+                            f"{ind}\tunsigned qstp_ss = (tp->snd_cwnd * ca->beta) >> BETA_SHIFT;",
+                            f'{ind}\tfprintf(stderr, "SST %.6f %p %u %u %u\\n", {T}, {SK}, '
+                            "(unsigned)tp->snd_cwnd, (unsigned)ca->beta, "
+                            "qstp_ss < 2 ? 2U : qstp_ss);",
+                            f"{ind}}}"])
     if "beta" not in lines[i] or "BETA_SHIFT" not in lines[i]:
         raise AnchorError("tcp_illinois_ssthresh's return no longer uses beta >> BETA_SHIFT")
-    ind = indent_of(lines[i])
-    edits.append((i, "before", [
-        f"{ind}{{",
-        f"{ind}\tunsigned qstp_ss = (tp->snd_cwnd * ca->beta) >> BETA_SHIFT;",
-        f'{ind}\tfprintf(stderr, "SST %.6f %p %u %u %u\\n", {T}, {SK}, '
-        "(unsigned)tp->snd_cwnd, (unsigned)ca->beta, qstp_ss < 2 ? 2U : qstp_ss);",
-        f"{ind}}}"]))
 
     for i, where, text in sorted(edits, key=lambda e: (e[0], e[1] == "after"), reverse=True):
         at = i if where == "before" else i + 1
