@@ -26,6 +26,11 @@ each control (it has no Compound TCP: that cell has no ns-3 figure). Loading ns-
 bindings costs seconds of CPU in every run; a run of 1 ms of one flow measures it once, and the
 ns-3 column is the run's CPU less that.
 
+With `--qstp-fast BIN` (the profile-guided build of scripts/build-fast.sh), each round also runs
+that binary simulating only on the lab's dumbbell, and two more columns give its CPU seconds
+and ns-2's over them; the script stops if its runs.csv differs in any byte from the plain
+build's in the same round.
+
 A benchmark, not a test. It prints one table per cell and then the medians.
 """
 
@@ -99,9 +104,17 @@ def lab_command(qstp, text, work, bare, out="out-bare"):
     return [qstp, "run", path, "--out", out, "--jobs", "1"] + extra
 
 
-def lab_run(qstp, text, work, bare):
-    secs, _ = cpu_seconds(lab_command(qstp, text, work, bare, "out-bare" if bare else "out-full"))
+def lab_run(qstp, text, work, bare, out=None):
+    out = out or ("out-bare" if bare else "out-full")
+    secs, _ = cpu_seconds(lab_command(qstp, text, work, bare, out))
     return secs
+
+
+def same_runs(work, a, b):
+    """Whether two runs' runs.csv (in work/a and work/b) are the same bytes."""
+    with open(os.path.join(work, a, "runs.csv"), "rb") as x, \
+            open(os.path.join(work, b, "runs.csv"), "rb") as y:
+        return x.read() == y.read()
 
 
 def cell_arguments(description, default_cells):
@@ -128,11 +141,15 @@ def main():
                    help="run ns-3 too: where installed (auto), always (yes: fail if missing), never")
     p.add_argument("--ns3-rounds", type=int, default=1,
                    help="rounds (from the first) that run ns-3 as well")
+    p.add_argument("--qstp-fast", metavar="BIN",
+                   help="also time this build (scripts/build-fast.sh's), simulating only")
     args = p.parse_args()
     if shutil.which("ns") is None:
         sys.exit("ns is not installed (apt-get install ns2)")
     if not os.access(args.qstp, os.X_OK):
         sys.exit(f"{args.qstp} is not built (cargo build --release -p qstp)")
+    if args.qstp_fast and not os.access(args.qstp_fast, os.X_OK):
+        sys.exit(f"{args.qstp_fast} is not built (scripts/build-fast.sh)")
     cells = cells_of(args, [("reno", 8)] + [(cc, 24) for cc in compare.HSTCP_CONTROLS])
     with_ns3 = args.ns3 == "yes" or (args.ns3 == "auto" and ns3_installed())
     if args.ns3 == "yes" and not ns3_installed():
@@ -142,6 +159,8 @@ def main():
         ns3_load = ns3_run("newreno", 1, 0.001, args.seed)
         print(f"ns-3: loading its bindings and a 1 ms run take {ns3_load:.2f} CPU s, left out "
               "of the ns-3 figures below", flush=True)
+    fast_head = " lab CPU s, simulating, fast build | ns-2 / fast build |" if args.qstp_fast else ""
+    fast_rule = "---|---|" if args.qstp_fast else ""
     work = tempfile.mkdtemp(prefix="qstp-speed-")
     summary = []
     dash = "-"
@@ -150,15 +169,23 @@ def main():
             print(f"\n{cc}, {flows} flows, {args.duration} s, seed {args.seed}", flush=True)
             print("| round | ns-2 CPU s | lab CPU s, simulating | lab CPU s, all outputs | "
                   "ns-2 / lab simulating | ns-2 / lab all | lab CPU s on ns-2's network | "
-                  "ns-2 / lab on its network | ns-3 CPU s | ns-3 / lab simulating |")
-            print("|---|---|---|---|---|---|---|---|---|---|")
+                  "ns-2 / lab on its network | ns-3 CPU s | ns-3 / lab simulating |" + fast_head)
+            print("|---|---|---|---|---|---|---|---|---|---|" + fast_rule)
             ratios, full_ratios, ns2s, bares, fulls, ns3s, ns3_ratios = [], [], [], [], [], [], []
-            graphs, graph_ratios = [], []
+            graphs, graph_ratios, fasts, fast_ratios = [], [], [], []
             for r in range(1, args.rounds + 1):
                 ns2_secs, result = ns2_run(cc, flows, args.duration, args.seed)
                 text = compare.hstcp_scenario(cc, result["start_times_s"], args.duration,
                                               args.seed)
                 bare = lab_run(args.qstp, text, work, True)
+                fast_cell = ""
+                if args.qstp_fast:
+                    fasts.append(lab_run(args.qstp_fast, text, work, True, "out-fast"))
+                    fast_ratios.append(ns2_secs / fasts[-1])
+                    if not same_runs(work, "out-bare", "out-fast"):
+                        sys.exit(f"{args.qstp_fast} and {args.qstp} give different runs.csv "
+                                 f"for {cc} x {flows}")
+                    fast_cell = f" {fasts[-1]:.3f} | {fast_ratios[-1]:.1f} |"
                 full = lab_run(args.qstp, text, work, False)
                 graph = lab_run(args.qstp, compare.hstcp_graph_scenario(
                     cc, result["start_times_s"], args.duration, args.seed), work, True)
@@ -177,23 +204,25 @@ def main():
                     ns3_cell = f"{ns3_secs:.1f}", f"{ns3_ratios[-1]:.0f}"
                 print(f"| {r} | {ns2_secs:.2f} | {bare:.3f} | {full:.3f} | {ratios[-1]:.1f} | "
                       f"{full_ratios[-1]:.1f} | {graph:.3f} | {graph_ratios[-1]:.1f} | "
-                      f"{ns3_cell[0]} | {ns3_cell[1]} |", flush=True)
+                      f"{ns3_cell[0]} | {ns3_cell[1]} |" + fast_cell, flush=True)
             summary.append((cc, flows, statistics.median(ns2s), statistics.median(bares),
                             statistics.median(fulls), statistics.median(ratios),
                             statistics.median(full_ratios), statistics.median(graphs),
                             statistics.median(graph_ratios),
                             f"{statistics.median(ns3s):.1f}" if ns3s else dash,
-                            f"{statistics.median(ns3_ratios):.0f}" if ns3s else dash))
+                            f"{statistics.median(ns3_ratios):.0f}" if ns3s else dash,
+                            f" {statistics.median(fasts):.3f} | "
+                            f"{statistics.median(fast_ratios):.1f} |" if fasts else ""))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"\nmedians of {args.rounds} rounds (ns-3: of the first {args.ns3_rounds})")
     print("| cell | ns-2 CPU s | lab CPU s, simulating | lab CPU s, all outputs | "
           "ns-2 / lab simulating | ns-2 / lab all | lab CPU s on ns-2's network | "
-          "ns-2 / lab on its network | ns-3 CPU s | ns-3 / lab simulating |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for cc, flows, n, b, f, rb, rf, g, rg, n3, r3 in summary:
+          "ns-2 / lab on its network | ns-3 CPU s | ns-3 / lab simulating |" + fast_head)
+    print("|---|---|---|---|---|---|---|---|---|---|" + fast_rule)
+    for cc, flows, n, b, f, rb, rf, g, rg, n3, r3, fast in summary:
         print(f"| {cc} x {flows} | {n:.2f} | {b:.3f} | {f:.3f} | {rb:.1f} | {rf:.1f} | {g:.3f} | "
-              f"{rg:.1f} | {n3} | {r3} |")
+              f"{rg:.1f} | {n3} | {r3} |" + fast)
 
 
 if __name__ == "__main__":
