@@ -4,7 +4,8 @@
 #   scripts/build-fast.sh          builds target/pgo/release/qstp (about 6 minutes on 2 cores)
 #
 # Three steps: an instrumented build (target/pgo-gen), which runs the papers' scenarios for a
-# few simulated seconds each and writes where its time goes; llvm-profdata merges that; a
+# few simulated seconds each, one thread each (the counters are not atomic), and writes where
+# its time goes; llvm-profdata merges that (kept as target/pgo/qstp.profdata); a
 # second build (target/pgo) lays out and inlines the code by it. The simulation is the same
 # program: the refactor guard gives byte-identical outputs for the two builds
 # (validation/speed.md, "A build for long sweeps", has the check and the figures). The
@@ -37,17 +38,18 @@ echo "build-fast: 2/3 training runs" >&2
 # series, figures and report as well, so that the outputs' code is trained too.
 for s in hstcp-qos qstp-fig4 qstp-fig7 gtfrc-fig4 gtfrc-fig10 fs-fig4 atm-fig2; do
     echo "  $s" >&2
-    "$gen" run "scenarios/$s.toml" --runs 1 --duration 20s --series none --no-plots \
+    "$gen" run "scenarios/$s.toml" --runs 1 --duration 20s --jobs 1 --series none --no-plots \
         --out "$work/train-$s" >/dev/null 2>"$work/train.log" || {
         echo "build-fast: training run $s failed:" >&2; cat "$work/train.log" >&2; exit 1; }
 done
 echo "  qstp-fig5 (with its outputs)" >&2
-"$gen" run scenarios/qstp-fig5.toml --runs 1 --duration 20s --out "$work/train-outputs" \
+"$gen" run scenarios/qstp-fig5.toml --runs 1 --duration 20s --jobs 1 --out "$work/train-outputs" \
     >/dev/null 2>"$work/train.log" || {
     echo "build-fast: training run qstp-fig5 failed:" >&2; cat "$work/train.log" >&2; exit 1; }
-"$profdata" merge -o "$work/qstp.profdata" "$work/raw"
+mkdir -p "$base/pgo"
+"$profdata" merge -o "$base/pgo/qstp.profdata" "$work/raw"
 
 echo "build-fast: 3/3 optimised build ($base/pgo)" >&2
-RUSTFLAGS="-Cprofile-use=$work/qstp.profdata" CARGO_TARGET_DIR="$base/pgo" \
+RUSTFLAGS="-Cprofile-use=$(realpath "$base/pgo/qstp.profdata")" CARGO_TARGET_DIR="$base/pgo" \
     cargo build --release -q -p qstp
 echo "$base/pgo/release/qstp"

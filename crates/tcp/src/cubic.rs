@@ -7,13 +7,16 @@
 //! followed: ssthresh from cwnd (not FlightSize), the epoch starting at the first ACK of
 //! congestion avoidance.
 //!
-//! `ns3 = 1` builds ns-3 3.44's `TcpCubic` instead ([`ns3`]), for comparisons
-//! with ns-3; the default (0) is this one.
+//! `ns3 = 1` builds ns-3 3.44's `TcpCubic` instead ([`ns3`]), for comparisons with ns-3, and
+//! `ns2 = 1` Linux 2.6.22's `tcp_cubic.c` as ns-2.35 runs it ([`ns2`]), for comparisons with
+//! ns-2; the default (both 0) is this one.
 
 use super::cc::segments;
+mod ns2;
 mod ns3;
 
 use super::{AckSample, CongestionControl, Param, ParamKind, Params, Registered, RoundSample};
+use ns2::Ns2Cubic;
 use ns3::Ns3Cubic;
 use qstp_proto::{Duration, Time};
 
@@ -78,8 +81,25 @@ pub(super) const ENTRY: Registered = Registered {
             max: 1.0,
             doc: "1: ns-3 3.44's TcpCubic (whole-segment target and cnt, kept credit, its HyStart; abc_limit unused); 0: RFC 9438",
         },
+        Param {
+            name: "ns2",
+            kind: ParamKind::Flag,
+            // Not in the RFC: Linux 2.6.22's tcp_cubic.c, which ns-2.35 carries (cubic/ns2.rs).
+            default: 0.0,
+            min: 0.0,
+            max: 1.0,
+            doc: "1: ns-2.35's CUBIC, Linux 2.6.22's tcp_cubic.c (whole segments and jiffies, target at t without timestamps, ACK-ratio scaling, reset on a timeout; no HyStart, abc_limit unused); 0: RFC 9438",
+        },
     ],
     build: |mss, p: &Params| {
+        if p.flag("ns2") {
+            return Box::new(Ns2Cubic::new(
+                mss,
+                p.real("c"),
+                p.real("beta"),
+                p.flag("fast_convergence"),
+            ));
+        }
         if p.flag("ns3") {
             return Box::new(Ns3Cubic::new(
                 mss,
