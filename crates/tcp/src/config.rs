@@ -161,6 +161,12 @@ pub struct TcpConfig {
     /// Whether a retransmission is deemed lost again once data sent after it is SACKed (Linux
     /// tcp_mark_lost_retrans, as ns-2's TCP/Linux), instead of waiting for the timer (RFC 6675).
     pub lost_retransmit: bool,
+    /// Whether the SACK scoreboard is cleared when a fast recovery or a timeout's loss state
+    /// ends, as ns-2.35's TCP/Linux clears its own (tcp-linux.cc:463-466, scoreboard1.cc
+    /// ClearScoreBoard): what SACK blocks said of the data above `recover` is forgotten and
+    /// learned again from later ACKs, so segments the receiver already holds may be deemed lost
+    /// and sent again. RFC 6675 keeps the scoreboard.
+    pub ns2_clear_scoreboard: bool,
     /// ECN (RFC 3168 §6.1): data sent ECT(0), CE echoed as ECE, the window reduced on ECE.
     pub ecn: bool,
 }
@@ -185,6 +191,7 @@ impl Default for TcpConfig {
             cc_rtt_sample: CcRttSample::Karn,
             rto: RtoRule::Rfc6298,
             lost_retransmit: false,
+            ns2_clear_scoreboard: false,
             ecn: false,
         }
     }
@@ -223,6 +230,9 @@ pub struct TcpOptions {
     /// Whether lost retransmissions are detected from SACKs (Linux) rather than by the timer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lost_retransmit: bool,
+    /// Whether the SACK scoreboard is cleared when a recovery ends, as ns-2.35's TCP/Linux does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ns2_clear_scoreboard: bool,
     /// Whether the flow uses ECN (RFC 3168).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ecn: bool,
@@ -246,6 +256,7 @@ impl Default for TcpOptions {
             cc_rtt_sample: CcRttSample::Karn,
             rto: RtoRule::Rfc6298,
             lost_retransmit: false,
+            ns2_clear_scoreboard: false,
             ecn: false,
         }
     }
@@ -272,6 +283,7 @@ impl TcpOptions {
             cc_rtt_sample: self.cc_rtt_sample,
             rto: self.rto,
             lost_retransmit: self.lost_retransmit,
+            ns2_clear_scoreboard: self.ns2_clear_scoreboard,
             ecn: self.ecn,
             ..defaults
         }

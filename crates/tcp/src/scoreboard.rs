@@ -396,6 +396,25 @@ impl Scoreboard {
         marked
     }
 
+    /// Forget what SACK blocks said and which segments were deemed lost or resent, as ns-2.35's
+    /// TCP/Linux does when a recovery ends (scoreboard1.cc ClearScoreBoard): every outstanding
+    /// segment counts in the pipe again until a later ACK's blocks cover it or deem it lost.
+    /// Retransmission numbers keep rising (ns-2 restarts them with an empty board; here earlier
+    /// ones stay on their segments, and must not meet a later one's).
+    pub(crate) fn clear_sack_state(&mut self) {
+        self.retransmitted.clear();
+        self.sacked_rtx_id = None;
+        for i in 0..self.segments.len() {
+            self.update(i, |s| {
+                s.sacked = false;
+                s.lost = false;
+                s.resent = false;
+            });
+        }
+        self.sacked = RangeSet::default();
+        self.lost_upto = self.segments.front().map_or(self.lost_upto, |s| s.seq);
+    }
+
     /// After a retransmission timeout every unSACKed segment is lost and to be sent again.
     pub(crate) fn mark_all_lost(&mut self) {
         // ns-2.35 scoreboard1.cc MarkLoss: the retransmission count starts again.
@@ -482,6 +501,34 @@ mod tests {
         b.resent(0, Time::from_nanos(50), 0);
         assert_eq!(b.pipe(), 500);
         assert_eq!(b.next_resend().map(|s| s.seq), Some(100));
+    }
+
+    #[test]
+    fn a_cleared_board_forgets_sacks_and_losses_until_later_blocks_say_again() {
+        let mut b = Scoreboard::tracking_retransmissions();
+        for i in 0..10 {
+            b.push(i * 100, 100, Time::from_nanos(i));
+        }
+        // 3-5 SACKed, so 0-2 are lost; 0 resent.
+        b.apply_sack(&[(300, 600)]);
+        assert!(b.mark_lost_by_sack());
+        b.resent(0, Time::ZERO, 1000);
+        assert_eq!(b.pipe(), 500);
+        b.clear_sack_state();
+        // Everything outstanding is in the pipe again, nothing awaits a resend.
+        assert_eq!(b.pipe(), 1000);
+        assert!(b.next_resend().is_none());
+        assert!(b.retransmitted.is_empty());
+        // Blocks above 5 only: 3-5, SACKed before, are now deemed lost with 0-2 and 6.
+        assert_eq!(b.apply_sack(&[(700, 1000)]).newly_sacked, 300);
+        assert!(b.mark_lost_by_sack());
+        let lost: Vec<u64> = std::iter::from_fn(|| {
+            let s = b.next_resend()?;
+            b.resent(s.seq, Time::ZERO, 1000);
+            Some(s.seq / 100)
+        })
+        .collect();
+        assert_eq!(lost, [0, 1, 2, 3, 4, 5, 6]);
     }
 
     #[test]

@@ -934,6 +934,49 @@ mod prr {
     }
 
     #[test]
+    fn ns2s_cleared_scoreboard_forgets_sacks_when_a_recovery_ends() {
+        // 20 segments out, 0 lost: the SACKs of 1 and 2 let 20 and 21 out, that of 3 starts
+        // a recovery (recover = 22) and the SACKs up to 19 let new segments out. The resent 0
+        // brings a full ACK of 23 that SACKs 24 (23 lost), and the recovery ends. Later ACKs
+        // SACK only 26 and up (the receiver no longer lists 24): 23 and 25 are lost. ns-2.35's
+        // TCP/Linux cleared its scoreboard at the full ACK, forgot that 24 arrived, and sends
+        // it again; a scoreboard kept (RFC 6675) does not.
+        for clear in [false, true] {
+            let config = TcpConfig {
+                mss: MSS,
+                initial_window: 20,
+                recovery: Recovery::RateHalving,
+                ns2_clear_scoreboard: clear,
+                ..config(1 << 20, false)
+            };
+            let cc = CcSpec::named("newreno").build(MSS).unwrap();
+            let mut sender = TcpSender::new(config, cc);
+            assert_eq!(
+                std::iter::from_fn(|| sender.poll_segment(Time::ZERO)).count(),
+                20
+            );
+            let acks: Vec<Segment> = (2..=20).map(|k| ack_of(0, &[(1, k)])).collect();
+            let sent: Vec<(u64, bool)> = feed(&mut sender, &acks).concat();
+            assert_eq!(sent[..3], [(20, false), (21, false), (0, true)]);
+            let mut top = sent.iter().map(|&(seq, _)| seq + 1).max().unwrap();
+            assert!(top >= 29, "{sent:?}");
+            let mut resent = Vec::new();
+            let mut ack = ack_of(23, &[(24, 25)]);
+            for k in 27..40 {
+                for (seq, again) in feed(&mut sender, &[ack]).concat() {
+                    top = top.max(seq + 1);
+                    if again {
+                        resent.push(seq);
+                    }
+                }
+                ack = ack_of(23, &[(26, k.min(top))]);
+            }
+            let expected: &[u64] = if clear { &[23, 24, 25] } else { &[23, 25] };
+            assert_eq!(resent, expected, "clear {clear}");
+        }
+    }
+
+    #[test]
     fn with_sack_every_partial_ack_restarts_the_timer_but_ns3_only_the_first() {
         // 40 segments out, 0, 10 and 20 lost: the others are SACKed (recovery from the third
         // duplicate), the resent 0 brings a partial ACK of 10 at 0.5 s, the resent 10 one of 20

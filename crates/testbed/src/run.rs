@@ -295,8 +295,8 @@ pub fn check(spec: &SimSpec) -> Result<Vec<Option<String>>, TestbedError> {
 /// Settings of `spec`'s TCP groups that the testbed accepts but cannot honour, one line each, for
 /// the user to read before the run: kernel TCP has its own recovery, RTT estimator and timer rule,
 /// autotunes its receive buffer, and takes its controls' constants from the module, so the lab's
-/// `recovery`, `rtt_sample`, `cc_rtt_sample`, `rto`, `ns2_syn`, `receive_window` and control
-/// parameters change nothing here.
+/// `recovery`, `rtt_sample`, `cc_rtt_sample`, `rto`, `ns2_syn`, `ns2_clear_scoreboard`,
+/// `receive_window` and control parameters change nothing here.
 /// The defaults are not listed: they stand for "whatever TCP does", which the kernel does.
 pub fn ignored_settings(spec: &SimSpec) -> Vec<String> {
     let default = qstp_tcp::TcpOptions::default();
@@ -324,6 +324,9 @@ pub fn ignored_settings(spec: &SimSpec) -> Vec<String> {
         }
         if o.ns2_syn != default.ns2_syn {
             keys.push("ns2_syn");
+        }
+        if o.ns2_clear_scoreboard != default.ns2_clear_scoreboard {
+            keys.push("ns2_clear_scoreboard");
         }
         if o.receive_window != default.receive_window {
             keys.push("receive_window");
@@ -1000,12 +1003,15 @@ mod tests {
         assert!(ignored_settings(&honoured).is_empty());
         let lab_only = spec(&format!(
             "{base}congestion = {{ name = \"cubic\", ns3 = 1 }}\n\
-             tcp = {{ recovery = \"prr-ns3\", rto = \"linux\", rtt_sample = \"oldest\", ns2_syn = true }}\n"
+             tcp = {{ recovery = \"prr-ns3\", rto = \"linux\", rtt_sample = \"oldest\", ns2_syn = true, \
+             ns2_clear_scoreboard = true }}\n"
         ));
         let w = ignored_settings(&lab_only);
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(
-            w[0].starts_with("group.X.tcp: recovery, rtt_sample, rto, ns2_syn set"),
+            w[0].starts_with(
+                "group.X.tcp: recovery, rtt_sample, rto, ns2_syn, ns2_clear_scoreboard set"
+            ),
             "{w:?}"
         );
         assert!(w[1].contains("group.X.congestion: ns3 set"), "{w:?}");

@@ -168,6 +168,25 @@ fn ns2s_header_only_first_segment_and_a_handshake_are_refused_together() {
 }
 
 #[test]
+fn ns2s_scoreboard_clearing_is_a_tcp_setting() {
+    let tcp = |keys: &str| {
+        ONE_RULE.replacen(
+            "protocol = \"cbr\"\nrate = \"200k\"",
+            &format!("protocol = \"tcp\"\ntcp = {{ {keys} }}"),
+            1,
+        )
+    };
+    let spec = plan(&tcp("ns2_clear_scoreboard = true")).expect("a valid setting");
+    let text = format!("{spec:?}");
+    assert!(text.contains("ns2_clear_scoreboard: true"), "{text}");
+    expect_invalid(
+        &tcp("ns2_clear_scoreboard = 1"),
+        "group.A.tcp.ns2_clear_scoreboard",
+        "",
+    );
+}
+
+#[test]
 fn a_negative_rate_is_refused() {
     expect_invalid(
         &fig4_with("target = \"500k\"", "target = \"-500k\""),

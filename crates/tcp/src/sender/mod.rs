@@ -743,6 +743,10 @@ impl TcpSender {
     /// RFC 6582 §3.2 step 3: a full ACK ends fast recovery.
     fn on_full_ack(&mut self, now: Time) {
         self.in_recovery = false;
+        if self.config.ns2_clear_scoreboard {
+            // ns-2.35 tcp-linux.cc:463-466: the recovery ends with the scoreboard cleared.
+            self.board.clear_sack_state();
+        }
         self.dupacks = 0;
         self.departed_by_dupacks = 0;
         if self.reduced_this_recovery {
@@ -821,6 +825,10 @@ impl TcpSender {
         let was_in_loss = self.in_loss;
         if let Some(r) = self.recover.filter(|&r| self.in_loss && self.snd_una >= r) {
             self.in_loss = false;
+            if self.config.ns2_clear_scoreboard {
+                // ns-2.35 tcp-linux.cc:463-466: the Loss state ends the way a recovery does.
+                self.board.clear_sack_state();
+            }
             self.cc.on_loss_end(now);
             if let Some(bytes) = self.ns3_acked_leaving_loss(r) {
                 left_loss = true;

@@ -133,7 +133,8 @@ fn one_of<T: Copy>(
 }
 
 /// TCP settings: `tcp = { initial_window, delayed_ack, min_rto, sack, window, recovery,
-/// handshake, ns2_syn, rtt_sample, cc_rtt_sample, rto, lost_retransmit, ecn }`;
+/// handshake, ns2_syn, rtt_sample, cc_rtt_sample, rto, lost_retransmit, ns2_clear_scoreboard,
+/// ecn }`;
 /// `delayed_ack`, `window` and `ecn` may also sit in the group itself.
 fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
     let mut o = TcpOptions::default();
@@ -179,6 +180,9 @@ fn options(t: &mut dyn ParamTable) -> ParamResult<TcpOptions> {
             }
             if let Some(v) = t.opt_bool("lost_retransmit")? {
                 o.lost_retransmit = v;
+            }
+            if let Some(v) = t.opt_bool("ns2_clear_scoreboard")? {
+                o.ns2_clear_scoreboard = v;
             }
             if let Some(v) = one_of(
                 t,
