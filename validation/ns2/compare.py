@@ -98,8 +98,9 @@ HSTCP_LAB_CC = {
     "bic": '"bic"',  # ns-2 tcp_bic.c:29-34 = the lab's defaults (beta 819/1024, smooth_part 20, ...)
     # ns-2 tcp_scalable.c:17 TCP_SCALABLE_AI_CNT 50U (Linux before 2016); the lab's default is 100.
     "scalable": '{ name = "scalable", ai_cnt = 50 }',
-    # ns-2 tcp_cubic.c:31 beta = 819 (0.8; RFC 9438 and the lab: 0.7); it has no HyStart.
-    "cubic": '{ name = "cubic", beta = 0.8, hystart = 0 }',
+    # ns-2.35 carries Linux 2.6.22's tcp_cubic.c (cubic/ns2.rs): beta = 819 (:31; 0.8, where RFC
+    # 9438 and the lab have 0.7), its integer arithmetic, no HyStart.
+    "cubic": '{ name = "cubic", beta = 0.8, ns2 = 1 }',
     # ns-2 tcp_htcp.c:22 use_bandwidth_switch = 1 and :18 use_rtt_scaling = 1 (the lab's
     # defaults are 0).
     "htcp": '{ name = "htcp", bandwidth_switch = 1, rtt_scaling = 1 }',
@@ -157,10 +158,12 @@ tcp = {{ {tcp} }}
 # Compound, which hstcp_dumbbell.tcl runs with timestamps: a sample per ACK, the newest segment's.
 # The modules' own per-ACK samples as tcp-linux.cc:374-382 hands them to pkts_acked (none from a
 # SACK-only ACK or one its scoreboard calls unsure), and its first segment the 40-byte "SYN" of
-# ns-2's syn_ (tcp.cc:699-705), whose round trip is the delay-based modules' base RTT.
+# ns-2's syn_ (tcp.cc:699-705), whose round trip is the delay-based modules' base RTT. Its
+# scoreboard, cleared when a recovery ends (tcp-linux.cc:460-462), so that SACKs of data above
+# the recovery point are forgotten (the retransmission storms of a slow-start overshoot).
 HSTCP_TCP = {"initial_window": "2", "delayed_ack": "false", "min_rto": '"200ms"', "sack": "true",
              "recovery": '"rate-halving"', "lost_retransmit": "true", "rtt_sample": '"timed"',
-             "cc_rtt_sample": '"ns2"', "ns2_syn": "true"}
+             "cc_rtt_sample": '"ns2"', "ns2_syn": "true", "ns2_clear_scoreboard": "true"}
 HSTCP_RTT_SAMPLE = {"compound": '"newest"'}
 
 
