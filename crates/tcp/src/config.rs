@@ -162,7 +162,7 @@ pub struct TcpConfig {
     /// tcp_mark_lost_retrans, as ns-2's TCP/Linux), instead of waiting for the timer (RFC 6675).
     pub lost_retransmit: bool,
     /// Whether the SACK scoreboard is cleared when a fast recovery or a timeout's loss state
-    /// ends, as ns-2.35's TCP/Linux clears its own (tcp-linux.cc:463-466, scoreboard1.cc
+    /// ends, as ns-2.35's TCP/Linux clears its own (tcp-linux.cc:460-462, scoreboard1.cc
     /// ClearScoreBoard): what SACK blocks said of the data above `recover` is forgotten and
     /// learned again from later ACKs, so segments the receiver already holds may be deemed lost
     /// and sent again. RFC 6675 keeps the scoreboard.

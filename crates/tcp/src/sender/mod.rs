@@ -744,7 +744,7 @@ impl TcpSender {
     fn on_full_ack(&mut self, now: Time) {
         self.in_recovery = false;
         if self.config.ns2_clear_scoreboard {
-            // ns-2.35 tcp-linux.cc:463-466: the recovery ends with the scoreboard cleared.
+            // ns-2.35 tcp-linux.cc:460-462: the recovery ends with the scoreboard cleared.
             self.board.clear_sack_state();
         }
         self.dupacks = 0;
@@ -826,7 +826,7 @@ impl TcpSender {
         if let Some(r) = self.recover.filter(|&r| self.in_loss && self.snd_una >= r) {
             self.in_loss = false;
             if self.config.ns2_clear_scoreboard {
-                // ns-2.35 tcp-linux.cc:463-466: the Loss state ends the way a recovery does.
+                // ns-2.35 tcp-linux.cc:460-462: the Loss state ends the way a recovery does.
                 self.board.clear_sack_state();
             }
             self.cc.on_loss_end(now);
