@@ -30,11 +30,32 @@ mod ns3;
 /// Linux tcp_bic.c: BICTCP_B = 4, the binary search goes to a point (max - cwnd) / B away.
 const B: u64 = 4;
 
-/// Linux tcp_bic.c ACK_RATIO_SHIFT: the segments-per-ACK estimate is kept x16.
-const ACK_RATIO_SHIFT: u32 = 4;
+/// Linux tcp_bic.c and tcp_cubic.c ACK_RATIO_SHIFT: the segments-per-ACK estimate is kept x16.
+pub(crate) const ACK_RATIO_SHIFT: u32 = 4;
 
-/// Linux tcp_bic.c bictcp_reset: the estimate starts at two segments per ACK.
-const INITIAL_DELAYED_ACK: u32 = 2 << ACK_RATIO_SHIFT;
+/// Linux's estimate of the segments per ACK, x16 (tcp_bic.c and tcp_cubic.c `delayed_ack`),
+/// by which both modules divide their increments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AckRatio(pub(crate) u32);
+
+impl AckRatio {
+    /// bictcp_reset: two segments per ACK.
+    pub(crate) const INITIAL: AckRatio = AckRatio(2 << ACK_RATIO_SHIFT);
+
+    /// bictcp_acked, in the Open state: ratio += sample - ratio / 16, in u32 arithmetic (so a
+    /// sample below the ratio's integer part wraps to a decrement); the sample is the segments
+    /// of `mss` bytes in `acked_bytes`, none for none.
+    pub(crate) fn sample(&mut self, acked_bytes: u64, mss: u64) {
+        let segments = acked_bytes.div_ceil(mss);
+        if segments == 0 {
+            return;
+        }
+        let sample = u32::try_from(segments).unwrap_or(u32::MAX);
+        self.0 = self
+            .0
+            .wrapping_add(sample.wrapping_sub(self.0 >> ACK_RATIO_SHIFT));
+    }
+}
 
 /// Registry entry.
 pub(super) const ENTRY: Registered = Registered {
@@ -122,7 +143,7 @@ pub struct Bic {
     cwnd_cnt: u64,
     /// Linux: segments per ACK x16 (tcp_bic.c `delayed_ack`); unused under `ns3`, whose TcpBic
     /// has none.
-    delayed_ack: u32,
+    delayed_ack: AckRatio,
 }
 
 impl Bic {
@@ -142,21 +163,8 @@ impl Bic {
             smooth_part: (smooth_part.round() as u64).max(1),
             ns3: false,
             cwnd_cnt: 0,
-            delayed_ack: INITIAL_DELAYED_ACK,
+            delayed_ack: AckRatio::INITIAL,
         }
-    }
-
-    /// Linux tcp_bic.c bictcp_acked, in the Open state: ratio += sample - ratio / 16, in u32
-    /// arithmetic (so a sample below the ratio's integer part wraps to a decrement).
-    fn track_ack_ratio(&mut self, acked_bytes: u64) {
-        let segments = acked_bytes.div_ceil(self.mss);
-        if segments == 0 {
-            return;
-        }
-        let sample = u32::try_from(segments).unwrap_or(u32::MAX);
-        self.delayed_ack = self
-            .delayed_ack
-            .wrapping_add(sample.wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT));
     }
 
     fn segments(&self) -> u64 {
@@ -212,7 +220,7 @@ impl Bic {
             return cnt.max(1);
         }
         // Linux tcp_bic.c bictcp_update: `cnt = (cnt << ACK_RATIO_SHIFT) / delayed_ack`.
-        ((cnt << ACK_RATIO_SHIFT) / u64::from(self.delayed_ack.max(1))).max(1)
+        ((cnt << ACK_RATIO_SHIFT) / u64::from(self.delayed_ack.0.max(1))).max(1)
     }
 
     /// Linux tcp_bic.c bictcp_recalc_ssthresh: remember the window (lowered by fast
@@ -247,7 +255,7 @@ impl CongestionControl for Bic {
         self.ssthresh = initial_ssthresh.max(2 * self.mss);
         self.acked.reset();
         self.last_max = 0;
-        self.delayed_ack = INITIAL_DELAYED_ACK;
+        self.delayed_ack = AckRatio::INITIAL;
     }
 
     fn cwnd(&self) -> u64 {
@@ -263,7 +271,7 @@ impl CongestionControl for Bic {
             return self.on_ack_ns3(sample);
         }
         // Linux calls pkts_acked (bictcp_acked) before cong_avoid on the same ACK.
-        self.track_ack_ratio(sample.acked_bytes);
+        self.delayed_ack.sample(sample.acked_bytes, self.mss);
         if self.cwnd < self.ssthresh {
             // RFC 5681 §3.1 eq. (2): cwnd += min(N, SMSS).
             self.cwnd += sample.acked_bytes.min(self.mss);
@@ -311,7 +319,7 @@ impl CongestionControl for Bic {
         // Linux tcp_bic.c bictcp_state: entering the Loss state resets the search (after the
         // ssthresh computation), so last_max and the ACK ratio are forgotten.
         self.last_max = 0;
-        self.delayed_ack = INITIAL_DELAYED_ACK;
+        self.delayed_ack = AckRatio::INITIAL;
         // RFC 5681 §3.1: after a timeout cwnd is one segment.
         self.cwnd = self.mss;
     }
@@ -335,7 +343,7 @@ mod tests {
     fn at(w: u64) -> Bic {
         let mut cc = linux();
         cc.init(w * MSS, 2 * MSS);
-        cc.delayed_ack = 1 << ACK_RATIO_SHIFT;
+        cc.delayed_ack = AckRatio(1 << ACK_RATIO_SHIFT);
         cc
     }
 
@@ -429,12 +437,12 @@ mod tests {
         // tcp_bic.c bictcp_acked from its reset value 32: 32 + 1 - 2 = 31, then 31 + 1 - 1 = 31.
         let mut cc = linux();
         cc.init(1000 * MSS, 2 * MSS);
-        assert_eq!(cc.delayed_ack, 32);
+        assert_eq!(cc.delayed_ack.0, 32);
         cc.on_congestion_event(Time::ZERO, 1000 * MSS);
         // Far below last_max the paper's pace is 16 per round trip; with the ratio at 31/16,
         // cnt = (799 / 16 = 49) x 16 / 31 = 25, so one round trip of 799 ACKs adds 31-32.
         let grown = round(&mut cc);
-        assert_eq!(cc.delayed_ack, 31);
+        assert_eq!(cc.delayed_ack.0, 31);
         assert!((31..=33).contains(&grown), "{grown}");
         // With two segments per ACK the estimate stays at 32 (2 - 32/16 = 0): cnt halves, and
         // per acknowledged segment the window grows twice as fast again.
@@ -445,16 +453,16 @@ mod tests {
         for _ in 0..before / 2 {
             cc.on_ack(&ack(2 * MSS));
         }
-        assert_eq!(cc.delayed_ack, 32);
+        assert_eq!(cc.delayed_ack.0, 32);
         let grown = cc.segments() - before;
         assert!((31..=34).contains(&grown), "{grown}");
         // ns-3's TcpBic has no estimate.
         let mut cc = super::ns3::tests::ns3_at(1000);
         cc.on_congestion_event(Time::ZERO, 1000 * MSS);
         let unscaled = cc.cnt(799);
-        cc.delayed_ack = 31;
+        cc.delayed_ack = AckRatio(31);
         assert_eq!(cc.cnt(799), unscaled);
-        cc.delayed_ack = 64;
+        cc.delayed_ack = AckRatio(64);
         assert_eq!(cc.cnt(799), unscaled);
     }
 
@@ -462,7 +470,7 @@ mod tests {
     fn a_timeout_forgets_last_max() {
         let mut cc = at(1000);
         cc.on_retransmission_timeout(Time::ZERO, 0);
-        assert_eq!(cc.delayed_ack, 32);
+        assert_eq!(cc.delayed_ack.0, 32);
         assert_eq!((cc.cwnd(), cc.ssthresh(), cc.last_max), (MSS, 799 * MSS, 0));
         // With no maximum known, at least 5% per round trip by the paper's count (cnt 20);
         // single-segment ACKs take the reset ratio to 31/16, so cnt = 20 x 16 / 31 = 10 and
@@ -472,7 +480,7 @@ mod tests {
         assert_eq!(round(&mut cc), 100);
         // At one segment per ACK exactly, the paper's 5%.
         cc.cwnd = 1000 * MSS;
-        cc.delayed_ack = 1 << ACK_RATIO_SHIFT;
+        cc.delayed_ack = AckRatio(1 << ACK_RATIO_SHIFT);
         assert_eq!(round(&mut cc), 50);
     }
 

@@ -25,6 +25,7 @@
 //! the Open state from one in the Loss state for the ratio estimate (the lab's BIC does not
 //! either).
 
+use crate::bic::{AckRatio, ACK_RATIO_SHIFT};
 use crate::{AckSample, CongestionControl};
 use qstp_proto::Time;
 
@@ -34,10 +35,6 @@ const HZ: u32 = 1000;
 const BICTCP_HZ: u32 = 10;
 /// tcp_cubic.c BICTCP_BETA_SCALE.
 const BETA_SCALE: u32 = 1024;
-/// tcp_cubic.c ACK_RATIO_SHIFT: the segments-per-ACK estimate is kept x16.
-const ACK_RATIO_SHIFT: u32 = 4;
-/// tcp_cubic.c bictcp_reset: the estimate starts at two segments per ACK.
-const INITIAL_DELAYED_ACK: u32 = 2 << ACK_RATIO_SHIFT;
 
 /// tcp_cubic.c `cubic_root`: the cube root of `a` by a table of 64 entries and one
 /// Newton-Raphson step ("avg err ~= 0.195%"), in the module's u32 arithmetic.
@@ -96,7 +93,7 @@ pub struct Ns2Cubic {
     epoch_start: u32,
     ack_cnt: u32,
     tcp_cwnd: u32,
-    delayed_ack: u32,
+    delayed_ack: AckRatio,
 }
 
 impl Ns2Cubic {
@@ -128,7 +125,7 @@ impl Ns2Cubic {
             epoch_start: 0,
             ack_cnt: 0,
             tcp_cwnd: 0,
-            delayed_ack: INITIAL_DELAYED_ACK,
+            delayed_ack: AckRatio::INITIAL,
         };
         cc.reset();
         cc
@@ -144,7 +141,7 @@ impl Ns2Cubic {
         self.origin = 0;
         self.k = 0;
         self.epoch_start = 0;
-        self.delayed_ack = INITIAL_DELAYED_ACK;
+        self.delayed_ack = AckRatio::INITIAL;
         self.ack_cnt = 0;
         self.tcp_cwnd = 0;
     }
@@ -206,7 +203,8 @@ impl Ns2Cubic {
             let max_cnt = cwnd / (self.tcp_cwnd - cwnd);
             self.cnt = self.cnt.min(max_cnt);
         }
-        self.cnt = (self.cnt << ACK_RATIO_SHIFT) / self.delayed_ack.max(1);
+        // In the module's u32 arithmetic.
+        self.cnt = (self.cnt << ACK_RATIO_SHIFT) / self.delayed_ack.0.max(1);
         if self.cnt == 0 {
             self.cnt = 1;
         }
@@ -261,12 +259,8 @@ impl CongestionControl for Ns2Cubic {
         if segments == 0 {
             return;
         }
-        // tcp-linux.cc:382 pkts_acked before cong_avoid: tcp_cubic.c `bictcp_acked`, ratio +=
-        // sample - ratio / 16 in u32 (a sample below the ratio's integer part wraps).
-        let sample_cnt = u32::try_from(segments).unwrap_or(u32::MAX);
-        self.delayed_ack = self
-            .delayed_ack
-            .wrapping_add(sample_cnt.wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT));
+        // tcp-linux.cc:382 pkts_acked before cong_avoid: tcp_cubic.c `bictcp_acked`.
+        self.delayed_ack.sample(sample.acked_bytes, self.mss);
         // tcp_cubic.c `bictcp_cong_avoid`.
         if self.cwnd <= self.ssthresh {
             // tcp_cong.c tcp_slow_start with sysctl_tcp_abc = 1: only once a full segment is
@@ -415,7 +409,7 @@ mod tests {
             ms += 2;
             cc.on_ack(&ack(at_ms(ms)));
         }
-        assert_eq!(cc.delayed_ack, 31);
+        assert_eq!(cc.delayed_ack.0, 31);
         assert_eq!(cc.cnt, 25);
         assert_eq!(
             cc.cwnd, 101,
@@ -452,7 +446,7 @@ mod tests {
         // ssthresh as for a loss (90 x 819 / 1024 = 71), then bictcp_reset.
         assert_eq!((cc.ssthresh, cc.cwnd), (71, 1));
         assert_eq!((cc.last_max_cwnd, cc.loss_cwnd, cc.epoch_start), (0, 0, 0));
-        assert_eq!(cc.delayed_ack, INITIAL_DELAYED_ACK);
+        assert_eq!(cc.delayed_ack, AckRatio::INITIAL);
     }
 
     #[test]
