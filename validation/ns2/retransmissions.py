@@ -21,7 +21,6 @@ A diagnosis tool (validation/ns2/README.md, "ns-2's scoreboard forgets"); nothin
 
 import argparse
 import collections
-import csv
 import json
 import os
 import subprocess
@@ -41,19 +40,6 @@ def ns2(cc, flows, seconds, seed, queue_trace=None):
     out = subprocess.run(["ns", os.path.join(HERE, "hstcp_dumbbell.tcl")] + [str(a) for a in args],
                          check=True, capture_output=True, text=True).stdout
     return json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
-
-
-def lab(qstp, text, work):
-    """One lab run of scenario `text`: runs.csv's rows."""
-    path = os.path.join(work, "s.toml")
-    with open(path, "w") as f:
-        f.write(text)
-    out = os.path.join(work, "out")
-    subprocess.run(["rm", "-rf", out], check=True)
-    subprocess.run([qstp, "run", path, "--out", out, "--series", "none", "--no-plots"],
-                   check=True, capture_output=True)
-    with open(os.path.join(out, "runs.csv")) as f:
-        return list(csv.DictReader(f))
 
 
 def queue_copies(trace):
@@ -86,10 +72,6 @@ def queue_copies(trace):
     return per
 
 
-def jain(xs):
-    return sum(xs) ** 2 / len(xs) / sum(x * x for x in xs) if xs else 0.0
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--cc", required=True, choices=compare.HSTCP_CONTROLS)
@@ -113,13 +95,13 @@ def main():
             r = ns2(args.cc, args.flows, seconds, args.seed)
             text = compare.hstcp_scenario(args.cc, r["start_times_s"], seconds, args.seed,
                                           args.lab_tcp)
-            rows = lab(args.qstp, text, work)
+            rows = compare.run_lab(args.qstp, text)
             goodput = [float(x["goodput_bps"]) for x in rows]
             print(f"| {seconds} | {sum(r['retransmitted_packets'])} | "
                   f"{sum(int(x['packets_retransmitted']) for x in rows)} | "
                   f"{sum(int(x['fast_recoveries']) for x in rows)} | "
                   f"{sum(int(x['timeouts']) for x in rows)} | {r['utilisation']:.3f} | "
-                  f"{sum(goodput) / 200e6:.3f} | {r['jain']:.3f} | {jain(goodput):.3f} |",
+                  f"{sum(goodput) / 200e6:.3f} | {r['jain']:.3f} | {compare.jain(goodput):.3f} |",
                   flush=True)
         if args.ns2_queue:
             trace = os.path.join(work, "queue.tr")
